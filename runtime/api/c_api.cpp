@@ -1,0 +1,339 @@
+// c_api.cpp: the application C API over the core. Every entry point converts
+// C++ exceptions and Status into OnyxStatus*; nothing throws across.
+#include <onyx/onyx_c_api.h>
+
+#include <cstring>
+
+#include "core/json.h"
+#include "ir/onnx_import.h"
+#include "plugin/host_api.h"
+#include "session/session.h"
+
+struct OnyxEnv {
+  onyx::ProviderRegistry registry;
+};
+struct OnyxSessionOptions {
+  onyx::SessionOptions options;
+};
+struct OnyxSession {
+  std::unique_ptr<onyx::Session> session;
+};
+struct OnyxTensor {
+  onyx::Tensor tensor;
+};
+
+namespace {
+
+using onyx::Status;
+
+template <typename Fn>
+OnyxStatus* guarded(Fn&& fn) noexcept {
+  try {
+    return onyx::make_abi_status(fn());
+  } catch (const std::bad_alloc&) {
+    return onyx::make_abi_status(Status(ONYX_STATUS_OUT_OF_MEMORY, "out of memory"));
+  } catch (const std::exception& e) {
+    return onyx::make_abi_status(onyx::internal_error(e.what()));
+  } catch (...) {
+    return onyx::make_abi_status(onyx::internal_error("unknown exception"));
+  }
+}
+
+Status null_arg(const char* fn, const char* name) {
+  return onyx::invalid_argument(std::string(fn) + ": " + name + " is NULL");
+}
+
+char* copy_string(const std::string& s) {
+  char* out = static_cast<char*>(std::malloc(s.size() + 1));
+  if (!out) throw std::bad_alloc();
+  std::memcpy(out, s.c_str(), s.size() + 1);
+  return out;
+}
+
+Status create_session(OnyxEnv* env, onyx::StatusOr<onyx::ir::Model> model,
+                      const OnyxSessionOptions* options, OnyxSession** out) {
+  if (!model.ok()) return model.status();
+  onyx::SessionOptions defaults;
+  auto session = onyx::Session::create(env->registry, std::move(model).value(),
+                                       options ? options->options : defaults);
+  if (!session.ok()) return session.status();
+  *out = new OnyxSession{std::move(session).value()};
+  return Status();
+}
+
+Status metadata(const OnyxSession* session, size_t index, bool input, OnyxValueMetadata* out) {
+  if (!session || !out) return null_arg("onyx_session_*_metadata", "argument");
+  const onyx::ir::Graph& g = session->session->graph();
+  const std::vector<int>& list = input ? g.inputs : g.outputs;
+  if (index >= list.size())
+    return onyx::invalid_argument(std::string(input ? "input" : "output") + " index " +
+                                  std::to_string(index) + " out of range (" +
+                                  std::to_string(list.size()) + ")");
+  const onyx::ir::Value& v = g.values[list[index]];
+  OnyxValueMetadata m{};
+  m.struct_size = std::min(out->struct_size, sizeof m);
+  m.name = v.name.c_str();
+  m.dtype = v.dtype;
+  m.rank = v.rank;
+  m.dims = v.dims.data();
+  std::memcpy(out, &m, m.struct_size);
+  return Status();
+}
+
+}  // namespace
+
+extern "C" {
+
+OnyxStatusCode onyx_status_code(const OnyxStatus* s) { return s ? s->status.code() : ONYX_STATUS_OK; }
+const char* onyx_status_message(const OnyxStatus* s) { return s ? s->status.message().c_str() : ""; }
+void onyx_status_release(OnyxStatus* s) { delete s; }
+void onyx_string_release(char* s) { std::free(s); }
+const char* onyx_version(void) { return "0.1.0"; }
+
+OnyxStatus* onyx_env_create(OnyxEnv** out) {
+  return guarded([&] {
+    if (!out) return null_arg("onyx_env_create", "out");
+    *out = new OnyxEnv();
+    return Status();
+  });
+}
+void onyx_env_release(OnyxEnv* env) { delete env; }
+
+OnyxStatus* onyx_env_add_provider_dir(OnyxEnv* env, const char* dir) {
+  return guarded([&] {
+    if (!env || !dir) return null_arg("onyx_env_add_provider_dir", "argument");
+    env->registry.add_search_dir(dir);
+    return Status();
+  });
+}
+
+OnyxStatus* onyx_env_list_providers(OnyxEnv* env, char** json) {
+  return guarded([&] {
+    if (!env || !json) return null_arg("onyx_env_list_providers", "argument");
+    onyx::JsonWriter w;
+    w.begin_array();
+    for (const auto& found : env->registry.discover()) {
+      w.begin_object();
+      w.key("path").value(found.path);
+      if (!found.provider) {
+        w.key("name").value("");
+        w.key("loaded").value(false);
+        w.key("available").value(false);
+        w.key("reason").value(found.load_status.message());
+        w.end_object();
+        continue;
+      }
+      const onyx::Provider& p = *found.provider;
+      Status available = p.availability();
+      w.key("name").value(p.name());
+      w.key("version").value(p.version());
+      w.key("abi").value(onyx::abi_version_string(p.abi_version()));
+      w.key("loaded").value(true);
+      w.key("available").value(available.ok());
+      w.key("reason").value(available.message());
+      w.key("devices").begin_array();
+      for (size_t d = 0; available.ok() && d < p.device_count(); ++d) {
+        auto props = p.device_properties(d);
+        if (!props.ok()) continue;
+        w.begin_object();
+        w.key("name").value(props->name);
+        w.key("vendor").value(props->vendor);
+        w.key("memory_bytes").value(uint64_t(props->memory_bytes));
+        w.end_object();
+      }
+      w.end_array();
+      w.end_object();
+    }
+    w.end_array();
+    *json = copy_string(w.str());
+    return Status();
+  });
+}
+
+OnyxStatus* onyx_session_options_create(OnyxSessionOptions** out) {
+  return guarded([&] {
+    if (!out) return null_arg("onyx_session_options_create", "out");
+    *out = new OnyxSessionOptions();
+    return Status();
+  });
+}
+void onyx_session_options_release(OnyxSessionOptions* o) { delete o; }
+
+OnyxStatus* onyx_session_options_append_provider(OnyxSessionOptions* o, const char* name,
+                                                 const char* const* keys,
+                                                 const char* const* values, size_t count) {
+  return guarded([&] {
+    if (!o || !name) return null_arg("onyx_session_options_append_provider", "argument");
+    if (count && (!keys || !values))
+      return null_arg("onyx_session_options_append_provider", "keys/values");
+    onyx::ProviderRequest request{name, {}};
+    for (size_t k = 0; k < count; ++k) {
+      if (!keys[k] || !values[k]) return null_arg("onyx_session_options_append_provider", "option");
+      request.options.emplace_back(keys[k], values[k]);
+    }
+    o->options.providers.push_back(std::move(request));
+    return Status();
+  });
+}
+
+OnyxStatus* onyx_session_options_set_fallback(OnyxSessionOptions* o, OnyxFallbackPolicy policy) {
+  return guarded([&] {
+    if (!o) return null_arg("onyx_session_options_set_fallback", "options");
+    if (policy < ONYX_FALLBACK_FAIL || policy > ONYX_FALLBACK_ALLOW)
+      return onyx::invalid_argument("unknown fallback policy " + std::to_string(int(policy)));
+    o->options.fallback = policy == ONYX_FALLBACK_FAIL   ? onyx::FallbackPolicy::kFail
+                          : policy == ONYX_FALLBACK_WARN ? onyx::FallbackPolicy::kWarn
+                                                         : onyx::FallbackPolicy::kAllow;
+    return Status();
+  });
+}
+
+OnyxStatus* onyx_session_options_set_intra_op_threads(OnyxSessionOptions* o, size_t threads) {
+  return guarded([&] {
+    if (!o) return null_arg("onyx_session_options_set_intra_op_threads", "options");
+    o->options.intra_op_threads = threads;
+    return Status();
+  });
+}
+
+OnyxStatus* onyx_session_create(OnyxEnv* env, const char* path, const OnyxSessionOptions* options,
+                                OnyxSession** out) {
+  return guarded([&] {
+    if (!env || !path || !out) return null_arg("onyx_session_create", "argument");
+    return create_session(env, onyx::ir::load_model(path), options, out);
+  });
+}
+
+OnyxStatus* onyx_session_create_from_buffer(OnyxEnv* env, const void* data, size_t size,
+                                            const OnyxSessionOptions* options, OnyxSession** out) {
+  return guarded([&] {
+    if (!env || !data || !out) return null_arg("onyx_session_create_from_buffer", "argument");
+    return create_session(env, onyx::ir::load_model_from_bytes(data, size, ""), options, out);
+  });
+}
+
+void onyx_session_release(OnyxSession* s) { delete s; }
+
+size_t onyx_session_input_count(const OnyxSession* s) {
+  return s ? s->session->graph().inputs.size() : 0;
+}
+size_t onyx_session_output_count(const OnyxSession* s) {
+  return s ? s->session->graph().outputs.size() : 0;
+}
+OnyxStatus* onyx_session_input_metadata(const OnyxSession* s, size_t i, OnyxValueMetadata* out) {
+  return guarded([&] { return metadata(s, i, true, out); });
+}
+OnyxStatus* onyx_session_output_metadata(const OnyxSession* s, size_t i, OnyxValueMetadata* out) {
+  return guarded([&] { return metadata(s, i, false, out); });
+}
+
+OnyxStatus* onyx_session_run(OnyxSession* s, const char* const* input_names,
+                             const OnyxTensor* const* inputs, size_t input_count,
+                             const char* const* output_names, size_t output_count,
+                             OnyxTensor** outputs) {
+  return guarded([&] {
+    if (!s || (input_count && (!input_names || !inputs)) || (output_count && !outputs))
+      return null_arg("onyx_session_run", "argument");
+    std::vector<std::pair<std::string, onyx::Tensor>> in;
+    for (size_t k = 0; k < input_count; ++k) {
+      if (!input_names[k] || !inputs[k]) return null_arg("onyx_session_run", "input");
+      in.emplace_back(input_names[k], inputs[k]->tensor);
+    }
+    std::vector<std::string> names;
+    if (output_names) {
+      for (size_t k = 0; k < output_count; ++k) {
+        if (!output_names[k]) return null_arg("onyx_session_run", "output name");
+        names.emplace_back(output_names[k]);
+      }
+    } else if (output_count != s->session->graph().outputs.size()) {
+      return onyx::invalid_argument("onyx_session_run: output_count is " +
+                                    std::to_string(output_count) + " but the model has " +
+                                    std::to_string(s->session->graph().outputs.size()) + " outputs");
+    }
+    auto result = s->session->run(in, names);
+    if (!result.ok()) return result.status();
+    for (size_t k = 0; k < output_count; ++k) outputs[k] = new OnyxTensor{result.value()[k]};
+    return Status();
+  });
+}
+
+OnyxStatus* onyx_session_partition_report(const OnyxSession* s, char** json) {
+  return guarded([&] {
+    if (!s || !json) return null_arg("onyx_session_partition_report", "argument");
+    *json = copy_string(s->session->partition_report().to_json(s->session->graph()));
+    return Status();
+  });
+}
+
+OnyxStatus* onyx_session_memory_report(OnyxSession* s, const char* const* names,
+                                       const int64_t* const* dims, const size_t* ranks,
+                                       size_t count, char** json) {
+  return guarded([&] {
+    if (!s || !json || (count && (!names || !dims || !ranks)))
+      return null_arg("onyx_session_memory_report", "argument");
+    std::map<std::string, onyx::Shape> shapes;
+    for (size_t k = 0; k < count; ++k) shapes[names[k]] = onyx::Shape(dims[k], dims[k] + ranks[k]);
+    auto report = s->session->memory_report(shapes);
+    if (!report.ok()) return report.status();
+    onyx::JsonWriter w;
+    w.begin_array();
+    for (const onyx::MemoryReport& r : report.value()) {
+      w.begin_object();
+      w.key("device").value(r.device);
+      w.key("arena_bytes").value(uint64_t(r.arena_bytes));
+      w.key("lower_bound_bytes").value(uint64_t(r.lower_bound));
+      w.key("ratio").value(r.lower_bound ? double(r.arena_bytes) / double(r.lower_bound) : 1.0);
+      w.key("planned_tensors").value(uint64_t(r.planned_tensors));
+      w.key("dynamic_tensors").value(uint64_t(r.dynamic_tensors));
+      w.key("in_place").value(uint64_t(r.in_place));
+      w.key("aliased").value(uint64_t(r.aliased));
+      w.end_object();
+    }
+    w.end_array();
+    *json = copy_string(w.str());
+    return Status();
+  });
+}
+
+OnyxStatus* onyx_tensor_create(int32_t dtype, const int64_t* dims, size_t rank, OnyxTensor** out) {
+  return guarded([&] {
+    if (!out || (rank && !dims)) return null_arg("onyx_tensor_create", "argument");
+    if (onyx::storage_bytes(dtype, 2) == 0)
+      return onyx::invalid_argument("onyx_tensor_create: unsupported dtype " + std::to_string(dtype));
+    for (size_t k = 0; k < rank; ++k)
+      if (dims[k] < 0) return onyx::invalid_argument("onyx_tensor_create: negative dim");
+    *out = new OnyxTensor{onyx::Tensor::allocate(dtype, onyx::Shape(dims, dims + rank))};
+    return Status();
+  });
+}
+
+OnyxStatus* onyx_tensor_create_borrowed(int32_t dtype, const int64_t* dims, size_t rank, void* data,
+                                        size_t bytes, OnyxTensor** out) {
+  return guarded([&] {
+    if (!out || (rank && !dims)) return null_arg("onyx_tensor_create_borrowed", "argument");
+    if (onyx::storage_bytes(dtype, 2) == 0)
+      return onyx::invalid_argument("onyx_tensor_create_borrowed: unsupported dtype " +
+                                    std::to_string(dtype));
+    onyx::Shape shape(dims, dims + rank);
+    for (int64_t d : shape)
+      if (d < 0) return onyx::invalid_argument("onyx_tensor_create_borrowed: negative dim");
+    size_t need = onyx::storage_bytes(dtype, onyx::element_count(shape));
+    if (bytes != need)
+      return onyx::invalid_argument("onyx_tensor_create_borrowed: " + std::to_string(bytes) +
+                                    " bytes given, shape " + onyx::shape_string(shape) + " of " +
+                                    onyx::dtype_name(dtype) + " needs " + std::to_string(need));
+    if (need && !data) return null_arg("onyx_tensor_create_borrowed", "data");
+    *out = new OnyxTensor{onyx::Tensor::wrap(dtype, shape, data, nullptr)};
+    return Status();
+  });
+}
+
+void onyx_tensor_release(OnyxTensor* t) { delete t; }
+int32_t onyx_tensor_dtype(const OnyxTensor* t) { return t ? t->tensor.dtype() : 0; }
+size_t onyx_tensor_rank(const OnyxTensor* t) { return t ? t->tensor.shape().size() : 0; }
+const int64_t* onyx_tensor_dims(const OnyxTensor* t) { return t ? t->tensor.shape().data() : nullptr; }
+int64_t onyx_tensor_element_count(const OnyxTensor* t) { return t ? t->tensor.size() : 0; }
+size_t onyx_tensor_byte_size(const OnyxTensor* t) { return t ? t->tensor.bytes() : 0; }
+void* onyx_tensor_data(OnyxTensor* t) { return t ? t->tensor.data() : nullptr; }
+
+}  // extern "C"

@@ -1,0 +1,60 @@
+// tensor.h: element types and the core's host tensor.
+#pragma once
+
+#include <onyx_provider.h>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace onyx {
+
+using Shape = std::vector<int64_t>;
+
+// Bytes per element; 0 for sub-byte types and strings.
+size_t dtype_size(int32_t dtype);
+// Bytes that `count` elements occupy (sub-byte types pack two per byte).
+size_t storage_bytes(int32_t dtype, int64_t count);
+// "float32", "int64", ...
+const char* dtype_name(int32_t dtype);
+int64_t element_count(std::span<const int64_t> dims);
+// "[2, 3, ?]" (negative dims print as ?)
+std::string shape_string(std::span<const int64_t> dims);
+
+// A dense tensor in host memory. Copies share storage (like a shared_ptr);
+// use clone() for a deep copy. Storage is 64-byte aligned when allocated
+// here, or borrowed from an owner (a memory-mapped file, a caller's buffer).
+// Thread-safety: distinct Tensors may be used concurrently; concurrent writes
+// to shared storage need external synchronization.
+class Tensor {
+ public:
+  Tensor() = default;
+  // Zero-filled host tensor.
+  static Tensor allocate(int32_t dtype, Shape shape);
+  // Wraps memory kept alive by `owner` (may be empty for caller-managed memory).
+  static Tensor wrap(int32_t dtype, Shape shape, void* data, std::shared_ptr<void> owner);
+
+  bool empty() const { return dtype_ == ONYX_DTYPE_UNDEFINED; }
+  int32_t dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  int64_t size() const { return element_count(shape_); }
+  size_t bytes() const { return storage_bytes(dtype_, size()); }
+  void* data() const { return data_; }
+  template <typename T>
+  T* data_as() const { return static_cast<T*>(data_); }
+  Tensor clone() const;
+  // A borrowed ABI view; valid while this Tensor (and its shape) lives.
+  OnyxTensorView view() const;
+
+ private:
+  int32_t dtype_ = ONYX_DTYPE_UNDEFINED;
+  Shape shape_;
+  void* data_ = nullptr;
+  std::shared_ptr<void> owner_;
+};
+
+}  // namespace onyx

@@ -1,0 +1,197 @@
+// onyx.hpp: a thin header-only C++ wrapper over onyx_c_api.h. RAII handles;
+// failures throw onyx::Error (C++ side only: nothing throws across the C API).
+#pragma once
+
+#include <onyx/onyx_c_api.h>
+
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace onyx {
+
+class Error : public std::runtime_error {
+ public:
+  Error(OnyxStatusCode code, const std::string& message) : std::runtime_error(message), code_(code) {}
+  OnyxStatusCode code() const { return code_; }
+
+ private:
+  OnyxStatusCode code_;
+};
+
+// Throws if `status` is an error; releases it either way.
+inline void check(OnyxStatus* status) {
+  if (!status) return;
+  OnyxStatusCode code = onyx_status_code(status);
+  std::string message = onyx_status_message(status);
+  onyx_status_release(status);
+  throw Error(code, message);
+}
+
+namespace detail {
+template <typename T, void (*Release)(T*)>
+struct Deleter {
+  void operator()(T* p) const { Release(p); }
+};
+inline std::string take_string(char* s) {
+  std::string out = s ? s : "";
+  onyx_string_release(s);
+  return out;
+}
+}  // namespace detail
+
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(OnyxTensor* raw) : raw_(raw) {}
+  static Tensor zeros(OnyxDataType dtype, std::vector<int64_t> dims) {
+    OnyxTensor* t = nullptr;
+    check(onyx_tensor_create(dtype, dims.data(), dims.size(), &t));
+    return Tensor(t);
+  }
+  template <typename T>
+  static Tensor from(OnyxDataType dtype, std::vector<int64_t> dims, std::span<const T> values) {
+    Tensor t = zeros(dtype, std::move(dims));
+    if (values.size_bytes() != t.byte_size()) throw Error(ONYX_STATUS_INVALID_ARGUMENT, "size mismatch");
+    std::copy(values.begin(), values.end(), t.data<T>());
+    return t;
+  }
+  OnyxDataType dtype() const { return OnyxDataType(onyx_tensor_dtype(raw_.get())); }
+  std::vector<int64_t> shape() const {
+    const int64_t* d = onyx_tensor_dims(raw_.get());
+    return {d, d + onyx_tensor_rank(raw_.get())};
+  }
+  int64_t size() const { return onyx_tensor_element_count(raw_.get()); }
+  size_t byte_size() const { return onyx_tensor_byte_size(raw_.get()); }
+  template <typename T>
+  T* data() { return static_cast<T*>(onyx_tensor_data(raw_.get())); }
+  OnyxTensor* get() const { return raw_.get(); }
+
+ private:
+  std::unique_ptr<OnyxTensor, detail::Deleter<OnyxTensor, onyx_tensor_release>> raw_;
+};
+
+class Env {
+ public:
+  Env() {
+    OnyxEnv* e = nullptr;
+    check(onyx_env_create(&e));
+    raw_.reset(e);
+  }
+  void add_provider_dir(const std::string& dir) { check(onyx_env_add_provider_dir(raw_.get(), dir.c_str())); }
+  std::string providers_json() {
+    char* json = nullptr;
+    check(onyx_env_list_providers(raw_.get(), &json));
+    return detail::take_string(json);
+  }
+  OnyxEnv* get() const { return raw_.get(); }
+
+ private:
+  std::unique_ptr<OnyxEnv, detail::Deleter<OnyxEnv, onyx_env_release>> raw_;
+};
+
+class SessionOptions {
+ public:
+  SessionOptions() {
+    OnyxSessionOptions* o = nullptr;
+    check(onyx_session_options_create(&o));
+    raw_.reset(o);
+  }
+  SessionOptions& provider(const std::string& name,
+                           const std::vector<std::pair<std::string, std::string>>& options = {}) {
+    std::vector<const char*> keys, values;
+    for (const auto& [k, v] : options) {
+      keys.push_back(k.c_str());
+      values.push_back(v.c_str());
+    }
+    check(onyx_session_options_append_provider(raw_.get(), name.c_str(), keys.data(), values.data(),
+                                               keys.size()));
+    return *this;
+  }
+  SessionOptions& fallback(OnyxFallbackPolicy policy) {
+    check(onyx_session_options_set_fallback(raw_.get(), policy));
+    return *this;
+  }
+  SessionOptions& threads(size_t n) {
+    check(onyx_session_options_set_intra_op_threads(raw_.get(), n));
+    return *this;
+  }
+  const OnyxSessionOptions* get() const { return raw_.get(); }
+
+ private:
+  std::unique_ptr<OnyxSessionOptions, detail::Deleter<OnyxSessionOptions, onyx_session_options_release>> raw_;
+};
+
+struct ValueMetadata {
+  std::string name;
+  OnyxDataType dtype;
+  int32_t rank;
+  std::vector<int64_t> dims;
+};
+
+class Session {
+ public:
+  Session(Env& env, const std::string& path, const SessionOptions& options = {}) {
+    OnyxSession* s = nullptr;
+    check(onyx_session_create(env.get(), path.c_str(), options.get(), &s));
+    raw_.reset(s);
+  }
+  Session(Env& env, std::span<const std::byte> model, const SessionOptions& options = {}) {
+    OnyxSession* s = nullptr;
+    check(onyx_session_create_from_buffer(env.get(), model.data(), model.size(), options.get(), &s));
+    raw_.reset(s);
+  }
+  std::vector<ValueMetadata> inputs() const { return metadata(true); }
+  std::vector<ValueMetadata> outputs() const { return metadata(false); }
+
+  // Runs with named inputs; returns the named outputs (all, in order, when empty).
+  std::vector<Tensor> run(const std::vector<std::pair<std::string, const Tensor*>>& inputs,
+                          const std::vector<std::string>& output_names = {}) {
+    std::vector<const char*> in_names, out_names;
+    std::vector<const OnyxTensor*> in_tensors;
+    for (const auto& [name, t] : inputs) {
+      in_names.push_back(name.c_str());
+      in_tensors.push_back(t->get());
+    }
+    for (const std::string& n : output_names) out_names.push_back(n.c_str());
+    size_t count = output_names.empty() ? onyx_session_output_count(raw_.get()) : output_names.size();
+    std::vector<OnyxTensor*> raw(count, nullptr);
+    check(onyx_session_run(raw_.get(), in_names.data(), in_tensors.data(), in_names.size(),
+                           output_names.empty() ? nullptr : out_names.data(), count, raw.data()));
+    std::vector<Tensor> out;
+    for (OnyxTensor* t : raw) out.emplace_back(t);
+    return out;
+  }
+  std::string partition_report() const {
+    char* json = nullptr;
+    check(onyx_session_partition_report(raw_.get(), &json));
+    return detail::take_string(json);
+  }
+  std::string memory_report() {
+    char* json = nullptr;
+    check(onyx_session_memory_report(raw_.get(), nullptr, nullptr, nullptr, 0, &json));
+    return detail::take_string(json);
+  }
+  OnyxSession* get() const { return raw_.get(); }
+
+ private:
+  std::vector<ValueMetadata> metadata(bool input) const {
+    size_t n = input ? onyx_session_input_count(raw_.get()) : onyx_session_output_count(raw_.get());
+    std::vector<ValueMetadata> out;
+    for (size_t k = 0; k < n; ++k) {
+      OnyxValueMetadata m{};
+      m.struct_size = sizeof m;
+      check(input ? onyx_session_input_metadata(raw_.get(), k, &m)
+                  : onyx_session_output_metadata(raw_.get(), k, &m));
+      out.push_back({m.name, OnyxDataType(m.dtype), m.rank,
+                     m.rank > 0 ? std::vector<int64_t>(m.dims, m.dims + m.rank) : std::vector<int64_t>{}});
+    }
+    return out;
+  }
+  std::unique_ptr<OnyxSession, detail::Deleter<OnyxSession, onyx_session_release>> raw_;
+};
+
+}  // namespace onyx

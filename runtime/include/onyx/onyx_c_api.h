@@ -1,0 +1,166 @@
+/*
+ * onyx_c_api.h: the Onyx application API (C).
+ *
+ * Objects: OnyxEnv (provider search and loaded plugins) -> OnyxSessionOptions
+ * (ordered providers, fallback policy, threads) -> OnyxSession (a model placed
+ * on devices) -> onyx_session_run with OnyxTensor inputs and outputs.
+ *
+ * Conventions, for every function below:
+ *  - Functions returning OnyxStatus* return NULL on success. A non-NULL status
+ *    belongs to the caller: read it with onyx_status_code/onyx_status_message
+ *    and free it with onyx_status_release.
+ *  - `out` parameters are written only on success.
+ *  - Objects created by onyx_*_create belong to the caller until their
+ *    onyx_*_release. Release functions accept NULL.
+ *  - Strings returned as `const char*` stay valid as long as the object they
+ *    came from; strings returned as `char**` belong to the caller
+ *    (onyx_string_release).
+ *  - Thread-safety: an OnyxEnv and an OnyxSession may be used from several
+ *    threads at once (concurrent runs are supported). OnyxSessionOptions and
+ *    OnyxTensor are not synchronized: don't modify one from two threads.
+ *  - No C++ exception crosses this API.
+ */
+#ifndef ONYX_C_API_H_
+#define ONYX_C_API_H_
+
+#include <onyx_provider.h> /* OnyxStatus, OnyxStatusCode, OnyxDataType */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define ONYX_API __declspec(dllexport)
+#else
+#define ONYX_API __attribute__((visibility("default")))
+#endif
+
+typedef struct OnyxEnv OnyxEnv;
+typedef struct OnyxSessionOptions OnyxSessionOptions;
+typedef struct OnyxSession OnyxSession;
+typedef struct OnyxTensor OnyxTensor;
+
+/* ---- status ------------------------------------------------------------ */
+
+ONYX_API OnyxStatusCode onyx_status_code(const OnyxStatus* status);
+/* Valid until the status is released. "" for NULL. */
+ONYX_API const char* onyx_status_message(const OnyxStatus* status);
+ONYX_API void onyx_status_release(OnyxStatus* status);
+ONYX_API void onyx_string_release(char* string);
+
+/* "0.1.0" */
+ONYX_API const char* onyx_version(void);
+
+/* ---- environment --------------------------------------------------------- */
+
+/* Creates an environment. Providers are searched in folders added with
+ * onyx_env_add_provider_dir, then ONYX_PROVIDER_PATH (':'-separated), then
+ * the executable's folder and <exe>/../lib/onyx/providers. */
+ONYX_API OnyxStatus* onyx_env_create(OnyxEnv** out);
+/* Release after every session created from it. */
+ONYX_API void onyx_env_release(OnyxEnv* env);
+ONYX_API OnyxStatus* onyx_env_add_provider_dir(OnyxEnv* env, const char* dir);
+
+/* Lists the provider plugins found on disk (loading each) as JSON:
+ * [{"name","path","version","abi","available","reason","devices":[...]}].
+ * *json belongs to the caller. */
+ONYX_API OnyxStatus* onyx_env_list_providers(OnyxEnv* env, char** json);
+
+/* ---- session options ------------------------------------------------------ */
+
+typedef enum OnyxFallbackPolicy {
+  ONYX_FALLBACK_FAIL = 0,  /* a node the first provider declines fails session creation */
+  ONYX_FALLBACK_WARN = 1,  /* falls back to the next provider and logs a warning (default) */
+  ONYX_FALLBACK_ALLOW = 2  /* falls back silently (the partition report still says so) */
+} OnyxFallbackPolicy;
+
+ONYX_API OnyxStatus* onyx_session_options_create(OnyxSessionOptions** out);
+ONYX_API void onyx_session_options_release(OnyxSessionOptions* options);
+/* Appends a provider (a name such as "cpu", or a path to a plugin file) in
+ * priority order, with `count` key/value options for its device (copied).
+ * With no provider appended, sessions use {"cpu"}. */
+ONYX_API OnyxStatus* onyx_session_options_append_provider(OnyxSessionOptions* options,
+                                                          const char* name_or_path,
+                                                          const char* const* keys,
+                                                          const char* const* values, size_t count);
+ONYX_API OnyxStatus* onyx_session_options_set_fallback(OnyxSessionOptions* options,
+                                                       OnyxFallbackPolicy policy);
+/* Threads for intra-op parallelism; 0 (default) = one per core. */
+ONYX_API OnyxStatus* onyx_session_options_set_intra_op_threads(OnyxSessionOptions* options,
+                                                               size_t threads);
+
+/* ---- sessions -------------------------------------------------------------- */
+
+/* Loads a model file (external data resolved in its folder) and prepares it.
+ * `options` may be NULL; it is not retained. */
+ONYX_API OnyxStatus* onyx_session_create(OnyxEnv* env, const char* model_path,
+                                         const OnyxSessionOptions* options, OnyxSession** out);
+/* Same from a serialized model in memory (copied; external data refused). */
+ONYX_API OnyxStatus* onyx_session_create_from_buffer(OnyxEnv* env, const void* data, size_t size,
+                                                     const OnyxSessionOptions* options,
+                                                     OnyxSession** out);
+ONYX_API void onyx_session_release(OnyxSession* session);
+
+/* What the model declares for an input or output. dims has `rank` entries,
+ * -1 for a symbolic or unknown dim; rank is -1 when unknown. Pointers are
+ * valid while the session lives. */
+typedef struct OnyxValueMetadata {
+  size_t struct_size;
+  const char* name;
+  int32_t dtype; /* OnyxDataType */
+  int32_t rank;
+  const int64_t* dims;
+} OnyxValueMetadata;
+
+ONYX_API size_t onyx_session_input_count(const OnyxSession* session);
+ONYX_API size_t onyx_session_output_count(const OnyxSession* session);
+/* `out->struct_size` must be set by the caller. */
+ONYX_API OnyxStatus* onyx_session_input_metadata(const OnyxSession* session, size_t index,
+                                                 OnyxValueMetadata* out);
+ONYX_API OnyxStatus* onyx_session_output_metadata(const OnyxSession* session, size_t index,
+                                                  OnyxValueMetadata* out);
+
+/* Runs the model. Inputs are matched by name; outputs[k] receives a new tensor
+ * for output_names[k] (the caller releases it). With output_names NULL,
+ * output_count must equal onyx_session_output_count and outputs come in
+ * model order. Thread-safe: concurrent runs on one session are allowed. */
+ONYX_API OnyxStatus* onyx_session_run(OnyxSession* session, const char* const* input_names,
+                                      const OnyxTensor* const* inputs, size_t input_count,
+                                      const char* const* output_names, size_t output_count,
+                                      OnyxTensor** outputs);
+
+/* Which node went to which provider and why, and the copies inserted, as JSON
+ * (see docs/architecture.md, "Partition report"). *json belongs to the caller. */
+ONYX_API OnyxStatus* onyx_session_partition_report(const OnyxSession* session, char** json);
+/* The static memory plan for the given input shapes (NULL/0: declared shapes
+ * with unknown dims set to 1) as JSON: per device planned arena bytes, lower
+ * bound and tensor counts. */
+ONYX_API OnyxStatus* onyx_session_memory_report(OnyxSession* session, const char* const* input_names,
+                                                const int64_t* const* input_dims,
+                                                const size_t* input_ranks, size_t input_count,
+                                                char** json);
+
+/* ---- tensors (host memory) ------------------------------------------------- */
+
+/* A new zero-filled tensor. dims may be NULL when rank is 0 (a scalar). */
+ONYX_API OnyxStatus* onyx_tensor_create(int32_t dtype, const int64_t* dims, size_t rank,
+                                        OnyxTensor** out);
+/* A tensor over caller memory (not copied): `data` must hold `bytes` bytes,
+ * exactly the tensor's size, and outlive the tensor. */
+ONYX_API OnyxStatus* onyx_tensor_create_borrowed(int32_t dtype, const int64_t* dims, size_t rank,
+                                                 void* data, size_t bytes, OnyxTensor** out);
+ONYX_API void onyx_tensor_release(OnyxTensor* tensor);
+ONYX_API int32_t onyx_tensor_dtype(const OnyxTensor* tensor);
+ONYX_API size_t onyx_tensor_rank(const OnyxTensor* tensor);
+/* rank entries, valid while the tensor lives. */
+ONYX_API const int64_t* onyx_tensor_dims(const OnyxTensor* tensor);
+ONYX_API int64_t onyx_tensor_element_count(const OnyxTensor* tensor);
+ONYX_API size_t onyx_tensor_byte_size(const OnyxTensor* tensor);
+/* The tensor's bytes, row-major; valid while the tensor lives. */
+ONYX_API void* onyx_tensor_data(OnyxTensor* tensor);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* ONYX_C_API_H_ */

@@ -1,0 +1,93 @@
+// graph.h: Onyx's own graph IR. ONNX is imported into it (onnx_import.h);
+// partitioning, planning and execution work on it, never on protobuf.
+//
+// A Graph owns Values (tensors, by index) and Nodes (by index). A node names
+// its inputs and outputs by value index; -1 marks an omitted optional one.
+// Subgraphs (If/Loop/Scan bodies) are Graphs owned by their node's attribute;
+// names they use but do not define resolve in the enclosing scope.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "core/tensor.h"
+
+namespace onyx::ir {
+
+inline constexpr int kNoValue = -1;
+
+struct Graph;
+
+struct Attribute {
+  std::string name;
+  int32_t type = ONYX_ATTR_UNDEFINED;  // OnyxAttributeType (= ONNX's numbering)
+  float f = 0;
+  int64_t i = 0;
+  std::string s;
+  std::vector<float> floats;
+  std::vector<int64_t> ints;
+  std::vector<std::string> strings;
+  Tensor t;                                   // TENSOR
+  std::shared_ptr<Graph> g;                   // GRAPH
+  std::vector<std::shared_ptr<Graph>> graphs; // GRAPHS
+};
+
+struct Value {
+  std::string name;
+  int32_t dtype = ONYX_DTYPE_UNDEFINED;  // UNDEFINED: unknown (or not a tensor)
+  int32_t rank = -1;                     // -1: unknown rank
+  Shape dims;                            // rank entries; -1: unknown dim
+  std::optional<Tensor> constant;        // initializers (and folded constants)
+  int producer = -1;                     // node index, -1 for inputs/initializers
+  bool is_graph_input = false;
+  bool is_graph_output = false;
+  bool shape_known() const;
+};
+
+struct Node {
+  std::string name;
+  std::string op_type;
+  std::string domain;  // "" for ai.onnx ("ai.onnx" is normalised to "")
+  std::vector<int> inputs;
+  std::vector<int> outputs;
+  std::vector<Attribute> attributes;
+
+  const Attribute* attr(const std::string& key) const;
+  int64_t attr_int(const std::string& key, int64_t fallback) const;
+  // "op_type 'name'" for error messages
+  std::string describe() const;
+};
+
+struct Graph {
+  std::string name;
+  std::vector<Value> values;
+  std::vector<Node> nodes;
+  std::vector<int> inputs;   // graph inputs that are not initializers, in order
+  std::vector<int> outputs;  // graph outputs, in order
+  std::map<std::string, int64_t> opsets;  // domain -> version, shared with subgraphs
+
+  int64_t opset(const std::string& domain) const;
+  int find_value(const std::string& name) const;  // -1 if absent
+  int add_value(Value v);                          // returns its index
+  // Node indices in an order where every node comes after its producers.
+  // Fails naming a node on a cycle.
+  StatusOr<std::vector<int>> topological_order() const;
+  // Recomputes Value::producer from the nodes.
+  void link_producers();
+};
+
+struct Model {
+  int64_t ir_version = 0;
+  std::string producer_name;
+  std::string producer_version;
+  std::string doc;
+  std::string base_dir;  // folder of the model file (external data root); "" for buffers
+  std::map<std::string, std::string> metadata;
+  std::shared_ptr<Graph> graph;
+};
+
+}  // namespace onyx::ir

@@ -1,0 +1,87 @@
+// provider.h: one loaded provider plugin and the search for plugins on disk.
+//
+// Lifetime: a Provider keeps its shared library loaded until the last
+// shared_ptr to it goes; every device, kernel and buffer created from it holds
+// such a pointer, so the code they need is never unloaded under them.
+#pragma once
+
+#include <onyx_provider.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <boost/dll/shared_library.hpp>
+
+#include "core/status.h"
+
+namespace onyx {
+
+// The ABI range this host speaks.
+inline constexpr uint32_t kHostMinAbi = ONYX_ABI_VERSION(1, 0);
+inline constexpr uint32_t kHostMaxAbi = ONYX_ABI_VERSION(ONYX_ABI_VERSION_MAJOR, ONYX_ABI_VERSION_MINOR);
+
+std::string abi_version_string(uint32_t version);  // "1.0"
+
+class Provider {
+ public:
+  // Loads the plugin at `path`, negotiates the ABI version and creates it.
+  // Errors name the path and the reason (missing dependency, not an Onyx
+  // plugin, incompatible versions with both ranges).
+  static StatusOr<std::shared_ptr<Provider>> load(const std::string& path);
+  ~Provider();
+  Provider(const Provider&) = delete;
+  Provider& operator=(const Provider&) = delete;
+
+  const std::string& name() const { return name_; }
+  const std::string& version() const { return version_; }
+  const std::string& path() const { return path_; }
+  uint32_t abi_version() const { return abi_version_; }
+  uint32_t plugin_min_abi() const { return min_abi_; }
+  uint32_t plugin_max_abi() const { return max_abi_; }
+  const OnyxProviderApi& api() const { return *api_; }
+  OnyxPlugin* plugin() const { return plugin_; }
+
+  // OK when usable; UNAVAILABLE with the plugin's reason otherwise.
+  Status availability() const;
+  size_t device_count() const;
+  StatusOr<OnyxDeviceProperties> device_properties(size_t index) const;
+
+ private:
+  Provider() = default;
+  boost::dll::shared_library library_;  // destroyed last: unloads the code
+  OnyxHostApi host_{};                  // this plugin's copy (negotiated version)
+  std::string name_, version_, path_;
+  uint32_t abi_version_ = 0, min_abi_ = 0, max_abi_ = 0;
+  OnyxPlugin* plugin_ = nullptr;
+  const OnyxProviderApi* api_ = nullptr;
+};
+
+// Finds plugins by name (libonyx_provider_<name>.so) in, in order: folders
+// added with add_search_dir, the ONYX_PROVIDER_PATH variable (':'-separated),
+// the running executable's folder, and <exe>/../lib/onyx/providers. A name
+// containing '/' is a path and is loaded directly. Loaded plugins are cached.
+// Thread-safe.
+class ProviderRegistry {
+ public:
+  void add_search_dir(const std::string& dir);
+  StatusOr<std::shared_ptr<Provider>> get(const std::string& name_or_path);
+
+  struct Discovered {
+    std::string path;
+    std::shared_ptr<Provider> provider;  // null when loading failed
+    Status load_status;
+  };
+  // Every plugin file found in the search folders (first one wins per name).
+  std::vector<Discovered> discover();
+  std::vector<std::string> search_dirs() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<std::string> extra_dirs_;
+  std::vector<std::pair<std::string, std::shared_ptr<Provider>>> loaded_;  // by path
+  StatusOr<std::shared_ptr<Provider>> load_locked(const std::string& path);
+};
+
+}  // namespace onyx

@@ -1,0 +1,115 @@
+#include "session/partition.h"
+
+#include <cstdio>
+
+#include "core/json.h"
+#include "plugin/host_api.h"
+#include "session/graph_view.h"
+#include "session/session.h"
+
+namespace onyx {
+
+const char* fallback_policy_name(FallbackPolicy policy) {
+  switch (policy) {
+    case FallbackPolicy::kFail: return "fail";
+    case FallbackPolicy::kWarn: return "warn";
+    case FallbackPolicy::kAllow: return "allow";
+  }
+  return "?";
+}
+
+Status partition_graph(const ir::Graph& graph, const std::vector<std::unique_ptr<Device>>& devices,
+                       FallbackPolicy policy, PartitionReport& report) {
+  report.policy = policy;
+  report.devices.clear();
+  report.nodes.assign(graph.nodes.size(), NodePlacement{});
+  GraphView view(graph);
+  for (size_t d = 0; d < devices.size(); ++d) {
+    const Device& device = *devices[d];
+    report.devices.push_back(device.label);
+    std::vector<OnyxNodeClaim> claims(graph.nodes.size());
+    for (auto& c : claims) c.struct_size = sizeof c;
+    Status st = take_status(
+        device.provider->api().get_capability(device.handle, view.get(), claims.data()));
+    if (!st.ok()) return st.with_context("capability query of " + device.label);
+    for (size_t n = 0; n < graph.nodes.size(); ++n) {
+      NodePlacement& place = report.nodes[n];
+      if (place.device >= 0) continue;
+      if (claims[n].claimed) {
+        place.device = int(d);
+        place.fused_group = claims[n].fused_group;
+      } else {
+        claims[n].reason[ONYX_REASON_CAPACITY - 1] = '\0';
+        place.declined.emplace_back(device.label, claims[n].reason[0] ? claims[n].reason
+                                                                      : "declined (no reason given)");
+      }
+    }
+  }
+  // A fused group must be entirely on its device; a member claimed earlier by
+  // another device would split it, so the group dissolves into single nodes.
+  // (Groups are only formed from nodes the same device claimed above.)
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    const NodePlacement& place = report.nodes[n];
+    const ir::Node& node = graph.nodes[n];
+    auto reasons = [&] {
+      std::string s;
+      for (const auto& [label, why] : place.declined) s += "\n  " + label + ": " + why;
+      return s;
+    };
+    if (place.device < 0)
+      return unimplemented("no provider supports op " + node.op_type + " (node '" + node.name +
+                           "', opset " + std::to_string(graph.opset(node.domain)) + "):" + reasons());
+    if (place.device > 0) {
+      const std::string msg = "node '" + node.name + "' (op " + node.op_type + ") falls back to " +
+                              devices[place.device]->label + ":" + reasons();
+      if (policy == FallbackPolicy::kFail)
+        return failed_precondition("fallback policy is 'fail' and " + msg);
+      if (policy == FallbackPolicy::kWarn) std::fprintf(stderr, "onyx [warning] %s\n", msg.c_str());
+    }
+  }
+  return Status();
+}
+
+std::string PartitionReport::to_json(const ir::Graph& graph) const {
+  JsonWriter w;
+  w.begin_object();
+  w.key("policy").value(fallback_policy_name(policy));
+  w.key("devices").begin_array();
+  for (const std::string& d : devices) w.value(d);
+  w.end_array();
+  w.key("nodes").begin_array();
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    const NodePlacement& p = nodes[n];
+    w.begin_object();
+    w.key("node").value(graph.nodes[n].name);
+    w.key("op").value(graph.nodes[n].op_type);
+    w.key("domain").value(graph.nodes[n].domain);
+    w.key("device").value(p.device >= 0 ? devices[p.device] : std::string());
+    w.key("fused_group").value(int64_t(p.fused_group));
+    w.key("fallback").value(p.device > 0);
+    w.key("declined_by").begin_array();
+    for (const auto& [label, why] : p.declined) {
+      w.begin_object();
+      w.key("device").value(label);
+      w.key("reason").value(why);
+      w.end_object();
+    }
+    w.end_array();
+    w.end_object();
+  }
+  w.end_array();
+  w.key("copies").begin_array();
+  for (const CopyRecord& c : copies) {
+    w.begin_object();
+    w.key("value").value(c.value);
+    w.key("from").value(c.from);
+    w.key("to").value(c.to);
+    w.key("reason").value(c.reason);
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
+  return w.str();
+}
+
+}  // namespace onyx

@@ -1,0 +1,49 @@
+// partition.h: placing nodes on devices in priority order.
+//
+// Each device is asked (get_capability) which nodes it claims. A node goes to
+// the first device, in the order the application listed the providers, that
+// claims it. The fallback policy decides what happens when the first
+// (preferred) device declines a node that a later one takes: kFail refuses
+// the session, kWarn logs and proceeds, kAllow proceeds silently (the report
+// still says so). A node no device claims always fails session creation.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "ir/graph.h"
+
+namespace onyx {
+
+enum class FallbackPolicy { kFail, kWarn, kAllow };
+const char* fallback_policy_name(FallbackPolicy policy);
+
+struct Device;
+
+struct NodePlacement {
+  int device = -1;
+  uint32_t fused_group = 0;  // 0: own kernel; else group id within the device
+  std::vector<std::pair<std::string, std::string>> declined;  // (device label, reason)
+};
+
+struct CopyRecord {
+  std::string value;
+  std::string from, to;  // device labels or "host"
+  std::string reason;
+};
+
+struct PartitionReport {
+  FallbackPolicy policy = FallbackPolicy::kWarn;
+  std::vector<std::string> devices;     // labels in priority order
+  std::vector<NodePlacement> nodes;     // per graph node
+  std::vector<CopyRecord> copies;
+  // Machine-readable: {"policy", "devices", "nodes": [{node, op, device, ...}], "copies"}
+  std::string to_json(const ir::Graph& graph) const;
+};
+
+// Fills report.nodes; fails per the policy rules above.
+Status partition_graph(const ir::Graph& graph, const std::vector<std::unique_ptr<Device>>& devices,
+                       FallbackPolicy policy, PartitionReport& report);
+
+}  // namespace onyx

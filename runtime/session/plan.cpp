@@ -1,0 +1,138 @@
+// plan.cpp: turns one set of concrete input shapes into an ExecutionPlan:
+// every value's size, lifetime and storage (arena offset, in-place/alias,
+// dynamic), then greedy-by-size offsets per device.
+#include <algorithm>
+
+#include "ir/shape_inference.h"
+#include "session/executor.h"
+#include "session/memory_planner.h"
+
+namespace onyx {
+
+ExecutionPlan::~ExecutionPlan() {
+  for (ArenaSet& set : free_arenas)
+    for (size_t d = 0; d < set.per_device.size(); ++d) {
+      const Device& dev = *owner->devices()[d];
+      dev.provider->api().memory_free(dev.handle, ONYX_MEMORY_DEVICE, set.per_device[d]);
+    }
+}
+
+StatusOr<std::shared_ptr<const ExecutionPlan>> build_execution_plan(
+    const Session& session, const std::vector<Shape>& input_shapes) {
+  const ir::Graph& original = session.graph();
+  const std::vector<Step>& steps = session.steps();
+  // Sizes for these input shapes: shape inference on a copy of the graph.
+  ir::Graph graph = original;
+  std::map<std::string, Shape> shapes;
+  for (size_t k = 0; k < graph.inputs.size(); ++k)
+    shapes[graph.values[graph.inputs[k]].name] = input_shapes[k];
+  ONYX_RETURN_IF_ERROR(ir::infer_shapes(graph, shapes));
+  // Copy steps' outputs have the shape of their source.
+  for (const Step& step : steps)
+    if (step.kind == Step::kCopy) {
+      graph.values[step.outputs[0]].rank = graph.values[step.inputs[0]].rank;
+      graph.values[step.outputs[0]].dims = graph.values[step.inputs[0]].dims;
+    }
+
+  auto plan = std::make_shared<ExecutionPlan>();
+  plan->owner = &session;
+  const size_t value_count = graph.values.size();
+  plan->values.resize(value_count);
+  plan->last_use.assign(value_count, -1);
+  std::vector<int> produced_at(value_count, -1);
+  for (size_t s = 0; s < steps.size(); ++s) {
+    for (int v : steps[s].inputs)
+      if (v >= 0) plan->last_use[v] = int(s);
+    for (int v : steps[s].outputs)
+      if (v >= 0) produced_at[v] = int(s);
+  }
+  auto known_bytes = [&](int v, size_t* bytes) {
+    const ir::Value& value = graph.values[v];
+    if (!value.shape_known() || value.dtype == ONYX_DTYPE_UNDEFINED ||
+        value.dtype == ONYX_DTYPE_STRING)
+      return false;
+    *bytes = storage_bytes(value.dtype, element_count(value.dims));
+    return true;
+  };
+
+  // Storage groups: values sharing bytes (in-place or alias). root[v] is the
+  // group's first value; group_last[root] its last reader.
+  std::vector<int> root(value_count, -1);
+  std::vector<int> group_last(value_count, -1);
+  std::vector<MemoryReport> report(session.devices().size());
+  for (size_t s = 0; s < steps.size(); ++s) {
+    const Step& step = steps[s];
+    for (size_t o = 0; o < step.outputs.size(); ++o) {
+      int v = step.outputs[o];
+      if (v < 0) continue;
+      ExecutionPlan::ValuePlan& vp = plan->values[v];
+      const ir::Value& value = graph.values[v];
+      size_t bytes = 0;
+      bool sized = known_bytes(v, &bytes);
+      if (value.is_graph_output) {
+        vp.storage = ExecutionPlan::kOutput;
+        continue;
+      }
+      // Try to share an input's bytes when the kernel allows it.
+      if (step.kind == Step::kKernel && o < step.output_memory.size() &&
+          step.output_memory[o].kind != ONYX_OUTPUT_FRESH) {
+        const OnyxOutputMemoryInfo& info = step.output_memory[o];
+        int in = info.input_index >= 0 && size_t(info.input_index) < step.inputs.size()
+                     ? step.inputs[info.input_index] : -1;
+        size_t in_bytes = 0;
+        if (in >= 0 && sized && known_bytes(in, &in_bytes) && in_bytes == bytes && root[in] >= 0) {
+          int r = root[in];
+          bool dead_after = group_last[r] <= int(s);
+          if (info.kind == ONYX_OUTPUT_ALIASES_INPUT || dead_after) {
+            vp.storage = ExecutionPlan::kAlias;
+            vp.alias_of = in;
+            root[v] = r;
+            group_last[r] = std::max(group_last[r], plan->last_use[v]);
+            ++(info.kind == ONYX_OUTPUT_ALIASES_INPUT ? report[step.device].aliased
+                                                      : report[step.device].in_place);
+            continue;
+          }
+        }
+      }
+      if (sized) {
+        vp.storage = ExecutionPlan::kArena;
+        vp.bytes = bytes;
+      } else {
+        vp.storage = ExecutionPlan::kDynamic;
+      }
+      root[v] = v;
+      group_last[v] = std::max(int(s), plan->last_use[v]);
+    }
+  }
+  // A dynamic group is freed after its last reader: record that on its root.
+  for (size_t v = 0; v < value_count; ++v)
+    if (root[v] == int(v)) plan->last_use[v] = group_last[v];
+
+  // Offsets per device.
+  plan->arena_bytes.assign(session.devices().size(), 0);
+  for (size_t d = 0; d < session.devices().size(); ++d) {
+    std::vector<PlanRequest> requests;
+    std::vector<int> owners;
+    for (size_t v = 0; v < value_count; ++v) {
+      const ExecutionPlan::ValuePlan& vp = plan->values[v];
+      if (vp.storage == ExecutionPlan::kDynamic && steps[produced_at[v]].device == int(d))
+        ++report[d].dynamic_tensors;
+      if (vp.storage != ExecutionPlan::kArena || steps[produced_at[v]].device != int(d)) continue;
+      requests.push_back({vp.bytes, produced_at[v], group_last[v]});
+      owners.push_back(int(v));
+    }
+    const Device& device = *session.devices()[d];
+    size_t alignment = std::max<size_t>(64, device.properties.memory_alignment);
+    MemoryPlan mp = plan_memory(requests, alignment);
+    for (size_t k = 0; k < owners.size(); ++k) plan->values[owners[k]].offset = mp.offsets[k];
+    plan->arena_bytes[d] = mp.arena_bytes;
+    report[d].device = device.label;
+    report[d].arena_bytes = mp.arena_bytes;
+    report[d].lower_bound = mp.lower_bound;
+    report[d].planned_tensors = requests.size();
+  }
+  plan->report = std::move(report);
+  return std::shared_ptr<const ExecutionPlan>(std::move(plan));
+}
+
+}  // namespace onyx

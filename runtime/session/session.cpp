@@ -1,0 +1,249 @@
+#include "session/session.h"
+
+#include <algorithm>
+
+#include "ir/shape_inference.h"
+#include "plugin/host_api.h"
+#include "session/executor.h"
+#include "session/graph_view.h"
+
+namespace onyx {
+
+Device::~Device() {
+  if (handle) provider->api().device_close(handle);
+}
+
+StatusOr<std::unique_ptr<Session>> Session::create(ProviderRegistry& registry, ir::Model model,
+                                                   const SessionOptions& options) {
+  if (!model.graph) return invalid_argument("model has no graph");
+  std::unique_ptr<Session> s(new Session());
+  s->model_ = std::move(model);
+  s->pool_ = std::make_unique<ThreadPool>(options.intra_op_threads);
+  ONYX_RETURN_IF_ERROR(s->open_devices(registry, options));
+  ONYX_RETURN_IF_ERROR(partition_graph(*s->model_.graph, s->devices_, options.fallback, s->partition_));
+  ONYX_ASSIGN_OR_RETURN(std::vector<int> order, s->model_.graph->topological_order());
+  ONYX_RETURN_IF_ERROR(s->build_steps(order));
+  ONYX_RETURN_IF_ERROR(s->create_kernels());
+  return s;
+}
+
+Session::~Session() {
+  plans_.clear();  // frees arenas while devices are open
+  for (Step& step : steps_)
+    if (step.kernel) devices_[step.device]->provider->api().kernel_destroy(step.kernel);
+  steps_.clear();
+  devices_.clear();
+}
+
+Status Session::open_devices(ProviderRegistry& registry, const SessionOptions& options) {
+  std::vector<ProviderRequest> requests = options.providers;
+  if (requests.empty()) requests.push_back({"cpu", {}});
+  for (const ProviderRequest& request : requests) {
+    ONYX_ASSIGN_OR_RETURN(std::shared_ptr<Provider> provider, registry.get(request.name_or_path));
+    Status available = provider->availability();
+    if (!available.ok())
+      return unavailable("provider '" + provider->name() + "' is unavailable: " + available.message());
+    if (provider->device_count() == 0)
+      return unavailable("provider '" + provider->name() + "' reports no devices");
+    auto device = std::make_unique<Device>();
+    device->provider = provider;
+    ONYX_ASSIGN_OR_RETURN(device->properties, provider->device_properties(0));
+    std::vector<OnyxKeyValue> kv;
+    for (const auto& [k, v] : request.options)
+      kv.push_back(OnyxKeyValue{sizeof(OnyxKeyValue), k.c_str(), v.c_str()});
+    ONYX_RETURN_IF_ERROR(take_status(provider->api().device_open(
+        provider->plugin(), 0, kv.data(), kv.size(), nullptr, &device->handle)).with_context(
+            "opening a device of provider '" + provider->name() + "'"));
+    device->label = provider->name();
+    for (const auto& d : devices_)
+      if (d->label == device->label)
+        return invalid_argument("provider '" + device->label + "' is listed twice");
+    devices_.push_back(std::move(device));
+  }
+  return Status();
+}
+
+Status Session::build_steps(const std::vector<int>& order) {
+  ir::Graph& graph = *model_.graph;
+  node_device_.assign(graph.nodes.size(), -1);
+  for (size_t n = 0; n < graph.nodes.size(); ++n) node_device_[n] = partition_.nodes[n].device;
+  auto host_readable = [&](int d) { return d < 0 || devices_[d]->properties.host_can_read_device_memory; };
+  // Where each value lives: -1 = host (inputs, constants).
+  std::vector<int> location(graph.values.size(), -1);
+  // Values already copied to a device: (value, device) -> copy value.
+  std::map<std::pair<int, int>, int> copies;
+  // Kernels in topological order; a fused group becomes one step at the
+  // position of its first node. Copies go right before their reader's step.
+  std::map<std::pair<int, uint32_t>, size_t> group_step;
+  auto copy_to = [&](int v, int to_device, const std::string& why, size_t before) -> int {
+    int from = location[v];
+    if (from == to_device || (host_readable(from) && host_readable(to_device))) return v;
+    auto key = std::make_pair(v, to_device);
+    if (auto it = copies.find(key); it != copies.end()) return it->second;
+    ir::Value copy;
+    copy.name = graph.values[v].name + "@" + (to_device < 0 ? "host" : devices_[to_device]->label);
+    copy.dtype = graph.values[v].dtype;
+    copy.rank = graph.values[v].rank;
+    copy.dims = graph.values[v].dims;
+    int c = graph.add_value(copy);
+    location.push_back(to_device);
+    Step step;
+    step.kind = Step::kCopy;
+    step.device = to_device >= 0 ? to_device : from;
+    step.copy_direction = to_device < 0 ? ONYX_COPY_DEVICE_TO_HOST
+                          : from < 0    ? ONYX_COPY_HOST_TO_DEVICE
+                                        : ONYX_COPY_DEVICE_TO_DEVICE;
+    step.inputs = {v};
+    step.outputs = {c};
+    step.name = "copy '" + graph.values[v].name + "'";
+    steps_.insert(steps_.begin() + long(before), step);
+    for (auto& [g, index] : group_step)
+      if (index >= before) ++index;
+    partition_.copies.push_back({graph.values[v].name, from < 0 ? "host" : devices_[from]->label,
+                                 to_device < 0 ? "host" : devices_[to_device]->label, why});
+    copies[key] = c;
+    return c;
+  };
+  for (int n : order) {
+    const ir::Node& node = graph.nodes[n];
+    int d = node_device_[n];
+    uint32_t group = partition_.nodes[n].fused_group;
+    auto existing = group != 0 ? group_step.find({d, group}) : group_step.end();
+    size_t index;
+    if (existing != group_step.end()) {
+      index = existing->second;
+    } else {
+      index = steps_.size();
+      Step step;
+      step.device = d;
+      step.name = node.op_type + " '" + node.name + "'";
+      steps_.push_back(step);
+      if (group != 0) group_step[{d, group}] = index;
+    }
+    steps_[index].nodes.push_back(n);
+    for (int v : node.inputs) {
+      // Inputs produced inside the same fused group stay internal.
+      const std::vector<int>& members = steps_[index].nodes;
+      if (v >= 0 && graph.values[v].producer >= 0 &&
+          std::find(members.begin(), members.end(), graph.values[v].producer) != members.end())
+        continue;
+      size_t step_count = steps_.size();
+      int source = v >= 0 ? copy_to(v, d, "read by " + node.op_type + " '" + node.name + "'", index)
+                          : -1;
+      if (steps_.size() != step_count) ++index;  // a copy step went in before this one
+      steps_[index].inputs.push_back(source);
+    }
+    for (int v : node.outputs) {
+      steps_[index].outputs.push_back(v);
+      if (v >= 0) location[v] = d;
+    }
+  }
+  // Graph outputs end up in host memory.
+  for (int& v : graph.outputs) {
+    int c = copy_to(v, -1, "graph output", steps_.size());
+    if (c != v) {  // the host copy becomes the output and keeps its name
+      graph.values[c].is_graph_output = true;
+      graph.values[v].is_graph_output = false;
+      std::swap(graph.values[c].name, graph.values[v].name);
+      v = c;
+    }
+  }
+  return Status();
+}
+
+Status Session::create_kernels() {
+  const ir::Graph& graph = *model_.graph;
+  GraphView view(graph);
+  for (Step& step : steps_) {
+    if (step.kind != Step::kKernel) continue;
+    const Device& device = *devices_[step.device];
+    std::vector<uint32_t> nodes(step.nodes.begin(), step.nodes.end());
+    Status st = take_status(device.provider->api().kernel_create(device.handle, view.get(),
+                                                                 nodes.data(), nodes.size(),
+                                                                 &step.kernel));
+    if (!st.ok()) return st.with_context("creating the kernel of " + step.name + " on " + device.label);
+    step.output_memory.assign(step.outputs.size(), OnyxOutputMemoryInfo{sizeof(OnyxOutputMemoryInfo), 0, -1});
+    if (device.provider->api().kernel_output_memory && step.nodes.size() == 1) {
+      ONYX_RETURN_IF_ERROR(take_status(device.provider->api().kernel_output_memory(
+          step.kernel, step.output_memory.data(), step.output_memory.size())));
+    }
+  }
+  return Status();
+}
+
+StatusOr<std::shared_ptr<const ExecutionPlan>> Session::plan_for(const std::vector<Shape>& shapes) {
+  {
+    std::lock_guard lock(plans_mutex_);
+    if (auto it = plans_.find(shapes); it != plans_.end()) return it->second;
+  }
+  ONYX_ASSIGN_OR_RETURN(std::shared_ptr<const ExecutionPlan> plan, build_execution_plan(*this, shapes));
+  std::lock_guard lock(plans_mutex_);
+  if (plans_.size() >= 16) plans_.erase(plans_.begin());  // bound the cache
+  plans_[shapes] = plan;
+  return plan;
+}
+
+StatusOr<std::vector<Tensor>> Session::run(const std::vector<std::pair<std::string, Tensor>>& inputs,
+                                           const std::vector<std::string>& output_names) {
+  const ir::Graph& graph = *model_.graph;
+  std::vector<Tensor> bound(graph.inputs.size());
+  for (const auto& [name, tensor] : inputs) {
+    auto it = std::find_if(graph.inputs.begin(), graph.inputs.end(),
+                           [&](int v) { return graph.values[v].name == name; });
+    if (it == graph.inputs.end()) return invalid_argument("model has no input named '" + name + "'");
+    size_t k = size_t(it - graph.inputs.begin());
+    const ir::Value& decl = graph.values[*it];
+    if (!bound[k].empty()) return invalid_argument("input '" + name + "' given twice");
+    if (decl.dtype != ONYX_DTYPE_UNDEFINED && tensor.dtype() != decl.dtype)
+      return invalid_argument(std::string("input '") + name + "' has type " + dtype_name(tensor.dtype()) +
+                              ", the model expects " + dtype_name(decl.dtype));
+    bool shape_ok = decl.rank < 0 || size_t(decl.rank) == tensor.shape().size();
+    for (size_t i = 0; shape_ok && decl.rank > 0 && i < decl.dims.size(); ++i)
+      shape_ok = decl.dims[i] < 0 || decl.dims[i] == tensor.shape()[i];
+    if (!shape_ok)
+      return invalid_argument("input '" + name + "' has shape " + shape_string(tensor.shape()) +
+                              ", the model expects " + shape_string(decl.dims));
+    bound[k] = tensor;
+  }
+  for (size_t k = 0; k < bound.size(); ++k) {
+    if (!bound[k].empty()) continue;
+    const ir::Value& decl = graph.values[graph.inputs[k]];
+    if (!decl.constant) return invalid_argument("missing input '" + decl.name + "'");
+    bound[k] = *decl.constant;  // an initializer's default value
+  }
+  std::vector<int> output_values;
+  if (output_names.empty()) {
+    output_values = graph.outputs;
+  } else {
+    for (const std::string& name : output_names) {
+      auto it = std::find_if(graph.outputs.begin(), graph.outputs.end(),
+                             [&](int v) { return graph.values[v].name == name; });
+      if (it == graph.outputs.end()) return invalid_argument("model has no output named '" + name + "'");
+      output_values.push_back(*it);
+    }
+  }
+  std::vector<Shape> shapes;
+  for (const Tensor& t : bound) shapes.push_back(t.shape());
+  ONYX_ASSIGN_OR_RETURN(std::shared_ptr<const ExecutionPlan> plan, plan_for(shapes));
+  return Executor::run(*this, *plan, bound, output_values);
+}
+
+StatusOr<std::vector<MemoryReport>> Session::memory_report(const std::map<std::string, Shape>& input_shapes) {
+  const ir::Graph& graph = *model_.graph;
+  std::vector<Shape> shapes;
+  for (int v : graph.inputs) {
+    const ir::Value& decl = graph.values[v];
+    if (auto it = input_shapes.find(decl.name); it != input_shapes.end()) {
+      shapes.push_back(it->second);
+      continue;
+    }
+    if (decl.rank < 0) return invalid_argument("input '" + decl.name + "' has unknown rank: give its shape");
+    Shape s = decl.dims;
+    for (int64_t& d : s) d = d < 0 ? 1 : d;
+    shapes.push_back(s);
+  }
+  ONYX_ASSIGN_OR_RETURN(std::shared_ptr<const ExecutionPlan> plan, plan_for(shapes));
+  return plan->report;
+}
+
+}  // namespace onyx

@@ -1,0 +1,105 @@
+// session.h: an inference session: a model placed on devices, compiled into
+// kernels, and run with a static memory plan.
+//
+// Creation: import -> shape inference -> partition over the providers in
+// priority order (fallback policy) -> copy insertion -> kernel creation.
+// Run: bind inputs -> plan memory for these input shapes (cached) ->
+// execute steps in topological order -> return outputs.
+// Thread-safety: run() may be called concurrently; each run has its own arena.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "ir/graph.h"
+#include "plugin/provider.h"
+#include "session/partition.h"
+
+namespace onyx {
+
+struct ProviderRequest {
+  std::string name_or_path;
+  std::vector<std::pair<std::string, std::string>> options;  // given to device_open
+};
+
+struct SessionOptions {
+  std::vector<ProviderRequest> providers;  // priority order; empty = {"cpu"}
+  FallbackPolicy fallback = FallbackPolicy::kWarn;
+  size_t intra_op_threads = 0;  // 0: one per core
+};
+
+// An opened device of a provider, owned by a session.
+struct Device {
+  std::shared_ptr<Provider> provider;
+  OnyxDevice* handle = nullptr;
+  OnyxDeviceProperties properties{};
+  std::string label;  // "cpu" or "cuda:0"
+  ~Device();
+};
+
+// One step of execution: a kernel (one node or a fused group) or a copy.
+struct Step {
+  enum Kind { kKernel, kCopy } kind = kKernel;
+  int device = 0;
+  std::vector<int> nodes;     // graph node indices (kKernel)
+  std::vector<int> inputs;    // value indices, -1 for omitted
+  std::vector<int> outputs;
+  OnyxKernel* kernel = nullptr;
+  std::vector<OnyxOutputMemoryInfo> output_memory;
+  int copy_direction = 0;     // kCopy
+  std::string name;
+};
+
+struct MemoryReport {
+  std::string device;
+  size_t arena_bytes = 0, lower_bound = 0;
+  size_t planned_tensors = 0, dynamic_tensors = 0, in_place = 0, aliased = 0;
+};
+
+struct ExecutionPlan;  // memory plan for one set of input shapes (executor.h)
+
+class Session {
+ public:
+  static StatusOr<std::unique_ptr<Session>> create(ProviderRegistry& registry, ir::Model model,
+                                                   const SessionOptions& options);
+  ~Session();
+
+  const ir::Graph& graph() const { return *model_.graph; }
+  const ir::Model& model() const { return model_; }
+  const std::vector<std::unique_ptr<Device>>& devices() const { return devices_; }
+  const std::vector<Step>& steps() const { return steps_; }
+  const PartitionReport& partition_report() const { return partition_; }
+
+  // Runs with inputs by name; returns the requested outputs (all when empty).
+  StatusOr<std::vector<Tensor>> run(const std::vector<std::pair<std::string, Tensor>>& inputs,
+                                    const std::vector<std::string>& output_names = {});
+
+  // The memory plan for the given input shapes (declared shapes, with
+  // unknown dims set from `input_shapes` or to 1), per device.
+  StatusOr<std::vector<MemoryReport>> memory_report(const std::map<std::string, Shape>& input_shapes);
+
+  ThreadPool& thread_pool() { return *pool_; }
+
+ private:
+  Session() = default;
+  Status open_devices(ProviderRegistry& registry, const SessionOptions& options);
+  Status build_steps(const std::vector<int>& order);
+  Status create_kernels();
+  StatusOr<std::shared_ptr<const ExecutionPlan>> plan_for(const std::vector<Shape>& input_shapes);
+
+  ir::Model model_;
+  std::vector<std::unique_ptr<Device>> devices_;
+  std::vector<Step> steps_;
+  std::vector<int> node_device_;  // per node
+  PartitionReport partition_;
+  std::unique_ptr<ThreadPool> pool_;
+  std::mutex plans_mutex_;
+  std::map<std::vector<Shape>, std::shared_ptr<const ExecutionPlan>> plans_;
+  friend class Executor;
+};
+
+}  // namespace onyx
