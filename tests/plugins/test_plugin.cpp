@@ -1,0 +1,81 @@
+// test_plugin.cpp: one source, several purpose-built plugins for the loader
+// and placement tests, selected by compile definitions:
+//   TEST_PLUGIN_NAME            provider name
+//   TEST_PLUGIN_MIN_ABI/MAX_ABI the ABI range the plugin claims to speak
+//   TEST_PLUGIN_UNAVAILABLE     reason string: the device is "absent"
+//   TEST_PLUGIN_GROWN_TABLE     simulates a newer minor version whose provider
+//                               table has functions this host doesn't know
+// Its only kernel is float32 Relu; every other node is declined with a reason.
+#include <onyx/plugin_sdk.hpp>
+
+#include <cmath>
+
+#ifdef TEST_PLUGIN_NEEDS_DEPENDENCY
+extern "C" int onyx_test_dependency_value(void);
+#endif
+
+namespace {
+
+class Relu final : public onyx::sdk::Kernel {
+ public:
+  OnyxStatus* compute(onyx::sdk::ComputeContext& ctx) override {
+    onyx::sdk::Tensor x = ctx.in(0), y;
+    ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, x.dtype, x.dims, &y));
+    const float* in = x.data<float>();
+    float* out = y.data<float>();
+    for (int64_t i = 0; i < x.size(); ++i) out[i] = in[i] > 0 ? in[i] : 0;
+    return nullptr;
+  }
+};
+
+void register_kernels(onyx::sdk::KernelRegistry& registry) {
+  onyx::sdk::KernelDef relu;
+  relu.op_type = "Relu";
+  relu.supports = [](const onyx::sdk::NodeInfo& n) {
+    return n.input_dtype(0) == ONYX_DTYPE_FLOAT32 ? std::string()
+                                                  : std::string("test plugin: Relu is float32 only");
+  };
+  relu.create = [](const onyx::sdk::NodeInfo&) { return std::make_unique<Relu>(); };
+  registry.add(relu);
+}
+
+// A provider table as a newer minor version would ship it: the 1.0 table
+// followed by functions an older host has never heard of.
+struct GrownTable {
+  OnyxProviderApi base;
+  void (*future_function_a)(void);
+  void (*future_function_b)(void);
+};
+
+OnyxStatus* create(const OnyxPluginCreateArgs* args, OnyxPlugin** plugin,
+                   const OnyxProviderApi** api) {
+  onyx::sdk::HostMemoryProviderConfig config;
+  config.device_name = "test device";
+  config.vendor = "Onyx tests";
+  config.register_kernels = register_kernels;
+#ifdef TEST_PLUGIN_UNAVAILABLE
+  config.availability = [] { return std::string(TEST_PLUGIN_UNAVAILABLE); };
+#endif
+#ifdef TEST_PLUGIN_NEEDS_DEPENDENCY
+  if (onyx_test_dependency_value() != 42) return nullptr;
+#endif
+  OnyxStatus* st = onyx::sdk::create_host_memory_provider(args, std::move(config), plugin, api);
+#ifdef TEST_PLUGIN_GROWN_TABLE
+  static GrownTable grown;
+  grown.base = **api;
+  grown.base.struct_size = sizeof(GrownTable);
+  grown.future_function_a = [] {};
+  grown.future_function_b = [] {};
+  *api = &grown.base;
+#endif
+  return st;
+}
+
+const OnyxPluginEntry kEntry = {
+    ONYX_PLUGIN_MAGIC, sizeof(OnyxPluginEntry), TEST_PLUGIN_MIN_ABI, TEST_PLUGIN_MAX_ABI,
+    TEST_PLUGIN_NAME,  "test",                  create,
+};
+
+}  // namespace
+
+extern "C" ONYX_DEFINE_PLUGIN_ENTRY(&kEntry)

@@ -1,0 +1,105 @@
+// Loading plugins from disk: negotiation, refusals, unavailability, missing
+// dependencies. Uses the purpose-built plugins in tests/plugins.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "plugin/provider.h"
+
+namespace onyx {
+namespace {
+namespace fs = std::filesystem;
+
+std::string test_plugin(const std::string& name) {
+  return std::string(ONYX_TEST_PLUGIN_DIR) + "/libonyx_provider_" + name + ".so";
+}
+
+TEST(Loader, LoadsCpuByNameFromTheSearchPath) {
+  ProviderRegistry registry;
+  registry.add_search_dir(ONYX_PROVIDER_DIR);
+  auto cpu = registry.get("cpu");
+  ASSERT_TRUE(cpu.ok()) << cpu.status().to_string();
+  EXPECT_EQ((*cpu)->name(), "cpu");
+  EXPECT_TRUE((*cpu)->availability().ok());
+  EXPECT_EQ((*cpu)->device_count(), 1u);
+  EXPECT_EQ((*cpu)->abi_version(), kHostMaxAbi);
+  // Cached: the same object comes back.
+  EXPECT_EQ(registry.get("cpu").value().get(), cpu.value().get());
+}
+
+TEST(Loader, UnknownNameListsTheFoldersSearched) {
+  ProviderRegistry registry;
+  registry.add_search_dir("/nonexistent/onyx-dir");
+  auto p = registry.get("no_such_provider");
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), ONYX_STATUS_NOT_FOUND);
+  EXPECT_NE(p.status().message().find("libonyx_provider_no_such_provider.so"), std::string::npos);
+  EXPECT_NE(p.status().message().find("/nonexistent/onyx-dir"), std::string::npos);
+}
+
+TEST(Loader, NewerMinorPluginLoadsAtTheHostVersion) {
+  auto p = Provider::load(test_plugin("newer_minor"));
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  EXPECT_EQ((*p)->plugin_max_abi(), ONYX_ABI_VERSION(1, 7));
+  EXPECT_EQ((*p)->abi_version(), kHostMaxAbi);  // negotiated down to what the host knows
+  EXPECT_GT((*p)->api().struct_size, sizeof(OnyxProviderApi));
+  EXPECT_TRUE((*p)->availability().ok());
+}
+
+TEST(Loader, IncompatibleMajorIsRefusedNamingBothVersions) {
+  auto p = Provider::load(test_plugin("major_two"));
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), ONYX_STATUS_INCOMPATIBLE);
+  const std::string& m = p.status().message();
+  EXPECT_NE(m.find("2.0 to 2.1"), std::string::npos) << m;
+  EXPECT_NE(m.find("speaks 1.0"), std::string::npos) << m;
+  EXPECT_NE(m.find("major_two"), std::string::npos) << m;
+}
+
+TEST(Loader, UnavailableDeviceIsReportedWithTheReason) {
+  auto p = Provider::load(test_plugin("ghost"));
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  Status st = (*p)->availability();
+  EXPECT_EQ(st.code(), ONYX_STATUS_UNAVAILABLE);
+  EXPECT_NE(st.message().find("libghost.so.1"), std::string::npos) << st.message();
+  EXPECT_EQ((*p)->device_count(), 0u);
+}
+
+TEST(Loader, MissingDependencyIsNamed) {
+  fs::path dir = fs::temp_directory_path() / ("onyx_loader_test_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  fs::copy_file(test_plugin("needsdep"), dir / "libonyx_provider_needsdep.so",
+                fs::copy_options::overwrite_existing);
+  auto p = Provider::load((dir / "libonyx_provider_needsdep.so").string());
+  fs::remove_all(dir);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("libonyx_test_dependency.so"), std::string::npos)
+      << p.status().message();
+  // With its dependency beside it, the same plugin loads.
+  auto ok = Provider::load(test_plugin("needsdep"));
+  EXPECT_TRUE(ok.ok()) << ok.status().to_string();
+}
+
+TEST(Loader, ALibraryThatIsNotAPluginIsRefused) {
+  auto p = Provider::load(std::string(ONYX_TEST_PLUGIN_DIR) + "/libonyx_test_dependency.so");
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), ONYX_STATUS_INCOMPATIBLE);
+  EXPECT_NE(p.status().message().find("not an Onyx provider plugin"), std::string::npos);
+}
+
+TEST(Loader, MissingFileIsNotFound) {
+  auto p = Provider::load("/nonexistent/libonyx_provider_x.so");
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), ONYX_STATUS_NOT_FOUND);
+}
+
+TEST(Loader, UnloadAndReloadKeepsWorking) {
+  for (int k = 0; k < 3; ++k) {
+    auto p = Provider::load(test_plugin("decliner"));
+    ASSERT_TRUE(p.ok()) << p.status().to_string();
+    EXPECT_EQ((*p)->name(), "decliner");
+  }
+}
+
+}  // namespace
+}  // namespace onyx
