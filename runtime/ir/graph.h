@@ -4,7 +4,14 @@
 // A Graph owns Values (tensors, by index) and Nodes (by index). A node names
 // its inputs and outputs by value index; -1 marks an omitted optional one.
 // Subgraphs (If/Loop/Scan bodies) are Graphs owned by their node's attribute;
-// names they use but do not define resolve in the enclosing scope.
+// names they use but do not define resolve in the enclosing scope: such a
+// value is listed in Graph::outer_refs (no producer, not an input, no
+// constant) and the executor binds it at run time from the enclosing graph.
+//
+// STRING tensors (initializers, attributes): dtype ONYX_DTYPE_STRING, data
+// is an array of size() std::string (data_as<std::string>()), kept alive by
+// the Tensor's owner. Tensor::bytes() is 0 for them and clone() does not
+// copy them; see ir/tensor_proto.h make_string_tensor().
 #pragma once
 
 #include <map>
@@ -34,17 +41,30 @@ struct Attribute {
   Tensor t;                                   // TENSOR
   std::shared_ptr<Graph> g;                   // GRAPH
   std::vector<std::shared_ptr<Graph>> graphs; // GRAPHS
+  std::vector<Tensor> tensors;                // TENSORS (type 9)
+  // SPARSE_TENSOR attributes are densified on import and stored as TENSOR.
+  // TYPE_PROTO(S) (13/14) keep the serialized onnx TypeProto(s) in s/strings.
 };
+
+// What a value holds. Only tensors have dtype/rank/dims; the others keep
+// dtype UNDEFINED and rank -1 so that nothing sizes them as tensors.
+enum class ValueKind { kTensor, kSequence, kMap, kOptional, kSparseTensor };
 
 struct Value {
   std::string name;
   int32_t dtype = ONYX_DTYPE_UNDEFINED;  // UNDEFINED: unknown (or not a tensor)
   int32_t rank = -1;                     // -1: unknown rank
   Shape dims;                            // rank entries; -1: unknown dim
-  std::optional<Tensor> constant;        // initializers (and folded constants)
+  // Initializers, and values that shape inference folded (producer >= 0:
+  // the producing node is kept and still runs; the constant tells consumers
+  // such as Reshape its value ahead of time). On a graph input the
+  // initializer is an overridable default.
+  std::optional<Tensor> constant;
   int producer = -1;                     // node index, -1 for inputs/initializers
   bool is_graph_input = false;
   bool is_graph_output = false;
+  ValueKind kind = ValueKind::kTensor;
+  // True when rank >= 0 and every dim is >= 0.
   bool shape_known() const;
 };
 
@@ -66,9 +86,15 @@ struct Graph {
   std::string name;
   std::vector<Value> values;
   std::vector<Node> nodes;
-  std::vector<int> inputs;   // graph inputs that are not initializers, in order
+  // Graph inputs, in order. An input that also has an initializer keeps it
+  // as Value::constant: a default the caller may override.
+  std::vector<int> inputs;
   std::vector<int> outputs;  // graph outputs, in order
   std::map<std::string, int64_t> opsets;  // domain -> version, shared with subgraphs
+  // Values used here but defined in an enclosing graph (subgraphs only).
+  // topological_order() of the enclosing graph orders the node owning this
+  // subgraph after their producers.
+  std::vector<int> outer_refs;
 
   int64_t opset(const std::string& domain) const;
   int find_value(const std::string& name) const;  // -1 if absent

@@ -8,8 +8,8 @@
 namespace onyx::ir {
 
 struct ImportOptions {
-  // Run type and shape inference after import (onnx's for ops it knows, the
-  // runtime's own for the rest).
+  // Run type and shape inference after import (ir/shape_inference.h: Onyx's
+  // own rules, onnx's for ops without one).
   bool infer_shapes = true;
 };
 

@@ -268,7 +268,8 @@ StatusOr<std::vector<Tensor>> Executor::run(Session& session, const ExecutionPla
   }
   for (size_t v = 0; v < graph.values.size(); ++v) {
     const ir::Value& value = graph.values[v];
-    if (!value.constant || run.slots[v].present) continue;
+    // Folded constants (producer >= 0) are computed by their node like any value.
+    if (!value.constant || value.producer >= 0 || run.slots[v].present) continue;
     RunSlot& slot = run.slots[v];
     slot.present = true;
     slot.dtype = value.constant->dtype();

@@ -1,7 +1,7 @@
 // model_builder.h: builds small ONNX models in tests (libonnx protobuf).
 #pragma once
 
-#include <onnx/onnx-ml.pb.h>
+#include <onnx/onnx_pb.h>
 
 #include <string>
 #include <vector>

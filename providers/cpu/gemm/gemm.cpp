@@ -1,0 +1,391 @@
+// gemm.cpp: the GEMM driver (blocking, packing, threading) and ISA dispatch.
+//
+// Two strategies, both feeding MR x NR tiles to the ISA's microkernel:
+//
+// blocked() for many rows, the BLIS loop nest for C += op(A) op(B):
+//   jc: N in steps of NC      B panel (KC x NC, packed once per (jc, pc))
+//   pc: K in steps of KC        beta applies on the first KC block only
+//   ic: M in steps of m_super   A rows (packed; bounds the workspace)
+//     region 1 (parallel): pack the A rows and, the first time, the B panel
+//     region 2 (parallel): tasks = (block of <= MC rows) x (range of NR panels);
+//       each task walks its B micro-panels (outer) and A micro-panels (inner),
+//       so a KC x NR B micro-panel is reused from L1/L2 by all the A
+//       micro-panels of the block, and the MC x KC A block stays in L2.
+//
+// small_m() for few rows (activations x weights in inference: tokens x K):
+//   each task owns a block of C's rows or columns, packs its (small) A
+//   itself and reads B in place, so there is one parallel region and no
+//   copy of B. Measured faster than blocked() up to ~512 rows.
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <stdexcept>
+#include <string>
+
+#include "gemm_internal.h"
+
+namespace onyx::cpu {
+namespace gemm_detail {
+
+float* AlignedBuffer::reserve(size_t n) {
+  if (n > size_) {
+    reset();
+    data_ = static_cast<float*>(::operator new[](n * sizeof(float), std::align_val_t{64}));
+    size_ = n;
+  }
+  return data_;
+}
+
+void AlignedBuffer::reset() {
+  if (data_) ::operator delete[](data_, std::align_val_t{64});
+  data_ = nullptr;
+  size_ = 0;
+}
+
+namespace {
+
+int64_t ceil_div(int64_t x, int64_t y) { return (x + y - 1) / y; }
+int64_t round_up(int64_t x, int64_t y) { return ceil_div(x, y) * y; }
+// Start of part i when [0, total) is cut into `parts` near-equal ranges.
+int64_t split(int64_t total, int64_t parts, int64_t i) { return total * i / parts; }
+
+// Packing workspace, cached per calling thread so that repeated calls do not
+// pay for fresh pages. `busy` covers re-entry: a work-stealing pool may run
+// another sgemm on this thread while one of ours waits in a parallel region.
+struct Workspace {
+  AlignedBuffer a, b;
+  bool busy = false;
+};
+
+class WorkspaceLease {
+ public:
+  WorkspaceLease() {
+    static thread_local Workspace cached;
+    if (!cached.busy) {
+      ws_ = &cached;
+    } else {
+      own_ = std::make_unique<Workspace>();
+      ws_ = own_.get();
+    }
+    ws_->busy = true;
+  }
+  ~WorkspaceLease() { ws_->busy = false; }
+  WorkspaceLease(const WorkspaceLease&) = delete;
+  WorkspaceLease& operator=(const WorkspaceLease&) = delete;
+  Workspace* operator->() const { return ws_; }
+
+ private:
+  Workspace* ws_ = nullptr;
+  std::unique_ptr<Workspace> own_;
+};
+
+using Body = std::function<void(size_t, size_t)>;
+
+void run_parallel(const ParallelFor& pf, size_t threads, size_t n, const Body& body) {
+  if (n == 0) return;
+  if (threads <= 1 || n == 1 || !pf.run) {
+    body(0, n);
+    return;
+  }
+  pf.run(n, body);
+}
+
+size_t effective_threads(const ParallelFor& pf, const DriverOptions& opt, int64_t m, int64_t n, int64_t k) {
+  if (!pf.run || pf.threads <= 1) return 1;
+  const double flops = 2.0 * double(m) * double(n) * double(k);
+  const double useful = flops / opt.min_flops_per_thread;
+  return useful < 1.0 ? 1 : std::min(pf.threads, size_t(useful));
+}
+
+// C = beta * C, for the cases with no product to add (k == 0 or alpha == 0).
+void scale_c(int64_t m, int64_t n, float beta, float* c, int64_t ldc) {
+  for (int64_t i = 0; i < m; ++i) {
+    float* ci = c + i * ldc;
+    if (beta == 0.0f)
+      std::fill(ci, ci + n, 0.0f);
+    else
+      for (int64_t j = 0; j < n; ++j) ci[j] *= beta;
+  }
+}
+
+struct Gemm {
+  const KernelSet& ks;
+  bool trans_a;
+  int64_t m, n, k;
+  float alpha;
+  const float* a;
+  int64_t lda;
+  BSource src;
+  float beta;
+  float* c;
+  int64_t ldc;
+  int64_t kc_max;  // KC, or the PackedB's
+  DriverOptions opt;
+
+  const float* a_at(int64_t i0, int64_t k0) const { return trans_a ? a + k0 * lda + i0 : a + i0 * lda + k0; }
+  float beta_for(int64_t pc) const { return pc == 0 ? beta : 1.0f; }  // later K blocks accumulate
+};
+
+// Few rows (m <= small_m). Each task owns a block of C (a range of its rows
+// or of its NR panels) and does all of K by itself: one parallel region in
+// all. B is read in place where it can be (row-major, full panel): with few
+// rows each B micro-panel serves only a few microkernel calls, and packing it
+// would cost about as much as the product. Otherwise (B transposed, or the
+// last partial panel) one KC x NR panel at a time is packed, into the task's
+// own buffer.
+void small_m(const Gemm& g, const ParallelFor& pf, size_t threads) {
+  const KernelSet& ks = g.ks;
+  const int64_t MR = ks.mr, NR = ks.nr;
+  const int64_t mpan = ceil_div(g.m, MR), npan = ceil_div(g.n, NR);
+  // Threads split the rows when each still gets a few micro-panels (then
+  // only reads of B are shared, nothing is done twice), else the columns
+  // (then each task packs all of A, which is small).
+  const int64_t T = int64_t(threads);
+  const bool rows_split = mpan >= 4 * T;
+  const int64_t nt = rows_split ? 1 : std::min(npan, T);
+  const int64_t mt = rows_split ? T : std::min(mpan, ceil_div(T, nt));
+  run_parallel(pf, threads, size_t(mt * nt), [&](size_t t0, size_t t1) {
+    WorkspaceLease ws;  // this worker's own
+    for (int64_t t = int64_t(t0); t < int64_t(t1); ++t) {
+      const int64_t p0 = split(mpan, mt, t / nt), p1 = split(mpan, mt, t / nt + 1);
+      const int64_t q0 = split(npan, nt, t % nt), q1 = split(npan, nt, t % nt + 1);
+      const int64_t mcp = std::min(p1 - p0, std::max<int64_t>(1, ks.mc / MR));  // A block fits L2
+      float* abuf = ws->a.reserve(size_t(mcp * MR * g.kc_max));
+      float* bbuf = ws->b.reserve(size_t(g.kc_max * NR));
+      for (int64_t pc = 0; pc < g.k; pc += g.kc_max) {
+        const int64_t kc = std::min(g.kc_max, g.k - pc);
+        for (int64_t pb = p0; pb < p1; pb += mcp) {
+          const int64_t pe = std::min(p1, pb + mcp);
+          ks.pack_a(g.trans_a, g.a_at(pb * MR, pc), g.lda, std::min(pe * MR, g.m) - pb * MR, kc, abuf);
+          for (int64_t q = q0; q < q1; ++q) {
+            const int64_t cols = std::min(NR, g.n - q * NR);
+            const float* bp = bbuf;
+            int64_t bs = NR;
+            if (g.src.packed) {
+              bp = g.src.packed->data.data() + pc * g.src.packed->n_padded + q * kc * NR;
+            } else if (!g.src.trans && cols == NR) {
+              bp = g.src.at(pc, q * NR);
+              bs = g.src.ldb;
+            } else {
+              ks.pack_b(g.src.trans, g.src.at(pc, q * NR), g.src.ldb, kc, cols, bbuf);
+            }
+            for (int64_t p = pb; p < pe; ++p)
+              ks.ukr[std::min(MR, g.m - p * MR)](kc, abuf + (p - pb) * MR * kc, bp, bs,
+                                                 g.c + p * MR * g.ldc + q * NR, g.ldc, g.alpha,
+                                                 g.beta_for(pc), cols);
+          }
+        }
+      }
+    }
+  });
+}
+
+// Many rows: the BLIS loop nest described at the top, B packed once per
+// (jc, pc) and shared by all threads.
+void blocked(const Gemm& g, const ParallelFor& pf, size_t threads) {
+  const KernelSet& ks = g.ks;
+  const int64_t MR = ks.mr, NR = ks.nr, KC = g.kc_max;
+  const int64_t NC = ks.nc;  // a multiple of NR (asserted in the kernel files)
+  const int64_t T = int64_t(threads);
+  const int64_t msuper = std::min(round_up(g.m, MR), round_up(std::max<int64_t>(g.opt.m_super, 1), MR));
+  const PackedB* packed = g.src.packed;
+
+  WorkspaceLease ws;
+  float* abuf = ws->a.reserve(size_t(msuper * std::min(KC, g.k)));
+  float* bbuf = packed ? nullptr : ws->b.reserve(size_t(std::min(KC, g.k) * std::min(round_up(g.n, NR), NC)));
+
+  for (int64_t jc = 0; jc < g.n; jc += NC) {
+    const int64_t nc = std::min(NC, g.n - jc);
+    const int64_t npan = ceil_div(nc, NR);
+    for (int64_t pc = 0; pc < g.k; pc += KC) {
+      const int64_t kc = std::min(KC, g.k - pc);
+      const float* bpanel = packed ? packed->data.data() + pc * packed->n_padded + (jc / NR) * kc * NR : bbuf;
+      for (int64_t ic = 0; ic < g.m; ic += msuper) {
+        const int64_t mrows = std::min(msuper, g.m - ic);
+        const int64_t mpan = ceil_div(mrows, MR);
+
+        // Region 1: pack A's rows, and B's panel once per (jc, pc).
+        const int64_t ta = std::min(T, mpan);
+        const int64_t tb = (packed || ic > 0) ? 0 : std::min(T, npan);
+        run_parallel(pf, threads, size_t(ta + tb), [&](size_t t0, size_t t1) {
+          for (int64_t t = int64_t(t0); t < int64_t(t1); ++t) {
+            if (t < ta) {
+              const int64_t p0 = split(mpan, ta, t), p1 = split(mpan, ta, t + 1);
+              const int64_t rows = std::min(p1 * MR, mrows) - p0 * MR;
+              ks.pack_a(g.trans_a, g.a_at(ic + p0 * MR, pc), g.lda, rows, kc, abuf + p0 * MR * kc);
+            } else {
+              const int64_t q0 = split(npan, tb, t - ta), q1 = split(npan, tb, t - ta + 1);
+              const int64_t cols = std::min(q1 * NR, nc) - q0 * NR;
+              ks.pack_b(g.src.trans, g.src.at(pc, jc + q0 * NR), g.src.ldb, kc, cols, bbuf + q0 * NR * kc);
+            }
+          }
+        });
+
+        // Region 2: the tiles. Blocks of at most MC rows keep A in L2; with
+        // several threads, each gets an equal share, splitting N too when
+        // there are too few row blocks to go round.
+        int64_t mt = ceil_div(mpan, std::max<int64_t>(1, ks.mc / MR)), nt = 1;
+        if (T > 1) {
+          if (mt >= T)
+            mt = std::min(mpan, round_up(mt, T));
+          else
+            nt = std::min(npan, ceil_div(T, mt));
+        }
+        run_parallel(pf, threads, size_t(mt * nt), [&](size_t t0, size_t t1) {
+          for (int64_t t = int64_t(t0); t < int64_t(t1); ++t) {
+            const int64_t p0 = split(mpan, mt, t / nt), p1 = split(mpan, mt, t / nt + 1);
+            const int64_t q0 = split(npan, nt, t % nt), q1 = split(npan, nt, t % nt + 1);
+            for (int64_t q = q0; q < q1; ++q) {
+              const float* bp = bpanel + q * kc * NR;
+              const int64_t cols = std::min(NR, nc - q * NR);
+              float* cq = g.c + ic * g.ldc + jc + q * NR;
+              for (int64_t p = p0; p < p1; ++p)
+                ks.ukr[std::min(MR, mrows - p * MR)](kc, abuf + p * MR * kc, bp, NR, cq + p * MR * g.ldc,
+                                                     g.ldc, g.alpha, g.beta_for(pc), cols);
+            }
+          }
+        });
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void driver(const KernelSet& ks, const DriverOptions& opt, bool trans_a, int64_t m, int64_t n, int64_t k,
+            float alpha, const float* a, int64_t lda, const BSource& src, float beta, float* c, int64_t ldc,
+            const ParallelFor& pf) {
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0 || alpha == 0.0f) {
+    scale_c(m, n, beta, c, ldc);
+    return;
+  }
+  const Gemm g{ks, trans_a, m, n, k, alpha, a, lda, src, beta, c, ldc,
+               src.packed ? src.packed->kc : ks.kc, opt};
+  const size_t threads = effective_threads(pf, opt, m, n, k);
+  if (m <= opt.small_m)
+    small_m(g, pf, threads);
+  else
+    blocked(g, pf, threads);
+}
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::avx512:
+      return "avx512";
+    case Isa::avx2:
+      return "avx2";
+    default:
+      return "generic";
+  }
+}
+
+bool isa_supported(Isa isa) {
+  switch (isa) {
+    case Isa::generic:
+      return true;
+#ifdef ONYX_GEMM_X86_KERNELS
+    case Isa::avx2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case Isa::avx512:
+      // The kernel file is built with F, BW, VL and FMA; the compiler may use any of them.
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx2") &&
+             __builtin_cpu_supports("fma");
+#endif
+    default:
+      return false;
+  }
+}
+
+Isa best_isa() {
+  static const Isa best = [] {
+    if (const char* env = std::getenv("ONYX_SGEMM_ISA")) {
+      for (Isa isa : {Isa::generic, Isa::avx2, Isa::avx512})
+        if (std::strcmp(env, isa_name(isa)) == 0 && isa_supported(isa)) return isa;
+    }
+    for (Isa isa : {Isa::avx512, Isa::avx2})
+      if (isa_supported(isa)) return isa;
+    return Isa::generic;
+  }();
+  return best;
+}
+
+const KernelSet& kernel_set(Isa isa) {
+  switch (isa) {
+#ifdef ONYX_GEMM_X86_KERNELS
+    case Isa::avx512:
+      return kernels_avx512();
+    case Isa::avx2:
+      return kernels_avx2();
+#endif
+    default:
+      return kernels_generic();
+  }
+}
+
+void sgemm_with_isa(Isa isa, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                    float alpha, const float* a, int64_t lda, const float* b, int64_t ldb,
+                    float beta, float* c, int64_t ldc, const ParallelFor& parallel) {
+  BSource src;
+  src.trans = trans_b;
+  src.b = b;
+  src.ldb = ldb;
+  driver(kernel_set(isa), DriverOptions{}, trans_a, m, n, k, alpha, a, lda, src, beta, c, ldc, parallel);
+}
+
+std::shared_ptr<PackedB> pack_b_with_isa(Isa isa, bool trans_b, int64_t k, int64_t n,
+                                         const float* b, int64_t ldb) {
+  return pack_b_with_kernels(kernel_set(isa), trans_b, k, n, b, ldb);
+}
+
+std::shared_ptr<PackedB> pack_b_with_kernels(const KernelSet& ks, bool trans_b, int64_t k, int64_t n,
+                                             const float* b, int64_t ldb) {
+  auto packed = std::make_shared<PackedB>();
+  packed->isa = ks.isa;
+  packed->k = k;
+  packed->n = n;
+  packed->kc = ks.kc;
+  packed->n_padded = round_up(std::max<int64_t>(n, 1), ks.nr);
+  float* dst = packed->data.reserve(size_t(std::max<int64_t>(k, 1) * packed->n_padded));
+  for (int64_t k0 = 0; k0 < k; k0 += ks.kc) {
+    const int64_t kb = std::min(ks.kc, k - k0);
+    const float* from = trans_b ? b + k0 : b + k0 * ldb;
+    ks.pack_b(trans_b, from, ldb, kb, n, dst + k0 * packed->n_padded);
+  }
+  return packed;
+}
+
+}  // namespace gemm_detail
+
+void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+           const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+           int64_t ldc, const ParallelFor& parallel) {
+  gemm_detail::sgemm_with_isa(gemm_detail::best_isa(), trans_a, trans_b, m, n, k, alpha, a, lda,
+                              b, ldb, beta, c, ldc, parallel);
+}
+
+std::shared_ptr<PackedB> pack_b(bool trans_b, int64_t k, int64_t n, const float* b, int64_t ldb) {
+  return gemm_detail::pack_b_with_isa(gemm_detail::best_isa(), trans_b, k, n, b, ldb);
+}
+
+int64_t packed_b_k(const PackedB& b) { return b.k; }
+int64_t packed_b_n(const PackedB& b) { return b.n; }
+
+void sgemm_packed(bool trans_a, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                  int64_t lda, const PackedB& b, float beta, float* c, int64_t ldc,
+                  const ParallelFor& parallel) {
+  if (b.k != k || b.n != n)
+    throw std::invalid_argument("sgemm_packed: B was packed as " + std::to_string(b.k) + "x" +
+                                std::to_string(b.n) + ", called with k=" + std::to_string(k) +
+                                " n=" + std::to_string(n));
+  gemm_detail::BSource src;
+  src.packed = &b;
+  gemm_detail::driver(gemm_detail::kernel_set(b.isa), gemm_detail::DriverOptions{}, trans_a, m, n, k,
+                      alpha, a, lda, src, beta, c, ldc, parallel);
+}
+
+const char* sgemm_isa() { return gemm_detail::kernel_set(gemm_detail::best_isa()).name; }
+
+}  // namespace onyx::cpu

@@ -1,0 +1,49 @@
+// gemm.h: the CPU provider's single-precision matrix multiply.
+//
+// GotoBLAS/BLIS structure: B is packed into KC x NR micro-panels, A into
+// MR x KC micro-panels, and a register-blocked microkernel computes MR x NR
+// tiles of C. The microkernel is chosen at run time from the CPU's features
+// (AVX-512, AVX2+FMA, or portable C++), so the library runs on any x86-64.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+namespace onyx::cpu {
+
+// Splits [0, n) into chunks and runs body(begin, end) on them, possibly in
+// parallel; returns when all are done. threads is how many workers may run at
+// once (>= 1).
+struct ParallelFor {
+  size_t threads = 1;
+  std::function<void(size_t n, const std::function<void(size_t, size_t)>& body)> run;  // empty => inline, serial
+};
+
+// Row-major: C[m x n] = alpha * op(A)[m x k] * op(B)[k x n] + beta * C, where
+// op(X) = X or X^T. lda/ldb/ldc are the row strides, in elements, of the
+// matrices as stored. beta == 0 means C is not read (it may hold NaN).
+void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+           const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
+           float* c, int64_t ldc, const ParallelFor& parallel = {});
+
+// Constant-weight fast path (e.g. MatMul/Gemm whose B is an initializer): op(B)
+// packed once into the microkernel's layout, reusable by any number of
+// sgemm_packed calls, from any threads. It is tied to the ISA picked when it
+// was packed and holds its own copy of the data.
+struct PackedB;
+std::shared_ptr<PackedB> pack_b(bool trans_b, int64_t k, int64_t n, const float* b, int64_t ldb);
+int64_t packed_b_k(const PackedB& b);
+int64_t packed_b_n(const PackedB& b);
+
+// As sgemm with op(B) = the packed matrix; k and n must be those it was packed with.
+void sgemm_packed(bool trans_a, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                  int64_t lda, const PackedB& b, float beta, float* c, int64_t ldc,
+                  const ParallelFor& parallel = {});
+
+// The ISA the dispatcher picked on this CPU, for logs and benchmarks:
+// "avx512", "avx2" or "generic".
+const char* sgemm_isa();
+
+}  // namespace onyx::cpu

@@ -1,0 +1,162 @@
+// kernel_avx2.cpp: AVX2 + FMA microkernel and packing. Built with -mavx2 -mfma
+// for this file only; the dispatcher calls into it only after checking the CPU.
+#include <immintrin.h>
+
+#include "kernel_set.h"
+#include "pack_impl.h"  // the plain loops, and min64
+
+namespace onyx::cpu::gemm_detail {
+namespace {
+
+// 6 x 16 tile: 12 ymm accumulators + 2 for the B row + 1 broadcast = 15 of
+// the 16 registers; 12 FMAs per k step cover the FMA latency x throughput.
+constexpr int kMR = 6;
+constexpr int kNV = 2;  // ymm vectors per tile row
+constexpr int kNR = 8 * kNV;
+
+template <int M>
+void ukr(int64_t kc, const float* a, const float* b, int64_t bs, float* c, int64_t ldc,
+         float alpha, float beta, int64_t cols) {
+  __m256 acc[M][kNV];
+#pragma GCC unroll 8
+  for (int i = 0; i < M; ++i)
+#pragma GCC unroll 4
+    for (int v = 0; v < kNV; ++v) acc[i][v] = _mm256_setzero_ps();
+
+#pragma GCC unroll 8
+  for (int i = 0; i < M; ++i)
+    _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc), _MM_HINT_T0);
+
+#pragma GCC unroll 4
+  for (int64_t k = 0; k < kc; ++k) {
+    __m256 bv[kNV];
+#pragma GCC unroll 4
+    for (int v = 0; v < kNV; ++v) bv[v] = _mm256_loadu_ps(b + 8 * v);
+#pragma GCC unroll 8
+    for (int i = 0; i < M; ++i) {
+      const __m256 ai = _mm256_broadcast_ss(a + i);
+#pragma GCC unroll 4
+      for (int v = 0; v < kNV; ++v) acc[i][v] = _mm256_fmadd_ps(ai, bv[v], acc[i][v]);
+    }
+    a += kMR;
+    b += bs;
+  }
+
+  // AVX2 has no cheap masked store: a partial tile goes through a scratch
+  // tile, which also keeps the loads of C inside the matrix.
+  const bool full = cols == kNR;
+  alignas(32) float tmp[M][kNR];
+  float* dst = full ? c : &tmp[0][0];
+  const int64_t ld = full ? ldc : kNR;
+  if (!full && beta != 0.0f)
+    for (int i = 0; i < M; ++i)
+      for (int64_t j = 0; j < kNR; ++j) tmp[i][j] = j < cols ? c[i * ldc + j] : 0.0f;
+
+  const __m256 va = _mm256_set1_ps(alpha);
+  const __m256 vb = _mm256_set1_ps(beta);
+#pragma GCC unroll 8
+  for (int i = 0; i < M; ++i)
+#pragma GCC unroll 4
+    for (int v = 0; v < kNV; ++v) {
+      float* p = dst + i * ld + 8 * v;
+      __m256 r = _mm256_mul_ps(acc[i][v], va);
+      if (beta != 0.0f) r = _mm256_fmadd_ps(vb, _mm256_loadu_ps(p), r);
+      _mm256_storeu_ps(p, r);
+    }
+
+  if (!full)
+    for (int i = 0; i < M; ++i)
+      for (int64_t j = 0; j < cols; ++j) c[i * ldc + j] = tmp[i][j];
+}
+
+template <int M>
+constexpr MicroKernel pick() {
+  if constexpr (M >= 1 && M <= kMR)
+    return &ukr<M>;
+  else
+    return nullptr;
+}
+
+// In-register 8 x 8 transpose: afterwards r[c] holds what was column c.
+inline void transpose8(__m256 r[8]) {
+  __m256 u[8];
+  for (int g = 0; g < 2; ++g) {  // rows 4g .. 4g+3
+    const __m256 t0 = _mm256_unpacklo_ps(r[4 * g], r[4 * g + 1]);
+    const __m256 t1 = _mm256_unpackhi_ps(r[4 * g], r[4 * g + 1]);
+    const __m256 t2 = _mm256_unpacklo_ps(r[4 * g + 2], r[4 * g + 3]);
+    const __m256 t3 = _mm256_unpackhi_ps(r[4 * g + 2], r[4 * g + 3]);
+    // u[4g + e], 128-bit lane l: column 4l + e of rows 4g .. 4g+3
+    u[4 * g + 0] = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
+    u[4 * g + 1] = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
+    u[4 * g + 2] = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
+    u[4 * g + 3] = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int e = 0; e < 4; ++e) {
+    r[e] = _mm256_permute2f128_ps(u[e], u[4 + e], 0x20);
+    r[4 + e] = _mm256_permute2f128_ps(u[e], u[4 + e], 0x31);
+  }
+}
+
+// Loads `rows` (<= 8) rows of 8 floats at src (row stride ld), zeros for
+// the other rows, and transposes them: r[c] = column c.
+inline void load_transposed8(const float* src, int64_t ld, int64_t rows, __m256 r[8]) {
+  for (int i = 0; i < 8; ++i) r[i] = i < rows ? _mm256_loadu_ps(src + i * ld) : _mm256_setzero_ps();
+  transpose8(r);
+}
+
+void pack_a(bool trans, const float* a, int64_t lda, int64_t rows, int64_t kc, float* dst) {
+  if (trans) return pack_a_impl<kMR>(trans, a, lda, rows, kc, dst);  // contiguous copies already
+  // op(A)(i, k) = a[i*lda + k]: 8 k steps of a panel's rows at a time go
+  // through an 8 x 8 transpose; each k step then stores 4 + 2 floats.
+  static_assert(kMR == 6);
+  const int64_t k8 = kc / 8 * 8;
+  for (int64_t p = 0; p < rows; p += kMR) {
+    const int64_t mr = min64(kMR, rows - p);
+    float* d = dst + p * kc;
+    for (int64_t k0 = 0; k0 < k8; k0 += 8) {
+      __m256 r[8];
+      load_transposed8(a + p * lda + k0, lda, mr, r);
+      for (int kk = 0; kk < 8; ++kk) {
+        float* out = d + (k0 + kk) * kMR;
+        _mm_storeu_ps(out, _mm256_castps256_ps128(r[kk]));
+        _mm_storel_pi(reinterpret_cast<__m64*>(out + 4), _mm256_extractf128_ps(r[kk], 1));
+      }
+    }
+    for (int64_t k = k8; k < kc; ++k)
+      for (int64_t i = 0; i < kMR; ++i) d[k * kMR + i] = i < mr ? a[(p + i) * lda + k] : 0.0f;
+  }
+}
+
+void pack_b(bool trans, const float* b, int64_t ldb, int64_t kc, int64_t cols, float* dst) {
+  if (!trans) return pack_b_impl<kNR>(trans, b, ldb, kc, cols, dst);  // contiguous copies already
+  // op(B)(k, j) = b[j*ldb + k]: 8 x 8 transposes of 8 stored rows x 8 k steps.
+  const int64_t k8 = kc / 8 * 8;
+  for (int64_t q = 0; q < cols; q += kNR, dst += kc * kNR) {
+    for (int v = 0; v < kNV; ++v) {
+      const int64_t j0 = q + 8 * v;
+      const int64_t jn = min64(8, cols - j0);  // may be <= 0: zero padding
+      for (int64_t k0 = 0; k0 < k8; k0 += 8) {
+        __m256 r[8];
+        load_transposed8(b + j0 * ldb + k0, ldb, jn, r);
+        for (int kk = 0; kk < 8; ++kk) _mm256_storeu_ps(dst + (k0 + kk) * kNR + 8 * v, r[kk]);
+      }
+      for (int64_t k = k8; k < kc; ++k)
+        for (int64_t j = 0; j < 8; ++j) dst[k * kNR + 8 * v + j] = j < jn ? b[(j0 + j) * ldb + k] : 0.0f;
+    }
+  }
+}
+
+static_assert(kMR <= kMaxMR);
+constexpr KernelSet kSet = {
+    Isa::avx2, "avx2", kMR, kNR,
+    /*mc=*/144, /*kc=*/256, /*nc=*/2048,
+    {pick<0>(), pick<1>(), pick<2>(), pick<3>(), pick<4>(), pick<5>(), pick<6>(), pick<7>(), pick<8>(),
+     pick<9>(), pick<10>(), pick<11>(), pick<12>(), pick<13>(), pick<14>(), pick<15>(), pick<16>()},
+    pack_a, pack_b};
+static_assert(kSet.nc % kNR == 0 && kSet.mc % kMR == 0);
+
+}  // namespace
+
+const KernelSet& kernels_avx2() { return kSet; }
+
+}  // namespace onyx::cpu::gemm_detail

@@ -1,0 +1,48 @@
+// kernel_set.h: what each ISA's kernel file provides to the GEMM driver.
+//
+// Deliberately free of standard-library templates: the kernel files are
+// compiled with ISA flags (-mavx512f, -mavx2, ...), and any inline function
+// they instantiated could be merged by the linker with the copy other files
+// use, smuggling AVX-512 instructions into code that runs on every CPU.
+#pragma once
+
+#include <cstdint>
+
+namespace onyx::cpu::gemm_detail {
+
+enum class Isa { generic, avx2, avx512 };
+
+constexpr int kMaxMR = 16;
+
+// One MR x NR tile of C (only its first `rows` x `cols` elements are touched):
+//   C = alpha * sum_k A(:, k) B(k, :) + beta * C;  beta == 0: C is not read.
+// a: packed A micro-panel, kc steps of MR floats (row i of step k at a[k*MR + i]).
+// b: kc rows of NR floats, row r at b[r*b_stride]; columns >= cols must be
+//    readable (packing pads them with zeros).
+// The kernel at index `rows` of KernelSet::ukr handles tiles of that height.
+using MicroKernel = void (*)(int64_t kc, const float* a, const float* b, int64_t b_stride,
+                             float* c, int64_t ldc, float alpha, float beta, int64_t cols);
+
+// Packs op(A) rows [0, rows) x [0, kc) into ceil(rows/MR) micro-panels of kc*MR
+// floats (short panels zero-padded). `a` points at op(A)(0, 0) of the block.
+using PackA = void (*)(bool trans, const float* a, int64_t lda, int64_t rows, int64_t kc, float* dst);
+// Packs op(B) [0, kc) x [0, cols) into ceil(cols/NR) micro-panels of kc*NR
+// floats (short panels zero-padded). `b` points at op(B)(0, 0) of the block.
+using PackB = void (*)(bool trans, const float* b, int64_t ldb, int64_t kc, int64_t cols, float* dst);
+
+struct KernelSet {
+  Isa isa;
+  const char* name;
+  int mr, nr;              // register tile
+  int64_t mc, kc, nc;      // cache blocking: A block mc x kc (L2), B panel kc x nc (L3)
+  MicroKernel ukr[kMaxMR + 1];
+  PackA pack_a;
+  PackB pack_b;
+};
+
+// Defined in kernel_<isa>.cpp; only call one whose ISA the CPU supports.
+const KernelSet& kernels_generic();
+const KernelSet& kernels_avx2();
+const KernelSet& kernels_avx512();
+
+}  // namespace onyx::cpu::gemm_detail

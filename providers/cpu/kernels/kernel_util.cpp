@@ -1,0 +1,216 @@
+// kernel_util.cpp: the helpers of kernel_util.h.
+#include "kernels/kernel_util.h"
+
+#include <algorithm>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <cmath>
+#include <limits>
+
+namespace onyx::cpu::util {
+
+std::string node_label(const sdk::NodeInfo& node) {
+  return sdk::KernelRegistry::qualified(node) + " node '" + node.name + "'";
+}
+
+OnyxStatus* fail(const std::string& label, const char* fmt, ...) {
+  char buf[768];
+  va_list args;
+  va_start(args, fmt);
+  std::vsnprintf(buf, sizeof buf, fmt, args);
+  va_end(args);
+  return sdk::make_status(ONYX_STATUS_INVALID_ARGUMENT, "%s: %s", label.c_str(), buf);
+}
+
+std::string dims_str(std::span<const int64_t> dims) {
+  std::string s = "[";
+  for (size_t k = 0; k < dims.size(); ++k) s += (k ? "," : "") + std::to_string(dims[k]);
+  return s + "]";
+}
+
+bool normalize_axis(int64_t axis, int64_t rank, int64_t* out) {
+  if (axis < -rank || axis >= rank) return false;
+  *out = axis < 0 ? axis + rank : axis;
+  return true;
+}
+
+namespace {
+bool read_ints_raw(int32_t dtype, const void* data, int64_t n, std::vector<int64_t>* out) {
+  out->resize(size_t(n));
+  if (dtype == ONYX_DTYPE_INT64) {
+    if (n) std::memcpy(out->data(), data, size_t(n) * 8);
+    return true;
+  }
+  if (dtype == ONYX_DTYPE_INT32) {
+    const int32_t* p = static_cast<const int32_t*>(data);
+    for (int64_t k = 0; k < n; ++k) (*out)[size_t(k)] = p[k];
+    return true;
+  }
+  out->clear();
+  return false;
+}
+}  // namespace
+
+bool read_ints(const sdk::Tensor& t, std::vector<int64_t>* out) {
+  return read_ints_raw(t.dtype, t.raw, t.size(), out);
+}
+bool read_ints(const sdk::ConstantTensor& t, std::vector<int64_t>* out) {
+  return read_ints_raw(t.dtype, t.bytes.data(), t.size(), out);
+}
+
+bool read_scalar(int32_t dtype, const void* data, double* out) {
+  return visit<kNumeric | kBool>(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T v;
+    std::memcpy(&v, data, sizeof(T));
+    *out = double(v);
+  });
+}
+
+bool in_set(int32_t dtype, unsigned set) {
+  unsigned kind = 0;
+  switch (dtype) {
+    case ONYX_DTYPE_FLOAT32: case ONYX_DTYPE_FLOAT64: kind = kFloat; break;
+    case ONYX_DTYPE_INT8: case ONYX_DTYPE_INT16: case ONYX_DTYPE_INT32: case ONYX_DTYPE_INT64:
+      kind = kSigned;
+      break;
+    case ONYX_DTYPE_UINT8: case ONYX_DTYPE_UINT16: case ONYX_DTYPE_UINT32: case ONYX_DTYPE_UINT64:
+      kind = kUnsigned;
+      break;
+    case ONYX_DTYPE_BOOL: kind = kBool; break;
+    default: break;
+  }
+  if (dtype == ONYX_DTYPE_FLOAT16 || dtype == ONYX_DTYPE_BFLOAT16) kind = kHalf;
+  return (kind & set) != 0;
+}
+
+float half_to_float(uint16_t bits) {
+  uint32_t sign = uint32_t(bits & 0x8000) << 16;
+  uint32_t exponent = (bits >> 10) & 0x1F, mantissa = bits & 0x3FF;
+  float magnitude;
+  if (exponent == 0) {
+    magnitude = std::ldexp(float(mantissa), -24);  // zero or subnormal
+  } else if (exponent == 0x1F) {
+    magnitude = mantissa ? std::numeric_limits<float>::quiet_NaN()
+                         : std::numeric_limits<float>::infinity();
+  } else {
+    uint32_t x = ((exponent + 127 - 15) << 23) | (mantissa << 13);
+    std::memcpy(&magnitude, &x, 4);
+  }
+  uint32_t out;
+  std::memcpy(&out, &magnitude, 4);
+  out |= sign;
+  float f;
+  std::memcpy(&f, &out, 4);
+  return f;
+}
+
+uint16_t float_to_half(float value) {
+  uint32_t x;
+  std::memcpy(&x, &value, 4);
+  uint16_t sign = uint16_t((x >> 16) & 0x8000);
+  uint32_t magnitude = x & 0x7FFFFFFF;
+  if (magnitude > 0x7F800000) return uint16_t(sign | 0x7E00);  // NaN
+  if (magnitude >= 0x477FF000) return uint16_t(sign | 0x7C00);  // >= 65520: inf
+  if (magnitude < 0x38800000) {
+    // Below the smallest normal half (2^-14): a multiple of 2^-24, rounded
+    // half to even by nearbyint under the default rounding mode.
+    float a;
+    std::memcpy(&a, &magnitude, 4);
+    return uint16_t(sign | uint16_t(std::nearbyint(std::ldexp(a, 24))));
+  }
+  // Rebias the exponent, keep 10 mantissa bits, round the 13 dropped bits
+  // half to even (a carry correctly bumps the exponent).
+  uint32_t half = ((magnitude >> 23) - 127 + 15) << 10 | ((magnitude >> 13) & 0x3FF);
+  uint32_t dropped = magnitude & 0x1FFF;
+  if (dropped > 0x1000 || (dropped == 0x1000 && (half & 1))) ++half;
+  return uint16_t(sign | half);
+}
+
+uint16_t float_to_bfloat16(float value) {
+  uint32_t x;
+  std::memcpy(&x, &value, 4);
+  if ((x & 0x7FFFFFFF) > 0x7F800000) return uint16_t((x >> 16) | 0x40);  // quiet NaN
+  x += 0x7FFF + ((x >> 16) & 1);
+  return uint16_t(x >> 16);
+}
+
+void halves_to_floats(int32_t dtype, const uint16_t* in, float* out, size_t n) {
+  if (dtype == ONYX_DTYPE_FLOAT16)
+    for (size_t k = 0; k < n; ++k) out[k] = half_to_float(in[k]);
+  else
+    for (size_t k = 0; k < n; ++k) out[k] = bfloat16_to_float(in[k]);
+}
+
+void floats_to_halves(int32_t dtype, const float* in, uint16_t* out, size_t n) {
+  if (dtype == ONYX_DTYPE_FLOAT16)
+    for (size_t k = 0; k < n; ++k) out[k] = float_to_half(in[k]);
+  else
+    for (size_t k = 0; k < n; ++k) out[k] = float_to_bfloat16(in[k]);
+}
+
+std::string require_inputs(const sdk::NodeInfo& node, size_t min_inputs, size_t max_inputs) {
+  size_t n = node.inputs.size();
+  if (n < min_inputs || n > max_inputs)
+    return node.op_type + ": expects " +
+           (min_inputs == max_inputs ? std::to_string(min_inputs)
+                                     : std::to_string(min_inputs) + " to " + std::to_string(max_inputs)) +
+           " inputs, the node has " + std::to_string(n);
+  for (size_t k = 0; k < min_inputs; ++k)
+    if (!node.input_present(k))
+      return node.op_type + ": required input " + std::to_string(k) + " is missing";
+  return {};
+}
+
+std::string set_names(unsigned set) {
+  static const int32_t all[] = {ONYX_DTYPE_FLOAT32, ONYX_DTYPE_FLOAT64, ONYX_DTYPE_INT8,
+                                ONYX_DTYPE_INT16,   ONYX_DTYPE_INT32,   ONYX_DTYPE_INT64,
+                                ONYX_DTYPE_UINT8,   ONYX_DTYPE_UINT16,  ONYX_DTYPE_UINT32,
+                                ONYX_DTYPE_UINT64,  ONYX_DTYPE_BOOL,    ONYX_DTYPE_FLOAT16,
+                                ONYX_DTYPE_BFLOAT16};
+  std::string s;
+  for (int32_t t : all)
+    if (in_set(t, set)) s += std::string(s.empty() ? "" : ", ") + sdk::dtype_name(t);
+  return s;
+}
+
+std::string require_types(const sdk::NodeInfo& node, unsigned set,
+                          std::initializer_list<size_t> inputs) {
+  std::vector<size_t> which(inputs);
+  if (which.empty())
+    for (size_t k = 0; k < node.inputs.size(); ++k) which.push_back(k);
+  for (size_t k : which) {
+    if (!node.input_present(k)) continue;
+    int32_t dtype = node.inputs[k].dtype;
+    if (!in_set(dtype, set))
+      return node.op_type + ": input " + std::to_string(k) + " has type " +
+             sdk::dtype_name(dtype) + "; supported: " + set_names(set);
+  }
+  return {};
+}
+
+std::string require_same_type(const sdk::NodeInfo& node, std::initializer_list<size_t> inputs) {
+  int32_t first = 0;
+  size_t first_index = 0;
+  for (size_t k : inputs) {
+    if (!node.input_present(k)) continue;
+    if (!first) {
+      first = node.inputs[k].dtype;
+      first_index = k;
+    } else if (node.inputs[k].dtype != first) {
+      return node.op_type + ": input " + std::to_string(k) + " has type " +
+             sdk::dtype_name(node.inputs[k].dtype) + " but input " + std::to_string(first_index) +
+             " has " + sdk::dtype_name(first);
+    }
+  }
+  return {};
+}
+
+std::vector<int64_t> strides_of(std::span<const int64_t> dims) {
+  std::vector<int64_t> s(dims.size(), 1);
+  for (size_t k = dims.size(); k-- > 1;) s[k - 1] = s[k] * dims[k];
+  return s;
+}
+
+}  // namespace onyx::cpu::util

@@ -1,0 +1,156 @@
+// kernel_util.h: small helpers shared by the element-wise, reduction and
+// shape kernel files (error messages, axes, integer inputs, type dispatch).
+// Private to the CPU provider.
+#pragma once
+
+#include <onyx/plugin_sdk.hpp>
+
+#include <cstdint>
+#include <cstring>
+#include <initializer_list>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace onyx::cpu::util {
+
+// Elements per parallel_for chunk for cheap element-wise work: large enough
+// that a chunk outweighs the cost of handing it to a thread.
+constexpr size_t kGrain = 16384;
+
+// "Add node 'add_3'": the prefix of every error message of a kernel.
+std::string node_label(const sdk::NodeInfo& node);
+
+// An INVALID_ARGUMENT status "<label>: <message>".
+[[gnu::format(printf, 2, 3)]] OnyxStatus* fail(const std::string& label, const char* fmt, ...);
+
+// Formats dims as "[2,3,4]" for messages.
+std::string dims_str(std::span<const int64_t> dims);
+
+// Maps axis in [-rank, rank) to [0, rank); false when out of range.
+bool normalize_axis(int64_t axis, int64_t rank, int64_t* out);
+
+// Reads an int32/int64 tensor (shapes, axes, pads, ...) as int64 values.
+// False when the tensor has another type.
+bool read_ints(const sdk::Tensor& t, std::vector<int64_t>* out);
+bool read_ints(const sdk::ConstantTensor& t, std::vector<int64_t>* out);
+
+// Reads element 0 of a numeric tensor as double (scalar parameters such as
+// Clip's min/max, Pad's constant value); false for non-numeric types.
+bool read_scalar(int32_t dtype, const void* data, double* out);
+
+// Sets of element types, combined with |.
+enum TypeSet : unsigned {
+  kFloat = 1,       // float32, float64
+  kSigned = 2,      // int8, int16, int32, int64
+  kUnsigned = 4,    // uint8, uint16, uint32, uint64
+  kBool = 8,
+  kHalf = 16,       // float16, bfloat16: kernels that list it compute in float32
+  kInt = kSigned | kUnsigned,
+  kNumeric = kFloat | kInt,
+};
+
+// float16 / bfloat16 <-> float32 (round to nearest even; NaN stays NaN).
+float half_to_float(uint16_t bits);
+uint16_t float_to_half(float value);
+inline float bfloat16_to_float(uint16_t bits) {
+  uint32_t x = uint32_t(bits) << 16;
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+uint16_t float_to_bfloat16(float value);
+inline bool is_half(int32_t dtype) {
+  return dtype == ONYX_DTYPE_FLOAT16 || dtype == ONYX_DTYPE_BFLOAT16;
+}
+inline float half_value(int32_t dtype, uint16_t bits) {
+  return dtype == ONYX_DTYPE_FLOAT16 ? half_to_float(bits) : bfloat16_to_float(bits);
+}
+inline uint16_t half_bits(int32_t dtype, float value) {
+  return dtype == ONYX_DTYPE_FLOAT16 ? float_to_half(value) : float_to_bfloat16(value);
+}
+// Converts n 16-bit floats of `dtype` to float32 and back.
+void halves_to_floats(int32_t dtype, const uint16_t* in, float* out, size_t n);
+void floats_to_halves(int32_t dtype, const float* in, uint16_t* out, size_t n);
+
+// "" when the node has between min_inputs and max_inputs inputs and the
+// first min_inputs are present, else the reason.
+std::string require_inputs(const sdk::NodeInfo& node, size_t min_inputs, size_t max_inputs);
+
+bool in_set(int32_t dtype, unsigned set);
+// "float32, float64, int32" for messages.
+std::string set_names(unsigned set);
+
+// "" when every present input in `inputs` (all inputs when empty) has a type
+// in `set`, else the reason naming the input and op.
+std::string require_types(const sdk::NodeInfo& node, unsigned set,
+                          std::initializer_list<size_t> inputs = {});
+// "" when the present inputs in `inputs` all have the type of the first one.
+std::string require_same_type(const sdk::NodeInfo& node, std::initializer_list<size_t> inputs);
+
+// Calls fn(T{}) for the C++ type T of `dtype` when dtype is in Set; returns
+// false (without calling) otherwise. bool maps to bool (one byte, 0 or 1).
+template <unsigned Set, typename Fn>
+bool visit(int32_t dtype, Fn&& fn) {
+  switch (dtype) {
+#define ONYX_VISIT_CASE(DTYPE, TYPE, SET) \
+  case DTYPE:                             \
+    if constexpr ((Set & (SET)) != 0) {   \
+      fn(TYPE{});                         \
+      return true;                        \
+    }                                     \
+    break;
+    ONYX_VISIT_CASE(ONYX_DTYPE_FLOAT32, float, kFloat)
+    ONYX_VISIT_CASE(ONYX_DTYPE_FLOAT64, double, kFloat)
+    ONYX_VISIT_CASE(ONYX_DTYPE_INT8, int8_t, kSigned)
+    ONYX_VISIT_CASE(ONYX_DTYPE_INT16, int16_t, kSigned)
+    ONYX_VISIT_CASE(ONYX_DTYPE_INT32, int32_t, kSigned)
+    ONYX_VISIT_CASE(ONYX_DTYPE_INT64, int64_t, kSigned)
+    ONYX_VISIT_CASE(ONYX_DTYPE_UINT8, uint8_t, kUnsigned)
+    ONYX_VISIT_CASE(ONYX_DTYPE_UINT16, uint16_t, kUnsigned)
+    ONYX_VISIT_CASE(ONYX_DTYPE_UINT32, uint32_t, kUnsigned)
+    ONYX_VISIT_CASE(ONYX_DTYPE_UINT64, uint64_t, kUnsigned)
+    ONYX_VISIT_CASE(ONYX_DTYPE_BOOL, bool, kBool)
+#undef ONYX_VISIT_CASE
+    default:
+      break;
+  }
+  return false;
+}
+
+// The ONNX element type of a C++ type.
+template <typename T>
+constexpr int32_t dtype_of() {
+  if constexpr (std::is_same_v<T, float>) return ONYX_DTYPE_FLOAT32;
+  else if constexpr (std::is_same_v<T, double>) return ONYX_DTYPE_FLOAT64;
+  else if constexpr (std::is_same_v<T, int8_t>) return ONYX_DTYPE_INT8;
+  else if constexpr (std::is_same_v<T, int16_t>) return ONYX_DTYPE_INT16;
+  else if constexpr (std::is_same_v<T, int32_t>) return ONYX_DTYPE_INT32;
+  else if constexpr (std::is_same_v<T, int64_t>) return ONYX_DTYPE_INT64;
+  else if constexpr (std::is_same_v<T, uint8_t>) return ONYX_DTYPE_UINT8;
+  else if constexpr (std::is_same_v<T, uint16_t>) return ONYX_DTYPE_UINT16;
+  else if constexpr (std::is_same_v<T, uint32_t>) return ONYX_DTYPE_UINT32;
+  else if constexpr (std::is_same_v<T, uint64_t>) return ONYX_DTYPE_UINT64;
+  else if constexpr (std::is_same_v<T, bool>) return ONYX_DTYPE_BOOL;
+  else static_assert(sizeof(T) == 0, "no ONNX element type for this C++ type");
+}
+
+// The type integer arithmetic on T is done in so that it wraps around like
+// numpy's instead of overflowing (UB for signed types; small types promote
+// to int): unsigned, at least 32 bits. Floating-point types stay as they are.
+template <typename T, bool = std::is_integral_v<T>>
+struct Wrapping {
+  using type = T;
+};
+template <typename T>
+struct Wrapping<T, true> {
+  using type = std::conditional_t<(sizeof(T) < 4), uint32_t, std::make_unsigned_t<T>>;
+};
+template <typename T>
+using wrapping_t = typename Wrapping<T>::type;
+
+// Row-major strides (in elements) of `dims`.
+std::vector<int64_t> strides_of(std::span<const int64_t> dims);
+
+}  // namespace onyx::cpu::util

@@ -1,0 +1,96 @@
+// cmd_run.cpp: `onyx run`: one inference, outputs summarized and optionally saved.
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include "commands.h"
+#include "run_inputs.h"
+#include "session_setup.h"
+#include "tensor_io.h"
+#include "tensor_values.h"
+
+namespace onyx::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Output names may hold characters a file name cannot ('/', ':'); keep the
+// portable ones so that "<name>.pb" stays inside the output folder.
+std::string file_stem(const std::string& name) {
+  std::string stem;
+  for (char c : name) {
+    bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                 c == '-' || c == '.';
+    stem += plain ? c : '_';
+  }
+  if (stem.empty() || stem == "." || stem == "..") stem = "output" + stem;
+  return stem;
+}
+
+std::vector<onyx::Tensor> run_once(onyx::Session& session, const RunInputs& inputs) {
+  std::vector<std::pair<std::string, const onyx::Tensor*>> named;
+  for (size_t k = 0; k < inputs.names.size(); ++k) named.emplace_back(inputs.names[k], &inputs.tensors[k]);
+  try {
+    return session.run(named);
+  } catch (const onyx::Error& e) {
+    throw CliError(std::string("run failed: ") + e.what());
+  }
+}
+
+int run_run(const ParsedArgs& args) {
+  std::string path = model_path_from(args, "run");
+  std::string format = args.last("--output-format").value_or("pb");
+  if (format != "pb" && format != "npy") throw CliError("--output-format must be pb or npy, got '" + format + "'");
+  std::optional<std::string> output_dir = args.last("--output-dir");
+  if (output_dir && output_dir->empty()) throw CliError("--output-dir needs a folder");
+
+  onyx::Env env;
+  std::unique_ptr<onyx::Session> session = open_session(env, path, session_options_from(args));
+  RunInputs inputs = prepare_inputs(*session, args);
+  for (const std::string& note : inputs.notes) std::cout << note << "\n";
+
+  auto start = std::chrono::steady_clock::now();
+  std::vector<onyx::Tensor> outputs = run_once(*session, inputs);
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  std::printf("ran in %.3f ms\n", ms);
+  std::fflush(stdout);
+
+  std::vector<onyx::ValueMetadata> declared = session->outputs();
+  if (output_dir) {
+    std::error_code ec;
+    fs::create_directories(*output_dir, ec);
+    if (ec) throw CliError("cannot create output folder '" + *output_dir + "': " + ec.message());
+  }
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    std::string name = k < declared.size() ? declared[k].name : "output" + std::to_string(k);
+    onyx::Tensor& t = outputs[k];
+    std::vector<int64_t> shape = t.shape();
+    std::cout << name << "  " << dtype_name(t.dtype()) << "  " << shape_text(shape, int32_t(shape.size())) << "\n"
+              << "    " << summary_text(summarize(t), t.dtype()) << "\n";
+    if (!output_dir) continue;
+    fs::path file = fs::path(*output_dir) / (file_stem(name) + "." + format);
+    if (format == "pb") write_tensor_proto_file(file.string(), name, t);
+    else write_npy_file(file.string(), t);
+    std::cout << "    wrote " << file.string() << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command run_command() {
+  std::vector<OptionSpec> options = session_option_specs();
+  for (OptionSpec& o : input_option_specs()) options.push_back(std::move(o));
+  options.push_back({"--output-dir", "DIR", "write each output to DIR/<output name>.pb (created if missing)"});
+  options.push_back({"--output-format", "pb|npy", "file format for --output-dir (default pb, an ONNX TensorProto)"});
+  return {"run",
+          "run a model once and summarize (or save) its outputs",
+          "onyx run MODEL [--provider P ...] [--input NAME=FILE ...] [--output-dir DIR] [--threads N]",
+          "Inputs not given with --input are filled with deterministic random values of their\n"
+          "declared shape (symbolic dims = 1, or --shape); the tool says which.",
+          options,
+          run_run};
+}
+
+}  // namespace onyx::cli

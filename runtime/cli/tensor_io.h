@@ -1,0 +1,31 @@
+// tensor_io.h: tensors in files. ONNX TensorProto (.pb, as in the ONNX test
+// data sets) and NumPy .npy (v1/v2/v3 headers, little-endian, C order).
+#pragma once
+
+#include <onyx/onyx.hpp>
+
+#include <string>
+
+namespace onyx::cli {
+
+struct LoadedTensor {
+  std::string name;  // the TensorProto's name ("" for .npy or an unnamed proto)
+  onyx::Tensor tensor;
+};
+
+// Reads a .pb TensorProto or a .npy file (chosen by the file's first bytes,
+// so the extension does not matter). Throws CliError naming the file.
+LoadedTensor read_tensor_file(const std::string& path);
+
+LoadedTensor read_tensor_proto_file(const std::string& path);
+LoadedTensor read_npy_file(const std::string& path);
+
+// Write `tensor` atomically: to a temporary file in the same folder, then
+// renamed over `path`, so a reader never sees a half-written file.
+void write_tensor_proto_file(const std::string& path, const std::string& name, onyx::Tensor& tensor);
+void write_npy_file(const std::string& path, onyx::Tensor& tensor);
+
+// Writes `bytes` to `path` through a temporary file and a rename.
+void write_file_atomically(const std::string& path, const std::string& bytes);
+
+}  // namespace onyx::cli

@@ -1,0 +1,111 @@
+// shape_rules.h: internals of shape inference (ir/shape_inference.h).
+// Each ONNX op has a rule, written from the ONNX operator spec, that reads
+// its inputs' types and constant values through an InferContext and states
+// what it knows about its outputs. Unknown dims are -1, unknown rank -1.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace onyx::ir::shape {
+
+inline constexpr int64_t kUnknown = -1;
+
+// What a rule infers about one output.
+struct TypeShape {
+  int32_t dtype = ONYX_DTYPE_UNDEFINED;
+  int32_t rank = -1;
+  Shape dims;
+  bool rank_known() const { return rank >= 0; }
+};
+
+class InferContext {
+ public:
+  InferContext(const Graph& graph, const Node& node);
+
+  const Node& node() const { return node_; }
+  int64_t opset() const { return opset_; }
+  size_t input_count() const { return node_.inputs.size(); }
+  size_t output_count() const { return node_.outputs.size(); }
+  // False for an omitted optional input or one past the end.
+  bool has_input(size_t i) const;
+  bool has_output(size_t i) const { return i < node_.outputs.size() && node_.outputs[i] >= 0; }
+  int32_t dtype(size_t i) const;
+  int32_t rank(size_t i) const;          // -1 when unknown or absent
+  const Shape& dims(size_t i) const;     // empty when the rank is unknown
+  TypeShape input_type(size_t i) const;
+  // The input's value when known ahead of time: initializers and folded
+  // values, but not graph inputs (whose initializer is only a default).
+  const Tensor* constant(size_t i) const;
+  // A constant integer input (any integer dtype) as int64 values.
+  std::optional<std::vector<int64_t>> ints(size_t i) const;
+  // A constant numeric input (integer, float32 or float64) as doubles.
+  std::optional<std::vector<double>> reals(size_t i) const;
+
+  // Attributes, with the spec's defaults.
+  const Attribute* attr(const std::string& name) const { return node_.attr(name); }
+  int64_t attr_int(const std::string& name, int64_t fallback) const;
+  float attr_float(const std::string& name, float fallback) const;
+  std::string attr_string(const std::string& name, const std::string& fallback) const;
+  std::optional<std::vector<int64_t>> attr_ints(const std::string& name) const;
+
+  // Results, one per node output.
+  std::vector<TypeShape>& outputs() { return outputs_; }
+  void set_output(size_t i, int32_t dtype, Shape dims);
+  void set_output_rank(size_t i, int32_t dtype, int32_t rank);  // dims unknown
+  void set_output_dtype(size_t i, int32_t dtype);               // rank unknown
+  void set_output(size_t i, const TypeShape& t);
+
+  // "invalid_argument: Op 'name': message"
+  Status error(const std::string& message) const;
+  // Normalizes a possibly negative axis against `rank`, or fails naming it.
+  StatusOr<int64_t> axis(int64_t value, int64_t rank, const std::string& what = "axis") const;
+
+ private:
+  const Graph& graph_;
+  const Node& node_;
+  int64_t opset_;
+  std::vector<TypeShape> outputs_;
+};
+
+using Rule = Status (*)(InferContext&);
+using RuleTable = std::unordered_map<std::string, Rule>;
+
+// Each family file adds its ops.
+void add_elementwise_rules(RuleTable& table);
+void add_nn_rules(RuleTable& table);
+void add_tensor_rules(RuleTable& table);
+void add_reduce_rules(RuleTable& table);
+// ai.onnx rules by op_type.
+const RuleTable& rules();
+
+// Multidirectional (numpy) broadcasting of several shapes. An input of
+// unknown rank makes the result's rank unknown.
+StatusOr<TypeShape> broadcast(const InferContext& ctx, std::span<const TypeShape> shapes);
+// Dim helpers: -1 stays unknown.
+inline int64_t dim_product(std::span<const int64_t> dims) {
+  int64_t p = 1;
+  for (int64_t d : dims) {
+    if (d < 0) return kUnknown;
+    p *= d;
+  }
+  return p;
+}
+// "[1, -1, 0]": a list of attribute or input values (shape_string would
+// print -1 as "?").
+std::string list_string(std::span<const int64_t> values);
+// Same shape and type as input `from` (most unary ops).
+void same_as_input(InferContext& ctx, size_t out, size_t from);
+
+// Constant folding of small integer/float "shape arithmetic" (constant_folding.cpp):
+// returns the output values of `ctx.node()` when all it needs is known, else
+// nothing. Never fails: folding is an optimisation.
+std::vector<std::optional<Tensor>> fold_constants(const InferContext& ctx,
+                                                  const std::vector<TypeShape>& inferred);
+
+}  // namespace onyx::ir::shape

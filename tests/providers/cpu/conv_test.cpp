@@ -1,0 +1,302 @@
+// conv_test.cpp: Conv and ConvTranspose against float64 reference loops
+// (direct sums over every tap, the ONNX size and padding rules written out).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernel_harness.h"
+#include "nn_test_util.h"
+
+namespace onyx::test {
+namespace {
+
+using nn::all_near;
+using nn::for_each_index;
+
+struct ConvCase {
+  std::string op = "Conv";
+  std::vector<int64_t> x_dims, w_dims, strides, pads, dilations, output_padding, output_shape;
+  int64_t group = 1;
+  bool bias = true;
+  std::string auto_pad = "NOTSET";
+  std::string name;
+};
+
+struct Ref {
+  std::vector<int64_t> dims;
+  std::vector<double> y, tol;
+};
+
+// Output sizes and begin pads per the ONNX rules.
+void geometry(const ConvCase& c, std::vector<int64_t>* out, std::vector<int64_t>* pb) {
+  size_t sp = c.x_dims.size() - 2;
+  out->assign(sp, 0);
+  pb->assign(sp, 0);
+  bool same = c.auto_pad == "SAME_UPPER" || c.auto_pad == "SAME_LOWER";
+  for (size_t i = 0; i < sp; ++i) {
+    int64_t in = c.x_dims[i + 2], k = c.w_dims[i + 2];
+    int64_t s = c.strides.empty() ? 1 : c.strides[i], d = c.dilations.empty() ? 1 : c.dilations[i];
+    int64_t ext = (k - 1) * d + 1;
+    int64_t p0 = c.pads.empty() || c.auto_pad != "NOTSET" ? 0 : c.pads[i];
+    int64_t p1 = c.pads.empty() || c.auto_pad != "NOTSET" ? 0 : c.pads[i + sp];
+    if (c.op == "Conv") {
+      if (same) {
+        (*out)[i] = (in + s - 1) / s;
+        int64_t total = std::max<int64_t>(0, ((*out)[i] - 1) * s + ext - in);
+        p0 = c.auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      } else {
+        (*out)[i] = (in + p0 + p1 - ext) / s + 1;
+      }
+    } else {
+      int64_t full = s * (in - 1) + (c.output_padding.empty() ? 0 : c.output_padding[i]) + ext;
+      if (!c.output_shape.empty() || same) {
+        (*out)[i] = c.output_shape.empty() ? in * s : c.output_shape[i];
+        int64_t total = full - (*out)[i];
+        int64_t half = int64_t(std::floor(double(total) / 2));
+        p0 = c.auto_pad == "SAME_UPPER" ? half : total - half;
+      } else {
+        (*out)[i] = full - p0 - p1;
+      }
+    }
+    (*pb)[i] = p0;
+  }
+}
+
+// Accumulates y and the sum of |terms| of every output element; the
+// tolerance is nn::sum_tol over the Cg x taps (+ bias) terms.
+Ref reference(const ConvCase& c, const std::vector<double>& x, const std::vector<double>& w,
+              const std::vector<double>& b) {
+  bool tr = c.op == "ConvTranspose";
+  size_t sp = c.x_dims.size() - 2;
+  int64_t n = c.x_dims[0], ch = c.x_dims[1];
+  int64_t m = tr ? c.w_dims[1] * c.group : c.w_dims[0];
+  int64_t cg = ch / c.group, mg = m / c.group;
+  std::vector<int64_t> out, pb, in(c.x_dims.begin() + 2, c.x_dims.end()),
+      k(c.w_dims.begin() + 2, c.w_dims.end());
+  geometry(c, &out, &pb);
+  Ref r;
+  r.dims = {n, m};
+  r.dims.insert(r.dims.end(), out.begin(), out.end());
+  int64_t out_plane = nn::count(out), in_plane = nn::count(in), taps = nn::count(k);
+  std::vector<double> y(size_t(n * m * out_plane)), mag(y.size());
+  for (int64_t i = 0; i < n * m; ++i)
+    for (int64_t p = 0; p < out_plane; ++p) {
+      y[size_t(i * out_plane + p)] = b.empty() ? 0 : b[size_t(i % m)];
+      mag[size_t(i * out_plane + p)] = b.empty() ? 0 : std::fabs(b[size_t(i % m)]);
+    }
+  auto spatial = [&](const std::vector<int64_t>& pos, const std::vector<int64_t>& dims,
+                     int64_t* flat) {
+    *flat = 0;
+    for (size_t d = 0; d < sp; ++d) {
+      if (pos[d] < 0 || pos[d] >= dims[d]) return false;
+      *flat = *flat * dims[d] + pos[d];
+    }
+    return true;
+  };
+  // Visit every (input position, tap) pair: Conv gathers, ConvTranspose scatters.
+  std::vector<int64_t> other(sp);
+  for (int64_t bn = 0; bn < n; ++bn)
+    for (int64_t g = 0; g < c.group; ++g)
+      for (int64_t mo = 0; mo < mg; ++mo)
+        for (int64_t ci = 0; ci < cg; ++ci)
+          for_each_index(tr ? in : out, [&](const std::vector<int64_t>& pos) {
+            for_each_index(k, [&](const std::vector<int64_t>& tap) {
+              for (size_t d = 0; d < sp; ++d) {
+                int64_t s = c.strides.empty() ? 1 : c.strides[d],
+                        dl = c.dilations.empty() ? 1 : c.dilations[d];
+                other[d] = pos[d] * s - pb[d] + tap[d] * dl;
+              }
+              int64_t xi, yi, ti = 0;
+              if (!spatial(pos, tr ? in : out, tr ? &xi : &yi) ||
+                  !spatial(other, tr ? out : in, tr ? &yi : &xi))
+                return;
+              for (size_t d = 0; d < sp; ++d) ti = ti * k[d] + tap[d];
+              int64_t mm = g * mg + mo, cc = g * cg + ci;
+              double xv = x[size_t((bn * ch + cc) * in_plane + xi)];
+              double wv = tr ? w[size_t((cc * mg + mo) * taps + ti)]
+                             : w[size_t((mm * cg + ci) * taps + ti)];
+              size_t at = size_t((bn * m + mm) * out_plane + yi);
+              y[at] += xv * wv;
+              mag[at] += std::fabs(xv * wv);
+            });
+          });
+  r.y = y;
+  double terms = double(cg * taps + 1);
+  for (double v : mag) r.tol.push_back(nn::sum_tol(terms, v));
+  return r;
+}
+
+void PrintTo(const ConvCase& c, std::ostream* os) { *os << c.op << " " << c.name; }
+
+NodeSpec make_node(const ConvCase& c, const std::vector<float>& x, const std::vector<float>& w,
+                   const std::vector<float>& b) {
+  NodeSpec node(c.op, 17);
+  node.name = c.name;
+  node.inputs = {make_tensor<float>(c.x_dims, x), make_tensor<float>(c.w_dims, w)};
+  if (c.bias) node.inputs.push_back(make_tensor<float>({int64_t(b.size())}, b));
+  if (c.group != 1) node.attr("group", c.group);
+  if (!c.strides.empty()) node.attr("strides", c.strides);
+  if (!c.pads.empty()) node.attr("pads", c.pads);
+  if (!c.dilations.empty()) node.attr("dilations", c.dilations);
+  if (!c.output_padding.empty()) node.attr("output_padding", c.output_padding);
+  if (!c.output_shape.empty()) node.attr("output_shape", c.output_shape);
+  if (c.auto_pad != "NOTSET") node.attr("auto_pad", c.auto_pad);
+  return node;
+}
+
+class ConvTest : public ::testing::TestWithParam<ConvCase> {};
+
+TEST_P(ConvTest, MatchesReference) {
+  const ConvCase& c = GetParam();
+  bool tr = c.op == "ConvTranspose";
+  int64_t m = tr ? c.w_dims[1] * c.group : c.w_dims[0];
+  std::vector<float> x = nn::random_floats(size_t(nn::count(c.x_dims)), 31, -2, 2);
+  std::vector<float> w = nn::random_floats(size_t(nn::count(c.w_dims)), 32);
+  std::vector<float> b = c.bias ? nn::random_floats(size_t(m), 33) : std::vector<float>{};
+  Ref want = reference(c, nn::to_double(x), nn::to_double(w), nn::to_double(b));
+  // threads 1: items in sequence; 4: the batch x group items in parallel (or
+  // the GEMM and im2col in parallel when there are fewer items than threads).
+  for (size_t threads : {1, 4}) {
+    RunResult r = run_node(make_node(c, x, w, b), {.threads = threads});
+    ASSERT_TRUE(r.ok()) << r.error;
+    ASSERT_EQ(r.outputs[0].dims, want.dims);
+    EXPECT_TRUE(all_near(r.outputs[0].values<float>(), want.y, want.tol)) << "threads " << threads;
+  }
+}
+
+ConvCase conv(std::string name, std::vector<int64_t> x, std::vector<int64_t> w, int64_t group = 1) {
+  ConvCase c;
+  c.name = std::move(name);
+  c.x_dims = std::move(x);
+  c.w_dims = std::move(w);
+  c.group = group;
+  return c;
+}
+ConvCase with(ConvCase c, std::vector<int64_t> strides, std::vector<int64_t> pads,
+              std::vector<int64_t> dilations = {}) {
+  c.strides = std::move(strides);
+  c.pads = std::move(pads);
+  c.dilations = std::move(dilations);
+  return c;
+}
+ConvCase transposed(ConvCase c) {
+  c.op = "ConvTranspose";
+  return c;
+}
+
+std::vector<ConvCase> cases() {
+  std::vector<ConvCase> v = {
+      with(conv("conv1d", {2, 3, 11}, {4, 3, 3}), {2}, {1, 2}, {2}),
+      with(conv("conv2d_groups", {2, 4, 9, 8}, {6, 2, 3, 3}, 2), {2, 1}, {1, 0, 2, 1}, {1, 2}),
+      with(conv("conv2d_dilated", {1, 3, 10, 11}, {4, 3, 3, 2}), {1, 2}, {2, 1, 0, 2}, {2, 3}),
+      with(conv("depthwise", {2, 4, 7, 7}, {4, 1, 3, 3}, 4), {2, 2}, {1, 1, 1, 1}),
+      with(conv("depthwise_multiplier", {1, 3, 6, 5}, {6, 1, 3, 2}, 3), {1, 1}, {0, 1, 1, 0},
+           {2, 1}),
+      conv("pointwise", {2, 8, 5, 6}, {5, 8, 1, 1}),
+      conv("pointwise_groups", {3, 8, 4, 3}, {6, 4, 1, 1}, 2),
+      with(conv("pointwise_strided", {1, 4, 5, 6}, {3, 4, 1, 1}), {2, 2}, {}),
+      conv("single_input_channel", {2, 1, 6, 6}, {7, 1, 3, 3}),
+      with(conv("conv3d", {1, 2, 5, 6, 4}, {3, 2, 2, 3, 2}), {2, 1, 2}, {1, 0, 1, 0, 1, 1},
+           {1, 2, 1}),
+      // Big enough that im2col runs in several chunks of output lines.
+      with(conv("chunked_im2col", {4, 64, 48, 48}, {8, 64, 3, 3}), {1, 1}, {1, 1, 1, 1}),
+      transposed(with(conv("convT1d", {1, 2, 5}, {2, 3, 3}), {2}, {})),
+      transposed(with(conv("convT2d_groups", {2, 4, 4, 3}, {4, 2, 3, 3}, 2), {2, 3}, {1, 0, 0, 1},
+                      {1, 2})),
+      transposed(
+          with(conv("convT3d", {1, 2, 3, 4, 3}, {2, 2, 2, 2, 3}), {2, 2, 1}, {0, 1, 0, 0, 0, 1})),
+      transposed(with(conv("convT_no_stride", {2, 3, 5, 4}, {3, 2, 2, 3}), {}, {1, 1, 0, 1})),
+  };
+  ConvCase no_bias = conv("no_bias", {1, 3, 6, 7}, {2, 3, 2, 3});
+  no_bias.bias = false;
+  v.push_back(no_bias);
+  ConvCase tr_no_bias = transposed(no_bias);
+  tr_no_bias.name = "convT_no_bias";
+  tr_no_bias.w_dims = {3, 2, 2, 3};
+  v.push_back(tr_no_bias);
+  for (std::string pad : {"SAME_UPPER", "SAME_LOWER", "VALID"}) {
+    ConvCase c = with(conv("auto_pad_" + pad, {1, 2, 9, 8}, {3, 2, 4, 3}), {2, 3}, {}, {1, 2});
+    c.auto_pad = pad;
+    v.push_back(c);
+    if (pad == "VALID") continue;
+    ConvCase t =
+        transposed(with(conv("convT_auto_pad_" + pad, {1, 2, 4, 3}, {2, 3, 3, 4}), {2, 3}, {}));
+    t.auto_pad = pad;
+    v.push_back(t);
+  }
+  ConvCase shaped =
+      transposed(with(conv("convT_output_shape", {1, 1, 3, 3}, {1, 2, 3, 3}), {3, 2}, {}));
+  shaped.output_shape = {10, 8};  // one more than the natural 9 x 7: a negative end pad
+  v.push_back(shaped);
+  ConvCase opad = transposed(
+      with(conv("convT_output_padding", {1, 2, 3, 4}, {2, 2, 3, 2}), {3, 2}, {1, 0, 1, 1}));
+  opad.output_padding = {2, 1};
+  v.push_back(opad);
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, ConvTest, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<ConvCase>& p) { return p.param.name; });
+
+TEST(Conv, UnknownShapesAtCreation) {
+  // Value infos without shapes: the kernel learns everything at compute.
+  ConvCase c = with(conv("dyn", {1, 2, 6, 5}, {3, 2, 3, 2}), {2, 1}, {1, 0, 1, 1});
+  std::vector<float> x = nn::random_floats(60, 61), w = nn::random_floats(36, 62), b = {1, 2, 3};
+  Ref want = reference(c, nn::to_double(x), nn::to_double(w), nn::to_double(b));
+  RunResult r = run_node(make_node(c, x, w, b), {.hide_input_shapes = true});
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_TRUE(all_near(r.outputs[0].values<float>(), want.y, want.tol));
+}
+
+TEST(Conv, KernelShapeAttributeMustMatchWeights) {
+  ConvCase c = conv("k", {1, 2, 5, 5}, {3, 2, 3, 3});
+  NodeSpec node = make_node(c, std::vector<float>(50, 1.f), std::vector<float>(54, 1.f), {0, 0, 0});
+  node.attr("kernel_shape", std::vector<int64_t>{3, 2});
+  RunResult r = run_node(node);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error.find("kernel_shape [3,2]"), std::string::npos) << r.error;
+}
+
+TEST(Conv, ShapeErrorsNameTheProblem) {
+  // W says 3 input channels per group; X has 2.
+  ConvCase c = conv("bad_conv", {1, 2, 5, 5}, {4, 3, 3, 3});
+  RunResult r = run_node(
+      make_node(c, std::vector<float>(50), std::vector<float>(108), std::vector<float>(4)));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error.find("Conv node 'bad_conv'"), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("group 1"), std::string::npos) << r.error;
+
+  c = conv("bad_bias", {1, 2, 5, 5}, {4, 2, 3, 3});
+  r = run_node(make_node(c, std::vector<float>(50), std::vector<float>(72), std::vector<float>(3)));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error.find("input 2 (B)"), std::string::npos) << r.error;
+
+  c = conv("too_small", {1, 2, 2, 2}, {4, 2, 3, 3});
+  r = run_node(make_node(c, std::vector<float>(8), std::vector<float>(72), std::vector<float>(4)));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error.find("exceeds"), std::string::npos) << r.error;
+
+  c = transposed(conv("bad_convT", {1, 3, 4, 4}, {2, 2, 3, 3}));
+  r = run_node(make_node(c, std::vector<float>(48), std::vector<float>(36), std::vector<float>(2)));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error.find("ConvTranspose node 'bad_convT'"), std::string::npos) << r.error;
+}
+
+TEST(Conv, DeclinesNonFloat32) {
+  NodeSpec node("Conv", 11);
+  node.inputs = {make_tensor<double>({1, 1, 3, 3}, std::vector<double>(9)),
+                 make_tensor<double>({1, 1, 2, 2}, std::vector<double>(4))};
+  RunResult r = run_node(node);
+  EXPECT_TRUE(r.declined);
+  EXPECT_NE(r.error.find("float64"), std::string::npos) << r.error;
+}
+
+TEST(Conv, OnnxNodeTests) {
+  nn::run_onnx_cases({"test_conv", "test_basic_conv", "test_convtranspose"},
+                     {{"test_convinteger_with_padding", "ConvInteger is not implemented"},
+                      {"test_convinteger_without_padding", "ConvInteger is not implemented"}});
+}
+
+}  // namespace
+}  // namespace onyx::test
