@@ -1,0 +1,110 @@
+// format_test.cpp: exact round trips of every field, through files (read and
+// memory-mapped) and memory, and the checks save() makes before writing.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "checkpoint_test_util.h"
+
+namespace onyx::checkpoint {
+namespace {
+
+using testing::TempDir;
+
+TEST(CheckpointFormat, RoundTripsEveryFieldThroughAFile) {
+  TempDir dir;
+  Checkpoint original = testing::sample_checkpoint();
+  ASSERT_TRUE(save(original, dir / "a.ckpt").ok());
+  for (LoadMode mode : {LoadMode::kRead, LoadMode::kMemoryMap}) {
+    StatusOr<Checkpoint> loaded = load(dir / "a.ckpt", {.mode = mode});
+    ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+    testing::expect_same(original, *loaded);
+    EXPECT_EQ(loaded->metadata.format_version, kFormatVersion);
+    EXPECT_EQ(loaded->metadata.producer.rfind("onyx ", 0), 0u) << loaded->metadata.producer;
+    EXPECT_FALSE(loaded->nominal());
+  }
+}
+
+TEST(CheckpointFormat, RoundTripsThroughMemory) {
+  Checkpoint original = testing::sample_checkpoint(5);
+  original.metadata.producer = "a producer";
+  StatusOr<std::vector<std::byte>> bytes = serialize(original);
+  ASSERT_TRUE(bytes.ok()) << bytes.status().to_string();
+  StatusOr<Checkpoint> loaded = load_from_memory(*bytes);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  testing::expect_same(original, *loaded);
+  EXPECT_EQ(loaded->metadata.producer, "a producer");
+}
+
+TEST(CheckpointFormat, TensorDataIsAlignedForZeroCopyUse) {
+  TempDir dir;
+  ASSERT_TRUE(save(testing::sample_checkpoint(), dir / "a.ckpt").ok());
+  StatusOr<Checkpoint> loaded = load(dir / "a.ckpt", {.mode = LoadMode::kMemoryMap, .verify_data = false});
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  for (const TensorRecord& t : loaded->module.trainable)
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data.data()) % 64, 0u) << t.name;
+}
+
+TEST(CheckpointFormat, MappedTensorsOutliveTheCheckpointAndWritesStayPrivate) {
+  TempDir dir;
+  Checkpoint original = testing::sample_checkpoint();
+  ASSERT_TRUE(save(original, dir / "a.ckpt").ok());
+  Tensor kept;
+  {
+    StatusOr<Checkpoint> loaded = load(dir / "a.ckpt", {.mode = LoadMode::kMemoryMap});
+    ASSERT_TRUE(loaded.ok());
+    kept = loaded->module.trainable[0].data;
+  }
+  ASSERT_EQ(0, std::memcmp(kept.data(), original.module.trainable[0].data.data(), kept.bytes()));
+  kept.data_as<float>()[0] = 42.0f;  // copy-on-write: the file keeps its bytes
+  StatusOr<Checkpoint> again = load(dir / "a.ckpt");
+  ASSERT_TRUE(again.ok()) << again.status().to_string();
+  testing::expect_same(original, *again);
+}
+
+TEST(CheckpointFormat, SaveRefusesInvalidCheckpointsNamingTheTensor) {
+  TempDir dir;
+  Checkpoint c = testing::sample_checkpoint();
+  c.module.frozen[1].shape = {9};  // data is [8]
+  Status status = save(c, dir / "a.ckpt");
+  EXPECT_EQ(status.code(), ONYX_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(status.message().find("frozen parameter 'bn.mean'"), std::string::npos) << status.message();
+  EXPECT_FALSE(std::filesystem::exists(dir / "a.ckpt"));
+
+  c = testing::sample_checkpoint();
+  c.module.frozen.push_back(c.module.trainable[0]);
+  EXPECT_NE(save(c, dir / "a.ckpt").message().find("'fc1.weight' appears more than once"), std::string::npos);
+
+  c = testing::sample_checkpoint();
+  c.optimizer[0].parameters[0].parameter = "no.such";
+  EXPECT_NE(save(c, dir / "a.ckpt").message().find("'no.such', which is not a trainable parameter"),
+            std::string::npos);
+
+  c = testing::sample_checkpoint();
+  c.module.trainable[1].data = Tensor();  // one tensor without data in a complete checkpoint
+  EXPECT_NE(save(c, dir / "a.ckpt").message().find("either complete or nominal"), std::string::npos);
+
+  c = testing::sample_checkpoint();
+  c.module.trainable[0] = testing::random_tensor("s", ONYX_DTYPE_FLOAT32, {2}, 1);
+  c.module.trainable[0].dtype = ONYX_DTYPE_STRING;
+  EXPECT_NE(save(c, dir / "a.ckpt").message().find("no fixed element size"), std::string::npos);
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path())) << "a refused save leaves no file behind";
+}
+
+TEST(CheckpointFormat, MissingFileIsNotFound) {
+  TempDir dir;
+  StatusOr<Checkpoint> loaded = load(dir / "nope.ckpt");
+  EXPECT_EQ(loaded.status().code(), ONYX_STATUS_NOT_FOUND);
+  EXPECT_NE(loaded.status().message().find("nope.ckpt"), std::string::npos);
+}
+
+TEST(CheckpointFormat, OtherFilesAreNotCheckpoints) {
+  TempDir dir;
+  std::ofstream(dir / "model.onnx") << "this is not a checkpoint at all, it is longer than the header is.......";
+  StatusOr<Checkpoint> loaded = load(dir / "model.onnx");
+  EXPECT_EQ(loaded.status().code(), ONYX_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(loaded.status().message().find("not an Onyx checkpoint"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace onyx::checkpoint
