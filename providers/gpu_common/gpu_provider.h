@@ -1,0 +1,71 @@
+// gpu_provider.h: what the shared GPU provider sources (CUDA and ROCm) have in
+// common: the opened device, the kernel base class, the op registration
+// functions and the small interface each vendor folder implements for its
+// linear-algebra libraries (cuBLAS/cuDNN for CUDA, own kernels for ROCm).
+#pragma once
+
+#include <onyx/plugin_sdk.hpp>
+
+#include <functional>
+#include <string>
+
+#include "gpu_vendor.h"
+#include "kernels.h"
+
+namespace onyx::gpu {
+
+// ---------------------------------------------------------------------------
+// Vendor interface: providers/cuda/ and providers/rocm/ each define these.
+// Errors are returned as sentences ("" = success).
+// ---------------------------------------------------------------------------
+
+struct VendorLibraries;  // per-device library handles (cuBLAS/cuDNN handles, ...)
+
+// Checks that the libraries beyond the runtime can be used ("" when they can).
+// Called once at plugin creation; must not crash when they are absent.
+std::string vendor_probe();
+// Opens the libraries for the current device. Thread-safe.
+std::string vendor_open(VendorLibraries** out);
+void vendor_close(VendorLibraries* libs);
+// Row-major, batched SGEMM (gemm_tiled.h's GemmParams). Thread-safe.
+std::string vendor_gemm(VendorLibraries* libs, gpuStream_t stream, const GemmParams& params);
+// 2-D convolution without bias, NCHW. `scratch` returns device memory that
+// lives until the kernel's compute returns. Thread-safe.
+using ScratchFn = std::function<void*(size_t bytes, std::string* error)>;
+std::string vendor_conv2d(VendorLibraries* libs, gpuStream_t stream, const Conv2dShape& shape,
+                          const float* x, const float* w, float* y, const ScratchFn& scratch);
+
+// ---------------------------------------------------------------------------
+// Device and kernels
+// ---------------------------------------------------------------------------
+
+struct GpuDevice {
+  int index = 0;
+  VendorLibraries* libs = nullptr;
+};
+
+// A GPU kernel: compute() runs with the device current on the calling thread.
+class GpuKernel : public sdk::Kernel {
+ public:
+  GpuDevice* device = nullptr;  // set by kernel_create
+};
+
+// A status for a failed runtime call, naming the call and the runtime's error.
+OnyxStatus* gpu_status(gpuError_t error, const char* what);
+// A status for a vendor-library error sentence ("" gives nullptr).
+OnyxStatus* vendor_status(const std::string& error, const char* node_name);
+// The stream the kernel must use (the host's, or the default stream).
+gpuStream_t kernel_stream(sdk::ComputeContext& ctx);
+
+void register_elementwise_kernels(sdk::KernelRegistry& registry);
+void register_nn_kernels(sdk::KernelRegistry& registry);
+void register_linalg_kernels(sdk::KernelRegistry& registry);
+
+// Predicate: every present input is float32.
+std::string require_float32(const sdk::NodeInfo& node);
+
+// Creates the plugin (the OnyxPluginEntry's create for both GPU providers).
+OnyxStatus* create_gpu_plugin(const OnyxPluginCreateArgs* args, OnyxPlugin** plugin,
+                              const OnyxProviderApi** api);
+
+}  // namespace onyx::gpu

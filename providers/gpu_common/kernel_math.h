@@ -1,0 +1,258 @@
+// kernel_math.h: the per-element and per-row math of the GPU kernels.
+//
+// Compiled three ways: by nvcc (CUDA provider), by hipcc (ROCm provider) and
+// by g++ (host-side unit tests in tests/providers/cuda). Keeping the math
+// here, in __host__ __device__ functions, is how GPU results get checked on
+// machines without a GPU: the tests run exactly these functions against
+// float64 references and the CPU provider.
+//
+// Nothing here allocates, throws or touches a runtime API.
+#pragma once
+
+#include <math.h>
+#include <stdint.h>
+
+#if defined(__CUDACC__) || defined(__HIPCC__)
+#define ONYX_HD __host__ __device__ inline
+#else
+#define ONYX_HD inline
+#endif
+
+namespace onyx::gpu {
+
+constexpr int kMaxRank = 8;
+
+// ---------------------------------------------------------------------------
+// Elementwise
+// ---------------------------------------------------------------------------
+
+enum class UnaryOp : int32_t {
+  kRelu, kSigmoid, kTanh, kExp, kLog, kSqrt, kNeg, kAbs, kErf, kReciprocal,
+  kLeakyRelu,  // alpha: slope for x < 0
+  kGelu,       // exact (erf) form
+  kGeluTanh,   // tanh approximation
+  kIdentity,
+};
+
+ONYX_HD float apply_unary(UnaryOp op, float x, float alpha) {
+  switch (op) {
+    case UnaryOp::kRelu: return x > 0.f ? x : 0.f;
+    // Split by sign so that exp never overflows.
+    case UnaryOp::kSigmoid: {
+      if (x >= 0.f) return 1.f / (1.f + expf(-x));
+      float e = expf(x);
+      return e / (1.f + e);
+    }
+    case UnaryOp::kTanh: return tanhf(x);
+    case UnaryOp::kExp: return expf(x);
+    case UnaryOp::kLog: return logf(x);
+    case UnaryOp::kSqrt: return sqrtf(x);
+    case UnaryOp::kNeg: return -x;
+    case UnaryOp::kAbs: return fabsf(x);
+    case UnaryOp::kErf: return erff(x);
+    case UnaryOp::kReciprocal: return 1.f / x;
+    case UnaryOp::kLeakyRelu: return x >= 0.f ? x : alpha * x;
+    case UnaryOp::kGelu: return 0.5f * x * (1.f + erff(x * 0.70710678118654752f));
+    case UnaryOp::kGeluTanh: {
+      const float k = 0.79788456080286536f;  // sqrt(2 / pi)
+      return 0.5f * x * (1.f + tanhf(k * (x + 0.044715f * x * x * x)));
+    }
+    case UnaryOp::kIdentity: return x;
+  }
+  return x;
+}
+
+enum class BinaryOp : int32_t { kAdd, kSub, kMul, kDiv, kPow, kMax, kMin };
+
+ONYX_HD float apply_binary(BinaryOp op, float a, float b) {
+  switch (op) {
+    case BinaryOp::kAdd: return a + b;
+    case BinaryOp::kSub: return a - b;
+    case BinaryOp::kMul: return a * b;
+    case BinaryOp::kDiv: return a / b;
+    case BinaryOp::kPow: return powf(a, b);
+    // NaN propagates, as in the ONNX reference (numpy maximum/minimum).
+    case BinaryOp::kMax: return (a != a || b != b) ? a + b : (a > b ? a : b);
+    case BinaryOp::kMin: return (a != a || b != b) ? a + b : (a < b ? a : b);
+  }
+  return a;
+}
+
+// Numpy-style broadcasting of two inputs to one output, as strides: an input
+// dimension of size 1 (or a missing leading one) gets stride 0.
+struct BroadcastIndex {
+  int32_t rank = 0;
+  int64_t out_dims[kMaxRank] = {};
+  int64_t a_strides[kMaxRank] = {};
+  int64_t b_strides[kMaxRank] = {};
+};
+
+// Offsets into a and b of output element `i` (row-major).
+ONYX_HD void broadcast_offsets(const BroadcastIndex& bi, int64_t i, int64_t* a, int64_t* b) {
+  int64_t oa = 0, ob = 0;
+  for (int32_t d = bi.rank - 1; d >= 0; --d) {
+    int64_t coord = i % bi.out_dims[d];
+    i /= bi.out_dims[d];
+    oa += coord * bi.a_strides[d];
+    ob += coord * bi.b_strides[d];
+  }
+  *a = oa;
+  *b = ob;
+}
+
+// ---------------------------------------------------------------------------
+// Reductions
+// ---------------------------------------------------------------------------
+
+enum class ReduceOp : int32_t { kSum, kMean, kMax, kMin, kProd, kSumSquare, kL1, kL2, kLogSumExp };
+
+// The value folding starts from.
+ONYX_HD float reduce_identity(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kMax: return -INFINITY;
+    case ReduceOp::kMin: return INFINITY;
+    case ReduceOp::kProd: return 1.f;
+    default: return 0.f;
+  }
+}
+
+// Folds one input element into an accumulator. LogSumExp folds exp(x - shift)
+// where `shift` is the row maximum found in a first pass (overflow-safe).
+ONYX_HD float reduce_fold(ReduceOp op, float acc, float x, float shift) {
+  switch (op) {
+    case ReduceOp::kSum: case ReduceOp::kMean: return acc + x;
+    case ReduceOp::kMax: return (x > acc || x != x) ? x : acc;
+    case ReduceOp::kMin: return (x < acc || x != x) ? x : acc;
+    case ReduceOp::kProd: return acc * x;
+    case ReduceOp::kSumSquare: case ReduceOp::kL2: return acc + x * x;
+    case ReduceOp::kL1: return acc + fabsf(x);
+    case ReduceOp::kLogSumExp: return acc + expf(x - shift);
+  }
+  return acc;
+}
+
+// Combines two partial accumulators (tree reduction across threads).
+ONYX_HD float reduce_combine(ReduceOp op, float a, float b) {
+  switch (op) {
+    case ReduceOp::kMax: return (b > a || b != b) ? b : a;
+    case ReduceOp::kMin: return (b < a || b != b) ? b : a;
+    case ReduceOp::kProd: return a * b;
+    default: return a + b;
+  }
+}
+
+ONYX_HD float reduce_finish(ReduceOp op, float acc, int64_t count, float shift) {
+  switch (op) {
+    case ReduceOp::kMean: return acc / float(count);
+    case ReduceOp::kL2: return sqrtf(acc);
+    case ReduceOp::kLogSumExp: return logf(acc) + shift;
+    default: return acc;
+  }
+}
+
+// Maps (output element, position inside the reduced set) to an input offset.
+// Kept axes and reduced axes are listed separately, each with sizes and input
+// strides, so any set of axes reduces without a transpose.
+struct ReduceIndex {
+  int32_t kept_rank = 0;
+  int64_t kept_dims[kMaxRank] = {};
+  int64_t kept_strides[kMaxRank] = {};
+  int32_t reduced_rank = 0;
+  int64_t reduced_dims[kMaxRank] = {};
+  int64_t reduced_strides[kMaxRank] = {};
+  int64_t reduce_count = 1;  // product of reduced_dims
+};
+
+ONYX_HD int64_t reduce_input_offset(const ReduceIndex& ri, int64_t out_index, int64_t r) {
+  int64_t offset = 0;
+  for (int32_t d = ri.kept_rank - 1; d >= 0; --d) {
+    offset += (out_index % ri.kept_dims[d]) * ri.kept_strides[d];
+    out_index /= ri.kept_dims[d];
+  }
+  for (int32_t d = ri.reduced_rank - 1; d >= 0; --d) {
+    offset += (r % ri.reduced_dims[d]) * ri.reduced_strides[d];
+    r /= ri.reduced_dims[d];
+  }
+  return offset;
+}
+
+// ---------------------------------------------------------------------------
+// Rows: softmax and layer normalization
+// ---------------------------------------------------------------------------
+
+// A "row" is the `length` elements along one axis: element k of row `row` is
+// at row_base(row) + k * stride, where rows are (outer, inner) pairs.
+struct RowLayout {
+  int64_t rows = 0;    // outer * inner
+  int64_t length = 0;  // size of the normalized axis (or axes)
+  int64_t inner = 1;   // stride between consecutive elements of a row
+};
+
+ONYX_HD int64_t row_base(const RowLayout& l, int64_t row) {
+  int64_t outer = row / l.inner, inner = row % l.inner;
+  return outer * l.length * l.inner + inner;
+}
+
+// Softmax output from the row maximum and the sum of exp(x - max).
+ONYX_HD float softmax_output(float x, float row_max, float row_sum, bool log_softmax) {
+  return log_softmax ? (x - row_max) - logf(row_sum) : expf(x - row_max) / row_sum;
+}
+
+ONYX_HD float layer_norm_inv_std(float variance, float epsilon) {
+  return 1.f / sqrtf(variance + epsilon);
+}
+
+ONYX_HD float layer_norm_output(float x, float mean, float inv_std, float scale, float bias) {
+  return (x - mean) * inv_std * scale + bias;
+}
+
+// ---------------------------------------------------------------------------
+// Gather
+// ---------------------------------------------------------------------------
+
+// Output element `i` of Gather(data, indices, axis) with data viewed as
+// [outer, axis_dim, inner] and output as [outer, index_count, inner].
+// Returns the source offset, or -1 when the index is out of [-axis_dim, axis_dim).
+ONYX_HD int64_t gather_source_offset(int64_t i, int64_t inner, int64_t index_count,
+                                     int64_t axis_dim, int64_t index) {
+  int64_t in = i % inner;
+  int64_t outer = i / (inner * index_count);
+  if (index < -axis_dim || index >= axis_dim) return -1;
+  if (index < 0) index += axis_dim;
+  return (outer * axis_dim + index) * inner + in;
+}
+
+// Which entry of `indices` output element `i` reads.
+ONYX_HD int64_t gather_index_position(int64_t i, int64_t inner, int64_t index_count) {
+  return (i / inner) % index_count;
+}
+
+// ---------------------------------------------------------------------------
+// Convolution lowering (im2col) for providers without a convolution library
+// ---------------------------------------------------------------------------
+
+struct Conv2dShape {
+  int64_t batch = 0, channels = 0, height = 0, width = 0;   // input, NCHW
+  int64_t out_channels = 0, out_height = 0, out_width = 0;
+  int64_t kernel_h = 0, kernel_w = 0;
+  int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dilation_h = 1, dilation_w = 1;
+  int64_t groups = 1;
+};
+
+// Element (row, col) of the column matrix of image `n`, group `g`: rows are
+// (c, kh, kw) of the group's input channels, cols are output pixels.
+// Returns 0 for taps that fall into the padding.
+ONYX_HD float im2col_value(const Conv2dShape& s, const float* image, int64_t g, int64_t row,
+                           int64_t col) {
+  int64_t group_channels = s.channels / s.groups;
+  int64_t kw = row % s.kernel_w;
+  int64_t kh = (row / s.kernel_w) % s.kernel_h;
+  int64_t c = g * group_channels + row / (s.kernel_w * s.kernel_h);
+  int64_t ox = col % s.out_width, oy = col / s.out_width;
+  int64_t y = oy * s.stride_h - s.pad_h + kh * s.dilation_h;
+  int64_t x = ox * s.stride_w - s.pad_w + kw * s.dilation_w;
+  if (y < 0 || y >= s.height || x < 0 || x >= s.width) return 0.f;
+  return image[(c * s.height + y) * s.width + x];
+}
+
+}  // namespace onyx::gpu

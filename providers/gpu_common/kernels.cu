@@ -1,0 +1,230 @@
+// kernels.cu: the shared GPU kernels. nvcc compiles this file for the CUDA
+// provider and hipcc (as HIP) for the ROCm provider; gpu_vendor.h maps the
+// runtime calls. The math lives in kernel_math.h / gemm_tiled.h so the host
+// tests can check it; this file only distributes it over threads.
+#include "kernels.h"
+
+namespace onyx::gpu {
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned grid_for(int64_t n) {
+  int64_t blocks = (n + kThreads - 1) / kThreads;
+  return unsigned(blocks < 65535 * 8 ? (blocks > 0 ? blocks : 1) : 65535 * 8);
+}
+
+// Tree reduction of one value per thread in shared memory (blockDim == kThreads).
+template <typename Combine>
+__device__ float block_reduce(float v, float* shared, Combine combine) {
+  shared[threadIdx.x] = v;
+  __syncthreads();
+  for (int half = kThreads / 2; half > 0; half /= 2) {
+    if (int(threadIdx.x) < half)
+      shared[threadIdx.x] = combine(shared[threadIdx.x], shared[threadIdx.x + half]);
+    __syncthreads();
+  }
+  float result = shared[0];
+  __syncthreads();
+  return result;
+}
+
+__global__ void unary_kernel(UnaryOp op, float alpha, const float* x, float* y, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    y[i] = apply_unary(op, x[i], alpha);
+}
+
+__global__ void binary_kernel(BinaryOp op, BroadcastIndex index, const float* a, const float* b,
+                              float* y, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t ia, ib;
+    broadcast_offsets(index, i, &ia, &ib);
+    y[i] = apply_binary(op, a[ia], b[ib]);
+  }
+}
+
+__global__ void reduce_kernel(ReduceOp op, ReduceIndex index, const float* x, float* y) {
+  __shared__ float shared[kThreads];
+  int64_t out = blockIdx.x;
+  float shift = 0.f;
+  if (op == ReduceOp::kLogSumExp) {
+    float m = -INFINITY;
+    for (int64_t r = threadIdx.x; r < index.reduce_count; r += kThreads)
+      m = reduce_fold(ReduceOp::kMax, m, x[reduce_input_offset(index, out, r)], 0.f);
+    shift = block_reduce(m, shared, [](float a, float b) { return reduce_combine(ReduceOp::kMax, a, b); });
+    if (isinf(shift)) shift = 0.f;  // all -inf (or +inf): let exp/log give the IEEE answer
+  }
+  float acc = reduce_identity(op);
+  for (int64_t r = threadIdx.x; r < index.reduce_count; r += kThreads)
+    acc = reduce_fold(op, acc, x[reduce_input_offset(index, out, r)], shift);
+  acc = block_reduce(acc, shared, [op](float a, float b) { return reduce_combine(op, a, b); });
+  if (threadIdx.x == 0) y[out] = reduce_finish(op, acc, index.reduce_count, shift);
+}
+
+__global__ void softmax_kernel(RowLayout rows, bool log_softmax, const float* x, float* y) {
+  __shared__ float shared[kThreads];
+  int64_t base = row_base(rows, blockIdx.x);
+  float m = -INFINITY;
+  for (int64_t k = threadIdx.x; k < rows.length; k += kThreads)
+    m = fmaxf(m, x[base + k * rows.inner]);
+  m = block_reduce(m, shared, [](float a, float b) { return fmaxf(a, b); });
+  float s = 0.f;
+  for (int64_t k = threadIdx.x; k < rows.length; k += kThreads) s += expf(x[base + k * rows.inner] - m);
+  s = block_reduce(s, shared, [](float a, float b) { return a + b; });
+  for (int64_t k = threadIdx.x; k < rows.length; k += kThreads)
+    y[base + k * rows.inner] = softmax_output(x[base + k * rows.inner], m, s, log_softmax);
+}
+
+__global__ void layer_norm_kernel(RowLayout rows, float epsilon, const float* x, const float* scale,
+                                  const float* bias, float* y, float* mean_out, float* inv_std_out) {
+  __shared__ float shared[kThreads];
+  int64_t base = int64_t(blockIdx.x) * rows.length;
+  auto add = [](float a, float b) { return a + b; };
+  float s = 0.f;
+  for (int64_t k = threadIdx.x; k < rows.length; k += kThreads) s += x[base + k];
+  float mean = block_reduce(s, shared, add) / float(rows.length);
+  float v = 0.f;  // two passes: the variance of centred values is accurate
+  for (int64_t k = threadIdx.x; k < rows.length; k += kThreads) {
+    float d = x[base + k] - mean;
+    v += d * d;
+  }
+  float inv_std = layer_norm_inv_std(block_reduce(v, shared, add) / float(rows.length), epsilon);
+  for (int64_t k = threadIdx.x; k < rows.length; k += kThreads)
+    y[base + k] = layer_norm_output(x[base + k], mean, inv_std, scale[k], bias ? bias[k] : 0.f);
+  if (threadIdx.x == 0) {
+    if (mean_out) mean_out[blockIdx.x] = mean;
+    if (inv_std_out) inv_std_out[blockIdx.x] = inv_std;
+  }
+}
+
+__global__ void gather_kernel(const unsigned char* data, const void* indices, bool int64_indices,
+                              unsigned char* out, int64_t n, int64_t inner, int64_t index_count,
+                              int64_t axis_dim, int64_t element_bytes, int* bad_index) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t pos = gather_index_position(i, inner, index_count);
+    int64_t index = int64_indices ? static_cast<const int64_t*>(indices)[pos]
+                                  : static_cast<const int32_t*>(indices)[pos];
+    int64_t src = gather_source_offset(i, inner, index_count, axis_dim, index);
+    if (src < 0) {
+      *bad_index = 1;
+      continue;
+    }
+    for (int64_t b = 0; b < element_bytes; ++b)
+      out[i * element_bytes + b] = data[src * element_bytes + b];
+  }
+}
+
+__global__ void channel_bias_kernel(float* y, const float* bias, int64_t n, int64_t channels,
+                                    int64_t spatial) {
+  int64_t total = n * channels * spatial;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x)
+    y[i] += bias[(i / spatial) % channels];
+}
+
+__global__ void __launch_bounds__(kGemmThreads) gemm_tiled_kernel(GemmParams p) {
+  __shared__ GemmTiles tiles;
+  const float* a = p.a + blockIdx.z * p.stride_a;
+  const float* b = p.b + blockIdx.z * p.stride_b;
+  float* c = p.c + blockIdx.z * p.stride_c;
+  int64_t row0 = int64_t(blockIdx.y) * kGemmTileM, col0 = int64_t(blockIdx.x) * kGemmTileN;
+  int tx = threadIdx.x, ty = threadIdx.y, tid = ty * kGemmThreadsX + tx;
+  float acc[kGemmPerThread][kGemmPerThread] = {};
+  for (int64_t k0 = 0; k0 < p.k; k0 += kGemmTileK) {
+    gemm_load_tiles(p, a, b, tiles, row0, col0, k0, tid);
+    __syncthreads();
+    gemm_accumulate(tiles, acc, tx, ty);
+    __syncthreads();
+  }
+  gemm_store(p, c, acc, row0, col0, tx, ty);
+}
+
+__global__ void im2col_kernel(Conv2dShape shape, const float* image, int64_t group, float* columns,
+                              int64_t rows, int64_t cols) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < rows * cols;
+       i += int64_t(gridDim.x) * blockDim.x)
+    columns[i] = im2col_value(shape, image, group, i / cols, i % cols);
+}
+
+}  // namespace
+
+gpuError_t launch_unary(gpuStream_t stream, UnaryOp op, float alpha, const float* x, float* y,
+                        int64_t n) {
+  if (n == 0) return gpuSuccess;
+  unary_kernel<<<grid_for(n), kThreads, 0, stream>>>(op, alpha, x, y, n);
+  return gpuGetLastError();
+}
+
+gpuError_t launch_binary(gpuStream_t stream, BinaryOp op, const BroadcastIndex& index,
+                         const float* a, const float* b, float* y, int64_t n) {
+  if (n == 0) return gpuSuccess;
+  binary_kernel<<<grid_for(n), kThreads, 0, stream>>>(op, index, a, b, y, n);
+  return gpuGetLastError();
+}
+
+gpuError_t launch_reduce(gpuStream_t stream, ReduceOp op, const ReduceIndex& index, const float* x,
+                         float* y, int64_t out_count) {
+  if (out_count == 0) return gpuSuccess;
+  reduce_kernel<<<unsigned(out_count), kThreads, 0, stream>>>(op, index, x, y);
+  return gpuGetLastError();
+}
+
+gpuError_t launch_softmax(gpuStream_t stream, const RowLayout& rows, bool log_softmax,
+                          const float* x, float* y) {
+  if (rows.rows == 0 || rows.length == 0) return gpuSuccess;
+  softmax_kernel<<<unsigned(rows.rows), kThreads, 0, stream>>>(rows, log_softmax, x, y);
+  return gpuGetLastError();
+}
+
+gpuError_t launch_layer_norm(gpuStream_t stream, const RowLayout& rows, float epsilon,
+                             const float* x, const float* scale, const float* bias, float* y,
+                             float* mean, float* inv_std) {
+  if (rows.rows == 0 || rows.length == 0) return gpuSuccess;
+  layer_norm_kernel<<<unsigned(rows.rows), kThreads, 0, stream>>>(rows, epsilon, x, scale, bias, y,
+                                                                  mean, inv_std);
+  return gpuGetLastError();
+}
+
+gpuError_t launch_gather(gpuStream_t stream, const void* data, const void* indices,
+                         bool indices_are_int64, void* out, int64_t out_count, int64_t inner,
+                         int64_t index_count, int64_t axis_dim, int64_t element_bytes,
+                         int* bad_index) {
+  if (out_count == 0) return gpuSuccess;
+  gather_kernel<<<grid_for(out_count), kThreads, 0, stream>>>(
+      static_cast<const unsigned char*>(data), indices, indices_are_int64,
+      static_cast<unsigned char*>(out), out_count, inner, index_count, axis_dim, element_bytes,
+      bad_index);
+  return gpuGetLastError();
+}
+
+gpuError_t launch_channel_bias(gpuStream_t stream, float* y, const float* bias, int64_t n,
+                               int64_t channels, int64_t spatial) {
+  int64_t total = n * channels * spatial;
+  if (total == 0) return gpuSuccess;
+  channel_bias_kernel<<<grid_for(total), kThreads, 0, stream>>>(y, bias, n, channels, spatial);
+  return gpuGetLastError();
+}
+
+gpuError_t launch_gemm_tiled(gpuStream_t stream, const GemmParams& params) {
+  if (params.m == 0 || params.n == 0 || params.batch == 0) return gpuSuccess;
+  dim3 grid(unsigned((params.n + kGemmTileN - 1) / kGemmTileN),
+            unsigned((params.m + kGemmTileM - 1) / kGemmTileM), unsigned(params.batch));
+  dim3 block(kGemmThreadsX, kGemmThreadsY);
+  gemm_tiled_kernel<<<grid, block, 0, stream>>>(params);
+  return gpuGetLastError();
+}
+
+gpuError_t launch_im2col(gpuStream_t stream, const Conv2dShape& shape, const float* image,
+                         int64_t group, float* columns) {
+  int64_t rows = shape.channels / shape.groups * shape.kernel_h * shape.kernel_w;
+  int64_t cols = shape.out_height * shape.out_width;
+  if (rows * cols == 0) return gpuSuccess;
+  im2col_kernel<<<grid_for(rows * cols), kThreads, 0, stream>>>(shape, image, group, columns, rows,
+                                                                 cols);
+  return gpuGetLastError();
+}
+
+}  // namespace onyx::gpu

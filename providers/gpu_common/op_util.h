@@ -1,0 +1,79 @@
+// op_util.h: host-side setup of the index structs the kernels use (broadcast
+// strides, reduction axes, softmax rows). Plain C++, so the host tests build
+// the same structs the providers do.
+#pragma once
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kernel_math.h"
+
+namespace onyx::gpu {
+
+// Numpy broadcasting of a and b. Returns "" or why the shapes do not broadcast.
+inline std::string make_broadcast(std::span<const int64_t> a, std::span<const int64_t> b,
+                                  BroadcastIndex* index, std::vector<int64_t>* out_dims) {
+  size_t rank = std::max(a.size(), b.size());
+  if (rank > size_t(kMaxRank)) return "rank " + std::to_string(rank) + " exceeds " + std::to_string(kMaxRank);
+  *index = BroadcastIndex{};
+  index->rank = int32_t(rank);
+  out_dims->assign(rank, 1);
+  int64_t sa = 1, sb = 1;
+  for (size_t k = rank; k-- > 0;) {
+    size_t ka = k + a.size() - rank, kb = k + b.size() - rank;  // wrap for missing dims
+    int64_t da = k + a.size() >= rank ? a[ka] : 1;
+    int64_t db = k + b.size() >= rank ? b[kb] : 1;
+    if (da != db && da != 1 && db != 1)
+      return "shapes do not broadcast: dimension " + std::to_string(da) + " vs " + std::to_string(db);
+    int64_t d = da == 1 ? db : da;
+    (*out_dims)[k] = d;
+    index->out_dims[k] = d;
+    index->a_strides[k] = da == 1 ? 0 : sa;
+    index->b_strides[k] = db == 1 ? 0 : sb;
+    sa *= da;
+    sb *= db;
+  }
+  return {};
+}
+
+// Reduction over `axes` (already normalized to [0, rank), any order, no
+// duplicates) of a tensor of shape `dims`. Output dims follow keepdims.
+inline ReduceIndex make_reduce_index(std::span<const int64_t> dims, const std::vector<bool>& reduced,
+                                     bool keepdims, std::vector<int64_t>* out_dims) {
+  ReduceIndex ri;
+  std::vector<int64_t> strides(dims.size(), 1);
+  for (size_t k = dims.size(); k-- > 1;) strides[k - 1] = strides[k] * dims[k];
+  out_dims->clear();
+  for (size_t k = 0; k < dims.size(); ++k) {
+    if (reduced[k]) {
+      ri.reduced_dims[ri.reduced_rank] = dims[k];
+      ri.reduced_strides[ri.reduced_rank++] = strides[k];
+      ri.reduce_count *= dims[k];
+      if (keepdims) out_dims->push_back(1);
+    } else {
+      ri.kept_dims[ri.kept_rank] = dims[k];
+      ri.kept_strides[ri.kept_rank++] = strides[k];
+      out_dims->push_back(dims[k]);
+    }
+  }
+  return ri;
+}
+
+// Softmax rows: opset >= 13 normalizes one axis; older opsets flatten the
+// input to 2-D at `axis` and normalize the trailing block.
+inline RowLayout make_softmax_rows(std::span<const int64_t> dims, int64_t axis, bool single_axis) {
+  RowLayout l;
+  int64_t outer = 1, length = 1, inner = 1;
+  for (size_t k = 0; k < dims.size(); ++k) {
+    if (int64_t(k) < axis) outer *= dims[k];
+    else if (int64_t(k) == axis || !single_axis) length *= dims[k];
+    else inner *= dims[k];
+  }
+  l.rows = outer * inner;
+  l.length = length;
+  l.inner = inner;
+  return l;
+}
+
+}  // namespace onyx::gpu

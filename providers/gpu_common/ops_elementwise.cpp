@@ -1,0 +1,99 @@
+// ops_elementwise.cpp: unary activations and broadcasting binary ops (float32).
+#include <array>
+
+#include "gpu_provider.h"
+#include "op_util.h"
+
+namespace onyx::gpu {
+namespace {
+
+class UnaryKernel : public GpuKernel {
+ public:
+  UnaryKernel(UnaryOp op, float alpha) : op_(op), alpha_(alpha) {}
+  OnyxStatus* compute(sdk::ComputeContext& ctx) override {
+    sdk::Tensor x = ctx.in(0), y;
+    ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, ONYX_DTYPE_FLOAT32, x.dims, &y));
+    gpuError_t e = launch_unary(kernel_stream(ctx), op_, alpha_, x.data<float>(), y.data<float>(),
+                                x.size());
+    return e == gpuSuccess ? nullptr : gpu_status(e, "launching an elementwise kernel");
+  }
+
+ private:
+  UnaryOp op_;
+  float alpha_;
+};
+
+class BinaryKernel : public GpuKernel {
+ public:
+  BinaryKernel(BinaryOp op, std::string name) : op_(op), name_(std::move(name)) {}
+  OnyxStatus* compute(sdk::ComputeContext& ctx) override {
+    sdk::Tensor a = ctx.in(0), b = ctx.in(1), y;
+    BroadcastIndex index;
+    std::vector<int64_t> out_dims;
+    std::string error = make_broadcast(a.dims, b.dims, &index, &out_dims);
+    if (!error.empty())
+      return sdk::make_status(ONYX_STATUS_INVALID_ARGUMENT, "node '%s': %s", name_.c_str(),
+                              error.c_str());
+    ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, ONYX_DTYPE_FLOAT32, out_dims, &y));
+    gpuError_t e = launch_binary(kernel_stream(ctx), op_, index, a.data<float>(), b.data<float>(),
+                                 y.data<float>(), y.size());
+    return e == gpuSuccess ? nullptr : gpu_status(e, "launching a broadcasting kernel");
+  }
+
+ private:
+  BinaryOp op_;
+  std::string name_;
+};
+
+void add_unary(sdk::KernelRegistry& r, const char* op, int64_t since, UnaryOp kind,
+               float default_alpha = 0.f) {
+  r.add({"", op, since, 1 << 30, require_float32, [kind, default_alpha](const sdk::NodeInfo& n) {
+           return std::make_unique<UnaryKernel>(kind, float(n.get_float("alpha", default_alpha)));
+         }});
+}
+
+void add_binary(sdk::KernelRegistry& r, const char* op, int64_t since, BinaryOp kind) {
+  auto supports = [](const sdk::NodeInfo& n) -> std::string {
+    if (n.inputs.size() != 2) return "only the two-input form runs on this provider";
+    return require_float32(n);
+  };
+  r.add({"", op, since, 1 << 30, supports, [kind](const sdk::NodeInfo& n) {
+           return std::make_unique<BinaryKernel>(kind, n.name);
+         }});
+}
+
+}  // namespace
+
+void register_elementwise_kernels(sdk::KernelRegistry& r) {
+  // Opset floors are where the op's float semantics took their current form.
+  add_unary(r, "Relu", 6, UnaryOp::kRelu);
+  add_unary(r, "Sigmoid", 6, UnaryOp::kSigmoid);
+  add_unary(r, "Tanh", 6, UnaryOp::kTanh);
+  add_unary(r, "Exp", 6, UnaryOp::kExp);
+  add_unary(r, "Log", 6, UnaryOp::kLog);
+  add_unary(r, "Sqrt", 6, UnaryOp::kSqrt);
+  add_unary(r, "Neg", 6, UnaryOp::kNeg);
+  add_unary(r, "Abs", 6, UnaryOp::kAbs);
+  add_unary(r, "Erf", 9, UnaryOp::kErf);
+  add_unary(r, "Reciprocal", 6, UnaryOp::kReciprocal);
+  add_unary(r, "LeakyRelu", 6, UnaryOp::kLeakyRelu, 0.01f);
+  r.add({"", "Gelu", 20, 1 << 30,
+         [](const sdk::NodeInfo& n) -> std::string {
+           std::string approx = n.get_string("approximate", "none");
+           if (approx != "none" && approx != "tanh") return "unknown Gelu approximation " + approx;
+           return require_float32(n);
+         },
+         [](const sdk::NodeInfo& n) {
+           bool tanh = n.get_string("approximate", "none") == "tanh";
+           return std::make_unique<UnaryKernel>(tanh ? UnaryOp::kGeluTanh : UnaryOp::kGelu, 0.f);
+         }});
+  add_binary(r, "Add", 7, BinaryOp::kAdd);
+  add_binary(r, "Sub", 7, BinaryOp::kSub);
+  add_binary(r, "Mul", 7, BinaryOp::kMul);
+  add_binary(r, "Div", 7, BinaryOp::kDiv);
+  add_binary(r, "Pow", 7, BinaryOp::kPow);
+  add_binary(r, "Max", 8, BinaryOp::kMax);
+  add_binary(r, "Min", 8, BinaryOp::kMin);
+}
+
+}  // namespace onyx::gpu

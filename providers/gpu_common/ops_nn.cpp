@@ -1,0 +1,252 @@
+// ops_nn.cpp: reductions, Softmax/LogSoftmax, LayerNormalization and Gather.
+#include "gpu_provider.h"
+#include "op_util.h"
+
+namespace onyx::gpu {
+namespace {
+
+using sdk::make_status;
+
+int64_t normalize_axis(int64_t axis, size_t rank) { return axis < 0 ? axis + int64_t(rank) : axis; }
+
+// ---------------------------------------------------------------------------
+// Reductions: axes from the attribute (older opsets) or a constant input.
+// ---------------------------------------------------------------------------
+
+struct ReduceConfig {
+  std::vector<int64_t> axes;
+  bool keepdims = true;
+  bool noop_with_empty_axes = false;
+};
+
+// Reads the axes of a Reduce node; returns "" or why the node is declined.
+std::string reduce_config(const sdk::NodeInfo& n, bool axes_as_input, ReduceConfig* c) {
+  c->keepdims = n.get_int("keepdims", 1) != 0;
+  c->noop_with_empty_axes = n.get_int("noop_with_empty_axes", 0) != 0;
+  if (!axes_as_input) {
+    c->axes = n.get_ints("axes");
+    return {};
+  }
+  if (!n.input_present(1)) return {};
+  const auto& axes = n.inputs[1].constant;
+  if (!axes) return "axes must be a constant on this provider";
+  if (axes->dtype != ONYX_DTYPE_INT64) return "axes must be int64";
+  c->axes.assign(axes->data<int64_t>(), axes->data<int64_t>() + axes->size());
+  return {};
+}
+
+class ReduceKernel : public GpuKernel {
+ public:
+  ReduceKernel(ReduceOp op, ReduceConfig config, std::string name)
+      : op_(op), config_(std::move(config)), name_(std::move(name)) {}
+  OnyxStatus* compute(sdk::ComputeContext& ctx) override {
+    sdk::Tensor x = ctx.in(0), y;
+    size_t rank = x.rank();
+    if (rank > size_t(kMaxRank))
+      return make_status(ONYX_STATUS_UNIMPLEMENTED, "node '%s': rank %zu exceeds %d", name_.c_str(),
+                         rank, kMaxRank);
+    std::vector<bool> reduced(rank, config_.axes.empty() && !config_.noop_with_empty_axes);
+    for (int64_t a : config_.axes) {
+      int64_t axis = normalize_axis(a, rank);
+      if (axis < 0 || axis >= int64_t(rank))
+        return make_status(ONYX_STATUS_INVALID_ARGUMENT, "node '%s': axis %lld out of range for rank %zu",
+                           name_.c_str(), (long long)a, rank);
+      reduced[size_t(axis)] = true;
+    }
+    std::vector<int64_t> out_dims;
+    ReduceIndex index = make_reduce_index(x.dims, reduced, config_.keepdims, &out_dims);
+    if (index.reduce_count == 0 && (op_ == ReduceOp::kMax || op_ == ReduceOp::kMin))
+      return make_status(ONYX_STATUS_INVALID_ARGUMENT, "node '%s': reducing an empty set",
+                         name_.c_str());
+    ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, ONYX_DTYPE_FLOAT32, out_dims, &y));
+    gpuError_t e = launch_reduce(kernel_stream(ctx), op_, index, x.data<float>(), y.data<float>(),
+                                 y.size());
+    return e == gpuSuccess ? nullptr : gpu_status(e, "launching a reduction");
+  }
+
+ private:
+  ReduceOp op_;
+  ReduceConfig config_;
+  std::string name_;
+};
+
+void add_reduce(sdk::KernelRegistry& r, const char* op, ReduceOp kind, int64_t axes_input_since) {
+  // Two definitions: axes as an attribute before `axes_input_since`, as an input from it on.
+  for (bool as_input : {false, true}) {
+    r.add({"", op, as_input ? axes_input_since : 1, as_input ? 1 << 30 : axes_input_since - 1,
+           [as_input](const sdk::NodeInfo& n) -> std::string {
+             ReduceConfig c;
+             std::string why = reduce_config(n, as_input, &c);
+             if (!why.empty()) return why;
+             return n.input_dtype(0) == ONYX_DTYPE_FLOAT32 ? std::string() : "input 0 must be float32";
+           },
+           [kind, as_input](const sdk::NodeInfo& n) {
+             ReduceConfig c;
+             reduce_config(n, as_input, &c);
+             return std::make_unique<ReduceKernel>(kind, std::move(c), n.name);
+           }});
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Softmax / LogSoftmax
+// ---------------------------------------------------------------------------
+
+class SoftmaxKernel : public GpuKernel {
+ public:
+  SoftmaxKernel(int64_t axis, bool single_axis, bool log, std::string name)
+      : axis_(axis), single_axis_(single_axis), log_(log), name_(std::move(name)) {}
+  OnyxStatus* compute(sdk::ComputeContext& ctx) override {
+    sdk::Tensor x = ctx.in(0), y;
+    int64_t axis = normalize_axis(axis_, x.rank());
+    if (axis < 0 || axis >= int64_t(std::max<size_t>(x.rank(), 1)))
+      return make_status(ONYX_STATUS_INVALID_ARGUMENT, "node '%s': axis %lld out of range for rank %zu",
+                         name_.c_str(), (long long)axis_, x.rank());
+    ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, ONYX_DTYPE_FLOAT32, x.dims, &y));
+    RowLayout rows = make_softmax_rows(x.dims, axis, single_axis_);
+    gpuError_t e = launch_softmax(kernel_stream(ctx), rows, log_, x.data<float>(), y.data<float>());
+    return e == gpuSuccess ? nullptr : gpu_status(e, "launching softmax");
+  }
+
+ private:
+  int64_t axis_;
+  bool single_axis_, log_;
+  std::string name_;
+};
+
+void add_softmax(sdk::KernelRegistry& r, const char* op, bool log) {
+  r.add({"", op, 1, 12, require_float32, [log](const sdk::NodeInfo& n) {
+           return std::make_unique<SoftmaxKernel>(n.get_int("axis", 1), false, log, n.name);
+         }});
+  r.add({"", op, 13, 1 << 30, require_float32, [log](const sdk::NodeInfo& n) {
+           return std::make_unique<SoftmaxKernel>(n.get_int("axis", -1), true, log, n.name);
+         }});
+}
+
+// ---------------------------------------------------------------------------
+// LayerNormalization (opset 17): normalizes the trailing axes from `axis`.
+// ---------------------------------------------------------------------------
+
+class LayerNormKernel : public GpuKernel {
+ public:
+  LayerNormKernel(int64_t axis, float epsilon, bool want_mean, bool want_inv_std, std::string name)
+      : axis_(axis), epsilon_(epsilon), want_mean_(want_mean), want_inv_std_(want_inv_std),
+        name_(std::move(name)) {}
+  OnyxStatus* compute(sdk::ComputeContext& ctx) override {
+    sdk::Tensor x = ctx.in(0), scale = ctx.in(1), y;
+    auto bias = ctx.input(2);
+    int64_t axis = normalize_axis(axis_, x.rank());
+    if (axis < 0 || axis >= int64_t(x.rank()))
+      return make_status(ONYX_STATUS_INVALID_ARGUMENT, "node '%s': axis %lld out of range for rank %zu",
+                         name_.c_str(), (long long)axis_, x.rank());
+    RowLayout rows = make_softmax_rows(x.dims, axis, false);
+    // Scale and bias must hold exactly one row (the normalized shape).
+    if (scale.size() != rows.length || (bias && bias->size() != rows.length))
+      return make_status(ONYX_STATUS_INVALID_ARGUMENT,
+                         "node '%s': scale/bias must have %lld elements (the normalized shape)",
+                         name_.c_str(), (long long)rows.length);
+    ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, ONYX_DTYPE_FLOAT32, x.dims, &y));
+    // Mean and InvStdDev keep the leading dims and have 1 for normalized ones.
+    std::vector<int64_t> stat_dims(x.dims.begin(), x.dims.end());
+    for (size_t k = size_t(axis); k < stat_dims.size(); ++k) stat_dims[k] = 1;
+    sdk::Tensor mean, inv_std;
+    if (want_mean_)
+      ONYX_SDK_RETURN_IF_ERROR(ctx.output(1, ONYX_DTYPE_FLOAT32, stat_dims, &mean));
+    if (want_inv_std_)
+      ONYX_SDK_RETURN_IF_ERROR(ctx.output(2, ONYX_DTYPE_FLOAT32, stat_dims, &inv_std));
+    gpuError_t e = launch_layer_norm(kernel_stream(ctx), rows, epsilon_, x.data<float>(),
+                                     scale.data<float>(), bias ? bias->data<float>() : nullptr,
+                                     y.data<float>(), mean.data<float>(), inv_std.data<float>());
+    return e == gpuSuccess ? nullptr : gpu_status(e, "launching layer normalization");
+  }
+
+ private:
+  int64_t axis_;
+  float epsilon_;
+  bool want_mean_, want_inv_std_;  // the optional outputs the node names
+  std::string name_;
+};
+
+// ---------------------------------------------------------------------------
+// Gather: any element type of 1, 2, 4 or 8 bytes; int32/int64 indices.
+// ---------------------------------------------------------------------------
+
+class GatherKernel : public GpuKernel {
+ public:
+  GatherKernel(int64_t axis, std::string name) : axis_(axis), name_(std::move(name)) {}
+  OnyxStatus* compute(sdk::ComputeContext& ctx) override {
+    sdk::Tensor data = ctx.in(0), indices = ctx.in(1), y;
+    int64_t axis = normalize_axis(axis_, data.rank());
+    if (axis < 0 || axis >= int64_t(data.rank()))
+      return make_status(ONYX_STATUS_INVALID_ARGUMENT, "node '%s': axis %lld out of range for rank %zu",
+                         name_.c_str(), (long long)axis_, data.rank());
+    std::vector<int64_t> out_dims(data.dims.begin(), data.dims.begin() + axis);
+    out_dims.insert(out_dims.end(), indices.dims.begin(), indices.dims.end());
+    out_dims.insert(out_dims.end(), data.dims.begin() + axis + 1, data.dims.end());
+    int64_t inner = 1;
+    for (size_t k = size_t(axis) + 1; k < data.rank(); ++k) inner *= data.dims[k];
+    ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, data.dtype, out_dims, &y));
+    if (y.size() == 0) return nullptr;
+    void* flag = nullptr;
+    ONYX_SDK_RETURN_IF_ERROR(ctx.scratch(sizeof(int), &flag));
+    gpuStream_t stream = kernel_stream(ctx);
+    gpuError_t e = gpuMemsetAsync(flag, 0, sizeof(int), stream);
+    if (e == gpuSuccess)
+      e = launch_gather(stream, data.raw, indices.raw, indices.dtype == ONYX_DTYPE_INT64, y.raw,
+                        y.size(), inner, indices.size(), data.dims[size_t(axis)],
+                        int64_t(sdk::dtype_size(data.dtype)), static_cast<int*>(flag));
+    int bad = 0;
+    if (e == gpuSuccess) e = gpuMemcpyAsync(&bad, flag, sizeof bad, gpuMemcpyDeviceToHost, stream);
+    if (e == gpuSuccess) e = gpuStreamSynchronize(stream);
+    if (e != gpuSuccess) return gpu_status(e, "running Gather");
+    if (bad)
+      return make_status(ONYX_STATUS_INVALID_ARGUMENT,
+                         "node '%s': an index is outside [-%lld, %lld) on axis %lld", name_.c_str(),
+                         (long long)data.dims[size_t(axis)], (long long)data.dims[size_t(axis)],
+                         (long long)axis);
+    return nullptr;
+  }
+
+ private:
+  int64_t axis_;
+  std::string name_;
+};
+
+}  // namespace
+
+void register_nn_kernels(sdk::KernelRegistry& r) {
+  add_reduce(r, "ReduceSum", ReduceOp::kSum, 13);
+  add_reduce(r, "ReduceMean", ReduceOp::kMean, 18);
+  add_reduce(r, "ReduceMax", ReduceOp::kMax, 18);
+  add_reduce(r, "ReduceMin", ReduceOp::kMin, 18);
+  add_reduce(r, "ReduceProd", ReduceOp::kProd, 18);
+  add_reduce(r, "ReduceSumSquare", ReduceOp::kSumSquare, 18);
+  add_reduce(r, "ReduceL1", ReduceOp::kL1, 18);
+  add_reduce(r, "ReduceL2", ReduceOp::kL2, 18);
+  add_reduce(r, "ReduceLogSumExp", ReduceOp::kLogSumExp, 18);
+  add_softmax(r, "Softmax", false);
+  add_softmax(r, "LogSoftmax", true);
+  r.add({"", "LayerNormalization", 17, 1 << 30,
+         [](const sdk::NodeInfo& n) -> std::string {
+           if (n.get_int("stash_type", 1) != 1) return "only stash_type=1 (float32) is supported";
+           return require_float32(n);
+         },
+         [](const sdk::NodeInfo& n) {
+           return std::make_unique<LayerNormKernel>(
+               n.get_int("axis", -1), float(n.get_float("epsilon", 1e-5)),
+               n.outputs.size() > 1 && n.outputs[1].present,
+               n.outputs.size() > 2 && n.outputs[2].present, n.name);
+         }});
+  r.add({"", "Gather", 11, 1 << 30,
+         [](const sdk::NodeInfo& n) -> std::string {
+           size_t bytes = sdk::dtype_size(n.input_dtype(0));
+           if (bytes != 1 && bytes != 2 && bytes != 4 && bytes != 8)
+             return std::string("data type ") + sdk::dtype_name(n.input_dtype(0)) + " is not supported";
+           int32_t it = n.input_dtype(1);
+           if (it != ONYX_DTYPE_INT64 && it != ONYX_DTYPE_INT32) return "indices must be int32 or int64";
+           return {};
+         },
+         [](const sdk::NodeInfo& n) { return std::make_unique<GatherKernel>(n.get_int("axis", 0), n.name); }});
+}
+
+}  // namespace onyx::gpu
