@@ -1,0 +1,209 @@
+// node_suite.cpp: running one ONNX backend node test through the C API.
+#include "node_suite.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <set>
+#include <stdexcept>
+
+#include "compare.h"
+#include "values.h"
+
+namespace onyx::conformance {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+onnx::ModelProto read_model(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw CaseError("cannot open '" + path + "'");
+  onnx::ModelProto model;
+  if (!model.ParseFromIstream(&in)) throw CaseError("'" + path + "' is not a valid ONNX model");
+  return model;
+}
+
+// Owns C API objects and releases them at scope exit.
+struct StatusGuard {
+  OnyxStatus* status;
+  ~StatusGuard() { onyx_status_release(status); }
+};
+void check(OnyxStatus* status, const std::string& what) {
+  StatusGuard guard{status};
+  if (status) throw CaseError(what + ": " + onyx_status_message(status));
+}
+struct TensorDeleter {
+  void operator()(OnyxTensor* t) const { onyx_tensor_release(t); }
+};
+using TensorPtr = std::unique_ptr<OnyxTensor, TensorDeleter>;
+struct SessionDeleter {
+  void operator()(OnyxSession* s) const { onyx_session_release(s); }
+};
+struct OptionsDeleter {
+  void operator()(OnyxSessionOptions* o) const { onyx_session_options_release(o); }
+};
+
+// What the C API cannot carry in a model's declared input/output type, or "".
+std::string type_limit(const onnx::TypeProto& type) {
+  if (type.has_sequence_type()) return "sequence";
+  if (type.has_optional_type()) return "optional";
+  if (type.has_map_type()) return "map";
+  if (type.has_tensor_type() && type.tensor_type().elem_type() == onnx::TensorProto::STRING)
+    return "string tensor";
+  return "";
+}
+
+TensorPtr to_onyx(const HostTensor& t, const std::string& where) {
+  OnyxTensor* out = nullptr;
+  check(onyx_tensor_create(t.dtype, t.dims.data(), t.dims.size(), &out), where);
+  TensorPtr tensor(out);
+  if (onyx_tensor_byte_size(out) != t.bytes.size())
+    throw CaseError(where + ": the C API sizes this tensor at " +
+                    std::to_string(onyx_tensor_byte_size(out)) + " bytes, the file holds " +
+                    std::to_string(t.bytes.size()));
+  if (!t.bytes.empty()) std::copy(t.bytes.begin(), t.bytes.end(), static_cast<char*>(onyx_tensor_data(out)));
+  return tensor;
+}
+
+std::vector<std::string> data_sets(const std::string& dir) {
+  std::vector<std::string> sets;
+  for (const auto& entry : fs::directory_iterator(dir))
+    if (entry.is_directory() && entry.path().filename().string().rfind("test_data_set_", 0) == 0)
+      sets.push_back(entry.path().string());
+  std::sort(sets.begin(), sets.end());
+  return sets;
+}
+
+}  // namespace
+
+std::vector<NodeCase> find_node_cases(const std::string& corpus, const std::regex& filter) {
+  std::error_code ec;
+  if (!fs::is_directory(corpus, ec))
+    throw std::runtime_error("corpus folder '" + corpus + "' does not exist or is not a folder");
+  std::vector<NodeCase> cases;
+  for (const auto& entry : fs::directory_iterator(corpus)) {
+    const std::string name = entry.path().filename().string();
+    if (!entry.is_directory() || !fs::exists(entry.path() / "model.onnx")) continue;
+    if (!std::regex_search(name, filter)) continue;
+    cases.push_back({name, entry.path().string()});
+  }
+  std::sort(cases.begin(), cases.end(), [](const NodeCase& a, const NodeCase& b) { return a.name < b.name; });
+  return cases;
+}
+
+std::string node_case_op(const NodeCase& c) {
+  onnx::ModelProto model = read_model(c.dir + "/model.onnx");
+  if (model.graph().node_size() == 1) return model.graph().node(0).op_type();
+  const size_t expanded = c.name.find("_expanded");
+  if (expanded != std::string::npos) {
+    fs::path sibling = fs::path(c.dir).parent_path() / c.name.substr(0, expanded) / "model.onnx";
+    std::error_code ec;
+    if (fs::exists(sibling, ec)) {
+      onnx::ModelProto original = read_model(sibling.string());
+      if (original.graph().node_size() >= 1) return original.graph().node(0).op_type();
+    }
+  }
+  return model.graph().node_size() ? model.graph().node(0).op_type() : std::string();
+}
+
+namespace {
+
+void run_case_body(OnyxEnv* env, const std::string& provider, const NodeCase& c, RunResult& result) {
+  const std::string model_path = c.dir + "/model.onnx";
+  onnx::ModelProto model = read_model(model_path);
+
+  std::set<std::string> initializers;
+  for (const auto& init : model.graph().initializer()) initializers.insert(init.name());
+  std::vector<const onnx::ValueInfoProto*> inputs, outputs;
+  for (const auto& in : model.graph().input())
+    if (!initializers.count(in.name())) inputs.push_back(&in);
+  for (const auto& out : model.graph().output()) outputs.push_back(&out);
+
+  for (const auto* list : {&inputs, &outputs}) {
+    for (const auto* value : *list) {
+      std::string limit = type_limit(value->type());
+      if (limit.empty()) continue;
+      result.status = RunStatus::kUnsupported;
+      result.error = "unsupported: " + limit + (list == &inputs ? " inputs" : " outputs") +
+                     " ('" + value->name() + "') cannot be carried by the C API 1.0";
+      return;
+    }
+  }
+
+  OnyxSessionOptions* raw_options = nullptr;
+  check(onyx_session_options_create(&raw_options), "session options");
+  std::unique_ptr<OnyxSessionOptions, OptionsDeleter> options(raw_options);
+  const char* no_keys[1] = {nullptr};
+  check(onyx_session_options_append_provider(options.get(), provider.c_str(), no_keys, no_keys, 0),
+        "provider '" + provider + "'");
+  check(onyx_session_options_set_fallback(options.get(), ONYX_FALLBACK_FAIL), "fallback");
+  check(onyx_session_options_set_intra_op_threads(options.get(), 1), "threads");
+  OnyxSession* raw_session = nullptr;
+  check(onyx_session_create(env, model_path.c_str(), options.get(), &raw_session), "session creation");
+  std::unique_ptr<OnyxSession, SessionDeleter> session(raw_session);
+
+  std::vector<std::string> output_names;
+  for (const auto* out : outputs) output_names.push_back(out->name());
+  std::vector<const char*> output_name_ptrs;
+  for (const auto& n : output_names) output_name_ptrs.push_back(n.c_str());
+
+  const std::vector<std::string> sets = data_sets(c.dir);
+  if (sets.empty()) throw CaseError(c.dir + " has no test_data_set_* folder");
+  for (const std::string& set : sets) {
+    const std::string set_name = fs::path(set).filename().string();
+    std::vector<TensorPtr> input_tensors;
+    std::vector<const char*> input_names;
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      const std::string file = set + "/input_" + std::to_string(k) + ".pb";
+      if (!fs::exists(file)) break;  // trailing optional inputs left out
+      TestValue value = read_value_file(file, inputs[k]->type());
+      input_tensors.push_back(to_onyx(value.tensor, file));
+      input_names.push_back(inputs[k]->name().c_str());
+    }
+    std::vector<OnyxTensor*> produced(outputs.size(), nullptr);
+    std::vector<const OnyxTensor*> input_ptrs;
+    for (const auto& t : input_tensors) input_ptrs.push_back(t.get());
+    check(onyx_session_run(session.get(), input_names.data(), input_ptrs.data(), input_ptrs.size(),
+                           output_name_ptrs.data(), output_name_ptrs.size(), produced.data()),
+          "run (" + set_name + ")");
+    std::vector<TensorPtr> owned;
+    for (OnyxTensor* t : produced) owned.emplace_back(t);
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      const std::string file = set + "/output_" + std::to_string(k) + ".pb";
+      if (!fs::exists(file)) continue;
+      TestValue expected = read_value_file(file, outputs[k]->type());
+      OnyxTensor* got = owned[k].get();
+      if (!got) throw CaseError("output '" + output_names[k] + "' was not produced");
+      Comparison cmp = compare_tensor(expected.tensor, onyx_tensor_dtype(got), onyx_tensor_dims(got),
+                                      onyx_tensor_rank(got), onyx_tensor_data(got),
+                                      tolerance_for(result.op, expected.tensor.dtype));
+      result.max_error = std::max(result.max_error, cmp.max_error);
+      if (!cmp.ok) {
+        result.status = RunStatus::kFailed;
+        result.error = "output '" + output_names[k] + "' (" + set_name + "): " + cmp.message;
+        return;
+      }
+    }
+  }
+  result.status = RunStatus::kPassed;
+}
+
+}  // namespace
+
+RunResult run_node_case(OnyxEnv* env, const std::string& provider, const NodeCase& c) {
+  RunResult result;
+  try {
+    result.op = node_case_op(c);
+    run_case_body(env, provider, c, result);
+  } catch (const std::exception& e) {
+    result.status = RunStatus::kFailed;
+    result.error = e.what();
+  }
+  return result;
+}
+
+}  // namespace onyx::conformance

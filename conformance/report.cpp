@@ -1,0 +1,196 @@
+// report.cpp: JSON and HTML report writers.
+#include "report.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <stdexcept>
+
+namespace onyx::conformance {
+
+namespace {
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += char(c);
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string html_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string number(double v) {
+  if (!std::isfinite(v)) return "null";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+// One matrix cell: the cases of one op on one provider.
+struct Cell {
+  int pass = 0, fail = 0, unsupported = 0, xfail = 0;
+  // The cell's overall status: any failure makes it "fail".
+  const char* status() const {
+    if (fail) return "fail";
+    if (xfail) return "expected_failure";
+    if (pass) return unsupported ? "partial" : "pass";
+    return "unsupported";
+  }
+};
+
+}  // namespace
+
+std::string results_json(const std::vector<CaseResult>& results) {
+  std::string out = "{\n  \"cases\": [\n";
+  for (size_t i = 0; i < results.size(); ++i) {
+    const CaseResult& r = results[i];
+    out += "    {\"provider\": " + json_string(r.provider) + ", \"suite\": " + json_string(r.suite) +
+           ", \"case\": " + json_string(r.name) + ", \"op\": " + json_string(r.op) +
+           ", \"status\": " + json_string(outcome_name(r.outcome)) +
+           ", \"error\": " + json_string(r.error) + ", \"max_error\": " + number(r.max_error) +
+           ", \"seconds\": " + number(r.seconds) + "}" + (i + 1 < results.size() ? ",\n" : "\n");
+  }
+  Totals t = count(results);
+  out += "  ],\n  \"totals\": {\"passed\": " + std::to_string(t.passed) +
+         ", \"failed\": " + std::to_string(t.failures()) +
+         ", \"skipped\": " + std::to_string(t.skipped()) +
+         ", \"unsupported\": " + std::to_string(t.unsupported) +
+         ", \"expected_failures\": " + std::to_string(t.expected_failures) +
+         ", \"unexpected_passes\": " + std::to_string(t.unexpected_passes) + "}\n}\n";
+  return out;
+}
+
+std::string results_html(const std::vector<CaseResult>& results, const std::vector<std::string>& providers) {
+  // op (or suite name for cases without an op) -> provider -> cell
+  std::map<std::string, std::map<std::string, Cell>> matrix;
+  for (const CaseResult& r : results) {
+    Cell& cell = matrix[r.op.empty() ? "(" + r.suite + ")" : r.op][r.provider];
+    switch (r.outcome) {
+      case Outcome::kPassed: ++cell.pass; break;
+      case Outcome::kFailed: case Outcome::kUnexpectedPass: ++cell.fail; break;
+      case Outcome::kUnsupported: ++cell.unsupported; break;
+      case Outcome::kExpectedFailure: ++cell.xfail; break;
+    }
+  }
+  std::string h =
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+      "<title>Onyx conformance report</title>\n<style>\n"
+      "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}\n"
+      "td,th{border:1px solid #999;padding:2px 8px;font-size:13px}th{background:#eee}\n"
+      ".pass{background:#b7e4b0}.fail{background:#f4a3a3}.unsupported{background:#ddd}\n"
+      ".expected_failure{background:#f7d98b}.partial{background:#d8ecb0}\n"
+      "</style></head><body>\n<h1>Onyx conformance report</h1>\n";
+  h += "<table id=\"totals\"><tr><th>provider</th><th>passed</th><th>failed</th><th>unsupported</th>"
+       "<th>expected failures</th></tr>\n";
+  for (const std::string& p : providers) {
+    std::vector<CaseResult> mine;
+    for (const CaseResult& r : results)
+      if (r.provider == p) mine.push_back(r);
+    Totals t = count(mine);
+    h += "<tr><td>" + html_escape(p) + "</td><td>" + std::to_string(t.passed) + "</td><td>" +
+         std::to_string(t.failures()) + "</td><td>" + std::to_string(t.unsupported) + "</td><td>" +
+         std::to_string(t.expected_failures) + "</td></tr>\n";
+  }
+  h += "</table>\n<h2>Operators</h2>\n<p>Each cell: cases passed / cases run for that op. "
+       "Colours: <span class=\"pass\">pass</span> <span class=\"partial\">pass, some unsupported</span> "
+       "<span class=\"fail\">fail</span> <span class=\"expected_failure\">expected failure</span> "
+       "<span class=\"unsupported\">unsupported</span>.</p>\n";
+  h += "<table id=\"matrix\"><thead><tr><th>op</th>";
+  for (const std::string& p : providers) h += "<th class=\"provider\">" + html_escape(p) + "</th>";
+  h += "</tr></thead><tbody>\n";
+  for (const auto& [op, row] : matrix) {
+    h += "<tr><th class=\"op\">" + html_escape(op) + "</th>";
+    for (const std::string& p : providers) {
+      auto it = row.find(p);
+      if (it == row.end()) {
+        h += "<td></td>";
+        continue;
+      }
+      const Cell& c = it->second;
+      const int total = c.pass + c.fail + c.unsupported + c.xfail;
+      h += std::string("<td class=\"") + c.status() + "\" data-status=\"" + c.status() + "\">" +
+           std::to_string(c.pass) + "/" + std::to_string(total) + "</td>";
+    }
+    h += "</tr>\n";
+  }
+  h += "</tbody></table>\n<h2>Cases that did not pass</h2>\n<table id=\"cases\"><tr><th>provider</th>"
+       "<th>suite</th><th>case</th><th>status</th><th>error</th></tr>\n";
+  for (const CaseResult& r : results) {
+    if (r.outcome == Outcome::kPassed) continue;
+    h += std::string("<tr class=\"") + outcome_name(r.outcome) + "\"><td>" + html_escape(r.provider) +
+         "</td><td>" + html_escape(r.suite) + "</td><td>" + html_escape(r.name) + "</td><td>" +
+         outcome_name(r.outcome) + "</td><td>" + html_escape(r.error.substr(0, 400)) + "</td></tr>\n";
+  }
+  h += "</table>\n</body></html>\n";
+  return h;
+}
+
+void write_file_atomically(const std::string& path, const std::string& bytes) {
+  const std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::runtime_error("cannot create '" + tmp + "': " + std::strerror(errno));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ::close(fd);
+      throw std::runtime_error("cannot write '" + tmp + "': " + std::strerror(errno));
+    }
+    done += size_t(n);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0)
+    throw std::runtime_error("cannot flush '" + tmp + "': " + std::strerror(errno));
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    throw std::runtime_error("cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(errno));
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  int dir_fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd >= 0) {
+    ::fsync(dir_fd);
+    ::close(dir_fd);
+  }
+}
+
+void write_reports(const std::string& dir, const std::vector<CaseResult>& results,
+                   const std::vector<std::string>& providers) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw std::runtime_error("cannot create report folder '" + dir + "': " + ec.message());
+  write_file_atomically(dir + "/report.json", results_json(results));
+  write_file_atomically(dir + "/report.html", results_html(results, providers));
+}
+
+}  // namespace onyx::conformance

@@ -1,0 +1,92 @@
+// results.cpp: judging a run against the expectation list.
+#include "results.h"
+
+#include <algorithm>
+
+namespace onyx::conformance {
+
+const char* outcome_name(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::kPassed: return "pass";
+    case Outcome::kFailed: return "fail";
+    case Outcome::kUnsupported: return "unsupported";
+    case Outcome::kExpectedFailure: return "expected_failure";
+    case Outcome::kUnexpectedPass: return "unexpected_pass";
+  }
+  return "?";
+}
+
+CaseResult judge(const std::string& provider, const std::string& suite, const std::string& name,
+                 const RunResult& run, const ExpectationFile* expectations) {
+  CaseResult r{provider, suite, name, run.op, Outcome::kFailed, run.error, run.max_error, run.seconds};
+  const Expectation* listed = expectations ? expectations->find(suite, name) : nullptr;
+  if (listed) ++listed->matches;
+  const std::string where =
+      listed ? expectations->path() + ":" + std::to_string(listed->line) : std::string();
+  switch (run.status) {
+    case RunStatus::kPassed:
+      r.outcome = listed ? Outcome::kUnexpectedPass : Outcome::kPassed;
+      if (listed)
+        r.error = std::string("listed as ") + expectation_keyword(listed->kind) + " at " + where +
+                  " but passes: remove it from the list";
+      break;
+    case RunStatus::kUnsupported:
+      r.outcome = Outcome::kUnsupported;
+      break;
+    case RunStatus::kFailed:
+      if (!listed) break;
+      r.outcome = listed->kind == ExpectationKind::kUnsupported ? Outcome::kUnsupported
+                                                                : Outcome::kExpectedFailure;
+      r.error = listed->reason + " (" + where + "; observed: " + run.error + ")";
+      break;
+  }
+  return r;
+}
+
+Totals count(const std::vector<CaseResult>& results) {
+  Totals t;
+  for (const CaseResult& r : results) {
+    switch (r.outcome) {
+      case Outcome::kPassed: ++t.passed; break;
+      case Outcome::kFailed: ++t.failed; break;
+      case Outcome::kUnsupported: ++t.unsupported; break;
+      case Outcome::kExpectedFailure: ++t.expected_failures; break;
+      case Outcome::kUnexpectedPass: ++t.unexpected_passes; break;
+    }
+  }
+  return t;
+}
+
+}  // namespace onyx::conformance
+
+namespace onyx::conformance {
+
+std::string regenerate_expectations(const ExpectationFile* old, const std::vector<CaseResult>& results) {
+  std::string out =
+      "# Conformance expectations (format: conformance/README.md).\n"
+      "# <unsupported|xfail> <suite> <case glob> <reason>\n";
+  std::vector<const CaseResult*> uncovered;
+  std::vector<const Expectation*> kept;
+  for (const CaseResult& r : results) {
+    if (r.outcome == Outcome::kPassed || r.outcome == Outcome::kUnexpectedPass) continue;
+    const Expectation* e = old ? old->find(r.suite, r.name) : nullptr;
+    if (e) {
+      if (std::find(kept.begin(), kept.end(), e) == kept.end()) kept.push_back(e);
+    } else {
+      uncovered.push_back(&r);
+    }
+  }
+  std::sort(kept.begin(), kept.end(), [](auto* a, auto* b) { return a->line < b->line; });
+  for (const Expectation* e : kept)
+    out += std::string(expectation_keyword(e->kind)) + " " + e->suite + " " + e->pattern + " " + e->reason + "\n";
+  for (const CaseResult* r : uncovered) {
+    std::string reason = r->error.substr(0, 240);
+    std::replace(reason.begin(), reason.end(), '\n', ' ');
+    if (reason.empty()) reason = "fails (no message)";
+    const bool runner_limit = r->outcome == Outcome::kUnsupported;
+    out += std::string(runner_limit ? "unsupported " : "xfail ") + r->suite + " " + r->name + " " + reason + "\n";
+  }
+  return out;
+}
+
+}  // namespace onyx::conformance

@@ -1,0 +1,64 @@
+// suites.cpp: dispatch, and the onnx-node suite's driver (cases run in
+// isolated worker processes; see isolation.h).
+#include "suites.h"
+
+#include <cstdio>
+#include <stdexcept>
+
+#include "node_suite.h"
+
+namespace onyx::conformance {
+
+namespace {
+
+std::vector<CaseResult> run_node_suite(const std::string& provider, const SuiteOptions& options,
+                                       const ExpectationFile* expectations) {
+  const std::vector<NodeCase> cases = find_node_cases(options.corpus, *options.filter);
+  std::printf("%zu node cases from %s\n", cases.size(), options.corpus.c_str());
+  std::fflush(stdout);
+  std::vector<CaseResult> results(cases.size());
+  // Runs in a worker process: each worker creates its own environment.
+  auto run_case = [&](size_t i) {
+    static OnyxEnv* env = nullptr;
+    if (!env) {
+      if (OnyxStatus* st = onyx_env_create(&env)) {
+        RunResult r;
+        r.error = std::string("onyx_env_create: ") + onyx_status_message(st);
+        onyx_status_release(st);
+        return r;
+      }
+    }
+    return run_node_case(env, provider, cases[i]);
+  };
+  auto on_done = [&](size_t i, RunResult r) {
+    if (r.op.empty()) {
+      try {
+        r.op = node_case_op(cases[i]);  // the worker died before reporting it
+      } catch (const std::exception&) {
+      }
+    }
+    results[i] = judge(provider, "onnx-node", cases[i].name, r, expectations);
+    print_case(results[i], options.verbose);
+  };
+  run_isolated(cases.size(), run_case, on_done, options.isolation);
+  return results;
+}
+
+}  // namespace
+
+void print_case(const CaseResult& r, bool verbose) {
+  const bool bad = r.outcome == Outcome::kFailed || r.outcome == Outcome::kUnexpectedPass;
+  if (!bad && !verbose) return;
+  std::string error = r.error.size() > 300 ? r.error.substr(0, 300) + "..." : r.error;
+  std::printf("%-16s %s/%s%s%s\n", outcome_name(r.outcome), r.suite.c_str(), r.name.c_str(),
+              error.empty() ? "" : ": ", error.c_str());
+  std::fflush(stdout);
+}
+
+std::vector<CaseResult> run_suite(const std::string& suite, const std::string& provider,
+                                  const SuiteOptions& options, const ExpectationFile* expectations) {
+  if (suite == "onnx-node") return run_node_suite(provider, options, expectations);
+  throw std::runtime_error("unknown suite '" + suite + "'");
+}
+
+}  // namespace onyx::conformance

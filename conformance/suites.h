@@ -1,0 +1,33 @@
+// suites.h: the suites the runner knows, behind one entry point.
+//   abi        the plugin ABI itself (abi_suite.cpp)
+//   onnx-node  the ONNX backend node tests through the C API (node_suite.cpp)
+//   claims     honesty of get_capability answers (claims_suite.cpp)
+#pragma once
+
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "expectations.h"
+#include "isolation.h"
+#include "results.h"
+
+namespace onyx::conformance {
+
+struct SuiteOptions {
+  const std::regex* filter = nullptr;  // cases whose names match
+  std::string corpus;                  // node test folder
+  IsolationOptions isolation;
+  bool verbose = false;  // print every case, not only the ones that fail
+};
+
+// Runs `suite` on `provider` (a name or a plugin path) and judges the
+// results against `expectations` (may be null). Throws std::runtime_error
+// when the suite cannot start at all (no corpus, no such provider).
+std::vector<CaseResult> run_suite(const std::string& suite, const std::string& provider,
+                                  const SuiteOptions& options, const ExpectationFile* expectations);
+
+// Prints one finished case: failures always, others when verbose.
+void print_case(const CaseResult& r, bool verbose);
+
+}  // namespace onyx::conformance
