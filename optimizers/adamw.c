@@ -1,0 +1,67 @@
+/* adamw.c: the AdamW optimizer plugin (Loshchilov & Hutter, decoupled
+ * weight decay), with PyTorch's semantics:
+ *   param <- param - lr * weight_decay * param
+ *   m <- beta1 m + (1 - beta1) g;  v <- beta2 v + (1 - beta2) g^2
+ *   param <- param - lr * (m / (1 - beta1^step)) / (sqrt(v / (1 - beta2^step)) + epsilon) */
+#include <onyx_optimizer.h>
+
+static const OnyxOptimizerSlot kSlots[] = {
+    {sizeof(OnyxOptimizerSlot), "m", 0.0f},
+    {sizeof(OnyxOptimizerSlot), "v", 0.0f},
+};
+
+static const OnyxOptimizerHyperparameter kHyperparameters[] = {
+    {sizeof(OnyxOptimizerHyperparameter), "beta1", 0.9f, "decay of the first-moment average"},
+    {sizeof(OnyxOptimizerHyperparameter), "beta2", 0.999f, "decay of the second-moment average"},
+    {sizeof(OnyxOptimizerHyperparameter), "epsilon", 1e-8f, "added to the denominator for stability"},
+    {sizeof(OnyxOptimizerHyperparameter), "weight_decay", 0.01f, "decoupled weight decay"},
+};
+
+static const char kUpdate[] =
+    "<domain: \"ai.onyx.optimizers\", opset_import: [\"\" : 17]>\n"
+    "AdamW (param, grad, m, v, lr, step, beta1, beta2, epsilon, weight_decay)"
+    " => (new_param, new_m, new_v)\n"
+    "{\n"
+    "  one = Constant <value_float = 1.0> ()\n"
+    "  decay = Mul (lr, weight_decay)\n"
+    "  keep = Sub (one, decay)\n"
+    "  decayed = Mul (param, keep)\n"
+    "  one_minus_beta1 = Sub (one, beta1)\n"
+    "  m_old = Mul (beta1, m)\n"
+    "  m_grad = Mul (one_minus_beta1, grad)\n"
+    "  new_m = Add (m_old, m_grad)\n"
+    "  one_minus_beta2 = Sub (one, beta2)\n"
+    "  v_old = Mul (beta2, v)\n"
+    "  grad_sq = Mul (grad, grad)\n"
+    "  v_grad = Mul (one_minus_beta2, grad_sq)\n"
+    "  new_v = Add (v_old, v_grad)\n"
+    "  beta1_t = Pow (beta1, step)\n"
+    "  beta2_t = Pow (beta2, step)\n"
+    "  bias1 = Sub (one, beta1_t)\n"
+    "  bias2 = Sub (one, beta2_t)\n"
+    "  m_hat = Div (new_m, bias1)\n"
+    "  v_hat = Div (new_v, bias2)\n"
+    "  v_root = Sqrt (v_hat)\n"
+    "  denom = Add (v_root, epsilon)\n"
+    "  direction = Div (m_hat, denom)\n"
+    "  delta = Mul (lr, direction)\n"
+    "  new_param = Sub (decayed, delta)\n"
+    "}\n";
+
+static const OnyxOptimizerEntry kEntry = {
+    ONYX_OPTIMIZER_MAGIC,
+    sizeof(OnyxOptimizerEntry),
+    ONYX_OPTIMIZER_ABI_VERSION(1, 0),
+    ONYX_OPTIMIZER_ABI_VERSION(ONYX_OPTIMIZER_ABI_VERSION_MAJOR, ONYX_OPTIMIZER_ABI_VERSION_MINOR),
+    "adamw",
+    "1.0.0",
+    sizeof kSlots / sizeof kSlots[0],
+    kSlots,
+    sizeof kHyperparameters / sizeof kHyperparameters[0],
+    kHyperparameters,
+    kUpdate,
+    "ai.onyx.optimizers",
+    "AdamW",
+};
+
+ONYX_OPTIMIZER_EXPORT const OnyxOptimizerEntry* OnyxGetOptimizerEntry(void) { return &kEntry; }
