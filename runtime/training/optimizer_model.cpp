@@ -1,0 +1,239 @@
+#include "training/optimizer_model.h"
+
+#include <onnx/defs/parser.h>
+
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+namespace onyx::training {
+namespace {
+
+namespace onnx = ONNX_NAMESPACE;
+
+constexpr const char* kGlobalInputs[] = {"lr", "step", "max_grad_norm"};
+
+void add_value_info(onnx::ValueInfoProto* info, const std::string& name, const Shape& shape) {
+  info->set_name(name);
+  auto* tensor = info->mutable_type()->mutable_tensor_type();
+  tensor->set_elem_type(onnx::TensorProto::FLOAT);
+  auto* dims = tensor->mutable_shape();
+  for (int64_t d : shape) dims->add_dim()->set_dim_value(d);
+}
+
+onnx::NodeProto* add_node(onnx::GraphProto& g, const std::string& op, std::vector<std::string> in,
+                          std::vector<std::string> out) {
+  onnx::NodeProto* n = g.add_node();
+  n->set_op_type(op);
+  n->set_name(out.front());
+  for (auto& s : in) n->add_input(s);
+  for (auto& s : out) n->add_output(s);
+  return n;
+}
+
+void add_float_constant(onnx::GraphProto& g, const std::string& name, float value) {
+  onnx::NodeProto* n = add_node(g, "Constant", {}, {name});
+  onnx::AttributeProto* a = n->add_attribute();
+  a->set_name("value_float");
+  a->set_type(onnx::AttributeProto::FLOAT);
+  a->set_f(value);
+}
+
+std::string format_float(float v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", double(v));
+  return buf;
+}
+
+// Global-norm clipping: every gradient is scaled by
+// max_norm / (norm + 1e-6) when clipping is on and norm > max_norm.
+// Returns the names of the gradients the updates read.
+std::vector<std::string> add_clipping(onnx::GraphProto& g, const std::vector<OptimizerParameter>& params) {
+  std::vector<std::string> squares;
+  for (const auto& p : params) {
+    std::string sq = gradient_name(p.name) + ".sum_sq";
+    onnx::NodeProto* n = add_node(g, "ReduceSumSquare", {gradient_name(p.name)}, {sq});
+    onnx::AttributeProto* keep = n->add_attribute();
+    keep->set_name("keepdims");
+    keep->set_type(onnx::AttributeProto::INT);
+    keep->set_i(0);
+    squares.push_back(sq);
+  }
+  add_node(g, "Sum", squares, {"clip.total_sq"});
+  add_node(g, "Sqrt", {"clip.total_sq"}, {"grad_norm"});
+  add_float_constant(g, "clip.zero", 0.0f);
+  add_float_constant(g, "clip.one", 1.0f);
+  add_float_constant(g, "clip.tiny", 1e-6f);
+  add_node(g, "Greater", {"max_grad_norm", "clip.zero"}, {"clip.enabled"});
+  add_node(g, "Greater", {"grad_norm", "max_grad_norm"}, {"clip.exceeded"});
+  add_node(g, "And", {"clip.enabled", "clip.exceeded"}, {"clip.active"});
+  add_node(g, "Add", {"grad_norm", "clip.tiny"}, {"clip.denominator"});
+  add_node(g, "Div", {"max_grad_norm", "clip.denominator"}, {"clip.ratio"});
+  add_node(g, "Where", {"clip.active", "clip.ratio", "clip.one"}, {"clip.scale"});
+  std::vector<std::string> clipped;
+  for (const auto& p : params) {
+    std::string c = gradient_name(p.name) + ".clipped";
+    add_node(g, "Mul", {gradient_name(p.name), "clip.scale"}, {c});
+    clipped.push_back(c);
+  }
+  return clipped;
+}
+
+// Copies the function body into `g` with formal names bound to `actual` and
+// every other name made unique with `prefix`.
+Status inline_function(const onnx::FunctionProto& fn, const std::map<std::string, std::string>& actual,
+                       const std::string& prefix, onnx::GraphProto& g) {
+  auto rename = [&](const std::string& name) {
+    if (name.empty()) return name;
+    auto it = actual.find(name);
+    return it != actual.end() ? it->second : prefix + name;
+  };
+  for (const onnx::NodeProto& node : fn.node()) {
+    onnx::NodeProto* copy = g.add_node();
+    *copy = node;
+    for (int i = 0; i < copy->input_size(); ++i) copy->set_input(i, rename(node.input(i)));
+    for (int i = 0; i < copy->output_size(); ++i) copy->set_output(i, rename(node.output(i)));
+    copy->set_name(prefix + (node.name().empty() ? node.output(0) : node.name()));
+    for (const auto& a : node.attribute())
+      if (!a.ref_attr_name().empty())
+        return invalid_argument("optimizer function " + fn.name() + ": node " + node.op_type() +
+                                " refers to function attribute '" + a.ref_attr_name() +
+                                "', but optimizer functions take no attributes");
+    if (!node.domain().empty() && node.domain() != "ai.onnx")
+      return invalid_argument("optimizer function " + fn.name() + ": node " + node.op_type() +
+                              " is in domain '" + node.domain() + "'; only ai.onnx ops are allowed");
+  }
+  return Status();
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> parts;
+  if (s.empty()) return parts;
+  std::stringstream in(s);
+  std::string part;
+  while (std::getline(in, part, sep)) parts.push_back(part);
+  return parts;
+}
+
+}  // namespace
+
+StatusOr<onnx::ModelProto> build_optimizer_model(const OptimizerDescription& optimizer,
+                                                 const std::vector<OptimizerParameter>& params) {
+  onnx::FunctionProto fn;
+  auto parsed = onnx::OnnxParser::Parse(fn, optimizer.update_function.c_str());
+  if (!parsed.IsOK())
+    return invalid_argument("optimizer " + optimizer.name + " (" + optimizer.path +
+                            "): update function does not parse: " + parsed.ErrorMessage());
+  // The signature the ABI promises.
+  std::vector<std::string> formal_in = {"param", "grad"};
+  for (const auto& s : optimizer.slots) formal_in.push_back(s.name);
+  formal_in.push_back("lr");
+  formal_in.push_back("step");
+  for (const auto& h : optimizer.hyperparameters) formal_in.push_back(h.name);
+  size_t expected_outputs = 1 + optimizer.slots.size();
+  if (size_t(fn.input_size()) != formal_in.size() || size_t(fn.output_size()) != expected_outputs)
+    return invalid_argument("optimizer " + optimizer.name + ": update function " + fn.name() + " has " +
+                            std::to_string(fn.input_size()) + " inputs and " +
+                            std::to_string(fn.output_size()) + " outputs; its declarations need " +
+                            std::to_string(formal_in.size()) + " and " + std::to_string(expected_outputs));
+  if (params.empty()) return invalid_argument("optimizer model: no trainable parameters");
+
+  onnx::ModelProto model;
+  model.set_ir_version(8);
+  model.set_producer_name("onyx");
+  auto* opset = model.add_opset_import();
+  opset->set_domain("");
+  opset->set_version(17);
+  onnx::GraphProto& g = *model.mutable_graph();
+  g.set_name(optimizer.name + "_optimizer");
+
+  for (const char* name : kGlobalInputs) add_value_info(g.add_input(), name, {});
+  for (const auto& h : optimizer.hyperparameters) add_value_info(g.add_input(), h.name, {});
+  for (const auto& p : params) {
+    if (p.dtype != ONYX_DTYPE_FLOAT32)
+      return unimplemented("optimizer " + optimizer.name + ": parameter '" + p.name + "' is " +
+                           dtype_name(p.dtype) + "; optimizer updates are float32 only (freeze it)");
+    add_value_info(g.add_input(), p.name, p.shape);
+    add_value_info(g.add_input(), gradient_name(p.name), p.shape);
+    for (const auto& s : optimizer.slots) add_value_info(g.add_input(), slot_name(p.name, s.name), p.shape);
+  }
+  add_value_info(g.add_output(), "grad_norm", {});
+
+  std::vector<std::string> grads = add_clipping(g, params);
+  for (size_t k = 0; k < params.size(); ++k) {
+    const OptimizerParameter& p = params[k];
+    std::map<std::string, std::string> actual;
+    std::vector<std::string> actual_in = {p.name, grads[k]};
+    for (const auto& s : optimizer.slots) actual_in.push_back(slot_name(p.name, s.name));
+    actual_in.push_back("lr");
+    actual_in.push_back("step");
+    for (const auto& h : optimizer.hyperparameters) actual_in.push_back(h.name);
+    for (size_t i = 0; i < actual_in.size(); ++i) actual[fn.input(int(i))] = actual_in[i];
+    actual[fn.output(0)] = updated_name(p.name);
+    add_value_info(g.add_output(), updated_name(p.name), p.shape);
+    for (size_t s = 0; s < optimizer.slots.size(); ++s) {
+      std::string out = updated_name(slot_name(p.name, optimizer.slots[s].name));
+      actual[fn.output(int(s + 1))] = out;
+      add_value_info(g.add_output(), out, p.shape);
+    }
+    ONYX_RETURN_IF_ERROR(inline_function(fn, actual, p.name + "/" + optimizer.name + "/", g));
+  }
+
+  auto meta = [&](const std::string& key, const std::string& value) {
+    auto* prop = model.add_metadata_props();
+    prop->set_key(key);
+    prop->set_value(value);
+  };
+  meta("onyx.optimizer", optimizer.name);
+  meta("onyx.optimizer.version", optimizer.version);
+  std::string slots, hps;
+  for (const auto& s : optimizer.slots) slots += (slots.empty() ? "" : ",") + s.name + "=" + format_float(s.initial_value);
+  for (const auto& h : optimizer.hyperparameters)
+    hps += (hps.empty() ? "" : ",") + h.name + "=" + format_float(h.default_value);
+  meta("onyx.optimizer.slots", slots);
+  meta("onyx.optimizer.hyperparameters", hps);
+  return model;
+}
+
+StatusOr<OptimizerModelInfo> read_optimizer_model_info(const onnx::ModelProto& model) {
+  OptimizerModelInfo info;
+  bool found = false;
+  auto parse_pairs = [](const std::string& text, auto&& add) -> Status {
+    for (const std::string& item : split(text, ',')) {
+      size_t eq = item.find('=');
+      if (eq == std::string::npos) return invalid_argument("malformed entry '" + item + "'");
+      try {
+        add(item.substr(0, eq), std::stof(item.substr(eq + 1)));
+      } catch (const std::exception&) {
+        return invalid_argument("malformed number in '" + item + "'");
+      }
+    }
+    return Status();
+  };
+  for (const auto& prop : model.metadata_props()) {
+    if (prop.key() == "onyx.optimizer") {
+      info.optimizer = prop.value();
+      found = true;
+    } else if (prop.key() == "onyx.optimizer.slots") {
+      ONYX_RETURN_IF_ERROR(parse_pairs(prop.value(), [&](std::string n, float v) {
+        info.slots.push_back({std::move(n), v});
+      }).with_context("optimizer model slots"));
+    } else if (prop.key() == "onyx.optimizer.hyperparameters") {
+      ONYX_RETURN_IF_ERROR(parse_pairs(prop.value(), [&](std::string n, float v) {
+        info.hyperparameters.push_back({std::move(n), v, ""});
+      }).with_context("optimizer model hyperparameters"));
+    }
+  }
+  if (!found) return invalid_argument("not an Onyx optimizer model: metadata 'onyx.optimizer' is missing");
+  const auto& inputs = model.graph().input();
+  size_t globals = std::size(kGlobalInputs) + info.hyperparameters.size();
+  size_t stride = 2 + info.slots.size();
+  if (size_t(inputs.size()) < globals || (size_t(inputs.size()) - globals) % stride != 0)
+    return invalid_argument("optimizer model: " + std::to_string(inputs.size()) +
+                            " inputs do not match its metadata (" + std::to_string(info.slots.size()) +
+                            " slots, " + std::to_string(info.hyperparameters.size()) + " hyperparameters)");
+  for (size_t i = globals; i < size_t(inputs.size()); i += stride) info.parameters.push_back(inputs[int(i)].name());
+  return info;
+}
+
+}  // namespace onyx::training

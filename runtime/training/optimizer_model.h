@@ -1,0 +1,51 @@
+// optimizer_model.h: the optimizer model, an ordinary ONNX model that applies
+// one optimizer step to every trainable parameter, built from an optimizer
+// plugin's update function (inlined once per parameter) plus gradient
+// clipping by global norm. It runs on any provider like any other model.
+//
+// Inputs, in order: "lr", "step", "max_grad_norm" (float32 scalars; step
+// counts updates from 1; max_grad_norm <= 0 turns clipping off), then the
+// plugin's hyperparameters (float32 scalars, declared order), then for each
+// parameter: "<p>", "<p>_grad", then one "<p>.<slot>" per state slot.
+// Outputs: "grad_norm" (the global norm before clipping), then for each
+// parameter "<p>.updated" and "<p>.<slot>.updated".
+// The model describes itself in metadata_props (read_optimizer_model_info),
+// so a session needs no plugin to run it.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "training/optimizer_plugin.h"
+
+namespace onyx::training {
+
+struct OptimizerParameter {
+  std::string name;
+  int32_t dtype = ONYX_DTYPE_FLOAT32;
+  Shape shape;
+};
+
+struct OptimizerModelInfo {
+  std::string optimizer;  // "adamw"
+  std::vector<OptimizerSlotInfo> slots;
+  std::vector<OptimizerHyperparameterInfo> hyperparameters;  // with defaults
+  std::vector<std::string> parameters;
+};
+
+inline std::string gradient_name(const std::string& param) { return param + "_grad"; }
+inline std::string slot_name(const std::string& param, const std::string& slot) { return param + "." + slot; }
+inline std::string updated_name(const std::string& value) { return value + ".updated"; }
+
+// Errors: a parameter that is not float32, an update function that does not
+// parse or whose signature does not match the plugin's declarations.
+StatusOr<ONNX_NAMESPACE::ModelProto> build_optimizer_model(const OptimizerDescription& optimizer,
+                                                           const std::vector<OptimizerParameter>& params);
+
+// Reads the description back from a model made by build_optimizer_model.
+StatusOr<OptimizerModelInfo> read_optimizer_model_info(const ONNX_NAMESPACE::ModelProto& model);
+
+}  // namespace onyx::training

@@ -1,0 +1,351 @@
+#include "training/training_session.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "ir/onnx_import.h"
+
+namespace onyx::training {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+StatusOr<std::string> read_whole_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return not_found("cannot open " + path.string());
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  if (!in.good() && !in.eof()) return data_loss("error reading " + path.string());
+  return buffer.str();
+}
+
+StatusOr<std::unique_ptr<Session>> make_session(ProviderRegistry& registry, const std::string& bytes,
+                                                const std::string& base_dir, const SessionOptions& options,
+                                                const char* what) {
+  auto model = ir::load_model_from_bytes(bytes.data(), bytes.size(), base_dir);
+  if (!model.ok()) return model.status().with_context(std::string(what) + " model");
+  auto session = Session::create(registry, std::move(model).value(), options);
+  if (!session.ok()) return session.status().with_context(std::string(what) + " model");
+  return std::move(session).value();
+}
+
+// Checks that a model input declared for a parameter agrees with the
+// checkpoint's record (known dims only; symbolic dims match anything).
+Status check_parameter_input(const ir::Value& input, const checkpoint::TensorRecord& record, const char* what) {
+  if (input.dtype != ONYX_DTYPE_UNDEFINED && input.dtype != record.dtype)
+    return invalid_argument(std::string(what) + " model input '" + input.name + "' is " +
+                            dtype_name(input.dtype) + " but the checkpoint's parameter is " +
+                            dtype_name(record.dtype));
+  if (input.rank < 0) return Status();
+  bool same = size_t(input.rank) == record.shape.size();
+  for (size_t i = 0; same && i < record.shape.size(); ++i)
+    same = input.dims[i] < 0 || input.dims[i] == record.shape[i];
+  if (!same)
+    return invalid_argument("shape mismatch for parameter '" + input.name + "': the checkpoint has " +
+                            shape_string(record.shape) + " but the " + what + " model expects " +
+                            shape_string(input.dims));
+  return Status();
+}
+
+// Splits a model's inputs into parameters (checked against the checkpoint)
+// and data inputs (everything else, in order).
+StatusOr<std::vector<std::string>> data_inputs(const Session& session, const checkpoint::Checkpoint& state,
+                                               const char* what) {
+  std::vector<std::string> data;
+  const ir::Graph& g = session.graph();
+  std::set<std::string> seen;
+  for (int v : g.inputs) {
+    const ir::Value& value = g.values[v];
+    if (const checkpoint::TensorRecord* record = state.find_parameter(value.name)) {
+      ONYX_RETURN_IF_ERROR(check_parameter_input(value, *record, what));
+      seen.insert(value.name);
+    } else {
+      data.push_back(value.name);
+    }
+  }
+  for (const auto* list : {&state.module.trainable, &state.module.frozen})
+    for (const auto& record : *list)
+      if (!seen.count(record.name))
+        return invalid_argument("checkpoint parameter '" + record.name + "' is not an input of the " +
+                                what + " model: the checkpoint and the model do not belong together");
+  return data;
+}
+
+}  // namespace
+
+StatusOr<TrainingModelBytes> read_artifacts(const std::string& dir) {
+  TrainingModelBytes m;
+  m.base_dir = dir;
+  ONYX_ASSIGN_OR_RETURN(m.training, read_whole_file(fs::path(dir) / "training.onnx"));
+  for (auto [file, target] : {std::pair{"eval.onnx", &m.eval}, std::pair{"optimizer.onnx", &m.optimizer}}) {
+    if (!fs::exists(fs::path(dir) / file)) continue;
+    ONYX_ASSIGN_OR_RETURN(*target, read_whole_file(fs::path(dir) / file));
+  }
+  return m;
+}
+
+StatusOr<std::unique_ptr<TrainingSession>> TrainingSession::create(
+    ProviderRegistry& registry, std::shared_ptr<checkpoint::Checkpoint> state, const TrainingModelBytes& models,
+    const TrainingSessionOptions& options) {
+  if (!state) return invalid_argument("training session: no checkpoint state");
+  ONYX_RETURN_IF_ERROR(checkpoint::validate(*state).with_context("training session checkpoint"));
+  std::unique_ptr<TrainingSession> s(new TrainingSession());
+  s->state_ = std::move(state);
+  s->lr_ = options.learning_rate;
+  s->max_grad_norm_ = options.max_grad_norm;
+  const checkpoint::Checkpoint& ck = *s->state_;
+
+  ONYX_ASSIGN_OR_RETURN(s->train_, make_session(registry, models.training, models.base_dir, options.session, "training"));
+  ONYX_ASSIGN_OR_RETURN(s->train_inputs_, data_inputs(*s->train_, ck, "training"));
+  // Outputs: loss, forward outputs, then exactly one gradient per trainable parameter.
+  std::set<std::string> grads_expected;
+  for (const auto& p : ck.module.trainable) grads_expected.insert(gradient_name(p.name));
+  const ir::Graph& tg = s->train_->graph();
+  for (int v : tg.outputs) {
+    const std::string& name = tg.values[v].name;
+    if (grads_expected.erase(name)) continue;
+    if (name.size() > 5 && name.ends_with("_grad") && ck.find_parameter(name.substr(0, name.size() - 5)))
+      return invalid_argument("training model output '" + name + "' is the gradient of a parameter the " +
+                              "checkpoint lists as frozen");
+    s->train_outputs_.push_back(name);
+  }
+  if (!grads_expected.empty())
+    return invalid_argument("training model has no output '" + *grads_expected.begin() +
+                            "' for a trainable parameter of the checkpoint");
+  if (s->train_outputs_.empty() || s->train_outputs_.front() != "loss")
+    return invalid_argument("training model: the first output must be \"loss\" (docs/training.md)");
+
+  if (!models.eval.empty()) {
+    ONYX_ASSIGN_OR_RETURN(s->eval_, make_session(registry, models.eval, models.base_dir, options.session, "eval"));
+    ONYX_ASSIGN_OR_RETURN(s->eval_inputs_, data_inputs(*s->eval_, ck, "eval"));
+    const ir::Graph& eg = s->eval_->graph();
+    for (int v : eg.outputs) s->eval_outputs_.push_back(eg.values[v].name);
+    s->eval_model_bytes_ = models.eval;
+  }
+  if (!models.optimizer.empty()) {
+    ONNX_NAMESPACE::ModelProto proto;
+    if (!proto.ParseFromString(models.optimizer)) return invalid_argument("optimizer model does not parse as ONNX");
+    ONYX_ASSIGN_OR_RETURN(s->optimizer_info_, read_optimizer_model_info(proto));
+    std::vector<std::string> trainable;
+    for (const auto& p : ck.module.trainable) trainable.push_back(p.name);
+    if (s->optimizer_info_.parameters != trainable)
+      return invalid_argument("optimizer model updates " + std::to_string(s->optimizer_info_.parameters.size()) +
+                              " parameters that differ from the checkpoint's " + std::to_string(trainable.size()) +
+                              " trainable ones (or their order)");
+    ONYX_ASSIGN_OR_RETURN(s->optimizer_,
+                          make_session(registry, models.optimizer, models.base_dir, options.session, "optimizer"));
+    for (const auto& p : ck.module.trainable) {
+      const ir::Graph& og = s->optimizer_->graph();
+      for (int v : og.inputs)
+        if (og.values[v].name == p.name) ONYX_RETURN_IF_ERROR(check_parameter_input(og.values[v], p, "optimizer"));
+    }
+    for (const auto& h : s->optimizer_info_.hyperparameters) s->hyperparameters_.push_back(h.default_value);
+    for (const auto& [name, value] : options.hyperparameters) ONYX_RETURN_IF_ERROR(s->set_hyperparameter(name, value));
+  } else if (!options.hyperparameters.empty()) {
+    return invalid_argument("optimizer hyperparameters given but there is no optimizer model");
+  }
+  return s;
+}
+
+Status TrainingSession::check_ready(const char* what) const {
+  for (const auto* list : {&state_->module.trainable, &state_->module.frozen})
+    for (const auto& p : *list)
+      if (!p.has_data())
+        return failed_precondition(std::string(what) + ": parameter '" + p.name +
+                                   "' has no data (a nominal checkpoint): copy weights in first with "
+                                   "copy_buffer_to_parameters or load a complete checkpoint's parameters");
+  return Status();
+}
+
+StatusOr<std::vector<Tensor>> TrainingSession::run_model(Session& session, const std::vector<std::string>& names,
+                                                         const std::vector<Tensor>& inputs, const char* what) {
+  ONYX_RETURN_IF_ERROR(check_ready(what));
+  if (inputs.size() != names.size())
+    return invalid_argument(std::string(what) + ": " + std::to_string(inputs.size()) + " inputs given, the model takes " +
+                            std::to_string(names.size()));
+  std::vector<std::pair<std::string, Tensor>> feed;
+  for (size_t i = 0; i < names.size(); ++i) feed.emplace_back(names[i], inputs[i]);
+  for (const auto* list : {&state_->module.trainable, &state_->module.frozen})
+    for (const auto& p : *list) feed.emplace_back(p.name, p.data);
+  auto outputs = session.run(feed);
+  if (!outputs.ok()) return outputs.status().with_context(what);
+  return outputs;
+}
+
+StatusOr<std::vector<Tensor>> TrainingSession::train_step(const std::vector<Tensor>& inputs) {
+  auto start = Clock::now();
+  ONYX_ASSIGN_OR_RETURN(std::vector<Tensor> outputs, run_model(*train_, train_inputs_, inputs, "train_step"));
+  // Outputs come in model order: loss, forward outputs and gradients
+  // interleaved as the model lists them; gradients are matched by name.
+  const ir::Graph& g = train_->graph();
+  std::vector<Tensor> user;
+  std::map<std::string, Tensor> grads;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const std::string& name = g.values[g.outputs[i]].name;
+    if (name.ends_with("_grad") && state_->find_parameter(name.substr(0, name.size() - 5)))
+      grads.emplace(name, std::move(outputs[i]));
+    else
+      user.push_back(std::move(outputs[i]));
+  }
+  const auto& trainable = state_->module.trainable;
+  grads_.resize(trainable.size());
+  for (size_t k = 0; k < trainable.size(); ++k) {
+    Tensor& fresh = grads.at(gradient_name(trainable[k].name));
+    Tensor& sum = grads_[k];
+    if (reset_grads_ || sum.empty()) {
+      sum = std::move(fresh);
+      continue;
+    }
+    if (sum.shape() != fresh.shape() || sum.dtype() != fresh.dtype())
+      return internal_error("gradient of '" + trainable[k].name + "' changed shape between steps");
+    if (fresh.dtype() == ONYX_DTYPE_FLOAT32) {
+      float* acc = sum.data_as<float>();
+      const float* add = fresh.data_as<float>();
+      for (int64_t i = 0, n = sum.size(); i < n; ++i) acc[i] += add[i];
+    } else if (fresh.dtype() == ONYX_DTYPE_FLOAT64) {
+      double* acc = sum.data_as<double>();
+      const double* add = fresh.data_as<double>();
+      for (int64_t i = 0, n = sum.size(); i < n; ++i) acc[i] += add[i];
+    } else {
+      return unimplemented(std::string("gradient accumulation for ") + dtype_name(fresh.dtype()) + " gradients");
+    }
+  }
+  reset_grads_ = false;
+  have_grads_ = true;
+  last_train_seconds_ = seconds_since(start);
+  return user;
+}
+
+StatusOr<std::vector<Tensor>> TrainingSession::eval_step(const std::vector<Tensor>& inputs) {
+  if (!eval_) return failed_precondition("eval_step: the session was created without an eval model");
+  return run_model(*eval_, eval_inputs_, inputs, "eval_step");
+}
+
+checkpoint::OptimizerGroup& TrainingSession::optimizer_group() {
+  for (auto& group : state_->optimizer)
+    if (group.name == optimizer_info_.optimizer) return group;
+  checkpoint::OptimizerGroup group;
+  group.name = optimizer_info_.optimizer;
+  group.initial_learning_rate = lr_;
+  state_->optimizer.push_back(std::move(group));
+  return state_->optimizer.back();
+}
+
+int64_t TrainingSession::optimizer_steps() const {
+  for (const auto& group : state_->optimizer)
+    if (group.name == optimizer_info_.optimizer) return group.step;
+  return 0;
+}
+
+Status TrainingSession::optimizer_step() {
+  if (!optimizer_) return failed_precondition("optimizer_step: the session was created without an optimizer model");
+  ONYX_RETURN_IF_ERROR(check_ready("optimizer_step"));
+  if (!have_grads_) return failed_precondition("optimizer_step: no gradients yet (run train_step first)");
+  auto start = Clock::now();
+  checkpoint::OptimizerGroup& group = optimizer_group();
+  auto& trainable = state_->module.trainable;
+  // State tensors: created on first use, checked when loaded from a file.
+  if (group.parameters.empty()) {
+    for (const auto& p : trainable) {
+      checkpoint::ParameterState ps;
+      ps.parameter = p.name;
+      for (const auto& slot : optimizer_info_.slots) {
+        Tensor t = Tensor::allocate(p.dtype, p.shape);
+        std::fill_n(t.data_as<float>(), t.size(), slot.initial_value);
+        ps.tensors.push_back({slot.name, p.dtype, p.shape, t, std::nullopt, std::nullopt});
+      }
+      group.parameters.push_back(std::move(ps));
+    }
+  }
+  if (group.parameters.size() != trainable.size())
+    return invalid_argument("checkpoint optimizer group '" + group.name + "' holds state for " +
+                            std::to_string(group.parameters.size()) + " parameters, the model trains " +
+                            std::to_string(trainable.size()));
+  auto scalar = [](float v) {
+    Tensor t = Tensor::allocate(ONYX_DTYPE_FLOAT32, {});
+    *t.data_as<float>() = v;
+    return t;
+  };
+  std::vector<std::pair<std::string, Tensor>> feed = {{"lr", scalar(float(lr_))},
+                                                      {"step", scalar(float(group.step + 1))},
+                                                      {"max_grad_norm", scalar(max_grad_norm_)}};
+  for (size_t h = 0; h < hyperparameters_.size(); ++h)
+    feed.emplace_back(optimizer_info_.hyperparameters[h].name, scalar(hyperparameters_[h]));
+  for (size_t k = 0; k < trainable.size(); ++k) {
+    const auto& p = trainable[k];
+    const auto& ps = group.parameters[k];
+    if (ps.parameter != p.name || ps.tensors.size() != optimizer_info_.slots.size())
+      return invalid_argument("checkpoint optimizer state for '" + ps.parameter + "' does not match parameter '" +
+                              p.name + "' and the optimizer's " + std::to_string(optimizer_info_.slots.size()) +
+                              " slots");
+    feed.emplace_back(p.name, p.data);
+    feed.emplace_back(gradient_name(p.name), grads_[k]);
+    for (size_t s = 0; s < ps.tensors.size(); ++s) {
+      const auto& slot = ps.tensors[s];
+      if (slot.name != optimizer_info_.slots[s].name || slot.shape != p.shape || !slot.has_data())
+        return invalid_argument("checkpoint optimizer state '" + slot.name + "' of '" + p.name +
+                                "' does not match the optimizer's slot '" + optimizer_info_.slots[s].name +
+                                "' (name, shape " + shape_string(p.shape) + ", data)");
+      feed.emplace_back(slot_name(p.name, slot.name), slot.data);
+    }
+  }
+  auto outputs = optimizer_->run(feed);
+  if (!outputs.ok()) return outputs.status().with_context("optimizer_step");
+  std::vector<Tensor>& out = outputs.value();
+  last_grad_norm_ = *out[0].data_as<float>();
+  size_t i = 1;
+  for (size_t k = 0; k < trainable.size(); ++k) {
+    trainable[k].data = std::move(out[i++]);
+    for (auto& slot : group.parameters[k].tensors) slot.data = std::move(out[i++]);
+  }
+  ++group.step;
+  last_optimizer_seconds_ = seconds_since(start);
+  return Status();
+}
+
+Status TrainingSession::set_learning_rate(double lr) {
+  if (!(lr >= 0) || !std::isfinite(lr)) return invalid_argument("learning rate must be finite and >= 0");
+  lr_ = lr;
+  return Status();
+}
+
+Status TrainingSession::set_lr_schedule(const LrSchedule& schedule) {
+  ONYX_RETURN_IF_ERROR(schedule.validate());
+  schedule_ = schedule;
+  schedule_steps_ = 0;
+  lr_ = schedule.lr_at(0);
+  return Status();
+}
+
+Status TrainingSession::scheduler_step() {
+  if (!schedule_) return failed_precondition("scheduler_step: no learning-rate schedule registered");
+  lr_ = schedule_->lr_at(++schedule_steps_);
+  return Status();
+}
+
+Status TrainingSession::set_hyperparameter(const std::string& name, float value) {
+  std::string known;
+  for (size_t h = 0; h < optimizer_info_.hyperparameters.size(); ++h) {
+    if (optimizer_info_.hyperparameters[h].name == name) {
+      hyperparameters_[h] = value;
+      return Status();
+    }
+    known += (known.empty() ? "" : ", ") + optimizer_info_.hyperparameters[h].name;
+  }
+  return invalid_argument("optimizer '" + optimizer_info_.optimizer + "' has no hyperparameter '" + name +
+                          "' (it has: " + (known.empty() ? std::string("none") : known) + ")");
+}
+
+}  // namespace onyx::training

@@ -1,0 +1,152 @@
+// training_session.h: runs the training, eval and optimizer models against
+// checkpoint state that lives apart from the session.
+//
+// The models follow docs/training.md: the training and eval models take the
+// data inputs, the labels, then every parameter as a graph input (fed here
+// from the checkpoint, so weights live once); the training model returns
+// "loss", the forward outputs and "<p>_grad" per trainable parameter. The
+// optimizer model is optimizer_model.h's.
+//
+// A step:   lazy_reset_grad();  train_step(batch) [x k: gradients add up];
+//           optimizer_step();   scheduler_step();
+// Memory: gradients are one buffer per trainable parameter, kept across
+// steps (overwritten after a reset, accumulated otherwise); optimizer state
+// lives in the checkpoint and is created at the first optimizer step.
+// A nominal checkpoint (no data) allocates nothing; train, eval, optimizer
+// and export fail with FAILED_PRECONDITION until every parameter has data
+// (copy_buffer_to_parameters, update_parameter, or load_parameters_from).
+//
+// Thread-safety: a TrainingSession is not synchronized; use it from one
+// thread at a time. The checkpoint may be shared by several sessions used
+// one at a time; its tensors are replaced (not written in place) by steps.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "onyx/checkpoint.h"
+#include "session/session.h"
+#include "training/lr_scheduler.h"
+#include "training/optimizer_model.h"
+
+namespace onyx::training {
+
+// Serialized ModelProtos; eval and optimizer may be empty (no EvalStep /
+// OptimizerStep). base_dir roots external data ("" forbids it).
+struct TrainingModelBytes {
+  std::string training, eval, optimizer;
+  std::string base_dir;
+};
+
+// Reads training.onnx, eval.onnx, optimizer.onnx from a folder (`onyx
+// artifacts` output); the eval and optimizer files are optional.
+StatusOr<TrainingModelBytes> read_artifacts(const std::string& dir);
+
+struct TrainingSessionOptions {
+  SessionOptions session;
+  double learning_rate = 1e-3;
+  std::map<std::string, float> hyperparameters;  // overrides the optimizer's defaults
+  float max_grad_norm = 0;                       // <= 0: no clipping
+};
+
+struct ExportOptions {
+  // Forward outputs to keep (default: every eval output but "loss").
+  std::vector<std::string> outputs;
+  // Initializers go to a side file "<model file name>.data" when their total
+  // size reaches this (protobuf cannot hold more than 2 GB in one message).
+  size_t external_data_threshold = size_t(1) << 30;
+};
+
+class TrainingSession {
+ public:
+  static StatusOr<std::unique_ptr<TrainingSession>> create(ProviderRegistry& registry,
+                                                           std::shared_ptr<checkpoint::Checkpoint> state,
+                                                           const TrainingModelBytes& models,
+                                                           const TrainingSessionOptions& options);
+
+  // Data and label inputs (no parameters) and outputs (no gradients).
+  const std::vector<std::string>& train_input_names() const { return train_inputs_; }
+  const std::vector<std::string>& train_output_names() const { return train_outputs_; }
+  const std::vector<std::string>& eval_input_names() const { return eval_inputs_; }
+  const std::vector<std::string>& eval_output_names() const { return eval_outputs_; }
+
+  // inputs in train_input_names() order; returns train_output_names() values.
+  StatusOr<std::vector<Tensor>> train_step(const std::vector<Tensor>& inputs);
+  StatusOr<std::vector<Tensor>> eval_step(const std::vector<Tensor>& inputs);
+  // The next train_step overwrites the gradients instead of adding to them.
+  void lazy_reset_grad() { reset_grads_ = true; }
+  // Applies the optimizer to the accumulated gradients; step count + 1.
+  Status optimizer_step();
+
+  double learning_rate() const { return lr_; }
+  Status set_learning_rate(double lr);
+  // Installs a schedule (its base_lr replaces the current rate) and sets lr to lr_at(0).
+  Status set_lr_schedule(const LrSchedule& schedule);
+  // Advances the schedule by one step and sets the learning rate from it.
+  Status scheduler_step();
+  Status set_hyperparameter(const std::string& name, float value);
+  void set_max_grad_norm(float norm) { max_grad_norm_ = norm; }
+  // The gradients' global norm measured by the last optimizer step (before clipping).
+  float last_grad_norm() const { return last_grad_norm_; }
+  int64_t optimizer_steps() const;
+
+  // Parameters in checkpoint order (trainable, then frozen unless trainable_only).
+  size_t parameter_count(bool trainable_only) const;    // tensors
+  size_t parameters_elements(bool trainable_only) const;
+  size_t parameters_bytes(bool trainable_only) const;   // the flat buffer's size
+  // The flat buffer holds each parameter's bytes in order, packed, in its
+  // own dtype (any mix). `bytes` must equal parameters_bytes().
+  Status copy_parameters_to_buffer(void* buffer, size_t bytes, bool trainable_only) const;
+  // Also gives a nominal checkpoint its data.
+  Status copy_buffer_to_parameters(const void* buffer, size_t bytes, bool trainable_only);
+  StatusOr<Tensor> get_parameter(const std::string& name) const;  // a copy
+  Status update_parameter(const std::string& name, const Tensor& value);
+  // Takes every parameter's value from a complete checkpoint of the same schema.
+  Status load_parameters_from(const checkpoint::Checkpoint& source);
+
+  // Writes an inference model: the eval graph cut to `options.outputs`, with
+  // the current parameters as initializers. Atomic (tmp + fsync + rename).
+  Status export_inference_model(const std::string& path, const ExportOptions& options = {}) const;
+
+  void set_seed(uint64_t seed) { seed_ = seed; }
+  uint64_t seed() const { return seed_; }
+  const std::shared_ptr<checkpoint::Checkpoint>& state() const { return state_; }
+  const OptimizerModelInfo* optimizer_info() const { return optimizer_ ? &optimizer_info_ : nullptr; }
+  Session& training_graph_session() { return *train_; }
+  Session* eval_graph_session() { return eval_.get(); }
+  Session* optimizer_graph_session() { return optimizer_.get(); }
+
+  // Time spent in the last step's parts (seconds), for benchmarks.
+  double last_train_seconds() const { return last_train_seconds_; }
+  double last_optimizer_seconds() const { return last_optimizer_seconds_; }
+
+ private:
+  TrainingSession() = default;
+  Status check_ready(const char* what) const;
+  std::vector<checkpoint::TensorRecord*> parameters(bool trainable_only);
+  std::vector<const checkpoint::TensorRecord*> parameters(bool trainable_only) const;
+  StatusOr<std::vector<Tensor>> run_model(Session& session, const std::vector<std::string>& input_names,
+                                          const std::vector<Tensor>& inputs, const char* what);
+  checkpoint::OptimizerGroup& optimizer_group();
+
+  std::shared_ptr<checkpoint::Checkpoint> state_;
+  std::unique_ptr<Session> train_, eval_, optimizer_;
+  std::string eval_model_bytes_;  // for export
+  std::vector<std::string> train_inputs_, train_outputs_, eval_inputs_, eval_outputs_;
+  std::vector<Tensor> grads_;  // per trainable parameter
+  bool reset_grads_ = true;
+  bool have_grads_ = false;
+  OptimizerModelInfo optimizer_info_;
+  std::vector<float> hyperparameters_;  // in optimizer_info_ order
+  double lr_ = 1e-3;
+  std::optional<LrSchedule> schedule_;
+  int64_t schedule_steps_ = 0;
+  float max_grad_norm_ = 0, last_grad_norm_ = 0;
+  uint64_t seed_ = 0;
+  double last_train_seconds_ = 0, last_optimizer_seconds_ = 0;
+};
+
+}  // namespace onyx::training
