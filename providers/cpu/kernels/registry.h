@@ -11,6 +11,7 @@ void register_reduction_kernels(sdk::KernelRegistry& registry);     // Reduce*, 
 void register_shape_kernels(sdk::KernelRegistry& registry);         // Reshape ... Gather, Cast
 void register_linalg_kernels(sdk::KernelRegistry& registry);        // MatMul, Gemm
 void register_nn_kernels(sdk::KernelRegistry& registry);            // Conv, pools, norms, softmax
+void register_grad_kernels(sdk::KernelRegistry& registry);          // ai.onyx gradient/loss ops (grad_*.cpp)
 
 // All of the above, in a fixed order.
 inline void register_all_kernels(sdk::KernelRegistry& registry) {
@@ -19,6 +20,7 @@ inline void register_all_kernels(sdk::KernelRegistry& registry) {
   register_shape_kernels(registry);
   register_linalg_kernels(registry);
   register_nn_kernels(registry);
+  register_grad_kernels(registry);
 }
 
 }  // namespace onyx::cpu

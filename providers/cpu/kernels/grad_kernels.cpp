@@ -1,0 +1,11 @@
+// grad_kernels.cpp: register_grad_kernels.
+#include "kernels/grad_kernels.h"
+
+namespace onyx::cpu {
+
+void register_grad_kernels(sdk::KernelRegistry& registry) {
+  register_grad_reduce_kernels(registry);
+  register_grad_loss_kernels(registry);
+}
+
+}  // namespace onyx::cpu

@@ -1,0 +1,85 @@
+// emitter.h: appends nodes to an ONNX graph under fresh names, and knows the
+// element type and (possibly partial) shape of values from ONNX shape
+// inference. Gradient rules and loss builders emit through it.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace onyx::autodiff {
+
+// The domain of Onyx's own gradient and loss ops (kernels: providers/cpu/kernels/grad_*.cpp).
+inline constexpr const char* kOnyxDomain = "ai.onyx";
+
+// Element type and shape of a value; dims of -1 are unknown, rank -1 unknown.
+struct ValueType {
+  int32_t dtype = 0;
+  int rank = -1;
+  std::vector<int64_t> dims;
+  bool shape_known() const;
+};
+
+ONNX_NAMESPACE::AttributeProto attr_int(const std::string& name, int64_t v);
+ONNX_NAMESPACE::AttributeProto attr_float(const std::string& name, float v);
+ONNX_NAMESPACE::AttributeProto attr_ints(const std::string& name, const std::vector<int64_t>& v);
+ONNX_NAMESPACE::AttributeProto attr_string(const std::string& name, const std::string& v);
+
+class Emitter {
+ public:
+  // `graph` receives the nodes; `opset` is the model's ai.onnx version (ops
+  // are emitted in the form that version defines).
+  Emitter(ONNX_NAMESPACE::GraphProto* graph, int64_t opset, std::string prefix);
+
+  // Records the types found by shape inference over a model.
+  void learn_types(const ONNX_NAMESPACE::GraphProto& inferred);
+  std::optional<ValueType> type(const std::string& value) const;
+  void set_type(const std::string& value, ValueType t) { types_[value] = std::move(t); }
+  // The element type of `value`, or float32 when unknown.
+  int32_t dtype(const std::string& value) const;
+  int64_t opset() const { return opset_; }
+
+  // Adds a node; returns its outputs (fresh names).
+  std::vector<std::string> node(const std::string& op, const std::vector<std::string>& inputs,
+                                size_t outputs = 1,
+                                std::vector<ONNX_NAMESPACE::AttributeProto> attrs = {},
+                                const std::string& domain = "");
+  std::string op(const std::string& op, const std::vector<std::string>& inputs,
+                 std::vector<ONNX_NAMESPACE::AttributeProto> attrs = {},
+                 const std::string& domain = "") {
+    return node(op, inputs, 1, std::move(attrs), domain)[0];
+  }
+  // A unique value name with the emitter's prefix.
+  std::string fresh(const std::string& hint);
+
+  // Constants (Constant nodes).
+  std::string ints(const std::vector<int64_t>& values);           // 1-D int64
+  std::string scalar(double value, int32_t dtype);                 // rank 0
+  std::string scalar_like(double value, const std::string& like) { return scalar(value, dtype(like)); }
+
+  // Ops whose ONNX form changed across opsets, emitted for opset_.
+  std::string reduce(const std::string& op, const std::string& x, const std::vector<int64_t>& axes,
+                     bool keepdims);
+  std::string unsqueeze(const std::string& x, const std::vector<int64_t>& axes);
+  std::vector<std::string> split(const std::string& x, int64_t axis, const std::string& sizes,
+                                 size_t outputs);
+
+  // g, which has the shape of value `full`, summed back to the shape of
+  // `like` after broadcasting; g itself when the static shapes agree.
+  std::string sum_to_shape(const std::string& g, const std::string& like, const std::string& full);
+  // Zeros with the shape and type of `like`.
+  std::string zeros_like(const std::string& like);
+
+ private:
+  ONNX_NAMESPACE::GraphProto* graph_;
+  int64_t opset_;
+  std::string prefix_;
+  std::map<std::string, ValueType> types_;
+  std::map<std::string, int> used_;
+};
+
+}  // namespace onyx::autodiff

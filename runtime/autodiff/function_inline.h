@@ -1,0 +1,23 @@
+// function_inline.h: expands ops whose ONNX schema defines a function body
+// into that body, so that ops without their own gradient rule are
+// differentiated through the ops they are defined by.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <vector>
+
+#include "autodiff/emitter.h"
+#include "core/status.h"
+
+namespace onyx::autodiff {
+
+// True when the op's schema (at the model's opset) has a static function body.
+bool has_function_body(const ONNX_NAMESPACE::NodeProto& node, int64_t opset);
+
+// Replaces the nodes at `indices` by their function bodies, in place. Body
+// values get fresh names; attribute references take the node's attribute or
+// the schema's default.
+Status inline_nodes(ONNX_NAMESPACE::GraphProto* graph, const std::vector<int>& indices, Emitter& e);
+
+}  // namespace onyx::autodiff

@@ -1,0 +1,148 @@
+// losses.cpp: see losses.h.
+#include "autodiff/losses.h"
+
+#include <map>
+#include <set>
+
+namespace onyx::autodiff {
+
+namespace onnx = ONNX_NAMESPACE;
+
+namespace {
+
+onnx::ValueInfoProto tensor_input(const std::string& name, int32_t dtype, const std::vector<int64_t>& dims,
+                                  int rank) {
+  onnx::ValueInfoProto v;
+  v.set_name(name);
+  auto* t = v.mutable_type()->mutable_tensor_type();
+  t->set_elem_type(dtype);
+  if (rank < 0) return v;
+  auto* shape = t->mutable_shape();
+  for (int64_t d : dims) {
+    auto* dim = shape->add_dim();
+    if (d >= 0) dim->set_dim_value(d);
+  }
+  return v;
+}
+
+std::string reduce_all(Emitter& e, const std::string& x, Reduction r) {
+  return e.reduce(r == Reduction::kMean ? "ReduceMean" : "ReduceSum", x, {}, false);
+}
+
+StatusOr<LossNodes> custom_loss(onnx::GraphProto* graph, Emitter& e, const onnx::ModelProto& model) {
+  const onnx::GraphProto& lg = model.graph();
+  if (lg.output_size() != 1)
+    return invalid_argument("the custom loss graph must have exactly one output (the loss); it has " +
+                            std::to_string(lg.output_size()));
+  std::set<std::string> forward_outputs;
+  for (const auto& o : graph->output()) forward_outputs.insert(o.name());
+  LossNodes out;
+  std::map<std::string, std::string> names;  // loss graph name -> training graph name
+  std::set<std::string> initialized;
+  for (const auto& t : lg.initializer()) initialized.insert(t.name());
+  for (const auto& in : lg.input()) {
+    if (initialized.count(in.name())) continue;
+    names[in.name()] = in.name();
+    if (!forward_outputs.count(in.name())) out.label_inputs.push_back(in);
+  }
+  auto map_name = [&](const std::string& n) {
+    if (n.empty()) return n;
+    auto it = names.find(n);
+    return it != names.end() ? it->second : (names[n] = e.fresh("custom/" + n));
+  };
+  for (const auto& t : lg.initializer()) {
+    onnx::TensorProto copy = t;
+    copy.set_name(map_name(t.name()));
+    *graph->add_initializer() = std::move(copy);
+  }
+  for (const auto& n : lg.node()) {
+    onnx::NodeProto copy = n;
+    copy.set_name(e.fresh("custom/" + n.op_type()));
+    for (auto& i : *copy.mutable_input()) i = map_name(i);
+    for (auto& o : *copy.mutable_output()) o = map_name(o);
+    *graph->add_node() = std::move(copy);
+  }
+  out.loss = map_name(lg.output(0).name());
+  if (names.count(lg.output(0).name()) && forward_outputs.count(lg.output(0).name()))
+    return invalid_argument("the custom loss graph's output '" + lg.output(0).name() +
+                            "' is a forward output; the loss must be computed from it");
+  return out;
+}
+
+}  // namespace
+
+StatusOr<LossNodes> add_loss(onnx::GraphProto* graph, Emitter& e, const LossSpec& spec) {
+  if (spec.kind == LossKind::kCustom) return custom_loss(graph, e, spec.custom);
+  if (graph->output_size() == 0) return invalid_argument("the forward model has no outputs to put a loss on");
+  std::string y = spec.output.empty() ? graph->output(0).name() : spec.output;
+  bool found = false;
+  for (const auto& o : graph->output()) found = found || o.name() == y;
+  if (!found) return invalid_argument("the loss was asked for forward output '" + y + "', which the model does not have");
+  std::optional<ValueType> yt = e.type(y);
+  ValueType t = yt ? *yt : ValueType{onnx::TensorProto::FLOAT, -1, {}};
+  if (t.dtype == 0) t.dtype = onnx::TensorProto::FLOAT;
+
+  LossNodes out;
+  const std::string labels = "labels";
+  switch (spec.kind) {
+    case LossKind::kMse:
+    case LossKind::kL1:
+    case LossKind::kBceWithLogits: {
+      out.label_inputs.push_back(tensor_input(labels, t.dtype, t.dims, t.rank));
+      e.set_type(labels, t);
+      std::string per_element;
+      if (spec.kind == LossKind::kBceWithLogits) {
+        std::string one_minus_t = e.op("Sub", {e.scalar(1, t.dtype), labels});
+        per_element = e.op("Add", {e.op("Mul", {one_minus_t, y}), e.op("Softplus", {e.op("Neg", {y})})});
+      } else {
+        std::string diff = e.op("Sub", {y, labels});
+        per_element = spec.kind == LossKind::kMse ? e.op("Mul", {diff, diff}) : e.op("Abs", {diff});
+      }
+      out.loss = reduce_all(e, per_element, spec.reduction);
+      break;
+    }
+    case LossKind::kCrossEntropy:
+    case LossKind::kNll: {
+      if (spec.label_dtype != onnx::TensorProto::INT64 && spec.label_dtype != onnx::TensorProto::INT32)
+        return invalid_argument("labels of the " + std::string(spec.kind == LossKind::kNll ? "nll" : "crossentropy") +
+                                " loss must be int64 or int32");
+      if (t.rank >= 0 && t.rank < 2)
+        return invalid_argument("the " + std::string(spec.kind == LossKind::kNll ? "nll" : "crossentropy") +
+                                " loss needs scores of shape [N, C, ...]; output '" + y + "' has rank " +
+                                std::to_string(t.rank));
+      std::vector<int64_t> label_dims = t.dims;
+      if (t.rank >= 2) label_dims.erase(label_dims.begin() + 1);
+      out.label_inputs.push_back(tensor_input(labels, spec.label_dtype, label_dims, t.rank < 0 ? -1 : t.rank - 1));
+      e.set_type(labels, {spec.label_dtype, t.rank < 0 ? -1 : t.rank - 1, label_dims});
+      std::string log_prob = y;
+      if (spec.kind == LossKind::kCrossEntropy) {
+        log_prob = e.op("LogSoftmax", {y}, {attr_int("axis", 1)});
+        e.set_type(log_prob, t);
+      }
+      std::vector<onnx::AttributeProto> attrs = {
+          attr_string("reduction", spec.reduction == Reduction::kMean ? "mean" : "sum")};
+      if (spec.ignore_index) attrs.push_back(attr_int("ignore_index", *spec.ignore_index));
+      out.loss = e.op("NegativeLogLikelihoodLoss", {log_prob, labels}, std::move(attrs), kOnyxDomain);
+      out.uses_onyx_domain = true;
+      break;
+    }
+    case LossKind::kCustom:
+      break;
+  }
+  e.set_type(out.loss, {t.dtype, 0, {}});
+  return out;
+}
+
+StatusOr<LossKind> parse_loss_kind(const std::string& name) {
+  static const std::map<std::string, LossKind> kinds = {{"mse", LossKind::kMse},
+                                                        {"l1", LossKind::kL1},
+                                                        {"crossentropy", LossKind::kCrossEntropy},
+                                                        {"bcewithlogits", LossKind::kBceWithLogits},
+                                                        {"nll", LossKind::kNll}};
+  auto it = kinds.find(name);
+  if (it == kinds.end())
+    return invalid_argument("unknown loss '" + name + "'; expected mse, l1, crossentropy, bcewithlogits or nll");
+  return it->second;
+}
+
+}  // namespace onyx::autodiff

@@ -1,0 +1,273 @@
+// training_model.cpp: build_training_models (see training_model.h and
+// docs/training.md for the conventions).
+#include "autodiff/training_model.h"
+
+#include <onnx/shape_inference/implementation.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "autodiff/gradient_builder.h"
+#include "autodiff/losses.h"
+
+namespace onyx::autodiff {
+
+namespace onnx = ONNX_NAMESPACE;
+
+namespace {
+
+constexpr int64_t kMinOpset = 13;  // the rules emit ops in their opset-13+ form
+
+bool is_float(int32_t t) {
+  return t == onnx::TensorProto::FLOAT || t == onnx::TensorProto::DOUBLE ||
+         t == onnx::TensorProto::FLOAT16 || t == onnx::TensorProto::BFLOAT16;
+}
+
+int64_t onnx_opset(const onnx::ModelProto& m) {
+  for (const auto& o : m.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx") return o.version();
+  return 0;
+}
+
+// Records the types ONNX shape inference finds (ops it does not know keep
+// unknown types; the rules then use run-time shapes).
+void learn_inferred_types(const onnx::ModelProto& m, Emitter& e) {
+  onnx::ModelProto copy = m;
+  try {
+    onnx::shape_inference::InferShapes(copy);
+  } catch (const std::exception&) {
+    // Partial information is still useful; the rules check what they need.
+  }
+  e.learn_types(copy.graph());
+}
+
+onnx::ValueInfoProto value_info_of(const onnx::TensorProto& t) {
+  onnx::ValueInfoProto v;
+  v.set_name(t.name());
+  auto* tt = v.mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(t.data_type());
+  auto* shape = tt->mutable_shape();
+  for (int64_t d : t.dims()) shape->add_dim()->set_dim_value(d);
+  return v;
+}
+
+struct ParameterSplit {
+  std::vector<const onnx::TensorProto*> trainable, frozen;
+};
+
+StatusOr<ParameterSplit> split_parameters(const onnx::GraphProto& g, const TrainingSpec& spec) {
+  std::map<std::string, const onnx::TensorProto*> inits;
+  for (const auto& t : g.initializer()) inits[t.name()] = &t;
+  auto lookup = [&](const std::string& name, const char* role) -> StatusOr<const onnx::TensorProto*> {
+    auto it = inits.find(name);
+    if (it != inits.end()) return it->second;
+    std::string known;
+    int shown = 0;
+    for (const auto& [n, t] : inits) {
+      if (!is_float(t->data_type())) continue;
+      if (shown++ == 12) {
+        known += ", ...";
+        break;
+      }
+      known += (known.empty() ? "" : ", ") + n;
+    }
+    return not_found(std::string(role) + " parameter '" + name +
+                     "' does not exist: it is not an initializer of the model (float initializers: " +
+                     (known.empty() ? "none" : known) + ")");
+  };
+  ParameterSplit s;
+  std::set<std::string> frozen(spec.frozen.begin(), spec.frozen.end()), taken;
+  for (const auto& name : spec.frozen)
+    if (auto t = lookup(name, "frozen"); !t.ok()) return t.status();
+  if (spec.requires_grad.empty()) {
+    for (const auto& t : g.initializer())
+      if (is_float(t.data_type()) && !frozen.count(t.name())) s.trainable.push_back(&t);
+  } else {
+    for (const auto& name : spec.requires_grad) {
+      ONYX_ASSIGN_OR_RETURN(const onnx::TensorProto* t, lookup(name, "requires-grad"));
+      if (frozen.count(name)) return invalid_argument("parameter '" + name + "' is listed both as requiring gradients and as frozen");
+      if (!is_float(t->data_type()))
+        return invalid_argument("parameter '" + name + "' cannot require gradients: its type is not floating point");
+      if (!taken.insert(name).second) return invalid_argument("parameter '" + name + "' is listed twice");
+      s.trainable.push_back(t);
+    }
+  }
+  for (const auto& t : s.trainable) taken.insert(t->name());
+  // Frozen: the ones named, then every other float initializer, in model order.
+  for (const auto& t : g.initializer())
+    if (!taken.count(t.name()) && (frozen.count(t.name()) || is_float(t.data_type()))) s.frozen.push_back(&t);
+  return s;
+}
+
+// Training-mode Dropout nodes need their mask for the backward pass.
+void expose_dropout_masks(onnx::GraphProto* g, Emitter& e) {
+  for (auto& n : *g->mutable_node())
+    if (n.op_type() == "Dropout" && n.input_size() >= 3 && !n.input(2).empty() &&
+        (n.output_size() < 2 || n.output(1).empty())) {
+      if (n.output_size() < 2) n.add_output("");
+      n.set_output(1, e.fresh("dropout_mask"));
+    }
+}
+
+void set_outputs(onnx::GraphProto* g, const std::vector<onnx::ValueInfoProto>& outs) {
+  g->clear_output();
+  for (const auto& o : outs) *g->add_output() = o;
+}
+
+onnx::ValueInfoProto scalar_output(const std::string& name, int32_t dtype) {
+  onnx::ValueInfoProto v;
+  v.set_name(name);
+  auto* t = v.mutable_type()->mutable_tensor_type();
+  t->set_elem_type(dtype);
+  t->mutable_shape();  // rank 0
+  return v;
+}
+
+// ONNX shape inference does not know ai.onyx ops: declare their outputs'
+// types so that the ops downstream of them are typed.
+void declare_onyx_outputs(onnx::GraphProto* g, const Emitter& e) {
+  g->clear_value_info();
+  std::set<std::string> graph_outputs;
+  for (const auto& o : g->output()) graph_outputs.insert(o.name());
+  for (const auto& n : g->node()) {
+    if (n.domain() != kOnyxDomain) continue;
+    for (const auto& o : n.output()) {
+      auto t = e.type(o);
+      if (!t || graph_outputs.count(o)) continue;
+      onnx::ValueInfoProto* v = g->add_value_info();
+      v->set_name(o);
+      auto* tt = v->mutable_type()->mutable_tensor_type();
+      tt->set_elem_type(t->dtype);
+      if (t->rank < 0) continue;
+      auto* shape = tt->mutable_shape();
+      for (int64_t d : t->dims) {
+        auto* dim = shape->add_dim();
+        if (d >= 0) dim->set_dim_value(d);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+StatusOr<TrainingModels> build_training_models(const onnx::ModelProto& forward, const TrainingSpec& spec) {
+  const int64_t opset = onnx_opset(forward);
+  if (opset < kMinOpset)
+    return invalid_argument("building a training model needs ai.onnx opset >= " + std::to_string(kMinOpset) +
+                            "; the forward model imports opset " + std::to_string(opset));
+  ONYX_ASSIGN_OR_RETURN(ParameterSplit params, split_parameters(forward.graph(), spec));
+
+  TrainingModels out;
+  onnx::ModelProto m = forward;
+  onnx::GraphProto* g = m.mutable_graph();
+  const std::vector<onnx::ValueInfoProto> forward_outputs(g->output().begin(), g->output().end());
+  std::set<std::string> taken_names;
+  for (const auto& n : g->node())
+    for (const auto& o : n.output()) taken_names.insert(o);
+  for (const auto& i : g->input()) taken_names.insert(i.name());
+  for (const auto& t : g->initializer()) taken_names.insert(t.name());
+
+  // Parameters leave the initializers and become inputs.
+  std::set<std::string> param_names;
+  for (auto* list : {&params.trainable, &params.frozen})
+    for (const onnx::TensorProto* t : *list) {
+      out.parameters.push_back({t->name(), t->data_type(), {t->dims().begin(), t->dims().end()},
+                                list == &params.trainable});
+      out.initial_values.push_back(*t);
+      param_names.insert(t->name());
+    }
+  std::vector<onnx::ValueInfoProto> data_inputs;
+  for (const auto& i : g->input())
+    if (!param_names.count(i.name())) {
+      bool initialized = false;
+      for (const auto& t : g->initializer()) initialized = initialized || t.name() == i.name();
+      if (!initialized) data_inputs.push_back(i);
+    }
+  std::vector<onnx::TensorProto> kept;
+  for (const auto& t : g->initializer())
+    if (!param_names.count(t.name())) kept.push_back(t);
+  g->clear_initializer();
+  for (auto& t : kept) *g->add_initializer() = std::move(t);
+
+  // Parameters are inputs from here on (shape inference must see them).
+  g->clear_input();
+  for (const auto& i : data_inputs) *g->add_input() = i;
+  for (const auto& p : out.initial_values) *g->add_input() = value_info_of(p);
+
+  Emitter e(g, opset, "onyx/");
+  expose_dropout_masks(g, e);
+  learn_inferred_types(m, e);
+  for (const auto& p : out.initial_values) e.set_type(p.name(), {p.data_type(), p.dims_size(), {p.dims().begin(), p.dims().end()}});
+
+  ONYX_ASSIGN_OR_RETURN(LossNodes loss, add_loss(g, e, spec.loss));
+  for (const auto& l : loss.label_inputs) {
+    if (taken_names.count(l.name()) && !std::any_of(data_inputs.begin(), data_inputs.end(), [&](const auto& d) { return d.name() == l.name(); }))
+      return invalid_argument("the label input '" + l.name() + "' collides with a value of the forward model");
+    out.label_inputs.push_back(l.name());
+  }
+  for (const std::string reserved : {"loss"})
+    if (taken_names.count(reserved))
+      return invalid_argument("the forward model already has a value named '" + reserved + "', the name of the loss output");
+  int32_t loss_dtype = e.dtype(loss.loss);
+  rename_value(g, loss.loss, "loss");
+  e.set_type("loss", {loss_dtype, 0, {}});
+
+  // Inputs: data, labels, trainable parameters, frozen parameters.
+  g->clear_input();
+  for (const auto& i : data_inputs) *g->add_input() = i;
+  for (const auto& l : loss.label_inputs) *g->add_input() = l;
+  for (const auto& p : out.initial_values) *g->add_input() = value_info_of(p);
+  bool needs_onyx_domain = loss.uses_onyx_domain;
+
+  std::vector<onnx::ValueInfoProto> eval_outputs = {scalar_output("loss", loss_dtype)};
+  eval_outputs.insert(eval_outputs.end(), forward_outputs.begin(), forward_outputs.end());
+  out.eval = m;
+  set_outputs(out.eval.mutable_graph(), eval_outputs);
+
+  std::vector<std::string> wrt;
+  for (const auto* t : params.trainable) {
+    wrt.push_back(t->name());
+    if (taken_names.count(t->name() + "_grad"))
+      return invalid_argument("the forward model already has a value named '" + t->name() + "_grad'");
+  }
+  ONYX_ASSIGN_OR_RETURN(std::vector<std::string> grads, build_gradients(g, e, wrt, "loss"));
+  std::vector<onnx::ValueInfoProto> train_outputs = eval_outputs;
+  std::set<std::string> renamed;
+  for (size_t k = 0; k < wrt.size(); ++k) {
+    const std::string target = wrt[k] + "_grad";
+    // Rename the producing node's output when that value is ours alone;
+    // otherwise (shared by two parameters, or a forward value) copy it.
+    bool own = grads[k].rfind("onyx/", 0) == 0 && !renamed.count(grads[k]) &&
+               std::count(grads.begin(), grads.end(), grads[k]) == 1;
+    if (own) {
+      rename_value(g, grads[k], target);
+      renamed.insert(grads[k]);
+    } else {
+      onnx::NodeProto* n = g->add_node();
+      n->set_op_type("Identity");
+      n->set_name(e.fresh("grad_copy"));
+      n->add_input(grads[k]);
+      n->add_output(target);
+    }
+    onnx::ValueInfoProto v = value_info_of(*params.trainable[k]);
+    v.set_name(target);
+    train_outputs.push_back(v);
+  }
+  set_outputs(g, train_outputs);
+  for (const auto& n : g->node()) needs_onyx_domain = needs_onyx_domain || n.domain() == kOnyxDomain;
+  out.training = std::move(m);
+  for (auto* model : {&out.training, &out.eval}) {
+    bool has = false;
+    for (const auto& o : model->opset_import()) has = has || o.domain() == kOnyxDomain;
+    if (needs_onyx_domain && !has) {
+      auto* o = model->add_opset_import();
+      o->set_domain(kOnyxDomain);
+      o->set_version(1);
+    }
+    declare_onyx_outputs(model->mutable_graph(), e);
+  }
+  return out;
+}
+
+}  // namespace onyx::autodiff

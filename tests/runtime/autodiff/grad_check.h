@@ -1,0 +1,73 @@
+// grad_check.h: builds small float64 forward models and checks the
+// gradients of build_training_models' training model against central finite
+// differences of its eval model, both run by the CPU provider.
+//
+// Tolerance: with step h = 1e-5 in float64 the central difference has
+// truncation error ~h^2 |f'''| ~ 1e-10 and rounding error ~eps |f| / h ~ 1e-11
+// for the O(1) losses used here, so analytic and numeric gradients must agree
+// to |a - n| <= 1e-6 * max(1, |n|): a wrong rule is off by O(1).
+#pragma once
+
+#include <onnx/onnx_pb.h>
+#include <onyx/onyx.hpp>
+
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "autodiff/training_model.h"
+
+namespace onyx::autodiff::testing {
+
+namespace onnx = ONNX_NAMESPACE;
+
+// A forward model under construction (ai.onnx opset 17 unless told).
+class Forward {
+ public:
+  explicit Forward(int64_t opset = 17);
+  // A float64 initializer with uniform random values in [lo, hi).
+  Forward& param(const std::string& name, std::vector<int64_t> dims, double lo = -1, double hi = 1);
+  Forward& param_values(const std::string& name, std::vector<int64_t> dims, std::vector<double> values);
+  Forward& ints(const std::string& name, std::vector<int64_t> dims, std::vector<int64_t> values);
+  Forward& input(const std::string& name, std::vector<int64_t> dims, int32_t dtype = onnx::TensorProto::DOUBLE);
+  Forward& output(const std::string& name, std::vector<int64_t> dims, int32_t dtype = onnx::TensorProto::DOUBLE);
+  Forward& node(const std::string& op, std::vector<std::string> inputs, std::vector<std::string> outputs,
+                std::vector<onnx::AttributeProto> attrs = {}, const std::string& domain = "");
+  onnx::ModelProto& proto() { return model_; }
+  std::mt19937& rng() { return rng_; }
+
+ private:
+  onnx::ModelProto model_;
+  std::mt19937 rng_{1234};
+  int counter_ = 0;
+};
+
+// The custom loss sum_k sum(y_k * w_k) with fixed random weights w_k over
+// every float output of `forward` (declared shapes must be static).
+onnx::ModelProto weighted_sum_loss(const onnx::ModelProto& forward, uint32_t seed = 99);
+
+struct GradCheckResult {
+  double worst_error = 0;       // max over elements of |a - n| / max(1, |n|)
+  std::string worst_place;      // "param[index]: analytic a, numeric n"
+  size_t elements_checked = 0;
+  double max_abs_gradient = 0;  // guards against a test whose gradients are all zero
+};
+
+// Builds the training and eval models of `forward` with `spec` (default: the
+// weighted-sum custom loss), runs them with the initial parameter values and
+// `feeds`, and compares every trainable element with central differences.
+GradCheckResult check_gradients(const onnx::ModelProto& forward, const TrainingSpec* spec = nullptr,
+                                const std::vector<std::pair<std::string, std::shared_ptr<onyx::Tensor>>>& feeds = {});
+
+// Asserts (gtest) that `forward`'s gradients pass; `what` names the case.
+void expect_gradients_match(const onnx::ModelProto& forward, const std::string& what,
+                            const TrainingSpec* spec = nullptr,
+                            const std::vector<std::pair<std::string, std::shared_ptr<onyx::Tensor>>>& feeds = {});
+
+onyx::Env& test_env();  // with the CPU provider's folder added
+// Serializes and opens a session on the CPU provider (fallback: fail).
+std::unique_ptr<onyx::Session> open_session(const onnx::ModelProto& model);
+onyx::Tensor tensor_of(const onnx::TensorProto& t);  // float32/float64/int32/int64 initializers
+
+}  // namespace onyx::autodiff::testing
