@@ -1,0 +1,31 @@
+// checkpoint_onnx.h: exchanging parameters between checkpoints and ONNX
+// models' initializers.
+//
+// Thread-safety: pure functions of their arguments.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <span>
+#include <string>
+
+#include "onyx/checkpoint.h"
+
+namespace onyx::checkpoint {
+
+// A complete checkpoint whose trainable parameters are the model's float
+// initializers named in `trainable` (all floating-point initializers when
+// empty) and whose frozen parameters are the other initializers. External
+// data is read relative to `model_dir` ("" forbids it).
+StatusOr<Checkpoint> import_onnx_initializers(const ONNX_NAMESPACE::ModelProto& model,
+                                              const std::string& model_dir,
+                                              std::span<const std::string> trainable = {});
+
+// Replaces the initializers of `model` that share a parameter's name with
+// the checkpoint's values (dtype and shape must match; the data is stored
+// inline as raw_data). Parameters without such an initializer are added as
+// initializers only when `add_missing` is set; otherwise they are an error.
+Status export_parameters_to_onnx(const Checkpoint& checkpoint, ONNX_NAMESPACE::ModelProto& model,
+                                 bool add_missing = false);
+
+}  // namespace onyx::checkpoint

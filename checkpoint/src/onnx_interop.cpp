@@ -1,0 +1,92 @@
+// onnx_interop.cpp: parameters between ONNX initializers and checkpoints.
+// Decoding (raw_data, typed fields, external data) is the runtime's own
+// importer's (ir/tensor_proto.h), so both read models the same way.
+#include <algorithm>
+#include <set>
+
+#include "ir/tensor_proto.h"
+#include "onyx/checkpoint_onnx.h"
+
+namespace onyx::checkpoint {
+namespace {
+
+bool floating_point(int32_t dtype) {
+  return dtype == ONYX_DTYPE_FLOAT32 || dtype == ONYX_DTYPE_FLOAT16 || dtype == ONYX_DTYPE_BFLOAT16 ||
+         dtype == ONYX_DTYPE_FLOAT64;
+}
+
+Status add_initializer(const std::string& name, Tensor tensor, bool trainable, Checkpoint& c) {
+  if (tensor.dtype() == ONYX_DTYPE_STRING)
+    return invalid_argument("initializer '" + name + "' is a string tensor; checkpoints hold numeric tensors");
+  TensorRecord t;
+  t.name = name;
+  t.dtype = tensor.dtype();
+  t.shape = tensor.shape();
+  t.data = std::move(tensor);
+  (trainable ? c.module.trainable : c.module.frozen).push_back(std::move(t));
+  return {};
+}
+
+}  // namespace
+
+StatusOr<Checkpoint> import_onnx_initializers(const ONNX_NAMESPACE::ModelProto& model, const std::string& model_dir,
+                                              std::span<const std::string> trainable) {
+  std::set<std::string> wanted(trainable.begin(), trainable.end());
+  std::set<std::string> found;
+  Checkpoint c;
+  c.metadata.model_identity = model.graph().name();
+  for (const ONNX_NAMESPACE::TensorProto& proto : model.graph().initializer()) {
+    ONYX_ASSIGN_OR_RETURN(Tensor tensor, ir::tensor_from_proto(proto, model_dir));
+    bool is_trainable = wanted.empty() ? floating_point(tensor.dtype()) : wanted.count(proto.name()) > 0;
+    found.insert(proto.name());
+    ONYX_RETURN_IF_ERROR(add_initializer(proto.name(), std::move(tensor), is_trainable, c));
+  }
+  for (const ONNX_NAMESPACE::SparseTensorProto& proto : model.graph().sparse_initializer()) {
+    ONYX_ASSIGN_OR_RETURN(Tensor tensor, ir::sparse_to_dense(proto, model_dir));
+    const std::string& name = proto.values().name();
+    bool is_trainable = wanted.empty() ? floating_point(tensor.dtype()) : wanted.count(name) > 0;
+    found.insert(name);
+    ONYX_RETURN_IF_ERROR(add_initializer(name, std::move(tensor), is_trainable, c));
+  }
+  for (const std::string& name : wanted)
+    if (!found.count(name)) return not_found("'" + name + "' is not an initializer of the model");
+  ONYX_RETURN_IF_ERROR(validate(c));
+  return c;
+}
+
+Status export_parameters_to_onnx(const Checkpoint& checkpoint, ONNX_NAMESPACE::ModelProto& model, bool add_missing) {
+  if (checkpoint.metadata.shard_count != 1)
+    return failed_precondition("the checkpoint is shard " + std::to_string(checkpoint.metadata.shard_index) + " of " +
+                               std::to_string(checkpoint.metadata.shard_count) + ": aggregate the shards first");
+  if (checkpoint.nominal())
+    return failed_precondition("the checkpoint is nominal: it has no parameter values to export");
+  ONYX_RETURN_IF_ERROR(validate(checkpoint));
+  auto* graph = model.mutable_graph();
+  for (const auto* list : {&checkpoint.module.trainable, &checkpoint.module.frozen}) {
+    for (const TensorRecord& t : *list) {
+      auto& inits = *graph->mutable_initializer();
+      auto it = std::find_if(inits.begin(), inits.end(), [&](const auto& p) { return p.name() == t.name; });
+      ONNX_NAMESPACE::TensorProto* proto = nullptr;
+      if (it != inits.end()) {
+        proto = &*it;
+        Shape dims(proto->dims().begin(), proto->dims().end());
+        if (proto->data_type() != t.dtype || dims != t.shape)
+          return invalid_argument("parameter '" + t.name + "' is " + dtype_name(t.dtype) + " " + shape_string(t.shape) +
+                                  " but the model's initializer is " + dtype_name(proto->data_type()) + " " +
+                                  shape_string(dims));
+      } else if (add_missing) {
+        proto = graph->add_initializer();
+      } else {
+        return not_found("parameter '" + t.name + "' has no initializer of that name in the model");
+      }
+      proto->Clear();
+      proto->set_name(t.name);
+      proto->set_data_type(t.dtype);
+      for (int64_t d : t.shape) proto->add_dims(d);
+      proto->set_raw_data(t.data.data(), t.bytes());
+    }
+  }
+  return {};
+}
+
+}  // namespace onyx::checkpoint
