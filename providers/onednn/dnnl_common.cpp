@@ -1,0 +1,90 @@
+#include "dnnl_common.h"
+
+#include <omp.h>
+
+namespace onyx::onednn {
+
+bool cpu_has_native_bf16() {
+  // cpu_isa values are bit sets ordered by features: bf16 dot products come
+  // with avx512_core_bf16 and with AMX.
+  auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  auto bf16 = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
+  return (isa & bf16) == bf16;
+}
+
+dnnl::memory::desc plain_md(const std::vector<int64_t>& dims, dnnl::memory::data_type type) {
+  dims_t d = dims.empty() ? dims_t{1} : dims_t(dims.begin(), dims.end());
+  dims_t strides(d.size(), 1);
+  for (size_t k = d.size() - 1; k > 0; --k) strides[k - 1] = strides[k] * std::max<int64_t>(d[k], 1);
+  return dnnl::memory::desc(d, type, strides);
+}
+
+dnnl::memory::desc strided_md(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides) {
+  return dnnl::memory::desc(dims_t(dims.begin(), dims.end()), dnnl::memory::data_type::f32,
+                            dims_t(strides.begin(), strides.end()));
+}
+
+dnnl::primitive_attr base_attr() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+void use_host_threads(ComputeContext& ctx) {
+  // omp_set_num_threads sets the calling thread's own setting only, so runs
+  // on other threads are not affected.
+  int threads = int(std::max<size_t>(ctx.thread_count(), 1));
+  if (omp_get_max_threads() != threads) omp_set_num_threads(threads);
+}
+
+OnyxStatus* execute(ComputeContext& ctx, const dnnl::engine& engine, const dnnl::primitive& prim,
+                    const dnnl::primitive_desc_base& pd,
+                    std::unordered_map<int, dnnl::memory> args) {
+  size_t scratch_bytes = pd.scratchpad_desc().get_size();
+  if (scratch_bytes > 0) {
+    void* scratch = nullptr;
+    ONYX_SDK_RETURN_IF_ERROR(ctx.scratch(scratch_bytes, &scratch));
+    args[DNNL_ARG_SCRATCHPAD] = dnnl::memory(pd.scratchpad_desc(), engine, scratch);
+  }
+  use_host_threads(ctx);
+  dnnl::stream stream(engine);
+  prim.execute(stream, args);
+  stream.wait();
+  return nullptr;
+}
+
+std::vector<int64_t> shape_key(ComputeContext& ctx) {
+  std::vector<int64_t> key;
+  for (size_t k = 0; k < ctx.input_count(); ++k) {
+    auto t = ctx.input(k);
+    if (!t) {
+      key.push_back(-1);  // omitted
+      continue;
+    }
+    key.push_back(int64_t(t->rank()));
+    key.insert(key.end(), t->dims.begin(), t->dims.end());
+  }
+  return key;
+}
+
+std::string require_f32(const NodeInfo& node, std::initializer_list<size_t> inputs) {
+  for (size_t k : inputs) {
+    if (!node.input_present(k)) continue;
+    if (node.inputs[k].dtype != ONYX_DTYPE_FLOAT32)
+      return "input " + std::to_string(k) + " is " + sdk::dtype_name(node.inputs[k].dtype) +
+             "; oneDNN kernels here run float32 only";
+  }
+  return {};
+}
+
+std::string require_rank(const NodeInfo& node, size_t input, int min_rank, int max_rank) {
+  if (!node.input_present(input)) return "input " + std::to_string(input) + " is missing";
+  int rank = node.inputs[input].rank;
+  if (rank < 0) return "rank of input " + std::to_string(input) + " unknown at session creation";
+  if (rank < min_rank || rank > max_rank)
+    return "input " + std::to_string(input) + " has rank " + std::to_string(rank) +
+           "; supported ranks are " + std::to_string(min_rank) + ".." + std::to_string(max_rank);
+  return {};
+}
+
+}  // namespace onyx::onednn

@@ -1,0 +1,130 @@
+// dnnl_common.h: what every oneDNN kernel of this provider shares: the
+// device's settings, plain (row-major) memory descriptors, a per-kernel cache
+// of primitives keyed by input shapes, and execution with host scratch memory.
+//
+// Why primitives are built at compute time: a model's shapes are often only
+// known per run (a symbolic batch), and oneDNN primitives are shape-specific.
+// Each kernel builds one primitive per input-shape signature, once, under a
+// mutex; runs after the first reuse it.
+#pragma once
+
+#include <onyx/plugin_sdk.hpp>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace onyx::onednn {
+
+using sdk::ComputeContext;
+using sdk::NodeInfo;
+using dims_t = dnnl::memory::dims;
+
+// Settings of an opened device, from the options given to device_open.
+struct DeviceConfig {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  // "allow_reduced_precision=1" and a CPU with native bf16 (AVX512-BF16 or
+  // AMX): MatMul, Gemm and Conv compute with bf16 inputs and f32 accumulation.
+  bool use_bf16 = false;
+};
+
+// True when the running CPU has native bf16 dot products.
+bool cpu_has_native_bf16();
+
+// A dense row-major f32 (or `type`) descriptor; rank 0 becomes {1}.
+dnnl::memory::desc plain_md(const std::vector<int64_t>& dims,
+                            dnnl::memory::data_type type = dnnl::memory::data_type::f32);
+// A descriptor of `dims` laid out with explicit `strides`.
+dnnl::memory::desc strided_md(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides);
+
+// Attributes every primitive here uses: the host provides scratch memory
+// (so that concurrent runs never share a library-owned scratchpad).
+dnnl::primitive_attr base_attr();
+
+// Runs `prim` with `args` on a fresh stream of `engine`, with the scratchpad
+// taken from the host's per-call scratch memory. Uses the host's thread count.
+OnyxStatus* execute(ComputeContext& ctx, const dnnl::engine& engine, const dnnl::primitive& prim,
+                    const dnnl::primitive_desc_base& pd,
+                    std::unordered_map<int, dnnl::memory> args);
+
+// Sets oneDNN's (OpenMP) thread count for primitives created and run on the
+// calling thread to the host's intra-op thread count.
+void use_host_threads(ComputeContext& ctx);
+
+// A memory object over a host buffer (no copy).
+inline dnnl::memory wrap(const dnnl::memory::desc& md, const dnnl::engine& engine, const void* data) {
+  return dnnl::memory(md, engine, const_cast<void*>(data));
+}
+
+// A reorder primitive from `from` to `to` on one engine.
+inline dnnl::reorder make_reorder(const dnnl::memory::desc& from, const dnnl::memory::desc& to,
+                                  const dnnl::engine& engine) {
+  return dnnl::reorder(dnnl::reorder::primitive_desc(engine, from, engine, to));
+}
+
+// The input shapes of a call: the key of a kernel's primitive cache.
+std::vector<int64_t> shape_key(ComputeContext& ctx);
+
+// Caches one prepared object (primitive, descriptors, reordered weights) per
+// input-shape signature. Thread-safe.
+template <typename Prepared>
+class ShapeCache {
+ public:
+  // Returns the entry for `key`, building it with `build()` (which returns a
+  // shared_ptr<Prepared>, or throws) on first use.
+  template <typename Build>
+  std::shared_ptr<const Prepared> get(const std::vector<int64_t>& key, Build&& build) {
+    std::lock_guard lock(mutex_);
+    auto it = entries_.find(key);
+    if (it != entries_.end()) return it->second;
+    if (entries_.size() >= 32) entries_.erase(entries_.begin());  // bound memory
+    std::shared_ptr<const Prepared> made = build();
+    entries_[key] = made;
+    return made;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::vector<int64_t>, std::shared_ptr<const Prepared>> entries_;
+};
+
+// An eltwise operation as oneDNN sees it: used both by standalone activation
+// kernels and as a post-op fused after MatMul, Gemm and Conv.
+struct Activation {
+  dnnl::algorithm algorithm = dnnl::algorithm::undef;
+  float alpha = 0.f, beta = 0.f;
+};
+
+// The activation an eltwise node computes, or "" in *reason when this
+// provider cannot express it (e.g. Clip with bounds that are not constant).
+bool activation_of(const NodeInfo& node, Activation* out, std::string* reason);
+
+// Spatial-op helpers shared by Conv, ConvTranspose and pooling.
+// Pads as oneDNN wants them: begin and end per spatial axis.
+struct SpatialPads {
+  dims_t begin, end;
+};
+
+// Reasons shared by the supports() predicates: "" when fine.
+std::string require_f32(const NodeInfo& node, std::initializer_list<size_t> inputs);
+std::string require_rank(const NodeInfo& node, size_t input, int min_rank, int max_rank);
+
+// In a supports() predicate: returns the reason when `expr` gives one.
+#define RETURN_IF_REASON(expr)              \
+  do {                                      \
+    std::string onednn_reason_ = (expr);    \
+    if (!onednn_reason_.empty()) return onednn_reason_; \
+  } while (0)
+
+// True for an input that is a constant (initializer) visible at kernel creation.
+inline bool is_constant(const NodeInfo& node, size_t k) {
+  return node.input_present(k) && node.inputs[k].constant.has_value();
+}
+
+}  // namespace onyx::onednn

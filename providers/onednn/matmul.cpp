@@ -1,0 +1,353 @@
+// MatMul and Gemm on oneDNN's matmul primitive, alone or fused with a bias
+// Add and an activation (one primitive: bias and eltwise run as post-ops
+// while the output tile is still in registers).
+//
+// Constant weights are reordered once per shape into the layout oneDNN's
+// kernel prefers (and to bf16 when the device allows reduced precision).
+#include <cstring>
+#include <optional>
+
+#include "ops.h"
+
+namespace onyx::onednn {
+namespace {
+
+using dt = dnnl::memory::data_type;
+
+struct MatMulSpec {
+  bool gemm = false;
+  bool trans_a = false, trans_b = false;
+  float alpha = 1.f, beta = 1.f;
+  std::optional<sdk::ConstantTensor> constant_b;
+  std::vector<float> bias;  // constant bias over the last axis (fused Add); empty: none
+  std::vector<Activation> activations;
+  size_t output_index = 0;  // the group's output the kernel writes
+  bool use_bf16 = false;
+};
+
+// Shapes of one call, as oneDNN sees them (batch dims padded to one rank).
+struct Geometry {
+  dims_t a, b, out;              // oneDNN dims of src, weights, dst
+  dims_t a_strides, b_strides;
+  std::vector<int64_t> onnx_out;  // ONNX output shape
+  int64_t k = 0;
+};
+
+std::string broadcast_error(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  auto str = [](const std::vector<int64_t>& d) {
+    std::string s = "[";
+    for (size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);
+    return s + "]";
+  };
+  return "MatMul shapes " + str(a) + " and " + str(b) + " do not match";
+}
+
+dims_t dense_strides(const dims_t& d) {
+  dims_t s(d.size(), 1);
+  for (size_t k = d.size() - 1; k > 0; --k) s[k - 1] = s[k] * std::max<int64_t>(d[k], 1);
+  return s;
+}
+
+// numpy matmul shapes: 1-D operands gain a unit axis that the output drops.
+bool matmul_geometry(std::vector<int64_t> a, std::vector<int64_t> b, Geometry* g, std::string* err) {
+  bool a_vec = a.size() == 1, b_vec = b.size() == 1;
+  if (a.empty() || b.empty()) return *err = "MatMul of a scalar", false;
+  if (a_vec) a.insert(a.begin(), 1);
+  if (b_vec) b.push_back(1);
+  size_t rank = std::max(a.size(), b.size());
+  std::vector<int64_t> pa(rank - a.size(), 1), pb(rank - b.size(), 1);
+  pa.insert(pa.end(), a.begin(), a.end());
+  pb.insert(pb.end(), b.begin(), b.end());
+  if (pa[rank - 1] != pb[rank - 2]) return *err = broadcast_error(a, b), false;
+  g->out.assign(rank, 0);
+  for (size_t i = 0; i + 2 < rank; ++i) {
+    if (pa[i] != pb[i] && pa[i] != 1 && pb[i] != 1) return *err = broadcast_error(a, b), false;
+    g->out[i] = pa[i] == 1 ? pb[i] : pa[i];
+  }
+  g->out[rank - 2] = pa[rank - 2];
+  g->out[rank - 1] = pb[rank - 1];
+  g->k = pa[rank - 1];
+  g->a.assign(pa.begin(), pa.end());
+  g->b.assign(pb.begin(), pb.end());
+  g->a_strides = dense_strides(g->a);
+  g->b_strides = dense_strides(g->b);
+  g->onnx_out.assign(g->out.begin(), g->out.end());
+  if (b_vec) g->onnx_out.pop_back();
+  if (a_vec) g->onnx_out.erase(g->onnx_out.end() - (b_vec ? 1 : 2));
+  return true;
+}
+
+bool gemm_geometry(const std::vector<int64_t>& a, const std::vector<int64_t>& b, const MatMulSpec& s,
+                   Geometry* g, std::string* err) {
+  int64_t m = s.trans_a ? a[1] : a[0], k = s.trans_a ? a[0] : a[1];
+  int64_t kb = s.trans_b ? b[1] : b[0], n = s.trans_b ? b[0] : b[1];
+  if (k != kb) return *err = "Gemm inner dimensions differ: " + std::to_string(k) + " and " + std::to_string(kb), false;
+  g->a = {m, k};
+  g->b = {k, n};
+  g->out = {m, n};
+  g->a_strides = s.trans_a ? dims_t{1, m} : dims_t{k, 1};
+  g->b_strides = s.trans_b ? dims_t{1, k} : dims_t{n, 1};
+  g->onnx_out = {m, n};
+  g->k = k;
+  return true;
+}
+
+struct MatMulPrepared {
+  Geometry geo;
+  dnnl::matmul::primitive_desc pd;
+  dnnl::matmul prim;
+  dnnl::memory weights;         // reordered constant weights (empty: use input 1)
+  dnnl::memory bias;            // constant bias
+  dnnl::memory::desc c_md;      // Gemm C as a binary post-op operand (zero: none)
+  std::optional<dnnl::reorder> src_to_bf16, weights_to_bf16;
+};
+
+class MatMulKernel : public sdk::Kernel {
+ public:
+  MatMulKernel(MatMulSpec spec, const DeviceConfig& config)
+      : spec_(std::move(spec)), engine_(config.engine) {}
+
+  OnyxStatus* compute(ComputeContext& ctx) override {
+    sdk::Tensor a = ctx.in(0), b = ctx.in(1);
+    std::optional<sdk::Tensor> c = spec_.gemm ? ctx.input(2) : std::nullopt;
+    std::shared_ptr<const MatMulPrepared> p;
+    std::string err;
+    use_host_threads(ctx);
+    p = cache_.get(shape_key(ctx), [&] { return prepare(a, b, c); });
+    if (!p) return sdk::make_status(ONYX_STATUS_INVALID_ARGUMENT, "%s", geometry_error(a, b).c_str());
+    sdk::Tensor y;
+    ONYX_SDK_RETURN_IF_ERROR(ctx.output(spec_.output_index, ONYX_DTYPE_FLOAT32, p->geo.onnx_out, &y));
+    if (sdk::element_count(p->geo.onnx_out) == 0) return nullptr;
+    if (p->geo.k == 0) {
+      if (!spec_.bias.empty() || c || !spec_.activations.empty())
+        return sdk::make_status(ONYX_STATUS_UNIMPLEMENTED,
+                                "MatMul with an empty inner dimension and a bias or activation");
+      std::memset(y.raw, 0, size_t(y.size()) * sizeof(float));
+      return nullptr;
+    }
+    return run(ctx, *p, a, b, c, y);
+  }
+
+ private:
+  std::string geometry_error(const sdk::Tensor& a, const sdk::Tensor& b) const {
+    Geometry g;
+    std::string err;
+    bool ok = spec_.gemm ? gemm_geometry(a.shape(), b.shape(), spec_, &g, &err)
+                         : matmul_geometry(a.shape(), b.shape(), &g, &err);
+    return ok ? "Gemm C does not broadcast to the output" : err;
+  }
+
+  // Builds the primitive for these shapes; nullptr when the shapes are invalid.
+  std::shared_ptr<MatMulPrepared> prepare(const sdk::Tensor& a, const sdk::Tensor& b,
+                                          const std::optional<sdk::Tensor>& c) const {
+    auto p = std::make_shared<MatMulPrepared>();
+    std::string err;
+    bool ok = spec_.gemm ? gemm_geometry(a.shape(), b.shape(), spec_, &p->geo, &err)
+                         : matmul_geometry(a.shape(), b.shape(), &p->geo, &err);
+    if (!ok) return nullptr;
+    const Geometry& g = p->geo;
+    dt compute_type = spec_.use_bf16 ? dt::bf16 : dt::f32;
+    dnnl::memory::desc src_md = spec_.use_bf16 ? dnnl::memory::desc(g.a, dt::bf16, dense_strides(g.a))
+                                               : dnnl::memory::desc(g.a, dt::f32, g.a_strides);
+    dnnl::memory::desc user_b_md(g.b, dt::f32, g.b_strides);
+    bool reorder_weights = spec_.constant_b.has_value() || spec_.use_bf16;
+    dnnl::memory::desc wei_md = spec_.constant_b ? dnnl::memory::desc(g.b, compute_type, dnnl::memory::format_tag::any)
+                                : spec_.use_bf16 ? dnnl::memory::desc(g.b, dt::bf16, dense_strides(g.b))
+                                                 : user_b_md;
+    dnnl::memory::desc dst_md(g.out, dt::f32, dense_strides(g.out));
+    dnnl::primitive_attr attr = base_attr();
+    dnnl::post_ops ops;
+    if (spec_.alpha != 1.f) attr.set_output_scales(0, {spec_.alpha});
+    dnnl::memory::desc bias_md;
+    if (!spec_.bias.empty()) {
+      dims_t bd(g.out.size(), 1);
+      bd.back() = g.out.back();
+      bias_md = dnnl::memory::desc(bd, dt::f32, dense_strides(bd));
+    }
+    if (c) {  // Gemm: + beta * C, C broadcast to [M, N]
+      dims_t cd = {1, 1};
+      if (c->rank() == 1) cd[1] = c->dim(0);
+      if (c->rank() == 2) cd = {c->dim(0), c->dim(1)};
+      for (size_t i = 0; i < 2; ++i)
+        if (cd[i] != 1 && cd[i] != g.out[i]) return nullptr;
+      p->c_md = dnnl::memory::desc(cd, dt::f32, dense_strides(cd));
+      ops.append_binary(dnnl::algorithm::binary_add, p->c_md);
+    }
+    for (const Activation& act : spec_.activations) ops.append_eltwise(1.f, act.algorithm, act.alpha, act.beta);
+    attr.set_post_ops(ops);
+    dnnl::matmul::desc desc = bias_md ? dnnl::matmul::desc(src_md, wei_md, bias_md, dst_md)
+                                      : dnnl::matmul::desc(src_md, wei_md, dst_md);
+    p->pd = dnnl::matmul::primitive_desc(desc, attr, engine_);
+    p->prim = dnnl::matmul(p->pd);
+    if (spec_.use_bf16) {
+      p->src_to_bf16 = make_reorder(dnnl::memory::desc(g.a, dt::f32, g.a_strides), p->pd.src_desc(), engine_);
+      if (!spec_.constant_b) p->weights_to_bf16 = make_reorder(user_b_md, p->pd.weights_desc(), engine_);
+    }
+    dnnl::stream stream(engine_);
+    if (spec_.constant_b && reorder_weights) {
+      p->weights = dnnl::memory(p->pd.weights_desc(), engine_);
+      dnnl::memory user(user_b_md, engine_, const_cast<unsigned char*>(spec_.constant_b->bytes.data()));
+      dnnl::reorder(user, p->weights).execute(stream, user, p->weights);
+    }
+    if (!spec_.bias.empty()) {
+      p->bias = dnnl::memory(bias_md, engine_);
+      std::memcpy(p->bias.get_data_handle(), spec_.bias.data(), spec_.bias.size() * sizeof(float));
+    }
+    stream.wait();
+    return p;
+  }
+
+  OnyxStatus* run(ComputeContext& ctx, const MatMulPrepared& p, const sdk::Tensor& a, const sdk::Tensor& b,
+                  const std::optional<sdk::Tensor>& c, const sdk::Tensor& y) const {
+    const Geometry& g = p.geo;
+    std::unordered_map<int, dnnl::memory> args;
+    dnnl::stream stream(engine_);
+    dnnl::memory user_a = wrap(dnnl::memory::desc(g.a, dt::f32, g.a_strides), engine_, a.raw);
+    if (p.src_to_bf16) {
+      void* buf = nullptr;
+      ONYX_SDK_RETURN_IF_ERROR(ctx.scratch(p.pd.src_desc().get_size(), &buf));
+      dnnl::memory a16(p.pd.src_desc(), engine_, buf);
+      p.src_to_bf16->execute(stream, user_a, a16);
+      args[DNNL_ARG_SRC] = a16;
+    } else {
+      args[DNNL_ARG_SRC] = user_a;
+    }
+    if (p.weights) {
+      args[DNNL_ARG_WEIGHTS] = p.weights;
+    } else {
+      dnnl::memory user_b = wrap(dnnl::memory::desc(g.b, dt::f32, g.b_strides), engine_, b.raw);
+      if (p.weights_to_bf16) {
+        void* buf = nullptr;
+        ONYX_SDK_RETURN_IF_ERROR(ctx.scratch(p.pd.weights_desc().get_size(), &buf));
+        dnnl::memory b16(p.pd.weights_desc(), engine_, buf);
+        p.weights_to_bf16->execute(stream, user_b, b16);
+        args[DNNL_ARG_WEIGHTS] = b16;
+      } else {
+        args[DNNL_ARG_WEIGHTS] = user_b;
+      }
+    }
+    if (p.bias) args[DNNL_ARG_BIAS] = p.bias;
+    if (c) {
+      const float* c_data = c->data<float>();
+      if (spec_.beta != 1.f) {  // the post-op adds C as is: scale a copy
+        void* buf = nullptr;
+        ONYX_SDK_RETURN_IF_ERROR(ctx.scratch(size_t(c->size()) * sizeof(float), &buf));
+        float* scaled = static_cast<float*>(buf);
+        for (int64_t i = 0; i < c->size(); ++i) scaled[i] = spec_.beta * c_data[i];
+        c_data = scaled;
+      }
+      args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] = wrap(p.c_md, engine_, c_data);
+    }
+    args[DNNL_ARG_DST] = wrap(dnnl::memory::desc(g.out, dt::f32, dense_strides(g.out)), engine_, y.raw);
+    stream.wait();
+    return execute(ctx, engine_, p.prim, p.pd, std::move(args));
+  }
+
+  MatMulSpec spec_;
+  dnnl::engine engine_;
+  mutable ShapeCache<MatMulPrepared> cache_;
+};
+
+std::string matmul_supports(const NodeInfo& node) {
+  RETURN_IF_REASON(require_f32(node, {0, 1}));
+  RETURN_IF_REASON(require_rank(node, 0, 1, 8));
+  return require_rank(node, 1, 1, 8);
+}
+
+std::string gemm_supports(const NodeInfo& node) {
+  RETURN_IF_REASON(require_f32(node, {0, 1, 2}));
+  RETURN_IF_REASON(require_rank(node, 0, 2, 2));
+  RETURN_IF_REASON(require_rank(node, 1, 2, 2));
+  if (node.input_present(2)) return require_rank(node, 2, 0, 2);
+  return {};
+}
+
+MatMulSpec spec_of(const NodeInfo& head, const DeviceConfig& config) {
+  MatMulSpec s;
+  s.gemm = head.op_type == "Gemm";
+  if (s.gemm) {
+    s.trans_a = head.get_int("transA", 0) != 0;
+    s.trans_b = head.get_int("transB", 0) != 0;
+    s.alpha = float(head.get_float("alpha", 1.0));
+    s.beta = float(head.get_float("beta", 1.0));
+  }
+  if (is_constant(head, 1)) s.constant_b = head.inputs[1].constant;
+  s.use_bf16 = config.use_bf16;
+  return s;
+}
+
+// The bias a fused Add adds over the last axis of the MatMul's output, or
+// the reason it is not such a bias.
+std::string bias_of(const ChainNode& add, int64_t n, size_t out_rank, std::vector<float>* bias) {
+  const NodeInfo& node = add.info;
+  size_t other = add.from_previous == 0 ? 1 : 0;
+  if (node.opset < 7) return "Add before opset 7 broadcasts differently";
+  if (!is_constant(node, other)) return "the Add's other input is not a constant";
+  const sdk::ConstantTensor& c = *node.inputs[other].constant;
+  if (c.dtype != ONYX_DTYPE_FLOAT32) return "the bias is not float32";
+  if (c.dims.size() > out_rank) return "the bias has a higher rank than the product";
+  for (size_t i = 0; i + 1 < c.dims.size(); ++i)
+    if (c.dims[i] != 1) return "the bias is not a vector over the last axis";
+  int64_t last = c.dims.empty() ? 1 : c.dims.back();
+  if (last != n && last != 1) return "the bias does not match the output's last axis";
+  bias->assign(size_t(n), 0.f);
+  for (int64_t i = 0; i < n; ++i) (*bias)[size_t(i)] = c.data<float>()[last == 1 ? 0 : i];
+  return {};
+}
+
+}  // namespace
+
+std::string matmul_group_supports(const Chain& chain) {
+  const NodeInfo& head = chain[0].info;
+  std::string why = head.op_type == "Gemm" ? gemm_supports(head) : matmul_supports(head);
+  if (!why.empty()) return why;
+  for (size_t k = 1; k < chain.size(); ++k) {
+    const NodeInfo& node = chain[k].info;
+    if (node.outputs.size() != 1) return node.op_type + " has several outputs";
+    if (node.op_type == "Add" && k == 1) {
+      if (head.op_type != "MatMul") return "Gemm's C is its bias already";
+      if (head.inputs[0].rank < 2 || head.inputs[1].rank < 2) return "MatMul of a vector";
+      int64_t n = head.inputs[1].dims.back();
+      if (n < 0) return "the MatMul's output width is unknown at session creation";
+      std::vector<float> bias;
+      why = bias_of(chain[k], n, size_t(std::max(head.inputs[0].rank, head.inputs[1].rank)), &bias);
+      if (!why.empty()) return why;
+      continue;
+    }
+    Activation act;
+    if (chain[k].from_previous != 0 || !activation_of(node, &act, &why))
+      return why.empty() ? node.op_type + " is not an activation of the product" : why;
+    if (k + 1 != chain.size()) return "only one activation is fused";
+  }
+  return {};
+}
+
+std::unique_ptr<sdk::Kernel> create_matmul_group(const Chain& chain, const DeviceConfig& config) {
+  const NodeInfo& head = chain[0].info;
+  MatMulSpec spec = spec_of(head, config);
+  for (size_t k = 1; k < chain.size(); ++k) {
+    const NodeInfo& node = chain[k].info;
+    if (node.op_type == "Add" && k == 1) {
+      bias_of(chain[k], head.inputs[1].dims.back(),
+              size_t(std::max(head.inputs[0].rank, head.inputs[1].rank)), &spec.bias);
+    } else {
+      Activation act;
+      std::string why;
+      activation_of(node, &act, &why);
+      spec.activations.push_back(act);
+    }
+  }
+  spec.output_index = chain.size() - 1;  // every node of a chain has one output
+  return std::make_unique<MatMulKernel>(std::move(spec), config);
+}
+
+void add_matmul_ops(std::vector<OpDef>& ops) {
+  ops.push_back({"MatMul", 1, 1 << 30, matmul_supports, [](const NodeInfo& n, const DeviceConfig& c) {
+                   return std::unique_ptr<sdk::Kernel>(new MatMulKernel(spec_of(n, c), c));
+                 }});
+  ops.push_back({"Gemm", 7, 1 << 30, gemm_supports, [](const NodeInfo& n, const DeviceConfig& c) {
+                   return std::unique_ptr<sdk::Kernel>(new MatMulKernel(spec_of(n, c), c));
+                 }});
+}
+
+}  // namespace onyx::onednn

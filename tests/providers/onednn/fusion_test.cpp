@@ -1,0 +1,154 @@
+// Fused groups and declines of the oneDNN provider, checked through real
+// sessions against the CPU provider on the same model and inputs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "onednn_test_util.h"
+#include "proto_builder.h"
+#include "test_models.h"
+#include "transformer_block.h"
+
+namespace onyx::onednn_test {
+namespace {
+
+namespace tm = onyx::test_models;
+
+// Both providers compute in float32 with different summation orders (and
+// oneDNN's own exp/erf/tanh, accurate to a few ulp): results agree to ~1e-6
+// of the output's scale. 1e-4 leaves room for that and catches any wrong
+// attribute (transpose, bias, scale, padding), which moves results by >= 1e-2.
+constexpr double kTolerance = 1e-4;
+
+struct Feed {
+  std::string name;
+  std::vector<int64_t> dims;
+  std::vector<float> values;
+};
+
+// Runs `model` on onednn-then-cpu and on cpu only; expects the same outputs.
+// Returns the onednn session's partition report.
+std::string expect_same_as_cpu(const onnx::ModelProto& model, const std::vector<Feed>& feeds, const char* label) {
+  onyx::Env env;
+  onyx::Session onednn = make_session(env, model, onednn_then_cpu());
+  onyx::Session cpu = make_session(env, model, cpu_only());
+  std::vector<onyx::Tensor> tensors;
+  for (const Feed& f : feeds) tensors.push_back(onyx::Tensor::from<float>(ONYX_DTYPE_FLOAT32, f.dims, f.values));
+  std::vector<std::pair<std::string, const onyx::Tensor*>> inputs;
+  for (size_t k = 0; k < feeds.size(); ++k) inputs.push_back({feeds[k].name, &tensors[k]});
+  std::vector<onyx::Tensor> got = onednn.run(inputs), want = cpu.run(inputs);
+  EXPECT_EQ(got.size(), want.size());
+  for (size_t k = 0; k < got.size() && k < want.size(); ++k) {
+    EXPECT_EQ(got[k].shape(), want[k].shape()) << label;
+    std::vector<double> a = tensor_values(got[k]), b = tensor_values(want[k]);
+    double scale = 0, err = 0;
+    for (size_t i = 0; i < b.size() && i < a.size(); ++i) {
+      scale = std::max(scale, std::fabs(b[i]));
+      double e = std::fabs(a[i] - b[i]);
+      err = std::isnan(e) ? INFINITY : std::max(err, e);
+    }
+    double normalized = err / std::max(scale, 1e-3);
+    std::printf("[ accuracy ] %s output %zu: normalized error vs cpu %.3g (tolerance %.0e)\n", label, k, normalized,
+                kTolerance);
+    EXPECT_GT(scale, 0.1) << label << ": degenerate output";
+    EXPECT_LE(normalized, kTolerance) << label;
+  }
+  return onednn.partition_report();
+}
+
+TEST(OnednnFusion, TransformerBlockMatchesCpuWithFusedLinearLayers) {
+  onnx::ModelProto model = build_transformer_block(/*seq=*/16, /*dim=*/32);
+  std::string report = expect_same_as_cpu(model, {{"x", {2, 16, 32}, random_floats(2 * 16 * 32, 1)}}, "transformer");
+  // MatMul + bias Add + Gelu is one kernel; MatMul + bias Add another.
+  int ff1 = node_fused_group(report, "ff1.matmul");
+  EXPECT_NE(ff1, 0) << report;
+  EXPECT_EQ(node_fused_group(report, "ff1.add"), ff1);
+  EXPECT_EQ(node_fused_group(report, "gelu"), ff1);
+  EXPECT_NE(node_fused_group(report, "q.matmul"), 0);
+  EXPECT_EQ(node_fused_group(report, "q.add"), node_fused_group(report, "q.matmul"));
+  for (const char* node : {"ln1", "ln2", "softmax", "scores", "attention"})
+    EXPECT_EQ(node_device(report, node), "onednn") << node;
+  // Transpose, Mul and the residual Adds are not oneDNN's: they fall back.
+  for (const char* node : {"k_t", "scaled", "residual1", "residual2"}) EXPECT_EQ(node_device(report, node), "cpu") << node;
+}
+
+TEST(OnednnFusion, GemmWithTransposesScalesAndMatrixCFusedWithSigmoid) {
+  onnx::ModelProto model = tm::new_model("gemm");
+  onnx::GraphProto& g = *model.mutable_graph();
+  tm::add_input(g, "a", {int64_t(7), int64_t(5)});  // transA: [K, M]
+  tm::add_input(g, "c", {int64_t(5), int64_t(3)});
+  tm::add_initializer(g, "b", {3, 7}, random_floats(21, 2));  // transB: [N, K]
+  onnx::NodeProto& gemm = tm::add_node(g, "Gemm", "gemm", {"a", "b", "c"}, {"g"});
+  tm::set_int(gemm, "transA", 1);
+  tm::set_int(gemm, "transB", 1);
+  tm::set_float(gemm, "alpha", 0.5f);
+  tm::set_float(gemm, "beta", 2.0f);
+  tm::add_node(g, "Sigmoid", "sigmoid", {"g"}, {"y"});
+  tm::add_output(g, "y", {int64_t(5), int64_t(3)});
+  std::string report = expect_same_as_cpu(
+      model, {{"a", {7, 5}, random_floats(35, 3, -2, 2)}, {"c", {5, 3}, random_floats(15, 4)}}, "gemm+sigmoid");
+  EXPECT_NE(node_fused_group(report, "gemm"), 0) << report;
+  EXPECT_EQ(node_fused_group(report, "sigmoid"), node_fused_group(report, "gemm"));
+}
+
+TEST(OnednnFusion, GroupedStridedDilatedConvFusedWithLeakyRelu) {
+  onnx::ModelProto model = tm::new_model("conv");
+  onnx::GraphProto& g = *model.mutable_graph();
+  tm::add_input(g, "x", {int64_t(2), int64_t(4), int64_t(11), int64_t(9)});
+  tm::add_initializer(g, "w", {6, 2, 3, 3}, random_floats(6 * 2 * 9, 5));
+  tm::add_initializer(g, "bias", {6}, random_floats(6, 6));
+  onnx::NodeProto& conv = tm::add_node(g, "Conv", "conv", {"x", "w", "bias"}, {"c"});
+  tm::set_int(conv, "group", 2);
+  tm::set_ints(conv, "strides", {2, 1});
+  tm::set_ints(conv, "dilations", {1, 2});
+  tm::set_ints(conv, "pads", {1, 0, 2, 1});
+  tm::set_float(tm::add_node(g, "LeakyRelu", "leaky", {"c"}, {"y"}), "alpha", 0.1f);
+  tm::add_output(g, "y", {int64_t(2), int64_t(6), int64_t(6), int64_t(6)});
+  std::string report =
+      expect_same_as_cpu(model, {{"x", {2, 4, 11, 9}, random_floats(2 * 4 * 11 * 9, 7)}}, "conv+leakyrelu");
+  EXPECT_NE(node_fused_group(report, "conv"), 0) << report;
+  EXPECT_EQ(node_fused_group(report, "leaky"), node_fused_group(report, "conv"));
+}
+
+// An intermediate another node (or the caller) reads cannot be fused away.
+TEST(OnednnFusion, SharedIntermediateIsNotFused) {
+  onnx::ModelProto model = tm::new_model("shared");
+  onnx::GraphProto& g = *model.mutable_graph();
+  tm::add_input(g, "x", {int64_t(4), int64_t(8)});
+  tm::add_initializer(g, "w", {8, 6}, random_floats(48, 8));
+  tm::add_node(g, "MatMul", "matmul", {"x", "w"}, {"m"});
+  tm::add_node(g, "Relu", "relu", {"m"}, {"y"});
+  tm::add_output(g, "y", {int64_t(4), int64_t(6)});
+  tm::add_output(g, "m", {int64_t(4), int64_t(6)});
+  std::string report = expect_same_as_cpu(model, {{"x", {4, 8}, random_floats(32, 9)}}, "shared intermediate");
+  EXPECT_EQ(node_fused_group(report, "matmul"), 0) << report;
+  EXPECT_EQ(node_device(report, "matmul"), "onednn");
+  EXPECT_EQ(node_device(report, "relu"), "onednn");
+}
+
+// A node oneDNN cannot run is declined with a reason; under policy "fail"
+// session creation names it, under "allow" it runs on the CPU provider.
+TEST(OnednnFusion, UnsupportedNodeIsDeclinedWithReason) {
+  onnx::ModelProto model = tm::new_model("maxpool_indices");
+  onnx::GraphProto& g = *model.mutable_graph();
+  tm::add_input(g, "x", {int64_t(1), int64_t(1), int64_t(4), int64_t(4)});
+  tm::set_ints(tm::add_node(g, "MaxPool", "pool", {"x"}, {"y", "indices"}), "kernel_shape", {2, 2});
+  tm::add_output(g, "y", {int64_t(1), int64_t(1), int64_t(3), int64_t(3)});
+  onnx::ValueInfoProto* indices = g.add_output();
+  indices->set_name("indices");
+  indices->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT64);
+  onyx::Env env;
+  onyx::SessionOptions strict;
+  strict.provider("onednn").provider("cpu").fallback(ONYX_FALLBACK_FAIL);
+  try {
+    make_session(env, model, strict);
+    ADD_FAILURE() << "session creation should fail under fallback policy 'fail'";
+  } catch (const onyx::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("Indices"), std::string::npos) << e.what();
+  }
+  onyx::Session session = make_session(env, model, onednn_then_cpu());
+  EXPECT_EQ(node_device(session.partition_report(), "pool"), "cpu");
+}
+
+}  // namespace
+}  // namespace onyx::onednn_test

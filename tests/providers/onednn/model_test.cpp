@@ -1,0 +1,133 @@
+// The MLP and CNN test models on the oneDNN provider (cpu fallback for what it
+// declines): placement and fusion in the partition report, and outputs
+// against the float64 reference and the CPU provider.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+
+#include "onednn_test_util.h"
+#include "test_models.h"
+
+namespace onyx::onednn_test {
+namespace {
+
+namespace tm = onyx::test_models;
+
+// Normalized max error, max_i |out_i - ref_i| / max(max_j |ref_j|, 1e-3), as in
+// tests/e2e. In float32 a length-K dot product is off by at most ~K*u of its
+// terms' magnitude (u = 6e-8, K <= 784: 4.7e-5), typically ~sqrt(K)*u; folding
+// BatchNormalization into the conv weights adds one rounding per weight.
+// 1e-4 is above that, and far below what a wrong kernel gives (>= 1e-2).
+constexpr double kFloat32Tolerance = 1e-4;
+// bf16 keeps 8 significant bits: each product's inputs are rounded to 2^-9
+// relative, so a product is off by up to ~2^-8 = 3.9e-3 of its magnitude;
+// over K terms of random sign that grows like sqrt(K) in the sum but the
+// result is a sum of as many terms, so the normalized error stays near 1e-2.
+constexpr double kBf16Tolerance = 3e-2;
+
+double normalized_error(const std::vector<float>& out, const std::vector<double>& ref) {
+  double err = 0, scale = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    scale = std::max(scale, std::fabs(ref[i]));
+    double e = std::fabs(double(out[i]) - ref[i]);
+    err = std::isnan(e) ? INFINITY : std::max(err, e);
+  }
+  return err / std::max(scale, 1e-3);
+}
+
+std::vector<float> run_model(onyx::Session& session, const std::vector<int64_t>& dims, const std::vector<float>& x) {
+  onyx::Tensor input = onyx::Tensor::from<float>(ONYX_DTYPE_FLOAT32, dims, x);
+  std::vector<onyx::Tensor> out = session.run({{"x", &input}});
+  EXPECT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].shape(), (std::vector<int64_t>{dims[0], 10}));
+  return std::vector<float>(out[0].data<float>(), out[0].data<float>() + out[0].size());
+}
+
+// Runs batch 1, 8 and 1 again on the oneDNN session and the CPU session.
+void check_against_reference_and_cpu(onyx::Session& onednn, onyx::Session& cpu, bool cnn,
+                                     const std::function<std::vector<double>(const std::vector<float>&, int64_t)>& ref,
+                                     double tolerance, const char* label) {
+  uint64_t seed = 100;
+  for (int64_t batch : {1, 8, 1}) {
+    std::vector<int64_t> dims = cnn ? std::vector<int64_t>{batch, 1, 28, 28} : std::vector<int64_t>{batch, 784};
+    std::vector<float> x = tm::random_input(size_t(batch * 784), seed++);
+    std::vector<float> got = run_model(onednn, dims, x);
+    std::vector<float> on_cpu = run_model(cpu, dims, x);
+    std::vector<double> want = ref(x, batch);
+    std::vector<double> cpu_as_ref(on_cpu.begin(), on_cpu.end());
+    double vs_ref = normalized_error(got, want), vs_cpu = normalized_error(got, cpu_as_ref);
+    std::printf("[ accuracy ] %s batch %lld: normalized error %.3g vs float64 reference, %.3g vs cpu provider "
+                "(tolerance %.0e)\n",
+                label, (long long)batch, vs_ref, vs_cpu, tolerance);
+    EXPECT_LE(vs_ref, tolerance) << label << " batch " << batch;
+    EXPECT_LE(vs_cpu, tolerance) << label << " batch " << batch;
+  }
+}
+
+TEST(OnednnModels, MlpRunsFusedOnOnednnAndMatchesCpu) {
+  onyx::Env env;
+  tm::MlpWeights w = tm::make_mlp_weights();
+  onnx::ModelProto model = tm::build_mlp(w);
+  onyx::Session onednn = make_session(env, model, onednn_then_cpu());
+  onyx::Session cpu = make_session(env, model, cpu_only());
+  std::string report = onednn.partition_report();
+  for (const char* node : {"fc1", "relu1", "fc2", "relu2", "fc3"}) EXPECT_EQ(node_device(report, node), "onednn") << node;
+  // Gemm + Relu run as one kernel.
+  EXPECT_NE(node_fused_group(report, "fc1"), 0) << report;
+  EXPECT_EQ(node_fused_group(report, "fc1"), node_fused_group(report, "relu1"));
+  EXPECT_NE(node_fused_group(report, "fc1"), node_fused_group(report, "fc2"));
+  check_against_reference_and_cpu(
+      onednn, cpu, false, [&](const std::vector<float>& x, int64_t b) { return tm::mlp_reference(w, x, b); },
+      kFloat32Tolerance, "mlp onednn");
+}
+
+TEST(OnednnModels, CnnRunsFusedOnOnednnAndMatchesCpu) {
+  onyx::Env env;
+  tm::CnnWeights w = tm::make_cnn_weights();
+  onnx::ModelProto model = tm::build_cnn(w);
+  onyx::Session onednn = make_session(env, model, onednn_then_cpu());
+  onyx::Session cpu = make_session(env, model, cpu_only());
+  std::string report = onednn.partition_report();
+  for (const char* node : {"conv1", "bn1", "relu1", "pool1", "conv2", "bn2", "relu2", "pool2", "fc1", "fc2"})
+    EXPECT_EQ(node_device(report, node), "onednn") << node;
+  EXPECT_EQ(node_device(report, "flatten"), "cpu") << "Flatten is not a oneDNN op: it must fall back";
+  // Conv + BatchNormalization + Relu run as one kernel.
+  int group = node_fused_group(report, "conv1");
+  EXPECT_NE(group, 0) << report;
+  EXPECT_EQ(node_fused_group(report, "bn1"), group);
+  EXPECT_EQ(node_fused_group(report, "relu1"), group);
+  check_against_reference_and_cpu(
+      onednn, cpu, true, [&](const std::vector<float>& x, int64_t b) { return tm::cnn_reference(w, x, b); },
+      kFloat32Tolerance, "cnn onednn");
+}
+
+// With reduced precision allowed, on a CPU with native bf16, MatMul/Gemm/Conv
+// run in bf16: results stay within the bf16 tolerance, and differ from the
+// float32 run (so the switch is real).
+TEST(OnednnModels, ReducedPrecisionUsesBf16WhenAllowed) {
+  onyx::Env env;
+  std::string providers = env.providers_json();
+  if (providers.find("native bf16") == std::string::npos) GTEST_SKIP() << "this CPU has no native bf16";
+  tm::MlpWeights mw = tm::make_mlp_weights();
+  tm::CnnWeights cw = tm::make_cnn_weights();
+  onnx::ModelProto mlp = tm::build_mlp(mw), cnn = tm::build_cnn(cw);
+  onyx::Session mlp_bf16 = make_session(env, mlp, onednn_then_cpu({{"allow_reduced_precision", "1"}}));
+  onyx::Session cnn_bf16 = make_session(env, cnn, onednn_then_cpu({{"allow_reduced_precision", "1"}}));
+  onyx::Session mlp_cpu = make_session(env, mlp, cpu_only()), cnn_cpu = make_session(env, cnn, cpu_only());
+  check_against_reference_and_cpu(
+      mlp_bf16, mlp_cpu, false, [&](const std::vector<float>& x, int64_t b) { return tm::mlp_reference(mw, x, b); },
+      kBf16Tolerance, "mlp onednn bf16");
+  check_against_reference_and_cpu(
+      cnn_bf16, cnn_cpu, true, [&](const std::vector<float>& x, int64_t b) { return tm::cnn_reference(cw, x, b); },
+      kBf16Tolerance, "cnn onednn bf16");
+  std::vector<float> x = tm::random_input(784, 7);
+  std::vector<float> reduced = run_model(mlp_bf16, {1, 784}, x);
+  onyx::Session mlp_f32 = make_session(env, mlp, onednn_then_cpu());
+  std::vector<float> full = run_model(mlp_f32, {1, 784}, x);
+  std::vector<double> full_d(full.begin(), full.end());
+  EXPECT_GT(normalized_error(reduced, full_d), 1e-5) << "allow_reduced_precision=1 changed nothing";
+}
+
+}  // namespace
+}  // namespace onyx::onednn_test

@@ -1,0 +1,42 @@
+// onednn_test_util.h: helpers for the oneDNN provider's tests. Every test
+// loads the real plugin from disk (libonyx_provider_onednn.so beside the test
+// binary's lib/onyx/providers) through the public C++ API, with the CPU
+// provider listed second so that nodes oneDNN declines fall back.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+#include <onyx/onyx.hpp>
+
+#include <string>
+#include <vector>
+
+namespace onyx::onednn_test {
+
+// Provider options for a session: "onednn" first (with `options`), then "cpu";
+// fallback allowed (the partition report still records every decline).
+onyx::SessionOptions onednn_then_cpu(const std::vector<std::pair<std::string, std::string>>& options = {});
+onyx::SessionOptions cpu_only();
+
+// A session from an in-memory model.
+onyx::Session make_session(onyx::Env& env, const onnx::ModelProto& model, const onyx::SessionOptions& options);
+
+// Where the partition report placed node `name`: the device label, or "".
+std::string node_device(const std::string& report, const std::string& name);
+// The fused_group number the report gives node `name` (0: not fused).
+int node_fused_group(const std::string& report, const std::string& name);
+
+// TensorProto <-> onyx::Tensor (numeric types, raw or typed fields).
+onyx::Tensor tensor_from_proto(const onnx::TensorProto& proto);
+std::vector<double> proto_values(const onnx::TensorProto& proto);
+std::vector<double> tensor_values(onyx::Tensor& tensor);
+
+// "" when `actual` matches `expected` element-wise within
+// |a - e| <= atol + rtol * |e| (NaN matches NaN, inf matches the same inf),
+// else a description of the first mismatch.
+std::string compare_values(const std::vector<double>& actual, const std::vector<double>& expected, double rtol,
+                           double atol);
+
+// Deterministic values in [lo, hi).
+std::vector<float> random_floats(size_t count, uint64_t seed, double lo = -1.0, double hi = 1.0);
+
+}  // namespace onyx::onednn_test
