@@ -6,6 +6,7 @@ packages=(
   libonnx-dev libprotobuf-dev protobuf-compiler   # ONNX import
   libboost-dev libboost-filesystem-dev            # Boost.DLL plugin loading
   libdnnl-dev ocl-icd-opencl-dev                  # oneDNN (provider, GEMM baseline)
+  hipcc libamdhip64-dev                           # ROCm provider (HIP 5.2; CUDA is preinstalled)
   libgtest-dev libgmock-dev                       # unit tests
   libonnx-testdata                                # conformance corpus fallback
   dataset-fashion-mnist                           # the README's main job

@@ -52,8 +52,8 @@ void probe(Plugin& p) {
   int count = 0;
   gpuError_t e = gpuGetDeviceCount(&count);
   if (e != gpuSuccess) {
-    p.unavailable_reason = std::string(ONYX_GPU_RUNTIME_NAME " runtime reports no usable device: ") +
-                           ONYX_GPU_RUNTIME_NAME + " device count query returned " +
+    p.unavailable_reason = std::string("no usable " ONYX_GPU_RUNTIME_NAME " device: "
+                                       ONYX_GPU_DEVICE_COUNT_CALL " returned ") +
                            std::to_string(int(e)) + " (" + gpuGetErrorName(e) +
                            "): " + gpuGetErrorString(e);
     (void)gpuGetLastError();  // clear the error state

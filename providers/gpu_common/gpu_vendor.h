@@ -17,6 +17,7 @@
 #define ONYX_GPU_PROVIDER_NAME "rocm"
 #define ONYX_GPU_VENDOR "AMD (HIP)"
 #define ONYX_GPU_RUNTIME_NAME "HIP"
+#define ONYX_GPU_DEVICE_COUNT_CALL "hipGetDeviceCount"
 using gpuError_t = hipError_t;
 using gpuStream_t = hipStream_t;
 using gpuEvent_t = hipEvent_t;
@@ -61,6 +62,7 @@ constexpr gpuError_t gpuSuccess = hipSuccess;
 #define ONYX_GPU_PROVIDER_NAME "cuda"
 #define ONYX_GPU_VENDOR "NVIDIA (CUDA)"
 #define ONYX_GPU_RUNTIME_NAME "CUDA"
+#define ONYX_GPU_DEVICE_COUNT_CALL "cudaGetDeviceCount"
 using gpuError_t = cudaError_t;
 using gpuStream_t = cudaStream_t;
 using gpuEvent_t = cudaEvent_t;

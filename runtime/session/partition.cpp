@@ -24,7 +24,16 @@ Status partition_graph(const ir::Graph& graph, const std::vector<std::unique_ptr
   report.devices.clear();
   report.nodes.assign(graph.nodes.size(), NodePlacement{});
   GraphView view(graph);
+  // Unavailable providers decline every node still unplaced at their rank.
+  auto decline_unavailable = [&](size_t rank) {
+    for (const UnavailableProvider& u : report.unavailable) {
+      if (u.rank != rank) continue;
+      for (NodePlacement& place : report.nodes)
+        if (place.device < 0) place.declined.emplace_back(u.name, "provider unavailable: " + u.reason);
+    }
+  };
   for (size_t d = 0; d < devices.size(); ++d) {
+    decline_unavailable(d);
     const Device& device = *devices[d];
     report.devices.push_back(device.label);
     std::vector<OnyxNodeClaim> claims(graph.nodes.size());
@@ -45,6 +54,7 @@ Status partition_graph(const ir::Graph& graph, const std::vector<std::unique_ptr
       }
     }
   }
+  decline_unavailable(devices.size());
   // A fused group must be entirely on its device; a member claimed earlier by
   // another device would split it, so the group dissolves into single nodes.
   // (Groups are only formed from nodes the same device claimed above.)
@@ -59,7 +69,7 @@ Status partition_graph(const ir::Graph& graph, const std::vector<std::unique_ptr
     if (place.device < 0)
       return unimplemented("no provider supports op " + node.op_type + " (node '" + node.name +
                            "', opset " + std::to_string(graph.opset(node.domain)) + "):" + reasons());
-    if (place.device > 0) {
+    if (report.is_fallback(place)) {
       const std::string msg = "node '" + node.name + "' (op " + node.op_type + ") falls back to " +
                               devices[place.device]->label + ":" + reasons();
       if (policy == FallbackPolicy::kFail)
@@ -68,6 +78,14 @@ Status partition_graph(const ir::Graph& graph, const std::vector<std::unique_ptr
     }
   }
   return Status();
+}
+
+bool PartitionReport::is_fallback(const NodePlacement& place) const {
+  if (place.device < 0) return false;
+  if (place.device > 0) return true;
+  for (const UnavailableProvider& u : unavailable)
+    if (u.rank == 0) return true;
+  return false;
 }
 
 std::string PartitionReport::to_json(const ir::Graph& graph) const {
@@ -86,7 +104,7 @@ std::string PartitionReport::to_json(const ir::Graph& graph) const {
     w.key("domain").value(graph.nodes[n].domain);
     w.key("device").value(p.device >= 0 ? devices[p.device] : std::string());
     w.key("fused_group").value(int64_t(p.fused_group));
-    w.key("fallback").value(p.device > 0);
+    w.key("fallback").value(is_fallback(p));
     w.key("declined_by").begin_array();
     for (const auto& [label, why] : p.declined) {
       w.begin_object();
@@ -95,6 +113,14 @@ std::string PartitionReport::to_json(const ir::Graph& graph) const {
       w.end_object();
     }
     w.end_array();
+    w.end_object();
+  }
+  w.end_array();
+  w.key("unavailable").begin_array();
+  for (const UnavailableProvider& u : unavailable) {
+    w.begin_object();
+    w.key("provider").value(u.name);
+    w.key("reason").value(u.reason);
     w.end_object();
   }
   w.end_array();

@@ -33,11 +33,21 @@ struct CopyRecord {
   std::string reason;
 };
 
+// A listed provider that could not run here (no device, no driver) and was
+// skipped because the policy allows falling back.
+struct UnavailableProvider {
+  std::string name, reason;
+  size_t rank = 0;  // how many opened devices were listed before it
+};
+
 struct PartitionReport {
   FallbackPolicy policy = FallbackPolicy::kWarn;
   std::vector<std::string> devices;     // labels in priority order
   std::vector<NodePlacement> nodes;     // per graph node
   std::vector<CopyRecord> copies;
+  std::vector<UnavailableProvider> unavailable;
+  // True when a provider listed ahead of the node's device declined it or was unavailable.
+  bool is_fallback(const NodePlacement& place) const;
   // Machine-readable: {"policy", "devices", "nodes": [{node, op, device, ...}], "copies"}
   std::string to_json(const ir::Graph& graph) const;
 };

@@ -1,6 +1,7 @@
 #include "session/session.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "ir/shape_inference.h"
 #include "plugin/host_api.h"
@@ -41,10 +42,18 @@ Status Session::open_devices(ProviderRegistry& registry, const SessionOptions& o
   for (const ProviderRequest& request : requests) {
     ONYX_ASSIGN_OR_RETURN(std::shared_ptr<Provider> provider, registry.get(request.name_or_path));
     Status available = provider->availability();
-    if (!available.ok())
-      return unavailable("provider '" + provider->name() + "' is unavailable: " + available.message());
-    if (provider->device_count() == 0)
-      return unavailable("provider '" + provider->name() + "' reports no devices");
+    if (available.ok() && provider->device_count() == 0) available = unavailable("it reports no devices");
+    if (!available.ok()) {
+      // Under 'warn' or 'allow' an unavailable provider is skipped like one
+      // that declines every node; the partition report says why.
+      if (options.fallback == FallbackPolicy::kFail)
+        return unavailable("provider '" + provider->name() + "' is unavailable: " + available.message());
+      if (options.fallback == FallbackPolicy::kWarn)
+        std::fprintf(stderr, "onyx [warning] provider '%s' is unavailable, falling back: %s\n",
+                     provider->name().c_str(), available.message().c_str());
+      partition_.unavailable.push_back({provider->name(), available.message(), devices_.size()});
+      continue;
+    }
     auto device = std::make_unique<Device>();
     device->provider = provider;
     ONYX_ASSIGN_OR_RETURN(device->properties, provider->device_properties(0));
@@ -59,6 +68,11 @@ Status Session::open_devices(ProviderRegistry& registry, const SessionOptions& o
       if (d->label == device->label)
         return invalid_argument("provider '" + device->label + "' is listed twice");
     devices_.push_back(std::move(device));
+  }
+  if (devices_.empty()) {
+    std::string why;
+    for (const UnavailableProvider& u : partition_.unavailable) why += "\n  " + u.name + ": " + u.reason;
+    return unavailable("none of the listed providers is available:" + why);
   }
   return Status();
 }

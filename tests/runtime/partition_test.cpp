@@ -84,9 +84,42 @@ TEST(Partition, OpNoProviderSupportsAlwaysFails) {
   }
 }
 
-TEST(Partition, UnavailableProviderFailsSessionCreationClearly) {
+TEST(Partition, UnavailableProviderFailsSessionCreationClearlyUnderFail) {
+  ProviderRegistry registry;
+  auto s = make_session(relu_add_model(), {"ghost", "cpu"}, FallbackPolicy::kFail, registry);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), ONYX_STATUS_UNAVAILABLE);
+  EXPECT_NE(s.status().message().find("libghost.so.1"), std::string::npos) << s.status().message();
+}
+
+// Under a fallback policy an unavailable preferred provider is skipped; every
+// node records it as a decline with its reason, and the session runs.
+TEST(Partition, UnavailableProviderFallsBackUnderAllowAndTheReportSaysWhy) {
   ProviderRegistry registry;
   auto s = make_session(relu_add_model(), {"ghost", "cpu"}, FallbackPolicy::kAllow, registry);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  const PartitionReport& r = (*s)->partition_report();
+  ASSERT_EQ(r.unavailable.size(), 1u);
+  EXPECT_EQ(r.unavailable[0].name, "ghost");
+  for (const NodePlacement& place : r.nodes) {
+    EXPECT_EQ(r.devices[place.device], "cpu");
+    EXPECT_TRUE(r.is_fallback(place));
+    ASSERT_EQ(place.declined.size(), 1u);
+    EXPECT_EQ(place.declined[0].first, "ghost");
+    EXPECT_NE(place.declined[0].second.find("libghost.so.1"), std::string::npos);
+  }
+  std::string json = r.to_json((*s)->graph());
+  EXPECT_NE(json.find("\"unavailable\":[{\"provider\":\"ghost\""), std::string::npos) << json;
+  Tensor x = Tensor::allocate(ONYX_DTYPE_FLOAT32, {2, 3});
+  std::fill(x.data_as<float>(), x.data_as<float>() + 6, 1.f);
+  auto out = (*s)->run({{"x", x}});
+  ASSERT_TRUE(out.ok()) << out.status().to_string();
+  EXPECT_FLOAT_EQ(out.value()[0].data_as<float>()[0], 2.f);
+}
+
+TEST(Partition, OnlyUnavailableProvidersFailWithEveryReason) {
+  ProviderRegistry registry;
+  auto s = make_session(relu_add_model(), {"ghost"}, FallbackPolicy::kAllow, registry);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), ONYX_STATUS_UNAVAILABLE);
   EXPECT_NE(s.status().message().find("libghost.so.1"), std::string::npos) << s.status().message();
