@@ -2,9 +2,12 @@
 // Decoding (raw_data, typed fields, external data) is the runtime's own
 // importer's (ir/tensor_proto.h), so both read models the same way.
 #include <algorithm>
+#include <fstream>
+#include <limits>
 #include <set>
 
 #include "ir/tensor_proto.h"
+#include "file_io.h"
 #include "onyx/checkpoint_onnx.h"
 
 namespace onyx::checkpoint {
@@ -87,6 +90,27 @@ Status export_parameters_to_onnx(const Checkpoint& checkpoint, ONNX_NAMESPACE::M
     }
   }
   return {};
+}
+
+StatusOr<ONNX_NAMESPACE::ModelProto> read_onnx_model(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return not_found("cannot open model '" + path.string() + "'");
+  ONNX_NAMESPACE::ModelProto model;
+  if (!model.ParseFromIstream(&in)) return invalid_argument("'" + path.string() + "' is not a valid ONNX model");
+  return model;
+}
+
+Status write_onnx_model(const ONNX_NAMESPACE::ModelProto& model, const std::filesystem::path& path) {
+  size_t size = model.ByteSizeLong();
+  if (size > size_t(std::numeric_limits<int32_t>::max()))
+    return invalid_argument("the model would be " + std::to_string(size) +
+                            " bytes, above protobuf's 2 GiB limit: keep large weights in the checkpoint");
+  std::string bytes;
+  if (!model.SerializeToString(&bytes)) return internal_error("cannot serialize the model");
+  Status status = replace_file_atomically(path, [&](Sink& sink) {
+    return sink.append({reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()});
+  });
+  return status.with_context("writing model '" + path.string() + "'");
 }
 
 }  // namespace onyx::checkpoint

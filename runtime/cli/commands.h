@@ -11,5 +11,6 @@ Command providers_command();
 Command info_command();
 Command run_command();
 Command bench_command();
+Command checkpoint_command();
 
 }  // namespace onyx::cli

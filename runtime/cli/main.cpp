@@ -15,7 +15,7 @@ namespace onyx::cli {
 namespace {
 
 std::vector<Command> all_commands() {
-  return {providers_command(), info_command(), run_command(), bench_command()};
+  return {providers_command(), info_command(), run_command(), bench_command(), checkpoint_command()};
 }
 
 std::string top_help(const std::vector<Command>& commands) {

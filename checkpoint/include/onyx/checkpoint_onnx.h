@@ -6,6 +6,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <filesystem>
 #include <span>
 #include <string>
 
@@ -27,5 +28,13 @@ StatusOr<Checkpoint> import_onnx_initializers(const ONNX_NAMESPACE::ModelProto& 
 // initializers only when `add_missing` is set; otherwise they are an error.
 Status export_parameters_to_onnx(const Checkpoint& checkpoint, ONNX_NAMESPACE::ModelProto& model,
                                  bool add_missing = false);
+
+// Reads an ONNX model file (external data stays on disk; pass the model's
+// folder to import_onnx_initializers to read it).
+StatusOr<ONNX_NAMESPACE::ModelProto> read_onnx_model(const std::filesystem::path& path);
+
+// Writes `model` atomically, as save() writes checkpoints. Models above
+// protobuf's 2 GiB limit are refused with that reason.
+Status write_onnx_model(const ONNX_NAMESPACE::ModelProto& model, const std::filesystem::path& path);
 
 }  // namespace onyx::checkpoint

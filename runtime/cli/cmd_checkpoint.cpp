@@ -1,0 +1,283 @@
+// cmd_checkpoint.cpp: `onyx checkpoint ACTION ...`: inspect, compare, make
+// nominal, aggregate and reshard ZeRO-1 shards, and move parameters between
+// checkpoints and ONNX models. Everything is the checkpoint library's
+// (checkpoint/include/onyx/); this file parses and prints.
+#include <onyx/checkpoint.h>
+#include <onyx/checkpoint_onnx.h>
+#include <onyx/checkpoint_tools.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+
+#include "commands.h"
+#include "json.h"
+
+namespace onyx::cli {
+namespace {
+
+namespace ck = onyx::checkpoint;
+namespace fs = std::filesystem;
+
+template <typename T>
+T take(StatusOr<T> result) {
+  if (!result.ok()) throw CliError(result.status().message());
+  return std::move(result).value();
+}
+
+void check(const Status& status) {
+  if (!status.ok()) throw CliError(status.message());
+}
+
+void expect_positionals(const ParsedArgs& args, size_t min, size_t max, const std::string& usage) {
+  size_t n = args.positionals.size() - 1;  // after the action
+  if (n < min || n > max) throw CliError("usage: onyx checkpoint " + usage);
+}
+
+ck::Checkpoint load_checked(const std::string& path) {
+  return take(ck::load(path, {.mode = ck::LoadMode::kMemoryMap, .verify_data = true}));
+}
+
+std::string property_text(const ck::PropertyValue& v) {
+  std::ostringstream out;
+  out.precision(17);
+  if (auto* i = std::get_if<int64_t>(&v)) out << *i << " (int64)";
+  if (auto* d = std::get_if<double>(&v)) out << *d << " (double)";
+  if (auto* s = std::get_if<std::string>(&v)) out << '"' << *s << "\" (string)";
+  return out.str();
+}
+
+std::string hex32(uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%08x", v);
+  return buf;
+}
+
+std::string slice_text(const ck::TensorRecord& t) {
+  if (!t.slice) return "";
+  return "  elements [" + std::to_string(t.slice->offset) + ", " + std::to_string(t.slice->offset + t.shape[0]) +
+         ") of " + shape_string(t.slice->full_shape);
+}
+
+void print_tensor(const ck::TensorRecord& t, const std::string& indent) {
+  std::cout << indent << t.name << "  " << dtype_name(t.dtype) << " " << shape_string(t.shape) << "  "
+            << t.bytes() << " bytes";
+  if (t.checksum) std::cout << "  crc32c " << hex32(*t.checksum);
+  std::cout << slice_text(t) << "\n";
+}
+
+void json_tensor(JsonOut& j, const ck::TensorRecord& t) {
+  j.begin_object().key("name").value(t.name).key("dtype").value(dtype_name(t.dtype)).key("shape").begin_array();
+  for (int64_t d : t.shape) j.value(d);
+  j.end_array().key("bytes").value(int64_t(t.bytes()));
+  if (t.checksum) j.key("crc32c").value(hex32(*t.checksum));
+  if (t.slice) {
+    j.key("slice").begin_object().key("offset").value(t.slice->offset).key("full_shape").begin_array();
+    for (int64_t d : t.slice->full_shape) j.value(d);
+    j.end_array().end_object();
+  }
+  j.end_object();
+}
+
+void json_property(JsonOut& j, const ck::PropertyValue& v) {
+  if (auto* i = std::get_if<int64_t>(&v)) j.value(*i);
+  if (auto* d = std::get_if<double>(&v)) j.value(*d);
+  if (auto* s = std::get_if<std::string>(&v)) j.value(*s);
+}
+
+int inspect(const ParsedArgs& args) {
+  expect_positionals(args, 1, 1, "inspect FILE [--json]");
+  const std::string& path = args.positionals[1];
+  ck::Checkpoint c = load_checked(path);
+  const ck::Metadata& m = c.metadata;
+  uintmax_t file_bytes = fs::file_size(path);
+  if (args.has("--json")) {
+    JsonOut j;
+    j.begin_object().key("file").value(path).key("bytes").value(int64_t(file_bytes));
+    j.key("format_version").value(int64_t(m.format_version)).key("producer").value(m.producer);
+    j.key("model_identity").value(m.model_identity).key("nominal").value(c.nominal());
+    j.key("shard_index").value(int64_t(m.shard_index)).key("shard_count").value(int64_t(m.shard_count));
+    for (auto [key, list] : {std::pair{"trainable", &c.module.trainable}, std::pair{"frozen", &c.module.frozen}}) {
+      j.key(key).begin_array();
+      for (const ck::TensorRecord& t : *list) json_tensor(j, t);
+      j.end_array();
+    }
+    j.key("optimizer_groups").begin_array();
+    for (const ck::OptimizerGroup& g : c.optimizer) {
+      j.begin_object().key("name").value(g.name).key("step").value(g.step);
+      j.key("initial_learning_rate").value(g.initial_learning_rate).key("parameters").begin_array();
+      for (const ck::ParameterState& p : g.parameters) {
+        j.begin_object().key("parameter").value(p.parameter).key("state").begin_array();
+        for (const ck::TensorRecord& t : p.tensors) json_tensor(j, t);
+        j.end_array().end_object();
+      }
+      j.end_array().end_object();
+    }
+    j.end_array().key("properties").begin_object();
+    for (const auto& [name, value] : c.properties) {
+      j.key(name);
+      json_property(j, value);
+    }
+    j.end_object().end_object();
+    std::cout << j.str() << "\n";
+    return 0;
+  }
+  std::cout << path << ": Onyx checkpoint, format version " << m.format_version << ", " << file_bytes << " bytes\n"
+            << "  producer        " << m.producer << "\n"
+            << "  model identity  " << (m.model_identity.empty() ? "(none)" : m.model_identity) << "\n"
+            << "  kind            " << (c.nominal() ? "nominal (names, dtypes and shapes only)" : "complete")
+            << (c.nominal() ? "" : ", every checksum verified") << "\n";
+  if (m.shard_count > 1) std::cout << "  shard           rank " << m.shard_index << " of " << m.shard_count << "\n";
+  for (auto [label, list] : {std::pair{"trainable parameters", &c.module.trainable},
+                             std::pair{"frozen parameters", &c.module.frozen}}) {
+    size_t bytes = 0;
+    for (const ck::TensorRecord& t : *list) bytes += t.bytes();
+    std::cout << label << " (" << list->size() << ", " << bytes << " bytes):\n";
+    for (const ck::TensorRecord& t : *list) print_tensor(t, "  ");
+  }
+  std::cout << "optimizer groups (" << c.optimizer.size() << "):\n";
+  for (const ck::OptimizerGroup& g : c.optimizer) {
+    std::ostringstream lr;
+    lr.precision(17);
+    lr << g.initial_learning_rate;
+    std::cout << "  " << g.name << ": step " << g.step << ", initial learning rate " << lr.str() << ", state of "
+              << g.parameters.size() << " parameters\n";
+    for (const ck::ParameterState& p : g.parameters) {
+      std::cout << "    " << p.parameter << ":\n";
+      for (const ck::TensorRecord& t : p.tensors) print_tensor(t, "      ");
+    }
+  }
+  std::cout << "properties (" << c.properties.size() << "):\n";
+  for (const auto& [name, value] : c.properties) std::cout << "  " << name << " = " << property_text(value) << "\n";
+  return 0;
+}
+
+int nominal(const ParsedArgs& args) {
+  expect_positionals(args, 2, 2, "nominal IN OUT");
+  ck::Checkpoint c = load_checked(args.positionals[1]);
+  check(ck::save(ck::make_nominal(c), args.positionals[2]));
+  std::cout << "wrote nominal checkpoint " << args.positionals[2] << " (" << fs::file_size(args.positionals[2])
+            << " bytes)\n";
+  return 0;
+}
+
+std::string required_output(const ParsedArgs& args, const std::string& usage) {
+  std::optional<std::string> out = args.last("--output");
+  if (!out) throw CliError("--output is required: onyx checkpoint " + usage);
+  return *out;
+}
+
+int aggregate(const ParsedArgs& args) {
+  const std::string usage = "aggregate SHARD... --output OUT [--weights-only]";
+  expect_positionals(args, 1, size_t(-1), usage);
+  std::string out = required_output(args, usage);
+  std::vector<ck::Checkpoint> shards;
+  for (size_t k = 1; k < args.positionals.size(); ++k) shards.push_back(load_checked(args.positionals[k]));
+  ck::Checkpoint merged = take(ck::aggregate(shards, {.weights_only = args.has("--weights-only")}));
+  check(ck::save(merged, out));
+  std::cout << "aggregated " << shards.size() << " shards into " << out << "\n";
+  return 0;
+}
+
+int reshard(const ParsedArgs& args) {
+  const std::string usage = "reshard IN... --world-size N --output OUT";
+  expect_positionals(args, 1, size_t(-1), usage);
+  std::string out = required_output(args, usage);
+  if (!args.has("--world-size")) throw CliError("--world-size is required: onyx checkpoint " + usage);
+  uint32_t world = uint32_t(args.integer("--world-size", 1, 1, 1 << 16));
+  std::vector<ck::Checkpoint> inputs;
+  for (size_t k = 1; k < args.positionals.size(); ++k) inputs.push_back(load_checked(args.positionals[k]));
+  // Shards are aggregated first, so any world size can become any other.
+  ck::Checkpoint complete = inputs.size() == 1 && inputs[0].metadata.shard_count == 1
+                                ? std::move(inputs[0])
+                                : take(ck::aggregate(inputs, {.weights_only = args.has("--weights-only")}));
+  std::vector<ck::Checkpoint> shards = take(ck::shard(complete, world));
+  if (world == 1) {
+    check(ck::save(shards[0], out));
+    std::cout << "wrote the complete checkpoint " << out << "\n";
+    return 0;
+  }
+  std::error_code ec;
+  fs::create_directories(out, ec);
+  if (ec) throw CliError("cannot create folder '" + out + "': " + ec.message());
+  for (uint32_t r = 0; r < world; ++r) {
+    fs::path path = fs::path(out) / ("rank" + std::to_string(r) + ".ckpt");
+    check(ck::save(shards[r], path));
+    std::cout << "wrote " << path.string() << "\n";
+  }
+  return 0;
+}
+
+int diff(const ParsedArgs& args) {
+  expect_positionals(args, 2, 2, "diff A B");
+  std::vector<std::string> lines = ck::diff(load_checked(args.positionals[1]), load_checked(args.positionals[2]));
+  for (const std::string& line : lines) std::cout << line << "\n";
+  if (lines.empty()) std::cout << "the checkpoints are identical\n";
+  return lines.empty() ? 0 : 1;
+}
+
+int import_model(const ParsedArgs& args) {
+  expect_positionals(args, 2, 2, "import MODEL OUT [--trainable NAME ...] [--nominal]");
+  const std::string& model_path = args.positionals[1];
+  ONNX_NAMESPACE::ModelProto model = take(ck::read_onnx_model(model_path));
+  std::vector<std::string> trainable = args.all("--trainable");
+  ck::Checkpoint c = take(ck::import_onnx_initializers(model, fs::path(model_path).parent_path().string(), trainable));
+  if (args.has("--nominal")) c = ck::make_nominal(c);
+  check(ck::save(c, args.positionals[2]));
+  std::cout << "wrote " << args.positionals[2] << ": " << c.module.trainable.size() << " trainable and "
+            << c.module.frozen.size() << " frozen parameters\n";
+  return 0;
+}
+
+int export_model(const ParsedArgs& args) {
+  expect_positionals(args, 3, 3, "export CHECKPOINT MODEL OUT [--add-missing]");
+  ck::Checkpoint c = load_checked(args.positionals[1]);
+  ONNX_NAMESPACE::ModelProto model = take(ck::read_onnx_model(args.positionals[2]));
+  check(ck::export_parameters_to_onnx(c, model, args.has("--add-missing")));
+  check(ck::write_onnx_model(model, args.positionals[3]));
+  std::cout << "wrote " << args.positionals[3] << "\n";
+  return 0;
+}
+
+int run_checkpoint(const ParsedArgs& args) {
+  if (args.positionals.empty()) throw CliError("onyx checkpoint needs an action (see onyx checkpoint --help)");
+  const std::string& action = args.positionals[0];
+  if (action == "inspect") return inspect(args);
+  if (action == "nominal") return nominal(args);
+  if (action == "aggregate") return aggregate(args);
+  if (action == "reshard") return reshard(args);
+  if (action == "diff") return diff(args);
+  if (action == "import") return import_model(args);
+  if (action == "export") return export_model(args);
+  throw CliError("unknown checkpoint action '" + action + "' (see onyx checkpoint --help)");
+}
+
+}  // namespace
+
+Command checkpoint_command() {
+  return {"checkpoint",
+          "inspect, compare, shard and convert training checkpoints",
+          "onyx checkpoint ACTION ARGS [options]",
+          "actions:\n"
+          "  inspect FILE [--json]           version, tensors (dtype, shape, bytes, CRC32C), groups, properties\n"
+          "  diff A B                        every difference; exit status 0 when identical, 1 otherwise\n"
+          "  nominal IN OUT                  the same schema without data (for federated clients)\n"
+          "  aggregate SHARD... --output OUT merge ZeRO-1 shards (one per rank, any order)\n"
+          "  reshard IN... --world-size N --output OUT\n"
+          "                                  split for N ranks into OUT/rankR.ckpt (N = 1: OUT is one file);\n"
+          "                                  IN may be one complete checkpoint or all shards of one\n"
+          "  import MODEL OUT                a checkpoint from an ONNX model's initializers\n"
+          "  export CHECKPOINT MODEL OUT     MODEL with its initializers replaced by the parameters\n"
+          "Every checkpoint read is checked (header, table and data checksums) first.",
+          {{"--json", "", "inspect: print JSON"},
+           {"--output", "PATH", "aggregate, reshard: where to write"},
+           {"--world-size", "N", "reshard: the number of ranks"},
+           {"--weights-only", "", "aggregate, reshard: drop optimizer state"},
+           {"--trainable", "NAME", "import: a trainable initializer (repeatable; default all floating-point)"},
+           {"--nominal", "", "import: write a nominal checkpoint"},
+           {"--add-missing", "", "export: add parameters the model has no initializer for"}},
+          run_checkpoint};
+}
+
+}  // namespace onyx::cli
