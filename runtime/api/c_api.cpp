@@ -8,47 +8,14 @@
 #include "ir/onnx_import.h"
 #include "plugin/host_api.h"
 #include "session/session.h"
-
-struct OnyxEnv {
-  onyx::ProviderRegistry registry;
-};
-struct OnyxSessionOptions {
-  onyx::SessionOptions options;
-};
-struct OnyxSession {
-  std::unique_ptr<onyx::Session> session;
-};
-struct OnyxTensor {
-  onyx::Tensor tensor;
-};
+#include "api/c_api_internal.h"
 
 namespace {
 
 using onyx::Status;
-
-template <typename Fn>
-OnyxStatus* guarded(Fn&& fn) noexcept {
-  try {
-    return onyx::make_abi_status(fn());
-  } catch (const std::bad_alloc&) {
-    return onyx::make_abi_status(Status(ONYX_STATUS_OUT_OF_MEMORY, "out of memory"));
-  } catch (const std::exception& e) {
-    return onyx::make_abi_status(onyx::internal_error(e.what()));
-  } catch (...) {
-    return onyx::make_abi_status(onyx::internal_error("unknown exception"));
-  }
-}
-
-Status null_arg(const char* fn, const char* name) {
-  return onyx::invalid_argument(std::string(fn) + ": " + name + " is NULL");
-}
-
-char* copy_string(const std::string& s) {
-  char* out = static_cast<char*>(std::malloc(s.size() + 1));
-  if (!out) throw std::bad_alloc();
-  std::memcpy(out, s.c_str(), s.size() + 1);
-  return out;
-}
+using onyx::capi::copy_string;
+using onyx::capi::guarded;
+using onyx::capi::null_arg;
 
 Status create_session(OnyxEnv* env, onyx::StatusOr<onyx::ir::Model> model,
                       const OnyxSessionOptions* options, OnyxSession** out) {

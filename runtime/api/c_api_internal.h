@@ -1,0 +1,59 @@
+// c_api_internal.h: the C API's object definitions and its exception guard,
+// shared by the inference API (c_api.cpp) and the training API
+// (training_c_api.cpp), which both live in libonyx.
+#pragma once
+
+#include <onyx/onyx_c_api.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <string>
+
+#include "plugin/host_api.h"
+#include "session/session.h"
+
+struct OnyxEnv {
+  onyx::ProviderRegistry registry;
+};
+struct OnyxSessionOptions {
+  onyx::SessionOptions options;
+};
+struct OnyxSession {
+  std::unique_ptr<onyx::Session> session;
+};
+struct OnyxTensor {
+  onyx::Tensor tensor;
+};
+
+namespace onyx::capi {
+
+// Runs fn (returning Status) and converts its result or any exception into
+// an OnyxStatus*: nothing throws across the C API.
+template <typename Fn>
+OnyxStatus* guarded(Fn&& fn) noexcept {
+  try {
+    return onyx::make_abi_status(fn());
+  } catch (const std::bad_alloc&) {
+    return onyx::make_abi_status(Status(ONYX_STATUS_OUT_OF_MEMORY, "out of memory"));
+  } catch (const std::exception& e) {
+    return onyx::make_abi_status(onyx::internal_error(e.what()));
+  } catch (...) {
+    return onyx::make_abi_status(onyx::internal_error("unknown exception"));
+  }
+}
+
+inline Status null_arg(const char* fn, const char* name) {
+  return onyx::invalid_argument(std::string(fn) + ": " + name + " is NULL");
+}
+
+// A malloc'd copy the caller frees with onyx_string_release.
+inline char* copy_string(const std::string& s) {
+  char* out = static_cast<char*>(std::malloc(s.size() + 1));
+  if (!out) throw std::bad_alloc();
+  std::memcpy(out, s.c_str(), s.size() + 1);
+  return out;
+}
+
+}  // namespace onyx::capi

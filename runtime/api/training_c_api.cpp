@@ -1,0 +1,433 @@
+// training_c_api.cpp: the training C API (onyx_training_c_api.h) over
+// runtime/training. Every entry point is guarded: no exception crosses.
+#include <onyx/onyx_training_c_api.h>
+
+#include <onnx/onnx_pb.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "api/c_api_internal.h"
+#include "training/artifacts.h"
+#include "training/training_session.h"
+
+struct OnyxCheckpointState {
+  std::shared_ptr<onyx::checkpoint::Checkpoint> state;
+};
+struct OnyxTrainingSession {
+  std::unique_ptr<onyx::training::TrainingSession> session;
+};
+
+namespace {
+
+using onyx::Status;
+using onyx::capi::copy_string;
+using onyx::capi::guarded;
+using onyx::capi::null_arg;
+namespace tr = onyx::training;
+
+onyx::StatusOr<std::string> read_file(const char* path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return onyx::not_found(std::string("cannot open ") + path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+Status parse_artifact_options(const char* const* keys, const char* const* values, size_t count,
+                              tr::ArtifactSpec& spec, bool& nominal) {
+  auto& loss = spec.training.loss;
+  for (size_t i = 0; i < count; ++i) {
+    if (!keys[i] || !values[i]) return null_arg("onyx_training_generate_artifacts", "an option key or value");
+    std::string key = keys[i], value = values[i];
+    if (key == "requires_grad") {
+      spec.training.requires_grad.push_back(value);
+    } else if (key == "frozen") {
+      spec.training.frozen.push_back(value);
+    } else if (key == "loss") {
+      ONYX_ASSIGN_OR_RETURN(loss.kind, onyx::autodiff::parse_loss_kind(value));
+    } else if (key == "reduction") {
+      if (value != "mean" && value != "sum") return onyx::invalid_argument("reduction '" + value + "': mean or sum");
+      loss.reduction = value == "sum" ? onyx::autodiff::Reduction::kSum : onyx::autodiff::Reduction::kMean;
+    } else if (key == "ignore_index") {
+      try {
+        loss.ignore_index = std::stoll(value);
+      } catch (const std::exception&) {
+        return onyx::invalid_argument("ignore_index '" + value + "' is not an integer");
+      }
+    } else if (key == "label_dtype") {
+      if (value != "int64" && value != "int32") return onyx::invalid_argument("label_dtype '" + value + "': int64 or int32");
+      loss.label_dtype = value == "int32" ? ONNX_NAMESPACE::TensorProto::INT32 : ONNX_NAMESPACE::TensorProto::INT64;
+    } else if (key == "loss_output") {
+      loss.output = value;
+    } else if (key == "optimizer") {
+      spec.optimizer = value;
+    } else if (key == "optimizer_dir") {
+      spec.optimizer_search_dirs.push_back(value);
+    } else if (key == "nominal") {
+      nominal = value == "1" || value == "true";
+    } else {
+      return onyx::invalid_argument("unknown artifact option '" + key + "'");
+    }
+  }
+  return Status();
+}
+
+Status create_training_session(OnyxEnv* env, OnyxCheckpointState* state, const tr::TrainingModelBytes& models,
+                               const OnyxSessionOptions* options, OnyxTrainingSession** out) {
+  tr::TrainingSessionOptions opts;
+  if (options) opts.session = options->options;
+  ONYX_ASSIGN_OR_RETURN(auto session, tr::TrainingSession::create(env->registry, state->state, models, opts));
+  *out = new OnyxTrainingSession{std::move(session)};
+  return Status();
+}
+
+Status step(OnyxTrainingSession* s, bool eval, const OnyxTensor* const* inputs, size_t input_count,
+            OnyxTensor** outputs, size_t output_count) {
+  if (!s || (input_count && !inputs) || !outputs) return null_arg(eval ? "eval_step" : "train_step", "argument");
+  const auto& names = eval ? s->session->eval_output_names() : s->session->train_output_names();
+  if (output_count != names.size())
+    return onyx::invalid_argument(std::string(eval ? "eval_step" : "train_step") + ": output_count is " +
+                                  std::to_string(output_count) + ", the model has " + std::to_string(names.size()));
+  std::vector<onyx::Tensor> in;
+  for (size_t i = 0; i < input_count; ++i) {
+    if (!inputs[i]) return null_arg("train_step", "an input tensor");
+    in.push_back(inputs[i]->tensor);
+  }
+  auto result = eval ? s->session->eval_step(in) : s->session->train_step(in);
+  if (!result.ok()) return result.status();
+  for (size_t i = 0; i < output_count; ++i) outputs[i] = new OnyxTensor{std::move(result.value()[i])};
+  return Status();
+}
+
+const std::vector<std::string>& names_of(const OnyxTrainingSession* s, bool eval, bool inputs) {
+  if (eval) return inputs ? s->session->eval_input_names() : s->session->eval_output_names();
+  return inputs ? s->session->train_input_names() : s->session->train_output_names();
+}
+
+std::vector<const onyx::checkpoint::TensorRecord*> all_parameters(const onyx::checkpoint::Checkpoint& c) {
+  std::vector<const onyx::checkpoint::TensorRecord*> list;
+  for (const auto& p : c.module.trainable) list.push_back(&p);
+  for (const auto& p : c.module.frozen) list.push_back(&p);
+  return list;
+}
+
+}  // namespace
+
+extern "C" {
+
+OnyxStatus* onyx_training_generate_artifacts(const char* model_path, const char* const* keys,
+                                             const char* const* values, size_t count, const char* out_dir) {
+  return guarded([&]() -> Status {
+    if (!model_path || !out_dir || (count && (!keys || !values)))
+      return null_arg("onyx_training_generate_artifacts", "argument");
+    tr::ArtifactSpec spec;
+    bool nominal = false;
+    ONYX_RETURN_IF_ERROR(parse_artifact_options(keys, values, count, spec, nominal));
+    ONYX_ASSIGN_OR_RETURN(std::string bytes, read_file(model_path));
+    ONNX_NAMESPACE::ModelProto forward;
+    if (!forward.ParseFromString(bytes)) return onyx::invalid_argument(std::string(model_path) + " is not an ONNX model");
+    std::string dir = std::filesystem::absolute(model_path).parent_path().string();
+    ONYX_ASSIGN_OR_RETURN(tr::Artifacts artifacts, tr::make_artifacts(forward, dir, spec));
+    return tr::write_artifacts(artifacts, out_dir, nominal);
+  });
+}
+
+OnyxStatus* onyx_checkpoint_load(const char* path, OnyxCheckpointState** out) {
+  return guarded([&]() -> Status {
+    if (!path || !out) return null_arg("onyx_checkpoint_load", "argument");
+    ONYX_ASSIGN_OR_RETURN(auto c, onyx::checkpoint::load(path));
+    *out = new OnyxCheckpointState{std::make_shared<onyx::checkpoint::Checkpoint>(std::move(c))};
+    return Status();
+  });
+}
+
+OnyxStatus* onyx_checkpoint_load_from_buffer(const void* data, size_t size, OnyxCheckpointState** out) {
+  return guarded([&]() -> Status {
+    if (!data || !out) return null_arg("onyx_checkpoint_load_from_buffer", "argument");
+    ONYX_ASSIGN_OR_RETURN(auto c, onyx::checkpoint::load_from_memory({static_cast<const std::byte*>(data), size}));
+    *out = new OnyxCheckpointState{std::make_shared<onyx::checkpoint::Checkpoint>(std::move(c))};
+    return Status();
+  });
+}
+
+OnyxStatus* onyx_checkpoint_save(const OnyxCheckpointState* state, const char* path, bool include_optimizer_state) {
+  return guarded([&]() -> Status {
+    if (!state || !path) return null_arg("onyx_checkpoint_save", "argument");
+    if (include_optimizer_state) return onyx::checkpoint::save(*state->state, path);
+    onyx::checkpoint::Checkpoint copy = *state->state;
+    copy.optimizer.clear();
+    return onyx::checkpoint::save(copy, path);
+  });
+}
+
+void onyx_checkpoint_release(OnyxCheckpointState* state) { delete state; }
+
+bool onyx_checkpoint_is_nominal(const OnyxCheckpointState* state) { return state && state->state->nominal(); }
+
+size_t onyx_checkpoint_parameter_count(const OnyxCheckpointState* state) {
+  return state ? state->state->module.trainable.size() + state->state->module.frozen.size() : 0;
+}
+
+OnyxStatus* onyx_checkpoint_parameter_info(const OnyxCheckpointState* state, size_t index, OnyxValueMetadata* out,
+                                           bool* requires_grad) {
+  return guarded([&]() -> Status {
+    if (!state || !out) return null_arg("onyx_checkpoint_parameter_info", "argument");
+    auto list = all_parameters(*state->state);
+    if (index >= list.size())
+      return onyx::invalid_argument("parameter index " + std::to_string(index) + " out of range (" +
+                                    std::to_string(list.size()) + ")");
+    const auto& p = *list[index];
+    OnyxValueMetadata m{};
+    m.struct_size = std::min(out->struct_size, sizeof m);
+    m.name = p.name.c_str();
+    m.dtype = p.dtype;
+    m.rank = int32_t(p.shape.size());
+    m.dims = p.shape.data();
+    std::memcpy(out, &m, m.struct_size);
+    if (requires_grad) *requires_grad = index < state->state->module.trainable.size();
+    return Status();
+  });
+}
+
+OnyxStatus* onyx_checkpoint_get_parameter(const OnyxCheckpointState* state, const char* name, OnyxTensor** out) {
+  return guarded([&]() -> Status {
+    if (!state || !name || !out) return null_arg("onyx_checkpoint_get_parameter", "argument");
+    const auto* p = state->state->find_parameter(name);
+    if (!p) return onyx::not_found(std::string("no parameter named '") + name + "'");
+    if (!p->has_data()) return onyx::failed_precondition(std::string("parameter '") + name + "' has no data (nominal)");
+    *out = new OnyxTensor{p->data.clone()};
+    return Status();
+  });
+}
+
+OnyxStatus* onyx_checkpoint_update_parameter(OnyxCheckpointState* state, const char* name, const OnyxTensor* value) {
+  return guarded([&]() -> Status {
+    if (!state || !name || !value) return null_arg("onyx_checkpoint_update_parameter", "argument");
+    auto* p = state->state->find_parameter(name);
+    if (!p) return onyx::not_found(std::string("no parameter named '") + name + "'");
+    const onyx::Tensor& v = value->tensor;
+    if (v.dtype() != p->dtype || v.shape() != p->shape)
+      return onyx::invalid_argument(std::string("update_parameter: '") + name + "' is " + onyx::dtype_name(p->dtype) +
+                                    " " + onyx::shape_string(p->shape) + ", the new value is " +
+                                    onyx::dtype_name(v.dtype()) + " " + onyx::shape_string(v.shape()));
+    p->data = v.clone();
+    p->checksum.reset();
+    return Status();
+  });
+}
+
+OnyxStatus* onyx_checkpoint_set_property_int(OnyxCheckpointState* state, const char* name, int64_t value) {
+  return guarded([&]() -> Status {
+    if (!state || !name) return null_arg("onyx_checkpoint_set_property_int", "argument");
+    state->state->properties[name] = value;
+    return Status();
+  });
+}
+
+OnyxStatus* onyx_checkpoint_set_property_float(OnyxCheckpointState* state, const char* name, double value) {
+  return guarded([&]() -> Status {
+    if (!state || !name) return null_arg("onyx_checkpoint_set_property_float", "argument");
+    state->state->properties[name] = value;
+    return Status();
+  });
+}
+
+OnyxStatus* onyx_checkpoint_set_property_string(OnyxCheckpointState* state, const char* name, const char* value) {
+  return guarded([&]() -> Status {
+    if (!state || !name || !value) return null_arg("onyx_checkpoint_set_property_string", "argument");
+    state->state->properties[name] = std::string(value);
+    return Status();
+  });
+}
+
+OnyxStatus* onyx_checkpoint_get_property(const OnyxCheckpointState* state, const char* name, OnyxPropertyType* type,
+                                         int64_t* int_value, double* float_value, char** string_value) {
+  return guarded([&]() -> Status {
+    if (!state || !name) return null_arg("onyx_checkpoint_get_property", "argument");
+    auto it = state->state->properties.find(name);
+    if (it == state->state->properties.end()) return onyx::not_found(std::string("no property named '") + name + "'");
+    if (const auto* i = std::get_if<int64_t>(&it->second)) {
+      if (type) *type = ONYX_PROPERTY_INT;
+      if (int_value) *int_value = *i;
+    } else if (const auto* f = std::get_if<double>(&it->second)) {
+      if (type) *type = ONYX_PROPERTY_FLOAT;
+      if (float_value) *float_value = *f;
+    } else {
+      if (type) *type = ONYX_PROPERTY_STRING;
+      if (string_value) *string_value = copy_string(std::get<std::string>(it->second));
+    }
+    return Status();
+  });
+}
+
+OnyxStatus* onyx_training_session_create(OnyxEnv* env, OnyxCheckpointState* state, const char* training_path,
+                                         const char* eval_path, const char* optimizer_path,
+                                         const OnyxSessionOptions* options, OnyxTrainingSession** out) {
+  return guarded([&]() -> Status {
+    if (!env || !state || !training_path || !out) return null_arg("onyx_training_session_create", "argument");
+    tr::TrainingModelBytes models;
+    models.base_dir = std::filesystem::absolute(training_path).parent_path().string();
+    ONYX_ASSIGN_OR_RETURN(models.training, read_file(training_path));
+    if (eval_path) {
+      ONYX_ASSIGN_OR_RETURN(models.eval, read_file(eval_path));
+    }
+    if (optimizer_path) {
+      ONYX_ASSIGN_OR_RETURN(models.optimizer, read_file(optimizer_path));
+    }
+    return create_training_session(env, state, models, options, out);
+  });
+}
+
+OnyxStatus* onyx_training_session_create_from_buffers(OnyxEnv* env, OnyxCheckpointState* state, const void* training,
+                                                      size_t training_size, const void* eval, size_t eval_size,
+                                                      const void* optimizer, size_t optimizer_size,
+                                                      const OnyxSessionOptions* options, OnyxTrainingSession** out) {
+  return guarded([&]() -> Status {
+    if (!env || !state || !training || !out || (eval_size && !eval) || (optimizer_size && !optimizer))
+      return null_arg("onyx_training_session_create_from_buffers", "argument");
+    tr::TrainingModelBytes models;
+    models.training.assign(static_cast<const char*>(training), training_size);
+    if (eval) models.eval.assign(static_cast<const char*>(eval), eval_size);
+    if (optimizer) models.optimizer.assign(static_cast<const char*>(optimizer), optimizer_size);
+    return create_training_session(env, state, models, options, out);
+  });
+}
+
+void onyx_training_session_release(OnyxTrainingSession* session) { delete session; }
+
+size_t onyx_training_session_input_count(const OnyxTrainingSession* s, bool eval) {
+  return s ? names_of(s, eval, true).size() : 0;
+}
+size_t onyx_training_session_output_count(const OnyxTrainingSession* s, bool eval) {
+  return s ? names_of(s, eval, false).size() : 0;
+}
+const char* onyx_training_session_input_name(const OnyxTrainingSession* s, bool eval, size_t index) {
+  if (!s || index >= names_of(s, eval, true).size()) return nullptr;
+  return names_of(s, eval, true)[index].c_str();
+}
+const char* onyx_training_session_output_name(const OnyxTrainingSession* s, bool eval, size_t index) {
+  if (!s || index >= names_of(s, eval, false).size()) return nullptr;
+  return names_of(s, eval, false)[index].c_str();
+}
+
+OnyxStatus* onyx_training_session_lazy_reset_grad(OnyxTrainingSession* s) {
+  return guarded([&]() -> Status {
+    if (!s) return null_arg("onyx_training_session_lazy_reset_grad", "session");
+    s->session->lazy_reset_grad();
+    return Status();
+  });
+}
+
+OnyxStatus* onyx_training_session_train_step(OnyxTrainingSession* s, const OnyxTensor* const* inputs,
+                                             size_t input_count, OnyxTensor** outputs, size_t output_count) {
+  return guarded([&] { return step(s, false, inputs, input_count, outputs, output_count); });
+}
+
+OnyxStatus* onyx_training_session_eval_step(OnyxTrainingSession* s, const OnyxTensor* const* inputs,
+                                            size_t input_count, OnyxTensor** outputs, size_t output_count) {
+  return guarded([&] { return step(s, true, inputs, input_count, outputs, output_count); });
+}
+
+OnyxStatus* onyx_training_session_optimizer_step(OnyxTrainingSession* s) {
+  return guarded([&]() -> Status {
+    if (!s) return null_arg("onyx_training_session_optimizer_step", "session");
+    return s->session->optimizer_step();
+  });
+}
+
+OnyxStatus* onyx_training_session_set_learning_rate(OnyxTrainingSession* s, double lr) {
+  return guarded([&]() -> Status {
+    if (!s) return null_arg("onyx_training_session_set_learning_rate", "session");
+    return s->session->set_learning_rate(lr);
+  });
+}
+
+OnyxStatus* onyx_training_session_get_learning_rate(const OnyxTrainingSession* s, double* lr) {
+  return guarded([&]() -> Status {
+    if (!s || !lr) return null_arg("onyx_training_session_get_learning_rate", "argument");
+    *lr = s->session->learning_rate();
+    return Status();
+  });
+}
+
+OnyxStatus* onyx_training_session_set_lr_schedule(OnyxTrainingSession* s, const char* schedule, double base_lr) {
+  return guarded([&]() -> Status {
+    if (!s || !schedule) return null_arg("onyx_training_session_set_lr_schedule", "argument");
+    ONYX_ASSIGN_OR_RETURN(tr::LrSchedule parsed, tr::parse_lr_schedule(schedule));
+    parsed.base_lr = base_lr;
+    return s->session->set_lr_schedule(parsed);
+  });
+}
+
+OnyxStatus* onyx_training_session_scheduler_step(OnyxTrainingSession* s) {
+  return guarded([&]() -> Status {
+    if (!s) return null_arg("onyx_training_session_scheduler_step", "session");
+    return s->session->scheduler_step();
+  });
+}
+
+OnyxStatus* onyx_training_session_set_hyperparameter(OnyxTrainingSession* s, const char* name, float value) {
+  return guarded([&]() -> Status {
+    if (!s || !name) return null_arg("onyx_training_session_set_hyperparameter", "argument");
+    return s->session->set_hyperparameter(name, value);
+  });
+}
+
+OnyxStatus* onyx_training_session_set_max_grad_norm(OnyxTrainingSession* s, float max_norm) {
+  return guarded([&]() -> Status {
+    if (!s) return null_arg("onyx_training_session_set_max_grad_norm", "session");
+    s->session->set_max_grad_norm(max_norm);
+    return Status();
+  });
+}
+
+OnyxStatus* onyx_training_session_parameters_size(const OnyxTrainingSession* s, bool trainable_only,
+                                                  size_t* elements, size_t* bytes) {
+  return guarded([&]() -> Status {
+    if (!s) return null_arg("onyx_training_session_parameters_size", "session");
+    if (elements) *elements = s->session->parameters_elements(trainable_only);
+    if (bytes) *bytes = s->session->parameters_bytes(trainable_only);
+    return Status();
+  });
+}
+
+OnyxStatus* onyx_training_session_copy_parameters_to_buffer(const OnyxTrainingSession* s, void* buffer, size_t bytes,
+                                                            bool trainable_only) {
+  return guarded([&]() -> Status {
+    if (!s || !buffer) return null_arg("onyx_training_session_copy_parameters_to_buffer", "argument");
+    return s->session->copy_parameters_to_buffer(buffer, bytes, trainable_only);
+  });
+}
+
+OnyxStatus* onyx_training_session_copy_buffer_to_parameters(OnyxTrainingSession* s, const void* buffer, size_t bytes,
+                                                            bool trainable_only) {
+  return guarded([&]() -> Status {
+    if (!s || !buffer) return null_arg("onyx_training_session_copy_buffer_to_parameters", "argument");
+    return s->session->copy_buffer_to_parameters(buffer, bytes, trainable_only);
+  });
+}
+
+OnyxStatus* onyx_training_session_export_model(const OnyxTrainingSession* s, const char* path,
+                                               const char* const* output_names, size_t count) {
+  return guarded([&]() -> Status {
+    if (!s || !path || (count && !output_names)) return null_arg("onyx_training_session_export_model", "argument");
+    tr::ExportOptions options;
+    for (size_t i = 0; i < count; ++i) {
+      if (!output_names[i]) return null_arg("onyx_training_session_export_model", "an output name");
+      options.outputs.push_back(output_names[i]);
+    }
+    return s->session->export_inference_model(path, options);
+  });
+}
+
+OnyxStatus* onyx_training_session_set_seed(OnyxTrainingSession* s, uint64_t seed) {
+  return guarded([&]() -> Status {
+    if (!s) return null_arg("onyx_training_session_set_seed", "session");
+    s->session->set_seed(seed);
+    return Status();
+  });
+}
+
+}  // extern "C"

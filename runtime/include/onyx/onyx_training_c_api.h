@@ -1,0 +1,176 @@
+/*
+ * onyx_training_c_api.h: the Onyx training API (C), part of libonyx.
+ *
+ * Objects: OnyxCheckpointState (parameters, optimizer state, property bag;
+ * loaded from a checkpoint file) -> OnyxTrainingSession (the training, eval
+ * and optimizer models of `onyx artifacts`, run against that state) ->
+ * TrainStep / OptimizerStep / EvalStep; then save the state, or export an
+ * inference model. The state lives apart from the session: it must outlive
+ * every session created with it (the session keeps a reference and releases
+ * it), and steps update it in place.
+ *
+ * Conventions are those of onyx_c_api.h: NULL status is success, a returned
+ * status and every object created here belong to the caller (release them),
+ * `out` parameters are written only on success, `const char*` results live
+ * as long as the object they came from, `char**` results are freed with
+ * onyx_string_release, and no C++ exception crosses this API.
+ * Thread-safety: an OnyxCheckpointState or OnyxTrainingSession is not
+ * synchronized: use each (and a state together with its sessions) from one
+ * thread at a time. Distinct objects may be used from different threads.
+ */
+#ifndef ONYX_TRAINING_C_API_H_
+#define ONYX_TRAINING_C_API_H_
+
+#include <stdbool.h>
+
+#include "onyx_c_api.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct OnyxCheckpointState OnyxCheckpointState;
+typedef struct OnyxTrainingSession OnyxTrainingSession;
+
+/* ---- artifacts ------------------------------------------------------------- */
+
+/* Writes training.onnx, eval.onnx, optimizer.onnx and checkpoint.ckpt for
+ * the forward model at `model_path` into `out_dir` (created if needed; each
+ * file written atomically). Options are key/value strings (copied):
+ *   "requires_grad" (repeatable): an initializer that gets a gradient
+ *                    (default: every floating-point initializer not frozen)
+ *   "frozen" (repeatable): an initializer kept as a parameter without gradient
+ *   "loss": mse | l1 | crossentropy (default) | bcewithlogits | nll
+ *   "reduction": mean (default) | sum;  "ignore_index": an integer
+ *   "label_dtype": int64 (default) | int32;  "loss_output": a forward output
+ *   "optimizer": sgd | adamw (default) | lamb | a plugin path
+ *   "optimizer_dir" (repeatable): a folder searched first for optimizer plugins
+ *   "nominal": "1" writes a checkpoint without data (names, types, shapes)
+ * Errors name the parameter, op or option at fault. Thread-safe. */
+ONYX_API OnyxStatus* onyx_training_generate_artifacts(const char* model_path, const char* const* keys,
+                                                      const char* const* values, size_t count,
+                                                      const char* out_dir);
+
+/* ---- checkpoint state ------------------------------------------------------ */
+
+ONYX_API OnyxStatus* onyx_checkpoint_load(const char* path, OnyxCheckpointState** out);
+/* The bytes are copied; the buffer may be freed after the call. */
+ONYX_API OnyxStatus* onyx_checkpoint_load_from_buffer(const void* data, size_t size, OnyxCheckpointState** out);
+/* Atomic save (tmp + fsync + rename). Without optimizer state when
+ * include_optimizer_state is false. */
+ONYX_API OnyxStatus* onyx_checkpoint_save(const OnyxCheckpointState* state, const char* path,
+                                          bool include_optimizer_state);
+/* Release after every session created with it. Accepts NULL. */
+ONYX_API void onyx_checkpoint_release(OnyxCheckpointState* state);
+/* True when no parameter has data yet (a nominal checkpoint). */
+ONYX_API bool onyx_checkpoint_is_nominal(const OnyxCheckpointState* state);
+
+/* Parameters (trainable first, then frozen). The metadata's pointers are
+ * valid until the state is released; `out->struct_size` must be set. */
+ONYX_API size_t onyx_checkpoint_parameter_count(const OnyxCheckpointState* state);
+ONYX_API OnyxStatus* onyx_checkpoint_parameter_info(const OnyxCheckpointState* state, size_t index,
+                                                    OnyxValueMetadata* out, bool* requires_grad);
+/* A copy of one parameter's value (a new tensor the caller releases). */
+ONYX_API OnyxStatus* onyx_checkpoint_get_parameter(const OnyxCheckpointState* state, const char* name,
+                                                   OnyxTensor** out);
+/* Replaces one parameter's value (copied); dtype and shape must match. */
+ONYX_API OnyxStatus* onyx_checkpoint_update_parameter(OnyxCheckpointState* state, const char* name,
+                                                      const OnyxTensor* value);
+
+/* The property bag: int64, double or string values by name (copied). */
+typedef enum OnyxPropertyType {
+  ONYX_PROPERTY_INT = 0,
+  ONYX_PROPERTY_FLOAT = 1,
+  ONYX_PROPERTY_STRING = 2
+} OnyxPropertyType;
+ONYX_API OnyxStatus* onyx_checkpoint_set_property_int(OnyxCheckpointState* state, const char* name, int64_t value);
+ONYX_API OnyxStatus* onyx_checkpoint_set_property_float(OnyxCheckpointState* state, const char* name, double value);
+ONYX_API OnyxStatus* onyx_checkpoint_set_property_string(OnyxCheckpointState* state, const char* name,
+                                                         const char* value);
+/* Writes the type and the matching value out-parameter (the others are left
+ * alone; any may be NULL). *string_value belongs to the caller. NOT_FOUND
+ * when there is no such property. */
+ONYX_API OnyxStatus* onyx_checkpoint_get_property(const OnyxCheckpointState* state, const char* name,
+                                                  OnyxPropertyType* type, int64_t* int_value,
+                                                  double* float_value, char** string_value);
+
+/* ---- training session ------------------------------------------------------ */
+
+/* Creates a session from model files. eval_path and optimizer_path may be
+ * NULL (then EvalStep / OptimizerStep / export fail with a clear error).
+ * `options` (may be NULL) chooses providers as for inference sessions; it is
+ * not retained. Errors name the model and, for a checkpoint that does not fit
+ * the models, the parameter with both shapes. */
+ONYX_API OnyxStatus* onyx_training_session_create(OnyxEnv* env, OnyxCheckpointState* state,
+                                                  const char* training_path, const char* eval_path,
+                                                  const char* optimizer_path, const OnyxSessionOptions* options,
+                                                  OnyxTrainingSession** out);
+/* Same from serialized models in memory (copied; eval/optimizer may be NULL
+ * with size 0). External data is refused. */
+ONYX_API OnyxStatus* onyx_training_session_create_from_buffers(
+    OnyxEnv* env, OnyxCheckpointState* state, const void* training, size_t training_size, const void* eval,
+    size_t eval_size, const void* optimizer, size_t optimizer_size, const OnyxSessionOptions* options,
+    OnyxTrainingSession** out);
+ONYX_API void onyx_training_session_release(OnyxTrainingSession* session);
+
+/* The data and label inputs, and the outputs ("loss" first, gradients not
+ * included), of the training (eval = false) or eval model. Names are valid
+ * while the session lives; NULL for an index out of range. */
+ONYX_API size_t onyx_training_session_input_count(const OnyxTrainingSession* session, bool eval);
+ONYX_API size_t onyx_training_session_output_count(const OnyxTrainingSession* session, bool eval);
+ONYX_API const char* onyx_training_session_input_name(const OnyxTrainingSession* session, bool eval, size_t index);
+ONYX_API const char* onyx_training_session_output_name(const OnyxTrainingSession* session, bool eval, size_t index);
+
+/* The next TrainStep overwrites the gradients instead of adding to them. */
+ONYX_API OnyxStatus* onyx_training_session_lazy_reset_grad(OnyxTrainingSession* session);
+/* Runs forward and backward on one batch: inputs in input-name order;
+ * outputs[k] receives a new tensor (caller releases) for output k;
+ * output_count must equal onyx_training_session_output_count(session, false).
+ * Gradients add up across steps until the next lazy reset. */
+ONYX_API OnyxStatus* onyx_training_session_train_step(OnyxTrainingSession* session, const OnyxTensor* const* inputs,
+                                                      size_t input_count, OnyxTensor** outputs, size_t output_count);
+ONYX_API OnyxStatus* onyx_training_session_eval_step(OnyxTrainingSession* session, const OnyxTensor* const* inputs,
+                                                     size_t input_count, OnyxTensor** outputs, size_t output_count);
+/* One optimizer update from the accumulated gradients. */
+ONYX_API OnyxStatus* onyx_training_session_optimizer_step(OnyxTrainingSession* session);
+
+ONYX_API OnyxStatus* onyx_training_session_set_learning_rate(OnyxTrainingSession* session, double lr);
+ONYX_API OnyxStatus* onyx_training_session_get_learning_rate(const OnyxTrainingSession* session, double* lr);
+/* Registers a schedule, e.g. "cosine:warmup=100,total=5000" (constant,
+ * linear, cosine, step; see docs/training.md) with its base rate; the
+ * learning rate becomes the schedule's first value. */
+ONYX_API OnyxStatus* onyx_training_session_set_lr_schedule(OnyxTrainingSession* session, const char* schedule,
+                                                           double base_lr);
+ONYX_API OnyxStatus* onyx_training_session_scheduler_step(OnyxTrainingSession* session);
+/* An optimizer hyperparameter by name ("beta1", "momentum", ...). */
+ONYX_API OnyxStatus* onyx_training_session_set_hyperparameter(OnyxTrainingSession* session, const char* name,
+                                                              float value);
+/* Gradient clipping by global norm; <= 0 turns it off (the default). */
+ONYX_API OnyxStatus* onyx_training_session_set_max_grad_norm(OnyxTrainingSession* session, float max_norm);
+
+/* Element and byte counts of all (or only trainable) parameters. The flat
+ * buffer holds every parameter's bytes in checkpoint order, packed, each in
+ * its own dtype: any mix of types, not float only. */
+ONYX_API OnyxStatus* onyx_training_session_parameters_size(const OnyxTrainingSession* session, bool trainable_only,
+                                                           size_t* elements, size_t* bytes);
+ONYX_API OnyxStatus* onyx_training_session_copy_parameters_to_buffer(const OnyxTrainingSession* session,
+                                                                     void* buffer, size_t bytes,
+                                                                     bool trainable_only);
+/* Also how a nominal checkpoint gets its weights. */
+ONYX_API OnyxStatus* onyx_training_session_copy_buffer_to_parameters(OnyxTrainingSession* session,
+                                                                     const void* buffer, size_t bytes,
+                                                                     bool trainable_only);
+/* Writes an inference model (the eval graph cut to `output_names`, all
+ * forward outputs when count is 0) with the current parameters as
+ * initializers, atomically. Parameters totalling 1 GiB or more go to the
+ * side file "<file name>.data" (so models over 2 GB export). */
+ONYX_API OnyxStatus* onyx_training_session_export_model(const OnyxTrainingSession* session, const char* path,
+                                                        const char* const* output_names, size_t count);
+/* Seeds the session's random number use (recorded; see docs/training.md). */
+ONYX_API OnyxStatus* onyx_training_session_set_seed(OnyxTrainingSession* session, uint64_t seed);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* ONYX_TRAINING_C_API_H_ */
