@@ -92,6 +92,10 @@ const RuleTable& gradient_rules() {
     add_elementwise_rules(t);
     add_activation_rules(t);
     add_linalg_rules(t);
+    add_shape_rules(t);
+    add_reduce_rules(t);
+    add_nn_rules(t);
+    add_norm_rules(t);
     add_loss_rules(t);
     return t;
   }();

@@ -54,9 +54,11 @@ struct Paths {
   std::set<std::string> requires_grad;  // depends on wrt (float values)
   std::set<std::string> reaches_loss;   // the loss depends on it
   bool on_path(const onnx::NodeProto& n) const {
+    // Some input depends on wrt and some float output feeds the loss
+    // (comparisons and other non-float results carry no gradient).
     bool in = false, out = false;
     for (const auto& i : n.input()) in = in || requires_grad.count(i);
-    for (const auto& o : n.output()) out = out || reaches_loss.count(o);
+    for (const auto& o : n.output()) out = out || (reaches_loss.count(o) && requires_grad.count(o));
     return in && out;
   }
 };

@@ -63,6 +63,8 @@ StatusOr<LossNodes> custom_loss(onnx::GraphProto* graph, Emitter& e, const onnx:
     *graph->add_node() = std::move(copy);
   }
   out.loss = map_name(lg.output(0).name());
+  const auto& declared = lg.output(0).type().tensor_type();
+  if (declared.elem_type()) e.set_type(out.loss, {declared.elem_type(), 0, {}});
   if (names.count(lg.output(0).name()) && forward_outputs.count(lg.output(0).name()))
     return invalid_argument("the custom loss graph's output '" + lg.output(0).name() +
                             "' is a forward output; the loss must be computed from it");

@@ -74,6 +74,10 @@ using RuleTable = std::map<std::string, GradRule>;
 void add_elementwise_rules(RuleTable& table);
 void add_activation_rules(RuleTable& table);
 void add_linalg_rules(RuleTable& table);
+void add_shape_rules(RuleTable& table);
+void add_reduce_rules(RuleTable& table);
+void add_nn_rules(RuleTable& table);
+void add_norm_rules(RuleTable& table);
 void add_loss_rules(RuleTable& table);
 
 // All rules (built once).

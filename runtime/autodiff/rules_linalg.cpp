@@ -37,6 +37,7 @@ Status matmul_rule(GradContext& c) {
   }
   auto reduce_to = [&](const std::string& full, const std::string& lifted, const std::string& original) {
     std::string summed = e.op("SumToShape", {full, e.op("Shape", {lifted})}, {}, kOnyxDomain);
+    e.set_type(summed, {e.dtype(original), -1, {}});
     return lifted == original ? summed : e.op("Reshape", {summed, e.op("Shape", {original})});
   };
   if (c.needs(0)) c.set_dx(0, reduce_to(e.op("MatMul", {g, swap_last_two(e, b, rb)}), a, c.x(0)));

@@ -201,6 +201,7 @@ StatusOr<TrainingModels> build_training_models(const onnx::ModelProto& forward, 
   for (const auto& p : out.initial_values) e.set_type(p.name(), {p.data_type(), p.dims_size(), {p.dims().begin(), p.dims().end()}});
 
   ONYX_ASSIGN_OR_RETURN(LossNodes loss, add_loss(g, e, spec.loss));
+  learn_inferred_types(m, e);  // the loss nodes' types
   for (const auto& l : loss.label_inputs) {
     if (taken_names.count(l.name()) && !std::any_of(data_inputs.begin(), data_inputs.end(), [&](const auto& d) { return d.name() == l.name(); }))
       return invalid_argument("the label input '" + l.name() + "' collides with a value of the forward model");

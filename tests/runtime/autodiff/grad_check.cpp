@@ -54,6 +54,20 @@ Forward& Forward::param_values(const std::string& name, std::vector<int64_t> dim
   return *this;
 }
 
+Forward& Forward::param32(const std::string& name, std::vector<int64_t> dims) {
+  std::uniform_real_distribution<double> dist(-1, 1);
+  auto* t = model_.mutable_graph()->add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    t->add_dims(d);
+    n *= d;
+  }
+  for (int64_t i = 0; i < n; ++i) t->add_float_data(float(dist(rng_)));
+  return *this;
+}
+
 Forward& Forward::ints(const std::string& name, std::vector<int64_t> dims, std::vector<int64_t> values) {
   auto* t = model_.mutable_graph()->add_initializer();
   t->set_name(name);
@@ -92,7 +106,8 @@ onnx::ModelProto weighted_sum_loss(const onnx::ModelProto& forward, uint32_t see
   std::vector<std::string> terms;
   for (const auto& o : forward.graph().output()) {
     const auto& tt = o.type().tensor_type();
-    if (tt.elem_type() != onnx::TensorProto::DOUBLE) continue;
+    const bool single = tt.elem_type() == onnx::TensorProto::FLOAT;
+    if (tt.elem_type() != onnx::TensorProto::DOUBLE && !single) continue;
     std::vector<int64_t> dims;
     int64_t n = 1;
     for (const auto& d : tt.shape().dim()) {
@@ -101,7 +116,13 @@ onnx::ModelProto weighted_sum_loss(const onnx::ModelProto& forward, uint32_t see
     }
     std::vector<double> w(static_cast<size_t>(n));
     for (double& v : w) v = dist(rng);
-    loss.input(o.name(), dims).param_values("w_" + o.name(), dims, w);
+    loss.input(o.name(), dims, tt.elem_type()).param_values("w_" + o.name(), dims, w);
+    if (single) {  // the weights in the output's type
+      auto* init = loss.proto().mutable_graph()->mutable_initializer(loss.proto().graph().initializer_size() - 1);
+      init->clear_double_data();
+      init->set_data_type(onnx::TensorProto::FLOAT);
+      for (double v : w) init->add_float_data(float(v));
+    }
     loss.node("Mul", {o.name(), "w_" + o.name()}, {"prod_" + o.name()});
     loss.node("ReduceSum", {"prod_" + o.name()}, {"term_" + o.name()}, {attr_int("keepdims", 0)});
     terms.push_back("term_" + o.name());
@@ -111,7 +132,7 @@ onnx::ModelProto weighted_sum_loss(const onnx::ModelProto& forward, uint32_t see
   } else {
     loss.node("Sum", terms, {"total"});
   }
-  loss.output("total", {});
+  loss.output("total", {}, forward.graph().output(0).type().tensor_type().elem_type());
   return loss.proto();
 }
 
@@ -157,7 +178,8 @@ onyx::Tensor tensor_of(const onnx::TensorProto& t) {
 }
 
 GradCheckResult check_gradients(const onnx::ModelProto& forward, const TrainingSpec* spec_in,
-                                const std::vector<std::pair<std::string, std::shared_ptr<onyx::Tensor>>>& feeds) {
+                                const std::vector<std::pair<std::string, std::shared_ptr<onyx::Tensor>>>& feeds,
+                                double step32) {
   TrainingSpec spec;
   if (spec_in) {
     spec = *spec_in;
@@ -185,21 +207,26 @@ GradCheckResult check_gradients(const onnx::ModelProto& forward, const TrainingS
   std::vector<onyx::Tensor> analytic = run_loss(*train, grad_names);
 
   GradCheckResult r;
-  const double h = 1e-5;
   size_t g = 1;
   for (size_t k = 0; k < params.size(); ++k) {
     if (!m.parameters[k].requires_grad) continue;
     onyx::Tensor& grad = analytic[g++];
     if (grad.size() != params[k].size()) throw std::runtime_error("gradient of " + m.parameters[k].name + " has the wrong size");
-    double* x = params[k].data<double>();
+    const bool single = params[k].dtype() == ONYX_DTYPE_FLOAT32;
+    const double h = single ? step32 : 1e-5;
+    auto value = [single](onyx::Tensor& t, int64_t i) { return single ? double(t.data<float>()[i]) : t.data<double>()[i]; };
+    auto set = [single](onyx::Tensor& t, int64_t i, double v) {
+      if (single) t.data<float>()[i] = float(v);
+      else t.data<double>()[i] = v;
+    };
     for (int64_t i = 0; i < params[k].size(); ++i) {
-      const double saved = x[i];
-      x[i] = saved + h;
-      double plus = run_loss(*eval, {"loss"})[0].data<double>()[0];
-      x[i] = saved - h;
-      double minus = run_loss(*eval, {"loss"})[0].data<double>()[0];
-      x[i] = saved;
-      double numeric = (plus - minus) / (2 * h), a = grad.data<double>()[i];
+      const double saved = value(params[k], i);
+      set(params[k], i, saved + h);
+      onyx::Tensor lp = std::move(run_loss(*eval, {"loss"})[0]);
+      set(params[k], i, saved - h);
+      onyx::Tensor lm = std::move(run_loss(*eval, {"loss"})[0]);
+      set(params[k], i, saved);
+      double numeric = (value(lp, 0) - value(lm, 0)) / (2 * h), a = value(grad, i);
       double err = std::fabs(a - numeric) / std::max(1.0, std::fabs(numeric));
       r.max_abs_gradient = std::max(r.max_abs_gradient, std::fabs(a));
       ++r.elements_checked;
@@ -214,12 +241,13 @@ GradCheckResult check_gradients(const onnx::ModelProto& forward, const TrainingS
 }
 
 void expect_gradients_match(const onnx::ModelProto& forward, const std::string& what, const TrainingSpec* spec,
-                            const std::vector<std::pair<std::string, std::shared_ptr<onyx::Tensor>>>& feeds) {
+                            const std::vector<std::pair<std::string, std::shared_ptr<onyx::Tensor>>>& feeds,
+                            double tolerance) {
   try {
     GradCheckResult r = check_gradients(forward, spec, feeds);
     EXPECT_GT(r.elements_checked, 0u) << what;
     EXPECT_GT(r.max_abs_gradient, 1e-3) << what << ": every gradient is ~0, the check proves nothing";
-    EXPECT_LE(r.worst_error, 1e-6) << what << ": worst at " << r.worst_place;
+    EXPECT_LE(r.worst_error, tolerance) << what << ": worst at " << r.worst_place;
   } catch (const std::exception& e) {
     ADD_FAILURE() << what << ": " << e.what();
   }

@@ -29,6 +29,8 @@ class Forward {
   // A float64 initializer with uniform random values in [lo, hi).
   Forward& param(const std::string& name, std::vector<int64_t> dims, double lo = -1, double hi = 1);
   Forward& param_values(const std::string& name, std::vector<int64_t> dims, std::vector<double> values);
+  // A float32 initializer (for ops whose forward CPU kernel is float32 only).
+  Forward& param32(const std::string& name, std::vector<int64_t> dims);
   Forward& ints(const std::string& name, std::vector<int64_t> dims, std::vector<int64_t> values);
   Forward& input(const std::string& name, std::vector<int64_t> dims, int32_t dtype = onnx::TensorProto::DOUBLE);
   Forward& output(const std::string& name, std::vector<int64_t> dims, int32_t dtype = onnx::TensorProto::DOUBLE);
@@ -57,13 +59,17 @@ struct GradCheckResult {
 // Builds the training and eval models of `forward` with `spec` (default: the
 // weighted-sum custom loss), runs them with the initial parameter values and
 // `feeds`, and compares every trainable element with central differences.
+// Float32 parameters are checked with `step32` (only sound for losses linear in
+// each parameter, where central differences are exact up to rounding).
 GradCheckResult check_gradients(const onnx::ModelProto& forward, const TrainingSpec* spec = nullptr,
-                                const std::vector<std::pair<std::string, std::shared_ptr<onyx::Tensor>>>& feeds = {});
+                                const std::vector<std::pair<std::string, std::shared_ptr<onyx::Tensor>>>& feeds = {},
+                                double step32 = 0.5);
 
 // Asserts (gtest) that `forward`'s gradients pass; `what` names the case.
 void expect_gradients_match(const onnx::ModelProto& forward, const std::string& what,
                             const TrainingSpec* spec = nullptr,
-                            const std::vector<std::pair<std::string, std::shared_ptr<onyx::Tensor>>>& feeds = {});
+                            const std::vector<std::pair<std::string, std::shared_ptr<onyx::Tensor>>>& feeds = {},
+                            double tolerance = 1e-6);
 
 onyx::Env& test_env();  // with the CPU provider's folder added
 // Serializes and opens a session on the CPU provider (fallback: fail).

@@ -1,0 +1,132 @@
+// grad_conv.cpp: ai.onyx ConvGrad(dY, X, W) -> (dX, dW) with Conv's
+// attributes. Per image and group, im2col turns X into col [C/g*K, OHW]; then
+//   dW += dY [M/g, OHW] x col^T        (GEMM)
+//   dcol = W^T [C/g*K, M/g] x dY       (GEMM), scattered back by col2im into dX.
+// float32 runs on the provider's blocked GEMM (gemm/gemm.h); float64 (used by
+// the gradient checks) on plain loops.
+#include <vector>
+
+#include "kernels/grad_kernels.h"
+#include "kernels/nn.h"
+
+namespace onyx::cpu {
+namespace {
+
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+          int64_t ldb, float beta, float* c, int64_t ldc, const ParallelFor& pf) {
+  sgemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc, pf);
+}
+
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, const double* b,
+          int64_t ldb, double beta, double* c, int64_t ldc, const ParallelFor&) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (int64_t p = 0; p < k; ++p) s += (ta ? a[p * lda + i] : a[i * lda + p]) * (tb ? b[j * ldb + p] : b[p * ldb + j]);
+      c[i * ldc + j] = (beta == 0 ? 0 : beta * c[i * ldc + j]) + s;
+    }
+}
+
+// Calls fn(col_row, col_column, input_offset or -1 for padding) for every
+// element of the im2col matrix of one image and group (3-D lifted windows).
+template <typename Fn>
+void for_each_tap(const std::vector<nn::WindowDim>& w, int64_t channels, Fn&& fn) {
+  const nn::WindowDim &D = w[0], &H = w[1], &W = w[2];
+  const int64_t K = D.kernel * H.kernel * W.kernel, in_plane = D.in * H.in * W.in;
+  for (int64_t c = 0; c < channels; ++c)
+    for (int64_t kd = 0; kd < D.kernel; ++kd)
+      for (int64_t kh = 0; kh < H.kernel; ++kh)
+        for (int64_t kw = 0; kw < W.kernel; ++kw) {
+          const int64_t row = c * K + (kd * H.kernel + kh) * W.kernel + kw;
+          int64_t col = 0;
+          for (int64_t od = 0; od < D.out; ++od) {
+            const int64_t id = od * D.stride - D.pad_begin + kd * D.dilation;
+            for (int64_t oh = 0; oh < H.out; ++oh) {
+              const int64_t ih = oh * H.stride - H.pad_begin + kh * H.dilation;
+              const bool row_in = id >= 0 && id < D.in && ih >= 0 && ih < H.in;
+              const int64_t base = c * in_plane + (id * H.in + ih) * W.in;
+              for (int64_t ow = 0; ow < W.out; ++ow, ++col) {
+                const int64_t iw = ow * W.stride - W.pad_begin + kw * W.dilation;
+                fn(row, col, row_in && iw >= 0 && iw < W.in ? base + iw : -1);
+              }
+            }
+          }
+        }
+}
+
+class ConvGradKernel final : public sdk::Kernel {
+ public:
+  explicit ConvGradKernel(const sdk::NodeInfo& node)
+      : label_(nn::node_label(node)), attrs_(nn::WindowAttrs::read(node)), group_(node.get_int("group", 1)) {}
+
+  OnyxStatus* compute(sdk::ComputeContext& ctx) override {
+    sdk::Tensor dy = ctx.in(0), x = ctx.in(1), w = ctx.in(2);
+    if (x.rank() < 3 || w.rank() != x.rank() || dy.rank() != x.rank())
+      return nn::fail(label_, "X %s, W %s and dY %s must have one rank >= 3", nn::dims_str(x.dims).c_str(),
+                      nn::dims_str(w.dims).c_str(), nn::dims_str(dy.dims).c_str());
+    const int64_t n = x.dim(0), c = x.dim(1), m = w.dim(0);
+    if (group_ <= 0 || c % group_ || m % group_ || w.dim(1) != c / group_)
+      return nn::fail(label_, "W %s does not fit X %s with group %lld", nn::dims_str(w.dims).c_str(),
+                      nn::dims_str(x.dims).c_str(), (long long)group_);
+    std::vector<nn::WindowDim> win;
+    if (std::string e = nn::resolve_forward(attrs_, x.dims.subspan(2), w.dims.subspan(2), &win); !e.empty())
+      return nn::fail(label_, "%s", e.c_str());
+    std::vector<int64_t> expected = {n, m};
+    for (const auto& d : win) expected.push_back(d.out);
+    if (dy.shape() != expected)
+      return nn::fail(label_, "output gradient of shape %s does not match the convolution's output %s",
+                      nn::dims_str(dy.dims).c_str(), nn::dims_str(expected).c_str());
+    nn::lift_to_3d(&win);
+    sdk::Tensor dx, dw;
+    ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, x.dtype, x.dims, &dx));
+    ONYX_SDK_RETURN_IF_ERROR(ctx.output(1, w.dtype, w.dims, &dw));
+    if (x.dtype == ONYX_DTYPE_FLOAT64) run<double>(ctx, dy, x, w, dx, dw, win);
+    else run<float>(ctx, dy, x, w, dx, dw, win);
+    return nullptr;
+  }
+
+ private:
+  template <typename T>
+  void run(sdk::ComputeContext& ctx, const sdk::Tensor& dy, const sdk::Tensor& x, const sdk::Tensor& w,
+           const sdk::Tensor& dx, const sdk::Tensor& dw, const std::vector<nn::WindowDim>& win) const {
+    const int64_t n = x.dim(0), cg = x.dim(1) / group_, mg = w.dim(0) / group_;
+    const int64_t k = win[0].kernel * win[1].kernel * win[2].kernel, ck = cg * k;
+    const int64_t in_plane = win[0].in * win[1].in * win[2].in, ohw = win[0].out * win[1].out * win[2].out;
+    std::vector<T> col(size_t(ck * ohw)), dcol(col.size());
+    std::fill(dw.data<T>(), dw.data<T>() + dw.size(), T(0));
+    std::fill(dx.data<T>(), dx.data<T>() + dx.size(), T(0));
+    const ParallelFor pf = nn::host_parallel_for(ctx);
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t g = 0; g < group_; ++g) {
+        const T* xs = x.data<T>() + (b * group_ + g) * cg * in_plane;
+        const T* gy = dy.data<T>() + (b * group_ + g) * mg * ohw;
+        T* xg = dx.data<T>() + (b * group_ + g) * cg * in_plane;
+        for_each_tap(win, cg, [&](int64_t r, int64_t o, int64_t at) { col[size_t(r * ohw + o)] = at < 0 ? T(0) : xs[at]; });
+        gemm(false, true, mg, ck, ohw, gy, ohw, col.data(), ohw, T(1), dw.data<T>() + g * mg * ck, ck, pf);
+        gemm(true, false, ck, ohw, mg, w.data<T>() + g * mg * ck, ck, gy, ohw, T(0), dcol.data(), ohw, pf);
+        for_each_tap(win, cg, [&](int64_t r, int64_t o, int64_t at) {
+          if (at >= 0) xg[at] += dcol[size_t(r * ohw + o)];
+        });
+      }
+  }
+
+  std::string label_;
+  nn::WindowAttrs attrs_;
+  int64_t group_;
+};
+
+}  // namespace
+
+void register_grad_conv_kernels(sdk::KernelRegistry& registry) {
+  sdk::KernelDef def;
+  def.domain = kOnyxDomain;
+  def.op_type = "ConvGrad";
+  def.supports = [](const sdk::NodeInfo& node) {
+    std::string why = util::require_inputs(node, 3, 3);
+    return why.empty() ? nn::require_types(node, {0, 1, 2}, {ONYX_DTYPE_FLOAT32, ONYX_DTYPE_FLOAT64}) : why;
+  };
+  def.create = [](const sdk::NodeInfo& node) { return std::make_unique<ConvGradKernel>(node); };
+  registry.add(std::move(def));
+}
+
+}  // namespace onyx::cpu

@@ -1,0 +1,212 @@
+// rules_test.cpp: every gradient rule against float64 central differences
+// (grad_check.h states the tolerance), one small case or more per op.
+#include <gtest/gtest.h>
+
+#include "autodiff/emitter.h"
+#include "grad_check.h"
+
+namespace onyx::autodiff::testing {
+namespace {
+
+using A = std::vector<onnx::AttributeProto>;
+
+// Forward model: one node over params named a, b, c... with the given
+// shapes; output "y" of shape `out`.
+void check_op(const std::string& op, std::vector<std::vector<int64_t>> inputs, std::vector<int64_t> out, A attrs = {},
+              double lo = -1, double hi = 1, int64_t opset = 17) {
+  Forward f(opset);
+  std::vector<std::string> names;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    names.push_back(std::string(1, char('a' + k)));
+    f.param(names.back(), inputs[k], lo, hi);
+  }
+  f.node(op, names, {"y"}, std::move(attrs)).output("y", out);
+  expect_gradients_match(f.proto(), op);
+}
+
+TEST(GradRules, BinaryBroadcasting) {
+  check_op("Add", {{2, 3}, {3}}, {2, 3});
+  check_op("Sub", {{2, 1}, {2, 3}}, {2, 3});
+  check_op("Mul", {{2, 3}, {1, 3}}, {2, 3});
+  check_op("Div", {{2, 3}, {3}}, {2, 3}, {}, 0.5, 2);
+  check_op("Pow", {{2, 3}, {3}}, {2, 3}, {}, 0.5, 1.5);
+  check_op("Min", {{2, 3}, {3}}, {2, 3});
+  check_op("Max", {{2, 3}, {2, 3}}, {2, 3});
+  check_op("Sum", {{2, 3}, {3}, {2, 1}}, {2, 3});
+}
+
+TEST(GradRules, Unary) {
+  check_op("Sqrt", {{2, 3}}, {2, 3}, {}, 0.5, 2);
+  check_op("Log", {{2, 3}}, {2, 3}, {}, 0.5, 2);
+  check_op("Exp", {{2, 3}}, {2, 3});
+  check_op("Neg", {{2, 3}}, {2, 3});
+  check_op("Abs", {{2, 3}}, {2, 3});
+  check_op("Erf", {{2, 3}}, {2, 3});
+  check_op("Identity", {{2, 3}}, {2, 3});
+  check_op("Cast", {{2, 3}}, {2, 3}, {attr_int("to", onnx::TensorProto::DOUBLE)});
+  check_op("Reciprocal", {{2, 3}}, {2, 3}, {}, 0.5, 2);
+}
+
+TEST(GradRules, Activations) {
+  check_op("Relu", {{3, 4}}, {3, 4});
+  check_op("LeakyRelu", {{3, 4}}, {3, 4}, {attr_float("alpha", 0.2f)});
+  check_op("Sigmoid", {{3, 4}}, {3, 4});
+  check_op("Tanh", {{3, 4}}, {3, 4});
+  check_op("Softplus", {{3, 4}}, {3, 4});
+  check_op("Softmax", {{3, 4}}, {3, 4});
+  check_op("Softmax", {{3, 4}}, {3, 4}, {attr_int("axis", 0)});
+  check_op("LogSoftmax", {{2, 3, 4}}, {2, 3, 4}, {attr_int("axis", 1)});
+  check_op("Gelu", {{3, 4}}, {3, 4}, {}, -2, 2, 20);
+  check_op("Gelu", {{3, 4}}, {3, 4}, {attr_string("approximate", "tanh")}, -2, 2, 20);
+}
+
+TEST(GradRules, Where) {
+  Forward f;
+  f.param("c", {2, 3}).param("a", {2, 3}).param("b", {3});
+  f.node("Greater", {"c", "b"}, {"cond"}).node("Where", {"cond", "a", "b"}, {"y"}).output("y", {2, 3});
+  expect_gradients_match(f.proto(), "Where");
+}
+
+TEST(GradRules, Clip) {
+  Forward f;
+  f.param("x", {3, 4}).param_values("lo", {}, {-0.4}).param_values("hi", {}, {0.5});
+  f.node("Clip", {"x", "lo", "hi"}, {"y"}).output("y", {3, 4});
+  TrainingSpec spec;
+  spec.requires_grad = {"x"};  // the bounds are frozen
+  spec.loss.kind = LossKind::kCustom;
+  spec.loss.custom = weighted_sum_loss(f.proto());
+  expect_gradients_match(f.proto(), "Clip", &spec);
+}
+
+TEST(GradRules, Dropout) {
+  check_op("Dropout", {{3, 4}}, {3, 4});  // inference mode: identity
+}
+
+TEST(GradRules, MatMulAndGemm) {
+  check_op("MatMul", {{3, 4}, {4, 2}}, {3, 2});
+  check_op("MatMul", {{2, 3, 4}, {4, 2}}, {2, 3, 2});
+  check_op("MatMul", {{2, 1, 3, 4}, {3, 4, 2}}, {2, 3, 3, 2});
+  check_op("MatMul", {{4}, {2, 4, 3}}, {2, 3});
+  check_op("MatMul", {{2, 3, 4}, {4}}, {2, 3});
+  check_op("Gemm", {{3, 4}, {4, 2}, {2}}, {3, 2});
+  check_op("Gemm", {{4, 3}, {2, 4}, {3, 1}}, {3, 2},
+           {attr_int("transA", 1), attr_int("transB", 1), attr_float("alpha", 0.7f), attr_float("beta", -1.5f)});
+  check_op("Gemm", {{4, 3}, {4, 2}}, {3, 2}, {attr_int("transA", 1)});
+  check_op("Gemm", {{3, 4}, {2, 4}, {3, 2}}, {3, 2}, {attr_int("transB", 1)});
+}
+
+TEST(GradRules, Shapes) {
+  Forward reshape;
+  reshape.param("a", {2, 6}).ints("s", {3}, {3, 2, 2}).node("Reshape", {"a", "s"}, {"y"}).output("y", {3, 2, 2});
+  expect_gradients_match(reshape.proto(), "Reshape");
+  check_op("Flatten", {{2, 3, 2}}, {2, 6}, {attr_int("axis", 1)});
+  check_op("Transpose", {{2, 3, 4}}, {4, 2, 3}, {attr_ints("perm", {2, 0, 1})});
+  check_op("Transpose", {{2, 3}}, {3, 2});
+  check_op("Concat", {{2, 3}, {2, 1}, {2, 2}}, {2, 6}, {attr_int("axis", -1)});
+  Forward squeeze;
+  squeeze.param("a", {2, 1, 3}).ints("ax", {1}, {1});
+  squeeze.node("Squeeze", {"a", "ax"}, {"s"}).node("Unsqueeze", {"s", "ax"}, {"u"}).node("Mul", {"u", "u"}, {"y"});
+  squeeze.output("y", {2, 1, 3});
+  expect_gradients_match(squeeze.proto(), "Squeeze/Unsqueeze");
+  Forward expand;
+  expand.param("a", {3, 1}).ints("s", {3}, {2, 3, 4}).node("Expand", {"a", "s"}, {"y"}).output("y", {2, 3, 4});
+  expect_gradients_match(expand.proto(), "Expand");
+}
+
+TEST(GradRules, SplitWithUnusedOutput) {
+  Forward f;
+  f.param("a", {2, 7}).ints("sizes", {3}, {2, 4, 1});
+  f.node("Split", {"a", "sizes"}, {"p", "q", "r"}, {attr_int("axis", 1)});
+  f.node("Mul", {"p", "p"}, {"y0"}).node("Sigmoid", {"r"}, {"y1"});  // q gets no gradient
+  f.output("y0", {2, 2}).output("y1", {2, 1});
+  expect_gradients_match(f.proto(), "Split");
+}
+
+TEST(GradRules, Slice) {
+  Forward f;
+  f.param("a", {4, 6}).ints("st", {2}, {1, -1}).ints("en", {2}, {4, 0}).ints("ax", {2}, {0, 1}).ints("sp", {2}, {2, -2});
+  f.node("Slice", {"a", "st", "en", "ax", "sp"}, {"y"}).output("y", {2, 3});
+  expect_gradients_match(f.proto(), "Slice with steps");
+  Forward g;
+  g.param("a", {3, 5}).ints("st", {1}, {1}).ints("en", {1}, {100});
+  g.node("Slice", {"a", "st", "en"}, {"y"}).output("y", {2, 5});
+  expect_gradients_match(g.proto(), "Slice clamped");
+}
+
+TEST(GradRules, GatherRepeatedIndices) {
+  Forward f;
+  f.param("a", {3, 4}).ints("i", {2, 2}, {2, 0, 2, -1});
+  f.node("Gather", {"a", "i"}, {"y"}, {attr_int("axis", 1)}).output("y", {3, 2, 2});
+  expect_gradients_match(f.proto(), "Gather axis 1");
+  Forward g;
+  g.param("a", {5, 3}).ints("i", {4}, {1, 1, 4, 0});
+  g.node("Gather", {"a", "i"}, {"y"}).output("y", {4, 3});
+  expect_gradients_match(g.proto(), "Gather axis 0 (embedding)");
+}
+
+TEST(GradRules, Reductions) {
+  Forward s;
+  s.param("a", {2, 3, 4}).ints("ax", {2}, {0, -1});
+  s.node("ReduceSum", {"a", "ax"}, {"y"}, {attr_int("keepdims", 0)}).output("y", {3});
+  expect_gradients_match(s.proto(), "ReduceSum keepdims 0");
+  check_op("ReduceSum", {{2, 3}}, {1, 1});
+  check_op("ReduceMean", {{2, 3, 4}}, {2, 1, 4}, {attr_ints("axes", {1})});
+  check_op("ReduceMean", {{2, 3, 4}}, {4}, {attr_ints("axes", {0, 1}), attr_int("keepdims", 0)});
+  check_op("ReduceMean", {{2, 3}}, {}, {attr_int("keepdims", 0)});
+}
+
+TEST(GradRules, Pools) {
+  check_op("MaxPool", {{1, 2, 5, 5}}, {1, 2, 3, 3},
+           {attr_ints("kernel_shape", {3, 3}), attr_ints("strides", {2, 2}), attr_ints("pads", {1, 1, 1, 1})});
+  check_op("MaxPool", {{2, 1, 6}}, {2, 1, 3}, {attr_ints("kernel_shape", {2}), attr_ints("strides", {2})});
+  check_op("AveragePool", {{1, 2, 5, 5}}, {1, 2, 3, 3},
+           {attr_ints("kernel_shape", {3, 3}), attr_ints("strides", {2, 2}), attr_ints("pads", {1, 1, 1, 1})});
+  check_op("AveragePool", {{1, 2, 4, 4}}, {1, 2, 2, 2},
+           {attr_ints("kernel_shape", {3, 3}), attr_ints("strides", {2, 2}), attr_ints("pads", {1, 1, 0, 0}),
+            attr_int("count_include_pad", 1)});
+  check_op("GlobalAveragePool", {{2, 3, 2, 2}}, {2, 3, 1, 1});
+}
+
+TEST(GradRules, Normalization) {
+  check_op("LayerNormalization", {{2, 3, 4}, {4}, {4}}, {2, 3, 4}, {attr_float("epsilon", 1e-3f)});
+  check_op("LayerNormalization", {{2, 3, 4}, {3, 4}, {3, 4}}, {2, 3, 4}, {attr_int("axis", 1)});
+  // Inference mode (variance kept positive).
+  Forward bn;
+  bn.param("x", {2, 3, 2, 2}).param("s", {3}).param("b", {3}).param("m", {3}).param("v", {3}, 0.5, 1.5);
+  bn.node("BatchNormalization", {"x", "s", "b", "m", "v"}, {"y"}).output("y", {2, 3, 2, 2});
+  expect_gradients_match(bn.proto(), "BatchNormalization (inference)");
+  Forward train;
+  train.param("x", {3, 2, 2, 2}).param("s", {2}).param("b", {2}).param("m", {2}).param("v", {2}, 0.5, 1.5);
+  train.node("BatchNormalization", {"x", "s", "b", "m", "v"}, {"y"}, {attr_int("training_mode", 1)}).output("y", {3, 2, 2, 2});
+  expect_gradients_match(train.proto(), "BatchNormalization (training mode)");
+}
+
+// The CPU provider's Conv and ConvTranspose are float32 only: these run in
+// float32. The weighted-sum loss is linear in every parameter, so central
+// differences (step 0.5) are exact up to float32 rounding of sums of ~100
+// O(1) terms (~1e-5 relative); 1e-3 still catches any wrong term.
+TEST(GradRules, ConvFloat32) {
+  for (int64_t group : {1, 2}) {
+    Forward f;
+    f.param32("x", {2, 4, 5, 5}).param32("w", {6, 4 / group, 3, 3}).param32("b", {6});
+    f.node("Conv", {"x", "w", "b"}, {"y"},
+           {attr_ints("strides", {2, 1}), attr_ints("pads", {1, 0, 1, 1}), attr_int("group", group)});
+    f.output("y", {2, 6, 3, 4}, onnx::TensorProto::FLOAT);
+    expect_gradients_match(f.proto(), "Conv group " + std::to_string(group), nullptr, {}, 1e-3);
+  }
+  Forward d;
+  d.param32("x", {1, 2, 7}).param32("w", {3, 2, 3});
+  d.node("Conv", {"x", "w"}, {"y"}, {attr_ints("dilations", {2})}).output("y", {1, 3, 3}, onnx::TensorProto::FLOAT);
+  expect_gradients_match(d.proto(), "Conv 1-D dilated", nullptr, {}, 1e-3);
+}
+
+TEST(GradRules, ConvTransposeFloat32) {
+  Forward f;
+  f.param32("x", {2, 3, 3, 3}).param32("w", {3, 2, 3, 3}).param32("b", {2});
+  f.node("ConvTranspose", {"x", "w", "b"}, {"y"}, {attr_ints("strides", {2, 2}), attr_ints("pads", {1, 1, 1, 1})});
+  f.output("y", {2, 2, 5, 5}, onnx::TensorProto::FLOAT);
+  expect_gradients_match(f.proto(), "ConvTranspose", nullptr, {}, 1e-3);
+}
+
+}  // namespace
+}  // namespace onyx::autodiff::testing
