@@ -128,6 +128,14 @@ bool conv_geometry(const ConvAttrs& a, const std::vector<int64_t>& x, const std:
   return true;
 }
 
+// About 2 * output elements * weights per output channel, from the input's
+// spatial size over the strides.
+double conv_work(const std::vector<int64_t>& x, const std::vector<int64_t>& w) {
+  if (x.size() < 3 || x[1] == 0) return 0;
+  double spatial = double(sdk::element_count(x)) / double(x[1]);  // batch * input positions
+  return 2.0 * spatial * double(sdk::element_count(w));
+}
+
 struct ConvSpec {
   ConvAttrs attrs;
   std::optional<std::vector<float>> weights;  // constant (maybe BN-folded) weights, ONNX layout
@@ -154,7 +162,7 @@ class ConvKernel : public sdk::Kernel {
   OnyxStatus* compute(ComputeContext& ctx) override {
     sdk::Tensor x = ctx.in(0);
     std::vector<int64_t> w_dims = spec_.weights ? spec_.weight_dims : ctx.in(1).shape();
-    use_host_threads(ctx);
+    use_threads_for(ctx, conv_work(x.shape(), w_dims));
     std::string err;
     auto p = cache_.get(shape_key(ctx), [&] { return prepare(x.shape(), w_dims, &err); });
     if (!p) {

@@ -30,10 +30,11 @@ dnnl::primitive_attr base_attr() {
   return attr;
 }
 
-void use_host_threads(ComputeContext& ctx) {
+void use_threads_for(ComputeContext& ctx, double work) {
+  int host = int(std::max<size_t>(ctx.thread_count(), 1));
+  int threads = std::clamp(int(work / kWorkPerThread), 1, host);
   // omp_set_num_threads sets the calling thread's own setting only, so runs
   // on other threads are not affected.
-  int threads = int(std::max<size_t>(ctx.thread_count(), 1));
   if (omp_get_max_threads() != threads) omp_set_num_threads(threads);
 }
 
@@ -46,7 +47,6 @@ OnyxStatus* execute(ComputeContext& ctx, const dnnl::engine& engine, const dnnl:
     ONYX_SDK_RETURN_IF_ERROR(ctx.scratch(scratch_bytes, &scratch));
     args[DNNL_ARG_SCRATCHPAD] = dnnl::memory(pd.scratchpad_desc(), engine, scratch);
   }
-  use_host_threads(ctx);
   dnnl::stream stream(engine);
   prim.execute(stream, args);
   stream.wait();

@@ -48,14 +48,21 @@ dnnl::memory::desc strided_md(const std::vector<int64_t>& dims, const std::vecto
 dnnl::primitive_attr base_attr();
 
 // Runs `prim` with `args` on a fresh stream of `engine`, with the scratchpad
-// taken from the host's per-call scratch memory. Uses the host's thread count.
+// taken from the host's per-call scratch memory, on the threads chosen by
+// the last use_threads_for() on this thread.
 OnyxStatus* execute(ComputeContext& ctx, const dnnl::engine& engine, const dnnl::primitive& prim,
                     const dnnl::primitive_desc_base& pd,
                     std::unordered_map<int, dnnl::memory> args);
 
-// Sets oneDNN's (OpenMP) thread count for primitives created and run on the
-// calling thread to the host's intra-op thread count.
-void use_host_threads(ComputeContext& ctx);
+// Sets oneDNN's (OpenMP) thread count for the primitives the calling thread
+// creates and runs next: the host's intra-op thread count, but one thread
+// per kWorkPerThread operations at most. OpenMP's fork/join and barriers
+// cost more than small problems gain, and far more on a busy machine, where
+// a descheduled thread stalls the whole team. `work` is an operation count
+// (flops, or a few per element for memory-bound ops); deterministic per
+// shape, so a primitive always runs on the team size it was created for.
+inline constexpr double kWorkPerThread = 4e6;
+void use_threads_for(ComputeContext& ctx, double work);
 
 // A memory object over a host buffer (no copy).
 inline dnnl::memory wrap(const dnnl::memory::desc& md, const dnnl::engine& engine, const void* data) {

@@ -86,6 +86,7 @@ class EltwiseKernel : public sdk::Kernel {
     ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, ONYX_DTYPE_FLOAT32, x.dims, &y));
     int64_t n = x.size();
     if (n == 0) return nullptr;
+    use_threads_for(ctx, 8.0 * double(n));
     auto prepared = cache_.get({n}, [&] {
       auto md = plain_md({n});
       dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_inference, act_.algorithm, md,

@@ -112,7 +112,7 @@ class MatMulKernel : public sdk::Kernel {
     std::optional<sdk::Tensor> c = spec_.gemm ? ctx.input(2) : std::nullopt;
     std::shared_ptr<const MatMulPrepared> p;
     std::string err;
-    use_host_threads(ctx);
+    use_threads_for(ctx, matmul_work(a, b));
     p = cache_.get(shape_key(ctx), [&] { return prepare(a, b, c); });
     if (!p) return sdk::make_status(ONYX_STATUS_INVALID_ARGUMENT, "%s", geometry_error(a, b).c_str());
     sdk::Tensor y;
@@ -129,6 +129,13 @@ class MatMulKernel : public sdk::Kernel {
   }
 
  private:
+  // About 2 * M * N * K summed over the batch (a lower bound when only B is batched).
+  double matmul_work(const sdk::Tensor& a, const sdk::Tensor& b) const {
+    if (b.rank() == 0 || a.rank() == 0) return 0;
+    double n = b.rank() == 1 ? 1.0 : double(spec_.trans_b ? b.dim(0) : b.dim(b.rank() - 1));
+    return 2.0 * double(a.size()) * n;
+  }
+
   std::string geometry_error(const sdk::Tensor& a, const sdk::Tensor& b) const {
     Geometry g;
     std::string err;

@@ -30,7 +30,7 @@ class BatchNormKernel : public sdk::Kernel {
                                 "BatchNormalization: input %zu has %lld values for %lld channels", k,
                                 (long long)ctx.in(k).size(), (long long)channels);
     if (x.size() == 0) return nullptr;
-    use_host_threads(ctx);
+    use_threads_for(ctx, 4.0 * double(x.size()));
     auto p = cache_.get(x.shape(), [&] {
       auto made = std::make_shared<BatchNormPrepared>();
       dnnl::batch_normalization_forward::desc desc(dnnl::prop_kind::forward_inference, plain_md(x.shape()),
@@ -102,7 +102,7 @@ class LayerNormKernel : public sdk::Kernel {
     if (want_mean_) ONYX_SDK_RETURN_IF_ERROR(ctx.output(1, ONYX_DTYPE_FLOAT32, stat_dims, &mean_out));
     if (want_inv_std_) ONYX_SDK_RETURN_IF_ERROR(ctx.output(2, ONYX_DTYPE_FLOAT32, stat_dims, &inv_std_out));
     if (x.size() == 0) return nullptr;
-    use_host_threads(ctx);
+    use_threads_for(ctx, 8.0 * double(x.size()));
     bool with_bias = bias.has_value();
     auto p = cache_.get({outer, inner, with_bias, want_stats}, [&] {
       auto made = std::make_shared<LayerNormPrepared>();

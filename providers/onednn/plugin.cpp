@@ -1,5 +1,6 @@
 // The oneDNN provider: a host-memory device whose kernels are oneDNN
-// primitives. It claims only the nodes its ops accept (ops.h), and fuses
+// primitives. This file is the provider table of libonyx_onednn_kernels.so,
+// which the plugin proper (shim.cpp) loads. It claims only the nodes its ops accept (ops.h), and fuses
 // MatMul/Gemm + bias + activation and Conv + BatchNormalization + activation
 // chains into single kernels through the capability query.
 //
@@ -261,25 +262,18 @@ const OnyxProviderApi& provider_api() {
 // The plugin object carries no state: everything lives in devices and kernels.
 int plugin_token;
 
-OnyxStatus* create(const OnyxPluginCreateArgs* args, OnyxPlugin** plugin, const OnyxProviderApi** api) {
+}  // namespace
+
+// The plugin's create, called by the loader shim (shim.cpp) once it has
+// loaded this library.
+extern "C" ONYX_PLUGIN_EXPORT OnyxStatus* onyx_onednn_create(const OnyxPluginCreateArgs* args, OnyxPlugin** plugin,
+                                                             const OnyxProviderApi** api) {
   if (!args || !args->host || !plugin || !api) return nullptr;  // cannot even report
   sdk::set_host(args->host);
   *plugin = reinterpret_cast<OnyxPlugin*>(&plugin_token);
   *api = &provider_api();
   return nullptr;
 }
-
-const OnyxPluginEntry kEntry = {
-    ONYX_PLUGIN_MAGIC,
-    sizeof(OnyxPluginEntry),
-    ONYX_ABI_VERSION(1, 0),
-    ONYX_ABI_VERSION(ONYX_ABI_VERSION_MAJOR, ONYX_ABI_VERSION_MINOR),
-    "onednn",
-    "0.1.0",
-    create,
-};
-
-}  // namespace
 
 // ---- the op table -------------------------------------------------------------
 
@@ -318,4 +312,3 @@ const OpDef* find_op(const NodeInfo& node, std::string* reason) {
 
 }  // namespace onyx::onednn
 
-extern "C" ONYX_DEFINE_PLUGIN_ENTRY(&onyx::onednn::kEntry)

@@ -67,7 +67,9 @@ class PoolKernel : public sdk::Kernel {
   OnyxStatus* compute(ComputeContext& ctx) override {
     sdk::Tensor x = ctx.in(0);
     std::string err;
-    use_host_threads(ctx);
+    double window = 1;
+    for (int64_t k : spec_.kernel) window *= double(k);
+    use_threads_for(ctx, double(x.size()) * window);
     auto p = cache_.get(x.shape(), [&]() -> std::shared_ptr<PoolPrepared> {
       auto made = std::make_shared<PoolPrepared>();
       if (!pool_geometry(spec_, x.shape(), &made->geo, &err)) return nullptr;

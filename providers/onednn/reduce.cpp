@@ -86,7 +86,7 @@ class ReduceKernel : public sdk::Kernel {
     }
     std::vector<int64_t> src_dims = x.shape();
     if (src_dims.empty()) src_dims = {1};
-    use_host_threads(ctx);
+    use_threads_for(ctx, 2.0 * double(x.size()));
     auto p = cache_.get(src_dims, [&] {
       auto made = std::make_shared<ReducePrepared>();
       dnnl::reduction::desc desc(spec_.alg, plain_md(src_dims), plain_md(kept_dims), spec_.p, 0.f);

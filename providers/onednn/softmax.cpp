@@ -34,7 +34,7 @@ class SoftmaxKernel : public sdk::Kernel {
       else inner *= d;
     }
     std::vector<int64_t> dims = {outer, mid, inner};
-    use_host_threads(ctx);
+    use_threads_for(ctx, 10.0 * double(x.size()));
     auto p = cache_.get(dims, [&] {
       auto made = std::make_shared<SoftmaxPrepared>();
       auto md = plain_md(dims);

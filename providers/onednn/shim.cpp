@@ -1,0 +1,60 @@
+// The oneDNN provider plugin proper: a small loader for the kernels library
+// (libonyx_onednn_kernels.so, beside this file), which is what links oneDNN.
+//
+// Why a separate library: oneDNN runs on OpenMP (Debian's build), and
+// OpenMP's default after each parallel region is to keep its threads
+// spinning. Interleaved with the host's thread pool (nodes that fall back to
+// another provider) the spinning threads starve it: the transformer block of
+// bench/provider_bench.cpp took 82 ms instead of 2.7 ms per run. The wait
+// policy can only be chosen before the OpenMP runtime starts, i.e. before
+// oneDNN is loaded, so this file sets OMP_WAIT_POLICY=PASSIVE (unless the
+// application chose a policy) and only then loads the kernels library.
+#include <dlfcn.h>
+#include <onyx_provider.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+namespace {
+
+using CreateFn = OnyxStatus* (*)(const OnyxPluginCreateArgs*, OnyxPlugin**, const OnyxProviderApi**);
+
+OnyxStatus* create(const OnyxPluginCreateArgs* args, OnyxPlugin** plugin, const OnyxProviderApi** api) {
+  if (!args || !args->host || !plugin || !api) return nullptr;  // cannot even report
+  std::string path = args->plugin_path ? args->plugin_path : "";
+  size_t slash = path.rfind('/');
+  std::string kernels = (slash == std::string::npos ? std::string() : path.substr(0, slash + 1)) +
+                        "libonyx_onednn_kernels.so";
+  // setenv is not thread-safe against concurrent getenv: plugins are created
+  // while the host loads providers, before sessions run.
+  setenv("OMP_WAIT_POLICY", "PASSIVE", /*overwrite=*/0);
+  // The kernels library is linked with -z nodelete: never unloaded.
+  void* handle = dlopen(kernels.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char* why = dlerror();
+    std::string message = "onednn: cannot load " + kernels + ": " + (why ? why : "unknown error") +
+                          " (is oneDNN, Debian's libdnnl2, installed?)";
+    return args->host->status_create(ONYX_STATUS_UNAVAILABLE, message.c_str());
+  }
+  auto real_create = reinterpret_cast<CreateFn>(dlsym(handle, "onyx_onednn_create"));
+  if (!real_create) {
+    std::string message = "onednn: " + kernels + " has no onyx_onednn_create: a mismatched build";
+    return args->host->status_create(ONYX_STATUS_INCOMPATIBLE, message.c_str());
+  }
+  return real_create(args, plugin, api);
+}
+
+const OnyxPluginEntry kEntry = {
+    ONYX_PLUGIN_MAGIC,
+    sizeof(OnyxPluginEntry),
+    ONYX_ABI_VERSION(1, 0),
+    ONYX_ABI_VERSION(ONYX_ABI_VERSION_MAJOR, ONYX_ABI_VERSION_MINOR),
+    "onednn",
+    "0.1.0",
+    create,
+};
+
+}  // namespace
+
+extern "C" ONYX_DEFINE_PLUGIN_ENTRY(&kEntry)
