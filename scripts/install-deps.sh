@@ -10,6 +10,7 @@ packages=(
   libgtest-dev libgmock-dev                       # unit tests
   libonnx-testdata                                # conformance corpus fallback
   dataset-fashion-mnist                           # the README's main job
+  zlib1g-dev                                      # reads the dataset's .gz files
   python3-numpy
 )
 missing=()

@@ -12,5 +12,8 @@ Command info_command();
 Command run_command();
 Command bench_command();
 Command checkpoint_command();
+Command artifacts_command();
+Command train_command();
+Command eval_command();
 
 }  // namespace onyx::cli

@@ -15,7 +15,8 @@ namespace onyx::cli {
 namespace {
 
 std::vector<Command> all_commands() {
-  return {providers_command(), info_command(), run_command(), bench_command(), checkpoint_command()};
+  return {providers_command(), info_command(), run_command(), bench_command(), checkpoint_command(),
+          artifacts_command(), train_command(), eval_command()};
 }
 
 std::string top_help(const std::vector<Command>& commands) {
