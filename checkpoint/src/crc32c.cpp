@@ -5,6 +5,7 @@
 #include <array>
 #include <cstring>
 
+#include "crc32c.h"
 #include "onyx/checkpoint.h"
 
 #if defined(__x86_64__)
@@ -62,6 +63,10 @@ uint32_t crc32c(std::span<const std::byte> bytes, uint32_t crc) {
   if (cpu_has_sse42()) return ~crc_sse42(p, bytes.size(), state);
 #endif
   return ~crc_table(p, bytes.size(), state);
+}
+
+uint32_t crc32c_portable(std::span<const std::byte> bytes, uint32_t crc) {
+  return ~crc_table(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), ~crc);
 }
 
 }  // namespace onyx::checkpoint
