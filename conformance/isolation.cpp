@@ -127,8 +127,12 @@ Worker spawn(const std::function<RunResult(size_t)>& run_case, const IsolationOp
   pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error("fork failed: " + std::string(strerror(errno)));
   if (pid == 0) {
-    ::close(down[1]);
-    ::close(up[0]);
+    // Keep only this worker's two pipe ends (as fds 3 and 4): an inherited
+    // end of another worker's pipe would keep that worker from seeing EOF.
+    const int in_copy = ::fcntl(down[0], F_DUPFD, 100), out_copy = ::fcntl(up[1], F_DUPFD, 100);
+    ::dup2(in_copy, 3);
+    ::dup2(out_copy, 4);
+    ::close_range(5, ~0u, 0);
     if (options.quiet_workers) {
       int null_fd = ::open("/dev/null", O_WRONLY);
       if (null_fd >= 0) {
@@ -140,7 +144,7 @@ Worker spawn(const std::function<RunResult(size_t)>& run_case, const IsolationOp
       rlimit limit{options.memory_limit_bytes, options.memory_limit_bytes};
       ::setrlimit(RLIMIT_AS, &limit);
     }
-    worker_main(down[0], up[1], run_case);
+    worker_main(3, 4, run_case);
   }
   ::close(down[0]);
   ::close(up[1]);
