@@ -1,6 +1,8 @@
 // emitter.cpp: see emitter.h.
 #include "autodiff/emitter.h"
 
+#include <onnx/shape_inference/implementation.h>
+
 #include <algorithm>
 
 namespace onyx::autodiff {
@@ -66,6 +68,21 @@ void Emitter::learn_types(const onnx::GraphProto& g) {
     ValueType vt{t.data_type(), t.dims_size(), {t.dims().begin(), t.dims().end()}};
     types_[t.name()] = vt;
   }
+}
+
+void Emitter::infer_types(const onnx::GraphProto& graph) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  auto* op = m.add_opset_import();
+  op->set_domain("");
+  op->set_version(opset_);
+  *m.mutable_graph() = graph;
+  try {
+    onnx::shape_inference::InferShapes(m);
+  } catch (const std::exception&) {
+    // Partial information is still useful; the rules check what they need.
+  }
+  learn_types(m.graph());
 }
 
 std::optional<ValueType> Emitter::type(const std::string& value) const {
@@ -161,7 +178,7 @@ std::string Emitter::sum_to_shape(const std::string& g, const std::string& like,
   auto tg = type(full), tl = type(like);
   if (tg && tl && tg->shape_known() && tl->shape_known() && tg->dims == tl->dims) return g;
   std::string out = op("SumToShape", {g, op("Shape", {like})}, {}, kOnyxDomain);
-  if (tl) set_type(out, *tl);
+  set_type(out, tl ? *tl : ValueType{dtype(full), -1, {}});
   return out;
 }
 

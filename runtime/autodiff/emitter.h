@@ -37,6 +37,9 @@ class Emitter {
 
   // Records the types found by shape inference over a model.
   void learn_types(const ONNX_NAMESPACE::GraphProto& inferred);
+  // Runs ONNX shape inference over `graph` (at opset_) and learns the types
+  // it finds; ops it does not know keep unknown types.
+  void infer_types(const ONNX_NAMESPACE::GraphProto& graph);
   std::optional<ValueType> type(const std::string& value) const;
   void set_type(const std::string& value, ValueType t) { types_[value] = std::move(t); }
   // The element type of `value`, or float32 when unknown.

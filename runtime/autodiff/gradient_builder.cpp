@@ -131,6 +131,7 @@ StatusOr<std::vector<std::string>> build_gradients(onnx::GraphProto* graph, Emit
                                                    const std::vector<std::string>& wrt,
                                                    const std::string& loss) {
   ONYX_RETURN_IF_ERROR(inline_function_ops(graph, e, wrt, loss));
+  e.infer_types(*graph);  // inlined bodies bring new values
   ONYX_ASSIGN_OR_RETURN(Paths p, find_paths(*graph, e, wrt, loss));
 
   // Every op without a rule, in one error.

@@ -242,9 +242,9 @@ GradCheckResult check_gradients(const onnx::ModelProto& forward, const TrainingS
 
 void expect_gradients_match(const onnx::ModelProto& forward, const std::string& what, const TrainingSpec* spec,
                             const std::vector<std::pair<std::string, std::shared_ptr<onyx::Tensor>>>& feeds,
-                            double tolerance) {
+                            double tolerance, double step32) {
   try {
-    GradCheckResult r = check_gradients(forward, spec, feeds);
+    GradCheckResult r = check_gradients(forward, spec, feeds, step32);
     EXPECT_GT(r.elements_checked, 0u) << what;
     EXPECT_GT(r.max_abs_gradient, 1e-3) << what << ": every gradient is ~0, the check proves nothing";
     EXPECT_LE(r.worst_error, tolerance) << what << ": worst at " << r.worst_place;

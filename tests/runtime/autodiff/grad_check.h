@@ -69,7 +69,7 @@ GradCheckResult check_gradients(const onnx::ModelProto& forward, const TrainingS
 void expect_gradients_match(const onnx::ModelProto& forward, const std::string& what,
                             const TrainingSpec* spec = nullptr,
                             const std::vector<std::pair<std::string, std::shared_ptr<onyx::Tensor>>>& feeds = {},
-                            double tolerance = 1e-6);
+                            double tolerance = 1e-6, double step32 = 0.5);
 
 onyx::Env& test_env();  // with the CPU provider's folder added
 // Serializes and opens a session on the CPU provider (fallback: fail).
