@@ -163,13 +163,13 @@ int nominal(const ParsedArgs& args) {
 }
 
 std::string required_output(const ParsedArgs& args, const std::string& usage) {
-  std::optional<std::string> out = args.last("--output");
-  if (!out) throw CliError("--output is required: onyx checkpoint " + usage);
-  return *out;
+  for (auto it = args.options.rbegin(); it != args.options.rend(); ++it)
+    if (it->first == "--output" || it->first == "-o") return it->second;
+  throw CliError("--output (-o) is required: onyx checkpoint " + usage);
 }
 
 int aggregate(const ParsedArgs& args) {
-  const std::string usage = "aggregate SHARD... --output OUT [--weights-only]";
+  const std::string usage = "aggregate SHARD... -o OUT [--weights-only]";
   expect_positionals(args, 1, size_t(-1), usage);
   std::string out = required_output(args, usage);
   std::vector<ck::Checkpoint> shards;
@@ -181,7 +181,7 @@ int aggregate(const ParsedArgs& args) {
 }
 
 int reshard(const ParsedArgs& args) {
-  const std::string usage = "reshard IN... --world-size N --output OUT";
+  const std::string usage = "reshard IN... --world-size N -o OUT";
   expect_positionals(args, 1, size_t(-1), usage);
   std::string out = required_output(args, usage);
   if (!args.has("--world-size")) throw CliError("--world-size is required: onyx checkpoint " + usage);
@@ -263,8 +263,8 @@ Command checkpoint_command() {
           "  inspect FILE [--json]           version, tensors (dtype, shape, bytes, CRC32C), groups, properties\n"
           "  diff A B                        every difference; exit status 0 when identical, 1 otherwise\n"
           "  nominal IN OUT                  the same schema without data (for federated clients)\n"
-          "  aggregate SHARD... --output OUT merge ZeRO-1 shards (one per rank, any order)\n"
-          "  reshard IN... --world-size N --output OUT\n"
+          "  aggregate SHARD... -o OUT       merge ZeRO-1 shards (one per rank, any order)\n"
+          "  reshard IN... --world-size N -o OUT\n"
           "                                  split for N ranks into OUT/rankR.ckpt (N = 1: OUT is one file);\n"
           "                                  IN may be one complete checkpoint or all shards of one\n"
           "  import MODEL OUT                a checkpoint from an ONNX model's initializers\n"
@@ -272,6 +272,7 @@ Command checkpoint_command() {
           "Every checkpoint read is checked (header, table and data checksums) first.",
           {{"--json", "", "inspect: print JSON"},
            {"--output", "PATH", "aggregate, reshard: where to write"},
+           {"-o", "PATH", "the same as --output"},
            {"--world-size", "N", "reshard: the number of ranks"},
            {"--weights-only", "", "aggregate, reshard: drop optimizer state"},
            {"--trainable", "NAME", "import: a trainable initializer (repeatable; default all floating-point)"},

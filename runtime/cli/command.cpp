@@ -42,7 +42,10 @@ ParsedArgs parse_args(const Command& command, const std::vector<std::string>& ar
   bool only_positionals = false;  // after "--"
   for (size_t k = 0; k < args.size(); ++k) {
     const std::string& word = args[k];
-    if (only_positionals || word.size() < 2 || word.rfind("--", 0) != 0) {
+    // A command may declare a short spelling such as "-o" as an option of its own.
+    bool declared_short = std::any_of(command.options.begin(), command.options.end(),
+                                      [&](const OptionSpec& s) { return s.name == word && word.rfind("--", 0) != 0; });
+    if (only_positionals || word.size() < 2 || (word.rfind("--", 0) != 0 && !declared_short)) {
       if (!only_positionals && word.size() >= 2 && word[0] == '-' && word[1] != '-')
         throw CliError("unknown option '" + word + "' for 'onyx " + command.name +
                        "' (options are spelled --name; see onyx " + command.name + " --help)");

@@ -82,7 +82,7 @@ TEST(CheckpointCli, NominalReshardAggregateAndDiff) {
   EXPECT_NE(r.output.find("identical"), std::string::npos);
 
   r = onyx("aggregate " + q(dir / "w4/rank3.ckpt") + " " + q(dir / "w4/rank1.ckpt") + " " + q(dir / "w4/rank0.ckpt") +
-           " " + q(dir / "w4/rank2.ckpt") + " --weights-only --output " + q(dir / "weights.ckpt"));
+           " " + q(dir / "w4/rank2.ckpt") + " --weights-only -o " + q(dir / "weights.ckpt"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   r = onyx("diff " + q(dir / "full.ckpt") + " " + q(dir / "weights.ckpt"));
   EXPECT_EQ(r.exit_code, 1);
