@@ -1,0 +1,159 @@
+// train_bench.cpp: training-step throughput of the test MLP and CNN on the
+// CPU provider, with the step split into forward, backward and optimizer,
+// the memory the training graph plans and holds, printed beside the same
+// model's inference-only throughput measured in the same run.
+//
+//   onyx_train_bench [--threads N] [--steps N] [--batch B]
+//
+// forward   = the eval model (forward + loss) on the batch;
+// backward  = train step (forward + loss + gradients) - forward;
+// optimizer = one AdamW optimizer step over every trainable parameter.
+// Memory: the training graph's planned arena and its lower bound (memory
+// planner), parameters + gradients + AdamW state, and the process peak RSS.
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "ir/onnx_import.h"
+#include "test_models.h"
+#include "training/artifacts.h"
+#include "training/training_session.h"
+
+namespace {
+
+namespace tm = onyx::test_models;
+namespace tr = onyx::training;
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+  size_t threads = 2;
+  int steps = 60;
+  int64_t batch = 64;
+};
+
+double now_s() { return std::chrono::duration<double>(Clock::now().time_since_epoch()).count(); }
+
+[[noreturn]] void fail(const std::string& what) {
+  std::fprintf(stderr, "onyx_train_bench: %s\n", what.c_str());
+  std::exit(1);
+}
+
+template <typename T>
+T check(onyx::StatusOr<T> v, const char* what) {
+  if (!v.ok()) fail(std::string(what) + ": " + v.status().to_string());
+  return std::move(v).value();
+}
+
+void check(const onyx::Status& s, const char* what) {
+  if (!s.ok()) fail(std::string(what) + ": " + s.to_string());
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+void bench_model(const char* name, const ONNX_NAMESPACE::ModelProto& forward, std::vector<std::string> frozen,
+                 onyx::Shape input_shape, const Options& o) {
+  onyx::ProviderRegistry registry;
+  registry.add_search_dir(ONYX_PROVIDER_DIR);
+  onyx::SessionOptions session_options;
+  session_options.intra_op_threads = o.threads;
+  session_options.fallback = onyx::FallbackPolicy::kFail;
+  std::vector<float> x_data = tm::random_input(size_t(onyx::element_count(input_shape)), 5);
+  std::vector<int64_t> labels(size_t(o.batch));
+  for (size_t i = 0; i < labels.size(); ++i) labels[i] = int64_t(i % 10);
+  onyx::Tensor x = onyx::Tensor::wrap(ONYX_DTYPE_FLOAT32, input_shape, x_data.data(), nullptr);
+  onyx::Tensor y = onyx::Tensor::wrap(ONYX_DTYPE_INT64, {o.batch}, labels.data(), nullptr);
+
+  // Inference only: the forward model as an ordinary session.
+  std::string bytes = forward.SerializeAsString();
+  auto inference = check(onyx::Session::create(registry, check(onyx::ir::load_model_from_bytes(bytes.data(), bytes.size(), ""), "import"),
+                                               session_options), "inference session");
+  std::vector<double> infer;
+  for (int i = 0; i < o.steps + 5; ++i) {
+    double t = now_s();
+    check(inference->run({{"x", x}}), "inference run");
+    if (i >= 5) infer.push_back(now_s() - t);
+  }
+
+  tr::ArtifactSpec spec;
+  spec.training.frozen = std::move(frozen);
+  spec.optimizer = "adamw";
+  spec.optimizer_search_dirs = {ONYX_OPTIMIZER_DIR};
+  tr::Artifacts artifacts = check(tr::make_artifacts(forward, "", spec), "artifacts");
+  auto state = std::make_shared<onyx::checkpoint::Checkpoint>(artifacts.checkpoint);
+  tr::TrainingSessionOptions options;
+  options.session = session_options;
+  auto session = check(tr::TrainingSession::create(registry, state,
+                                                   {artifacts.training.SerializeAsString(), artifacts.eval.SerializeAsString(),
+                                                    artifacts.optimizer.SerializeAsString(), ""},
+                                                   options),
+                       "training session");
+  std::vector<double> fwd, train, opt, step;
+  for (int i = 0; i < o.steps + 5; ++i) {
+    double t0 = now_s();
+    check(session->eval_step({x, y}), "eval step");
+    double t1 = now_s();
+    session->lazy_reset_grad();
+    check(session->train_step({x, y}), "train step");
+    double t2 = now_s();
+    check(session->optimizer_step(), "optimizer step");
+    double t3 = now_s();
+    if (i < 5) continue;
+    fwd.push_back(t1 - t0);
+    train.push_back(t2 - t1);
+    opt.push_back(t3 - t2);
+    step.push_back(t3 - t1);
+  }
+  double f = median(fwd), tr_ = median(train), op = median(opt), st = median(step), inf = median(infer);
+  double b = double(o.batch);
+  std::printf("%-4s batch %lld, %zu threads, median of %d\n", name, (long long)o.batch, o.threads, o.steps);
+  std::printf("  inference only      %9.0f samples/s  (%.3f ms/batch)\n", b / inf, inf * 1e3);
+  std::printf("  training step       %9.0f samples/s  (%.3f ms/step)  = %.2fx inference time\n", b / st, st * 1e3, st / inf);
+  std::printf("    forward + loss    %9.3f ms  (%4.1f%%)\n", f * 1e3, 100 * f / st);
+  std::printf("    backward          %9.3f ms  (%4.1f%%)\n", (tr_ - f) * 1e3, 100 * (tr_ - f) / st);
+  std::printf("    optimizer (AdamW) %9.3f ms  (%4.1f%%)\n", op * 1e3, 100 * op / st);
+
+  std::map<std::string, onyx::Shape> shapes = {{"x", input_shape}, {"labels", {o.batch}}};
+  auto train_memory = check(session->training_graph_session().memory_report(shapes), "training memory report");
+  auto infer_memory = check(inference->memory_report({{"x", input_shape}}), "inference memory report");
+  size_t params = session->parameters_bytes(false), trainable = session->parameters_bytes(true);
+  for (const auto& m : train_memory)
+    std::printf("  training graph arena  %8.2f MiB planned, lower bound %.2f MiB (%.3fx), %zu tensors planned, %zu in place\n",
+                double(m.arena_bytes) / 1048576, double(m.lower_bound) / 1048576,
+                m.lower_bound ? double(m.arena_bytes) / double(m.lower_bound) : 0.0, m.planned_tensors, m.in_place);
+  for (const auto& m : infer_memory)
+    std::printf("  inference arena       %8.2f MiB planned, lower bound %.2f MiB\n", double(m.arena_bytes) / 1048576,
+                double(m.lower_bound) / 1048576);
+  std::printf("  parameters %.2f MiB + gradients %.2f MiB + AdamW state %.2f MiB\n", double(params) / 1048576,
+              double(trainable) / 1048576, 2.0 * double(trainable) / 1048576);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (i + 1 >= argc) fail("option " + a + " needs a value");
+    long v = std::strtol(argv[++i], nullptr, 10);
+    if (v <= 0) fail(a + " expects a positive integer");
+    if (a == "--threads") o.threads = size_t(v);
+    else if (a == "--steps") o.steps = int(v);
+    else if (a == "--batch") o.batch = v;
+    else fail("unknown option " + a + " (--threads N --steps N --batch B)");
+  }
+  bench_model("mlp", tm::build_mlp(tm::make_mlp_weights()), {}, {o.batch, 784}, o);
+  bench_model("cnn", tm::build_cnn(tm::make_cnn_weights()), {"bn1.mean", "bn1.var", "bn2.mean", "bn2.var"},
+              {o.batch, 1, 28, 28}, o);
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  std::printf("process peak RSS %.1f MiB\n", double(usage.ru_maxrss) / 1024);
+  return 0;
+}
