@@ -334,7 +334,12 @@ const OnyxProviderApi& provider_api() {
     a.get_capability = get_capability;
     a.kernel_create = kernel_create;
     a.kernel_destroy = [](OnyxKernel* k) { delete reinterpret_cast<KernelBox*>(k); };
-    a.kernel_output_memory = nullptr;
+    a.kernel_output_memory = [](OnyxKernel* k, OnyxOutputMemoryInfo* out, size_t count) {
+      return guard([&]() -> OnyxStatus* {
+        reinterpret_cast<KernelBox*>(k)->kernel->output_memory({out, count});
+        return nullptr;
+      });
+    };
     a.kernel_compute = kernel_compute;
     a.query_extension = [](OnyxPlugin*, uint32_t) -> const void* { return nullptr; };
     return a;
@@ -375,6 +380,7 @@ OnyxStatus* create_gpu_plugin(const OnyxPluginCreateArgs* args, OnyxPlugin** plu
     register_elementwise_kernels(p->registry);
     register_nn_kernels(p->registry);
     register_linalg_kernels(p->registry);
+    register_cnn_kernels(p->registry);
     *plugin = reinterpret_cast<OnyxPlugin*>(p.release());
     *api = &provider_api();
     return nullptr;

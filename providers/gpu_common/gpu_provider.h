@@ -60,6 +60,7 @@ gpuStream_t kernel_stream(sdk::ComputeContext& ctx);
 void register_elementwise_kernels(sdk::KernelRegistry& registry);
 void register_nn_kernels(sdk::KernelRegistry& registry);
 void register_linalg_kernels(sdk::KernelRegistry& registry);
+void register_cnn_kernels(sdk::KernelRegistry& registry);
 
 // Predicate: every present input is float32.
 std::string require_float32(const sdk::NodeInfo& node);

@@ -228,6 +228,46 @@ ONYX_HD int64_t gather_index_position(int64_t i, int64_t inner, int64_t index_co
 }
 
 // ---------------------------------------------------------------------------
+// Inference batch normalization and 2-D pooling
+// ---------------------------------------------------------------------------
+
+ONYX_HD float batch_norm_output(float x, float mean, float variance, float scale, float bias,
+                                float epsilon) {
+  return (x - mean) / sqrtf(variance + epsilon) * scale + bias;
+}
+
+struct Pool2dShape {
+  int64_t height = 0, width = 0, out_height = 0, out_width = 0;
+  int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1;
+  int64_t pad_top = 0, pad_left = 0, dilation_h = 1, dilation_w = 1;
+  bool count_include_pad = false;  // AveragePool: divide by the whole window
+};
+
+// Output pixel (oy, ox) of one channel plane: the window's maximum, or its
+// average over the taps inside the image (or over the whole window when
+// count_include_pad). A window entirely in the padding gives -inf / 0.
+ONYX_HD float pool2d_value(const Pool2dShape& s, const float* plane, int64_t oy, int64_t ox,
+                           bool max_pool) {
+  float acc = max_pool ? -INFINITY : 0.f;
+  int64_t taps = 0;
+  for (int64_t kh = 0; kh < s.kernel_h; ++kh) {
+    int64_t y = oy * s.stride_h - s.pad_top + kh * s.dilation_h;
+    if (y < 0 || y >= s.height) continue;
+    for (int64_t kw = 0; kw < s.kernel_w; ++kw) {
+      int64_t x = ox * s.stride_w - s.pad_left + kw * s.dilation_w;
+      if (x < 0 || x >= s.width) continue;
+      float v = plane[y * s.width + x];
+      if (max_pool) acc = (v > acc || v != v) ? v : acc;
+      else acc += v;
+      ++taps;
+    }
+  }
+  if (max_pool) return acc;
+  int64_t divisor = s.count_include_pad ? s.kernel_h * s.kernel_w : taps;
+  return divisor > 0 ? acc / float(divisor) : 0.f;
+}
+
+// ---------------------------------------------------------------------------
 // Convolution lowering (im2col) for providers without a convolution library
 // ---------------------------------------------------------------------------
 

@@ -125,6 +125,27 @@ __global__ void channel_bias_kernel(float* y, const float* bias, int64_t n, int6
     y[i] += bias[(i / spatial) % channels];
 }
 
+__global__ void batch_norm_kernel(const float* x, const float* scale, const float* bias,
+                                  const float* mean, const float* variance, float epsilon, float* y,
+                                  int64_t total, int64_t channels, int64_t spatial) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t c = (i / spatial) % channels;
+    y[i] = batch_norm_output(x[i], mean[c], variance[c], scale[c], bias[c], epsilon);
+  }
+}
+
+__global__ void pool2d_kernel(Pool2dShape shape, bool max_pool, const float* x, float* y,
+                              int64_t total) {
+  int64_t plane_out = shape.out_height * shape.out_width;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t plane = i / plane_out, pixel = i % plane_out;
+    y[i] = pool2d_value(shape, x + plane * shape.height * shape.width, pixel / shape.out_width,
+                        pixel % shape.out_width, max_pool);
+  }
+}
+
 __global__ void __launch_bounds__(kGemmThreads) gemm_tiled_kernel(GemmParams p) {
   __shared__ GemmTiles tiles;
   const float* a = p.a + blockIdx.z * p.stride_a;
@@ -205,6 +226,24 @@ gpuError_t launch_channel_bias(gpuStream_t stream, float* y, const float* bias, 
   int64_t total = n * channels * spatial;
   if (total == 0) return gpuSuccess;
   channel_bias_kernel<<<grid_for(total), kThreads, 0, stream>>>(y, bias, n, channels, spatial);
+  return gpuGetLastError();
+}
+
+gpuError_t launch_batch_norm(gpuStream_t stream, const float* x, const float* scale,
+                             const float* bias, const float* mean, const float* variance,
+                             float epsilon, float* y, int64_t n, int64_t channels, int64_t spatial) {
+  int64_t total = n * channels * spatial;
+  if (total == 0) return gpuSuccess;
+  batch_norm_kernel<<<grid_for(total), kThreads, 0, stream>>>(x, scale, bias, mean, variance,
+                                                              epsilon, y, total, channels, spatial);
+  return gpuGetLastError();
+}
+
+gpuError_t launch_pool2d(gpuStream_t stream, const Pool2dShape& shape, bool max_pool,
+                         const float* x, float* y, int64_t planes) {
+  int64_t total = planes * shape.out_height * shape.out_width;
+  if (total == 0) return gpuSuccess;
+  pool2d_kernel<<<grid_for(total), kThreads, 0, stream>>>(shape, max_pool, x, y, total);
   return gpuGetLastError();
 }
 

@@ -37,6 +37,13 @@ gpuError_t launch_gather(gpuStream_t stream, const void* data, const void* indic
 // y[n, c, ...] += bias[c] for an NC... tensor of `n * channels * spatial` elements.
 gpuError_t launch_channel_bias(gpuStream_t stream, float* y, const float* bias, int64_t n,
                                int64_t channels, int64_t spatial);
+// Inference BatchNormalization of an NC... tensor; per-channel parameters.
+gpuError_t launch_batch_norm(gpuStream_t stream, const float* x, const float* scale,
+                             const float* bias, const float* mean, const float* variance,
+                             float epsilon, float* y, int64_t n, int64_t channels, int64_t spatial);
+// MaxPool / AveragePool over `planes` (= N * C) planes of one shape.
+gpuError_t launch_pool2d(gpuStream_t stream, const Pool2dShape& shape, bool max_pool,
+                         const float* x, float* y, int64_t planes);
 // The project's tiled SGEMM (gemm_tiled.h).
 gpuError_t launch_gemm_tiled(gpuStream_t stream, const GemmParams& params);
 // Column matrix of image `image` (NCHW, one image), group g:

@@ -76,4 +76,35 @@ inline RowLayout make_softmax_rows(std::span<const int64_t> dims, int64_t axis, 
   return l;
 }
 
+// Reshape's output dims: 0 copies the input's dimension (unless allow_zero),
+// one -1 is inferred. Returns "" or why the shape does not fit.
+inline std::string reshape_dims(std::span<const int64_t> in, const std::vector<int64_t>& shape,
+                                bool allow_zero, std::vector<int64_t>* out) {
+  int64_t total = 1, known = 1, infer = -1;
+  for (int64_t d : in) total *= d;
+  out->assign(shape.begin(), shape.end());
+  for (size_t k = 0; k < out->size(); ++k) {
+    int64_t& d = (*out)[k];
+    if (d == 0 && !allow_zero) {
+      if (k >= in.size()) return "shape copies dimension " + std::to_string(k) + " the input lacks";
+      d = in[k];
+    }
+    if (d == -1) {
+      if (infer >= 0) return "shape has more than one -1";
+      infer = int64_t(k);
+    } else if (d < 0) {
+      return "shape has a negative dimension";
+    } else {
+      known *= d;
+    }
+  }
+  if (infer >= 0) {
+    if (known == 0 || total % known) return "cannot infer the -1 dimension";
+    (*out)[size_t(infer)] = total / known;
+  } else if (known != total) {
+    return "shape has " + std::to_string(known) + " elements, the input " + std::to_string(total);
+  }
+  return {};
+}
+
 }  // namespace onyx::gpu

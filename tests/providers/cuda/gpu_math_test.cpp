@@ -346,5 +346,53 @@ TEST(GpuMath, Im2colConvolutionMatchesDirectFloat64) {
         }
 }
 
+TEST(GpuMath, PoolingMatchesDirectFloat64WithPadsStridesAndDilations) {
+  Pool2dShape s;
+  s.height = 7, s.width = 6, s.kernel_h = 3, s.kernel_w = 2, s.stride_h = 2, s.stride_w = 1;
+  s.pad_top = 1, s.pad_left = 0, s.dilation_h = 1, s.dilation_w = 2;
+  const int64_t pad_bottom = 1, pad_right = 1;
+  s.out_height = (s.height + s.pad_top + pad_bottom - s.dilation_h * (s.kernel_h - 1) - 1) / s.stride_h + 1;
+  s.out_width = (s.width + s.pad_left + pad_right - s.dilation_w * (s.kernel_w - 1) - 1) / s.stride_w + 1;
+  std::vector<float> plane = random_values(size_t(s.height * s.width), -3, 3, 14);
+  for (bool include_pad : {false, true}) {
+    s.count_include_pad = include_pad;
+    for (int64_t oy = 0; oy < s.out_height; ++oy)
+      for (int64_t ox = 0; ox < s.out_width; ++ox) {
+        double mx = -1e300, sum = 0;
+        int64_t inside = 0;
+        for (int64_t kh = 0; kh < s.kernel_h; ++kh)
+          for (int64_t kw = 0; kw < s.kernel_w; ++kw) {
+            int64_t y = oy * s.stride_h - s.pad_top + kh * s.dilation_h;
+            int64_t x = ox * s.stride_w - s.pad_left + kw * s.dilation_w;
+            if (y < 0 || y >= s.height || x < 0 || x >= s.width) continue;
+            mx = std::max(mx, double(plane[size_t(y * s.width + x)]));
+            sum += plane[size_t(y * s.width + x)];
+            ++inside;
+          }
+        EXPECT_EQ(pool2d_value(s, plane.data(), oy, ox, true), float(mx));
+        double avg = sum / double(include_pad ? s.kernel_h * s.kernel_w : inside);
+        EXPECT_NEAR(pool2d_value(s, plane.data(), oy, ox, false), avg, 1e-6);
+      }
+  }
+}
+
+TEST(GpuMath, BatchNormMatchesFloat64) {
+  for (float x : random_values(100, -5, 5, 15)) {
+    double want = (double(x) - 0.3) / std::sqrt(2.5 + 1e-5) * 1.7 - 0.2;
+    EXPECT_NEAR(batch_norm_output(x, 0.3f, 2.5f, 1.7f, -0.2f, 1e-5f), want, 4e-7 * std::fabs(want) + 1e-6);
+  }
+}
+
+TEST(GpuMath, ReshapeDimsFollowTheOnnxRules) {
+  std::vector<int64_t> in = {2, 3, 4}, out;
+  EXPECT_EQ(reshape_dims(in, {0, -1}, false, &out), "");
+  EXPECT_EQ(out, (std::vector<int64_t>{2, 12}));
+  EXPECT_EQ(reshape_dims(in, {4, 0, 2}, false, &out), "");
+  EXPECT_EQ(out, (std::vector<int64_t>{4, 3, 2}));
+  EXPECT_NE(reshape_dims(in, {5, -1}, false, &out), "");
+  EXPECT_NE(reshape_dims(in, {-1, -1}, false, &out), "");
+  EXPECT_NE(reshape_dims(in, {0, 4}, true, &out), "");  // allowzero: 0 is a real zero
+}
+
 }  // namespace
 }  // namespace onyx::gpu

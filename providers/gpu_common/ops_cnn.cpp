@@ -1,0 +1,178 @@
+// ops_cnn.cpp: the rest of a CNN's inference path: BatchNormalization
+// (inference), MaxPool/AveragePool (2-D) and their global forms, and the
+// view ops Flatten and Reshape (declared ALIASES_INPUT: they move no bytes).
+#include "gpu_provider.h"
+#include "op_util.h"
+
+namespace onyx::gpu {
+namespace {
+
+using sdk::make_status;
+
+OnyxStatus* launch_status(gpuError_t e, const char* what) {
+  return e == gpuSuccess ? nullptr : gpu_status(e, what);
+}
+
+class BatchNormKernel : public GpuKernel {
+ public:
+  BatchNormKernel(float epsilon, std::string name) : epsilon_(epsilon), name_(std::move(name)) {}
+  OnyxStatus* compute(sdk::ComputeContext& ctx) override {
+    sdk::Tensor x = ctx.in(0), scale = ctx.in(1), bias = ctx.in(2), mean = ctx.in(3),
+                var = ctx.in(4), y;
+    if (x.rank() < 2)
+      return make_status(ONYX_STATUS_INVALID_ARGUMENT, "node '%s': input needs rank >= 2", name_.c_str());
+    int64_t channels = x.dim(1);
+    for (const sdk::Tensor* t : {&scale, &bias, &mean, &var})
+      if (t->size() != channels)
+        return make_status(ONYX_STATUS_INVALID_ARGUMENT,
+                           "node '%s': per-channel inputs must have %lld elements", name_.c_str(),
+                           (long long)channels);
+    ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, ONYX_DTYPE_FLOAT32, x.dims, &y));
+    int64_t spatial = channels ? x.size() / (x.dim(0) * channels) : 0;
+    if (x.dim(0) == 0) return nullptr;
+    return launch_status(
+        launch_batch_norm(kernel_stream(ctx), x.data<float>(), scale.data<float>(), bias.data<float>(),
+                          mean.data<float>(), var.data<float>(), epsilon_, y.data<float>(), x.dim(0),
+                          channels, spatial),
+        "launching batch normalization");
+  }
+
+ private:
+  float epsilon_;
+  std::string name_;
+};
+
+class PoolKernel : public GpuKernel {
+ public:
+  // global: the window is the whole plane.
+  PoolKernel(const sdk::NodeInfo& n, bool max_pool, bool global)
+      : max_pool_(max_pool), global_(global), name_(n.name) {
+    if (global) return;
+    std::vector<int64_t> k = n.get_ints("kernel_shape"), s = n.get_ints("strides", {1, 1}),
+                         d = n.get_ints("dilations", {1, 1}), p = n.get_ints("pads", {0, 0, 0, 0});
+    shape_.kernel_h = k[0], shape_.kernel_w = k[1];
+    shape_.stride_h = s[0], shape_.stride_w = s[1];
+    shape_.dilation_h = d[0], shape_.dilation_w = d[1];
+    shape_.pad_top = p[0], shape_.pad_left = p[1];
+    pad_bottom_ = p[2], pad_right_ = p[3];
+    shape_.count_include_pad = n.get_int("count_include_pad", 0) != 0;
+  }
+  OnyxStatus* compute(sdk::ComputeContext& ctx) override {
+    sdk::Tensor x = ctx.in(0), y;
+    if (x.rank() != 4)
+      return make_status(ONYX_STATUS_INVALID_ARGUMENT, "node '%s': only 2-D pooling (4-D input) runs here",
+                         name_.c_str());
+    Pool2dShape s = shape_;
+    s.height = x.dim(2), s.width = x.dim(3);
+    if (global_) s.kernel_h = s.height, s.kernel_w = s.width;
+    s.out_height = (s.height + s.pad_top + pad_bottom_ - s.dilation_h * (s.kernel_h - 1) - 1) / s.stride_h + 1;
+    s.out_width = (s.width + s.pad_left + pad_right_ - s.dilation_w * (s.kernel_w - 1) - 1) / s.stride_w + 1;
+    if (s.out_height <= 0 || s.out_width <= 0)
+      return make_status(ONYX_STATUS_INVALID_ARGUMENT, "node '%s': window larger than the padded input",
+                         name_.c_str());
+    int64_t out_dims[4] = {x.dim(0), x.dim(1), s.out_height, s.out_width};
+    ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, ONYX_DTYPE_FLOAT32, out_dims, &y));
+    return launch_status(launch_pool2d(kernel_stream(ctx), s, max_pool_, x.data<float>(),
+                                       y.data<float>(), x.dim(0) * x.dim(1)),
+                         "launching pooling");
+  }
+
+ private:
+  Pool2dShape shape_;
+  int64_t pad_bottom_ = 0, pad_right_ = 0;
+  bool max_pool_, global_;
+  std::string name_;
+};
+
+std::string pool_supported(const sdk::NodeInfo& n) {
+  if (n.outputs.size() > 1 && n.outputs[1].present) return "MaxPool's Indices output is not supported";
+  if (n.inputs[0].rank >= 0 && n.inputs[0].rank != 4) return "only 2-D pooling (4-D input) runs here";
+  std::string auto_pad = n.get_string("auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "VALID") return "auto_pad " + auto_pad + " is not supported";
+  if (n.get_int("ceil_mode", 0) != 0) return "ceil_mode=1 is not supported";
+  if (n.get_ints("kernel_shape").size() != 2) return "kernel_shape must have 2 entries";
+  if (n.get_ints("strides", {1, 1}).size() != 2 || n.get_ints("dilations", {1, 1}).size() != 2 ||
+      n.get_ints("pads", {0, 0, 0, 0}).size() != 4)
+    return "strides, dilations and pads must be 2-D";
+  if (n.get_int("storage_order", 0) != 0) return "storage_order=1 is not supported";
+  return require_float32(n);
+}
+
+// A view: the output is the input's bytes with another shape.
+class ViewKernel : public GpuKernel {
+ public:
+  using ShapeFn = std::function<std::string(std::span<const int64_t> in, std::vector<int64_t>* out)>;
+  ViewKernel(ShapeFn shape, std::string name) : shape_(std::move(shape)), name_(std::move(name)) {}
+  OnyxStatus* compute(sdk::ComputeContext& ctx) override {
+    sdk::Tensor x = ctx.in(0), y;
+    std::vector<int64_t> dims;
+    std::string error = shape_(x.dims, &dims);
+    if (!error.empty())
+      return make_status(ONYX_STATUS_INVALID_ARGUMENT, "node '%s': %s", name_.c_str(), error.c_str());
+    return ctx.output(0, x.dtype, dims, &y);  // the host provides the bytes
+  }
+  void output_memory(std::span<OnyxOutputMemoryInfo> out) const override {
+    out[0].kind = ONYX_OUTPUT_ALIASES_INPUT;
+    out[0].input_index = 0;
+  }
+
+ private:
+  ShapeFn shape_;
+  std::string name_;
+};
+
+}  // namespace
+
+void register_cnn_kernels(sdk::KernelRegistry& r) {
+  r.add({"", "BatchNormalization", 9, 1 << 30,
+         [](const sdk::NodeInfo& n) -> std::string {
+           if (n.get_int("training_mode", 0) != 0) return "training_mode=1 is not supported";
+           if (n.outputs.size() > 1) return "only the inference form (one output) is supported";
+           return require_float32(n);
+         },
+         [](const sdk::NodeInfo& n) {
+           return std::make_unique<BatchNormKernel>(float(n.get_float("epsilon", 1e-5)), n.name);
+         }});
+  r.add({"", "MaxPool", 8, 1 << 30, pool_supported,
+         [](const sdk::NodeInfo& n) { return std::make_unique<PoolKernel>(n, true, false); }});
+  r.add({"", "AveragePool", 7, 1 << 30, pool_supported,
+         [](const sdk::NodeInfo& n) { return std::make_unique<PoolKernel>(n, false, false); }});
+  auto global_supported = [](const sdk::NodeInfo& n) -> std::string {
+    if (n.inputs[0].rank >= 0 && n.inputs[0].rank != 4) return "only 4-D input runs here";
+    return require_float32(n);
+  };
+  r.add({"", "GlobalMaxPool", 1, 1 << 30, global_supported,
+         [](const sdk::NodeInfo& n) { return std::make_unique<PoolKernel>(n, true, true); }});
+  r.add({"", "GlobalAveragePool", 1, 1 << 30, global_supported,
+         [](const sdk::NodeInfo& n) { return std::make_unique<PoolKernel>(n, false, true); }});
+  r.add({"", "Flatten", 1, 1 << 30, nullptr, [](const sdk::NodeInfo& n) {
+           int64_t axis = n.get_int("axis", 1);
+           return std::make_unique<ViewKernel>(
+               [axis](std::span<const int64_t> in, std::vector<int64_t>* out) -> std::string {
+                 int64_t a = axis < 0 ? axis + int64_t(in.size()) : axis;
+                 if (a < 0 || a > int64_t(in.size())) return "axis out of range";
+                 int64_t outer = sdk::element_count(in.first(size_t(a)));
+                 *out = {outer, sdk::element_count(in.subspan(size_t(a)))};
+                 return {};
+               },
+               n.name);
+         }});
+  r.add({"", "Reshape", 5, 1 << 30,
+         [](const sdk::NodeInfo& n) -> std::string {
+           if (!n.input_present(1) || !n.inputs[1].constant) return "the shape input must be a constant here";
+           if (n.inputs[1].constant->dtype != ONYX_DTYPE_INT64) return "the shape input must be int64";
+           return {};
+         },
+         [](const sdk::NodeInfo& n) {
+           const sdk::ConstantTensor& c = *n.inputs[1].constant;
+           std::vector<int64_t> shape(c.data<int64_t>(), c.data<int64_t>() + c.size());
+           bool allow_zero = n.get_int("allowzero", 0) != 0;
+           return std::make_unique<ViewKernel>(
+               [shape, allow_zero](std::span<const int64_t> in, std::vector<int64_t>* out) {
+                 return reshape_dims(in, shape, allow_zero, out);
+               },
+               n.name);
+         }});
+}
+
+}  // namespace onyx::gpu
