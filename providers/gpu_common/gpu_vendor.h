@@ -1,9 +1,15 @@
 // gpu_vendor.h: the one place that knows whether this build is CUDA or HIP.
 // It maps the runtime calls the shared sources use (gpu*) onto the vendor's.
 // The build defines ONYX_GPU_HIP for the ROCm provider; otherwise CUDA.
+// (Tests define ONYX_GPU_HOST_EMULATION to run the shared sources on the
+// host: tests/providers/cuda/emulation.)
 #pragma once
 
-#if defined(ONYX_GPU_HIP)
+#if defined(ONYX_GPU_HOST_EMULATION)
+
+#include "host_runtime.h"
+
+#elif defined(ONYX_GPU_HIP)
 
 #if !defined(__HIP_PLATFORM_AMD__)
 #define __HIP_PLATFORM_AMD__ 1
