@@ -6,6 +6,8 @@
 #include <onyx/checkpoint_onnx.h>
 #include <onyx/checkpoint_tools.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -56,15 +58,29 @@ std::string hex32(uint32_t v) {
 
 std::string slice_text(const ck::TensorRecord& t) {
   if (!t.slice) return "";
-  return "  elements [" + std::to_string(t.slice->offset) + ", " + std::to_string(t.slice->offset + t.shape[0]) +
+  return "elements [" + std::to_string(t.slice->offset) + ", " + std::to_string(t.slice->offset + t.shape[0]) +
          ") of " + shape_string(t.slice->full_shape);
 }
 
-void print_tensor(const ck::TensorRecord& t, const std::string& indent) {
-  std::cout << indent << t.name << "  " << dtype_name(t.dtype) << " " << shape_string(t.shape) << "  "
-            << t.bytes() << " bytes";
-  if (t.checksum) std::cout << "  crc32c " << hex32(*t.checksum);
-  std::cout << slice_text(t) << "\n";
+// Prints tensors as aligned columns: name, dtype and shape, bytes, checksum, slice.
+void print_tensors(const std::vector<ck::TensorRecord>& list, const std::string& indent) {
+  std::vector<std::array<std::string, 5>> rows;
+  for (const ck::TensorRecord& t : list)
+    rows.push_back({t.name, std::string(dtype_name(t.dtype)) + " " + shape_string(t.shape),
+                    std::to_string(t.bytes()) + " bytes", t.checksum ? "crc32c " + hex32(*t.checksum) : "",
+                    slice_text(t)});
+  std::array<size_t, 5> width{};
+  for (const auto& row : rows)
+    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  for (const auto& row : rows) {
+    std::string line = indent;
+    for (size_t c = 0; c < row.size(); ++c) {
+      line += row[c];
+      if (c + 1 < row.size()) line += std::string(width[c] - row[c].size() + 2, ' ');
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    std::cout << line << "\n";
+  }
 }
 
 void json_tensor(JsonOut& j, const ck::TensorRecord& t) {
@@ -134,7 +150,7 @@ int inspect(const ParsedArgs& args) {
     size_t bytes = 0;
     for (const ck::TensorRecord& t : *list) bytes += t.bytes();
     std::cout << label << " (" << list->size() << ", " << bytes << " bytes):\n";
-    for (const ck::TensorRecord& t : *list) print_tensor(t, "  ");
+    print_tensors(*list, "  ");
   }
   std::cout << "optimizer groups (" << c.optimizer.size() << "):\n";
   for (const ck::OptimizerGroup& g : c.optimizer) {
@@ -145,7 +161,7 @@ int inspect(const ParsedArgs& args) {
               << g.parameters.size() << " parameters\n";
     for (const ck::ParameterState& p : g.parameters) {
       std::cout << "    " << p.parameter << ":\n";
-      for (const ck::TensorRecord& t : p.tensors) print_tensor(t, "      ");
+      print_tensors(p.tensors, "      ");
     }
   }
   std::cout << "properties (" << c.properties.size() << "):\n";
@@ -222,7 +238,8 @@ int import_model(const ParsedArgs& args) {
   const std::string& model_path = args.positionals[1];
   ONNX_NAMESPACE::ModelProto model = take(ck::read_onnx_model(model_path));
   std::vector<std::string> trainable = args.all("--trainable");
-  ck::Checkpoint c = take(ck::import_onnx_initializers(model, fs::path(model_path).parent_path().string(), trainable));
+  fs::path folder = fs::path(model_path).parent_path();  // external data is read relative to it
+  ck::Checkpoint c = take(ck::import_onnx_initializers(model, folder.empty() ? "." : folder.string(), trainable));
   if (args.has("--nominal")) c = ck::make_nominal(c);
   check(ck::save(c, args.positionals[2]));
   std::cout << "wrote " << args.positionals[2] << ": " << c.module.trainable.size() << " trainable and "

@@ -44,10 +44,16 @@ TEST(CheckpointCli, InspectPrintsEveryPart) {
   Result r = onyx("inspect " + q(dir / "a.ckpt"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (const char* text : {"format version 1", "sample-model sha256:0123abcd", "every checksum verified",
-                           "fc1.weight  float32 [16, 12]  768 bytes  crc32c ", "packed  int4 [7]  4 bytes",
+                           "fc1.weight   float32 [16, 12]   768 bytes  crc32c 88b682a1",
                            "default: step 1234, initial learning rate 0.001, state of 3 parameters",
                            "momentum  bfloat16 [33]", "epoch = 7 (int64)", "best_loss = 0.12345678901234568 (double)"})
     EXPECT_NE(r.output.find(text), std::string::npos) << text << "\n" << r.output;
+
+  size_t packed = r.output.find("\n  packed ");
+  ASSERT_NE(packed, std::string::npos) << r.output;
+  std::string line = r.output.substr(packed + 1, r.output.find('\n', packed + 1) - packed - 1);
+  EXPECT_NE(line.find(" int4 [7] "), std::string::npos) << line;
+  EXPECT_NE(line.find(" 4 bytes "), std::string::npos) << line;
 
   r = onyx("inspect --json " + q(dir / "a.ckpt"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -121,6 +127,28 @@ TEST(CheckpointCli, ImportAndExportOnnxModels) {
   r = onyx("export " + q(dir / "cnn_nominal.ckpt") + " " + q(dir / "cnn.onnx") + " " + q(dir / "n.onnx"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("nominal"), std::string::npos) << r.output;
+}
+
+TEST(CheckpointCli, ImportReadsExternalDataBesideTheModelAndRefusesEscapes) {
+  TempDir dir;
+  std::string side;
+  test_models::write_model(test_models::build_external_data_model("weights.bin", 64, &side), dir / "add.onnx");
+  test_models::write_bytes(side, dir / "weights.bin");
+  Result r = onyx("import " + q(dir / "add.onnx") + " " + q(dir / "add.ckpt"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  StatusOr<Checkpoint> c = load(dir / "add.ckpt");
+  ASSERT_TRUE(c.ok());
+  const TensorRecord* w = c->find_parameter("w");
+  ASSERT_NE(w, nullptr);
+  std::vector<float> expected = test_models::add_model_weight();
+  ASSERT_EQ(w->shape, (Shape{2, 3}));
+  EXPECT_EQ(0, std::memcmp(w->data.data(), expected.data(), expected.size() * sizeof(float)));
+
+  test_models::write_model(test_models::build_external_data_model("../escape.bin", 0, &side), dir / "escape.onnx");
+  r = onyx("import " + q(dir / "escape.onnx") + " " + q(dir / "escape.ckpt"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("'w'"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir / "escape.ckpt"));
 }
 
 TEST(CheckpointCli, DamagedAndUnusableInputsGiveClearErrors) {
