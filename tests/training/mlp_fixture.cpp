@@ -1,7 +1,5 @@
 #include "mlp_fixture.h"
 
-#include <gtest/gtest.h>
-
 #include <cmath>
 
 #include "proto_builder.h"
@@ -117,15 +115,6 @@ double loss_and_grads(const MlpParams& p, const Batch& b, MlpParams* g) {
       for (int64_t i = 0; i < kIn; ++i) g->w1[size_t(j * kIn + i)] += d * double(b.x[size_t(n * kIn + i)]);
     }
   return loss;
-}
-
-Artifacts make_mlp_artifacts(const MlpParams& p, const std::string& optimizer) {
-  ArtifactSpec spec;
-  spec.optimizer = optimizer;
-  spec.optimizer_search_dirs = {ONYX_OPTIMIZER_DIR};
-  auto artifacts = make_artifacts(forward_model(p), "", spec);
-  EXPECT_TRUE(artifacts.ok()) << artifacts.status().to_string();
-  return std::move(artifacts).value();
 }
 
 }  // namespace onyx::training::testing

@@ -1,6 +1,6 @@
 // mlp_fixture.h: a small MLP (x[B,12] -> Gemm 16 + Relu -> Gemm 5 -> logits,
 // softmax cross-entropy with int64 labels, mean over the batch) as an ONNX
-// forward model, its training artifacts, and a float64 implementation of the
+// forward model, and a float64 implementation of the
 // same math (forward, backward) that the training tests compare against.
 #pragma once
 
@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <vector>
 
-#include "training/artifacts.h"
 
 namespace onyx::training::testing {
 
@@ -33,8 +32,5 @@ std::vector<Batch> make_batches(int count, int64_t batch_size, uint64_t seed);
 
 // Mean cross-entropy and its gradients (same layout as the parameters).
 double loss_and_grads(const MlpParams& p, const Batch& batch, MlpParams* grads);
-
-// Artifacts for the fixture with the given optimizer (CPU provider).
-Artifacts make_mlp_artifacts(const MlpParams& p, const std::string& optimizer);
 
 }  // namespace onyx::training::testing

@@ -11,6 +11,7 @@
 #include "ir/onnx_import.h"
 #include "mlp_fixture.h"
 #include "onyx/checkpoint_tools.h"
+#include "training/artifacts.h"
 #include "training/training_session.h"
 
 namespace onyx::training {
@@ -18,6 +19,15 @@ namespace {
 
 using namespace testing;
 namespace fs = std::filesystem;
+
+Artifacts make_mlp_artifacts(const MlpParams& p, const std::string& optimizer) {
+  ArtifactSpec spec;
+  spec.optimizer = optimizer;
+  spec.optimizer_search_dirs = {ONYX_OPTIMIZER_DIR};
+  auto artifacts = make_artifacts(forward_model(p), "", spec);
+  EXPECT_TRUE(artifacts.ok()) << artifacts.status().to_string();
+  return std::move(artifacts).value();
+}
 
 TrainingModelBytes model_bytes(const Artifacts& a) {
   return {a.training.SerializeAsString(), a.eval.SerializeAsString(), a.optimizer.SerializeAsString(), ""};

@@ -1,0 +1,211 @@
+// The training C API through its C++ wrapper (libonyx only): artifacts from
+// a model file, checkpoint state and its property bag, a training session
+// that learns, labels out of range, nominal refusal, save and reload,
+// sessions from buffers, and export.
+#include <onyx/onyx_training.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "mlp_fixture.h"
+#include "proto_builder.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using onyx::training::testing::Batch;
+using onyx::training::testing::kClasses;
+using onyx::training::testing::kIn;
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    path = fs::temp_directory_path() / ("onyx_training_c_api_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+std::string write_forward_model(const fs::path& dir) {
+  auto model = onyx::training::testing::forward_model(onyx::training::testing::initial_params(3));
+  std::string path = (dir / "mlp.onnx").string();
+  std::ofstream(path, std::ios::binary) << model.SerializeAsString();
+  return path;
+}
+
+std::string read_bytes(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+onyx::SessionOptions cpu_options() {
+  onyx::SessionOptions o;
+  o.provider("cpu").fallback(ONYX_FALLBACK_FAIL);
+  return o;
+}
+
+std::pair<onyx::Tensor, onyx::Tensor> batch_tensors(const Batch& b) {
+  return {onyx::Tensor::from<float>(ONYX_DTYPE_FLOAT32, {b.size, kIn}, b.x),
+          onyx::Tensor::from<int64_t>(ONYX_DTYPE_INT64, {b.size}, b.labels)};
+}
+
+TEST(TrainingCApi, ArtifactsTrainSaveReloadExport) {
+  TempDir tmp;
+  std::string model = write_forward_model(tmp.path);
+  fs::path art = tmp.path / "art";
+  onyx::generate_artifacts(model, {{"loss", "crossentropy"}, {"optimizer", "sgd"}, {"optimizer_dir", ONYX_OPTIMIZER_DIR}},
+                           art.string());
+  for (const char* f : {"training.onnx", "eval.onnx", "optimizer.onnx", "checkpoint.ckpt"}) EXPECT_TRUE(fs::exists(art / f)) << f;
+
+  onyx::Env env;
+  env.add_provider_dir(ONYX_PROVIDER_DIR);
+  auto state = onyx::CheckpointState::load((art / "checkpoint.ckpt").string());
+  EXPECT_FALSE(state.nominal());
+  EXPECT_EQ(onyx_checkpoint_parameter_count(state.get()), 4u);
+  OnyxValueMetadata info{};
+  info.struct_size = sizeof info;
+  bool trainable = false;
+  onyx::check(onyx_checkpoint_parameter_info(state.get(), 0, &info, &trainable));
+  EXPECT_TRUE(trainable);
+  EXPECT_EQ(info.dtype, ONYX_DTYPE_FLOAT32);
+
+  onyx::TrainingSession session(env, state, (art / "training.onnx").string(), (art / "eval.onnx").string(),
+                                (art / "optimizer.onnx").string(), cpu_options());
+  EXPECT_EQ(session.input_names(), (std::vector<std::string>{"x", "labels"}));
+  EXPECT_EQ(session.output_names(), (std::vector<std::string>{"loss", "logits"}));
+  session.set_hyperparameter("momentum", 0.9f);
+  session.set_lr_schedule("cosine:warmup=2,total=40", 0.1);
+  EXPECT_NEAR(session.learning_rate(), 0.05, 1e-12);
+
+  auto batches = onyx::training::testing::make_batches(4, 16, 21);
+  float first = 0, last = 0;
+  for (int step = 0; step < 40; ++step) {
+    auto [x, y] = batch_tensors(batches[size_t(step) % batches.size()]);
+    session.lazy_reset_grad();
+    auto out = session.train_step({&x, &y});
+    session.optimizer_step();
+    session.scheduler_step();
+    float loss = out[0].data<float>()[0];
+    if (step == 0) first = loss;
+    last = loss;
+  }
+  EXPECT_LT(last, 0.6f * first) << "40 steps of SGD should reduce the loss";
+
+  // Labels out of range: a clear error, nothing crashes.
+  {
+    Batch bad = batches[0];
+    bad.labels[3] = kClasses + 4;
+    auto [x, y] = batch_tensors(bad);
+    try {
+      session.train_step({&x, &y});
+      ADD_FAILURE() << "a label of " << kClasses + 4 << " with " << kClasses << " classes was accepted";
+    } catch (const onyx::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(std::to_string(kClasses + 4)), std::string::npos) << e.what();
+    }
+  }
+
+  state.set_property("epoch", int64_t(3));
+  state.set_property("best_loss", 0.25);
+  state.set_property("note", std::string("c api test"));
+  fs::path saved = tmp.path / "trained.ckpt";
+  state.save(saved.string());
+  auto reloaded = onyx::CheckpointState::load(saved.string());
+  OnyxPropertyType type{};
+  int64_t epoch = 0;
+  double best = 0;
+  char* note = nullptr;
+  onyx::check(onyx_checkpoint_get_property(reloaded.get(), "epoch", &type, &epoch, nullptr, nullptr));
+  EXPECT_EQ(type, ONYX_PROPERTY_INT);
+  EXPECT_EQ(epoch, 3);
+  onyx::check(onyx_checkpoint_get_property(reloaded.get(), "best_loss", &type, nullptr, &best, nullptr));
+  EXPECT_EQ(best, 0.25);
+  onyx::check(onyx_checkpoint_get_property(reloaded.get(), "note", &type, nullptr, nullptr, &note));
+  EXPECT_STREQ(note, "c api test");
+  onyx_string_release(note);
+  OnyxStatus* missing = onyx_checkpoint_get_property(reloaded.get(), "nothing", &type, nullptr, nullptr, nullptr);
+  EXPECT_EQ(onyx_status_code(missing), ONYX_STATUS_NOT_FOUND);
+  onyx_status_release(missing);
+
+  // A session from buffers over the reloaded state continues from the trained weights.
+  std::string training = read_bytes(art / "training.onnx"), eval = read_bytes(art / "eval.onnx"),
+              optimizer = read_bytes(art / "optimizer.onnx");
+  OnyxTrainingSession* raw = nullptr;
+  onyx::check(onyx_training_session_create_from_buffers(env.get(), reloaded.get(), training.data(), training.size(),
+                                                        eval.data(), eval.size(), optimizer.data(), optimizer.size(),
+                                                        cpu_options().get(), &raw));
+  auto [x, y] = batch_tensors(batches[0]);
+  const OnyxTensor* inputs[] = {x.get(), y.get()};
+  OnyxTensor* outputs[2] = {};
+  onyx::check(onyx_training_session_eval_step(raw, inputs, 2, outputs, 2));
+  onyx::Tensor eval_loss(outputs[0]), eval_logits(outputs[1]);
+  EXPECT_LT(eval_loss.data<float>()[0], first);
+  fs::path exported = tmp.path / "model.onnx";
+  onyx::check(onyx_training_session_export_model(raw, exported.string().c_str(), nullptr, 0));
+  onyx_training_session_release(raw);
+
+  onyx::Session inference(env, exported.string(), cpu_options());
+  ASSERT_EQ(inference.inputs().size(), 1u);
+  auto logits = inference.run({{"x", &x}});
+  for (int64_t i = 0; i < logits[0].size(); ++i) EXPECT_EQ(logits[0].data<float>()[i], eval_logits.data<float>()[i]);
+}
+
+TEST(TrainingCApi, NominalCheckpointRefusesTrainingUntilWeightsArrive) {
+  TempDir tmp;
+  std::string model = write_forward_model(tmp.path);
+  fs::path art = tmp.path / "art";
+  onyx::generate_artifacts(model, {{"optimizer", "adamw"}, {"optimizer_dir", ONYX_OPTIMIZER_DIR}, {"nominal", "1"}},
+                           art.string());
+  onyx::Env env;
+  env.add_provider_dir(ONYX_PROVIDER_DIR);
+  auto state = onyx::CheckpointState::load((art / "checkpoint.ckpt").string());
+  EXPECT_TRUE(state.nominal());
+  onyx::TrainingSession session(env, state, (art / "training.onnx").string(), (art / "eval.onnx").string(),
+                                (art / "optimizer.onnx").string(), cpu_options());
+  auto batches = onyx::training::testing::make_batches(1, 8, 2);
+  auto [x, y] = batch_tensors(batches[0]);
+  try {
+    session.train_step({&x, &y});
+    ADD_FAILURE() << "a nominal checkpoint trained";
+  } catch (const onyx::Error& e) {
+    EXPECT_EQ(e.code(), ONYX_STATUS_FAILED_PRECONDITION);
+    EXPECT_NE(std::string(e.what()).find("nominal"), std::string::npos) << e.what();
+  }
+  std::vector<unsigned char> weights(session.parameters_bytes());
+  for (size_t i = 0; i < weights.size(); i += 4) {
+    float v = 0.01f * float((i / 4) % 7);
+    std::memcpy(&weights[i], &v, 4);
+  }
+  session.buffer_to_parameters(weights);
+  EXPECT_FALSE(state.nominal());
+  session.lazy_reset_grad();
+  session.train_step({&x, &y});
+  session.optimizer_step();
+  EXPECT_NE(session.parameters_to_buffer(), weights);
+}
+
+TEST(TrainingCApi, ArtifactErrorsNameTheProblem) {
+  TempDir tmp;
+  std::string model = write_forward_model(tmp.path);
+  auto expect_error = [&](std::vector<std::pair<std::string, std::string>> options, const std::string& needle) {
+    try {
+      onyx::generate_artifacts(model, options, (tmp.path / "art").string());
+      ADD_FAILURE() << "no error; expected one containing " << needle;
+    } catch (const onyx::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  expect_error({{"requires_grad", "w7"}}, "'w7'");
+  expect_error({{"loss", "hinge"}}, "hinge");
+  expect_error({{"optimizer", "adagrad"}, {"optimizer_dir", ONYX_OPTIMIZER_DIR}}, "libonyx_optimizer_adagrad.so");
+  expect_error({{"colour", "blue"}}, "colour");
+}
+
+}  // namespace
