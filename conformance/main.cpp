@@ -45,7 +45,7 @@ const char* kUsage =
 
 struct Args {
   std::vector<std::string> providers;
-  std::vector<std::string> suites{"onnx-node"};
+  std::vector<std::string> suites{"abi", "onnx-node", "claims"};
   std::string filter = "";
   std::string report_dir;
   std::string corpus;

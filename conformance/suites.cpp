@@ -5,6 +5,9 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "abi_host.h"
+#include "abi_suite.h"
+#include "claims_suite.h"
 #include "node_suite.h"
 
 namespace onyx::conformance {
@@ -44,6 +47,53 @@ std::vector<CaseResult> run_node_suite(const std::string& provider, const SuiteO
   return results;
 }
 
+std::string plugin_path(const std::string& provider) {
+  try {
+    return resolve_plugin_path(provider);
+  } catch (const CaseError& e) {
+    throw std::runtime_error(e.what());
+  }
+}
+
+std::vector<CaseResult> run_abi_suite(const std::string& provider, const SuiteOptions& options,
+                                      const ExpectationFile* expectations) {
+  const std::string path = plugin_path(provider);
+  std::vector<std::string> names;
+  for (const std::string& n : abi_case_names())
+    if (std::regex_search(n, *options.filter)) names.push_back(n);
+  std::vector<CaseResult> results(names.size());
+  run_isolated(
+      names.size(), [&](size_t i) { return run_abi_case(names[i], path); },
+      [&](size_t i, RunResult r) {
+        if (r.op.empty()) r.op = "[abi] " + names[i];
+        results[i] = judge(provider, "abi", names[i], r, expectations);
+        print_case(results[i], options.verbose);
+      },
+      options.isolation);
+  return results;
+}
+
+std::vector<CaseResult> run_claims_suite(const std::string& provider, const SuiteOptions& options,
+                                         const ExpectationFile* expectations) {
+  const std::string path = plugin_path(provider);
+  const std::vector<NodeCase> cases = find_node_cases(options.corpus, *options.filter);
+  std::vector<CaseResult> results(cases.size());
+  run_isolated(
+      cases.size(), [&](size_t i) { return run_claims_case(path, cases[i]); },
+      [&](size_t i, RunResult r) {
+        if (r.op.empty()) {
+          try {
+            r.op = node_case_op(cases[i]);
+          } catch (const std::exception&) {
+          }
+        }
+        results[i] = judge(provider, "claims", cases[i].name, r, expectations);
+        print_case(results[i], options.verbose);
+      },
+      options.isolation);
+  return results;
+}
+
 }  // namespace
 
 void print_case(const CaseResult& r, bool verbose) {
@@ -57,7 +107,9 @@ void print_case(const CaseResult& r, bool verbose) {
 
 std::vector<CaseResult> run_suite(const std::string& suite, const std::string& provider,
                                   const SuiteOptions& options, const ExpectationFile* expectations) {
+  if (suite == "abi") return run_abi_suite(provider, options, expectations);
   if (suite == "onnx-node") return run_node_suite(provider, options, expectations);
+  if (suite == "claims") return run_claims_suite(provider, options, expectations);
   throw std::runtime_error("unknown suite '" + suite + "'");
 }
 
