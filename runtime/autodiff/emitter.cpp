@@ -120,6 +120,15 @@ std::vector<std::string> Emitter::node(const std::string& op, const std::vector<
   return outs;
 }
 
+void Emitter::drop_output(const std::string& value) {
+  for (int n = graph_->node_size(); n-- > 0;)
+    for (auto& o : *graph_->mutable_node(n)->mutable_output())
+      if (o == value) {
+        o.clear();
+        return;
+      }
+}
+
 static onnx::AttributeProto tensor_attr(onnx::TensorProto t) {
   onnx::AttributeProto a;
   a.set_name("value");

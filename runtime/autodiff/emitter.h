@@ -56,6 +56,9 @@ class Emitter {
                  const std::string& domain = "") {
     return node(op, inputs, 1, std::move(attrs), domain)[0];
   }
+  // Leaves output `value` of the node that produces it out (named ""): for
+  // multi-output ops whose kernels skip work for omitted outputs.
+  void drop_output(const std::string& value);
   // A unique value name with the emitter's prefix.
   std::string fresh(const std::string& hint);
 

@@ -12,9 +12,13 @@ const std::vector<std::string> kWindowAttrs = {"auto_pad", "dilations", "group",
 // ConvGrad(dY, X, W) -> (dX, dW): the input and weight gradients of Conv.
 Status conv_rule(GradContext& c) {
   Emitter& e = c.e();
-  std::vector<std::string> d = e.node("ConvGrad", {c.dy(0), c.x(0), c.x(1)}, 2, c.attrs(kWindowAttrs), kOnyxDomain);
-  c.set_dx(0, d[0]);
-  c.set_dx(1, d[1]);
+  if (c.needs(0) || c.needs(1)) {
+    std::vector<std::string> d = e.node("ConvGrad", {c.dy(0), c.x(0), c.x(1)}, 2, c.attrs(kWindowAttrs), kOnyxDomain);
+    for (int k = 0; k < 2; ++k) {
+      if (c.needs(k)) c.set_dx(k, d[size_t(k)]);
+      else e.drop_output(d[size_t(k)]);  // e.g. the first layer's input gradient
+    }
+  }
   if (c.needs(2)) {
     ONYX_ASSIGN_OR_RETURN(int rank, c.rank_of(c.y(0)));
     std::vector<int64_t> axes = {0};
@@ -35,6 +39,7 @@ Status conv_transpose_rule(GradContext& c) {
   if (c.needs(0)) c.set_dx(0, e.op("Conv", {c.dy(0), c.x(1)}, c.attrs(conv_attrs)));
   if (c.needs(1)) {
     auto d = e.node("ConvGrad", {c.x(0), c.dy(0), c.x(1)}, 2, c.attrs(conv_attrs), kOnyxDomain);
+    e.drop_output(d[0]);
     c.set_dx(1, d[1]);
   }
   if (c.needs(2)) {
