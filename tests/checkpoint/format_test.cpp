@@ -119,6 +119,38 @@ TEST(CheckpointFormat, DISABLED_TensorAbove2GiBRoundTrips) {
                        Checkpoint{{}, {{loaded->module.trainable[1]}, {}}, {}, {}});
 }
 
+TEST(CheckpointFormat, EmptyAndPropertyOnlyCheckpointsRoundTrip) {
+  TempDir dir;
+  Checkpoint empty;
+  ASSERT_TRUE(save(empty, dir / "empty.ckpt").ok());
+  StatusOr<Checkpoint> loaded = load(dir / "empty.ckpt", {.mode = LoadMode::kMemoryMap});
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  testing::expect_same(empty, *loaded);
+  EXPECT_FALSE(loaded->nominal());
+
+  Checkpoint props;
+  props.properties["only"] = std::string("a property");
+  props.optimizer.push_back({"group without state", 3, 0.5, {}});
+  ASSERT_TRUE(save(props, dir / "props.ckpt").ok());
+  loaded = load(dir / "props.ckpt");
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  testing::expect_same(props, *loaded);
+}
+
+TEST(CheckpointFormat, UnusablePathsGiveClearErrors) {
+  TempDir dir;
+  Status status = save(testing::sample_checkpoint(), dir / "no_such_folder" / "a.ckpt");
+  EXPECT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("saving checkpoint '" + (dir / "no_such_folder" / "a.ckpt").string() + "'"),
+            std::string::npos)
+      << status.message();
+  for (LoadMode mode : {LoadMode::kRead, LoadMode::kMemoryMap}) {
+    status = load(dir.path(), {.mode = mode}).status();
+    EXPECT_EQ(status.code(), ONYX_STATUS_INVALID_ARGUMENT);
+    EXPECT_NE(status.message().find("is not a regular file"), std::string::npos) << status.message();
+  }
+}
+
 TEST(CheckpointFormat, MissingFileIsNotFound) {
   TempDir dir;
   StatusOr<Checkpoint> loaded = load(dir / "nope.ckpt");
