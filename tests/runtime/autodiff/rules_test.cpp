@@ -80,6 +80,31 @@ TEST(GradRules, Clip) {
 
 TEST(GradRules, Dropout) {
   check_op("Dropout", {{3, 4}}, {3, 4});  // inference mode: identity
+  // Training mode with a seed: the kernel draws the same mask on every run,
+  // so central differences see the function the gradient describes.
+  Forward f(13);
+  f.param("x", {4, 5}).param_values("ratio", {}, {0.3});
+  auto* mode = f.proto().mutable_graph()->add_initializer();
+  mode->set_name("training");
+  mode->set_data_type(onnx::TensorProto::BOOL);
+  mode->add_int32_data(1);
+  f.node("Dropout", {"x", "ratio", "training"}, {"y"}, {attr_int("seed", 5)}).output("y", {4, 5});
+  TrainingSpec spec;
+  spec.requires_grad = {"x"};
+  spec.loss.kind = LossKind::kCustom;
+  spec.loss.custom = weighted_sum_loss(f.proto());
+  expect_gradients_match(f.proto(), "Dropout (training mode)", &spec);
+  // Some elements were dropped and some kept, so the mask mattered.
+  auto built = build_training_models(f.proto(), spec);
+  ASSERT_TRUE(built.ok());
+  auto s = open_session(built.value().training);
+  auto x = tensor_of(built.value().initial_values[0]);
+  auto ratio = tensor_of(built.value().initial_values[1]);
+  auto out = s->run({{"x", &x}, {"ratio", &ratio}});
+  int zeros = 0;
+  for (int i = 0; i < 20; ++i) zeros += out[2].data<double>()[i] == 0;
+  EXPECT_GT(zeros, 0);
+  EXPECT_LT(zeros, 20);
 }
 
 TEST(GradRules, MatMulAndGemm) {

@@ -73,6 +73,40 @@ TEST(TrainingModel, MlpCrossEntropyMatchesFiniteDifferences) {
   expect_gradients_match(f.proto(), "mlp + crossentropy (sum, ignore_index 1)", &spec, {{"x", x}, {"labels", t}});
 }
 
+TEST(TrainingModel, DynamicBatchRunsAtAnySize) {
+  // Declared batch "N": the gradient graph uses run-time shapes.
+  Forward f = mlp(-1);
+  std::mt19937 rng(11);
+  for (int64_t batch : {5, 2}) {
+    auto x = doubles({batch, 4}, rng);
+    std::vector<int64_t> labels(static_cast<size_t>(batch), 2);
+    auto t = std::make_shared<onyx::Tensor>(onyx::Tensor::from<int64_t>(ONYX_DTYPE_INT64, {batch}, labels));
+    TrainingSpec spec;
+    expect_gradients_match(f.proto(), "mlp, batch " + std::to_string(batch), &spec, {{"x", x}, {"labels", t}});
+  }
+}
+
+TEST(TrainingModel, SharedWeightsAccumulateAndUnusedParametersGetZeros) {
+  Forward f;
+  f.param("W", {3, 3}).param("a", {2, 3}).param("unused", {4});
+  f.node("MatMul", {"a", "W"}, {"h"}).node("Tanh", {"h"}, {"t"}).node("MatMul", {"t", "W"}, {"y"});
+  f.output("y", {2, 3});
+  expect_gradients_match(f.proto(), "W used twice");
+  TrainingSpec spec;
+  spec.loss.kind = LossKind::kCustom;
+  spec.loss.custom = weighted_sum_loss(f.proto());
+  auto built = build_training_models(f.proto(), spec);
+  ASSERT_TRUE(built.ok());
+  auto s = open_session(built.value().training);
+  std::vector<onyx::Tensor> params;
+  std::vector<std::pair<std::string, const onyx::Tensor*>> in;
+  for (const auto& p : built.value().initial_values) params.push_back(tensor_of(p));
+  for (size_t k = 0; k < params.size(); ++k) in.push_back({built.value().parameters[k].name, &params[k]});
+  auto out = s->run(in, {"unused_grad"});
+  ASSERT_EQ(out[0].size(), 4);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(out[0].data<double>()[i], 0.0);
+}
+
 TEST(TrainingModel, CrossEntropyInt32LabelsAndValue) {
   // One sample, logits = b2 (all weights zero): loss = log(sum exp b) - b[label].
   Forward f;
