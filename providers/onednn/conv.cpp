@@ -7,9 +7,9 @@
 #include <optional>
 
 #include "ops.h"
+#include "spatial.h"
 
 namespace onyx::onednn {
-namespace {
 
 using dt = dnnl::memory::data_type;
 
@@ -19,14 +19,7 @@ dims_t dense_strides(const dims_t& d) {
   return s;
 }
 
-struct ConvAttrs {
-  bool transposed = false;
-  std::string auto_pad;
-  std::vector<int64_t> strides, dilations, pads, kernel_shape, output_padding, output_shape;
-  int64_t group = 1;
-};
-
-ConvAttrs read_attrs(const NodeInfo& n) {
+ConvAttrs read_conv_attrs(const NodeInfo& n) {
   ConvAttrs a;
   a.transposed = n.op_type == "ConvTranspose";
   a.auto_pad = n.get_string("auto_pad", "NOTSET");
@@ -39,13 +32,6 @@ ConvAttrs read_attrs(const NodeInfo& n) {
   a.group = n.get_int("group", 1);
   return a;
 }
-
-// One call's shapes in oneDNN's terms.
-struct ConvGeometry {
-  dims_t src, weights, dst, strides, dilates, pad_begin, pad_end;
-  dims_t user_weight_strides;  // the ONNX weight layout
-  std::vector<int64_t> onnx_out;
-};
 
 bool conv_geometry(const ConvAttrs& a, const std::vector<int64_t>& x, const std::vector<int64_t>& w,
                    ConvGeometry* g, std::string* err) {
@@ -128,13 +114,13 @@ bool conv_geometry(const ConvAttrs& a, const std::vector<int64_t>& x, const std:
   return true;
 }
 
-// About 2 * output elements * weights per output channel, from the input's
-// spatial size over the strides.
 double conv_work(const std::vector<int64_t>& x, const std::vector<int64_t>& w) {
   if (x.size() < 3 || x[1] == 0) return 0;
   double spatial = double(sdk::element_count(x)) / double(x[1]);  // batch * input positions
   return 2.0 * spatial * double(sdk::element_count(w));
 }
+
+namespace {
 
 struct ConvSpec {
   ConvAttrs attrs;
@@ -290,7 +276,7 @@ std::string conv_supports(const NodeInfo& n) {
 
 ConvSpec spec_of(const NodeInfo& conv, const DeviceConfig& config) {
   ConvSpec s;
-  s.attrs = read_attrs(conv);
+  s.attrs = read_conv_attrs(conv);
   if (is_constant(conv, 1)) {
     s.weights = constant_floats(conv, 1);
     s.weight_dims = conv.inputs[1].constant->dims;

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "ops.h"
+#include "spatial.h"
 
 namespace onyx::onednn {
 namespace {
@@ -40,12 +41,6 @@ std::string broadcast_error(const std::vector<int64_t>& a, const std::vector<int
     return s + "]";
   };
   return "MatMul shapes " + str(a) + " and " + str(b) + " do not match";
-}
-
-dims_t dense_strides(const dims_t& d) {
-  dims_t s(d.size(), 1);
-  for (size_t k = d.size() - 1; k > 0; --k) s[k - 1] = s[k] * std::max<int64_t>(d[k], 1);
-  return s;
 }
 
 // numpy matmul shapes: 1-D operands gain a unit axis that the output drops.

@@ -15,11 +15,12 @@
 namespace onyx::onednn {
 
 struct OpDef {
-  std::string op_type;  // ai.onnx domain
+  std::string op_type;
   int64_t since_version = 1;
   int64_t until_version = 1 << 30;
   std::function<std::string(const NodeInfo&)> supports;
   std::function<std::unique_ptr<sdk::Kernel>(const NodeInfo&, const DeviceConfig&)> create;
+  std::string domain = "";  // "" for ai.onnx
 };
 
 void add_matmul_ops(std::vector<OpDef>& ops);
@@ -29,6 +30,8 @@ void add_norm_ops(std::vector<OpDef>& ops);
 void add_softmax_ops(std::vector<OpDef>& ops);
 void add_eltwise_ops(std::vector<OpDef>& ops);
 void add_reduce_ops(std::vector<OpDef>& ops);
+// Gradient ops of the autodiff (runtime/autodiff), domain ai.onyx.
+void add_grad_ops(std::vector<OpDef>& ops);
 
 // Every op, built once.
 const std::vector<OpDef>& all_ops();

@@ -287,26 +287,25 @@ const std::vector<OpDef>& all_ops() {
     add_softmax_ops(v);
     add_eltwise_ops(v);
     add_reduce_ops(v);
+    add_grad_ops(v);
     return v;
   }();
   return ops;
 }
 
 const OpDef* find_op(const NodeInfo& node, std::string* reason) {
-  if (!node.domain.empty() && node.domain != "ai.onnx") {
-    *reason = "no oneDNN kernel for domain " + node.domain;
-    return nullptr;
-  }
+  const std::string domain = node.domain == "ai.onnx" ? "" : node.domain;
   bool known = false;
   for (const OpDef& def : all_ops()) {
-    if (def.op_type != node.op_type) continue;
+    if (def.op_type != node.op_type || def.domain != domain) continue;
     known = true;
     if (node.opset < def.since_version || node.opset > def.until_version) continue;
     *reason = def.supports(node);
     return reason->empty() ? &def : nullptr;
   }
-  *reason = known ? "no oneDNN kernel for opset " + std::to_string(node.opset) + " of " + node.op_type
-                  : "no oneDNN kernel for op " + node.op_type;
+  std::string op = domain.empty() ? node.op_type : domain + "::" + node.op_type;
+  *reason = known ? "no oneDNN kernel for opset " + std::to_string(node.opset) + " of " + op
+                  : "no oneDNN kernel for op " + op;
   return nullptr;
 }
 

@@ -1,20 +1,9 @@
 // MaxPool, AveragePool, GlobalMaxPool and GlobalAveragePool (1-D to 3-D) on
 // oneDNN's pooling primitive.
 #include "ops.h"
+#include "spatial.h"
 
 namespace onyx::onednn {
-namespace {
-
-struct PoolSpec {
-  bool global = false, max = false, ceil_mode = false, count_include_pad = false;
-  std::string auto_pad = "NOTSET";
-  std::vector<int64_t> kernel, strides, dilations, pads;
-};
-
-struct PoolGeometry {
-  dims_t kernel, strides, dilates, pad_begin, pad_end;
-  std::vector<int64_t> out;
-};
 
 bool pool_geometry(const PoolSpec& s, const std::vector<int64_t>& x, PoolGeometry* g, std::string* err) {
   size_t spatial = x.size() - 2;
@@ -53,6 +42,8 @@ bool pool_geometry(const PoolSpec& s, const std::vector<int64_t>& x, PoolGeometr
   }
   return true;
 }
+
+namespace {
 
 struct PoolPrepared {
   PoolGeometry geo;
@@ -125,7 +116,10 @@ std::string pool_supports(const NodeInfo& n) {
   return {};
 }
 
-PoolSpec spec_of(const NodeInfo& n) {
+
+}  // namespace
+
+PoolSpec read_pool_spec(const NodeInfo& n) {
   PoolSpec s;
   s.global = n.op_type.starts_with("Global");
   s.max = n.op_type.find("Max") != std::string::npos;
@@ -139,12 +133,10 @@ PoolSpec spec_of(const NodeInfo& n) {
   return s;
 }
 
-}  // namespace
-
 void add_pool_ops(std::vector<OpDef>& ops) {
   for (const char* op : {"MaxPool", "AveragePool", "GlobalMaxPool", "GlobalAveragePool"}) {
     ops.push_back({op, 1, 1 << 30, pool_supports, [](const NodeInfo& n, const DeviceConfig& c) {
-                     return std::unique_ptr<sdk::Kernel>(new PoolKernel(spec_of(n), c));
+                     return std::unique_ptr<sdk::Kernel>(new PoolKernel(read_pool_spec(n), c));
                    }});
   }
 }
