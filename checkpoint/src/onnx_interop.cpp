@@ -5,6 +5,7 @@
 #include <fstream>
 #include <limits>
 #include <set>
+#include <vector>
 
 #include "ir/tensor_proto.h"
 #include "file_io.h"
@@ -104,13 +105,63 @@ Status write_onnx_model(const ONNX_NAMESPACE::ModelProto& model, const std::file
   size_t size = model.ByteSizeLong();
   if (size > size_t(std::numeric_limits<int32_t>::max()))
     return invalid_argument("the model would be " + std::to_string(size) +
-                            " bytes, above protobuf's 2 GiB limit: keep large weights in the checkpoint");
+                            " bytes, above protobuf's 2 GiB limit: write its weights as external data");
   std::string bytes;
   if (!model.SerializeToString(&bytes)) return internal_error("cannot serialize the model");
   Status status = replace_file_atomically(path, [&](Sink& sink) {
     return sink.append({reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()});
   });
   return status.with_context("writing model '" + path.string() + "'");
+}
+
+Status write_onnx_model_with_external_data(ONNX_NAMESPACE::ModelProto model, const std::filesystem::path& path,
+                                           const std::string& data_file, size_t min_bytes) {
+  if (data_file.empty() || data_file.find('/') != std::string::npos || data_file == "." || data_file == "..")
+    return invalid_argument("external data file '" + data_file + "' must be a plain file name (it is created beside the model)");
+  std::filesystem::path data_path = path.parent_path() / data_file;
+  // Collect the blobs first, so the data file is complete before the model names it.
+  auto& initializers = *model.mutable_graph()->mutable_initializer();
+  std::vector<int> moved;  // indices of the initializers that move out
+  std::vector<const std::string*> blobs;
+  std::vector<uint64_t> offsets;
+  uint64_t end = 0;
+  for (int k = 0; k < initializers.size(); ++k) {
+    const ONNX_NAMESPACE::TensorProto& proto = initializers.Get(k);
+    if (proto.data_location() == ONNX_NAMESPACE::TensorProto::EXTERNAL || !proto.has_raw_data() ||
+        proto.raw_data().size() < min_bytes)
+      continue;
+    uint64_t offset = (end + 63) / 64 * 64;
+    moved.push_back(k);
+    blobs.push_back(&proto.raw_data());
+    offsets.push_back(offset);
+    end = offset + proto.raw_data().size();
+  }
+  Status status = replace_file_atomically(data_path, [&](Sink& sink) {
+    static const std::byte zeros[64] = {};
+    uint64_t at = 0;
+    for (size_t k = 0; k < blobs.size(); ++k) {
+      ONYX_RETURN_IF_ERROR(sink.append({zeros, size_t(offsets[k] - at)}));
+      ONYX_RETURN_IF_ERROR(sink.append({reinterpret_cast<const std::byte*>(blobs[k]->data()), blobs[k]->size()}));
+      at = offsets[k] + blobs[k]->size();
+    }
+    return Status();
+  });
+  ONYX_RETURN_IF_ERROR(status.with_context("writing external data '" + data_path.string() + "'"));
+  for (size_t next = 0; next < moved.size(); ++next) {
+    ONNX_NAMESPACE::TensorProto& proto = *initializers.Mutable(moved[next]);
+    uint64_t length = proto.raw_data().size();
+    proto.clear_raw_data();
+    proto.set_data_location(ONNX_NAMESPACE::TensorProto::EXTERNAL);
+    proto.clear_external_data();
+    for (auto [key, value] : {std::pair<const char*, std::string>{"location", data_file},
+                              {"offset", std::to_string(offsets[next])},
+                              {"length", std::to_string(length)}}) {
+      auto* entry = proto.add_external_data();
+      entry->set_key(key);
+      entry->set_value(value);
+    }
+  }
+  return write_onnx_model(model, path);
 }
 
 }  // namespace onyx::checkpoint

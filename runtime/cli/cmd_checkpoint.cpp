@@ -248,11 +248,14 @@ int import_model(const ParsedArgs& args) {
 }
 
 int export_model(const ParsedArgs& args) {
-  expect_positionals(args, 3, 3, "export CHECKPOINT MODEL OUT [--add-missing]");
+  expect_positionals(args, 3, 3, "export CHECKPOINT MODEL OUT [--add-missing] [--external-data FILE]");
   ck::Checkpoint c = load_checked(args.positionals[1]);
   ONNX_NAMESPACE::ModelProto model = take(ck::read_onnx_model(args.positionals[2]));
   check(ck::export_parameters_to_onnx(c, model, args.has("--add-missing")));
-  check(ck::write_onnx_model(model, args.positionals[3]));
+  if (std::optional<std::string> data_file = args.last("--external-data"))
+    check(ck::write_onnx_model_with_external_data(std::move(model), args.positionals[3], *data_file));
+  else
+    check(ck::write_onnx_model(model, args.positionals[3]));
   std::cout << "wrote " << args.positionals[3] << "\n";
   return 0;
 }
@@ -294,7 +297,8 @@ Command checkpoint_command() {
            {"--weights-only", "", "aggregate, reshard: drop optimizer state"},
            {"--trainable", "NAME", "import: a trainable initializer (repeatable; default all floating-point)"},
            {"--nominal", "", "import: write a nominal checkpoint"},
-           {"--add-missing", "", "export: add parameters the model has no initializer for"}},
+           {"--add-missing", "", "export: add parameters the model has no initializer for"},
+           {"--external-data", "FILE", "export: store weights in FILE beside OUT (no 2 GiB limit)"}},
           run_checkpoint};
 }
 

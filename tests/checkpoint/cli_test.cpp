@@ -124,6 +124,19 @@ TEST(CheckpointCli, ImportAndExportOnnxModels) {
   r = onyx("diff " + q(dir / "changed.ckpt") + " " + q(dir / "out.ckpt"));
   EXPECT_EQ(r.exit_code, 0) << r.output;
 
+  // The same with the weights as external data beside the model.
+  r = onyx("export " + q(dir / "changed.ckpt") + " " + q(dir / "cnn.onnx") + " " + q(dir / "ext.onnx") +
+           " --external-data ext.weights");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_LT(std::filesystem::file_size(dir / "ext.onnx"), 16u * 1024);  // fc1.weight alone is 200 KB
+  EXPECT_GT(std::filesystem::file_size(dir / "ext.weights"), 200u * 1024);
+  ASSERT_EQ(onyx("import " + q(dir / "ext.onnx") + " " + q(dir / "ext.ckpt")).exit_code, 0);
+  r = onyx("diff " + q(dir / "changed.ckpt") + " " + q(dir / "ext.ckpt"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(onyx("export " + q(dir / "changed.ckpt") + " " + q(dir / "cnn.onnx") + " " + q(dir / "x.onnx") +
+                 " --external-data ../up.bin").output.find("must be a plain file name"),
+            std::string::npos);
+
   r = onyx("export " + q(dir / "cnn_nominal.ckpt") + " " + q(dir / "cnn.onnx") + " " + q(dir / "n.onnx"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("nominal"), std::string::npos) << r.output;

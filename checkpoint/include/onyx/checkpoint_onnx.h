@@ -37,4 +37,12 @@ StatusOr<ONNX_NAMESPACE::ModelProto> read_onnx_model(const std::filesystem::path
 // protobuf's 2 GiB limit are refused with that reason.
 Status write_onnx_model(const ONNX_NAMESPACE::ModelProto& model, const std::filesystem::path& path);
 
+// Writes `model` to `path` with the raw data of every initializer of at least
+// `min_bytes` moved into `data_file` (a file name, created in path's folder)
+// as ONNX external data: 64-byte aligned, with location, offset and length
+// entries. No size limit. Both files are written atomically, the data file
+// first. Initializers that are already external keep their references.
+Status write_onnx_model_with_external_data(ONNX_NAMESPACE::ModelProto model, const std::filesystem::path& path,
+                                           const std::string& data_file, size_t min_bytes = 1024);
+
 }  // namespace onyx::checkpoint
