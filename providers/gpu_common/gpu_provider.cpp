@@ -366,6 +366,19 @@ gpuStream_t kernel_stream(sdk::ComputeContext& ctx) {
   return s ? as_stream(s)->stream : nullptr;
 }
 
+OnyxStatus* read_int64_input(sdk::ComputeContext& ctx, const sdk::Tensor& t, std::vector<int64_t>* out) {
+  if (t.dtype != ONYX_DTYPE_INT64)
+    return make_status(ONYX_STATUS_INVALID_ARGUMENT, "expected an int64 tensor, got %s",
+                       sdk::dtype_name(t.dtype));
+  out->resize(size_t(t.size()));
+  if (out->empty()) return nullptr;
+  gpuStream_t stream = kernel_stream(ctx);
+  gpuError_t e = gpuMemcpyAsync(out->data(), t.raw, out->size() * sizeof(int64_t),
+                                gpuMemcpyDeviceToHost, stream);
+  if (e == gpuSuccess) e = gpuStreamSynchronize(stream);
+  return e == gpuSuccess ? nullptr : gpu_status(e, "reading an int64 input back");
+}
+
 std::string require_float32(const sdk::NodeInfo& node) {
   return sdk::require_float_inputs(node, {ONYX_DTYPE_FLOAT32});
 }
@@ -381,6 +394,7 @@ OnyxStatus* create_gpu_plugin(const OnyxPluginCreateArgs* args, OnyxPlugin** plu
     register_nn_kernels(p->registry);
     register_linalg_kernels(p->registry);
     register_cnn_kernels(p->registry);
+    register_shape_kernels(p->registry);
     *plugin = reinterpret_cast<OnyxPlugin*>(p.release());
     *api = &provider_api();
     return nullptr;

@@ -56,11 +56,15 @@ OnyxStatus* gpu_status(gpuError_t error, const char* what);
 OnyxStatus* vendor_status(const std::string& error, const char* node_name);
 // The stream the kernel must use (the host's, or the default stream).
 gpuStream_t kernel_stream(sdk::ComputeContext& ctx);
+// Copies a small int64 device tensor (axes, shapes) to the host, waiting for
+// the stream: for ops whose parameters are computed inside the graph.
+OnyxStatus* read_int64_input(sdk::ComputeContext& ctx, const sdk::Tensor& t, std::vector<int64_t>* out);
 
 void register_elementwise_kernels(sdk::KernelRegistry& registry);
 void register_nn_kernels(sdk::KernelRegistry& registry);
 void register_linalg_kernels(sdk::KernelRegistry& registry);
 void register_cnn_kernels(sdk::KernelRegistry& registry);
+void register_shape_kernels(sdk::KernelRegistry& registry);
 
 // Predicate: every present input is float32.
 std::string require_float32(const sdk::NodeInfo& node);

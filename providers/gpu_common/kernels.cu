@@ -45,6 +45,16 @@ __global__ void binary_kernel(BinaryOp op, BroadcastIndex index, const float* a,
   }
 }
 
+__global__ void strided_copy_kernel(BroadcastIndex index, const unsigned char* x, unsigned char* y,
+                                    int64_t n, int64_t element_bytes) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t ia, ib;
+    broadcast_offsets(index, i, &ia, &ib);
+    for (int64_t b = 0; b < element_bytes; ++b) y[i * element_bytes + b] = x[ia * element_bytes + b];
+  }
+}
+
 __global__ void reduce_kernel(ReduceOp op, ReduceIndex index, const float* x, float* y) {
   __shared__ float shared[kThreads];
   int64_t out = blockIdx.x;
@@ -183,6 +193,14 @@ gpuError_t launch_binary(gpuStream_t stream, BinaryOp op, const BroadcastIndex& 
                          const float* a, const float* b, float* y, int64_t n) {
   if (n == 0) return gpuSuccess;
   binary_kernel<<<grid_for(n), kThreads, 0, stream>>>(op, index, a, b, y, n);
+  return gpuGetLastError();
+}
+
+gpuError_t launch_strided_copy(gpuStream_t stream, const BroadcastIndex& index, const void* x,
+                               void* y, int64_t n, int64_t element_bytes) {
+  if (n == 0) return gpuSuccess;
+  strided_copy_kernel<<<grid_for(n), kThreads, 0, stream>>>(
+      index, static_cast<const unsigned char*>(x), static_cast<unsigned char*>(y), n, element_bytes);
   return gpuGetLastError();
 }
 

@@ -16,6 +16,10 @@ gpuError_t launch_unary(gpuStream_t stream, UnaryOp op, float alpha, const float
                         int64_t n);
 gpuError_t launch_binary(gpuStream_t stream, BinaryOp op, const BroadcastIndex& index,
                          const float* a, const float* b, float* y, int64_t n);
+// y[i] = x[a offset of i] for elements of `element_bytes`: a transpose or a
+// broadcast (Expand) as strides (b_strides unused).
+gpuError_t launch_strided_copy(gpuStream_t stream, const BroadcastIndex& index, const void* x,
+                               void* y, int64_t n, int64_t element_bytes);
 // One block per output element; LogSumExp does a max pass first.
 gpuError_t launch_reduce(gpuStream_t stream, ReduceOp op, const ReduceIndex& index, const float* x,
                          float* y, int64_t out_count);

@@ -37,6 +37,31 @@ inline std::string make_broadcast(std::span<const int64_t> a, std::span<const in
   return {};
 }
 
+// Transpose as a strided copy: output dim k walks input dim perm[k]. The
+// output dims go to `out_dims`. Returns "" or why `perm` is invalid.
+inline std::string make_transpose(std::span<const int64_t> dims, std::vector<int64_t> perm,
+                                  BroadcastIndex* index, std::vector<int64_t>* out_dims) {
+  size_t rank = dims.size();
+  if (rank > size_t(kMaxRank)) return "rank " + std::to_string(rank) + " exceeds " + std::to_string(kMaxRank);
+  if (perm.empty())
+    for (size_t k = rank; k-- > 0;) perm.push_back(int64_t(k));  // default: reverse
+  if (perm.size() != rank) return "perm has " + std::to_string(perm.size()) + " entries for rank " + std::to_string(rank);
+  std::vector<int64_t> strides(rank, 1);
+  for (size_t k = rank; k-- > 1;) strides[k - 1] = strides[k] * dims[k];
+  std::vector<bool> seen(rank, false);
+  *index = BroadcastIndex{};
+  index->rank = int32_t(rank);
+  out_dims->resize(rank);
+  for (size_t k = 0; k < rank; ++k) {
+    int64_t p = perm[k] < 0 ? perm[k] + int64_t(rank) : perm[k];
+    if (p < 0 || p >= int64_t(rank) || seen[size_t(p)]) return "perm is not a permutation";
+    seen[size_t(p)] = true;
+    (*out_dims)[k] = index->out_dims[k] = dims[size_t(p)];
+    index->a_strides[k] = strides[size_t(p)];
+  }
+  return {};
+}
+
 // Reduction over `axes` (already normalized to [0, rank), any order, no
 // duplicates) of a tensor of shape `dims`. Output dims follow keepdims.
 inline ReduceIndex make_reduce_index(std::span<const int64_t> dims, const std::vector<bool>& reduced,
@@ -74,6 +99,39 @@ inline RowLayout make_softmax_rows(std::span<const int64_t> dims, int64_t axis, 
   l.length = length;
   l.inner = inner;
   return l;
+}
+
+// Squeeze: removes the listed size-1 axes (all size-1 axes when none listed).
+inline std::string squeeze_dims(std::span<const int64_t> in, const std::vector<int64_t>& axes,
+                                std::vector<int64_t>* out) {
+  std::vector<bool> drop(in.size(), false);
+  for (int64_t a : axes) {
+    int64_t k = a < 0 ? a + int64_t(in.size()) : a;
+    if (k < 0 || k >= int64_t(in.size())) return "axis " + std::to_string(a) + " out of range";
+    if (in[size_t(k)] != 1) return "cannot squeeze axis " + std::to_string(a) + " of size " + std::to_string(in[size_t(k)]);
+    drop[size_t(k)] = true;
+  }
+  out->clear();
+  for (size_t k = 0; k < in.size(); ++k)
+    if (!(axes.empty() ? in[k] == 1 : drop[k])) out->push_back(in[k]);
+  return {};
+}
+
+// Unsqueeze: inserts size-1 axes at the listed positions of the output.
+inline std::string unsqueeze_dims(std::span<const int64_t> in, const std::vector<int64_t>& axes,
+                                  std::vector<int64_t>* out) {
+  int64_t rank = int64_t(in.size() + axes.size());
+  std::vector<bool> inserted(size_t(rank), false);
+  for (int64_t a : axes) {
+    int64_t k = a < 0 ? a + rank : a;
+    if (k < 0 || k >= rank) return "axis " + std::to_string(a) + " out of range";
+    if (inserted[size_t(k)]) return "axis " + std::to_string(a) + " repeated";
+    inserted[size_t(k)] = true;
+  }
+  out->clear();
+  size_t next = 0;
+  for (int64_t k = 0; k < rank; ++k) out->push_back(inserted[size_t(k)] ? 1 : in[next++]);
+  return {};
 }
 
 // Reshape's output dims: 0 copies the input's dimension (unless allow_zero),

@@ -1,6 +1,5 @@
 // ops_cnn.cpp: the rest of a CNN's inference path: BatchNormalization
-// (inference), MaxPool/AveragePool (2-D) and their global forms, and the
-// view ops Flatten and Reshape (declared ALIASES_INPUT: they move no bytes).
+// (inference), MaxPool/AveragePool (2-D) and their global forms.
 #include "gpu_provider.h"
 #include "op_util.h"
 
@@ -98,29 +97,6 @@ std::string pool_supported(const sdk::NodeInfo& n) {
   return require_float32(n);
 }
 
-// A view: the output is the input's bytes with another shape.
-class ViewKernel : public GpuKernel {
- public:
-  using ShapeFn = std::function<std::string(std::span<const int64_t> in, std::vector<int64_t>* out)>;
-  ViewKernel(ShapeFn shape, std::string name) : shape_(std::move(shape)), name_(std::move(name)) {}
-  OnyxStatus* compute(sdk::ComputeContext& ctx) override {
-    sdk::Tensor x = ctx.in(0), y;
-    std::vector<int64_t> dims;
-    std::string error = shape_(x.dims, &dims);
-    if (!error.empty())
-      return make_status(ONYX_STATUS_INVALID_ARGUMENT, "node '%s': %s", name_.c_str(), error.c_str());
-    return ctx.output(0, x.dtype, dims, &y);  // the host provides the bytes
-  }
-  void output_memory(std::span<OnyxOutputMemoryInfo> out) const override {
-    out[0].kind = ONYX_OUTPUT_ALIASES_INPUT;
-    out[0].input_index = 0;
-  }
-
- private:
-  ShapeFn shape_;
-  std::string name_;
-};
-
 }  // namespace
 
 void register_cnn_kernels(sdk::KernelRegistry& r) {
@@ -145,34 +121,6 @@ void register_cnn_kernels(sdk::KernelRegistry& r) {
          [](const sdk::NodeInfo& n) { return std::make_unique<PoolKernel>(n, true, true); }});
   r.add({"", "GlobalAveragePool", 1, 1 << 30, global_supported,
          [](const sdk::NodeInfo& n) { return std::make_unique<PoolKernel>(n, false, true); }});
-  r.add({"", "Flatten", 1, 1 << 30, nullptr, [](const sdk::NodeInfo& n) {
-           int64_t axis = n.get_int("axis", 1);
-           return std::make_unique<ViewKernel>(
-               [axis](std::span<const int64_t> in, std::vector<int64_t>* out) -> std::string {
-                 int64_t a = axis < 0 ? axis + int64_t(in.size()) : axis;
-                 if (a < 0 || a > int64_t(in.size())) return "axis out of range";
-                 int64_t outer = sdk::element_count(in.first(size_t(a)));
-                 *out = {outer, sdk::element_count(in.subspan(size_t(a)))};
-                 return {};
-               },
-               n.name);
-         }});
-  r.add({"", "Reshape", 5, 1 << 30,
-         [](const sdk::NodeInfo& n) -> std::string {
-           if (!n.input_present(1) || !n.inputs[1].constant) return "the shape input must be a constant here";
-           if (n.inputs[1].constant->dtype != ONYX_DTYPE_INT64) return "the shape input must be int64";
-           return {};
-         },
-         [](const sdk::NodeInfo& n) {
-           const sdk::ConstantTensor& c = *n.inputs[1].constant;
-           std::vector<int64_t> shape(c.data<int64_t>(), c.data<int64_t>() + c.size());
-           bool allow_zero = n.get_int("allowzero", 0) != 0;
-           return std::make_unique<ViewKernel>(
-               [shape, allow_zero](std::span<const int64_t> in, std::vector<int64_t>* out) {
-                 return reshape_dims(in, shape, allow_zero, out);
-               },
-               n.name);
-         }});
 }
 
 }  // namespace onyx::gpu

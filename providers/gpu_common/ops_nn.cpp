@@ -10,13 +10,15 @@ using sdk::make_status;
 int64_t normalize_axis(int64_t axis, size_t rank) { return axis < 0 ? axis + int64_t(rank) : axis; }
 
 // ---------------------------------------------------------------------------
-// Reductions: axes from the attribute (older opsets) or a constant input.
+// Reductions: axes from the attribute (older opsets), a constant input, or
+// an input computed at run time (read back from the device, a few bytes).
 // ---------------------------------------------------------------------------
 
 struct ReduceConfig {
   std::vector<int64_t> axes;
   bool keepdims = true;
   bool noop_with_empty_axes = false;
+  bool axes_at_run_time = false;  // axes is a non-constant input
 };
 
 // Reads the axes of a Reduce node; returns "" or why the node is declined.
@@ -28,9 +30,12 @@ std::string reduce_config(const sdk::NodeInfo& n, bool axes_as_input, ReduceConf
     return {};
   }
   if (!n.input_present(1)) return {};
+  if (n.inputs[1].dtype != ONYX_DTYPE_INT64) return "axes must be int64";
   const auto& axes = n.inputs[1].constant;
-  if (!axes) return "axes must be a constant on this provider";
-  if (axes->dtype != ONYX_DTYPE_INT64) return "axes must be int64";
+  if (!axes) {
+    c->axes_at_run_time = true;
+    return {};
+  }
   c->axes.assign(axes->data<int64_t>(), axes->data<int64_t>() + axes->size());
   return {};
 }
@@ -45,8 +50,12 @@ class ReduceKernel : public GpuKernel {
     if (rank > size_t(kMaxRank))
       return make_status(ONYX_STATUS_UNIMPLEMENTED, "node '%s': rank %zu exceeds %d", name_.c_str(),
                          rank, kMaxRank);
-    std::vector<bool> reduced(rank, config_.axes.empty() && !config_.noop_with_empty_axes);
-    for (int64_t a : config_.axes) {
+    std::vector<int64_t> axes = config_.axes;
+    if (config_.axes_at_run_time) {
+      if (auto t = ctx.input(1)) ONYX_SDK_RETURN_IF_ERROR(read_int64_input(ctx, *t, &axes));
+    }
+    std::vector<bool> reduced(rank, axes.empty() && !config_.noop_with_empty_axes);
+    for (int64_t a : axes) {
       int64_t axis = normalize_axis(a, rank);
       if (axis < 0 || axis >= int64_t(rank))
         return make_status(ONYX_STATUS_INVALID_ARGUMENT, "node '%s': axis %lld out of range for rank %zu",
@@ -55,9 +64,8 @@ class ReduceKernel : public GpuKernel {
     }
     std::vector<int64_t> out_dims;
     ReduceIndex index = make_reduce_index(x.dims, reduced, config_.keepdims, &out_dims);
-    if (index.reduce_count == 0 && (op_ == ReduceOp::kMax || op_ == ReduceOp::kMin))
-      return make_status(ONYX_STATUS_INVALID_ARGUMENT, "node '%s': reducing an empty set",
-                         name_.c_str());
+    // An empty reduced set gives the op's identity (-inf for Max, +inf for Min,
+    // 0 for Sum, -inf for LogSumExp), as opset 18 specifies.
     ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, ONYX_DTYPE_FLOAT32, out_dims, &y));
     gpuError_t e = launch_reduce(kernel_stream(ctx), op_, index, x.data<float>(), y.data<float>(),
                                  y.size());

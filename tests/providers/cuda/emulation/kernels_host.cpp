@@ -44,6 +44,17 @@ gpuError_t launch_binary(gpuStream_t, BinaryOp op, const BroadcastIndex& index, 
   return gpuSuccess;
 }
 
+gpuError_t launch_strided_copy(gpuStream_t, const BroadcastIndex& index, const void* x, void* y,
+                               int64_t n, int64_t element_bytes) {
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t ia, ib;
+    broadcast_offsets(index, i, &ia, &ib);
+    std::memcpy(static_cast<char*>(y) + i * element_bytes,
+                static_cast<const char*>(x) + ia * element_bytes, size_t(element_bytes));
+  }
+  return gpuSuccess;
+}
+
 gpuError_t launch_reduce(gpuStream_t, ReduceOp op, const ReduceIndex& index, const float* x, float* y,
                          int64_t out_count) {
   for (int64_t out = 0; out < out_count; ++out) {

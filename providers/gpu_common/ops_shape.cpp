@@ -1,0 +1,184 @@
+// ops_shape.cpp: ops that only rearrange: views (Flatten, Reshape, Squeeze,
+// Unsqueeze, Identity: declared ALIASES_INPUT, they move no bytes) and
+// strided copies (Transpose, Expand). Any element type of 1, 2, 4 or 8 bytes.
+#include <optional>
+
+#include "gpu_provider.h"
+#include "op_util.h"
+
+namespace onyx::gpu {
+namespace {
+
+using sdk::make_status;
+
+// A view: the output is the input's bytes with another shape.
+class ViewKernel : public GpuKernel {
+ public:
+  using ShapeFn = std::function<std::string(std::span<const int64_t> in, std::vector<int64_t>* out)>;
+  ViewKernel(ShapeFn shape, std::string name) : shape_(std::move(shape)), name_(std::move(name)) {}
+  OnyxStatus* compute(sdk::ComputeContext& ctx) override {
+    sdk::Tensor x = ctx.in(0), y;
+    std::vector<int64_t> dims;
+    std::string error = shape_(x.dims, &dims);
+    if (!error.empty())
+      return make_status(ONYX_STATUS_INVALID_ARGUMENT, "node '%s': %s", name_.c_str(), error.c_str());
+    return ctx.output(0, x.dtype, dims, &y);  // the host provides the bytes
+  }
+  void output_memory(std::span<OnyxOutputMemoryInfo> out) const override {
+    out[0].kind = ONYX_OUTPUT_ALIASES_INPUT;
+    out[0].input_index = 0;
+  }
+  const std::string& name() const { return name_; }
+
+ private:
+  ShapeFn shape_;
+  std::string name_;
+};
+
+// Reshape: a view whose shape comes from a constant, or from the graph at
+// run time (read back from the device).
+class ReshapeKernel : public ViewKernel {
+ public:
+  explicit ReshapeKernel(const sdk::NodeInfo& n)
+      : ViewKernel(nullptr, n.name), allow_zero_(n.get_int("allowzero", 0) != 0) {
+    if (const auto& c = n.inputs[1].constant) shape_.emplace(c->data<int64_t>(), c->data<int64_t>() + c->size());
+  }
+  OnyxStatus* compute(sdk::ComputeContext& ctx) override {
+    sdk::Tensor x = ctx.in(0), y;
+    std::vector<int64_t> shape;
+    if (shape_) shape = *shape_;
+    else ONYX_SDK_RETURN_IF_ERROR(read_int64_input(ctx, ctx.in(1), &shape));
+    std::vector<int64_t> dims;
+    std::string error = reshape_dims(x.dims, shape, allow_zero_, &dims);
+    if (!error.empty())
+      return make_status(ONYX_STATUS_INVALID_ARGUMENT, "node '%s': %s", name().c_str(), error.c_str());
+    return ctx.output(0, x.dtype, dims, &y);
+  }
+
+ private:
+  bool allow_zero_;
+  std::optional<std::vector<int64_t>> shape_;
+};
+
+// Squeeze / Unsqueeze: axes from the attribute (opset < 13) or an input.
+class SqueezeKernel : public ViewKernel {
+ public:
+  SqueezeKernel(const sdk::NodeInfo& n, bool unsqueeze, bool axes_as_input)
+      : ViewKernel(nullptr, n.name), unsqueeze_(unsqueeze) {
+    if (!axes_as_input) axes_ = n.get_ints("axes");
+    else if (!n.input_present(1)) axes_ = std::vector<int64_t>{};
+    else if (const auto& c = n.inputs[1].constant) axes_.emplace(c->data<int64_t>(), c->data<int64_t>() + c->size());
+  }
+  OnyxStatus* compute(sdk::ComputeContext& ctx) override {
+    sdk::Tensor x = ctx.in(0), y;
+    std::vector<int64_t> axes;
+    if (axes_) axes = *axes_;
+    else ONYX_SDK_RETURN_IF_ERROR(read_int64_input(ctx, ctx.in(1), &axes));
+    std::vector<int64_t> dims;
+    std::string error = unsqueeze_ ? unsqueeze_dims(x.dims, axes, &dims) : squeeze_dims(x.dims, axes, &dims);
+    if (!error.empty())
+      return make_status(ONYX_STATUS_INVALID_ARGUMENT, "node '%s': %s", name().c_str(), error.c_str());
+    return ctx.output(0, x.dtype, dims, &y);
+  }
+
+ private:
+  bool unsqueeze_;
+  std::optional<std::vector<int64_t>> axes_;
+};
+
+// Transpose and Expand: y[i] = x[strided offset of i].
+class StridedCopyKernel : public GpuKernel {
+ public:
+  StridedCopyKernel(const sdk::NodeInfo& n, bool expand) : expand_(expand), name_(n.name) {
+    perm_ = n.get_ints("perm");
+    if (expand && n.inputs[1].constant) {
+      const auto& c = *n.inputs[1].constant;
+      shape_.emplace(c.data<int64_t>(), c.data<int64_t>() + c.size());
+    }
+  }
+  OnyxStatus* compute(sdk::ComputeContext& ctx) override {
+    sdk::Tensor x = ctx.in(0), y;
+    BroadcastIndex index;
+    std::vector<int64_t> out_dims;
+    std::string error;
+    if (expand_) {
+      std::vector<int64_t> shape;
+      if (shape_) shape = *shape_;
+      else ONYX_SDK_RETURN_IF_ERROR(read_int64_input(ctx, ctx.in(1), &shape));
+      error = make_broadcast(x.dims, shape, &index, &out_dims);
+    } else {
+      error = make_transpose(x.dims, perm_, &index, &out_dims);
+    }
+    if (!error.empty())
+      return make_status(ONYX_STATUS_INVALID_ARGUMENT, "node '%s': %s", name_.c_str(), error.c_str());
+    ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, x.dtype, out_dims, &y));
+    gpuError_t e = launch_strided_copy(kernel_stream(ctx), index, x.raw, y.raw, y.size(),
+                                       int64_t(sdk::dtype_size(x.dtype)));
+    return e == gpuSuccess ? nullptr : gpu_status(e, "launching a strided copy");
+  }
+
+ private:
+  bool expand_;
+  std::vector<int64_t> perm_;
+  std::optional<std::vector<int64_t>> shape_;
+  std::string name_;
+};
+
+// Element types whose bytes the copy kernels can move.
+std::string plain_element_type(const sdk::NodeInfo& n) {
+  size_t bytes = sdk::dtype_size(n.input_dtype(0));
+  if (bytes != 1 && bytes != 2 && bytes != 4 && bytes != 8)
+    return std::string("element type ") + sdk::dtype_name(n.input_dtype(0)) + " is not supported";
+  return {};
+}
+
+std::string int64_second_input(const sdk::NodeInfo& n) {
+  if (n.input_present(1) && n.input_dtype(1) != ONYX_DTYPE_INT64) return "input 1 must be int64";
+  return plain_element_type(n);
+}
+
+}  // namespace
+
+void register_shape_kernels(sdk::KernelRegistry& r) {
+  r.add({"", "Flatten", 1, 1 << 30, plain_element_type, [](const sdk::NodeInfo& n) {
+           int64_t axis = n.get_int("axis", 1);
+           return std::make_unique<ViewKernel>(
+               [axis](std::span<const int64_t> in, std::vector<int64_t>* out) -> std::string {
+                 int64_t a = axis < 0 ? axis + int64_t(in.size()) : axis;
+                 if (a < 0 || a > int64_t(in.size())) return "axis out of range";
+                 int64_t outer = sdk::element_count(in.first(size_t(a)));
+                 *out = {outer, sdk::element_count(in.subspan(size_t(a)))};
+                 return {};
+               },
+               n.name);
+         }});
+  r.add({"", "Reshape", 5, 1 << 30,
+         [](const sdk::NodeInfo& n) -> std::string {
+           if (n.input_dtype(1) != ONYX_DTYPE_INT64) return "the shape input must be int64";
+           return plain_element_type(n);
+         },
+         [](const sdk::NodeInfo& n) { return std::make_unique<ReshapeKernel>(n); }});
+  r.add({"", "Identity", 1, 1 << 30, plain_element_type, [](const sdk::NodeInfo& n) {
+           return std::make_unique<ViewKernel>(
+               [](std::span<const int64_t> in, std::vector<int64_t>* out) {
+                 out->assign(in.begin(), in.end());
+                 return std::string();
+               },
+               n.name);
+         }});
+  for (bool unsqueeze : {false, true}) {
+    const char* op = unsqueeze ? "Unsqueeze" : "Squeeze";
+    r.add({"", op, 1, 12, plain_element_type, [unsqueeze](const sdk::NodeInfo& n) {
+             return std::make_unique<SqueezeKernel>(n, unsqueeze, false);
+           }});
+    r.add({"", op, 13, 1 << 30, int64_second_input, [unsqueeze](const sdk::NodeInfo& n) {
+             return std::make_unique<SqueezeKernel>(n, unsqueeze, true);
+           }});
+  }
+  r.add({"", "Transpose", 1, 1 << 30, plain_element_type,
+         [](const sdk::NodeInfo& n) { return std::make_unique<StridedCopyKernel>(n, false); }});
+  r.add({"", "Expand", 8, 1 << 30, int64_second_input,
+         [](const sdk::NodeInfo& n) { return std::make_unique<StridedCopyKernel>(n, true); }});
+}
+
+}  // namespace onyx::gpu
