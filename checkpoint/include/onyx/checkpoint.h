@@ -117,7 +117,7 @@ Status save(const Checkpoint& checkpoint, const std::filesystem::path& path);
 StatusOr<std::vector<std::byte>> serialize(const Checkpoint& checkpoint);
 
 enum class LoadMode {
-  kRead,       // read the file into memory owned by the returned tensors
+  kRead,       // read the file into one buffer that the returned tensors share
   kMemoryMap,  // map the file privately: tensors are copy-on-write views of it
 };
 
