@@ -118,7 +118,8 @@ void bench_model(const char* name, const ONNX_NAMESPACE::ModelProto& forward, st
   std::printf("  training step       %9.0f samples/s  (%.3f ms/step)  = %.2fx inference time\n", b / st, st * 1e3, st / inf);
   std::printf("    forward + loss    %9.3f ms  (%4.1f%%)\n", f * 1e3, 100 * f / st);
   std::printf("    backward          %9.3f ms  (%4.1f%%)\n", (tr_ - f) * 1e3, 100 * (tr_ - f) / st);
-  std::printf("    optimizer (AdamW) %9.3f ms  (%4.1f%%)\n", op * 1e3, 100 * op / st);
+  std::printf("    optimizer (AdamW) %9.3f ms  (%4.1f%%)  %s\n", op * 1e3, 100 * op / st,
+              session->optimizer_fused() ? "fused kernel" : "inlined function body");
 
   std::map<std::string, onyx::Shape> shapes = {{"x", input_shape}, {"labels", {o.batch}}};
   auto train_memory = check(session->training_graph_session().memory_report(shapes), "training memory report");

@@ -2,6 +2,7 @@
 
 #include <onnx/defs/parser.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <sstream>
@@ -192,6 +193,41 @@ StatusOr<onnx::ModelProto> build_optimizer_model(const OptimizerDescription& opt
     hps += (hps.empty() ? "" : ",") + h.name + "=" + format_float(h.default_value);
   meta("onyx.optimizer.slots", slots);
   meta("onyx.optimizer.hyperparameters", hps);
+  if (!optimizer.fused_op_type.empty()) meta("onyx.optimizer.fused_op", optimizer.fused_op_domain + " " + optimizer.fused_op_type);
+  return model;
+}
+
+StatusOr<onnx::ModelProto> fuse_optimizer_model(const onnx::ModelProto& inlined) {
+  ONYX_ASSIGN_OR_RETURN(OptimizerModelInfo info, read_optimizer_model_info(inlined));
+  if (info.fused_op_type.empty()) return invalid_argument("optimizer " + info.optimizer + " names no fused op");
+  onnx::ModelProto model = inlined;
+  onnx::GraphProto& g = *model.mutable_graph();
+  g.clear_node();
+  std::vector<OptimizerParameter> params;
+  for (const auto& input : g.input()) {
+    if (std::find(info.parameters.begin(), info.parameters.end(), input.name()) == info.parameters.end()) continue;
+    Shape shape;
+    for (const auto& d : input.type().tensor_type().shape().dim()) shape.push_back(d.dim_value());
+    params.push_back({input.name(), ONYX_DTYPE_FLOAT32, shape});
+  }
+  std::vector<std::string> grads = add_clipping(g, params);
+  for (size_t k = 0; k < params.size(); ++k) {
+    const std::string& p = params[k].name;
+    std::vector<std::string> in = {p, grads[k]}, out = {updated_name(p)};
+    for (const auto& s : info.slots) {
+      in.push_back(slot_name(p, s.name));
+      out.push_back(updated_name(slot_name(p, s.name)));
+    }
+    in.push_back("lr");
+    in.push_back("step");
+    for (const auto& h : info.hyperparameters) in.push_back(h.name);
+    onnx::NodeProto* n = add_node(g, info.fused_op_type, in, out);
+    n->set_domain(info.fused_op_domain);
+    n->set_name(p + "/" + info.optimizer);
+  }
+  auto* opset = model.add_opset_import();
+  opset->set_domain(info.fused_op_domain);
+  opset->set_version(1);
   return model;
 }
 
@@ -214,6 +250,11 @@ StatusOr<OptimizerModelInfo> read_optimizer_model_info(const onnx::ModelProto& m
     if (prop.key() == "onyx.optimizer") {
       info.optimizer = prop.value();
       found = true;
+    } else if (prop.key() == "onyx.optimizer.fused_op") {
+      size_t space = prop.value().find(' ');
+      if (space == std::string::npos) return invalid_argument("optimizer model: malformed onyx.optimizer.fused_op");
+      info.fused_op_domain = prop.value().substr(0, space);
+      info.fused_op_type = prop.value().substr(space + 1);
     } else if (prop.key() == "onyx.optimizer.slots") {
       ONYX_RETURN_IF_ERROR(parse_pairs(prop.value(), [&](std::string n, float v) {
         info.slots.push_back({std::move(n), v});

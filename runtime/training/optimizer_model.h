@@ -10,7 +10,9 @@
 // Outputs: "grad_norm" (the global norm before clipping), then for each
 // parameter "<p>.updated" and "<p>.<slot>.updated".
 // The model describes itself in metadata_props (read_optimizer_model_info),
-// so a session needs no plugin to run it.
+// so a session needs no plugin to run it. When the plugin names a fused op,
+// the session first tries the fused form (fuse_optimizer_model) and keeps it
+// if a provider claims every update, else runs the inlined function bodies.
 #pragma once
 
 #include <onnx/onnx_pb.h>
@@ -34,6 +36,7 @@ struct OptimizerModelInfo {
   std::vector<OptimizerSlotInfo> slots;
   std::vector<OptimizerHyperparameterInfo> hyperparameters;  // with defaults
   std::vector<std::string> parameters;
+  std::string fused_op_domain, fused_op_type;  // empty: the plugin names no fused op
 };
 
 inline std::string gradient_name(const std::string& param) { return param + "_grad"; }
@@ -44,6 +47,11 @@ inline std::string updated_name(const std::string& value) { return value + ".upd
 // parse or whose signature does not match the plugin's declarations.
 StatusOr<ONNX_NAMESPACE::ModelProto> build_optimizer_model(const OptimizerDescription& optimizer,
                                                            const std::vector<OptimizerParameter>& params);
+
+// The same model with each parameter's update as one node of the plugin's
+// fused op (a provider that implements it claims it; see the session).
+// Errors when the optimizer names no fused op.
+StatusOr<ONNX_NAMESPACE::ModelProto> fuse_optimizer_model(const ONNX_NAMESPACE::ModelProto& inlined);
 
 // Reads the description back from a model made by build_optimizer_model.
 StatusOr<OptimizerModelInfo> read_optimizer_model_info(const ONNX_NAMESPACE::ModelProto& model);

@@ -144,8 +144,24 @@ StatusOr<std::unique_ptr<TrainingSession>> TrainingSession::create(
       return invalid_argument("optimizer model updates " + std::to_string(s->optimizer_info_.parameters.size()) +
                               " parameters that differ from the checkpoint's " + std::to_string(trainable.size()) +
                               " trainable ones (or their order)");
-    ONYX_ASSIGN_OR_RETURN(s->optimizer_,
-                          make_session(registry, models.optimizer, models.base_dir, options.session, "optimizer"));
+    // A provider that implements the plugin's fused op gets it; otherwise
+    // (nobody claims it) the inlined function bodies run.
+    if (!s->optimizer_info_.fused_op_type.empty()) {
+      auto fused = fuse_optimizer_model(proto);
+      if (fused.ok()) {
+        SessionOptions fused_options = options.session;
+        fused_options.fallback = FallbackPolicy::kAllow;
+        auto session = make_session(registry, fused->SerializeAsString(), "", fused_options, "optimizer");
+        if (session.ok()) {
+          s->optimizer_ = std::move(session).value();
+          s->optimizer_fused_ = true;
+        }
+      }
+    }
+    if (!s->optimizer_) {
+      ONYX_ASSIGN_OR_RETURN(s->optimizer_,
+                            make_session(registry, models.optimizer, models.base_dir, options.session, "optimizer"));
+    }
     for (const auto& p : ck.module.trainable) {
       const ir::Graph& og = s->optimizer_->graph();
       for (int v : og.inputs)

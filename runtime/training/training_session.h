@@ -115,6 +115,8 @@ class TrainingSession {
   uint64_t seed() const { return seed_; }
   const std::shared_ptr<checkpoint::Checkpoint>& state() const { return state_; }
   const OptimizerModelInfo* optimizer_info() const { return optimizer_ ? &optimizer_info_ : nullptr; }
+  // True when a provider claimed the optimizer's fused op (optimizer_model.h).
+  bool optimizer_fused() const { return optimizer_fused_; }
   Session& training_graph_session() { return *train_; }
   Session* eval_graph_session() { return eval_.get(); }
   Session* optimizer_graph_session() { return optimizer_.get(); }
@@ -139,6 +141,7 @@ class TrainingSession {
   std::vector<Tensor> grads_;  // per trainable parameter
   bool reset_grads_ = true;
   bool have_grads_ = false;
+  bool optimizer_fused_ = false;
   OptimizerModelInfo optimizer_info_;
   std::vector<float> hyperparameters_;  // in optimizer_info_ order
   double lr_ = 1e-3;

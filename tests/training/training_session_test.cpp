@@ -317,3 +317,61 @@ TEST(TrainingSession, SchedulerDrivesTheLearningRate) {
 
 }  // namespace
 }  // namespace onyx::training
+
+namespace onyx::training {
+namespace {
+
+// The CPU provider claims the fused AdamW and SGD updates; they agree with
+// the inlined function bodies to float32 rounding (same formulas, same
+// order; 1e-6 relative covers a different pow/sqrt rounding).
+void check_fused_matches_inlined(const std::string& optimizer, std::map<std::string, float> hp) {
+  SCOPED_TRACE(optimizer);
+  Fixture fused(optimizer, 0.05, hp);
+  ASSERT_TRUE(fused.session);
+  EXPECT_TRUE(fused.session->optimizer_fused());
+  // The same optimizer model without the fused-op metadata: inlined only.
+  Artifacts plain = make_mlp_artifacts(initial_params(7), optimizer);
+  for (int i = plain.optimizer.metadata_props_size() - 1; i >= 0; --i)
+    if (plain.optimizer.metadata_props(i).key() == "onyx.optimizer.fused_op")
+      plain.optimizer.mutable_metadata_props()->DeleteSubrange(i, 1);
+  auto state = std::make_shared<checkpoint::Checkpoint>(plain.checkpoint);
+  TrainingSessionOptions options;
+  options.learning_rate = 0.05;
+  options.hyperparameters = hp;
+  auto inlined = TrainingSession::create(fused.registry, state, model_bytes(plain), options);
+  ASSERT_TRUE(inlined.ok()) << inlined.status().to_string();
+  EXPECT_FALSE((*inlined)->optimizer_fused());
+  auto batches = make_batches(3, 16, 8);
+  for (int step = 0; step < 6; ++step)
+    for (TrainingSession* t : {fused.session.get(), inlined->get()}) {
+      t->lazy_reset_grad();
+      ASSERT_TRUE(t->train_step(batch_inputs(batches[size_t(step) % 3])).ok());
+      ASSERT_TRUE(t->optimizer_step().ok());
+    }
+  for (const char* name : {"w1", "b1", "w2", "b2"}) {
+    auto a = fused.session->get_parameter(name);
+    auto b = (*inlined)->get_parameter(name);
+    ASSERT_TRUE(a.ok() && b.ok());
+    for (int64_t i = 0; i < a->size(); ++i)
+      ASSERT_NEAR(a->data_as<float>()[i], b->data_as<float>()[i], 1e-6 * std::max(1.0f, std::abs(b->data_as<float>()[i])))
+          << name << "[" << i << "]";
+  }
+}
+
+TEST(TrainingSession, FusedAdamWMatchesInlinedUpdate) { check_fused_matches_inlined("adamw", {}); }
+TEST(TrainingSession, FusedSgdMatchesInlinedUpdate) {
+  check_fused_matches_inlined("sgd", {{"momentum", 0.9f}, {"nesterov", 1.0f}, {"weight_decay", 0.01f}});
+}
+
+TEST(TrainingSession, LambHasNoFusedKernelAndRunsInlined) {
+  Fixture f("lamb", 0.01);
+  ASSERT_TRUE(f.session);
+  EXPECT_FALSE(f.session->optimizer_fused()) << "no provider implements ai.onyx.optimizers LAMB";
+  auto batches = make_batches(1, 16, 8);
+  f.session->lazy_reset_grad();
+  ASSERT_TRUE(f.session->train_step(batch_inputs(batches[0])).ok());
+  ASSERT_TRUE(f.session->optimizer_step().ok());
+}
+
+}  // namespace
+}  // namespace onyx::training

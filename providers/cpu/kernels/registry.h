@@ -12,6 +12,7 @@ void register_shape_kernels(sdk::KernelRegistry& registry);         // Reshape .
 void register_linalg_kernels(sdk::KernelRegistry& registry);        // MatMul, Gemm
 void register_nn_kernels(sdk::KernelRegistry& registry);            // Conv, pools, norms, softmax
 void register_grad_kernels(sdk::KernelRegistry& registry);          // ai.onyx gradient/loss ops (grad_*.cpp)
+void register_optimizer_kernels(sdk::KernelRegistry& registry);     // fused ai.onyx.optimizers updates
 
 // All of the above, in a fixed order.
 inline void register_all_kernels(sdk::KernelRegistry& registry) {
@@ -21,6 +22,7 @@ inline void register_all_kernels(sdk::KernelRegistry& registry) {
   register_linalg_kernels(registry);
   register_nn_kernels(registry);
   register_grad_kernels(registry);
+  register_optimizer_kernels(registry);
 }
 
 }  // namespace onyx::cpu
