@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <unordered_map>
 
 namespace onyx::gpu {
 
@@ -24,6 +25,10 @@ struct Plugin {
 struct Device {
   Plugin* plugin;
   GpuDevice gpu;
+  // Buffers aligned beyond the runtime's 256 bytes: aligned pointer -> the
+  // runtime's pointer, which memory_free must release.
+  std::mutex over_aligned_mutex;
+  std::unordered_map<void*, void*> over_aligned;
 };
 
 struct Stream {
@@ -113,7 +118,9 @@ OnyxStatus* device_open(OnyxPlugin* p, size_t index, const OnyxKeyValue*, size_t
     if (index >= size_t(plugin->device_count))
       return make_status(ONYX_STATUS_INVALID_ARGUMENT, "device index %zu out of range", index);
     ONYX_SDK_RETURN_IF_ERROR(set_device(int(index)));
-    auto device = std::make_unique<Device>(Device{plugin, GpuDevice{int(index), nullptr}});
+    auto device = std::make_unique<Device>();
+    device->plugin = plugin;
+    device->gpu.index = int(index);
     std::string error = vendor_open(&device->gpu.libs);
     if (!error.empty()) return make_status(ONYX_STATUS_UNAVAILABLE, "%s", error.c_str());
     *out = reinterpret_cast<OnyxDevice*>(device.release());
@@ -136,15 +143,14 @@ OnyxStatus* memory_alloc(OnyxDevice* d, int32_t kind, size_t bytes, size_t align
                          "memory_alloc: alignment %zu is not a power of two", alignment);
     *out = nullptr;
     if (bytes == 0) return nullptr;
-    // The runtime's allocations are 256-byte aligned; more is not offered.
-    if (kind != ONYX_MEMORY_HOST && alignment > 256)
-      return make_status(ONYX_STATUS_INVALID_ARGUMENT,
-                         "memory_alloc: alignment %zu exceeds the device's 256", alignment);
     ONYX_SDK_RETURN_IF_ERROR(set_device(as_device(d)->gpu.index));
+    // The runtime's allocations are 256-byte aligned; larger alignments get
+    // padding and are remembered for memory_free.
+    size_t padding = alignment > 256 ? alignment : 0;
     gpuError_t e = gpuSuccess;
     switch (kind) {
-      case ONYX_MEMORY_DEVICE: e = gpuMalloc(out, bytes); break;
-      case ONYX_MEMORY_HOST_PINNED: e = gpuMallocHost(out, bytes); break;
+      case ONYX_MEMORY_DEVICE: e = gpuMalloc(out, bytes + padding); break;
+      case ONYX_MEMORY_HOST_PINNED: e = gpuMallocHost(out, bytes + padding); break;
       case ONYX_MEMORY_HOST: {
         size_t a = std::max<size_t>(alignment, 64);
         *out = std::aligned_alloc(a, (bytes + a - 1) / a * a);
@@ -162,6 +168,13 @@ OnyxStatus* memory_alloc(OnyxDevice* d, int32_t kind, size_t bytes, size_t align
                          bytes, kind == ONYX_MEMORY_DEVICE ? "device" : "pinned",
                          gpuGetErrorString(e));
     }
+    if (padding) {
+      void* base = *out;
+      *out = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(base) + alignment - 1) & ~(alignment - 1));
+      Device* device = as_device(d);
+      std::lock_guard<std::mutex> lock(device->over_aligned_mutex);
+      device->over_aligned[*out] = base;
+    }
     return nullptr;
   });
 }
@@ -169,6 +182,14 @@ OnyxStatus* memory_alloc(OnyxDevice* d, int32_t kind, size_t bytes, size_t align
 void memory_free(OnyxDevice* d, int32_t kind, void* ptr) {
   if (!ptr) return;
   set_device_quietly(as_device(d)->gpu.index);
+  if (kind != ONYX_MEMORY_HOST) {
+    Device* device = as_device(d);
+    std::lock_guard<std::mutex> lock(device->over_aligned_mutex);
+    if (auto it = device->over_aligned.find(ptr); it != device->over_aligned.end()) {
+      ptr = it->second;
+      device->over_aligned.erase(it);
+    }
+  }
   // Release functions cannot report errors; a failed free leaves nothing to undo.
   if (kind == ONYX_MEMORY_DEVICE) (void)gpuFree(ptr);
   else if (kind == ONYX_MEMORY_HOST_PINNED) (void)gpuFreeHost(ptr);

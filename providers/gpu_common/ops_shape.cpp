@@ -11,18 +11,30 @@ namespace {
 
 using sdk::make_status;
 
+// Requests a view's output. The host normally hands back the input's own
+// buffer; a host that gives a separate buffer gets the bytes copied, so the
+// result is right either way.
+OnyxStatus* view_output(sdk::ComputeContext& ctx, const sdk::Tensor& x, std::span<const int64_t> dims) {
+  sdk::Tensor y;
+  ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, x.dtype, dims, &y));
+  size_t bytes = size_t(x.size()) * sdk::dtype_size(x.dtype);
+  if (y.raw == x.raw || bytes == 0) return nullptr;
+  gpuError_t e = gpuMemcpyAsync(y.raw, x.raw, bytes, gpuMemcpyDeviceToDevice, kernel_stream(ctx));
+  return e == gpuSuccess ? nullptr : gpu_status(e, "copying a view's bytes");
+}
+
 // A view: the output is the input's bytes with another shape.
 class ViewKernel : public GpuKernel {
  public:
   using ShapeFn = std::function<std::string(std::span<const int64_t> in, std::vector<int64_t>* out)>;
   ViewKernel(ShapeFn shape, std::string name) : shape_(std::move(shape)), name_(std::move(name)) {}
   OnyxStatus* compute(sdk::ComputeContext& ctx) override {
-    sdk::Tensor x = ctx.in(0), y;
+    sdk::Tensor x = ctx.in(0);
     std::vector<int64_t> dims;
     std::string error = shape_(x.dims, &dims);
     if (!error.empty())
       return make_status(ONYX_STATUS_INVALID_ARGUMENT, "node '%s': %s", name_.c_str(), error.c_str());
-    return ctx.output(0, x.dtype, dims, &y);  // the host provides the bytes
+    return view_output(ctx, x, dims);
   }
   void output_memory(std::span<OnyxOutputMemoryInfo> out) const override {
     out[0].kind = ONYX_OUTPUT_ALIASES_INPUT;
@@ -44,7 +56,7 @@ class ReshapeKernel : public ViewKernel {
     if (const auto& c = n.inputs[1].constant) shape_.emplace(c->data<int64_t>(), c->data<int64_t>() + c->size());
   }
   OnyxStatus* compute(sdk::ComputeContext& ctx) override {
-    sdk::Tensor x = ctx.in(0), y;
+    sdk::Tensor x = ctx.in(0);
     std::vector<int64_t> shape;
     if (shape_) shape = *shape_;
     else ONYX_SDK_RETURN_IF_ERROR(read_int64_input(ctx, ctx.in(1), &shape));
@@ -52,7 +64,7 @@ class ReshapeKernel : public ViewKernel {
     std::string error = reshape_dims(x.dims, shape, allow_zero_, &dims);
     if (!error.empty())
       return make_status(ONYX_STATUS_INVALID_ARGUMENT, "node '%s': %s", name().c_str(), error.c_str());
-    return ctx.output(0, x.dtype, dims, &y);
+    return view_output(ctx, x, dims);
   }
 
  private:
@@ -70,7 +82,7 @@ class SqueezeKernel : public ViewKernel {
     else if (const auto& c = n.inputs[1].constant) axes_.emplace(c->data<int64_t>(), c->data<int64_t>() + c->size());
   }
   OnyxStatus* compute(sdk::ComputeContext& ctx) override {
-    sdk::Tensor x = ctx.in(0), y;
+    sdk::Tensor x = ctx.in(0);
     std::vector<int64_t> axes;
     if (axes_) axes = *axes_;
     else ONYX_SDK_RETURN_IF_ERROR(read_int64_input(ctx, ctx.in(1), &axes));
@@ -78,7 +90,7 @@ class SqueezeKernel : public ViewKernel {
     std::string error = unsqueeze_ ? unsqueeze_dims(x.dims, axes, &dims) : squeeze_dims(x.dims, axes, &dims);
     if (!error.empty())
       return make_status(ONYX_STATUS_INVALID_ARGUMENT, "node '%s': %s", name().c_str(), error.c_str());
-    return ctx.output(0, x.dtype, dims, &y);
+    return view_output(ctx, x, dims);
   }
 
  private:
