@@ -76,6 +76,9 @@ void Emitter::infer_types(const onnx::GraphProto& graph) {
   auto* op = m.add_opset_import();
   op->set_domain("");
   op->set_version(opset_);
+  op = m.add_opset_import();  // known domain, unknown ops: skipped, not an error
+  op->set_domain(kOnyxDomain);
+  op->set_version(1);
   *m.mutable_graph() = graph;
   try {
     onnx::shape_inference::InferShapes(m);

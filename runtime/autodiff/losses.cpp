@@ -125,7 +125,6 @@ StatusOr<LossNodes> add_loss(onnx::GraphProto* graph, Emitter& e, const LossSpec
           attr_string("reduction", spec.reduction == Reduction::kMean ? "mean" : "sum")};
       if (spec.ignore_index) attrs.push_back(attr_int("ignore_index", *spec.ignore_index));
       out.loss = e.op("NegativeLogLikelihoodLoss", {log_prob, labels}, std::move(attrs), kOnyxDomain);
-      out.uses_onyx_domain = true;
       break;
     }
     case LossKind::kCustom:

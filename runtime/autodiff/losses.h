@@ -14,7 +14,6 @@ namespace onyx::autodiff {
 struct LossNodes {
   std::string loss;  // the scalar loss value (renamed to "loss" by the caller)
   std::vector<ONNX_NAMESPACE::ValueInfoProto> label_inputs;
-  bool uses_onyx_domain = false;
 };
 
 // Emits the loss of `spec` over the graph's forward outputs:

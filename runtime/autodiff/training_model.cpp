@@ -2,8 +2,6 @@
 // docs/training.md for the conventions).
 #include "autodiff/training_model.h"
 
-#include <onnx/shape_inference/implementation.h>
-
 #include <algorithm>
 #include <map>
 #include <set>
@@ -28,18 +26,6 @@ int64_t onnx_opset(const onnx::ModelProto& m) {
   for (const auto& o : m.opset_import())
     if (o.domain().empty() || o.domain() == "ai.onnx") return o.version();
   return 0;
-}
-
-// Records the types ONNX shape inference finds (ops it does not know keep
-// unknown types; the rules then use run-time shapes).
-void learn_inferred_types(const onnx::ModelProto& m, Emitter& e) {
-  onnx::ModelProto copy = m;
-  try {
-    onnx::shape_inference::InferShapes(copy);
-  } catch (const std::exception&) {
-    // Partial information is still useful; the rules check what they need.
-  }
-  e.learn_types(copy.graph());
 }
 
 onnx::ValueInfoProto value_info_of(const onnx::TensorProto& t) {
@@ -149,6 +135,33 @@ void declare_onyx_outputs(onnx::GraphProto* g, const Emitter& e) {
   }
 }
 
+// Makes gradient k available as graph value `target`: renames the value when
+// it is ours alone (emitted, not shared with another parameter), otherwise
+// copies it with an Identity.
+void name_gradient(onnx::GraphProto* g, Emitter& e, const std::vector<std::string>& grads, size_t k,
+                   const std::string& target) {
+  const std::string& grad = grads[k];
+  if (grad.rfind("onyx/", 0) == 0 && std::count(grads.begin(), grads.end(), grad) == 1) {
+    rename_value(g, grad, target);
+    return;
+  }
+  onnx::NodeProto* n = g->add_node();
+  n->set_op_type("Identity");
+  n->set_name(e.fresh("grad_copy"));
+  n->add_input(grad);
+  n->add_output(target);
+}
+
+void import_onyx_domain_if_used(onnx::ModelProto* model) {
+  bool used = false, imported = false;
+  for (const auto& n : model->graph().node()) used = used || n.domain() == kOnyxDomain;
+  for (const auto& o : model->opset_import()) imported = imported || o.domain() == kOnyxDomain;
+  if (!used || imported) return;
+  auto* o = model->add_opset_import();
+  o->set_domain(kOnyxDomain);
+  o->set_version(1);
+}
+
 }  // namespace
 
 StatusOr<TrainingModels> build_training_models(const onnx::ModelProto& forward, const TrainingSpec& spec) {
@@ -197,20 +210,19 @@ StatusOr<TrainingModels> build_training_models(const onnx::ModelProto& forward, 
 
   Emitter e(g, opset, "onyx/");
   expose_dropout_masks(g, e);
-  learn_inferred_types(m, e);
-  for (const auto& p : out.initial_values) e.set_type(p.name(), {p.data_type(), p.dims_size(), {p.dims().begin(), p.dims().end()}});
+  e.infer_types(*g);
 
   ONYX_ASSIGN_OR_RETURN(LossNodes loss, add_loss(g, e, spec.loss));
-  learn_inferred_types(m, e);  // the loss nodes' types
-  for (const auto& l : loss.label_inputs) {
-    if (taken_names.count(l.name()) && !std::any_of(data_inputs.begin(), data_inputs.end(), [&](const auto& d) { return d.name() == l.name(); }))
-      return invalid_argument("the label input '" + l.name() + "' collides with a value of the forward model");
-    out.label_inputs.push_back(l.name());
-  }
-  for (const std::string reserved : {"loss"})
-    if (taken_names.count(reserved))
-      return invalid_argument("the forward model already has a value named '" + reserved + "', the name of the loss output");
-  int32_t loss_dtype = e.dtype(loss.loss);
+  e.infer_types(*g);  // the loss nodes' types
+  std::vector<std::string> reserved = {"loss"};
+  for (const auto& l : loss.label_inputs) reserved.push_back(l.name());
+  for (const auto* t : params.trainable) reserved.push_back(t->name() + "_grad");
+  for (const auto& name : reserved)
+    if (taken_names.count(name))
+      return invalid_argument("the forward model already has a value named '" + name +
+                              "', a name the training model needs for its own input or output");
+  for (const auto& l : loss.label_inputs) out.label_inputs.push_back(l.name());
+  const int32_t loss_dtype = e.dtype(loss.loss);
   rename_value(g, loss.loss, "loss");
   e.set_type("loss", {loss_dtype, 0, {}});
 
@@ -219,7 +231,6 @@ StatusOr<TrainingModels> build_training_models(const onnx::ModelProto& forward, 
   for (const auto& i : data_inputs) *g->add_input() = i;
   for (const auto& l : loss.label_inputs) *g->add_input() = l;
   for (const auto& p : out.initial_values) *g->add_input() = value_info_of(p);
-  bool needs_onyx_domain = loss.uses_onyx_domain;
 
   std::vector<onnx::ValueInfoProto> eval_outputs = {scalar_output("loss", loss_dtype)};
   eval_outputs.insert(eval_outputs.end(), forward_outputs.begin(), forward_outputs.end());
@@ -227,45 +238,19 @@ StatusOr<TrainingModels> build_training_models(const onnx::ModelProto& forward, 
   set_outputs(out.eval.mutable_graph(), eval_outputs);
 
   std::vector<std::string> wrt;
-  for (const auto* t : params.trainable) {
-    wrt.push_back(t->name());
-    if (taken_names.count(t->name() + "_grad"))
-      return invalid_argument("the forward model already has a value named '" + t->name() + "_grad'");
-  }
+  for (const auto* t : params.trainable) wrt.push_back(t->name());
   ONYX_ASSIGN_OR_RETURN(std::vector<std::string> grads, build_gradients(g, e, wrt, "loss"));
   std::vector<onnx::ValueInfoProto> train_outputs = eval_outputs;
-  std::set<std::string> renamed;
   for (size_t k = 0; k < wrt.size(); ++k) {
-    const std::string target = wrt[k] + "_grad";
-    // Rename the producing node's output when that value is ours alone;
-    // otherwise (shared by two parameters, or a forward value) copy it.
-    bool own = grads[k].rfind("onyx/", 0) == 0 && !renamed.count(grads[k]) &&
-               std::count(grads.begin(), grads.end(), grads[k]) == 1;
-    if (own) {
-      rename_value(g, grads[k], target);
-      renamed.insert(grads[k]);
-    } else {
-      onnx::NodeProto* n = g->add_node();
-      n->set_op_type("Identity");
-      n->set_name(e.fresh("grad_copy"));
-      n->add_input(grads[k]);
-      n->add_output(target);
-    }
     onnx::ValueInfoProto v = value_info_of(*params.trainable[k]);
-    v.set_name(target);
-    train_outputs.push_back(v);
+    v.set_name(wrt[k] + "_grad");
+    name_gradient(g, e, grads, k, v.name());
+    train_outputs.push_back(std::move(v));
   }
   set_outputs(g, train_outputs);
-  for (const auto& n : g->node()) needs_onyx_domain = needs_onyx_domain || n.domain() == kOnyxDomain;
   out.training = std::move(m);
   for (auto* model : {&out.training, &out.eval}) {
-    bool has = false;
-    for (const auto& o : model->opset_import()) has = has || o.domain() == kOnyxDomain;
-    if (needs_onyx_domain && !has) {
-      auto* o = model->add_opset_import();
-      o->set_domain(kOnyxDomain);
-      o->set_version(1);
-    }
+    import_onyx_domain_if_used(model);
     declare_onyx_outputs(model->mutable_graph(), e);
   }
   return out;
