@@ -24,19 +24,24 @@ ElementClass element_class(int32_t dtype) {
   }
 }
 
+// Which encodings of a small float format are special.
+enum class Specials {
+  kIeee,  // all-ones exponent: infinities and NaNs (float16, E5M2)
+  kFn,    // no infinities; all-ones exponent and mantissa is NaN (E4M3FN)
+  kFnuz,  // no infinities, no negative zero; 0x80 is the only NaN (the FNUZ types)
+  kNone   // every encoding is a finite number (float4e2m1)
+};
+
 // A small float format: `ebits` exponent and `mbits` mantissa bits.
-// `fn`: no infinities, all-ones exponent with all-ones mantissa is NaN (E4M3FN);
-// `uz`: no negative zero, 0x80 is the only NaN (the FNUZ types).
-double decode_minifloat(uint32_t bits, int ebits, int mbits, int bias, bool fn, bool uz) {
+double decode_minifloat(uint32_t bits, int ebits, int mbits, int bias, Specials specials) {
   const uint32_t sign = (bits >> (ebits + mbits)) & 1u;
   const uint32_t exp = (bits >> mbits) & ((1u << ebits) - 1);
   const uint32_t mant = bits & ((1u << mbits) - 1);
   const uint32_t exp_max = (1u << ebits) - 1;
-  if (uz && sign && exp == 0 && mant == 0) return std::numeric_limits<double>::quiet_NaN();
-  if (!uz && !fn && exp == exp_max)
-    return mant ? std::numeric_limits<double>::quiet_NaN()
-                : (sign ? -INFINITY : INFINITY);
-  if (fn && exp == exp_max && mant == (1u << mbits) - 1) return std::numeric_limits<double>::quiet_NaN();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  if (specials == Specials::kFnuz && sign && exp == 0 && mant == 0) return nan;
+  if (specials == Specials::kIeee && exp == exp_max) return mant ? nan : (sign ? -INFINITY : INFINITY);
+  if (specials == Specials::kFn && exp == exp_max && mant == (1u << mbits) - 1) return nan;
   double value = exp == 0 ? std::ldexp(double(mant), 1 - bias - mbits)
                           : std::ldexp(double(mant | (1u << mbits)), int(exp) - bias - mbits);
   return sign ? -value : value;
@@ -86,7 +91,7 @@ double decode_float(int32_t dtype, const void* data, int64_t i) {
   switch (dtype) {
     case 1: { float v; std::memcpy(&v, p + 4 * i, 4); return v; }
     case 11: { double v; std::memcpy(&v, p + 8 * i, 8); return v; }
-    case 10: { uint16_t h; std::memcpy(&h, p + 2 * i, 2); return decode_minifloat(h, 5, 10, 15, false, false); }
+    case 10: { uint16_t h; std::memcpy(&h, p + 2 * i, 2); return decode_minifloat(h, 5, 10, 15, Specials::kIeee); }
     case 16: {
       uint16_t h;
       std::memcpy(&h, p + 2 * i, 2);
@@ -95,11 +100,11 @@ double decode_float(int32_t dtype, const void* data, int64_t i) {
       std::memcpy(&v, &bits, 4);
       return v;
     }
-    case 17: return decode_minifloat(p[i], 4, 3, 7, true, false);
-    case 18: return decode_minifloat(p[i], 4, 3, 8, false, true);
-    case 19: return decode_minifloat(p[i], 5, 2, 15, false, false);
-    case 20: return decode_minifloat(p[i], 5, 2, 16, false, true);
-    case 23: return decode_minifloat((p[i / 2] >> (4 * (i % 2))) & 0xF, 2, 1, 1, true, false) ;
+    case 17: return decode_minifloat(p[i], 4, 3, 7, Specials::kFn);
+    case 18: return decode_minifloat(p[i], 4, 3, 8, Specials::kFnuz);
+    case 19: return decode_minifloat(p[i], 5, 2, 15, Specials::kIeee);
+    case 20: return decode_minifloat(p[i], 5, 2, 16, Specials::kFnuz);
+    case 23: return decode_minifloat((p[i / 2] >> (4 * (i % 2))) & 0xF, 2, 1, 1, Specials::kNone);
     default: return std::numeric_limits<double>::quiet_NaN();
   }
 }

@@ -61,10 +61,33 @@ Totals count(const std::vector<CaseResult>& results) {
 
 namespace onyx::conformance {
 
+namespace {
+
+// The error on one line: lines joined with " / ", runs of spaces collapsed,
+// cut at `limit` characters.
+std::string one_line(const std::string& text, size_t limit) {
+  std::string out;
+  for (char c : text) {
+    if (c == '\n') {
+      if (!out.empty()) out += " /";
+      c = ' ';
+    }
+    if (c == ' ' && (out.empty() || out.back() == ' ')) continue;
+    out += c;
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out.size() > limit ? out.substr(0, limit) + "..." : out;
+}
+
+}  // namespace
+
 std::string regenerate_expectations(const ExpectationFile* old, const std::vector<CaseResult>& results) {
   std::string out =
-      "# Conformance expectations (format: conformance/README.md).\n"
-      "# <unsupported|xfail> <suite> <case glob> <reason>\n";
+      "# Conformance expectations: the cases this provider does not pass, each with a reason.\n"
+      "# Format (conformance/README.md): <unsupported|xfail> <suite> <case glob> <reason>\n"
+      "# unsupported: permanently out of scope; xfail: a known gap, to be fixed (a listed case\n"
+      "# that passes fails the run). Regenerate with onyx-conformance --write-expectations FILE;\n"
+      "# lines still matching a case that does not pass are kept with their reasons.\n";
   std::vector<const CaseResult*> uncovered;
   std::vector<const Expectation*> kept;
   for (const CaseResult& r : results) {
@@ -72,16 +95,18 @@ std::string regenerate_expectations(const ExpectationFile* old, const std::vecto
     const Expectation* e = old ? old->find(r.suite, r.name) : nullptr;
     if (e) {
       if (std::find(kept.begin(), kept.end(), e) == kept.end()) kept.push_back(e);
-    } else {
-      uncovered.push_back(&r);
+      continue;
     }
+    // Honest declines (claims suite) need no line; values the runner cannot
+    // carry ("unsupported: ...") are listed so the file documents them.
+    if (r.outcome == Outcome::kUnsupported && r.error.rfind("unsupported:", 0) != 0) continue;
+    uncovered.push_back(&r);
   }
   std::sort(kept.begin(), kept.end(), [](auto* a, auto* b) { return a->line < b->line; });
   for (const Expectation* e : kept)
     out += std::string(expectation_keyword(e->kind)) + " " + e->suite + " " + e->pattern + " " + e->reason + "\n";
   for (const CaseResult* r : uncovered) {
-    std::string reason = r->error.substr(0, 240);
-    std::replace(reason.begin(), reason.end(), '\n', ' ');
+    std::string reason = one_line(r->error, 200);
     if (reason.empty()) reason = "fails (no message)";
     const bool runner_limit = r->outcome == Outcome::kUnsupported;
     out += std::string(runner_limit ? "unsupported " : "xfail ") + r->suite + " " + r->name + " " + reason + "\n";

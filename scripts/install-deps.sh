@@ -9,6 +9,7 @@ packages=(
   hipcc libamdhip64-dev                           # ROCm provider (HIP 5.2; CUDA is preinstalled)
   libgtest-dev libgmock-dev                       # unit tests
   libonnx-testdata                                # conformance corpus fallback
+  chromium-headless-shell                         # renders the conformance HTML report in its test
   dataset-fashion-mnist                           # the README's main job
   zlib1g-dev                                      # reads the dataset's .gz files
   python3-numpy
