@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
@@ -109,6 +110,7 @@ TEST(TrainingSession, SgdMomentumLossCurveMatchesFloat64Reference) {
   ASSERT_TRUE(f.session);
   auto batches = make_batches(5, 16, 99);
   MlpParams ref = initial_params(7), buf;
+  double worst = 0;
   for (int step = 0; step < 100; ++step) {
     Batch& b = batches[size_t(step) % batches.size()];
     f.session->lazy_reset_grad();
@@ -120,10 +122,14 @@ TEST(TrainingSession, SgdMomentumLossCurveMatchesFloat64Reference) {
     sgd_momentum(ref, buf, g, 0.1, 0.9);
     double got = *(*out)[0].data_as<float>();
     ASSERT_NEAR(got, want, 1e-5 * std::abs(want)) << "step " << step;
+    worst = std::max(worst, std::abs(got - want) / std::abs(want));
     if (step == 99) {
       EXPECT_LT(got, 0.5 * loss_and_grads(initial_params(7), batches[0], nullptr)) << "it learns";
     }
   }
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", worst);
+  RecordProperty("max_relative_loss_deviation", text);
 }
 
 TEST(TrainingSession, AdamWLossCurveMatchesFloat64Reference) {
@@ -131,6 +137,7 @@ TEST(TrainingSession, AdamWLossCurveMatchesFloat64Reference) {
   ASSERT_TRUE(f.session);
   auto batches = make_batches(5, 16, 99);
   MlpParams ref = initial_params(7), m, v;
+  double worst = 0;
   for (int step = 0; step < 100; ++step) {
     Batch& b = batches[size_t(step) % batches.size()];
     f.session->lazy_reset_grad();
@@ -142,7 +149,11 @@ TEST(TrainingSession, AdamWLossCurveMatchesFloat64Reference) {
     adamw(ref, m, v, g, 0.01, step + 1);
     double got = *(*out)[0].data_as<float>();
     ASSERT_NEAR(got, want, 1e-5 * std::abs(want)) << "step " << step;
+    worst = std::max(worst, std::abs(got - want) / std::abs(want));
   }
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", worst);
+  RecordProperty("max_relative_loss_deviation", text);
 }
 
 // Two train steps without a reset sum their gradients: plain SGD then moves
@@ -371,6 +382,78 @@ TEST(TrainingSession, LambHasNoFusedKernelAndRunsInlined) {
   f.session->lazy_reset_grad();
   ASSERT_TRUE(f.session->train_step(batch_inputs(batches[0])).ok());
   ASSERT_TRUE(f.session->optimizer_step().ok());
+}
+
+}  // namespace
+}  // namespace onyx::training
+
+namespace onyx::training {
+namespace {
+
+// The flat buffer holds any mix of dtypes: here the MLP's float32 weights
+// and a frozen int64 parameter (the target shape of a Reshape of the logits).
+TEST(TrainingSession, FlatBufferCarriesEveryDtype) {
+  auto forward = forward_model(initial_params(7));
+  auto& g = *forward.mutable_graph();
+  g.mutable_output(0)->set_name("logits_2d");
+  g.mutable_node(g.node_size() - 1)->set_output(0, "logits_raw");
+  auto* shape = g.add_initializer();
+  shape->set_name("out_shape");
+  shape->set_data_type(ONNX_NAMESPACE::TensorProto::INT64);
+  shape->add_dims(2);
+  shape->add_int64_data(-1);
+  shape->add_int64_data(kClasses);
+  auto* reshape = g.add_node();
+  reshape->set_op_type("Reshape");
+  reshape->set_name("reshape");
+  reshape->add_input("logits_raw");
+  reshape->add_input("out_shape");
+  reshape->add_output("logits_2d");
+  ArtifactSpec spec;
+  spec.optimizer = "sgd";
+  spec.optimizer_search_dirs = {ONYX_OPTIMIZER_DIR};
+  spec.training.frozen = {"out_shape"};
+  auto artifacts = make_artifacts(forward, "", spec);
+  ASSERT_TRUE(artifacts.ok()) << artifacts.status().to_string();
+  ProviderRegistry registry;
+  registry.add_search_dir(ONYX_PROVIDER_DIR);
+  auto state = std::make_shared<checkpoint::Checkpoint>(artifacts->checkpoint);
+  TrainingSessionOptions options;
+  options.learning_rate = 0.1;
+  auto s = TrainingSession::create(registry, state, model_bytes(*artifacts), options);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  TrainingSession& session = **s;
+
+  size_t floats = size_t(kHidden * kIn + kHidden + kClasses * kHidden + kClasses);
+  ASSERT_EQ(session.parameters_bytes(false), floats * 4 + 2 * 8);
+  ASSERT_EQ(session.parameters_elements(false), floats + 2);
+  std::vector<unsigned char> buffer(session.parameters_bytes(false));
+  ASSERT_TRUE(session.copy_parameters_to_buffer(buffer.data(), buffer.size(), false).ok());
+  int64_t stored[2];
+  std::memcpy(stored, buffer.data() + floats * 4, sizeof stored);
+  EXPECT_EQ(stored[0], -1);
+  EXPECT_EQ(stored[1], kClasses);
+
+  // Round trip with a change to both kinds of parameter.
+  float first_weight = 0.5f;
+  std::memcpy(buffer.data(), &first_weight, 4);
+  int64_t new_shape[2] = {0, -1};  // Reshape's 0 copies the batch dim: the same shape, other values
+  std::memcpy(buffer.data() + floats * 4, new_shape, sizeof new_shape);
+  ASSERT_TRUE(session.copy_buffer_to_parameters(buffer.data(), buffer.size(), false).ok());
+  auto w1 = session.get_parameter("w1");
+  auto out_shape = session.get_parameter("out_shape");
+  ASSERT_TRUE(w1.ok() && out_shape.ok());
+  EXPECT_EQ(w1->data_as<float>()[0], 0.5f);
+  EXPECT_EQ(out_shape->dtype(), ONYX_DTYPE_INT64);
+  EXPECT_EQ(out_shape->data_as<int64_t>()[0], 0);
+  EXPECT_EQ(out_shape->data_as<int64_t>()[1], -1);
+
+  auto batches = make_batches(1, 8, 4);
+  session.lazy_reset_grad();
+  auto out = session.train_step(batch_inputs(batches[0]));
+  ASSERT_TRUE(out.ok()) << out.status().to_string();
+  EXPECT_EQ((*out)[1].shape(), (Shape{8, kClasses}));
+  ASSERT_TRUE(session.optimizer_step().ok());
 }
 
 }  // namespace
