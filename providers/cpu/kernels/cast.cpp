@@ -8,6 +8,7 @@
 // undefined); float16/bfloat16 go through float32, rounding to nearest even.
 #include <cmath>
 
+#include "kernels/narrow_types.h"
 #include "kernels/shape_ops.h"
 
 namespace onyx::cpu {
@@ -36,7 +37,7 @@ D convert(S v) {
 // Why a cast between these types is declined, or "".
 std::string cast_support(int32_t from, int32_t to) {
   for (auto [dtype, side] : {std::pair{from, "from"}, std::pair{to, "to"}}) {
-    if (util::in_set(dtype, kCastable)) continue;
+    if (util::in_set(dtype, kCastable) || narrow::is_narrow(dtype)) continue;
     return std::string("Cast ") + side + " " + sdk::dtype_name(dtype) + " not implemented";
   }
   return {};
@@ -50,7 +51,10 @@ int32_t dtype_from_name(const std::string& name) {
       {"INT64", ONYX_DTYPE_INT64},   {"STRING", ONYX_DTYPE_STRING},   {"BOOL", ONYX_DTYPE_BOOL},
       {"FLOAT16", ONYX_DTYPE_FLOAT16}, {"DOUBLE", ONYX_DTYPE_FLOAT64}, {"UINT32", ONYX_DTYPE_UINT32},
       {"UINT64", ONYX_DTYPE_UINT64}, {"COMPLEX64", ONYX_DTYPE_COMPLEX64},
-      {"COMPLEX128", ONYX_DTYPE_COMPLEX128}, {"BFLOAT16", ONYX_DTYPE_BFLOAT16}};
+      {"COMPLEX128", ONYX_DTYPE_COMPLEX128}, {"BFLOAT16", ONYX_DTYPE_BFLOAT16},
+      {"FLOAT8E4M3FN", ONYX_DTYPE_FLOAT8E4M3FN}, {"FLOAT8E4M3FNUZ", ONYX_DTYPE_FLOAT8E4M3FNUZ},
+      {"FLOAT8E5M2", ONYX_DTYPE_FLOAT8E5M2}, {"FLOAT8E5M2FNUZ", ONYX_DTYPE_FLOAT8E5M2FNUZ},
+      {"UINT4", ONYX_DTYPE_UINT4}, {"INT4", ONYX_DTYPE_INT4}, {"FLOAT4E2M1", ONYX_DTYPE_FLOAT4E2M1}};
   for (auto [n, dtype] : names)
     if (name == n) return dtype;
   return ONYX_DTYPE_UNDEFINED;
@@ -101,8 +105,11 @@ void convert_range(const sdk::Tensor& x, const sdk::Tensor& y, size_t begin, siz
 class CastKernel final : public sdk::Kernel {
  public:
   CastKernel(const sdk::NodeInfo& node, bool like)
-      : label_(util::node_label(node)), to_(target_type(node, like)) {
-    same_size_ = sdk::dtype_size(node.input_dtype(0)) == sdk::dtype_size(to_);
+      : label_(util::node_label(node)),
+        to_(target_type(node, like)),
+        saturate_(node.get_int("saturate", 1) != 0) {
+    same_size_ = sdk::dtype_size(node.input_dtype(0)) == sdk::dtype_size(to_) &&
+                 !narrow::is_narrow(node.input_dtype(0)) && !narrow::is_narrow(to_);
   }
 
   OnyxStatus* compute(sdk::ComputeContext& ctx) override {
@@ -112,7 +119,16 @@ class CastKernel final : public sdk::Kernel {
     sdk::Tensor y;
     ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, to_, x.dims, &y));
     if (x.dtype == to_) {
-      if (y.raw != x.raw) std::memcpy(y.raw, x.raw, shape::byte_size(x));
+      size_t bytes = narrow::is_narrow(x.dtype) && !sdk::dtype_size(x.dtype) ? size_t(x.size() + 1) / 2
+                                                                            : shape::byte_size(x);
+      if (y.raw != x.raw && bytes) std::memcpy(y.raw, x.raw, bytes);
+      return nullptr;
+    }
+    if (narrow::is_narrow(x.dtype) || narrow::is_narrow(to_)) {
+      // One thread: 4-bit stores share bytes. The pad nibble of an odd count is 0.
+      if (!sdk::dtype_size(to_)) std::memset(y.raw, 0, size_t(x.size() + 1) / 2);
+      for (int64_t i = 0; i < x.size(); ++i)
+        narrow::store(to_, y.raw, i, narrow::load(x.dtype, x.raw, i), saturate_);
       return nullptr;
     }
     ctx.parallel_for(size_t(x.size()), util::kGrain,
@@ -132,6 +148,7 @@ class CastKernel final : public sdk::Kernel {
  private:
   std::string label_;
   int32_t to_;
+  bool saturate_;
   bool same_size_ = false;
 };
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "kernels/extra_ops.h"
 #include "kernels/registry.h"
 
 namespace onyx::cpu {
@@ -12,6 +13,7 @@ void register_nn_kernels(sdk::KernelRegistry& registry) {
   register_pool_kernels(registry);
   register_norm_kernels(registry);
   register_softmax_kernels(registry);
+  register_extra_kernels(registry);
 }
 
 namespace nn {

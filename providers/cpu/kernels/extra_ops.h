@@ -1,0 +1,18 @@
+// extra_ops.h: kernel families added for ONNX operator coverage; each file
+// defines one register_* function, and register_extra_kernels (nn.cpp)
+// calls them all.
+#pragma once
+
+#include <onyx/plugin_sdk.hpp>
+
+#include "kernels/kernel_util.h"
+
+namespace onyx::cpu {
+
+void register_loss_kernels(sdk::KernelRegistry& registry);       // NegativeLogLikelihoodLoss SoftmaxCrossEntropyLoss
+
+inline void register_extra_kernels(sdk::KernelRegistry& registry) {
+  register_loss_kernels(registry);
+}
+
+}  // namespace onyx::cpu
