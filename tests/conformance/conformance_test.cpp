@@ -131,6 +131,21 @@ TEST(BrokenPlugin, AbiSuiteCatchesBadStructSizes) {
   EXPECT_EQ(status_of(r, "abi", "newer_host_structs"), "fail");
 }
 
+TEST(AbiSuite, RefusesAnotherMajorVersionNamingBothRanges) {
+  RunnerOutput r = run_runner("--provider " ONYX_TEST_PLUGIN_DIR "/libonyx_provider_major_two.so --suite abi "
+                              "--filter load_and_entry", "major_two");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(case_line(r, "abi", "load_and_entry").find("incompatible: the plugin speaks ABI 2.0-2.1, this host 1.0-1.0"),
+            std::string::npos) << r.output;
+}
+
+TEST(AbiSuite, NewerMinorPluginWithAGrownTablePasses) {
+  RunnerOutput r = run_runner("--provider " ONYX_TEST_PLUGIN_DIR "/libonyx_provider_newer_minor.so --suite abi",
+                              "newer_minor");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(last_line(r.output), "10 passed, 0 failed, 0 skipped");
+}
+
 TEST(Expectations, ListedFailuresAreSkippedAndListedPassesFail) {
   const std::string dir = temp_dir("expectations");
   const std::string list = dir + "/conformance.txt";
