@@ -3,6 +3,7 @@
 // the same structs the providers do.
 #pragma once
 
+#include <algorithm>
 #include <span>
 #include <string>
 #include <vector>
@@ -58,6 +59,53 @@ inline std::string make_transpose(std::span<const int64_t> dims, std::vector<int
     seen[size_t(p)] = true;
     (*out_dims)[k] = index->out_dims[k] = dims[size_t(p)];
     index->a_strides[k] = strides[size_t(p)];
+  }
+  return {};
+}
+
+// Slice (opset 10+) as a strided copy: `starts`/`ends`/`steps` per entry of
+// `axes` (all axes in order when empty), clamped as the ONNX spec says.
+// Sets the strides, the first element's offset and the output dims.
+inline std::string make_slice(std::span<const int64_t> dims, const std::vector<int64_t>& starts,
+                              const std::vector<int64_t>& ends, std::vector<int64_t> axes,
+                              std::vector<int64_t> steps, BroadcastIndex* index, int64_t* offset,
+                              std::vector<int64_t>* out_dims) {
+  size_t rank = dims.size();
+  if (rank > size_t(kMaxRank)) return "rank " + std::to_string(rank) + " exceeds " + std::to_string(kMaxRank);
+  if (axes.empty())
+    for (size_t k = 0; k < starts.size(); ++k) axes.push_back(int64_t(k));
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    return "starts, ends, axes and steps differ in length";
+  std::vector<int64_t> strides(rank, 1), begin(rank, 0), step(rank, 1), count(dims.begin(), dims.end());
+  for (size_t k = rank; k-- > 1;) strides[k - 1] = strides[k] * dims[k];
+  std::vector<bool> seen(rank, false);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int64_t a = axes[i] < 0 ? axes[i] + int64_t(rank) : axes[i];
+    if (a < 0 || a >= int64_t(rank) || seen[size_t(a)]) return "axes are out of range or repeated";
+    seen[size_t(a)] = true;
+    int64_t d = dims[size_t(a)], s = starts[i], e = ends[i], st = steps[i];
+    if (st == 0) return "a step is 0";
+    if (s < 0) s += d;
+    if (e < 0) e += d;
+    if (st > 0) {
+      s = std::clamp<int64_t>(s, 0, d);
+      e = std::clamp<int64_t>(e, 0, d);
+    } else {
+      s = std::clamp<int64_t>(s, 0, d - 1);
+      e = std::clamp<int64_t>(e, -1, d - 1);
+    }
+    int64_t n = st > 0 ? (e - s + st - 1) / st : (s - e - st - 1) / -st;
+    begin[size_t(a)] = s, step[size_t(a)] = st, count[size_t(a)] = std::max<int64_t>(n, 0);
+  }
+  *index = BroadcastIndex{};
+  index->rank = int32_t(rank);
+  *offset = 0;
+  out_dims->assign(count.begin(), count.end());
+  for (size_t k = 0; k < rank; ++k) {
+    index->out_dims[k] = count[k];
+    index->a_strides[k] = strides[k] * step[k];
+    *offset += begin[k] * strides[k];
   }
   return {};
 }

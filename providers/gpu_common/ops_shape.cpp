@@ -136,6 +136,76 @@ class StridedCopyKernel : public GpuKernel {
   std::string name_;
 };
 
+// Slice (opset 10+): starts/ends/axes/steps from constants or the graph.
+class SliceKernel : public GpuKernel {
+ public:
+  explicit SliceKernel(const sdk::NodeInfo& n) : name_(n.name) {}
+  OnyxStatus* compute(sdk::ComputeContext& ctx) override {
+    sdk::Tensor x = ctx.in(0), y;
+    std::vector<int64_t> params[4];  // starts, ends, axes, steps
+    for (size_t k = 0; k < 4; ++k)
+      if (auto t = ctx.input(k + 1)) ONYX_SDK_RETURN_IF_ERROR(read_int64_input(ctx, *t, &params[k]));
+    BroadcastIndex index;
+    int64_t offset = 0;
+    std::vector<int64_t> out_dims;
+    std::string error = make_slice(x.dims, params[0], params[1], params[2], params[3], &index, &offset, &out_dims);
+    if (!error.empty())
+      return make_status(ONYX_STATUS_INVALID_ARGUMENT, "node '%s': %s", name_.c_str(), error.c_str());
+    ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, x.dtype, out_dims, &y));
+    int64_t bytes = int64_t(sdk::dtype_size(x.dtype));
+    gpuError_t e = launch_strided_copy(kernel_stream(ctx), index, static_cast<char*>(x.raw) + offset * bytes,
+                                       y.raw, y.size(), bytes);
+    return e == gpuSuccess ? nullptr : gpu_status(e, "launching Slice");
+  }
+
+ private:
+  std::string name_;
+};
+
+// Concat: each input is a block of rows copied into its columns of the output.
+class ConcatKernel : public GpuKernel {
+ public:
+  ConcatKernel(int64_t axis, std::string name) : axis_(axis), name_(std::move(name)) {}
+  OnyxStatus* compute(sdk::ComputeContext& ctx) override {
+    std::vector<sdk::Tensor> in;
+    for (size_t k = 0; k < ctx.input_count(); ++k) in.push_back(ctx.in(k));
+    size_t rank = in[0].rank();
+    int64_t axis = axis_ < 0 ? axis_ + int64_t(rank) : axis_;
+    if (axis < 0 || axis >= int64_t(rank))
+      return make_status(ONYX_STATUS_INVALID_ARGUMENT, "node '%s': axis out of range", name_.c_str());
+    std::vector<int64_t> out_dims = in[0].shape();
+    out_dims[size_t(axis)] = 0;
+    for (const sdk::Tensor& t : in) {
+      bool same = t.rank() == rank && t.dtype == in[0].dtype;
+      for (size_t d = 0; same && d < rank; ++d) same = int64_t(d) == axis || t.dim(d) == in[0].dim(d);
+      if (!same)
+        return make_status(ONYX_STATUS_INVALID_ARGUMENT, "node '%s': inputs differ outside axis %lld",
+                           name_.c_str(), (long long)axis);
+      out_dims[size_t(axis)] += t.dim(size_t(axis));
+    }
+    sdk::Tensor y;
+    ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, in[0].dtype, out_dims, &y));
+    size_t element = sdk::dtype_size(in[0].dtype);
+    int64_t rows = sdk::element_count(std::span<const int64_t>(out_dims).first(size_t(axis)));
+    int64_t inner = sdk::element_count(std::span<const int64_t>(out_dims).subspan(size_t(axis) + 1));
+    size_t out_pitch = size_t(out_dims[size_t(axis)] * inner) * element, column = 0;
+    for (const sdk::Tensor& t : in) {
+      size_t width = size_t(t.dim(size_t(axis)) * inner) * element;
+      if (width && rows) {
+        gpuError_t e = gpuMemcpy2DAsync(static_cast<char*>(y.raw) + column, out_pitch, t.raw, width, width,
+                                        size_t(rows), gpuMemcpyDeviceToDevice, kernel_stream(ctx));
+        if (e != gpuSuccess) return gpu_status(e, "copying a Concat input");
+      }
+      column += width;
+    }
+    return nullptr;
+  }
+
+ private:
+  int64_t axis_;
+  std::string name_;
+};
+
 // Element types whose bytes the copy kernels can move.
 std::string plain_element_type(const sdk::NodeInfo& n) {
   size_t bytes = sdk::dtype_size(n.input_dtype(0));
@@ -187,6 +257,20 @@ void register_shape_kernels(sdk::KernelRegistry& r) {
              return std::make_unique<SqueezeKernel>(n, unsqueeze, true);
            }});
   }
+  r.add({"", "Slice", 10, 1 << 30,
+         [](const sdk::NodeInfo& n) -> std::string {
+           for (size_t k = 1; k < n.inputs.size(); ++k)
+             if (n.input_present(k) && n.input_dtype(k) != ONYX_DTYPE_INT64)
+               return "starts, ends, axes and steps must be int64";
+           return plain_element_type(n);
+         },
+         [](const sdk::NodeInfo& n) { return std::make_unique<SliceKernel>(n); }});
+  r.add({"", "Concat", 4, 1 << 30,
+         [](const sdk::NodeInfo& n) -> std::string {
+           if (!n.has("axis")) return "Concat needs an axis";
+           return plain_element_type(n);
+         },
+         [](const sdk::NodeInfo& n) { return std::make_unique<ConcatKernel>(n.get_int("axis", 0), n.name); }});
   r.add({"", "Transpose", 1, 1 << 30, plain_element_type,
          [](const sdk::NodeInfo& n) { return std::make_unique<StridedCopyKernel>(n, false); }});
   r.add({"", "Expand", 8, 1 << 30, int64_second_input,

@@ -32,7 +32,8 @@ passed = collections.Counter(c["op"] for c in cases if c["status"] == "pass")
 print("passed per op:", ", ".join(f"{op} {n}" for op, n in sorted(passed.items())))
 required = ["Add", "Mul", "Div", "Pow", "Relu", "Sigmoid", "Gelu", "ReduceMax", "Softmax",
             "LogSoftmax", "LayerNormalization", "Gather", "MatMul", "Gemm", "Conv", "MaxPool",
-            "AveragePool", "BatchNormalization", "Flatten"]
+            "AveragePool", "BatchNormalization", "Flatten", "Reshape", "Transpose", "Slice", "Concat",
+            "ReduceSum", "ReduceMean"]
 missing = [op for op in required if passed[op] == 0]
 for c in wrong:
     print(f"FAILED on a claimed node: {c['case']}: {c['error']}")

@@ -57,6 +57,12 @@ inline gpuError_t gpuMemcpy(void* dst, const void* src, size_t bytes, gpuMemcpyK
 inline gpuError_t gpuMemcpyAsync(void* dst, const void* src, size_t bytes, gpuMemcpyKind kind, gpuStream_t) {
   return gpuMemcpy(dst, src, bytes, kind);
 }
+inline gpuError_t gpuMemcpy2DAsync(void* dst, size_t dst_pitch, const void* src, size_t src_pitch,
+                                   size_t width, size_t height, gpuMemcpyKind, gpuStream_t) {
+  for (size_t r = 0; r < height; ++r)
+    std::memmove(static_cast<char*>(dst) + r * dst_pitch, static_cast<const char*>(src) + r * src_pitch, width);
+  return gpuSuccess;
+}
 inline gpuError_t gpuMemsetAsync(void* p, int value, size_t bytes, gpuStream_t) {
   std::memset(p, value, bytes);
   return gpuSuccess;
