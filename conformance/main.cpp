@@ -27,7 +27,8 @@ const char* kUsage =
     "usage: onyx-conformance --provider NAME|PATH [--provider ...] [--suite abi,onnx-node,claims]\n"
     "                        [--filter REGEX] [--report DIR] [--corpus DIR]\n"
     "                        [--expectations [NAME=]FILE] [--write-expectations FILE]\n"
-    "                        [--jobs N] [--timeout SECONDS] [--verbose] [--list-tolerances]\n"
+    "                        [--jobs N] [--timeout SECONDS] [--memory-limit GIB] [--verbose]\n"
+    "                        [--list-tolerances]\n"
     "\n"
     "  --provider      a provider name (found as the C API finds it) or a plugin file; repeatable\n"
     "  --suite         comma-separated suites (default: abi,onnx-node,claims)\n"
@@ -39,6 +40,8 @@ const char* kUsage =
     "  --write-expectations  write a regenerated list from this run (one provider only)\n"
     "  --jobs          worker processes (default: the number of cores)\n"
     "  --timeout       per-case time limit in seconds (default 60)\n"
+    "  --memory-limit  address-space limit per worker process in GiB (default: none; GPU\n"
+    "                  runtimes reserve large address ranges, so set it for host-memory plugins)\n"
     "\n"
     "Exit status: 0 when nothing failed (expected failures and unsupported cases are skipped),\n"
     "1 when a case failed or a listed case passed unexpectedly, 2 on a usage error.\n";
@@ -53,6 +56,7 @@ struct Args {
   std::string write_expectations;
   int jobs = 0;
   double timeout_s = 60;
+  double memory_limit_gib = 0;
   bool verbose = false;
   bool list_tolerances = false;
 };
@@ -108,6 +112,9 @@ Args parse_args(int argc, char** argv) {
     } else if (arg == "--timeout") {
       a.timeout_s = std::atof(value().c_str());
       if (a.timeout_s <= 0) usage_error("--timeout needs a positive number of seconds");
+    } else if (arg == "--memory-limit") {
+      a.memory_limit_gib = std::atof(value().c_str());
+      if (a.memory_limit_gib <= 0) usage_error("--memory-limit needs a positive number of GiB");
     } else if (arg == "--verbose") {
       a.verbose = true;
     } else if (arg == "--list-tolerances") {
@@ -167,7 +174,7 @@ int main(int argc, char** argv) {
   options.corpus = args.corpus.empty() ? default_corpus() : args.corpus;
   options.isolation.jobs = args.jobs;
   options.isolation.case_timeout_s = args.timeout_s;
-  options.isolation.memory_limit_bytes = size_t(8) << 30;
+  options.isolation.memory_limit_bytes = size_t(args.memory_limit_gib * double(size_t(1) << 30));
   options.verbose = args.verbose;
 
   std::vector<CaseResult> all;
