@@ -30,6 +30,7 @@ void add_norm_ops(std::vector<OpDef>& ops);
 void add_softmax_ops(std::vector<OpDef>& ops);
 void add_eltwise_ops(std::vector<OpDef>& ops);
 void add_reduce_ops(std::vector<OpDef>& ops);
+void add_binary_ops(std::vector<OpDef>& ops);
 // Gradient ops of the autodiff (runtime/autodiff), domain ai.onyx.
 void add_grad_ops(std::vector<OpDef>& ops);
 

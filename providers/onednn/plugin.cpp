@@ -287,6 +287,7 @@ const std::vector<OpDef>& all_ops() {
     add_softmax_ops(v);
     add_eltwise_ops(v);
     add_reduce_ops(v);
+    add_binary_ops(v);
     add_grad_ops(v);
     return v;
   }();

@@ -66,10 +66,10 @@ TEST(OnednnFusion, TransformerBlockMatchesCpuWithFusedLinearLayers) {
   EXPECT_EQ(node_fused_group(report, "gelu"), ff1);
   EXPECT_NE(node_fused_group(report, "q.matmul"), 0);
   EXPECT_EQ(node_fused_group(report, "q.add"), node_fused_group(report, "q.matmul"));
-  for (const char* node : {"ln1", "ln2", "softmax", "scores", "attention"})
+  for (const char* node : {"ln1", "ln2", "softmax", "scores", "attention", "scaled", "residual1", "residual2"})
     EXPECT_EQ(node_device(report, node), "onednn") << node;
-  // Transpose, Mul and the residual Adds are not oneDNN's: they fall back.
-  for (const char* node : {"k_t", "scaled", "residual1", "residual2"}) EXPECT_EQ(node_device(report, node), "cpu") << node;
+  // Transpose is not oneDNN's: it falls back.
+  EXPECT_EQ(node_device(report, "k_t"), "cpu");
 }
 
 TEST(OnednnFusion, GemmWithTransposesScalesAndMatrixCFusedWithSigmoid) {
@@ -108,6 +108,28 @@ TEST(OnednnFusion, GroupedStridedDilatedConvFusedWithLeakyRelu) {
       expect_same_as_cpu(model, {{"x", {2, 4, 11, 9}, random_floats(2 * 4 * 11 * 9, 7)}}, "conv+leakyrelu");
   EXPECT_NE(node_fused_group(report, "conv"), 0) << report;
   EXPECT_EQ(node_fused_group(report, "leaky"), node_fused_group(report, "conv"));
+}
+
+// oneDNN broadcasts only its second operand: a broadcasting first input is
+// swapped (Add, Mul) or expanded into the output first (Sub, Div).
+TEST(OnednnFusion, BinaryOpsBroadcastEitherInput) {
+  onnx::ModelProto model = tm::new_model("binary");
+  onnx::GraphProto& g = *model.mutable_graph();
+  tm::add_input(g, "a", {int64_t(3), int64_t(1), int64_t(5)});
+  tm::add_input(g, "b", {int64_t(2), int64_t(1)});
+  tm::add_input(g, "c", {int64_t(3), int64_t(2), int64_t(5)});
+  tm::add_node(g, "Sub", "both_broadcast", {"a", "b"}, {"s"});   // [3,2,5]: a expanded
+  tm::add_node(g, "Add", "first_broadcast", {"b", "s"}, {"t"});  // swapped
+  tm::add_node(g, "Div", "divide", {"a", "c"}, {"d"});          // a expanded
+  tm::add_node(g, "Mul", "multiply", {"t", "d"}, {"y"});
+  tm::add_output(g, "y", {int64_t(3), int64_t(2), int64_t(5)});
+  std::string report = expect_same_as_cpu(model,
+                                          {{"a", {3, 1, 5}, random_floats(15, 10)},
+                                           {"b", {2, 1}, random_floats(2, 11)},
+                                           {"c", {3, 2, 5}, random_floats(30, 12, 0.5, 2.0)}},
+                                          "binary broadcasting");
+  for (const char* node : {"both_broadcast", "first_broadcast", "divide", "multiply"})
+    EXPECT_EQ(node_device(report, node), "onednn") << node;
 }
 
 // An intermediate another node (or the caller) reads cannot be fused away.
