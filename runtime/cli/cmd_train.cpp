@@ -180,7 +180,11 @@ int run_train(const ParsedArgs& args) {
   } catch (const onyx::Error& e) {
     throw CliError("artifacts for '" + model + "': " + e.what());
   }
-  auto state = onyx::CheckpointState::load((artifacts / "checkpoint.ckpt").string());
+  // --resume: parameters and optimizer state from an earlier run's checkpoint
+  // (the session refuses one that does not fit the model, naming the parameter).
+  std::string start_checkpoint = args.last("--resume").value_or((artifacts / "checkpoint.ckpt").string());
+  auto state = onyx::CheckpointState::load(start_checkpoint);
+  if (args.has("--resume")) std::cout << "resuming from " << start_checkpoint << "\n";
   onyx::TrainingSession session(env, state, (artifacts / "training.onnx").string(), (artifacts / "eval.onnx").string(),
                                 (artifacts / "optimizer.onnx").string(), session_options_from(args));
   for (const std::string& hp : args.all("--hp")) {
@@ -317,6 +321,7 @@ Command train_command() {
       {"--hp", "NAME=VALUE", "optimizer hyperparameter (momentum, beta1, weight_decay, ...); repeat"},
       {"--max-grad-norm", "X", "clip gradients to this global norm (default: off)"},
       {"--seed", "N", "shuffling seed (default 1)"},
+      {"--resume", "CHECKPOINT", "start from this checkpoint (weights and optimizer state) instead of the model's"},
       {"--out", "DIR", "output folder (default train-out)"},
   };
   c.options.insert(c.options.end(), own.begin(), own.end());

@@ -100,6 +100,39 @@ TEST(CliTrain, TrainsWritesOutputsAndEvaluates) {
   EXPECT_GT(accuracy, 90.0) << "the synthetic classes are separable: " << eval.output;
 }
 
+TEST(CliTrain, ResumesFromACheckpointAndRefusesOneOfAnotherModel) {
+  Workspace w;
+  write_idx(w.dir / "data", "train", 320, 1);
+  std::string common = " --data " + w.path("data") + " --batch-size 32 --max-steps 10 --optimizer adamw";
+  Result first = run("train " + w.path("mlp.onnx") + common + " --out " + w.path("first"));
+  ASSERT_EQ(first.status, 0) << first.output;
+  Result resumed = run("train " + w.path("mlp.onnx") + common + " --resume " + w.path("first/checkpoint.ckpt") +
+                       " --out " + w.path("second"));
+  ASSERT_EQ(resumed.status, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("resuming from"), std::string::npos);
+  auto first_loss = [](const std::string& csv_path) {
+    std::ifstream csv(csv_path);
+    std::string header, row;
+    std::getline(csv, header);
+    std::getline(csv, row);
+    return std::stod(row.substr(row.find(',', row.find(',') + 1) + 1));
+  };
+  EXPECT_LT(first_loss(w.path("second/loss.csv")), first_loss(w.path("first/loss.csv")))
+      << "the resumed run starts from the trained weights";
+
+  // A checkpoint of another model: a clear error naming the parameter and both shapes.
+  tm::write_model(tm::build_cnn(tm::make_cnn_weights()), w.dir / "cnn.onnx");
+  Result art = run("artifacts " + w.path("cnn.onnx") + " --out " + w.path("cnn_art"));
+  ASSERT_EQ(art.status, 0) << art.output;
+  Result wrong = run("train " + w.path("mlp.onnx") + common + " --resume " + w.path("cnn_art/checkpoint.ckpt") +
+                     " --out " + w.path("third"));
+  EXPECT_EQ(wrong.status, 1);
+  // Both models have fc1.weight; the CNN's is [64, 784], the MLP's [256, 784].
+  EXPECT_NE(wrong.output.find("shape mismatch for parameter 'fc1.weight': the checkpoint has [64, 784] but the "
+                              "training model expects [256, 784]"),
+            std::string::npos) << wrong.output;
+}
+
 TEST(CliTrain, LabelsOutOfRangeAreAClearError) {
   Workspace w;
   write_idx(w.dir / "data", "train", 64, 1, /*label_offset=*/5);
