@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Runs the ONNX node tests (onyx-conformance, suite onnx-node) on the GPU
-# providers' shared op code over the emulated device (libonyx_provider_gpuemu)
-# and requires: no failure on any node the provider claims, and passes for
-# each op family the CUDA/ROCm providers are meant to run. Cases failing only
-# because the provider declines a node ("no provider supports op") are the
-# provider saying no, not failures.
+# claimed_nodes_conformance.sh CONFORMANCE PLUGIN: the conformance gate for
+# a GPU provider plugin: the real CUDA/ROCm plugin on a GPU machine
+# (scripts/gpu-check.sh), or the shared op code over the emulated device
+# (libonyx_provider_gpuemu) everywhere else. Requires the abi and claims
+# suites to pass, no failure of the ONNX node tests (suite onnx-node) on any
+# node the provider claims, and passes for each op family the GPU providers
+# are meant to run. Cases failing only because the provider declines a node
+# ("no provider supports op") are the provider saying no, not failures.
 set -euo pipefail
 conformance=$1 plugin=$2
 work=$(mktemp -d)
@@ -41,5 +43,5 @@ if missing:
     print("no passing node test for:", ", ".join(missing))
 if wrong or missing:
     sys.exit(1)
-print(f"emulated GPU provider: {sum(passed.values())} node tests passed, 0 failures on claimed nodes")
+print(f"GPU provider: {sum(passed.values())} node tests passed, 0 failures on claimed nodes")
 PY
