@@ -135,3 +135,21 @@ TEST(ExpectationFileTest, ParsesAndRefusesMalformedLines) {
   EXPECT_THROW(ExpectationFile::load(path), std::runtime_error);
   std::filesystem::remove(path);
 }
+
+TEST(Values, Uint16ContainerTakesTheDeclaredBfloat16Type) {
+  // Older ONNX test data stores bfloat16 values as uint16 tensors.
+  onnx::TensorProto p;
+  p.set_data_type(onnx::TensorProto::UINT16);
+  p.add_dims(1);
+  p.add_int32_data(0x3F80);  // 1.0 in bfloat16
+  const std::string path = (std::filesystem::temp_directory_path() / "onyx_bf16_container.pb").string();
+  std::ofstream(path, std::ios::binary) << p.SerializeAsString();
+  onnx::TypeProto declared;
+  declared.mutable_tensor_type()->set_elem_type(onnx::TensorProto::BFLOAT16);
+  TestValue v = read_value_file(path, declared);
+  EXPECT_EQ(v.tensor.dtype, onnx::TensorProto::BFLOAT16);
+  EXPECT_EQ(decode_float(16, v.tensor.bytes.data(), 0), 1.0);
+  declared.mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT64);  // other width: kept
+  EXPECT_EQ(read_value_file(path, declared).tensor.dtype, onnx::TensorProto::UINT16);
+  std::filesystem::remove(path);
+}
