@@ -10,9 +10,11 @@
 namespace onyx::cpu {
 
 void register_loss_kernels(sdk::KernelRegistry& registry);       // NegativeLogLikelihoodLoss SoftmaxCrossEntropyLoss
+void register_attention_kernels(sdk::KernelRegistry& registry);  // Attention
 
 inline void register_extra_kernels(sdk::KernelRegistry& registry) {
   register_loss_kernels(registry);
+  register_attention_kernels(registry);
 }
 
 }  // namespace onyx::cpu

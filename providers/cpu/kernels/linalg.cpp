@@ -169,6 +169,10 @@ class MatMulKernel final : public sdk::Kernel {
       case ONYX_DTYPE_UINT64:
         run_loop<uint64_t>(ctx, a, b, y, s);
         break;
+      case ONYX_DTYPE_FLOAT16:
+      case ONYX_DTYPE_BFLOAT16:
+        run_half(ctx, a, b, y, s);
+        break;
       default:
         return nn::fail(label_, "unsupported type %s", sdk::dtype_name(a.dtype));
     }
@@ -176,6 +180,19 @@ class MatMulKernel final : public sdk::Kernel {
   }
 
  private:
+  // float16/bfloat16: widened to float32, multiplied, rounded back.
+  void run_half(sdk::ComputeContext& ctx, const sdk::Tensor& a, const sdk::Tensor& b,
+                const sdk::Tensor& y, const MatMulShape& s) const {
+    std::vector<float> af(size_t(a.size())), bf(size_t(b.size())), yf(size_t(y.size()));
+    util::halves_to_floats(a.dtype, a.data<uint16_t>(), af.data(), af.size());
+    util::halves_to_floats(b.dtype, b.data<uint16_t>(), bf.data(), bf.size());
+    sdk::Tensor a32 = a, b32 = b, y32 = y;
+    a32.raw = af.data(), b32.raw = bf.data(), y32.raw = yf.data();
+    a32.dtype = b32.dtype = y32.dtype = ONYX_DTYPE_FLOAT32;
+    run_float(ctx, a32, b32, y32, s);
+    util::floats_to_halves(y.dtype, yf.data(), y.data<uint16_t>(), yf.size());
+  }
+
   void run_float(sdk::ComputeContext& ctx, const sdk::Tensor& a, const sdk::Tensor& b,
                  const sdk::Tensor& y, const MatMulShape& s) const {
     const float *ad = a.data<float>(), *bd = b.data<float>();
@@ -509,7 +526,10 @@ std::string check_quant_node(const sdk::NodeInfo& node, bool qlinear) {
 void register_linalg_kernels(sdk::KernelRegistry& registry) {
   sdk::KernelDef matmul;
   matmul.op_type = "MatMul";
-  matmul.supports = [](const sdk::NodeInfo& node) { return check_types(node, {0, 1}); };
+  matmul.supports = [](const sdk::NodeInfo& node) {
+    if (util::is_half(node.input_dtype(0)) && node.input_dtype(1) == node.input_dtype(0)) return std::string();
+    return check_types(node, {0, 1});
+  };
   matmul.create = [](const sdk::NodeInfo& node) { return std::make_unique<MatMulKernel>(node); };
   registry.add(std::move(matmul));
 

@@ -12,5 +12,7 @@ TEST(OnnxNodeTests, LossOps) {
   run_onnx_suite("loss", {"NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss"});
 }
 
+TEST(OnnxNodeTests, AttentionOps) { run_onnx_suite("attention", {"Attention"}); }
+
 }  // namespace
 }  // namespace onyx::test

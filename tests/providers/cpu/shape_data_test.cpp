@@ -118,12 +118,15 @@ TEST(CastOps, NumpyConversionRules) {
   old.attr("to", "DOUBLE");
   EXPECT_EQ(run_ok(old).outputs[0].values<double>(), (std::vector<double>{7}));
 
+  // float8 E4M3FN: round to nearest even; beyond 448 saturates, or is NaN
+  // (0x7F, signed) with saturate=0. 0.3 lies between 0.28125 and 0.3125.
   NodeSpec f8("Cast", 19);
-  f8.inputs = {x};
+  f8.inputs = {make_tensor<float>({4}, {1.0f, 448.0f, 500.0f, -0.3f})};
   f8.attr("to", int64_t{ONYX_DTYPE_FLOAT8E4M3FN});
-  r = run_node(f8);
-  EXPECT_TRUE(r.declined);
-  EXPECT_NE(r.error.find("Cast to float8e4m3fn not implemented"), std::string::npos) << r.error;
+  EXPECT_EQ(run_ok(f8).outputs[0].bytes, (std::vector<unsigned char>{0x38, 0x7E, 0x7E, 0xAA}));
+  f8.attr("saturate", int64_t{0});
+  EXPECT_EQ(run_ok(f8).outputs[0].bytes, (std::vector<unsigned char>{0x38, 0x7E, 0x7F, 0xAA}));
+  f8.inputs = {x};
   f8.attributes.clear();
   f8.attr("to", int64_t{ONYX_DTYPE_STRING});
   EXPECT_NE(run_node(f8).error.find("Cast to string not implemented"), std::string::npos);
