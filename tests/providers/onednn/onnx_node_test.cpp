@@ -36,7 +36,7 @@ const std::set<std::string>& provider_ops() {
       "MatMul", "Gemm", "Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalMaxPool",
       "GlobalAveragePool", "BatchNormalization", "LayerNormalization", "Softmax", "LogSoftmax",
       "Relu", "LeakyRelu", "Elu", "Sigmoid", "Tanh", "Exp", "Sqrt", "Abs", "Neg",
-      "Reciprocal", "Mish", "HardSwish", "Round", "Gelu", "Clip", "ReduceSum",
+      "Reciprocal", "HardSwish", "Round", "Gelu", "Clip", "ReduceSum",
       "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
       "ReduceSumSquare", "Add", "Sub", "Mul", "Div"};
   return ops;
