@@ -228,7 +228,9 @@ int main(int argc, char** argv) {
   }
   if (!args.report_dir.empty()) {
     try {
-      write_reports(args.report_dir, all, args.providers);
+      std::vector<ProviderInfo> infos;
+      for (const std::string& provider : args.providers) infos.push_back(describe_provider(provider));
+      write_reports(args.report_dir, all, infos);
       std::printf("reports: %s/report.json, %s/report.html\n", args.report_dir.c_str(), args.report_dir.c_str());
     } catch (const std::exception& e) {
       std::cerr << "onyx-conformance: " << e.what() << "\n";

@@ -73,8 +73,16 @@ struct Cell {
 
 }  // namespace
 
-std::string results_json(const std::vector<CaseResult>& results) {
-  std::string out = "{\n  \"cases\": [\n";
+std::string results_json(const std::vector<CaseResult>& results, const std::vector<ProviderInfo>& providers) {
+  std::string out = "{\n  \"providers\": [\n";
+  for (size_t i = 0; i < providers.size(); ++i) {
+    const ProviderInfo& p = providers[i];
+    out += "    {\"provider\": " + json_string(p.provider) + ", \"path\": " + json_string(p.path) +
+           ", \"name\": " + json_string(p.name) + ", \"version\": " + json_string(p.version) +
+           ", \"abi\": " + json_string(p.abi) + ", \"device\": " + json_string(p.device) +
+           ", \"error\": " + json_string(p.error) + "}" + (i + 1 < providers.size() ? ",\n" : "\n");
+  }
+  out += "  ],\n  \"cases\": [\n";
   for (size_t i = 0; i < results.size(); ++i) {
     const CaseResult& r = results[i];
     out += "    {\"provider\": " + json_string(r.provider) + ", \"suite\": " + json_string(r.suite) +
@@ -93,7 +101,7 @@ std::string results_json(const std::vector<CaseResult>& results) {
   return out;
 }
 
-std::string results_html(const std::vector<CaseResult>& results, const std::vector<std::string>& providers) {
+std::string results_html(const std::vector<CaseResult>& results, const std::vector<ProviderInfo>& providers) {
   // op (or suite name for cases without an op) -> provider -> cell
   std::map<std::string, std::map<std::string, Cell>> matrix;
   for (const CaseResult& r : results) {
@@ -113,14 +121,17 @@ std::string results_html(const std::vector<CaseResult>& results, const std::vect
       ".pass{background:#b7e4b0}.fail{background:#f4a3a3}.unsupported{background:#ddd}\n"
       ".expected_failure{background:#f7d98b}.partial{background:#d8ecb0}\n"
       "</style></head><body>\n<h1>Onyx conformance report</h1>\n";
-  h += "<table id=\"totals\"><tr><th>provider</th><th>passed</th><th>failed</th><th>unsupported</th>"
-       "<th>expected failures</th></tr>\n";
-  for (const std::string& p : providers) {
+  h += "<table id=\"totals\"><tr><th>provider</th><th>plugin</th><th>version</th><th>ABI</th><th>device</th>"
+       "<th>passed</th><th>failed</th><th>unsupported</th><th>expected failures</th></tr>\n";
+  for (const ProviderInfo& info : providers) {
     std::vector<CaseResult> mine;
     for (const CaseResult& r : results)
-      if (r.provider == p) mine.push_back(r);
+      if (r.provider == info.provider) mine.push_back(r);
     Totals t = count(mine);
-    h += "<tr><td>" + html_escape(p) + "</td><td>" + std::to_string(t.passed) + "</td><td>" +
+    h += "<tr><td>" + html_escape(info.provider) + "</td><td>" +
+         html_escape(info.error.empty() ? info.name + " (" + info.path + ")" : info.error) + "</td><td>" +
+         html_escape(info.version) + "</td><td>" + html_escape(info.abi) + "</td><td>" +
+         html_escape(info.device) + "</td><td>" + std::to_string(t.passed) + "</td><td>" +
          std::to_string(t.failures()) + "</td><td>" + std::to_string(t.unsupported) + "</td><td>" +
          std::to_string(t.expected_failures) + "</td></tr>\n";
   }
@@ -129,12 +140,12 @@ std::string results_html(const std::vector<CaseResult>& results, const std::vect
        "<span class=\"fail\">fail</span> <span class=\"expected_failure\">expected failure</span> "
        "<span class=\"unsupported\">unsupported</span>.</p>\n";
   h += "<table id=\"matrix\"><thead><tr><th>op</th>";
-  for (const std::string& p : providers) h += "<th class=\"provider\">" + html_escape(p) + "</th>";
+  for (const ProviderInfo& p : providers) h += "<th class=\"provider\">" + html_escape(p.provider) + "</th>";
   h += "</tr></thead><tbody>\n";
   for (const auto& [op, row] : matrix) {
     h += "<tr><th class=\"op\">" + html_escape(op) + "</th>";
-    for (const std::string& p : providers) {
-      auto it = row.find(p);
+    for (const ProviderInfo& p : providers) {
+      auto it = row.find(p.provider);
       if (it == row.end()) {
         h += "<td></td>";
         continue;
@@ -185,11 +196,11 @@ void write_file_atomically(const std::string& path, const std::string& bytes) {
 }
 
 void write_reports(const std::string& dir, const std::vector<CaseResult>& results,
-                   const std::vector<std::string>& providers) {
+                   const std::vector<ProviderInfo>& providers) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw std::runtime_error("cannot create report folder '" + dir + "': " + ec.message());
-  write_file_atomically(dir + "/report.json", results_json(results));
+  write_file_atomically(dir + "/report.json", results_json(results, providers));
   write_file_atomically(dir + "/report.html", results_html(results, providers));
 }
 

@@ -96,6 +96,24 @@ std::vector<CaseResult> run_claims_suite(const std::string& provider, const Suit
 
 }  // namespace
 
+ProviderInfo describe_provider(const std::string& provider) {
+  ProviderInfo info;
+  info.provider = provider;
+  try {
+    info.path = resolve_plugin_path(provider);
+    auto p = LoadedPlugin::load(info.path);
+    info.name = p->entry()->name;
+    info.version = p->entry()->version ? p->entry()->version : "";
+    info.abi = version_string(p->abi_version()) + " (plugin speaks " + version_string(p->entry()->min_abi_version) +
+               "-" + version_string(p->entry()->max_abi_version) + ")";
+    OpenDevice device(*p);
+    info.device = device.properties().name;
+  } catch (const std::exception& e) {
+    info.error = e.what();
+  }
+  return info;
+}
+
 void print_case(const CaseResult& r, bool verbose) {
   const bool bad = r.outcome == Outcome::kFailed || r.outcome == Outcome::kUnexpectedPass;
   if (!bad && !verbose) return;

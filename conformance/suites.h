@@ -10,6 +10,7 @@
 
 #include "expectations.h"
 #include "isolation.h"
+#include "report.h"
 #include "results.h"
 
 namespace onyx::conformance {
@@ -26,6 +27,10 @@ struct SuiteOptions {
 // when the suite cannot start at all (no corpus, no such provider).
 std::vector<CaseResult> run_suite(const std::string& suite, const std::string& provider,
                                   const SuiteOptions& options, const ExpectationFile* expectations);
+
+// Loads the plugin in this process to describe it for the report (call
+// after the suites: no worker is forked afterwards). Never throws.
+ProviderInfo describe_provider(const std::string& provider);
 
 // Prints one finished case: failures always, others when verbose.
 void print_case(const CaseResult& r, bool verbose);
