@@ -69,6 +69,17 @@ bool matmul_geometry(std::vector<int64_t> a, std::vector<int64_t> b, Geometry* g
   g->onnx_out.assign(g->out.begin(), g->out.end());
   if (b_vec) g->onnx_out.pop_back();
   if (a_vec) g->onnx_out.erase(g->onnx_out.end() - (b_vec ? 1 : 2));
+  // [..., M, K] x [K, N] is one [batch*M, K] x [K, N] product: a single GEMM
+  // whose weights oneDNN can pack, instead of a batch of small ones.
+  if (b.size() == 2 && !b_vec && a.size() > 2) {
+    int64_t rows = 1;
+    for (size_t i = 0; i + 1 < a.size(); ++i) rows *= a[i];
+    g->a = {rows, g->k};
+    g->b = {g->k, g->out.back()};
+    g->out = {rows, g->out.back()};
+    g->a_strides = dense_strides(g->a);
+    g->b_strides = dense_strides(g->b);
+  }
   return true;
 }
 
