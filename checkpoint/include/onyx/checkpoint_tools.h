@@ -37,9 +37,10 @@ struct AggregateOptions {
 // without it. Errors name the tensor and the ranks.
 StatusOr<Checkpoint> aggregate(std::span<const Checkpoint> shards, const AggregateOptions& options = {});
 
-// Every difference between two checkpoints (metadata other than the
-// producer, tensors bit for bit, groups, properties), one line each; empty
-// when they are equal.
+// Every difference between two checkpoints (model identity and shard
+// position, tensors bit for bit, groups, properties; not the producer or the
+// format version of the files they came from), one line each; empty when
+// they are equal.
 std::vector<std::string> diff(const Checkpoint& a, const Checkpoint& b);
 
 }  // namespace onyx::checkpoint
