@@ -71,6 +71,9 @@ struct Cell {
   }
 };
 
+// A provider's column label: the name its plugin reports, else as given.
+std::string label(const ProviderInfo& p) { return p.name.empty() ? p.provider : p.name; }
+
 }  // namespace
 
 std::string results_json(const std::vector<CaseResult>& results, const std::vector<ProviderInfo>& providers) {
@@ -128,8 +131,8 @@ std::string results_html(const std::vector<CaseResult>& results, const std::vect
     for (const CaseResult& r : results)
       if (r.provider == info.provider) mine.push_back(r);
     Totals t = count(mine);
-    h += "<tr><td>" + html_escape(info.provider) + "</td><td>" +
-         html_escape(info.error.empty() ? info.name + " (" + info.path + ")" : info.error) + "</td><td>" +
+    h += "<tr><td>" + html_escape(label(info)) + "</td><td>" +
+         html_escape(info.error.empty() ? info.path : info.error) + "</td><td>" +
          html_escape(info.version) + "</td><td>" + html_escape(info.abi) + "</td><td>" +
          html_escape(info.device) + "</td><td>" + std::to_string(t.passed) + "</td><td>" +
          std::to_string(t.failures()) + "</td><td>" + std::to_string(t.unsupported) + "</td><td>" +
@@ -140,7 +143,7 @@ std::string results_html(const std::vector<CaseResult>& results, const std::vect
        "<span class=\"fail\">fail</span> <span class=\"expected_failure\">expected failure</span> "
        "<span class=\"unsupported\">unsupported</span>.</p>\n";
   h += "<table id=\"matrix\"><thead><tr><th>op</th>";
-  for (const ProviderInfo& p : providers) h += "<th class=\"provider\">" + html_escape(p.provider) + "</th>";
+  for (const ProviderInfo& p : providers) h += "<th class=\"provider\">" + html_escape(label(p)) + "</th>";
   h += "</tr></thead><tbody>\n";
   for (const auto& [op, row] : matrix) {
     h += "<tr><th class=\"op\">" + html_escape(op) + "</th>";

@@ -222,7 +222,7 @@ TEST(Report, HtmlMatrixRendersInHeadlessChromium) {
   // The DOM as the browser built it: a matrix with one column per provider
   // and the cells' verdicts.
   EXPECT_NE(dom.find("<table id=\"matrix\">"), std::string::npos) << dom.substr(0, 2000);
-  EXPECT_NE(dom.find("<th class=\"provider\">" ONYX_BROKEN_PLUGIN "</th><th class=\"provider\">cpu</th>"),
+  EXPECT_NE(dom.find("<th class=\"provider\">conformance_broken</th><th class=\"provider\">cpu</th>"),
             std::string::npos);
   EXPECT_NE(dom.find("<th class=\"op\">Relu</th><td class=\"fail\" data-status=\"fail\">0/1</td>"
                      "<td class=\"pass\" data-status=\"pass\">1/1</td>"),
