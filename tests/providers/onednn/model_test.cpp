@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <thread>
 
 #include "onednn_test_util.h"
 #include "test_models.h"
@@ -100,6 +101,38 @@ TEST(OnednnModels, CnnRunsFusedOnOnednnAndMatchesCpu) {
   check_against_reference_and_cpu(
       onednn, cpu, true, [&](const std::vector<float>& x, int64_t b) { return tm::cnn_reference(w, x, b); },
       kFloat32Tolerance, "cnn onednn");
+}
+
+// Concurrent runs of one session (the ABI allows them): each thread's results
+// equal those of the same inputs run alone. Shapes differ per thread, so
+// primitives are built while other threads run.
+TEST(OnednnModels, ConcurrentRunsOfOneSessionAgree) {
+  onyx::Env env;
+  onyx::Session session = make_session(env, tm::build_cnn(tm::make_cnn_weights()), onednn_then_cpu());
+  const std::vector<int64_t> batches = {1, 3, 8};
+  std::vector<std::vector<float>> inputs, alone;
+  for (size_t t = 0; t < batches.size(); ++t) {
+    inputs.push_back(tm::random_input(size_t(batches[t] * 784), 200 + t));
+    alone.push_back(run_model(session, {batches[t], 1, 28, 28}, inputs[t]));
+  }
+  onyx::Session fresh = make_session(env, tm::build_cnn(tm::make_cnn_weights()), onednn_then_cpu());
+  std::vector<double> worst(batches.size(), 0.0);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < batches.size(); ++t) {
+    threads.emplace_back([&, t] {
+      for (int k = 0; k < 10; ++k) {
+        onyx::Tensor input = onyx::Tensor::from<float>(ONYX_DTYPE_FLOAT32, {batches[t], 1, 28, 28}, inputs[t]);
+        std::vector<onyx::Tensor> out = fresh.run({{"x", &input}});
+        std::vector<float> got(out[0].data<float>(), out[0].data<float>() + out[0].size());
+        std::vector<double> want(alone[t].begin(), alone[t].end());
+        worst[t] = std::max(worst[t], got.size() == want.size() ? normalized_error(got, want) : INFINITY);
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  // Same shapes, same primitives and thread counts: only a different
+  // split of work could change the rounding, by a few ulp.
+  for (size_t t = 0; t < batches.size(); ++t) EXPECT_LE(worst[t], 1e-6) << "batch " << batches[t];
 }
 
 // With reduced precision allowed, on a CPU with native bf16, MatMul/Gemm/Conv
