@@ -11,10 +11,14 @@ namespace onyx::cpu {
 
 void register_loss_kernels(sdk::KernelRegistry& registry);       // NegativeLogLikelihoodLoss SoftmaxCrossEntropyLoss
 void register_attention_kernels(sdk::KernelRegistry& registry);  // Attention
+void register_misc_ops_kernels(sdk::KernelRegistry& registry);   // RMSNormalization LpNormalization Shrink Swish BitCast Compress
+void register_rearrange_kernels(sdk::KernelRegistry& registry);  // DepthToSpace SpaceToDepth ReverseSequence Det
 
 inline void register_extra_kernels(sdk::KernelRegistry& registry) {
   register_loss_kernels(registry);
   register_attention_kernels(registry);
+  register_misc_ops_kernels(registry);
+  register_rearrange_kernels(registry);
 }
 
 }  // namespace onyx::cpu

@@ -1,4 +1,5 @@
-// softmax.cpp: Softmax, LogSoftmax and Hardmax (float32, float64).
+// softmax.cpp: Softmax, LogSoftmax and Hardmax (float32, float64; float16
+// and bfloat16 widened to float32).
 //
 // Before opset 13 the input is coerced to 2-D [prod(dims[:axis]),
 // prod(dims[axis:])] and the op runs along the second dim; from opset 13 it
@@ -6,6 +7,7 @@
 // inner == 1 for the coerced form.
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "kernels/nn.h"
 
@@ -93,10 +95,18 @@ class SoftmaxKernel final : public sdk::Kernel {
     sdk::Tensor y;
     ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, x.dtype, x.dims, &y));
     if (x.size() == 0) return nullptr;
-    if (x.dtype == ONYX_DTYPE_FLOAT64)
+    if (x.dtype == ONYX_DTYPE_FLOAT64) {
       run<double>(ctx, x, y, outer, n, inner);
-    else
+    } else if (util::is_half(x.dtype)) {
+      std::vector<float> xf(size_t(x.size())), yf(size_t(x.size()));
+      util::halves_to_floats(x.dtype, x.data<uint16_t>(), xf.data(), xf.size());
+      sdk::Tensor x32 = x, y32 = y;
+      x32.raw = xf.data(), y32.raw = yf.data();
+      run<float>(ctx, x32, y32, outer, n, inner);
+      util::floats_to_halves(y.dtype, yf.data(), y.data<uint16_t>(), yf.size());
+    } else {
       run<float>(ctx, x, y, outer, n, inner);
+    }
     return nullptr;
   }
 
@@ -130,7 +140,8 @@ void add(sdk::KernelRegistry& registry, const char* op, SoftmaxKind kind) {
   sdk::KernelDef def;
   def.op_type = op;
   def.supports = [](const sdk::NodeInfo& node) {
-    return nn::require_types(node, {0}, {ONYX_DTYPE_FLOAT32, ONYX_DTYPE_FLOAT64});
+    return nn::require_types(node, {0}, {ONYX_DTYPE_FLOAT32, ONYX_DTYPE_FLOAT64, ONYX_DTYPE_FLOAT16,
+                                         ONYX_DTYPE_BFLOAT16});
   };
   def.create = [kind](const sdk::NodeInfo& node) {
     return std::make_unique<SoftmaxKernel>(node, kind);

@@ -1,4 +1,4 @@
-// tensor_misc.cpp: Trilu, NonZero, CumSum, TopK.
+// tensor_misc.cpp: Trilu, NonZero, CumSum, CumProd, TopK.
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -93,11 +93,13 @@ class NonZeroKernel final : public sdk::Kernel {
   }
 };
 
-// CumSum along `axis` (input 1), optionally exclusive and/or reversed.
+// CumSum (or CumProd, `product`) along `axis` (input 1), optionally
+// exclusive and/or reversed.
 class CumSumKernel final : public sdk::Kernel {
  public:
-  explicit CumSumKernel(const sdk::NodeInfo& node)
+  CumSumKernel(const sdk::NodeInfo& node, bool product)
       : label_(util::node_label(node)),
+        product_(product),
         exclusive_(node.get_int("exclusive", 0) != 0),
         reverse_(node.get_int("reverse", 0) != 0) {}
 
@@ -117,15 +119,15 @@ class CumSumKernel final : public sdk::Kernel {
     auto scan = [&](auto load, auto store, auto zero) {
       for (int64_t o = 0; o < outer; ++o)
         for (int64_t i = 0; i < inner; ++i) {
-          auto acc = zero;
+          auto acc = product_ ? decltype(zero)(1) : zero;
           for (int64_t s = 0; s < n; ++s) {
             int64_t j = reverse_ ? n - 1 - s : s, at = (o * n + j) * inner + i;
             auto v = load(at);
             if (exclusive_) {
               store(at, acc);
-              acc = acc + v;
+              acc = product_ ? acc * v : acc + v;
             } else {
-              acc = acc + v;
+              acc = product_ ? acc * v : acc + v;
               store(at, acc);
             }
           }
@@ -149,7 +151,7 @@ class CumSumKernel final : public sdk::Kernel {
 
  private:
   std::string label_;
-  bool exclusive_, reverse_;
+  bool product_, exclusive_, reverse_;
 };
 
 // TopK along `axis`: the k largest (or smallest) values in order, ties by
@@ -248,7 +250,9 @@ void register_misc_kernels(sdk::KernelRegistry& registry) {
   add(registry, "Trilu", 14, 1, 2, kAll, [](const sdk::NodeInfo& n) { return std::make_unique<TriluKernel>(n); });
   add(registry, "NonZero", 9, 1, 1, kAll, [](const sdk::NodeInfo&) { return std::make_unique<NonZeroKernel>(); });
   add(registry, "CumSum", 11, 2, 2, util::kNumeric | util::kHalf,
-      [](const sdk::NodeInfo& n) { return std::make_unique<CumSumKernel>(n); });
+      [](const sdk::NodeInfo& n) { return std::make_unique<CumSumKernel>(n, false); });
+  add(registry, "CumProd", 26, 2, 2, util::kNumeric | util::kHalf,
+      [](const sdk::NodeInfo& n) { return std::make_unique<CumSumKernel>(n, true); });
   sdk::KernelDef topk;
   topk.op_type = "TopK";
   topk.supports = [](const sdk::NodeInfo& node) {

@@ -14,5 +14,10 @@ TEST(OnnxNodeTests, LossOps) {
 
 TEST(OnnxNodeTests, AttentionOps) { run_onnx_suite("attention", {"Attention"}); }
 
+TEST(OnnxNodeTests, MiscOps) {
+  run_onnx_suite("misc", {"RMSNormalization", "LpNormalization", "Shrink", "Swish", "BitCast", "Compress",
+                          "DepthToSpace", "SpaceToDepth", "ReverseSequence", "Det", "CumProd"});
+}
+
 }  // namespace
 }  // namespace onyx::test
