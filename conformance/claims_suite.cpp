@@ -143,6 +143,8 @@ void run_case(const std::string& path, const NodeCase& c, RunResult& result) {
       throw CaseError(node + (whole[k].claimed ? " is claimed in its graph but declined alone ('"
                                                : " is declined in its graph but claimed alone ('") +
                       reason_of(whole[k].claimed ? alone[0] : whole[k]) + "')");
+    if (!whole[k].claimed && reason_of(whole[k]).empty())
+      throw CaseError(node + " was declined without a reason (the partition report shows users the reason)");
     claimed += whole[k].claimed;
   }
   if (claimed == 0) {

@@ -4,7 +4,7 @@
 //    whole graph, about the node alone, and when asked twice;
 //  - a claimed node of a single-node model must get a kernel (kernel_create
 //    succeeds) that computes every data set within the tolerance table;
-//  - a declined node is reported (unsupported) with the plugin's reason.
+//  - a declined node carries a reason, and is reported (unsupported) with it.
 #pragma once
 
 #include <string>
