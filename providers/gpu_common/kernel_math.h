@@ -100,6 +100,42 @@ ONYX_HD void broadcast_offsets(const BroadcastIndex& bi, int64_t i, int64_t* a, 
   *b = ob;
 }
 
+// Cast between the plain numeric types (ONNX dtype codes). Values go through
+// double, which holds every float32 and int32 exactly and int64 up to 2^53;
+// int64 <-> int64 copies bits. To bool: nonzero. Float to int truncates.
+ONYX_HD double cast_load(const void* p, int64_t i, int32_t dtype) {
+  switch (dtype) {
+    case 1: return static_cast<const float*>(p)[i];
+    case 2: return static_cast<const uint8_t*>(p)[i];
+    case 3: return static_cast<const int8_t*>(p)[i];
+    case 6: return static_cast<const int32_t*>(p)[i];
+    case 7: return double(static_cast<const int64_t*>(p)[i]);
+    case 9: return static_cast<const uint8_t*>(p)[i] ? 1.0 : 0.0;
+    case 11: return static_cast<const double*>(p)[i];
+  }
+  return 0;
+}
+
+ONYX_HD void cast_store(void* p, int64_t i, int32_t dtype, double v) {
+  switch (dtype) {
+    case 1: static_cast<float*>(p)[i] = float(v); break;
+    case 2: static_cast<uint8_t*>(p)[i] = uint8_t(int64_t(v)); break;
+    case 3: static_cast<int8_t*>(p)[i] = int8_t(int64_t(v)); break;
+    case 6: static_cast<int32_t*>(p)[i] = int32_t(int64_t(v)); break;
+    case 7: static_cast<int64_t*>(p)[i] = int64_t(v); break;
+    case 9: static_cast<uint8_t*>(p)[i] = v != 0.0 ? 1 : 0; break;
+    case 11: static_cast<double*>(p)[i] = v; break;
+  }
+}
+
+ONYX_HD void cast_element(const void* x, int32_t from, void* y, int32_t to, int64_t i) {
+  if (from == 7 && to == 7) {  // exact for every int64
+    static_cast<int64_t*>(y)[i] = static_cast<const int64_t*>(x)[i];
+    return;
+  }
+  cast_store(y, i, to, cast_load(x, i, from));
+}
+
 // ---------------------------------------------------------------------------
 // Reductions
 // ---------------------------------------------------------------------------

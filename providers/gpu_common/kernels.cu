@@ -55,6 +55,27 @@ __global__ void strided_copy_kernel(BroadcastIndex index, const unsigned char* x
   }
 }
 
+__global__ void cast_kernel(const void* x, int32_t from, void* y, int32_t to, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    cast_element(x, from, y, to, i);
+}
+
+__global__ void where_kernel(BroadcastIndex ci, BroadcastIndex xi, BroadcastIndex oi,
+                             const unsigned char* cond, const unsigned char* x,
+                             const unsigned char* other, unsigned char* y, int64_t n,
+                             int64_t element_bytes) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t unused, c, a, b;
+    broadcast_offsets(ci, i, &unused, &c);
+    broadcast_offsets(xi, i, &unused, &a);
+    broadcast_offsets(oi, i, &unused, &b);
+    const unsigned char* src = cond[c] ? x + a * element_bytes : other + b * element_bytes;
+    for (int64_t k = 0; k < element_bytes; ++k) y[i * element_bytes + k] = src[k];
+  }
+}
+
 __global__ void reduce_kernel(ReduceOp op, ReduceIndex index, const float* x, float* y) {
   __shared__ float shared[kThreads];
   int64_t out = blockIdx.x;
@@ -201,6 +222,23 @@ gpuError_t launch_strided_copy(gpuStream_t stream, const BroadcastIndex& index, 
   if (n == 0) return gpuSuccess;
   strided_copy_kernel<<<grid_for(n), kThreads, 0, stream>>>(
       index, static_cast<const unsigned char*>(x), static_cast<unsigned char*>(y), n, element_bytes);
+  return gpuGetLastError();
+}
+
+gpuError_t launch_cast(gpuStream_t stream, const void* x, int32_t from, void* y, int32_t to, int64_t n) {
+  if (n == 0) return gpuSuccess;
+  cast_kernel<<<grid_for(n), kThreads, 0, stream>>>(x, from, y, to, n);
+  return gpuGetLastError();
+}
+
+gpuError_t launch_where(gpuStream_t stream, const BroadcastIndex& cond_index,
+                        const BroadcastIndex& x_index, const BroadcastIndex& other_index,
+                        const unsigned char* cond, const void* x, const void* other, void* y,
+                        int64_t n, int64_t element_bytes) {
+  if (n == 0) return gpuSuccess;
+  where_kernel<<<grid_for(n), kThreads, 0, stream>>>(
+      cond_index, x_index, other_index, cond, static_cast<const unsigned char*>(x),
+      static_cast<const unsigned char*>(other), static_cast<unsigned char*>(y), n, element_bytes);
   return gpuGetLastError();
 }
 

@@ -20,6 +20,14 @@ gpuError_t launch_binary(gpuStream_t stream, BinaryOp op, const BroadcastIndex& 
 // broadcast (Expand) as strides (b_strides unused).
 gpuError_t launch_strided_copy(gpuStream_t stream, const BroadcastIndex& index, const void* x,
                                void* y, int64_t n, int64_t element_bytes);
+// Cast of n elements between plain numeric types (kernel_math.h cast_element).
+gpuError_t launch_cast(gpuStream_t stream, const void* x, int32_t from, void* y, int32_t to, int64_t n);
+// Where: y[i] = cond[c] ? x[a] : other[b], offsets from three broadcasts of
+// the output index (each index's b_strides walk its input).
+gpuError_t launch_where(gpuStream_t stream, const BroadcastIndex& cond_index,
+                        const BroadcastIndex& x_index, const BroadcastIndex& other_index,
+                        const unsigned char* cond, const void* x, const void* other, void* y,
+                        int64_t n, int64_t element_bytes);
 // One block per output element; LogSumExp does a max pass first.
 gpuError_t launch_reduce(gpuStream_t stream, ReduceOp op, const ReduceIndex& index, const float* x,
                          float* y, int64_t out_count);

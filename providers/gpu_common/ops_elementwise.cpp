@@ -45,6 +45,54 @@ class BinaryKernel : public GpuKernel {
   std::string name_;
 };
 
+class CastKernel : public GpuKernel {
+ public:
+  explicit CastKernel(int32_t to) : to_(to) {}
+  OnyxStatus* compute(sdk::ComputeContext& ctx) override {
+    sdk::Tensor x = ctx.in(0), y;
+    ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, to_, x.dims, &y));
+    gpuError_t e = launch_cast(kernel_stream(ctx), x.raw, x.dtype, y.raw, to_, x.size());
+    return e == gpuSuccess ? nullptr : gpu_status(e, "launching Cast");
+  }
+
+ private:
+  int32_t to_;
+};
+
+bool castable(int32_t dtype) {
+  switch (dtype) {
+    case ONYX_DTYPE_FLOAT32: case ONYX_DTYPE_UINT8: case ONYX_DTYPE_INT8: case ONYX_DTYPE_INT32:
+    case ONYX_DTYPE_INT64: case ONYX_DTYPE_BOOL: case ONYX_DTYPE_FLOAT64: return true;
+  }
+  return false;
+}
+
+// Where(cond, x, y) with three-way broadcasting.
+class WhereKernel : public GpuKernel {
+ public:
+  explicit WhereKernel(std::string name) : name_(std::move(name)) {}
+  OnyxStatus* compute(sdk::ComputeContext& ctx) override {
+    sdk::Tensor c = ctx.in(0), x = ctx.in(1), o = ctx.in(2), y;
+    BroadcastIndex unused, ci, xi, oi;
+    std::vector<int64_t> cx, out_dims, tmp;
+    std::string error = make_broadcast(c.dims, x.dims, &unused, &cx);
+    if (error.empty()) error = make_broadcast(cx, o.dims, &unused, &out_dims);
+    // Each input's strides against the output shape.
+    if (error.empty()) error = make_broadcast(out_dims, c.dims, &ci, &tmp);
+    if (error.empty()) error = make_broadcast(out_dims, x.dims, &xi, &tmp);
+    if (error.empty()) error = make_broadcast(out_dims, o.dims, &oi, &tmp);
+    if (!error.empty())
+      return sdk::make_status(ONYX_STATUS_INVALID_ARGUMENT, "node '%s': %s", name_.c_str(), error.c_str());
+    ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, x.dtype, out_dims, &y));
+    gpuError_t e = launch_where(kernel_stream(ctx), ci, xi, oi, c.data<unsigned char>(), x.raw, o.raw,
+                                y.raw, y.size(), int64_t(sdk::dtype_size(x.dtype)));
+    return e == gpuSuccess ? nullptr : gpu_status(e, "launching Where");
+  }
+
+ private:
+  std::string name_;
+};
+
 void add_unary(sdk::KernelRegistry& r, const char* op, int64_t since, UnaryOp kind,
                float default_alpha = 0.f) {
   r.add({"", op, since, 1 << 30, require_float32, [kind, default_alpha](const sdk::NodeInfo& n) {
@@ -87,6 +135,24 @@ void register_elementwise_kernels(sdk::KernelRegistry& r) {
            bool tanh = n.get_string("approximate", "none") == "tanh";
            return std::make_unique<UnaryKernel>(tanh ? UnaryOp::kGeluTanh : UnaryOp::kGelu, 0.f);
          }});
+  r.add({"", "Cast", 6, 1 << 30,
+         [](const sdk::NodeInfo& n) -> std::string {
+           int32_t to = int32_t(n.get_int("to", 0));
+           if (!castable(n.input_dtype(0)) || !castable(to))
+             return std::string("Cast from ") + sdk::dtype_name(n.input_dtype(0)) + " to " +
+                    sdk::dtype_name(to) + " is not supported";
+           return {};
+         },
+         [](const sdk::NodeInfo& n) { return std::make_unique<CastKernel>(int32_t(n.get_int("to", 0))); }});
+  r.add({"", "Where", 9, 1 << 30,
+         [](const sdk::NodeInfo& n) -> std::string {
+           if (n.input_dtype(0) != ONYX_DTYPE_BOOL) return "condition must be bool";
+           size_t bytes = sdk::dtype_size(n.input_dtype(1));
+           if (n.input_dtype(1) != n.input_dtype(2) || (bytes != 1 && bytes != 2 && bytes != 4 && bytes != 8))
+             return std::string("element type ") + sdk::dtype_name(n.input_dtype(1)) + " is not supported";
+           return {};
+         },
+         [](const sdk::NodeInfo& n) { return std::make_unique<WhereKernel>(n.name); }});
   add_binary(r, "Add", 7, BinaryOp::kAdd);
   add_binary(r, "Sub", 7, BinaryOp::kSub);
   add_binary(r, "Mul", 7, BinaryOp::kMul);

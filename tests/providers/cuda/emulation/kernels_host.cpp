@@ -55,6 +55,26 @@ gpuError_t launch_strided_copy(gpuStream_t, const BroadcastIndex& index, const v
   return gpuSuccess;
 }
 
+gpuError_t launch_cast(gpuStream_t, const void* x, int32_t from, void* y, int32_t to, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) cast_element(x, from, y, to, i);
+  return gpuSuccess;
+}
+
+gpuError_t launch_where(gpuStream_t, const BroadcastIndex& ci, const BroadcastIndex& xi,
+                        const BroadcastIndex& oi, const unsigned char* cond, const void* x,
+                        const void* other, void* y, int64_t n, int64_t element_bytes) {
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t unused, c, a, b;
+    broadcast_offsets(ci, i, &unused, &c);
+    broadcast_offsets(xi, i, &unused, &a);
+    broadcast_offsets(oi, i, &unused, &b);
+    const char* src = cond[c] ? static_cast<const char*>(x) + a * element_bytes
+                              : static_cast<const char*>(other) + b * element_bytes;
+    std::memcpy(static_cast<char*>(y) + i * element_bytes, src, size_t(element_bytes));
+  }
+  return gpuSuccess;
+}
+
 gpuError_t launch_reduce(gpuStream_t, ReduceOp op, const ReduceIndex& index, const float* x, float* y,
                          int64_t out_count) {
   for (int64_t out = 0; out < out_count; ++out) {
