@@ -163,6 +163,14 @@ OnyxStatus* onyx_session_options_set_intra_op_threads(OnyxSessionOptions* o, siz
   });
 }
 
+OnyxStatus* onyx_session_options_set_allow_reduced_precision(OnyxSessionOptions* o, bool allow) {
+  return guarded([&] {
+    if (!o) return null_arg("onyx_session_options_set_allow_reduced_precision", "options");
+    o->options.allow_reduced_precision = allow;
+    return Status();
+  });
+}
+
 OnyxStatus* onyx_session_create(OnyxEnv* env, const char* path, const OnyxSessionOptions* options,
                                 OnyxSession** out) {
   return guarded([&] {

@@ -58,8 +58,13 @@ Status Session::open_devices(ProviderRegistry& registry, const SessionOptions& o
     device->provider = provider;
     ONYX_ASSIGN_OR_RETURN(device->properties, provider->device_properties(0));
     std::vector<OnyxKeyValue> kv;
-    for (const auto& [k, v] : request.options)
+    bool reduced_precision_set = false;
+    for (const auto& [k, v] : request.options) {
       kv.push_back(OnyxKeyValue{sizeof(OnyxKeyValue), k.c_str(), v.c_str()});
+      reduced_precision_set = reduced_precision_set || k == "allow_reduced_precision";
+    }
+    if (options.allow_reduced_precision && !reduced_precision_set)
+      kv.push_back(OnyxKeyValue{sizeof(OnyxKeyValue), "allow_reduced_precision", "1"});
     ONYX_RETURN_IF_ERROR(take_status(provider->api().device_open(
         provider->plugin(), 0, kv.data(), kv.size(), nullptr, &device->handle)).with_context(
             "opening a device of provider '" + provider->name() + "'"));

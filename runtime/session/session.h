@@ -30,6 +30,9 @@ struct SessionOptions {
   std::vector<ProviderRequest> providers;  // priority order; empty = {"cpu"}
   FallbackPolicy fallback = FallbackPolicy::kWarn;
   size_t intra_op_threads = 0;  // 0: one per core
+  // Given to every device as allow_reduced_precision=1 (unless its request
+  // sets the key): providers may then compute in e.g. bf16.
+  bool allow_reduced_precision = false;
 };
 
 // An opened device of a provider, owned by a session.

@@ -119,6 +119,10 @@ class SessionOptions {
     check(onyx_session_options_set_intra_op_threads(raw_.get(), n));
     return *this;
   }
+  SessionOptions& allow_reduced_precision(bool allow = true) {
+    check(onyx_session_options_set_allow_reduced_precision(raw_.get(), allow));
+    return *this;
+  }
   const OnyxSessionOptions* get() const { return raw_.get(); }
 
  private:

@@ -88,6 +88,13 @@ ONYX_API OnyxStatus* onyx_session_options_set_fallback(OnyxSessionOptions* optio
 /* Threads for intra-op parallelism; 0 (default) = one per core. */
 ONYX_API OnyxStatus* onyx_session_options_set_intra_op_threads(OnyxSessionOptions* options,
                                                                size_t threads);
+/* Lets providers compute in reduced precision where they can (e.g. bf16
+ * matrix products with float32 accumulation on CPUs with native bf16); off by
+ * default. Every provider's device gets the option allow_reduced_precision=1
+ * unless that provider was appended with its own value for the key.
+ * Not thread-safe with other uses of the same options object. */
+ONYX_API OnyxStatus* onyx_session_options_set_allow_reduced_precision(OnyxSessionOptions* options,
+                                                                      bool allow);
 
 /* ---- sessions -------------------------------------------------------------- */
 

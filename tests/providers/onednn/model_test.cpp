@@ -146,7 +146,8 @@ TEST(OnednnModels, ReducedPrecisionUsesBf16WhenAllowed) {
   tm::CnnWeights cw = tm::make_cnn_weights();
   onnx::ModelProto mlp = tm::build_mlp(mw), cnn = tm::build_cnn(cw);
   onyx::Session mlp_bf16 = make_session(env, mlp, onednn_then_cpu({{"allow_reduced_precision", "1"}}));
-  onyx::Session cnn_bf16 = make_session(env, cnn, onednn_then_cpu({{"allow_reduced_precision", "1"}}));
+  // The session-wide switch reaches the device like the provider option does.
+  onyx::Session cnn_bf16 = make_session(env, cnn, onednn_then_cpu().allow_reduced_precision());
   onyx::Session mlp_cpu = make_session(env, mlp, cpu_only()), cnn_cpu = make_session(env, cnn, cpu_only());
   check_against_reference_and_cpu(
       mlp_bf16, mlp_cpu, false, [&](const std::vector<float>& x, int64_t b) { return tm::mlp_reference(mw, x, b); },
