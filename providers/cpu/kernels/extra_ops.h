@@ -13,12 +13,14 @@ void register_loss_kernels(sdk::KernelRegistry& registry);       // NegativeLogL
 void register_attention_kernels(sdk::KernelRegistry& registry);  // Attention
 void register_misc_ops_kernels(sdk::KernelRegistry& registry);   // RMSNormalization LpNormalization Shrink Swish BitCast Compress
 void register_rearrange_kernels(sdk::KernelRegistry& registry);  // DepthToSpace SpaceToDepth ReverseSequence Det
+void register_resize_kernels(sdk::KernelRegistry& registry);     // Resize Upsample
 
 inline void register_extra_kernels(sdk::KernelRegistry& registry) {
   register_loss_kernels(registry);
   register_attention_kernels(registry);
   register_misc_ops_kernels(registry);
   register_rearrange_kernels(registry);
+  register_resize_kernels(registry);
 }
 
 }  // namespace onyx::cpu

@@ -14,6 +14,8 @@ TEST(OnnxNodeTests, LossOps) {
 
 TEST(OnnxNodeTests, AttentionOps) { run_onnx_suite("attention", {"Attention"}); }
 
+TEST(OnnxNodeTests, ResizeOps) { run_onnx_suite("resize", {"Resize", "Upsample"}); }
+
 TEST(OnnxNodeTests, MiscOps) {
   run_onnx_suite("misc", {"RMSNormalization", "LpNormalization", "Shrink", "Swish", "BitCast", "Compress",
                           "DepthToSpace", "SpaceToDepth", "ReverseSequence", "Det", "CumProd"});
