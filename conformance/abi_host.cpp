@@ -288,8 +288,14 @@ OpenDevice::OpenDevice(const LoadedPlugin& p, size_t index) : plugin_(p) {
   const OnyxProviderApi* api = p.api();
   auto missing = missing_required_functions(p, false);
   if (!missing.empty()) throw CaseError("the provider table lacks required function " + missing.front());
-  check_status(api->plugin_availability(p.plugin()), "plugin_availability");
-  if (api->device_count(p.plugin()) <= index) throw CaseError("the plugin has no device " + std::to_string(index));
+  if (OnyxStatus* st = api->plugin_availability(p.plugin())) {
+    const std::string why = is_host_status(st) ? status_message_of(st) : "(a status the host did not create)";
+    release_status(st);
+    throw DeviceUnavailable("device unavailable: " + why);
+  }
+  if (api->device_count(p.plugin()) <= index)
+    throw DeviceUnavailable("device unavailable: the plugin reports " + std::to_string(api->device_count(p.plugin())) +
+                            " devices");
   props_.struct_size = sizeof props_;
   check_status(api->device_properties(p.plugin(), index, &props_), "device_properties");
   check_status(api->device_open(p.plugin(), index, nullptr, 0, nullptr, &device_), "device_open");

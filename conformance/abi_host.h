@@ -79,7 +79,14 @@ class LoadedPlugin {
 // (not covered by struct_size, or NULL). Empty when complete.
 std::vector<std::string> missing_required_functions(const LoadedPlugin& p, bool asynchronous);
 
+// The plugin reports itself unavailable or has no device: cases that need a
+// device are reported unsupported with this reason, not failed.
+struct DeviceUnavailable : CaseError {
+  using CaseError::CaseError;
+};
+
 // An opened device of a loaded plugin (device 0), closed on destruction.
+// Throws DeviceUnavailable when the plugin is unavailable or has no device.
 class OpenDevice {
  public:
   explicit OpenDevice(const LoadedPlugin& p, size_t index = 0);

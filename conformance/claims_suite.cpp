@@ -26,7 +26,8 @@ struct PluginUnderTest {
 PluginUnderTest& plugin_for(const std::string& path) {
   static std::map<std::string, PluginUnderTest> loaded;
   PluginUnderTest& p = loaded[path];
-  if (!p.plugin) {
+  if (!p.device) {  // load (again) until a device is open: the error is the case's
+    p.device.reset();
     p.plugin = LoadedPlugin::load(path);
     p.device = std::make_unique<OpenDevice>(*p.plugin);
   }
@@ -172,6 +173,9 @@ RunResult run_claims_case(const std::string& path, const NodeCase& c) {
   try {
     result.op = node_case_op(c);
     run_case(path, c, result);
+  } catch (const DeviceUnavailable& e) {
+    result.status = RunStatus::kUnsupported;
+    result.error = e.what();
   } catch (const std::exception& e) {
     result.status = RunStatus::kFailed;
     result.error = e.what();

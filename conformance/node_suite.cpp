@@ -143,7 +143,15 @@ void run_case_body(OnyxEnv* env, const std::string& provider, const NodeCase& c,
   check(onyx_session_options_set_fallback(options.get(), ONYX_FALLBACK_FAIL), "fallback");
   check(onyx_session_options_set_intra_op_threads(options.get(), 1), "threads");
   OnyxSession* raw_session = nullptr;
-  check(onyx_session_create(env, model_path.c_str(), options.get(), &raw_session), "session creation");
+  if (OnyxStatus* st = onyx_session_create(env, model_path.c_str(), options.get(), &raw_session)) {
+    StatusGuard guard{st};
+    if (onyx_status_code(st) == ONYX_STATUS_UNAVAILABLE) {  // no device here: not the plugin's fault
+      result.status = RunStatus::kUnsupported;
+      result.error = std::string("device unavailable: ") + onyx_status_message(st);
+      return;
+    }
+    throw CaseError(std::string("session creation: ") + onyx_status_message(st));
+  }
   std::unique_ptr<OnyxSession, SessionDeleter> session(raw_session);
 
   std::vector<std::string> output_names;

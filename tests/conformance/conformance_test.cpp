@@ -146,6 +146,19 @@ TEST(AbiSuite, NewerMinorPluginWithAGrownTablePasses) {
   EXPECT_EQ(last_line(r.output), "10 passed, 0 failed, 0 skipped");
 }
 
+TEST(Runner, UnavailableDeviceMakesCasesUnsupportedNotFailed) {
+  RunnerOutput r = run_runner("--provider " ONYX_TEST_PLUGIN_DIR "/libonyx_provider_ghost.so "
+                              "--suite abi,onnx-node,claims --filter '^(test_relu|allocator_round_trip)$'",
+                              "ghost");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  for (const auto& [suite, name] : {std::pair<std::string, std::string>{"abi", "allocator_round_trip"},
+                                    {"onnx-node", "test_relu"},
+                                    {"claims", "test_relu"}}) {
+    EXPECT_EQ(status_of(r, suite, name), "unsupported") << suite;
+    EXPECT_NE(case_line(r, suite, name).find("ghost accelerator not found"), std::string::npos) << r.json;
+  }
+}
+
 TEST(Expectations, ListedFailuresAreSkippedAndListedPassesFail) {
   const std::string dir = temp_dir("expectations");
   const std::string list = dir + "/conformance.txt";
