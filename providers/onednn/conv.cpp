@@ -139,6 +139,7 @@ struct ConvPrepared {
   dnnl::primitive prim;
   dnnl::memory weights, bias;  // constant, in oneDNN's layout (empty: from inputs)
   std::optional<dnnl::reorder> src_to_bf16, weights_to_bf16;
+  std::optional<dnnl::reorder> dst_to_plain;  // when oneDNN writes a blocked layout
 };
 
 class ConvKernel : public sdk::Kernel {
@@ -191,9 +192,22 @@ class ConvKernel : public sdk::Kernel {
     } else if (auto b = ctx.input(2)) {
       args[DNNL_ARG_BIAS] = wrap(plain_md({g.dst[1]}), engine_, b->raw);
     }
-    args[DNNL_ARG_DST] = wrap(plain_md(y.shape()), engine_, y.raw);
+    dnnl::memory user_y = wrap(plain_md(y.shape()), engine_, y.raw);
+    if (p->dst_to_plain) {
+      void* buf = nullptr;
+      ONYX_SDK_RETURN_IF_ERROR(ctx.scratch(p->pd.dst_desc().get_size(), &buf));
+      args[DNNL_ARG_DST] = dnnl::memory(p->pd.dst_desc(), engine_, buf);
+    } else {
+      args[DNNL_ARG_DST] = user_y;
+    }
     stream.wait();
-    return execute(ctx, engine_, p->prim, p->pd, std::move(args));
+    dnnl::memory blocked_y = args[DNNL_ARG_DST];
+    ONYX_SDK_RETURN_IF_ERROR(execute(ctx, engine_, p->prim, p->pd, std::move(args)));
+    if (p->dst_to_plain) {
+      p->dst_to_plain->execute(stream, blocked_y, user_y);
+      stream.wait();
+    }
+    return nullptr;
   }
 
  private:
@@ -209,7 +223,10 @@ class ConvKernel : public sdk::Kernel {
     dnnl::memory::desc w_md = spec_.weights    ? dnnl::memory::desc(g.weights, type, any)
                               : spec_.use_bf16 ? dnnl::memory::desc(g.weights, dt::bf16, dense_strides(g.weights))
                                                : user_w_md;
-    dnnl::memory::desc dst_md = plain_md(g.onnx_out);
+    // The output's layout is oneDNN's choice: its blocked-channel kernels
+    // beat the plain-layout ones (im2col + GEMM) ~3x on 8 -> 16 channels even
+    // with the reorder back to the plain layout.
+    dnnl::memory::desc dst_md(g.dst, dt::f32, any);
     bool has_bias = spec_.bias.has_value() || spec_.runtime_bias;
     dnnl::memory::desc bias_md = has_bias ? plain_md({g.dst[1]}) : dnnl::memory::desc();
     dnnl::primitive_attr attr = base_attr();
@@ -230,6 +247,8 @@ class ConvKernel : public sdk::Kernel {
       p->prim = dnnl::deconvolution_forward(pd);
       p->pd = pd;
     }
+    if (p->pd.dst_desc() != plain_md(g.onnx_out))
+      p->dst_to_plain = make_reorder(p->pd.dst_desc(), plain_md(g.onnx_out), engine_);
     if (spec_.use_bf16) {
       p->src_to_bf16 = make_reorder(plain_md(x), p->pd.src_desc(), engine_);
       if (!spec_.weights) p->weights_to_bf16 = make_reorder(user_w_md, p->pd.weights_desc(), engine_);
