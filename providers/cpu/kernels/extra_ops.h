@@ -14,6 +14,7 @@ void register_attention_kernels(sdk::KernelRegistry& registry);  // Attention
 void register_misc_ops_kernels(sdk::KernelRegistry& registry);   // RMSNormalization LpNormalization Shrink Swish BitCast Compress
 void register_rearrange_kernels(sdk::KernelRegistry& registry);  // DepthToSpace SpaceToDepth ReverseSequence Det
 void register_resize_kernels(sdk::KernelRegistry& registry);     // Resize Upsample
+void register_quantize_kernels(sdk::KernelRegistry& registry);   // QuantizeLinear DequantizeLinear DynamicQuantizeLinear
 
 inline void register_extra_kernels(sdk::KernelRegistry& registry) {
   register_loss_kernels(registry);
@@ -21,6 +22,7 @@ inline void register_extra_kernels(sdk::KernelRegistry& registry) {
   register_misc_ops_kernels(registry);
   register_rearrange_kernels(registry);
   register_resize_kernels(registry);
+  register_quantize_kernels(registry);
 }
 
 }  // namespace onyx::cpu

@@ -16,6 +16,10 @@ TEST(OnnxNodeTests, AttentionOps) { run_onnx_suite("attention", {"Attention"}); 
 
 TEST(OnnxNodeTests, ResizeOps) { run_onnx_suite("resize", {"Resize", "Upsample"}); }
 
+TEST(OnnxNodeTests, QuantizeOps) {
+  run_onnx_suite("quantize", {"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear"});
+}
+
 TEST(OnnxNodeTests, MiscOps) {
   run_onnx_suite("misc", {"RMSNormalization", "LpNormalization", "Shrink", "Swish", "BitCast", "Compress",
                           "DepthToSpace", "SpaceToDepth", "ReverseSequence", "Det", "CumProd"});
