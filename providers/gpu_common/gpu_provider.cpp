@@ -387,6 +387,7 @@ OnyxStatus* create_gpu_plugin(const OnyxPluginCreateArgs* args, OnyxPlugin** plu
     register_linalg_kernels(p->registry);
     register_cnn_kernels(p->registry);
     register_shape_kernels(p->registry);
+    register_scatter_kernels(p->registry);
     *plugin = reinterpret_cast<OnyxPlugin*>(p.release());
     *api = &provider_api();
     return nullptr;

@@ -65,6 +65,7 @@ void register_nn_kernels(sdk::KernelRegistry& registry);
 void register_linalg_kernels(sdk::KernelRegistry& registry);
 void register_cnn_kernels(sdk::KernelRegistry& registry);
 void register_shape_kernels(sdk::KernelRegistry& registry);
+void register_scatter_kernels(sdk::KernelRegistry& registry);
 
 // Predicate: every present input is float32.
 std::string require_float32(const sdk::NodeInfo& node);

@@ -264,6 +264,46 @@ ONYX_HD int64_t gather_index_position(int64_t i, int64_t inner, int64_t index_co
 }
 
 // ---------------------------------------------------------------------------
+// Scatter (reduction "none")
+// ---------------------------------------------------------------------------
+
+// ScatterElements: update element j (row-major over the updates' shape)
+// lands at its own coordinates with the `axis` one replaced by `index`.
+struct ScatterElementsIndex {
+  int32_t rank = 0, axis = 0;
+  int64_t update_dims[kMaxRank] = {};
+  int64_t data_strides[kMaxRank] = {};
+  int64_t axis_dim = 0;
+};
+
+// Returns the data offset, or -1 when `index` is outside [-axis_dim, axis_dim).
+ONYX_HD int64_t scatter_elements_offset(const ScatterElementsIndex& s, int64_t j, int64_t index) {
+  if (index < -s.axis_dim || index >= s.axis_dim) return -1;
+  if (index < 0) index += s.axis_dim;
+  int64_t offset = 0;
+  for (int32_t d = s.rank - 1; d >= 0; --d) {
+    int64_t coord = j % s.update_dims[d];
+    j /= s.update_dims[d];
+    offset += (d == s.axis ? index : coord) * s.data_strides[d];
+  }
+  return offset;
+}
+
+// ScatterND: update element j is element j % slice_size of slice
+// j / slice_size, placed at the data slice named by that slice's k indices.
+// Returns the data offset, or -1 when an index is out of range.
+ONYX_HD int64_t scatter_nd_offset(const int64_t* slice_indices, int32_t k, const int64_t* data_dims,
+                                  const int64_t* data_strides, int64_t slice_size, int64_t j) {
+  int64_t offset = j % slice_size;
+  for (int32_t t = 0; t < k; ++t) {
+    int64_t index = slice_indices[t];
+    if (index < -data_dims[t] || index >= data_dims[t]) return -1;
+    offset += (index < 0 ? index + data_dims[t] : index) * data_strides[t];
+  }
+  return offset;
+}
+
+// ---------------------------------------------------------------------------
 // Inference batch normalization and 2-D pooling
 // ---------------------------------------------------------------------------
 

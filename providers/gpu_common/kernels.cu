@@ -76,6 +76,37 @@ __global__ void where_kernel(BroadcastIndex ci, BroadcastIndex xi, BroadcastInde
   }
 }
 
+__global__ void scatter_elements_kernel(ScatterElementsIndex index, const void* indices,
+                                        bool int64_indices, const unsigned char* updates,
+                                        unsigned char* y, int64_t n, int64_t element_bytes,
+                                        int* bad_index) {
+  for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < n;
+       j += int64_t(gridDim.x) * blockDim.x) {
+    int64_t idx = int64_indices ? static_cast<const int64_t*>(indices)[j]
+                                : static_cast<const int32_t*>(indices)[j];
+    int64_t dst = scatter_elements_offset(index, j, idx);
+    if (dst < 0) {
+      *bad_index = 1;
+      continue;
+    }
+    for (int64_t b = 0; b < element_bytes; ++b) y[dst * element_bytes + b] = updates[j * element_bytes + b];
+  }
+}
+
+__global__ void scatter_nd_kernel(ScatterNdShape s, const int64_t* indices, const unsigned char* updates,
+                                  unsigned char* y, int64_t n, int64_t element_bytes, int* bad_index) {
+  for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < n;
+       j += int64_t(gridDim.x) * blockDim.x) {
+    int64_t dst = scatter_nd_offset(indices + (j / s.slice_size) * s.k, s.k, s.data_dims,
+                                    s.data_strides, s.slice_size, j);
+    if (dst < 0) {
+      *bad_index = 1;
+      continue;
+    }
+    for (int64_t b = 0; b < element_bytes; ++b) y[dst * element_bytes + b] = updates[j * element_bytes + b];
+  }
+}
+
 __global__ void reduce_kernel(ReduceOp op, ReduceIndex index, const float* x, float* y) {
   __shared__ float shared[kThreads];
   int64_t out = blockIdx.x;
@@ -239,6 +270,26 @@ gpuError_t launch_where(gpuStream_t stream, const BroadcastIndex& cond_index,
   where_kernel<<<grid_for(n), kThreads, 0, stream>>>(
       cond_index, x_index, other_index, cond, static_cast<const unsigned char*>(x),
       static_cast<const unsigned char*>(other), static_cast<unsigned char*>(y), n, element_bytes);
+  return gpuGetLastError();
+}
+
+gpuError_t launch_scatter_elements(gpuStream_t stream, const ScatterElementsIndex& index,
+                                   const void* indices, bool int64_indices, const void* updates,
+                                   void* y, int64_t n, int64_t element_bytes, int* bad_index) {
+  if (n == 0) return gpuSuccess;
+  scatter_elements_kernel<<<grid_for(n), kThreads, 0, stream>>>(
+      index, indices, int64_indices, static_cast<const unsigned char*>(updates),
+      static_cast<unsigned char*>(y), n, element_bytes, bad_index);
+  return gpuGetLastError();
+}
+
+gpuError_t launch_scatter_nd(gpuStream_t stream, const ScatterNdShape& shape, const int64_t* indices,
+                             const void* updates, void* y, int64_t n, int64_t element_bytes,
+                             int* bad_index) {
+  if (n == 0) return gpuSuccess;
+  scatter_nd_kernel<<<grid_for(n), kThreads, 0, stream>>>(
+      shape, indices, static_cast<const unsigned char*>(updates), static_cast<unsigned char*>(y), n,
+      element_bytes, bad_index);
   return gpuGetLastError();
 }
 

@@ -28,6 +28,21 @@ gpuError_t launch_where(gpuStream_t stream, const BroadcastIndex& cond_index,
                         const BroadcastIndex& x_index, const BroadcastIndex& other_index,
                         const unsigned char* cond, const void* x, const void* other, void* y,
                         int64_t n, int64_t element_bytes);
+// Scatter of `n` update elements into y (already holding the data); indices
+// int32 or int64. An out-of-range index sets *bad_index (device int) to 1.
+gpuError_t launch_scatter_elements(gpuStream_t stream, const ScatterElementsIndex& index,
+                                   const void* indices, bool int64_indices, const void* updates,
+                                   void* y, int64_t n, int64_t element_bytes, int* bad_index);
+// ScatterND: indices are int64 [slices, k]; data dims/strides have k entries.
+struct ScatterNdShape {
+  int32_t k = 0;
+  int64_t data_dims[kMaxRank] = {};
+  int64_t data_strides[kMaxRank] = {};  // in elements
+  int64_t slice_size = 1;
+};
+gpuError_t launch_scatter_nd(gpuStream_t stream, const ScatterNdShape& shape, const int64_t* indices,
+                             const void* updates, void* y, int64_t n, int64_t element_bytes,
+                             int* bad_index);
 // One block per output element; LogSumExp does a max pass first.
 gpuError_t launch_reduce(gpuStream_t stream, ReduceOp op, const ReduceIndex& index, const float* x,
                          float* y, int64_t out_count);

@@ -35,7 +35,7 @@ print("passed per op:", ", ".join(f"{op} {n}" for op, n in sorted(passed.items()
 required = ["Add", "Mul", "Div", "Pow", "Relu", "Sigmoid", "Gelu", "ReduceMax", "Softmax",
             "LogSoftmax", "LayerNormalization", "Gather", "MatMul", "Gemm", "Conv", "MaxPool",
             "AveragePool", "BatchNormalization", "Flatten", "Reshape", "Transpose", "Slice", "Concat",
-            "ReduceSum", "ReduceMean", "Where", "Cast"]
+            "ReduceSum", "ReduceMean", "Where", "Cast", "ScatterElements", "ScatterND"]
 missing = [op for op in required if passed[op] == 0]
 for c in wrong:
     print(f"FAILED on a claimed node: {c['case']}: {c['error']}")

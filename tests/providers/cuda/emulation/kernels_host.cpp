@@ -75,6 +75,39 @@ gpuError_t launch_where(gpuStream_t, const BroadcastIndex& ci, const BroadcastIn
   return gpuSuccess;
 }
 
+gpuError_t launch_scatter_elements(gpuStream_t, const ScatterElementsIndex& index, const void* indices,
+                                   bool int64_indices, const void* updates, void* y, int64_t n,
+                                   int64_t element_bytes, int* bad_index) {
+  for (int64_t j = 0; j < n; ++j) {
+    int64_t idx = int64_indices ? static_cast<const int64_t*>(indices)[j]
+                                : static_cast<const int32_t*>(indices)[j];
+    int64_t dst = scatter_elements_offset(index, j, idx);
+    if (dst < 0) {
+      *bad_index = 1;
+      continue;
+    }
+    std::memcpy(static_cast<char*>(y) + dst * element_bytes,
+                static_cast<const char*>(updates) + j * element_bytes, size_t(element_bytes));
+  }
+  return gpuSuccess;
+}
+
+gpuError_t launch_scatter_nd(gpuStream_t, const ScatterNdShape& s, const int64_t* indices,
+                             const void* updates, void* y, int64_t n, int64_t element_bytes,
+                             int* bad_index) {
+  for (int64_t j = 0; j < n; ++j) {
+    int64_t dst = scatter_nd_offset(indices + (j / s.slice_size) * s.k, s.k, s.data_dims,
+                                    s.data_strides, s.slice_size, j);
+    if (dst < 0) {
+      *bad_index = 1;
+      continue;
+    }
+    std::memcpy(static_cast<char*>(y) + dst * element_bytes,
+                static_cast<const char*>(updates) + j * element_bytes, size_t(element_bytes));
+  }
+  return gpuSuccess;
+}
+
 gpuError_t launch_reduce(gpuStream_t, ReduceOp op, const ReduceIndex& index, const float* x, float* y,
                          int64_t out_count) {
   for (int64_t out = 0; out < out_count; ++out) {
