@@ -163,7 +163,7 @@ class ConvKernel : public sdk::Kernel {
     if (x.size() == 0 || y.size() == 0) return nullptr;
     const ConvGeometry& g = p->geo;
     std::unordered_map<int, dnnl::memory> args;
-    dnnl::stream stream(engine_);
+    dnnl::stream& stream = thread_stream();
     dnnl::memory user_x = wrap(plain_md(x.shape()), engine_, x.raw);
     if (p->src_to_bf16) {
       void* buf = nullptr;
@@ -253,7 +253,7 @@ class ConvKernel : public sdk::Kernel {
       p->src_to_bf16 = make_reorder(plain_md(x), p->pd.src_desc(), engine_);
       if (!spec_.weights) p->weights_to_bf16 = make_reorder(user_w_md, p->pd.weights_desc(), engine_);
     }
-    dnnl::stream stream(engine_);
+    dnnl::stream& stream = thread_stream();
     if (spec_.weights) {
       p->weights = dnnl::memory(p->pd.weights_desc(), engine_);
       dnnl::memory user(user_w_md, engine_, const_cast<float*>(spec_.weights->data()));

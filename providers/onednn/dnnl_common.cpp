@@ -4,6 +4,16 @@
 
 namespace onyx::onednn {
 
+const dnnl::engine& cpu_engine() {
+  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+dnnl::stream& thread_stream() {
+  thread_local dnnl::stream stream(cpu_engine());
+  return stream;
+}
+
 bool cpu_has_native_bf16() {
   // cpu_isa values are bit sets ordered by features: bf16 dot products come
   // with avx512_core_bf16 and with AMX.
@@ -47,7 +57,7 @@ OnyxStatus* execute(ComputeContext& ctx, const dnnl::engine& engine, const dnnl:
     ONYX_SDK_RETURN_IF_ERROR(ctx.scratch(scratch_bytes, &scratch));
     args[DNNL_ARG_SCRATCHPAD] = dnnl::memory(pd.scratchpad_desc(), engine, scratch);
   }
-  dnnl::stream stream(engine);
+  dnnl::stream& stream = thread_stream();
   prim.execute(stream, args);
   stream.wait();
   return nullptr;

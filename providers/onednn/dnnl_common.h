@@ -26,9 +26,16 @@ using sdk::ComputeContext;
 using sdk::NodeInfo;
 using dims_t = dnnl::memory::dims;
 
+// The process's one oneDNN CPU engine (devices share it: a CPU engine holds
+// no state of its own).
+const dnnl::engine& cpu_engine();
+// A stream on cpu_engine() owned by the calling thread: oneDNN streams are
+// not thread-safe, and creating one per primitive costs more than small ops.
+dnnl::stream& thread_stream();
+
 // Settings of an opened device, from the options given to device_open.
 struct DeviceConfig {
-  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::engine engine = cpu_engine();
   // "allow_reduced_precision=1" and a CPU with native bf16 (AVX512-BF16 or
   // AMX): MatMul, Gemm and Conv compute with bf16 inputs and f32 accumulation.
   bool use_bf16 = false;

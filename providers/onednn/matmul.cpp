@@ -196,7 +196,7 @@ class MatMulKernel : public sdk::Kernel {
       p->src_to_bf16 = make_reorder(dnnl::memory::desc(g.a, dt::f32, g.a_strides), p->pd.src_desc(), engine_);
       if (!spec_.constant_b) p->weights_to_bf16 = make_reorder(user_b_md, p->pd.weights_desc(), engine_);
     }
-    dnnl::stream stream(engine_);
+    dnnl::stream& stream = thread_stream();
     if (spec_.constant_b && reorder_weights) {
       p->weights = dnnl::memory(p->pd.weights_desc(), engine_);
       dnnl::memory user(user_b_md, engine_, const_cast<unsigned char*>(spec_.constant_b->bytes.data()));
@@ -214,7 +214,7 @@ class MatMulKernel : public sdk::Kernel {
                   const std::optional<sdk::Tensor>& c, const sdk::Tensor& y) const {
     const Geometry& g = p.geo;
     std::unordered_map<int, dnnl::memory> args;
-    dnnl::stream stream(engine_);
+    dnnl::stream& stream = thread_stream();
     dnnl::memory user_a = wrap(dnnl::memory::desc(g.a, dt::f32, g.a_strides), engine_, a.raw);
     if (p.src_to_bf16) {
       void* buf = nullptr;

@@ -30,8 +30,7 @@ KernelBox* as_kernel(OnyxKernel* k) { return reinterpret_cast<KernelBox*>(k); }
 // "" when oneDNN can make a CPU engine, else why not.
 std::string availability() {
   try {
-    dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-    (void)engine;
+    cpu_engine();
     return {};
   } catch (const dnnl::error& e) {
     return std::string("oneDNN cannot create a CPU engine: ") + e.what();
