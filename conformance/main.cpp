@@ -34,8 +34,10 @@ const char* kUsage =
     "  --suite         comma-separated suites (default: abi,onnx-node,claims)\n"
     "  --filter        only cases whose name matches REGEX (ECMAScript, searched)\n"
     "  --report        write DIR/report.json and DIR/report.html\n"
-    "  --corpus        folder of ONNX backend node tests (default: ../shared/onnx-backend-tests/node\n"
-    "                  beside the source tree, else Debian's /usr/share/libonnx-testdata/data/node)\n"
+    "  --corpus        folder of tests in the ONNX backend test layout; repeatable (case names are\n"
+    "                  then prefixed by the folder's last two path components). Default:\n"
+    "                  ../shared/onnx-backend-tests/node beside the source tree, else Debian's\n"
+    "                  /usr/share/libonnx-testdata/data/node\n"
     "  --expectations  the provider's list of unsupported cases and expected failures\n"
     "  --write-expectations  write a regenerated list from this run (one provider only)\n"
     "  --jobs          worker processes (default: the number of cores)\n"
@@ -51,7 +53,7 @@ struct Args {
   std::vector<std::string> suites{"abi", "onnx-node", "claims"};
   std::string filter = "";
   std::string report_dir;
-  std::string corpus;
+  std::vector<std::string> corpora;
   std::map<std::string, std::string> expectations;  // provider ("" = every provider) -> file
   std::string write_expectations;
   int jobs = 0;
@@ -98,7 +100,7 @@ Args parse_args(int argc, char** argv) {
     } else if (arg == "--report") {
       a.report_dir = value();
     } else if (arg == "--corpus") {
-      a.corpus = value();
+      a.corpora.push_back(value());
     } else if (arg == "--expectations") {
       std::string v = value();
       size_t eq = v.find('=');
@@ -171,7 +173,7 @@ int main(int argc, char** argv) {
   }
   SuiteOptions options;
   options.filter = &filter;
-  options.corpus = args.corpus.empty() ? default_corpus() : args.corpus;
+  options.corpora = args.corpora.empty() ? std::vector<std::string>{default_corpus()} : args.corpora;
   options.isolation.jobs = args.jobs;
   options.isolation.case_timeout_s = args.timeout_s;
   options.isolation.memory_limit_bytes = size_t(args.memory_limit_gib * double(size_t(1) << 30));

@@ -80,16 +80,21 @@ std::vector<std::string> data_sets(const std::string& dir) {
 
 }  // namespace
 
-std::vector<NodeCase> find_node_cases(const std::string& corpus, const std::regex& filter) {
-  std::error_code ec;
-  if (!fs::is_directory(corpus, ec))
-    throw std::runtime_error("corpus folder '" + corpus + "' does not exist or is not a folder");
+std::vector<NodeCase> find_node_cases(const std::vector<std::string>& corpora, const std::regex& filter) {
   std::vector<NodeCase> cases;
-  for (const auto& entry : fs::directory_iterator(corpus)) {
-    const std::string name = entry.path().filename().string();
-    if (!entry.is_directory() || !fs::exists(entry.path() / "model.onnx")) continue;
-    if (!std::regex_search(name, filter)) continue;
-    cases.push_back({name, entry.path().string()});
+  for (const std::string& corpus : corpora) {
+    std::error_code ec;
+    if (!fs::is_directory(corpus, ec))
+      throw std::runtime_error("corpus folder '" + corpus + "' does not exist or is not a folder");
+    const fs::path folder = fs::weakly_canonical(corpus, ec);
+    const std::string prefix =
+        corpora.size() > 1 ? (folder.parent_path().filename() / folder.filename()).string() + "/" : "";
+    for (const auto& entry : fs::directory_iterator(corpus)) {
+      const std::string name = prefix + entry.path().filename().string();
+      if (!entry.is_directory() || !fs::exists(entry.path() / "model.onnx")) continue;
+      if (!std::regex_search(name, filter)) continue;
+      cases.push_back({name, entry.path().string()});
+    }
   }
   std::sort(cases.begin(), cases.end(), [](const NodeCase& a, const NodeCase& b) { return a.name < b.name; });
   return cases;
@@ -98,9 +103,10 @@ std::vector<NodeCase> find_node_cases(const std::string& corpus, const std::rege
 std::string node_case_op(const NodeCase& c) {
   onnx::ModelProto model = read_model(c.dir + "/model.onnx");
   if (model.graph().node_size() == 1) return model.graph().node(0).op_type();
-  const size_t expanded = c.name.find("_expanded");
+  const std::string folder = fs::path(c.dir).filename().string();
+  const size_t expanded = folder.find("_expanded");
   if (expanded != std::string::npos) {
-    fs::path sibling = fs::path(c.dir).parent_path() / c.name.substr(0, expanded) / "model.onnx";
+    fs::path sibling = fs::path(c.dir).parent_path() / folder.substr(0, expanded) / "model.onnx";
     std::error_code ec;
     if (fs::exists(sibling, ec)) {
       onnx::ModelProto original = read_model(sibling.string());

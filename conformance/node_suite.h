@@ -17,13 +17,15 @@
 namespace onyx::conformance {
 
 struct NodeCase {
-  std::string name;  // the folder's name, e.g. "test_add_bcast"
+  // The folder's name, e.g. "test_add_bcast"; with several corpora prefixed
+  // by the corpus's last two path components ("data/pytorch-operator/test_addmm").
+  std::string name;
   std::string dir;
 };
 
-// The cases under `corpus` whose names match `filter`, sorted by name.
-// Throws std::runtime_error when `corpus` is not a folder.
-std::vector<NodeCase> find_node_cases(const std::string& corpus, const std::regex& filter);
+// The cases under the `corpora` folders whose names match `filter`, sorted
+// by name. Throws std::runtime_error when a corpus is not a folder.
+std::vector<NodeCase> find_node_cases(const std::vector<std::string>& corpora, const std::regex& filter);
 
 // The op a case tests: its single node's op_type, or for a multi-node model
 // (an `_expanded` function body) the op of the case it expands.

@@ -16,8 +16,10 @@ namespace {
 
 std::vector<CaseResult> run_node_suite(const std::string& provider, const SuiteOptions& options,
                                        const ExpectationFile* expectations) {
-  const std::vector<NodeCase> cases = find_node_cases(options.corpus, *options.filter);
-  std::printf("%zu node cases from %s\n", cases.size(), options.corpus.c_str());
+  const std::vector<NodeCase> cases = find_node_cases(options.corpora, *options.filter);
+  std::string from;
+  for (const std::string& c : options.corpora) from += (from.empty() ? "" : ", ") + c;
+  std::printf("%zu node cases from %s\n", cases.size(), from.c_str());
   std::fflush(stdout);
   std::vector<CaseResult> results(cases.size());
   // Runs in a worker process: each worker creates its own environment.
@@ -76,7 +78,7 @@ std::vector<CaseResult> run_abi_suite(const std::string& provider, const SuiteOp
 std::vector<CaseResult> run_claims_suite(const std::string& provider, const SuiteOptions& options,
                                          const ExpectationFile* expectations) {
   const std::string path = plugin_path(provider);
-  const std::vector<NodeCase> cases = find_node_cases(options.corpus, *options.filter);
+  const std::vector<NodeCase> cases = find_node_cases(options.corpora, *options.filter);
   std::vector<CaseResult> results(cases.size());
   run_isolated(
       cases.size(), [&](size_t i) { return run_claims_case(path, cases[i]); },

@@ -17,7 +17,7 @@ namespace onyx::conformance {
 
 struct SuiteOptions {
   const std::regex* filter = nullptr;  // cases whose names match
-  std::string corpus;                  // node test folder
+  std::vector<std::string> corpora;    // node test folders
   IsolationOptions isolation;
   bool verbose = false;  // print every case, not only the ones that fail
 };
