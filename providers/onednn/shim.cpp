@@ -10,6 +10,7 @@
 // oneDNN is loaded, so this file sets OMP_WAIT_POLICY=PASSIVE (unless the
 // application chose a policy) and only then loads the kernels library.
 #include <dlfcn.h>
+#include <unistd.h>
 #include <onyx_provider.h>
 
 #include <cstdio>
@@ -33,8 +34,9 @@ OnyxStatus* create(const OnyxPluginCreateArgs* args, OnyxPlugin** plugin, const 
   void* handle = dlopen(kernels.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     const char* why = dlerror();
-    std::string message = "onednn: cannot load " + kernels + ": " + (why ? why : "unknown error") +
-                          " (is oneDNN, Debian's libdnnl2, installed?)";
+    std::string message = "onednn: cannot load " + kernels + ": " + (why ? why : "unknown error");
+    if (access(kernels.c_str(), F_OK) != 0) message += " (the plugin's kernels library is missing: an incomplete install)";
+    else message += " (a library it needs is missing: is oneDNN, Debian's libdnnl2, installed?)";
     return args->host->status_create(ONYX_STATUS_UNAVAILABLE, message.c_str());
   }
   auto real_create = reinterpret_cast<CreateFn>(dlsym(handle, "onyx_onednn_create"));
