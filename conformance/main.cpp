@@ -42,6 +42,7 @@ const char* kUsage =
     "  --write-expectations  write a regenerated list from this run (one provider only)\n"
     "  --jobs          worker processes (default: the number of cores)\n"
     "  --timeout       per-case time limit in seconds (default 60)\n"
+    "  --verbose       print every case, and let workers print the runtime's own logs\n"
     "  --memory-limit  address-space limit per worker process in GiB (default: none; GPU\n"
     "                  runtimes reserve large address ranges, so set it for host-memory plugins)\n"
     "\n"
@@ -178,6 +179,7 @@ int main(int argc, char** argv) {
   options.isolation.case_timeout_s = args.timeout_s;
   options.isolation.memory_limit_bytes = size_t(args.memory_limit_gib * double(size_t(1) << 30));
   options.verbose = args.verbose;
+  options.isolation.quiet_workers = !args.verbose;  // --verbose shows the runtime's own logs
 
   std::vector<CaseResult> all;
   std::vector<ExpectationFile> expectation_files;
