@@ -149,18 +149,19 @@ class ConvKernel : public sdk::Kernel {
   OnyxStatus* compute(ComputeContext& ctx) override {
     sdk::Tensor x = ctx.in(0);
     std::vector<int64_t> w_dims = spec_.weights ? spec_.weight_dims : ctx.in(1).shape();
-    use_threads_for(ctx, conv_work(x.shape(), w_dims));
+    const char* op = spec_.attrs.transposed ? "ConvTranspose" : "Conv";
+    ConvGeometry geo;
     std::string err;
-    auto p = cache_.get(shape_key(ctx), [&] { return prepare(x.shape(), w_dims, &err); });
-    if (!p) {
-      ConvGeometry g;
-      conv_geometry(spec_.attrs, x.shape(), w_dims, &g, &err);
-      return sdk::make_status(ONYX_STATUS_INVALID_ARGUMENT, "%s: %s",
-                              spec_.attrs.transposed ? "ConvTranspose" : "Conv", err.c_str());
-    }
+    if (!conv_geometry(spec_.attrs, x.shape(), w_dims, &geo, &err))
+      return sdk::make_status(ONYX_STATUS_INVALID_ARGUMENT, "%s: %s", op, err.c_str());
     sdk::Tensor y;
-    ONYX_SDK_RETURN_IF_ERROR(ctx.output(spec_.output_index, ONYX_DTYPE_FLOAT32, p->geo.onnx_out, &y));
-    if (x.size() == 0 || y.size() == 0) return nullptr;
+    ONYX_SDK_RETURN_IF_ERROR(ctx.output(spec_.output_index, ONYX_DTYPE_FLOAT32, geo.onnx_out, &y));
+    if (y.size() == 0) return nullptr;
+    if (x.size() == 0 || sdk::element_count(w_dims) == 0)  // oneDNN has no empty reductions
+      return sdk::make_status(ONYX_STATUS_UNIMPLEMENTED, "%s with no input channels or an empty kernel", op);
+    use_threads_for(ctx, conv_work(x.shape(), w_dims));
+    auto p = cache_.get(shape_key(ctx), [&] { return prepare(x.shape(), w_dims, &err); });
+    if (!p) return sdk::make_status(ONYX_STATUS_INVALID_ARGUMENT, "%s: %s", op, err.c_str());
     const ConvGeometry& g = p->geo;
     std::unordered_map<int, dnnl::memory> args;
     dnnl::stream& stream = thread_stream();

@@ -116,21 +116,24 @@ class MatMulKernel : public sdk::Kernel {
   OnyxStatus* compute(ComputeContext& ctx) override {
     sdk::Tensor a = ctx.in(0), b = ctx.in(1);
     std::optional<sdk::Tensor> c = spec_.gemm ? ctx.input(2) : std::nullopt;
-    std::shared_ptr<const MatMulPrepared> p;
+    Geometry geo;
     std::string err;
-    use_threads_for(ctx, matmul_work(a, b));
-    p = cache_.get(shape_key(ctx), [&] { return prepare(a, b, c); });
-    if (!p) return sdk::make_status(ONYX_STATUS_INVALID_ARGUMENT, "%s", geometry_error(a, b).c_str());
+    bool ok = spec_.gemm ? gemm_geometry(a.shape(), b.shape(), spec_, &geo, &err)
+                         : matmul_geometry(a.shape(), b.shape(), &geo, &err);
+    if (!ok) return sdk::make_status(ONYX_STATUS_INVALID_ARGUMENT, "%s", err.c_str());
     sdk::Tensor y;
-    ONYX_SDK_RETURN_IF_ERROR(ctx.output(spec_.output_index, ONYX_DTYPE_FLOAT32, p->geo.onnx_out, &y));
-    if (sdk::element_count(p->geo.onnx_out) == 0) return nullptr;
-    if (p->geo.k == 0) {
+    ONYX_SDK_RETURN_IF_ERROR(ctx.output(spec_.output_index, ONYX_DTYPE_FLOAT32, geo.onnx_out, &y));
+    if (y.size() == 0) return nullptr;
+    if (geo.k == 0) {  // oneDNN has no empty reductions
       if (!spec_.bias.empty() || c || !spec_.activations.empty())
         return sdk::make_status(ONYX_STATUS_UNIMPLEMENTED,
                                 "MatMul with an empty inner dimension and a bias or activation");
       std::memset(y.raw, 0, size_t(y.size()) * sizeof(float));
       return nullptr;
     }
+    use_threads_for(ctx, matmul_work(a, b));
+    auto p = cache_.get(shape_key(ctx), [&] { return prepare(a, b, c); });
+    if (!p) return sdk::make_status(ONYX_STATUS_INVALID_ARGUMENT, "Gemm: C does not broadcast to the output");
     return run(ctx, *p, a, b, c, y);
   }
 
@@ -140,14 +143,6 @@ class MatMulKernel : public sdk::Kernel {
     if (b.rank() == 0 || a.rank() == 0) return 0;
     double n = b.rank() == 1 ? 1.0 : double(spec_.trans_b ? b.dim(0) : b.dim(b.rank() - 1));
     return 2.0 * double(a.size()) * n;
-  }
-
-  std::string geometry_error(const sdk::Tensor& a, const sdk::Tensor& b) const {
-    Geometry g;
-    std::string err;
-    bool ok = spec_.gemm ? gemm_geometry(a.shape(), b.shape(), spec_, &g, &err)
-                         : matmul_geometry(a.shape(), b.shape(), &g, &err);
-    return ok ? "Gemm C does not broadcast to the output" : err;
   }
 
   // Builds the primitive for these shapes; nullptr when the shapes are invalid.

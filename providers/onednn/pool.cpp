@@ -58,12 +58,18 @@ class PoolKernel : public sdk::Kernel {
   OnyxStatus* compute(ComputeContext& ctx) override {
     sdk::Tensor x = ctx.in(0);
     std::string err;
+    PoolGeometry geo;
+    if (!pool_geometry(spec_, x.shape(), &geo, &err))
+      return sdk::make_status(ONYX_STATUS_INVALID_ARGUMENT, "pooling: %s", err.c_str());
+    sdk::Tensor y;
+    ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, ONYX_DTYPE_FLOAT32, geo.out, &y));
+    if (y.size() == 0) return nullptr;
     double window = 1;
     for (int64_t k : spec_.kernel) window *= double(k);
     use_threads_for(ctx, double(x.size()) * window);
-    auto p = cache_.get(x.shape(), [&]() -> std::shared_ptr<PoolPrepared> {
+    auto p = cache_.get(x.shape(), [&] {
       auto made = std::make_shared<PoolPrepared>();
-      if (!pool_geometry(spec_, x.shape(), &made->geo, &err)) return nullptr;
+      made->geo = geo;
       const PoolGeometry& g = made->geo;
       auto alg = spec_.max                 ? dnnl::algorithm::pooling_max
                  : spec_.count_include_pad ? dnnl::algorithm::pooling_avg_include_padding
@@ -75,14 +81,6 @@ class PoolKernel : public sdk::Kernel {
       made->prim = dnnl::pooling_v2_forward(made->pd);
       return made;
     });
-    if (!p) {
-      PoolGeometry g;
-      pool_geometry(spec_, x.shape(), &g, &err);
-      return sdk::make_status(ONYX_STATUS_INVALID_ARGUMENT, "pooling: %s", err.c_str());
-    }
-    sdk::Tensor y;
-    ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, ONYX_DTYPE_FLOAT32, p->geo.out, &y));
-    if (y.size() == 0) return nullptr;
     return execute(ctx, engine_, p->prim, p->pd,
                    {{DNNL_ARG_SRC, wrap(plain_md(x.shape()), engine_, x.raw)},
                     {DNNL_ARG_DST, wrap(plain_md(y.shape()), engine_, y.raw)}});
