@@ -2,6 +2,7 @@
 // with the forward pool's attributes. Windows follow pool.cpp exactly (same
 // geometry helpers, padding excluded from max, count_include_pad for the
 // average), so each gradient is the adjoint of the forward kernel.
+#include <algorithm>
 #include <limits>
 #include <vector>
 
@@ -82,16 +83,26 @@ class PoolGradKernel final : public sdk::Kernel {
               const Taps &a = td[size_t(od)], &c = th[size_t(oh)], &w = tw[size_t(ow)];
               int64_t d0 = od * D.stride - D.pad_begin, h0 = oh * H.stride - H.pad_begin,
                       w0 = ow * W.stride - W.pad_begin;
-              auto at = [&](int64_t kd, int64_t kh, int64_t kw) {
-                return ((d0 + kd * D.dilation) * H.in + h0 + kh * H.dilation) * W.in + w0 + kw * W.dilation;
+              auto row_of = [&](int64_t kd, int64_t kh) {
+                return ((d0 + kd * D.dilation) * H.in + h0 + kh * H.dilation) * W.in + w0;
               };
               if (max_) {  // the first maximum, as the forward kernel picks it
-                int64_t best = -1;
+                if (a.k0 >= a.k1 || c.k0 >= c.k1 || w.k0 >= w.k1) continue;  // all padding
+                int64_t best = row_of(a.k0, c.k0) + w.k0 * W.dilation;
+                T best_value = in[best];
                 for (int64_t kd = a.k0; kd < a.k1; ++kd)
-                  for (int64_t kh = c.k0; kh < c.k1; ++kh)
-                    for (int64_t kw = w.k0; kw < w.k1; ++kw)
-                      if (best < 0 || in[at(kd, kh, kw)] > in[best]) best = at(kd, kh, kw);
-                if (best >= 0) out[best] += *g;
+                  for (int64_t kh = c.k0; kh < c.k1; ++kh) {
+                    const int64_t row = row_of(kd, kh);
+                    // Masks, not branches: on random data a branch mispredicts half the time.
+                    for (int64_t kw = w.k0; kw < w.k1; ++kw) {
+                      const int64_t at = row + kw * W.dilation;
+                      const T v = in[at];
+                      const int64_t take = -int64_t(v > best_value);
+                      best = (best & ~take) | (at & take);
+                      best_value = std::max(best_value, v);
+                    }
+                  }
+                out[best] += *g;
                 continue;
               }
               int64_t count = count_include_pad_ ? a.padded * c.padded * w.padded
@@ -99,8 +110,10 @@ class PoolGradKernel final : public sdk::Kernel {
               if (count == 0) continue;
               T share = *g / T(count);
               for (int64_t kd = a.k0; kd < a.k1; ++kd)
-                for (int64_t kh = c.k0; kh < c.k1; ++kh)
-                  for (int64_t kw = w.k0; kw < w.k1; ++kw) out[at(kd, kh, kw)] += share;
+                for (int64_t kh = c.k0; kh < c.k1; ++kh) {
+                  T* row = out + row_of(kd, kh);
+                  for (int64_t kw = w.k0; kw < w.k1; ++kw) row[kw * W.dilation] += share;
+                }
             }
       }
     });
