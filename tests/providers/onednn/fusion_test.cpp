@@ -148,6 +148,23 @@ TEST(OnednnFusion, SharedIntermediateIsNotFused) {
   EXPECT_EQ(node_device(report, "relu"), "onednn");
 }
 
+// Shapes that only turn out wrong at run time give an error, not a crash.
+TEST(OnednnFusion, MismatchedRunTimeShapesAreAnError) {
+  onnx::ModelProto model = tm::new_model("matmul");
+  onnx::GraphProto& g = *model.mutable_graph();
+  tm::add_input(g, "x", {int64_t(2), std::string("k")});
+  tm::add_initializer(g, "w", {4, 3}, random_floats(12, 13));
+  tm::add_node(g, "MatMul", "matmul", {"x", "w"}, {"y"});
+  tm::add_output(g, "y", {int64_t(2), int64_t(3)});
+  onyx::Env env;
+  onyx::Session session = make_session(env, model, onednn_then_cpu());
+  EXPECT_EQ(node_device(session.partition_report(), "matmul"), "onednn");
+  onyx::Tensor bad = onyx::Tensor::from<float>(ONYX_DTYPE_FLOAT32, {2, 5}, random_floats(10, 14));
+  EXPECT_THROW(session.run({{"x", &bad}}), onyx::Error);
+  onyx::Tensor good = onyx::Tensor::from<float>(ONYX_DTYPE_FLOAT32, {2, 4}, random_floats(8, 15));
+  EXPECT_EQ(session.run({{"x", &good}})[0].shape(), (std::vector<int64_t>{2, 3}));
+}
+
 // A node oneDNN cannot run is declined with a reason; under policy "fail"
 // session creation names it, under "allow" it runs on the CPU provider.
 TEST(OnednnFusion, UnsupportedNodeIsDeclinedWithReason) {
