@@ -15,6 +15,8 @@ void register_misc_ops_kernels(sdk::KernelRegistry& registry);   // RMSNormaliza
 void register_rearrange_kernels(sdk::KernelRegistry& registry);  // DepthToSpace SpaceToDepth ReverseSequence Det
 void register_resize_kernels(sdk::KernelRegistry& registry);     // Resize Upsample
 void register_quantize_kernels(sdk::KernelRegistry& registry);   // QuantizeLinear DequantizeLinear DynamicQuantizeLinear
+void register_preview_training_kernels(sdk::KernelRegistry& registry);  // ai.onnx.preview.training Adagrad Momentum Adam
+void register_grid_sample_kernels(sdk::KernelRegistry& registry);  // GridSample
 
 inline void register_extra_kernels(sdk::KernelRegistry& registry) {
   register_loss_kernels(registry);
@@ -23,6 +25,8 @@ inline void register_extra_kernels(sdk::KernelRegistry& registry) {
   register_rearrange_kernels(registry);
   register_resize_kernels(registry);
   register_quantize_kernels(registry);
+  register_preview_training_kernels(registry);
+  register_grid_sample_kernels(registry);
 }
 
 }  // namespace onyx::cpu

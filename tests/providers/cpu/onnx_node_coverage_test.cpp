@@ -20,6 +20,10 @@ TEST(OnnxNodeTests, QuantizeOps) {
   run_onnx_suite("quantize", {"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear"});
 }
 
+TEST(OnnxNodeTests, GridSampleAndOptimizerOps) {
+  run_onnx_suite("grid sample, optimizers", {"GridSample", "Adagrad", "Adam", "Momentum"});
+}
+
 TEST(OnnxNodeTests, MiscOps) {
   run_onnx_suite("misc", {"RMSNormalization", "LpNormalization", "Shrink", "Swish", "BitCast", "Compress",
                           "DepthToSpace", "SpaceToDepth", "ReverseSequence", "Det", "CumProd"});
