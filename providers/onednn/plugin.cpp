@@ -1,8 +1,9 @@
 // The oneDNN provider: a host-memory device whose kernels are oneDNN
 // primitives. This file is the provider table of libonyx_onednn_kernels.so,
-// which the plugin proper (shim.cpp) loads. It claims only the nodes its ops accept (ops.h), and fuses
-// MatMul/Gemm + bias + activation and Conv + BatchNormalization + activation
-// chains into single kernels through the capability query.
+// which the plugin proper (shim.cpp) loads. It claims only the nodes its ops
+// accept (ops.h: each decline has a reason), and fuses MatMul/Gemm + bias +
+// activation and Conv + BatchNormalization + activation chains into single
+// kernels through the capability query.
 //
 // Device options (device_open): allow_reduced_precision=1 lets MatMul, Gemm
 // and Conv compute in bf16 (f32 accumulation) on CPUs with native bf16.
