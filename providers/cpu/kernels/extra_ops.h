@@ -17,6 +17,8 @@ void register_resize_kernels(sdk::KernelRegistry& registry);     // Resize Upsam
 void register_quantize_kernels(sdk::KernelRegistry& registry);   // QuantizeLinear DequantizeLinear DynamicQuantizeLinear
 void register_preview_training_kernels(sdk::KernelRegistry& registry);  // ai.onnx.preview.training Adagrad Momentum Adam
 void register_grid_sample_kernels(sdk::KernelRegistry& registry);  // GridSample
+void register_spectral_kernels(sdk::KernelRegistry& registry);   // DFT STFT HannWindow HammingWindow BlackmanWindow
+void register_image_kernels(sdk::KernelRegistry& registry);      // CenterCropPad Col2Im AffineGrid RotaryEmbedding
 
 inline void register_extra_kernels(sdk::KernelRegistry& registry) {
   register_loss_kernels(registry);
@@ -27,6 +29,8 @@ inline void register_extra_kernels(sdk::KernelRegistry& registry) {
   register_quantize_kernels(registry);
   register_preview_training_kernels(registry);
   register_grid_sample_kernels(registry);
+  register_spectral_kernels(registry);
+  register_image_kernels(registry);
 }
 
 }  // namespace onyx::cpu

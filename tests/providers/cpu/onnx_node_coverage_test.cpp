@@ -24,6 +24,11 @@ TEST(OnnxNodeTests, GridSampleAndOptimizerOps) {
   run_onnx_suite("grid sample, optimizers", {"GridSample", "Adagrad", "Adam", "Momentum"});
 }
 
+TEST(OnnxNodeTests, SpectralAndImageOps) {
+  run_onnx_suite("spectral, image", {"DFT", "STFT", "HannWindow", "HammingWindow", "BlackmanWindow", "CenterCropPad",
+                                     "Col2Im", "AffineGrid", "RotaryEmbedding"});
+}
+
 TEST(OnnxNodeTests, MiscOps) {
   run_onnx_suite("misc", {"RMSNormalization", "LpNormalization", "Shrink", "Swish", "BitCast", "Compress",
                           "DepthToSpace", "SpaceToDepth", "ReverseSequence", "Det", "CumProd"});
