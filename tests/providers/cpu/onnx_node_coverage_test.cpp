@@ -25,8 +25,22 @@ TEST(OnnxNodeTests, GridSampleAndOptimizerOps) {
 }
 
 TEST(OnnxNodeTests, SpectralAndImageOps) {
-  run_onnx_suite("spectral, image", {"DFT", "STFT", "HannWindow", "HammingWindow", "BlackmanWindow", "CenterCropPad",
+  run_onnx_suite("spectral, image", {"STFT", "HannWindow", "HammingWindow", "BlackmanWindow", "CenterCropPad",
                                      "Col2Im", "AffineGrid", "RotaryEmbedding"});
+}
+
+// DFT: the expected outputs come from float32 FFTs, whose round-off leaves
+// ~1e-7 * n * max|x| where the exact value is 0 (we sum in double); atol
+// 1e-5 covers that for these inputs (n <= 10, |x| <= ~10), rtol as the runner.
+TEST(OnnxNodeTests, DftOps) {
+  int passed = 0;
+  for (const std::string& name : list_onnx_node_tests("test_dft")) {
+    OnnxCaseResult r = run_onnx_node_test(name, {.rtol = 1e-3, .atol = 1e-5});
+    EXPECT_EQ(r.outcome, OnnxCaseResult::kPass) << name << ": " << r.message;
+    passed += r.outcome == OnnxCaseResult::kPass;
+  }
+  if (passed == 0 && onnx_case_ops().empty()) GTEST_SKIP() << "no ONNX node tests";
+  EXPECT_GE(passed, 10);
 }
 
 TEST(OnnxNodeTests, MiscOps) {
