@@ -5,6 +5,7 @@
 #include <onyx_provider.h>
 
 #include <deque>
+#include <map>
 #include <vector>
 
 #include "core/tensor.h"
@@ -32,6 +33,7 @@ struct RunState {
   const ExecutionPlan* plan = nullptr;
   std::vector<void*> arenas;  // per device
   std::vector<RunSlot> slots; // per value
+  std::map<int, Tensor> reuse; // output value -> caller's buffer (Session::run)
 };
 
 }  // namespace onyx

@@ -111,7 +111,11 @@ Status output_impl(OnyxComputeContext* ctx, size_t index, int32_t dtype, const i
     slot.data = static_cast<char*>(run.arenas[step.device]) + vp.offset;
     placed = true;
   } else if (vp.storage == ExecutionPlan::kOutput && host_readable(run, step.device)) {
-    slot.host = Tensor::allocate(dtype, shape);
+    auto reused = run.reuse.find(v);
+    if (reused != run.reuse.end() && reused->second.dtype() == dtype && reused->second.shape() == shape)
+      slot.host = reused->second;
+    else
+      slot.host = Tensor::allocate(dtype, shape);
     slot.data = slot.host.data();
     placed = true;
   }
@@ -223,12 +227,16 @@ Status run_copy(RunState& run, const Step& step) {
 
 StatusOr<std::vector<Tensor>> Executor::run(Session& session, const ExecutionPlan& plan,
                                             const std::vector<Tensor>& inputs,
-                                            const std::vector<int>& output_values) {
+                                            const std::vector<int>& output_values,
+                                            const std::vector<Tensor>* reuse) {
   const ir::Graph& graph = session.graph();
   RunState run;
   run.session = &session;
   run.plan = &plan;
   run.slots.resize(graph.values.size());
+  if (reuse)
+    for (size_t k = 0; k < output_values.size(); ++k)
+      if (!(*reuse)[k].empty() && (*reuse)[k].data()) run.reuse.emplace(output_values[k], (*reuse)[k]);
   // Arenas: reuse a finished run's, else allocate.
   {
     std::lock_guard lock(plan.arena_mutex);

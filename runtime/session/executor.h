@@ -40,9 +40,11 @@ StatusOr<std::shared_ptr<const ExecutionPlan>> build_execution_plan(
 class Executor {
  public:
   // Runs every step; `inputs` are bound to the graph inputs in order.
+  // `reuse`: null, or one host tensor per output value (see Session::run).
   static StatusOr<std::vector<Tensor>> run(Session& session, const ExecutionPlan& plan,
                                            const std::vector<Tensor>& inputs,
-                                           const std::vector<int>& output_values);
+                                           const std::vector<int>& output_values,
+                                           const std::vector<Tensor>* reuse = nullptr);
 };
 
 }  // namespace onyx

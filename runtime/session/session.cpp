@@ -203,7 +203,8 @@ StatusOr<std::shared_ptr<const ExecutionPlan>> Session::plan_for(const std::vect
 }
 
 StatusOr<std::vector<Tensor>> Session::run(const std::vector<std::pair<std::string, Tensor>>& inputs,
-                                           const std::vector<std::string>& output_names) {
+                                           const std::vector<std::string>& output_names,
+                                           const std::vector<Tensor>* reuse) {
   const ir::Graph& graph = *model_.graph;
   std::vector<Tensor> bound(graph.inputs.size());
   for (const auto& [name, tensor] : inputs) {
@@ -244,7 +245,10 @@ StatusOr<std::vector<Tensor>> Session::run(const std::vector<std::pair<std::stri
   std::vector<Shape> shapes;
   for (const Tensor& t : bound) shapes.push_back(t.shape());
   ONYX_ASSIGN_OR_RETURN(std::shared_ptr<const ExecutionPlan> plan, plan_for(shapes));
-  return Executor::run(*this, *plan, bound, output_values);
+  if (reuse && reuse->size() != output_values.size())
+    return invalid_argument("run: " + std::to_string(reuse->size()) + " output buffers to reuse for " +
+                            std::to_string(output_values.size()) + " outputs");
+  return Executor::run(*this, *plan, bound, output_values, reuse);
 }
 
 StatusOr<std::vector<MemoryReport>> Session::memory_report(const std::map<std::string, Shape>& input_shapes) {

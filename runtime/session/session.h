@@ -78,8 +78,14 @@ class Session {
   const PartitionReport& partition_report() const { return partition_; }
 
   // Runs with inputs by name; returns the requested outputs (all when empty).
+  // `reuse` (optional, one entry per returned output, empty entries allowed):
+  // host tensors the caller owns whose memory an output of the same dtype and
+  // shape is written into and returned, instead of a fresh buffer; a training
+  // loop passes last step's gradients. The caller must not read or share them
+  // during the run.
   StatusOr<std::vector<Tensor>> run(const std::vector<std::pair<std::string, Tensor>>& inputs,
-                                    const std::vector<std::string>& output_names = {});
+                                    const std::vector<std::string>& output_names = {},
+                                    const std::vector<Tensor>* reuse = nullptr);
 
   // The memory plan for the given input shapes (declared shapes, with
   // unknown dims set from `input_shapes` or to 1), per device.

@@ -124,6 +124,9 @@ StatusOr<std::unique_ptr<TrainingSession>> TrainingSession::create(
   if (!grads_expected.empty())
     return invalid_argument("training model has no output '" + *grads_expected.begin() +
                             "' for a trainable parameter of the checkpoint");
+  for (const auto& p : ck.module.trainable)
+    for (size_t i = 0; i < tg.outputs.size(); ++i)
+      if (tg.values[tg.outputs[i]].name == gradient_name(p.name)) s->grad_output_index_.push_back(i);
   if (s->train_outputs_.empty() || s->train_outputs_.front() != "loss")
     return invalid_argument("training model: the first output must be \"loss\" (docs/training.md)");
 
@@ -186,7 +189,8 @@ Status TrainingSession::check_ready(const char* what) const {
 }
 
 StatusOr<std::vector<Tensor>> TrainingSession::run_model(Session& session, const std::vector<std::string>& names,
-                                                         const std::vector<Tensor>& inputs, const char* what) {
+                                                         const std::vector<Tensor>& inputs, const char* what,
+                                                         const std::vector<Tensor>* reuse) {
   ONYX_RETURN_IF_ERROR(check_ready(what));
   if (inputs.size() != names.size())
     return invalid_argument(std::string(what) + ": " + std::to_string(inputs.size()) + " inputs given, the model takes " +
@@ -195,17 +199,27 @@ StatusOr<std::vector<Tensor>> TrainingSession::run_model(Session& session, const
   for (size_t i = 0; i < names.size(); ++i) feed.emplace_back(names[i], inputs[i]);
   for (const auto* list : {&state_->module.trainable, &state_->module.frozen})
     for (const auto& p : *list) feed.emplace_back(p.name, p.data);
-  auto outputs = session.run(feed);
+  auto outputs = session.run(feed, {}, reuse);
   if (!outputs.ok()) return outputs.status().with_context(what);
   return outputs;
 }
 
 StatusOr<std::vector<Tensor>> TrainingSession::train_step(const std::vector<Tensor>& inputs) {
   auto start = Clock::now();
-  ONYX_ASSIGN_OR_RETURN(std::vector<Tensor> outputs, run_model(*train_, train_inputs_, inputs, "train_step"));
+  // Gradient buffers are reused across steps: a step that starts a new sum
+  // writes straight into grads_, an accumulating step into scratch_grads_
+  // (then added). Loss and forward outputs go to the caller: always fresh.
+  const ir::Graph& g = train_->graph();
+  const auto& params = state_->module.trainable;
+  std::vector<Tensor> reuse(g.outputs.size());
+  for (size_t k = 0; k < grad_output_index_.size(); ++k) {
+    const std::vector<Tensor>& pool = reset_grads_ ? grads_ : scratch_grads_;
+    if (k < pool.size() && k < params.size()) reuse[grad_output_index_[k]] = pool[k];
+  }
+  ONYX_ASSIGN_OR_RETURN(std::vector<Tensor> outputs,
+                        run_model(*train_, train_inputs_, inputs, "train_step", &reuse));
   // Outputs come in model order: loss, forward outputs and gradients
   // interleaved as the model lists them; gradients are matched by name.
-  const ir::Graph& g = train_->graph();
   std::vector<Tensor> user;
   std::map<std::string, Tensor> grads;
   for (size_t i = 0; i < outputs.size(); ++i) {
@@ -224,6 +238,8 @@ StatusOr<std::vector<Tensor>> TrainingSession::train_step(const std::vector<Tens
       sum = std::move(fresh);
       continue;
     }
+    scratch_grads_.resize(trainable.size());
+    scratch_grads_[k] = fresh;
     if (sum.shape() != fresh.shape() || sum.dtype() != fresh.dtype())
       return internal_error("gradient of '" + trainable[k].name + "' changed shape between steps");
     if (fresh.dtype() == ONYX_DTYPE_FLOAT32) {

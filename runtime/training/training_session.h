@@ -131,14 +131,17 @@ class TrainingSession {
   std::vector<checkpoint::TensorRecord*> parameters(bool trainable_only);
   std::vector<const checkpoint::TensorRecord*> parameters(bool trainable_only) const;
   StatusOr<std::vector<Tensor>> run_model(Session& session, const std::vector<std::string>& input_names,
-                                          const std::vector<Tensor>& inputs, const char* what);
+                                          const std::vector<Tensor>& inputs, const char* what,
+                                          const std::vector<Tensor>* reuse = nullptr);
   checkpoint::OptimizerGroup& optimizer_group();
 
   std::shared_ptr<checkpoint::Checkpoint> state_;
   std::unique_ptr<Session> train_, eval_, optimizer_;
   std::string eval_model_bytes_;  // for export
   std::vector<std::string> train_inputs_, train_outputs_, eval_inputs_, eval_outputs_;
-  std::vector<Tensor> grads_;  // per trainable parameter
+  std::vector<Tensor> grads_;          // per trainable parameter: the running sum
+  std::vector<Tensor> scratch_grads_;  // per trainable parameter: this step's, when accumulating
+  std::vector<size_t> grad_output_index_;  // per trainable parameter: its training-model output
   bool reset_grads_ = true;
   bool have_grads_ = false;
   bool optimizer_fused_ = false;
