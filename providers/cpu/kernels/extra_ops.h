@@ -19,6 +19,7 @@ void register_preview_training_kernels(sdk::KernelRegistry& registry);  // ai.on
 void register_grid_sample_kernels(sdk::KernelRegistry& registry);  // GridSample
 void register_spectral_kernels(sdk::KernelRegistry& registry);   // DFT STFT HannWindow HammingWindow BlackmanWindow
 void register_image_kernels(sdk::KernelRegistry& registry);      // CenterCropPad Col2Im AffineGrid RotaryEmbedding
+void register_rnn_kernels(sdk::KernelRegistry& registry);        // RNN GRU LSTM
 
 inline void register_extra_kernels(sdk::KernelRegistry& registry) {
   register_loss_kernels(registry);
@@ -31,6 +32,7 @@ inline void register_extra_kernels(sdk::KernelRegistry& registry) {
   register_grid_sample_kernels(registry);
   register_spectral_kernels(registry);
   register_image_kernels(registry);
+  register_rnn_kernels(registry);
 }
 
 }  // namespace onyx::cpu

@@ -43,6 +43,8 @@ TEST(OnnxNodeTests, DftOps) {
   EXPECT_GE(passed, 10);
 }
 
+TEST(OnnxNodeTests, RecurrentOps) { run_onnx_suite("recurrent", {"RNN", "GRU", "LSTM"}); }
+
 TEST(OnnxNodeTests, MiscOps) {
   run_onnx_suite("misc", {"RMSNormalization", "LpNormalization", "Shrink", "Swish", "BitCast", "Compress",
                           "DepthToSpace", "SpaceToDepth", "ReverseSequence", "Det", "CumProd"});
