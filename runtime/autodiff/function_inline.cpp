@@ -4,6 +4,7 @@
 #include <onnx/defs/schema.h>
 
 #include <map>
+#include <optional>
 #include <set>
 
 namespace onyx::autodiff {
@@ -46,11 +47,43 @@ std::vector<onnx::AttributeProto> resolve_attributes(const onnx::NodeProto& body
   return out;
 }
 
+// The node's function body: the schema's static one, or the one it builds
+// for the node's attributes and input types (context-dependent functions).
+std::optional<onnx::FunctionProto> body_of(const onnx::NodeProto& node, const onnx::OpSchema& schema,
+                                           const Emitter& e) {
+  if (schema.HasFunction() && schema.GetFunction()) return *schema.GetFunction();
+  if (!schema.HasContextDependentFunction()) return std::nullopt;
+  std::vector<onnx::TypeProto> input_types;
+  for (const auto& name : node.input()) {
+    onnx::TypeProto t;
+    if (auto vt = e.type(name); vt && vt->dtype) {
+      auto* tt = t.mutable_tensor_type();
+      tt->set_elem_type(vt->dtype);
+      if (vt->rank >= 0) {
+        auto* shape = tt->mutable_shape();
+        for (int64_t d : vt->dims) {
+          auto* dim = shape->add_dim();
+          if (d >= 0) dim->set_dim_value(d);
+        }
+      }
+    }
+    input_types.push_back(std::move(t));
+  }
+  onnx::FunctionBodyBuildContextImpl ctx(node, input_types);
+  onnx::FunctionProto body;
+  try {
+    if (!schema.BuildContextDependentFunction(ctx, body)) return std::nullopt;
+  } catch (const std::exception&) {
+    return std::nullopt;  // the schema could not build a body for these types
+  }
+  return body;
+}
+
 }  // namespace
 
-bool has_function_body(const onnx::NodeProto& node, int64_t opset) {
-  const onnx::OpSchema* s = schema_of(node, opset);
-  return s && s->HasFunction() && s->GetFunction();
+bool has_function_body(const onnx::NodeProto& node, const Emitter& e) {
+  const onnx::OpSchema* s = schema_of(node, e.opset());
+  return s && body_of(node, *s, e).has_value();
 }
 
 Status inline_nodes(onnx::GraphProto* graph, const std::vector<int>& indices, Emitter& e) {
@@ -63,7 +96,7 @@ Status inline_nodes(onnx::GraphProto* graph, const std::vector<int>& indices, Em
       continue;
     }
     const onnx::OpSchema* schema = schema_of(node, e.opset());
-    const onnx::FunctionProto* body = schema ? schema->GetFunction() : nullptr;
+    std::optional<onnx::FunctionProto> body = schema ? body_of(node, *schema, e) : std::nullopt;
     if (!body)
       return internal_error(node.op_type() + " node '" + node.name() + "' has no function body to inline");
     std::map<std::string, std::string> names;  // body name -> graph name

@@ -12,8 +12,9 @@
 
 namespace onyx::autodiff {
 
-// True when the op's schema (at the model's opset) has a static function body.
-bool has_function_body(const ONNX_NAMESPACE::NodeProto& node, int64_t opset);
+// True when the op's schema (at the emitter's opset) defines a function body,
+// static or built for the node's attributes and input types.
+bool has_function_body(const ONNX_NAMESPACE::NodeProto& node, const Emitter& e);
 
 // Replaces the nodes at `indices` by their function bodies, in place. Body
 // values get fresh names; attribute references take the node's attribute or

@@ -118,7 +118,7 @@ Status inline_function_ops(onnx::GraphProto* graph, Emitter& e, const std::vecto
     for (int n : p.order) {
       const auto& node = graph->node(n);
       if (p.on_path(node) && !gradient_rules().count(rule_key(node)) &&
-          has_function_body(node, e.opset()))
+          has_function_body(node, e))
         targets.push_back(n);
     }
     if (targets.empty()) return Status();

@@ -68,6 +68,28 @@ Status gelu_rule(GradContext& c) {
   return Status();
 }
 
+// Elu: x for x > 0, alpha (e^x - 1) otherwise, whose derivative is y + alpha.
+Status elu_rule(GradContext& c) {
+  Emitter& e = c.e();
+  std::string positive = e.op("Greater", {c.x(0), e.scalar_like(0, c.x(0))});
+  std::string negative_side = e.op("Add", {c.y(0), e.scalar_like(c.attr_float("alpha", 1), c.y(0))});
+  set_product(c, e.op("Where", {positive, e.scalar_like(1, c.x(0)), negative_side}));
+  return Status();
+}
+
+// HardSigmoid: max(0, min(1, alpha x + beta)); slope alpha inside (0, 1).
+Status hard_sigmoid_rule(GradContext& c) {
+  Emitter& e = c.e();
+  std::string z = e.op("Add", {e.op("Mul", {c.x(0), e.scalar_like(c.attr_float("alpha", 0.2f), c.x(0))}),
+                               e.scalar_like(c.attr_float("beta", 0.5f), c.x(0))});
+  std::string inside = e.op("And", {e.op("Greater", {z, e.scalar_like(0, c.x(0))}),
+                                    e.op("Less", {z, e.scalar_like(1, c.x(0))})});
+  std::string slope = e.op("Where", {inside, e.scalar_like(c.attr_float("alpha", 0.2f), c.x(0)),
+                                     e.scalar_like(0, c.x(0))});
+  set_product(c, slope);
+  return Status();
+}
+
 int64_t softmax_axis(GradContext& c) { return c.attr_int("axis", -1); }
 
 Status check_softmax_opset(GradContext& c) {
@@ -124,6 +146,8 @@ void add_activation_rules(RuleTable& t) {
   t["Tanh"] = tanh_rule;
   t["Softplus"] = softplus_rule;
   t["Gelu"] = gelu_rule;
+  t["Elu"] = elu_rule;
+  t["HardSigmoid"] = hard_sigmoid_rule;
   t["Softmax"] = softmax_rule;
   t["LogSoftmax"] = log_softmax_rule;
   t["Dropout"] = dropout_rule;

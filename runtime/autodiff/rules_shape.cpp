@@ -73,6 +73,17 @@ Status gather_rule(GradContext& c) {
   return Status();
 }
 
+// GatherElements: the gradient scattered back, repeated indices adding up
+// (ScatterElements with reduction "add", opset 16+).
+Status gather_elements_rule(GradContext& c) {
+  Emitter& e = c.e();
+  if (e.opset() < 16)
+    return unimplemented(c.label() + ": the GatherElements gradient needs opset >= 16 (ScatterElements with reduction)");
+  c.set_dx(0, e.op("ScatterElements", {e.zeros_like(c.x(0)), c.x(1), c.dy(0)},
+                   {attr_int("axis", c.attr_int("axis", 0)), attr_string("reduction", "add")}));
+  return Status();
+}
+
 }  // namespace
 
 void add_shape_rules(RuleTable& t) {
@@ -86,6 +97,7 @@ void add_shape_rules(RuleTable& t) {
   t["Split"] = split_rule;
   t["Slice"] = slice_rule;
   t["Gather"] = gather_rule;
+  t["GatherElements"] = gather_elements_rule;
 }
 
 }  // namespace onyx::autodiff

@@ -78,6 +78,25 @@ TEST(Losses, BceWithLogitsIsStableForLargeLogits) {
   EXPECT_NEAR(g[3], 1 / (1 + std::exp(30.0)), 1e-12);
 }
 
+TEST(Losses, HardSwishIsDifferentiatedThroughItsBody) {
+  // HardSwish has no rule; its onnx 1.12 body is x * HardSigmoid(x, 1/6, 1/2).
+  Forward f;
+  f.param("x", {3, 4}, -2.5, 2.5).node("HardSwish", {"x"}, {"y"}).output("y", {3, 4});
+  expect_gradients_match(f.proto(), "HardSwish via its function body");
+}
+
+TEST(Losses, ContextDependentFunctionBody) {
+  // ONNX's own NegativeLogLikelihoodLoss op inside the model: its schema
+  // builds a body for the node's attributes and input types, and the
+  // gradient goes through that body.
+  Forward f;
+  f.param("s", {3, 4}).ints("t", {3}, {1, 3, 0});
+  f.node("LogSoftmax", {"s"}, {"lp"}, {attr_int("axis", 1)});
+  f.node("NegativeLogLikelihoodLoss", {"lp", "t"}, {"y"}, {attr_string("reduction", "mean")});
+  f.output("y", {});
+  expect_gradients_match(f.proto(), "onnx NegativeLogLikelihoodLoss via its built body");
+}
+
 TEST(Losses, FunctionBodyOpIsDifferentiatedThroughItsBody) {
   // MeanVarianceNormalization has no rule of its own; onnx defines it as a
   // function of ReduceMean, Pow, Sub, Sqrt, Div. Its onnx 1.12 body has

@@ -56,6 +56,8 @@ TEST(GradRules, Activations) {
   check_op("Softmax", {{3, 4}}, {3, 4});
   check_op("Softmax", {{3, 4}}, {3, 4}, {attr_int("axis", 0)});
   check_op("LogSoftmax", {{2, 3, 4}}, {2, 3, 4}, {attr_int("axis", 1)});
+  check_op("Elu", {{3, 4}}, {3, 4}, {attr_float("alpha", 0.7f)});
+  check_op("HardSigmoid", {{3, 4}}, {3, 4}, {attr_float("alpha", 0.4f)}, -2, 2);
   check_op("Gelu", {{3, 4}}, {3, 4}, {}, -2, 2, 20);
   check_op("Gelu", {{3, 4}}, {3, 4}, {attr_string("approximate", "tanh")}, -2, 2, 20);
 }
@@ -167,6 +169,13 @@ TEST(GradRules, GatherRepeatedIndices) {
   g.param("a", {5, 3}).ints("i", {4}, {1, 1, 4, 0});
   g.node("Gather", {"a", "i"}, {"y"}).output("y", {4, 3});
   expect_gradients_match(g.proto(), "Gather axis 0 (embedding)");
+}
+
+TEST(GradRules, GatherElements) {
+  Forward f;
+  f.param("a", {3, 4}).ints("i", {3, 2}, {0, 3, 1, 1, 2, 0});
+  f.node("GatherElements", {"a", "i"}, {"y"}, {attr_int("axis", 1)}).output("y", {3, 2});
+  expect_gradients_match(f.proto(), "GatherElements axis 1 (repeated index)");
 }
 
 TEST(GradRules, Reductions) {
