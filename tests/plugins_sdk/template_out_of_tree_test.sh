@@ -2,8 +2,8 @@
 # Builds the template provider out of tree, as a vendor would: install Onyx
 # into a temporary prefix, configure plugins_sdk/template (copied elsewhere)
 # with find_package(OnyxPluginSDK), build it, then load it with the installed
-# `onyx` CLI and run its op; when onyx-conformance is installed, run its abi
-# suite and the ONNX node tests of its one op on the plugin too.
+# `onyx` CLI and run its op; then the conformance runner's abi suite and the
+# node test of its one op (claims and onnx-node suites) on the plugin.
 set -euo pipefail
 build_dir=$1 source_dir=$2 model=$3
 work=$(mktemp -d)
@@ -30,18 +30,11 @@ grep -Eq " Relu +template" "$work/info.txt" || { echo "Relu did not go to the te
   --output-dir "$work/out" | tee "$work/run.txt"
 
 conformance="$work/prefix/bin/onyx-conformance"
-if [ -x "$conformance" ]; then
-  # The abi suite is being written; until the runner knows it, say so and go on.
-  if ! "$conformance" --provider "$plugin" --suite abi >"$work/abi.txt" 2>&1; then
-    cat "$work/abi.txt"
-    grep -q "unknown suite 'abi'" "$work/abi.txt" || exit 1
-    echo "template: this onyx-conformance has no abi suite yet"
-  else
-    cat "$work/abi.txt"
-  fi
-  # Its one op: the ONNX node tests of Relu (declined nodes count as unsupported).
-  "$conformance" --provider "$plugin" --suite onnx-node --filter '^test_relu$' --report "$work/report"
-else
-  echo "template: onyx-conformance is not installed by this build; conformance not run"
-fi
+"$conformance" --provider "$plugin" --suite abi | tee "$work/abi.txt"
+grep -Eq "abi: [1-9][0-9]* passed, 0 failed" "$work/abi.txt"
+# Its one op: Relu's node test, through the ABI (claims) and a session (onnx-node).
+"$conformance" --provider "$plugin" --suite claims,onnx-node --filter '^test_relu$' \
+  --report "$work/report" | tee "$work/op.txt"
+grep -q "claims: 1 passed, 0 failed" "$work/op.txt"
+grep -q "onnx-node: 1 passed, 0 failed" "$work/op.txt"
 echo "template provider: built out of tree, loaded and ran"
