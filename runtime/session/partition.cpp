@@ -74,7 +74,16 @@ Status partition_graph(const ir::Graph& graph, const std::vector<std::unique_ptr
                               devices[place.device]->label + ":" + reasons();
       if (policy == FallbackPolicy::kFail)
         return failed_precondition("fallback policy is 'fail' and " + msg);
-      if (policy == FallbackPolicy::kWarn) std::fprintf(stderr, "onyx [warning] %s\n", msg.c_str());
+      // A node declined only by unavailable providers was warned about once,
+      // when the session skipped them.
+      bool only_unavailable = true;
+      for (const auto& [label, why] : place.declined) {
+        bool skipped = false;
+        for (const UnavailableProvider& u : report.unavailable) skipped = skipped || u.name == label;
+        only_unavailable = only_unavailable && skipped;
+      }
+      if (policy == FallbackPolicy::kWarn && !only_unavailable)
+        std::fprintf(stderr, "onyx [warning] %s\n", msg.c_str());
     }
   }
   return Status();
