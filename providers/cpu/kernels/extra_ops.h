@@ -20,6 +20,8 @@ void register_grid_sample_kernels(sdk::KernelRegistry& registry);  // GridSample
 void register_spectral_kernels(sdk::KernelRegistry& registry);   // DFT STFT HannWindow HammingWindow BlackmanWindow
 void register_image_kernels(sdk::KernelRegistry& registry);      // CenterCropPad Col2Im AffineGrid RotaryEmbedding
 void register_rnn_kernels(sdk::KernelRegistry& registry);        // RNN GRU LSTM
+void register_selection_kernels(sdk::KernelRegistry& registry);  // NonMaxSuppression Unique
+void register_einsum_kernels(sdk::KernelRegistry& registry);     // Einsum
 
 inline void register_extra_kernels(sdk::KernelRegistry& registry) {
   register_loss_kernels(registry);
@@ -33,6 +35,8 @@ inline void register_extra_kernels(sdk::KernelRegistry& registry) {
   register_spectral_kernels(registry);
   register_image_kernels(registry);
   register_rnn_kernels(registry);
+  register_selection_kernels(registry);
+  register_einsum_kernels(registry);
 }
 
 }  // namespace onyx::cpu

@@ -45,6 +45,10 @@ TEST(OnnxNodeTests, DftOps) {
 
 TEST(OnnxNodeTests, RecurrentOps) { run_onnx_suite("recurrent", {"RNN", "GRU", "LSTM"}); }
 
+TEST(OnnxNodeTests, SelectionAndEinsumOps) {
+  run_onnx_suite("selection, einsum", {"NonMaxSuppression", "Unique", "Einsum"});
+}
+
 TEST(OnnxNodeTests, MiscOps) {
   run_onnx_suite("misc", {"RMSNormalization", "LpNormalization", "Shrink", "Swish", "BitCast", "Compress",
                           "DepthToSpace", "SpaceToDepth", "ReverseSequence", "Det", "CumProd"});
