@@ -201,12 +201,18 @@ std::string vendor_conv2d(VendorLibraries* libs, gpuStream_t stream, const Conv2
   ONYX_CUDNN_CHECK(f.cudnnSetConvolutionGroupCount(d.conv, int(s.groups)), "setting Conv groups");
   // Full fp32: no TF32 unless the session allows reduced precision (not yet plumbed).
   ONYX_CUDNN_CHECK(f.cudnnSetConvolutionMathType(d.conv, CUDNN_FMA_MATH), "setting the math type");
-  cudnnConvolutionFwdAlgoPerf_t perf{};
+  // cuDNN's heuristics rank the algorithms; take the first it can run.
+  constexpr int kCandidates = 8;
+  cudnnConvolutionFwdAlgoPerf_t candidates[kCandidates] = {};
   int returned = 0;
-  ONYX_CUDNN_CHECK(f.cudnnGetConvolutionForwardAlgorithm_v7(libs->cudnn, d.x, d.w, d.conv, d.y, 1,
-                                                            &returned, &perf),
+  ONYX_CUDNN_CHECK(f.cudnnGetConvolutionForwardAlgorithm_v7(libs->cudnn, d.x, d.w, d.conv, d.y,
+                                                            kCandidates, &returned, candidates),
                    "choosing a convolution algorithm");
-  if (returned < 1) return "cuDNN offers no algorithm for this convolution";
+  const cudnnConvolutionFwdAlgoPerf_t* chosen = nullptr;
+  for (int i = 0; i < returned && !chosen; ++i)
+    if (candidates[i].status == CUDNN_STATUS_SUCCESS) chosen = &candidates[i];
+  if (!chosen) return "cuDNN offers no usable algorithm for this convolution";
+  const cudnnConvolutionFwdAlgoPerf_t& perf = *chosen;
   size_t workspace_bytes = 0;
   ONYX_CUDNN_CHECK(f.cudnnGetConvolutionForwardWorkspaceSize(libs->cudnn, d.x, d.w, d.conv, d.y,
                                                              perf.algo, &workspace_bytes),
