@@ -87,15 +87,35 @@ StatusOr<Paths> find_paths(const onnx::GraphProto& g, const Emitter& e,
   return p;
 }
 
-std::map<std::string, const onnx::TensorProto*> graph_constants(const onnx::GraphProto& g) {
-  std::map<std::string, const onnx::TensorProto*> out;
-  for (const auto& t : g.initializer()) out[t.name()] = &t;
+// Copies of the graph's constant tensors (initializers and Constant
+// nodes), by value name: copies, because the graph grows while rules read them.
+std::map<std::string, onnx::TensorProto> graph_constants(const onnx::GraphProto& g) {
+  std::map<std::string, onnx::TensorProto> out;
+  for (const auto& t : g.initializer()) out[t.name()] = t;
   for (const auto& n : g.node()) {
     if (n.op_type() != "Constant" || n.output_size() != 1) continue;
     for (const auto& a : n.attribute())
-      if (a.name() == "value" && a.has_t()) out[n.output(0)] = &a.t();
+      if (a.name() == "value" && a.has_t()) out[n.output(0)] = a.t();
   }
   return out;
+}
+
+// One error naming every op type on the path without a rule, with its nodes.
+Status missing_rules_error(const onnx::GraphProto& g, const Paths& p) {
+  std::map<std::string, std::vector<std::string>> missing;
+  for (int n : p.order) {
+    const auto& node = g.node(n);
+    if (p.on_path(node) && !gradient_rules().count(rule_key(node))) missing[rule_key(node)].push_back(node.name());
+  }
+  if (missing.empty()) return Status();
+  std::string list;
+  for (const auto& [op, nodes] : missing) {
+    list += (list.empty() ? "" : "; ") + op + (nodes.size() > 1 ? " (nodes " : " (node ");
+    for (size_t k = 0; k < nodes.size() && k < 3; ++k) list += (k ? ", '" : "'") + nodes[k] + "'";
+    list += nodes.size() > 3 ? ", ...)" : ")";
+  }
+  return unimplemented("no gradient rule for " + std::to_string(missing.size()) +
+                       " op type(s) on the path from the parameters to the loss: " + list);
 }
 
 // The sum of the gradients that reached one value ("" when none).
@@ -134,32 +154,13 @@ StatusOr<std::vector<std::string>> build_gradients(onnx::GraphProto* graph, Emit
   e.infer_types(*graph);  // inlined bodies bring new values
   ONYX_ASSIGN_OR_RETURN(Paths p, find_paths(*graph, e, wrt, loss));
 
-  // Every op without a rule, in one error.
-  std::map<std::string, std::vector<std::string>> missing;
-  for (int n : p.order) {
-    const auto& node = graph->node(n);
-    if (p.on_path(node) && !gradient_rules().count(rule_key(node))) missing[rule_key(node)].push_back(node.name());
-  }
-  if (!missing.empty()) {
-    std::string list;
-    for (const auto& [op, nodes] : missing) {
-      list += (list.empty() ? "" : "; ") + op + " (node";
-      list += nodes.size() > 1 ? "s " : " ";
-      for (size_t k = 0; k < nodes.size() && k < 3; ++k) list += (k ? ", '" : "'") + nodes[k] + "'";
-      list += nodes.size() > 3 ? ", ...)" : ")";
-    }
-    return unimplemented("no gradient rule for " + std::to_string(missing.size()) +
-                         " op type(s) on the path from the parameters to the loss: " + list);
-  }
+  ONYX_RETURN_IF_ERROR(missing_rules_error(*graph, p));
 
   // Nodes are appended while we walk: copy the forward nodes first.
   std::vector<onnx::NodeProto> forward(graph->node().begin(), graph->node().end());
-  std::map<std::string, const onnx::TensorProto*> constants = graph_constants(*graph);
-  // graph_constants points into the graph, which grows: keep copies.
-  std::map<std::string, onnx::TensorProto> constant_copies;
-  for (const auto& [k, v] : constants) constant_copies[k] = *v;
-  constants.clear();
-  for (const auto& [k, v] : constant_copies) constants[k] = &v;
+  const std::map<std::string, onnx::TensorProto> constant_values = graph_constants(*graph);
+  std::map<std::string, const onnx::TensorProto*> constants;
+  for (const auto& [name, t] : constant_values) constants[name] = &t;
 
   std::map<std::string, std::vector<std::string>> grads;
   grads[loss].push_back(e.scalar_like(1.0, loss));

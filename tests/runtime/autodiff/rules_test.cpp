@@ -33,6 +33,7 @@ TEST(GradRules, BinaryBroadcasting) {
   check_op("Min", {{2, 3}, {3}}, {2, 3});
   check_op("Max", {{2, 3}, {2, 3}}, {2, 3});
   check_op("Sum", {{2, 3}, {3}, {2, 1}}, {2, 3});
+  check_op("Mean", {{2, 3}, {3}, {2, 1}}, {2, 3});
 }
 
 TEST(GradRules, Unary) {
