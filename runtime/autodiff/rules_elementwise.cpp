@@ -47,7 +47,9 @@ Status div_rule(GradContext& c) {
   return Status();
 }
 
-// y = a ^ b: da = g * b * a^(b-1), db = g * y * log(a).
+// y = a ^ b: da = g * b * a^(b-1), db = g * y * log(a) where a > 0 and 0
+// elsewhere (a^b has no derivative in b there; 0 keeps an exponent that is
+// trainable by default from turning NaN).
 Status pow_rule(GradContext& c) {
   Emitter& e = c.e();
   if (c.needs(0)) {
@@ -56,7 +58,9 @@ Status pow_rule(GradContext& c) {
     c.set_dx(0, e.sum_to_shape(e.op("Mul", {c.dy(0), d}), c.x(0), c.y(0)));
   }
   if (c.needs(1)) {
-    std::string d = e.op("Mul", {c.y(0), e.op("Log", {c.x(0)})});
+    std::string positive = e.op("Greater", {c.x(0), e.scalar_like(0, c.x(0))});
+    std::string safe_a = e.op("Where", {positive, c.x(0), e.scalar_like(1, c.x(0))});
+    std::string d = e.op("Mul", {c.y(0), e.op("Log", {safe_a})});
     c.set_dx(1, e.sum_to_shape(e.op("Mul", {c.dy(0), d}), c.x(1), c.y(0)));
   }
   return Status();

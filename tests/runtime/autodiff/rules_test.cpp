@@ -2,6 +2,8 @@
 // (grad_check.h states the tolerance), one small case or more per op.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "autodiff/emitter.h"
 #include "grad_check.h"
 
@@ -30,6 +32,23 @@ TEST(GradRules, BinaryBroadcasting) {
   check_op("Mul", {{2, 3}, {1, 3}}, {2, 3});
   check_op("Div", {{2, 3}, {3}}, {2, 3}, {}, 0.5, 2);
   check_op("Pow", {{2, 3}, {3}}, {2, 3}, {}, 0.5, 1.5);
+  // A negative base with an integer exponent: d/da exists, d/db is taken as 0.
+  Forward square;
+  square.param_values("a", {3}, {-1.5, 0.5, -0.25}).param_values("b", {}, {2.0});
+  square.node("Pow", {"a", "b"}, {"y"}).output("y", {3});
+  TrainingSpec base_only;
+  base_only.requires_grad = {"a"};
+  base_only.loss.kind = LossKind::kCustom;
+  base_only.loss.custom = weighted_sum_loss(square.proto());
+  expect_gradients_match(square.proto(), "Pow with negative base", &base_only);
+  TrainingSpec both = base_only;
+  both.requires_grad = {};
+  auto built = build_training_models(square.proto(), both);
+  ASSERT_TRUE(built.ok());
+  auto s = open_session(built.value().training);
+  auto a = tensor_of(built.value().initial_values[0]), b = tensor_of(built.value().initial_values[1]);
+  auto out = s->run({{"a", &a}, {"b", &b}}, {"b_grad"});
+  EXPECT_TRUE(std::isfinite(out[0].data<double>()[0]));  // log(0.5) term only
   check_op("Min", {{2, 3}, {3}}, {2, 3});
   check_op("Max", {{2, 3}, {2, 3}}, {2, 3});
   check_op("Sum", {{2, 3}, {3}, {2, 1}}, {2, 3});
