@@ -22,6 +22,7 @@ void register_image_kernels(sdk::KernelRegistry& registry);      // CenterCropPa
 void register_rnn_kernels(sdk::KernelRegistry& registry);        // RNN GRU LSTM
 void register_selection_kernels(sdk::KernelRegistry& registry);  // NonMaxSuppression Unique
 void register_einsum_kernels(sdk::KernelRegistry& registry);     // Einsum
+void register_window_extra_kernels(sdk::KernelRegistry& registry);  // ConvInteger MaxUnpool
 
 inline void register_extra_kernels(sdk::KernelRegistry& registry) {
   register_loss_kernels(registry);
@@ -37,6 +38,7 @@ inline void register_extra_kernels(sdk::KernelRegistry& registry) {
   register_rnn_kernels(registry);
   register_selection_kernels(registry);
   register_einsum_kernels(registry);
+  register_window_extra_kernels(registry);
 }
 
 }  // namespace onyx::cpu

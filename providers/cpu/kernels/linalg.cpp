@@ -395,8 +395,11 @@ double int_element(const sdk::Tensor& t, int64_t i) {
       return t.data<int8_t>()[i];
     case ONYX_DTYPE_INT32:
       return t.data<int32_t>()[i];
+    case ONYX_DTYPE_FLOAT16:
+    case ONYX_DTYPE_BFLOAT16:
+      return util::half_value(t.dtype, t.data<uint16_t>()[i]);
     default:
-      return t.data<float>()[i];  // scales: float32 (checked in supports)
+      return t.data<float>()[i];  // scales: float32 or 16-bit floats (checked in supports)
   }
 }
 
@@ -518,7 +521,7 @@ std::string check_quant_node(const sdk::NodeInfo& node, bool qlinear) {
   const std::initializer_list<int32_t> u8 = {ONYX_DTYPE_UINT8, ONYX_DTYPE_INT8};
   if (!qlinear) return nn::require_types(node, {0, 1, 2, 3}, u8);
   if (std::string e = nn::require_types(node, {0, 2, 3, 5, 7}, u8); !e.empty()) return e;
-  return nn::require_types(node, {1, 4, 6}, {ONYX_DTYPE_FLOAT32});
+  return nn::require_types(node, {1, 4, 6}, {ONYX_DTYPE_FLOAT32, ONYX_DTYPE_FLOAT16, ONYX_DTYPE_BFLOAT16});
 }
 
 }  // namespace

@@ -49,6 +49,10 @@ TEST(OnnxNodeTests, SelectionAndEinsumOps) {
   run_onnx_suite("selection, einsum", {"NonMaxSuppression", "Unique", "Einsum"});
 }
 
+TEST(OnnxNodeTests, IntegerAndUnpoolOps) {
+  run_onnx_suite("integer, unpool", {"ConvInteger", "MatMulInteger", "QLinearMatMul", "MaxUnpool"});
+}
+
 TEST(OnnxNodeTests, MiscOps) {
   run_onnx_suite("misc", {"RMSNormalization", "LpNormalization", "Shrink", "Swish", "BitCast", "Compress",
                           "DepthToSpace", "SpaceToDepth", "ReverseSequence", "Det", "CumProd"});

@@ -1,0 +1,169 @@
+// window_extra.cpp: ConvInteger (10) and MaxUnpool (9, 11, 22), direct
+// loops over the shared window geometry of nn.h.
+#include <cinttypes>
+#include <cstring>
+#include <optional>
+#include <vector>
+
+#include "kernels/extra_ops.h"
+#include "kernels/narrow_types.h"
+#include "kernels/nn.h"
+
+namespace onyx::cpu {
+namespace {
+
+// ConvInteger: sum over the window of (x - x_zero) * (w - w_zero[m]) in
+// int32 (wrapping like an int32 accumulator), groups and 1-3 spatial dims.
+class ConvIntegerKernel final : public sdk::Kernel {
+ public:
+  explicit ConvIntegerKernel(const sdk::NodeInfo& node)
+      : label_(util::node_label(node)), attrs_(nn::WindowAttrs::read(node)), group_(node.get_int("group", 1)) {}
+
+  OnyxStatus* compute(sdk::ComputeContext& ctx) override {
+    sdk::Tensor x = ctx.in(0), w = ctx.in(1);
+    const size_t spatial = x.rank() >= 3 ? x.rank() - 2 : 0;
+    if (spatial < 1 || spatial > 3 || w.rank() != x.rank())
+      return util::fail(label_, "x %s and w %s must be [N, C, D1..Dk] and [M, C/group, k1..kk], k in 1..3",
+                        util::dims_str(x.dims).c_str(), util::dims_str(w.dims).c_str());
+    if (std::string e = attrs_.check(spatial); !e.empty()) return util::fail(label_, "%s", e.c_str());
+    const int64_t n = x.dim(0), c = x.dim(1), m = w.dim(0), g = group_;
+    if (g <= 0 || c % g || m % g || w.dim(1) != c / g)
+      return util::fail(label_, "channels %" PRId64 " / filters %" PRId64 " do not fit group %" PRId64, c, m, g);
+    std::vector<int64_t> in(x.dims.begin() + 2, x.dims.end()), kernel(w.dims.begin() + 2, w.dims.end());
+    std::vector<nn::WindowDim> dims;
+    if (std::string e = nn::resolve_forward(attrs_, in, kernel, &dims); !e.empty()) return util::fail(label_, "%s", e.c_str());
+    std::vector<int64_t> y_dims{n, m};
+    for (const auto& d : dims) y_dims.push_back(d.out);
+    nn::lift_to_3d(&dims);
+    double xz = 0;
+    if (auto t = ctx.input(2); t && t->size() > 0) xz = narrow::load(t->dtype, t->raw, 0);
+    std::optional<sdk::Tensor> wz = ctx.input(3);
+    sdk::Tensor y;
+    ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, ONYX_DTYPE_INT32, y_dims, &y));
+    const int64_t cg = c / g, mg = m / g;
+    int64_t out_index = 0;
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t f = 0; f < m; ++f) {
+        const int64_t grp = f / mg;
+        const int32_t wzf = wz && wz->size() > 0 ? int32_t(narrow::load(wz->dtype, wz->raw, wz->size() == 1 ? 0 : f)) : 0;
+        for (int64_t z = 0; z < dims[0].out; ++z)
+          for (int64_t yy = 0; yy < dims[1].out; ++yy)
+            for (int64_t xx = 0; xx < dims[2].out; ++xx) {
+              uint32_t acc = 0;
+              for (int64_t ch = 0; ch < cg; ++ch)
+                for (int64_t kz = 0; kz < dims[0].kernel; ++kz)
+                  for (int64_t ky = 0; ky < dims[1].kernel; ++ky)
+                    for (int64_t kx = 0; kx < dims[2].kernel; ++kx) {
+                      int64_t iz = z * dims[0].stride - dims[0].pad_begin + kz * dims[0].dilation;
+                      int64_t iy = yy * dims[1].stride - dims[1].pad_begin + ky * dims[1].dilation;
+                      int64_t ix = xx * dims[2].stride - dims[2].pad_begin + kx * dims[2].dilation;
+                      if (iz < 0 || iz >= dims[0].in || iy < 0 || iy >= dims[1].in || ix < 0 || ix >= dims[2].in) continue;
+                      int64_t xi = (((b * c + grp * cg + ch) * dims[0].in + iz) * dims[1].in + iy) * dims[2].in + ix;
+                      int64_t wi = (((f * cg + ch) * dims[0].kernel + kz) * dims[1].kernel + ky) * dims[2].kernel + kx;
+                      int32_t xv = int32_t(narrow::load(x.dtype, x.raw, xi)) - int32_t(xz);
+                      int32_t wv = int32_t(narrow::load(w.dtype, w.raw, wi)) - wzf;
+                      acc += uint32_t(xv * wv);
+                    }
+              y.data<int32_t>()[out_index++] = int32_t(acc);
+            }
+      }
+    return nullptr;
+  }
+
+ private:
+  std::string label_;
+  nn::WindowAttrs attrs_;
+  int64_t group_;
+};
+
+// MaxUnpool: scatters X into zeros at the flat positions I (as MaxPool's
+// indices: over the whole output tensor), output shape from output_shape or
+// (in - 1) * stride + kernel - pads.
+class MaxUnpoolKernel final : public sdk::Kernel {
+ public:
+  explicit MaxUnpoolKernel(const sdk::NodeInfo& node)
+      : label_(util::node_label(node)),
+        kernel_(node.get_ints("kernel_shape")),
+        pads_(node.get_ints("pads")),
+        strides_(node.get_ints("strides")) {}
+
+  OnyxStatus* compute(sdk::ComputeContext& ctx) override {
+    sdk::Tensor x = ctx.in(0), idx = ctx.in(1);
+    const size_t spatial = x.rank() >= 3 ? x.rank() - 2 : 0;
+    if (spatial == 0 || kernel_.size() != spatial || idx.size() != x.size())
+      return util::fail(label_, "X %s, I %s and kernel_shape do not fit", util::dims_str(x.dims).c_str(),
+                        util::dims_str(idx.dims).c_str());
+    std::vector<int64_t> dims{x.dim(0), x.dim(1)};
+    for (size_t d = 0; d < spatial; ++d) {
+      int64_t stride = strides_.empty() ? 1 : strides_[d];
+      int64_t pads = pads_.empty() ? 0 : pads_[d] + pads_[spatial + d];
+      dims.push_back((x.dim(d + 2) - 1) * stride + kernel_[d] - pads);
+    }
+    // The indices address the default shape; a larger output_shape pads
+    // each dim at its end with zeros (as ONNX's reference).
+    std::vector<int64_t> out_dims = dims;
+    if (auto t = ctx.input(2); t && t->size() > 0) {
+      if (!util::read_ints(*t, &out_dims) || out_dims.size() != x.rank())
+        return util::fail(label_, "output_shape must list %zu dims", x.rank());
+      for (size_t d = 0; d < dims.size(); ++d)
+        if (out_dims[d] < dims[d])
+          return util::fail(label_, "output_shape %s is smaller than the unpooled shape %s", util::dims_str(out_dims).c_str(),
+                            util::dims_str(dims).c_str());
+    }
+    int64_t total = 1;
+    for (int64_t d : dims) total *= d;
+    const size_t es = sdk::dtype_size(x.dtype);
+    std::vector<unsigned char> full(size_t(total) * es, 0);
+    std::vector<int64_t> where;
+    if (!util::read_ints(idx, &where)) return util::fail(label_, "I must be int64");
+    for (int64_t i = 0; i < x.size(); ++i) {
+      int64_t at = where[size_t(i)];
+      if (at < 0 || at >= total)
+        return util::fail(label_, "index %" PRId64 " at position %" PRId64 " is outside the output of %" PRId64 " elements", at, i,
+                          total);
+      std::memcpy(full.data() + size_t(at) * es, static_cast<const unsigned char*>(x.raw) + size_t(i) * es, es);
+    }
+    sdk::Tensor y;
+    ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, x.dtype, out_dims, &y));
+    std::memset(y.raw, 0, size_t(y.size()) * es);
+    const int64_t row = dims.back();
+    for (int64_t r = 0; r < total / row; ++r) {
+      // Row r of the default shape -> its place in the padded output.
+      int64_t rest = r, at = 0, stride = out_dims.back();
+      for (size_t d = dims.size() - 1; d-- > 0;) {
+        at += (rest % dims[d]) * stride;
+        rest /= dims[d];
+        stride *= out_dims[d];
+      }
+      std::memcpy(static_cast<unsigned char*>(y.raw) + size_t(at) * es, full.data() + size_t(r * row) * es, size_t(row) * es);
+    }
+    return nullptr;
+  }
+
+ private:
+  std::string label_;
+  std::vector<int64_t> kernel_, pads_, strides_;
+};
+
+}  // namespace
+
+void register_window_extra_kernels(sdk::KernelRegistry& registry) {
+  sdk::KernelDef conv;
+  conv.op_type = "ConvInteger";
+  conv.since_version = 10;
+  conv.supports = [](const sdk::NodeInfo& n) {
+    return nn::require_types(n, {0, 1, 2, 3}, {ONYX_DTYPE_UINT8, ONYX_DTYPE_INT8});
+  };
+  conv.create = [](const sdk::NodeInfo& n) { return std::make_unique<ConvIntegerKernel>(n); };
+  registry.add(std::move(conv));
+  sdk::KernelDef unpool;
+  unpool.op_type = "MaxUnpool";
+  unpool.since_version = 9;
+  unpool.supports = [](const sdk::NodeInfo& n) {
+    return sdk::dtype_size(n.input_dtype(0)) ? std::string() : std::string("element type has no fixed size");
+  };
+  unpool.create = [](const sdk::NodeInfo& n) { return std::make_unique<MaxUnpoolKernel>(n); };
+  registry.add(std::move(unpool));
+}
+
+}  // namespace onyx::cpu
