@@ -293,9 +293,7 @@ TEST(Conv, DeclinesNonFloat32) {
 }
 
 TEST(Conv, OnnxNodeTests) {
-  nn::run_onnx_cases({"test_conv", "test_basic_conv", "test_convtranspose"},
-                     {{"test_convinteger_with_padding", "ConvInteger is not implemented"},
-                      {"test_convinteger_without_padding", "ConvInteger is not implemented"}});
+  nn::run_onnx_cases({"test_conv", "test_basic_conv", "test_convtranspose"});
 }
 
 }  // namespace

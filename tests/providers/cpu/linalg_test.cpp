@@ -321,12 +321,7 @@ TEST(QLinearMatMul, RequantizesWithRoundHalfToEven) {
 }
 
 TEST(Linalg, OnnxNodeTests) {
-  const char* half = "scales are float16; this kernel takes float32 scales";
-  nn::run_onnx_cases({"test_matmul", "test_gemm", "test_qlinearmatmul"},
-                     {{"test_qlinearmatmul_2D_int8_float16", half},
-                      {"test_qlinearmatmul_2D_uint8_float16", half},
-                      {"test_qlinearmatmul_3D_int8_float16", half},
-                      {"test_qlinearmatmul_3D_uint8_float16", half}});
+  nn::run_onnx_cases({"test_matmul", "test_gemm", "test_qlinearmatmul"});
 }
 
 }  // namespace
