@@ -14,12 +14,12 @@ enum class ElementClass { kFloat, kComplex, kSigned, kUnsigned, kSubByteSigned, 
 
 ElementClass element_class(int32_t dtype) {
   switch (dtype) {
-    case 1: case 10: case 11: case 16: case 17: case 18: case 19: case 20: case 23:
+    case 1: case 10: case 11: case 16: case 17: case 18: case 19: case 20: case 23: case 24:
       return ElementClass::kFloat;
     case 14: case 15: return ElementClass::kComplex;
     case 3: case 5: case 6: case 7: return ElementClass::kSigned;
-    case 22: return ElementClass::kSubByteSigned;
-    case 21: return ElementClass::kSubByteUnsigned;
+    case 22: case 26: return ElementClass::kSubByteSigned;
+    case 21: case 25: return ElementClass::kSubByteUnsigned;
     default: return ElementClass::kUnsigned;  // uint8/16/32/64, bool
   }
 }
@@ -54,6 +54,7 @@ int64_t read_signed(int32_t dtype, const void* data, int64_t i) {
     case 5: { int16_t v; std::memcpy(&v, p + 2 * i, 2); return v; }
     case 6: { int32_t v; std::memcpy(&v, p + 4 * i, 4); return v; }
     case 22: { int v = (p[i / 2] >> (4 * (i % 2))) & 0xF; return v >= 8 ? v - 16 : v; }
+    case 26: { int v = (p[i / 4] >> (2 * (i % 4))) & 0x3; return v >= 2 ? v - 4 : v; }
     default: { int64_t v; std::memcpy(&v, p + 8 * i, 8); return v; }
   }
 }
@@ -65,6 +66,7 @@ uint64_t read_unsigned(int32_t dtype, const void* data, int64_t i) {
     case 4: { uint16_t v; std::memcpy(&v, p + 2 * i, 2); return v; }
     case 12: { uint32_t v; std::memcpy(&v, p + 4 * i, 4); return v; }
     case 21: return (p[i / 2] >> (4 * (i % 2))) & 0xF;
+    case 25: return (p[i / 4] >> (2 * (i % 4))) & 0x3;
     default: { uint64_t v; std::memcpy(&v, p + 8 * i, 8); return v; }
   }
 }
@@ -105,6 +107,8 @@ double decode_float(int32_t dtype, const void* data, int64_t i) {
     case 19: return decode_minifloat(p[i], 5, 2, 15, Specials::kIeee);
     case 20: return decode_minifloat(p[i], 5, 2, 16, Specials::kFnuz);
     case 23: return decode_minifloat((p[i / 2] >> (4 * (i % 2))) & 0xF, 2, 1, 1, Specials::kNone);
+    case 24:  // float8e8m0: an exponent only, 2^(bits - 127); 0xFF is NaN
+      return p[i] == 0xFF ? std::numeric_limits<double>::quiet_NaN() : std::ldexp(1.0, int(p[i]) - 127);
     default: return std::numeric_limits<double>::quiet_NaN();
   }
 }

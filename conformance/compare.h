@@ -36,7 +36,7 @@ struct Comparison {
 };
 
 // Compares a dense output (dtype, dims, bytes) with `expected`. Integer and
-// bool types must match exactly; floating types (float4/8/16, bfloat16,
+// bool types (int2/int4 included) must match exactly; floating types (float4/8/16, bfloat16,
 // float32/64, complex) within `tol`, NaN matching NaN and infinities equal.
 Comparison compare_tensor(const HostTensor& expected, int32_t dtype, const int64_t* dims,
                           size_t rank, const void* data, const Tolerance& tol);

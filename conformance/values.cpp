@@ -13,9 +13,10 @@ static_assert(std::endian::native == std::endian::little,
 
 namespace {
 
-bool is_sub_byte(int32_t dtype) {
-  return dtype == 21 || dtype == 22 || dtype == 23;  // uint4, int4, float4e2m1 (newer than onnx 1.12's enum)
-}
+// Types newer than onnx 1.12's enum: 21 uint4, 22 int4, 23 float4e2m1 (two
+// per byte), 24 float8e8m0 (one byte), 25 uint2, 26 int2 (four per byte).
+bool is_two_bit(int32_t dtype) { return dtype == 25 || dtype == 26; }
+bool is_sub_byte(int32_t dtype) { return dtype == 21 || dtype == 22 || dtype == 23 || is_two_bit(dtype); }
 
 size_t element_size(int32_t dtype) {
   switch (dtype) {
@@ -23,7 +24,7 @@ size_t element_size(int32_t dtype) {
     case 7: case 11: case 13: case 14: return 8;       // int64, double, uint64, complex64
     case 15: return 16;                                // complex128
     case 4: case 5: case 10: case 16: return 2;        // uint16, int16, float16, bfloat16
-    case 2: case 3: case 9: case 17: case 18: case 19: case 20: return 1;
+    case 2: case 3: case 9: case 17: case 18: case 19: case 20: case 24: return 1;
     default: return 0;
   }
 }
@@ -66,11 +67,13 @@ const char* dtype_name(int32_t dtype) {
                                 "int16",     "int32",    "int64",     "string",   "bool",
                                 "float16",   "float64",  "uint32",    "uint64",   "complex64",
                                 "complex128", "bfloat16", "float8e4m3fn", "float8e4m3fnuz",
-                                "float8e5m2", "float8e5m2fnuz", "uint4", "int4", "float4e2m1"};
+                                "float8e5m2", "float8e5m2fnuz", "uint4", "int4", "float4e2m1",
+                                "float8e8m0", "uint2", "int2"};
   return dtype >= 0 && dtype < int32_t(sizeof names / sizeof *names) ? names[dtype] : "unknown";
 }
 
 size_t tensor_byte_size(int32_t dtype, int64_t count) {
+  if (is_two_bit(dtype)) return size_t(count + 3) / 4;
   if (is_sub_byte(dtype)) return size_t(count + 1) / 2;
   size_t size = element_size(dtype);
   if (size == 0) throw CaseError(std::string("no dense layout for element type ") + dtype_name(dtype));

@@ -153,3 +153,20 @@ TEST(Values, Uint16ContainerTakesTheDeclaredBfloat16Type) {
   EXPECT_EQ(read_value_file(path, declared).tensor.dtype, onnx::TensorProto::UINT16);
   std::filesystem::remove(path);
 }
+
+TEST(Decode, TwoBitIntegersAndFloat8E8M0) {
+  // int2: four per byte, low bits first: 0b11'10'01'00 = 0, 1, -2, -1.
+  HostTensor expected;
+  expected.dtype = 26;
+  expected.dims = {4};
+  expected.bytes = std::string(1, char(0xE4));
+  EXPECT_EQ(tensor_byte_size(26, 7), 2u);
+  uint8_t same = 0xE4, other = 0xE0;
+  const Tolerance tol{1, 1, "integers are exact"};
+  EXPECT_TRUE(compare_tensor(expected, 26, expected.dims.data(), 1, &same, tol).ok);
+  Comparison c = compare_tensor(expected, 26, expected.dims.data(), 1, &other, tol);
+  EXPECT_NE(c.message.find("at [1]: got 0, expected 1"), std::string::npos) << c.message;
+  EXPECT_EQ(decode_byte(24, 127), 1.0);
+  EXPECT_EQ(decode_byte(24, 0), std::ldexp(1.0, -127));
+  EXPECT_TRUE(std::isnan(decode_byte(24, 0xFF)));
+}
