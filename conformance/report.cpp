@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -104,18 +105,103 @@ std::string results_json(const std::vector<CaseResult>& results, const std::vect
   return out;
 }
 
-std::string results_html(const std::vector<CaseResult>& results, const std::vector<ProviderInfo>& providers) {
-  // op (or suite name for cases without an op) -> provider -> cell
-  std::map<std::string, std::map<std::string, Cell>> matrix;
-  for (const CaseResult& r : results) {
-    Cell& cell = matrix[r.op.empty() ? "(" + r.suite + ")" : r.op][r.provider];
-    switch (r.outcome) {
-      case Outcome::kPassed: ++cell.pass; break;
-      case Outcome::kFailed: case Outcome::kUnexpectedPass: ++cell.fail; break;
-      case Outcome::kUnsupported: ++cell.unsupported; break;
-      case Outcome::kExpectedFailure: ++cell.xfail; break;
-    }
+namespace {
+
+void add(Cell& cell, Outcome outcome) {
+  switch (outcome) {
+    case Outcome::kPassed: ++cell.pass; break;
+    case Outcome::kFailed: case Outcome::kUnexpectedPass: ++cell.fail; break;
+    case Outcome::kUnsupported: ++cell.unsupported; break;
+    case Outcome::kExpectedFailure: ++cell.xfail; break;
   }
+}
+
+std::string cell_html(const Cell& c, const std::string& title) {
+  const int total = c.pass + c.fail + c.unsupported + c.xfail;
+  return std::string("<td class=\"") + c.status() + "\" data-status=\"" + c.status() + "\"" +
+         (title.empty() ? "" : " title=\"" + html_escape(title) + "\"") + ">" + std::to_string(c.pass) + "/" +
+         std::to_string(total) + "</td>";
+}
+
+std::string totals_table(const std::vector<CaseResult>& results, const std::vector<ProviderInfo>& providers) {
+  std::string h =
+      "<table id=\"totals\"><tr><th>provider</th><th>plugin</th><th>version</th><th>ABI</th><th>device</th>"
+      "<th>passed</th><th>failed</th><th>unsupported</th><th>expected failures</th></tr>\n";
+  for (const ProviderInfo& info : providers) {
+    std::vector<CaseResult> mine;
+    for (const CaseResult& r : results)
+      if (r.provider == info.provider) mine.push_back(r);
+    Totals t = count(mine);
+    h += "<tr><td>" + html_escape(label(info)) + "</td><td>" +
+         html_escape(info.error.empty() ? info.path : info.error) + "</td><td>" + html_escape(info.version) +
+         "</td><td>" + html_escape(info.abi) + "</td><td>" + html_escape(info.device) + "</td><td>" +
+         std::to_string(t.passed) + "</td><td>" + std::to_string(t.failures()) + "</td><td>" +
+         std::to_string(t.unsupported) + "</td><td>" + std::to_string(t.expected_failures) + "</td></tr>\n";
+  }
+  return h + "</table>\n";
+}
+
+// The abi suite: one row per case, one column per provider.
+std::string abi_table(const std::vector<CaseResult>& results, const std::vector<ProviderInfo>& providers) {
+  std::map<std::string, std::map<std::string, const CaseResult*>> rows;
+  for (const CaseResult& r : results)
+    if (r.suite == "abi") rows[r.name][r.provider] = &r;
+  if (rows.empty()) return "";
+  std::string h = "<h2>ABI</h2>\n<table id=\"abi\"><thead><tr><th>check</th>";
+  for (const ProviderInfo& p : providers) h += "<th class=\"provider\">" + html_escape(label(p)) + "</th>";
+  h += "</tr></thead><tbody>\n";
+  for (const auto& [name, row] : rows) {
+    h += "<tr><th class=\"check\">" + html_escape(name) + "</th>";
+    for (const ProviderInfo& p : providers) {
+      auto it = row.find(p.provider);
+      if (it == row.end()) {
+        h += "<td></td>";
+        continue;
+      }
+      Cell c;
+      add(c, it->second->outcome);
+      h += cell_html(c, it->second->error);
+    }
+    h += "</tr>\n";
+  }
+  return h + "</tbody></table>\n";
+}
+
+// Every other suite: one row per op, one column per provider and suite.
+std::string op_matrix(const std::vector<CaseResult>& results, const std::vector<ProviderInfo>& providers) {
+  std::vector<std::string> suites;
+  std::map<std::string, std::map<std::string, Cell>> matrix;  // op -> provider \t suite -> cell
+  for (const CaseResult& r : results) {
+    if (r.suite == "abi") continue;
+    if (std::find(suites.begin(), suites.end(), r.suite) == suites.end()) suites.push_back(r.suite);
+    add(matrix[r.op.empty() ? "(unknown op)" : r.op][r.provider + "\t" + r.suite], r.outcome);
+  }
+  if (matrix.empty()) return "";
+  std::string h =
+      "<h2>Operators</h2>\n<p>Each cell: cases passed / cases for that op. Colours: "
+      "<span class=\"pass\">pass</span> <span class=\"partial\">pass, some unsupported</span> "
+      "<span class=\"fail\">fail</span> <span class=\"expected_failure\">expected failure</span> "
+      "<span class=\"unsupported\">unsupported</span>.</p>\n<table id=\"matrix\"><thead><tr><th>op</th>";
+  for (const ProviderInfo& p : providers)
+    for (const std::string& suite : suites)
+      h += "<th class=\"provider\">" + html_escape(label(p)) + (suites.size() > 1 ? " " + suite : "") + "</th>";
+  h += "</tr></thead><tbody>\n";
+  for (const auto& [op, row] : matrix) {
+    h += "<tr><th class=\"op\">" + html_escape(op) + "</th>";
+    for (const ProviderInfo& p : providers) {
+      for (const std::string& suite : suites) {
+        auto it = row.find(p.provider + "\t" + suite);
+        h += it == row.end() ? std::string("<td></td>") : cell_html(it->second, "");
+      }
+    }
+    h += "</tr>\n";
+  }
+  return h + "</tbody></table>\n";
+}
+
+}  // namespace
+
+std::string results_html(const std::vector<CaseResult>& results, const std::vector<ProviderInfo>& providers) {
   std::string h =
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
       "<title>Onyx conformance report</title>\n<style>\n"
@@ -124,43 +210,10 @@ std::string results_html(const std::vector<CaseResult>& results, const std::vect
       ".pass{background:#b7e4b0}.fail{background:#f4a3a3}.unsupported{background:#ddd}\n"
       ".expected_failure{background:#f7d98b}.partial{background:#d8ecb0}\n"
       "</style></head><body>\n<h1>Onyx conformance report</h1>\n";
-  h += "<table id=\"totals\"><tr><th>provider</th><th>plugin</th><th>version</th><th>ABI</th><th>device</th>"
-       "<th>passed</th><th>failed</th><th>unsupported</th><th>expected failures</th></tr>\n";
-  for (const ProviderInfo& info : providers) {
-    std::vector<CaseResult> mine;
-    for (const CaseResult& r : results)
-      if (r.provider == info.provider) mine.push_back(r);
-    Totals t = count(mine);
-    h += "<tr><td>" + html_escape(label(info)) + "</td><td>" +
-         html_escape(info.error.empty() ? info.path : info.error) + "</td><td>" +
-         html_escape(info.version) + "</td><td>" + html_escape(info.abi) + "</td><td>" +
-         html_escape(info.device) + "</td><td>" + std::to_string(t.passed) + "</td><td>" +
-         std::to_string(t.failures()) + "</td><td>" + std::to_string(t.unsupported) + "</td><td>" +
-         std::to_string(t.expected_failures) + "</td></tr>\n";
-  }
-  h += "</table>\n<h2>Operators</h2>\n<p>Each cell: cases passed / cases run for that op. "
-       "Colours: <span class=\"pass\">pass</span> <span class=\"partial\">pass, some unsupported</span> "
-       "<span class=\"fail\">fail</span> <span class=\"expected_failure\">expected failure</span> "
-       "<span class=\"unsupported\">unsupported</span>.</p>\n";
-  h += "<table id=\"matrix\"><thead><tr><th>op</th>";
-  for (const ProviderInfo& p : providers) h += "<th class=\"provider\">" + html_escape(label(p)) + "</th>";
-  h += "</tr></thead><tbody>\n";
-  for (const auto& [op, row] : matrix) {
-    h += "<tr><th class=\"op\">" + html_escape(op) + "</th>";
-    for (const ProviderInfo& p : providers) {
-      auto it = row.find(p.provider);
-      if (it == row.end()) {
-        h += "<td></td>";
-        continue;
-      }
-      const Cell& c = it->second;
-      const int total = c.pass + c.fail + c.unsupported + c.xfail;
-      h += std::string("<td class=\"") + c.status() + "\" data-status=\"" + c.status() + "\">" +
-           std::to_string(c.pass) + "/" + std::to_string(total) + "</td>";
-    }
-    h += "</tr>\n";
-  }
-  h += "</tbody></table>\n<h2>Cases that did not pass</h2>\n<table id=\"cases\"><tr><th>provider</th>"
+  h += totals_table(results, providers);
+  h += abi_table(results, providers);
+  h += op_matrix(results, providers);
+  h += "<h2>Cases that did not pass</h2>\n<table id=\"cases\"><tr><th>provider</th>"
        "<th>suite</th><th>case</th><th>status</th><th>error</th></tr>\n";
   for (const CaseResult& r : results) {
     if (r.outcome == Outcome::kPassed) continue;
