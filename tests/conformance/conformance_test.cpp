@@ -222,8 +222,8 @@ TEST(Runner, MissingProviderAndCorpusAreClearErrors) {
 }
 
 TEST(Report, HtmlMatrixRendersInHeadlessChromium) {
-  RunnerOutput r = run_runner("--provider " ONYX_BROKEN_PLUGIN " --provider cpu --suite onnx-node "
-                     "--filter '^test_(add|relu)$'", "html");
+  RunnerOutput r = run_runner("--provider " ONYX_BROKEN_PLUGIN " --provider cpu --suite abi,onnx-node "
+                     "--filter '^(test_(add|relu)|thread_safety)$'", "html");
   ASSERT_TRUE(fs::exists(r.report_dir + "/report.html")) << r.output;
   const std::string browser = "/usr/bin/chromium-headless-shell";
   ASSERT_TRUE(fs::exists(browser)) << "headless Chromium is missing: run scripts/install-deps.sh";
@@ -242,5 +242,9 @@ TEST(Report, HtmlMatrixRendersInHeadlessChromium) {
             std::string::npos)
       << dom.substr(0, 4000);
   EXPECT_NE(dom.find("<th class=\"op\">Add</th><td class=\"pass\" data-status=\"pass\">1/1</td>"),
+            std::string::npos);
+  // The ABI checks have their own table.
+  EXPECT_NE(dom.find("<table id=\"abi\">"), std::string::npos);
+  EXPECT_NE(dom.find("<th class=\"check\">thread_safety</th><td class=\"fail\" data-status=\"fail\""),
             std::string::npos);
 }
