@@ -51,9 +51,8 @@ Status conv_transpose_rule(GradContext& c) {
   return Status();
 }
 
+// (The optional Indices output is int64: no gradient reaches it.)
 Status max_pool_rule(GradContext& c) {
-  if (c.attr_int("storage_order", 0) != 0 && !c.dy(1).empty())
-    return unimplemented(c.label() + ": the Indices output carries no gradient");
   c.set_dx(0, c.e().op("MaxPoolGrad", {c.dy(0), c.x(0)}, c.attrs(kWindowAttrs), kOnyxDomain));
   return Status();
 }
