@@ -23,6 +23,8 @@ void register_rnn_kernels(sdk::KernelRegistry& registry);        // RNN GRU LSTM
 void register_selection_kernels(sdk::KernelRegistry& registry);  // NonMaxSuppression Unique
 void register_einsum_kernels(sdk::KernelRegistry& registry);     // Einsum
 void register_window_extra_kernels(sdk::KernelRegistry& registry);  // ConvInteger MaxUnpool
+void register_causal_conv_kernels(sdk::KernelRegistry& registry);  // CausalConvWithState
+void register_linear_attention_kernels(sdk::KernelRegistry& registry);  // LinearAttention
 
 inline void register_extra_kernels(sdk::KernelRegistry& registry) {
   register_loss_kernels(registry);
@@ -39,6 +41,8 @@ inline void register_extra_kernels(sdk::KernelRegistry& registry) {
   register_selection_kernels(registry);
   register_einsum_kernels(registry);
   register_window_extra_kernels(registry);
+  register_causal_conv_kernels(registry);
+  register_linear_attention_kernels(registry);
 }
 
 }  // namespace onyx::cpu

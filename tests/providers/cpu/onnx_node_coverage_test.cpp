@@ -53,6 +53,10 @@ TEST(OnnxNodeTests, IntegerAndUnpoolOps) {
   run_onnx_suite("integer, unpool", {"ConvInteger", "MatMulInteger", "QLinearMatMul", "MaxUnpool"});
 }
 
+TEST(OnnxNodeTests, RecurrentStateOps) {
+  run_onnx_suite("causal conv, linear attention", {"CausalConvWithState", "LinearAttention"});
+}
+
 TEST(OnnxNodeTests, MiscOps) {
   run_onnx_suite("misc", {"RMSNormalization", "LpNormalization", "Shrink", "Swish", "BitCast", "Compress",
                           "DepthToSpace", "SpaceToDepth", "ReverseSequence", "Det", "CumProd"});
