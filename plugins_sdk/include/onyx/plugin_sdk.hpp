@@ -39,14 +39,26 @@ namespace onyx::sdk {
 // Host access and status
 // ---------------------------------------------------------------------------
 
-// The host's table, set once at plugin creation (see HostMemoryProvider or
-// call set_host yourself). Lives until plugin_destroy returns.
-inline const OnyxHostApi*& host_slot() {
-  static const OnyxHostApi* host = nullptr;
+// The host's table, kept by value from plugin creation (see
+// HostMemoryProvider or call set_host yourself). By value, because one
+// process may load the plugin from several environments, each handing over
+// its own table object and destroying it with its environment, while the
+// functions in them are the same: a stored pointer would dangle.
+// Limitation: one host implementation per process (two different hosts
+// loading the same plugin at once would share the last table given).
+inline OnyxHostApi& host_storage() {
+  static OnyxHostApi host{};
   return host;
 }
-inline void set_host(const OnyxHostApi* host) { host_slot() = host; }
-inline const OnyxHostApi& host() { return *host_slot(); }
+inline void set_host(const OnyxHostApi* host) {
+  OnyxHostApi copy{};
+  std::memcpy(&copy, host, std::min(host->struct_size, sizeof copy));
+  copy.struct_size = std::min(host->struct_size, sizeof copy);
+  // Rewrite only when it changes: kernels of another environment may be
+  // reading it right now.
+  if (std::memcmp(&copy, &host_storage(), sizeof copy) != 0) host_storage() = copy;
+}
+inline const OnyxHostApi& host() { return host_storage(); }
 
 // Creates a host status with a printf-style message. Returns nullptr for OK.
 [[gnu::format(printf, 2, 3)]] inline OnyxStatus* make_status(OnyxStatusCode code, const char* fmt,

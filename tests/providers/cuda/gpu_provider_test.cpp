@@ -13,6 +13,7 @@
 #include "ir/onnx_import.h"
 #include "model_builder.h"
 #include "session/session.h"
+#include "test_models.h"
 
 namespace onyx {
 namespace {
@@ -51,6 +52,7 @@ StatusOr<std::unique_ptr<Session>> make_session(ProviderRegistry& registry,
                                                 std::vector<std::string> providers,
                                                 FallbackPolicy policy) {
   registry.add_search_dir(ONYX_PROVIDER_DIR);
+  registry.add_search_dir(ONYX_GPU_PLUGIN_DIR);
   std::string bytes = model_bytes();
   auto model = ir::load_model_from_bytes(bytes.data(), bytes.size(), "");
   if (!model.ok()) return model.status();
@@ -73,6 +75,7 @@ std::vector<Tensor> run(Session& s) {
 std::string unavailable_reason() {
   ProviderRegistry registry;
   registry.add_search_dir(ONYX_PROVIDER_DIR);
+  registry.add_search_dir(ONYX_GPU_PLUGIN_DIR);
   auto provider = registry.get(kGpu);
   if (!provider.ok()) return provider.status().to_string();
   Status st = (*provider)->availability();
@@ -82,6 +85,7 @@ std::string unavailable_reason() {
 TEST(GpuProvider, LoadsAndReportsAvailabilityWithTheRuntimeReason) {
   ProviderRegistry registry;
   registry.add_search_dir(ONYX_PROVIDER_DIR);
+  registry.add_search_dir(ONYX_GPU_PLUGIN_DIR);
   auto provider = registry.get(kGpu);
   ASSERT_TRUE(provider.ok()) << provider.status().to_string();
   EXPECT_EQ((*provider)->name(), kGpu);
@@ -151,6 +155,48 @@ TEST(GpuProvider, MixedSessionPreferringItFallsBackToCpuAndTheReportSaysWhy) {
   for (size_t k = 0; k < got.size(); ++k)
     for (int64_t i = 0; i < got[k].size(); ++i)
       EXPECT_NEAR(got[k].data_as<float>()[i], want[k].data_as<float>()[i], 1e-4);
+}
+
+// The MLP and the CNN entirely on the GPU (fallback "fail": every node must be
+// claimed), against their float64 references, at batch 1 and 8.
+TEST(GpuProvider, RunsTheMlpAndCnnLikeTheFloat64Reference) {
+  std::string why = unavailable_reason();
+  if (!why.empty()) GTEST_SKIP() << kGpu << " provider unavailable: " << why;
+  namespace tm = onyx::test_models;
+  for (bool cnn : {false, true}) {
+    tm::MlpWeights mlp = tm::make_mlp_weights();
+    tm::CnnWeights conv = tm::make_cnn_weights();
+    std::string bytes = (cnn ? tm::build_cnn(conv) : tm::build_mlp(mlp)).SerializeAsString();
+    auto model = ir::load_model_from_bytes(bytes.data(), bytes.size(), "");
+    ASSERT_TRUE(model.ok()) << model.status().to_string();
+    ProviderRegistry registry;
+    registry.add_search_dir(ONYX_PROVIDER_DIR);
+    registry.add_search_dir(ONYX_GPU_PLUGIN_DIR);
+    SessionOptions options;
+    options.providers.push_back({kGpu, {}});
+    options.fallback = FallbackPolicy::kFail;
+    options.intra_op_threads = 1;
+    auto session = Session::create(registry, std::move(model).value(), options);
+    ASSERT_TRUE(session.ok()) << session.status().to_string();
+    for (int64_t batch : {1, 8}) {
+      std::vector<float> x = tm::random_input(size_t(batch * 784), uint64_t(batch));
+      Shape dims = cnn ? Shape{batch, 1, 28, 28} : Shape{batch, 784};
+      Tensor input = Tensor::allocate(ONYX_DTYPE_FLOAT32, dims);
+      std::copy(x.begin(), x.end(), input.data_as<float>());
+      auto out = (*session)->run({{"x", input}});
+      ASSERT_TRUE(out.ok()) << out.status().to_string();
+      std::vector<double> ref = cnn ? tm::cnn_reference(conv, x, batch) : tm::mlp_reference(mlp, x, batch);
+      ASSERT_EQ(size_t(out.value()[0].size()), ref.size());
+      double scale = 0;
+      for (double r : ref) scale = std::max(scale, std::fabs(r));
+      ASSERT_GT(scale, 0.1) << "degenerate reference";
+      // float32 accumulation over up to 784-term dot products: 1e-4 of the
+      // largest logit is ~40x the expected rounding error.
+      for (size_t i = 0; i < ref.size(); ++i)
+        EXPECT_NEAR(out.value()[0].data_as<float>()[i], ref[i], 1e-4 * scale)
+            << (cnn ? "cnn" : "mlp") << " batch " << batch << " element " << i;
+    }
+  }
 }
 
 TEST(GpuProvider, FailPolicyRefusesAnUnavailableGpuNamingIt) {
