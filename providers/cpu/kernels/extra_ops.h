@@ -25,6 +25,7 @@ void register_einsum_kernels(sdk::KernelRegistry& registry);     // Einsum
 void register_window_extra_kernels(sdk::KernelRegistry& registry);  // ConvInteger MaxUnpool
 void register_causal_conv_kernels(sdk::KernelRegistry& registry);  // CausalConvWithState
 void register_linear_attention_kernels(sdk::KernelRegistry& registry);  // LinearAttention
+void register_small_kernels(sdk::KernelRegistry& registry);      // SwiGLU TensorScatter OptionalHasElement OptionalGetElement
 
 inline void register_extra_kernels(sdk::KernelRegistry& registry) {
   register_loss_kernels(registry);
@@ -43,6 +44,7 @@ inline void register_extra_kernels(sdk::KernelRegistry& registry) {
   register_window_extra_kernels(registry);
   register_causal_conv_kernels(registry);
   register_linear_attention_kernels(registry);
+  register_small_kernels(registry);
 }
 
 }  // namespace onyx::cpu

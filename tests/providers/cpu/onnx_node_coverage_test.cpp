@@ -57,6 +57,10 @@ TEST(OnnxNodeTests, RecurrentStateOps) {
   run_onnx_suite("causal conv, linear attention", {"CausalConvWithState", "LinearAttention"});
 }
 
+TEST(OnnxNodeTests, SmallOps) {
+  run_onnx_suite("small", {"SwiGLU", "TensorScatter", "OptionalHasElement", "OptionalGetElement"});
+}
+
 TEST(OnnxNodeTests, MiscOps) {
   run_onnx_suite("misc", {"RMSNormalization", "LpNormalization", "Shrink", "Swish", "BitCast", "Compress",
                           "DepthToSpace", "SpaceToDepth", "ReverseSequence", "Det", "CumProd"});
