@@ -220,9 +220,29 @@ class ConvKernel final : public ConvBase {
                       nn::dims_str(w.dims).c_str(), e.c_str());
     std::vector<int64_t> y_dims = {ch.n, ch.m};
     for (const nn::WindowDim& d : win) y_dims.push_back(d.out);
-    ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, ONYX_DTYPE_FLOAT32, y_dims, &y));
+    ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, x.dtype, y_dims, &y));
     if (y.size() == 0) return nullptr;
     nn::lift_to_3d(&win);
+    if (!util::is_half(x.dtype)) return run(ctx, x, w, b, ch, win, y);
+    // float16/bfloat16: widened to float32, convolved, rounded back.
+    std::vector<float> xf(size_t(x.size())), wf(size_t(w.size())), bf(b ? size_t(b->size()) : 0), yf(size_t(y.size()));
+    util::halves_to_floats(x.dtype, x.data<uint16_t>(), xf.data(), xf.size());
+    util::halves_to_floats(w.dtype, w.data<uint16_t>(), wf.data(), wf.size());
+    if (b) util::halves_to_floats(b->dtype, b->data<uint16_t>(), bf.data(), bf.size());
+    sdk::Tensor x32 = x, w32 = w, y32 = y;
+    x32.raw = xf.data(), w32.raw = wf.data(), y32.raw = yf.data();
+    x32.dtype = w32.dtype = y32.dtype = ONYX_DTYPE_FLOAT32;
+    std::optional<sdk::Tensor> b32 = b;
+    if (b32) b32->raw = bf.data(), b32->dtype = ONYX_DTYPE_FLOAT32;
+    ONYX_SDK_RETURN_IF_ERROR(run(ctx, x32, w32, b32, ch, win, y32));
+    util::floats_to_halves(y.dtype, yf.data(), y.data<uint16_t>(), yf.size());
+    return nullptr;
+  }
+
+ private:
+  OnyxStatus* run(sdk::ComputeContext& ctx, const sdk::Tensor& x, const sdk::Tensor& w,
+                  const std::optional<sdk::Tensor>& b, const Channels& ch,
+                  const std::vector<nn::WindowDim>& win, const sdk::Tensor& y) {
     if (ch.group > 1 && ch.c == ch.group) return depthwise(ctx, x, w, b, ch, win, y);
     return im2col_gemm(ctx, x, w, b, ch, win, y);
   }
@@ -407,8 +427,13 @@ class ConvTransposeKernel final : public ConvBase {
 };
 
 std::string check_conv_node(const sdk::NodeInfo& node, bool transposed) {
-  if (std::string e = nn::require_types(node, {0, 1, 2}, {ONYX_DTYPE_FLOAT32}); !e.empty())
+  // Conv also takes float16/bfloat16 (all inputs of one type), via float32.
+  bool half = !transposed && util::is_half(node.input_dtype(0));
+  if (half) {
+    if (std::string e = util::require_same_type(node, {0, 1, 2}); !e.empty()) return e;
+  } else if (std::string e = nn::require_types(node, {0, 1, 2}, {ONYX_DTYPE_FLOAT32}); !e.empty()) {
     return e;
+  }
   if (node.get_int("group", 1) < 1) return "group must be at least 1";
   nn::WindowAttrs attrs = nn::WindowAttrs::read(node);
   size_t spatial = attrs.kernel_shape.size();
