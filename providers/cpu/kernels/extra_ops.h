@@ -26,6 +26,7 @@ void register_window_extra_kernels(sdk::KernelRegistry& registry);  // ConvInteg
 void register_causal_conv_kernels(sdk::KernelRegistry& registry);  // CausalConvWithState
 void register_linear_attention_kernels(sdk::KernelRegistry& registry);  // LinearAttention
 void register_small_kernels(sdk::KernelRegistry& registry);      // SwiGLU TensorScatter OptionalHasElement OptionalGetElement
+void register_flex_attention_kernels(sdk::KernelRegistry& registry);  // ai.onnx.preview FlexAttention
 
 inline void register_extra_kernels(sdk::KernelRegistry& registry) {
   register_loss_kernels(registry);
@@ -45,6 +46,7 @@ inline void register_extra_kernels(sdk::KernelRegistry& registry) {
   register_causal_conv_kernels(registry);
   register_linear_attention_kernels(registry);
   register_small_kernels(registry);
+  register_flex_attention_kernels(registry);
 }
 
 }  // namespace onyx::cpu

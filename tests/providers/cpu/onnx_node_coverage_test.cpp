@@ -12,7 +12,7 @@ TEST(OnnxNodeTests, LossOps) {
   run_onnx_suite("loss", {"NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss"});
 }
 
-TEST(OnnxNodeTests, AttentionOps) { run_onnx_suite("attention", {"Attention"}); }
+TEST(OnnxNodeTests, AttentionOps) { run_onnx_suite("attention", {"Attention", "FlexAttention"}); }
 
 TEST(OnnxNodeTests, ResizeOps) { run_onnx_suite("resize", {"Resize", "Upsample"}); }
 
