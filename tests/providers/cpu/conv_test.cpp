@@ -292,6 +292,50 @@ TEST(Conv, DeclinesNonFloat32) {
   EXPECT_NE(r.error.find("float64"), std::string::npos) << r.error;
 }
 
+// float16 Conv runs through float32: inputs exactly representable in
+// float16, so the only error is the final rounding to float16 (relative
+// 2^-11) over a float32 sum of 18 terms: rtol 1e-3 of the largest output.
+TEST(Conv, Float16MatchesFloat64Reference) {
+  const int64_t c = 2, m = 3, h = 4, w = 4, k = 3;
+  std::vector<double> xv(size_t(c * h * w)), wv(size_t(m * c * k * k));
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = double(int(i % 7) - 3) * 0.5;
+  for (size_t i = 0; i < wv.size(); ++i) wv[i] = double(int(i % 5) - 2) * 0.25;
+  auto halves = [](const std::vector<double>& v) {
+    std::vector<unsigned char> bytes;
+    for (double d : v) {
+      uint16_t bits = float_to_half(float(d));
+      bytes.push_back(uint8_t(bits & 0xFF));
+      bytes.push_back(uint8_t(bits >> 8));
+    }
+    return bytes;
+  };
+  NodeSpec node("Conv", 11);
+  node.inputs = {make_raw(ONYX_DTYPE_FLOAT16, {1, c, h, w}, halves(xv)),
+                 make_raw(ONYX_DTYPE_FLOAT16, {m, c, k, k}, halves(wv))};
+  node.attr("pads", std::vector<int64_t>{1, 1, 1, 1});
+  RunResult r = run_node(node);
+  ASSERT_TRUE(r.ok()) << r.error;
+  ASSERT_EQ(r.outputs[0].dtype, ONYX_DTYPE_FLOAT16);
+  ASSERT_EQ(r.outputs[0].dims, (std::vector<int64_t>{1, m, h, w}));
+  std::vector<double> got = r.outputs[0].as_doubles(), want;
+  double top = 0;
+  for (int64_t f = 0; f < m; ++f)
+    for (int64_t y = 0; y < h; ++y)
+      for (int64_t x = 0; x < w; ++x) {
+        double acc = 0;
+        for (int64_t ch = 0; ch < c; ++ch)
+          for (int64_t ky = 0; ky < k; ++ky)
+            for (int64_t kx = 0; kx < k; ++kx) {
+              int64_t iy = y + ky - 1, ix = x + kx - 1;
+              if (iy >= 0 && iy < h && ix >= 0 && ix < w)
+                acc += xv[size_t((ch * h + iy) * w + ix)] * wv[size_t(((f * c + ch) * k + ky) * k + kx)];
+            }
+        want.push_back(acc);
+        top = std::max(top, std::fabs(acc));
+      }
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-3 * top) << i;
+}
+
 TEST(Conv, OnnxNodeTests) {
   nn::run_onnx_cases({"test_conv", "test_basic_conv", "test_convtranspose"});
 }
