@@ -1,5 +1,6 @@
 // small_ops.cpp: SwiGLU (28), TensorScatter (24), OptionalHasElement and
-// OptionalGetElement on plain tensors or absent inputs (15, 18).
+// OptionalGetElement on plain tensors or absent inputs (15, 18), and the
+// ai.onnx.ml Binarizer and ArrayFeatureExtractor (1).
 #include <cinttypes>
 #include <cmath>
 #include <cstring>
@@ -108,9 +109,73 @@ class GetElementKernel final : public sdk::Kernel {
   }
 };
 
+// Binarizer: 1 where x > threshold, else 0, in x's type.
+class BinarizerKernel final : public sdk::Kernel {
+ public:
+  explicit BinarizerKernel(const sdk::NodeInfo& node) : threshold_(node.get_float("threshold", 0)) {}
+  OnyxStatus* compute(sdk::ComputeContext& ctx) override {
+    sdk::Tensor x = ctx.in(0), y;
+    ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, x.dtype, x.dims, &y));
+    for (int64_t i = 0; i < x.size(); ++i)
+      narrow::store(y.dtype, y.raw, i, narrow::load(x.dtype, x.raw, i) > threshold_ ? 1.0 : 0.0, true);
+    return nullptr;
+  }
+
+ private:
+  double threshold_;
+};
+
+// ArrayFeatureExtractor: the entries Y of X's last axis ([..., N] -> [..., k];
+// a 1-D X gives [1, k]).
+class FeatureExtractorKernel final : public sdk::Kernel {
+ public:
+  explicit FeatureExtractorKernel(const sdk::NodeInfo& node) : label_(util::node_label(node)) {}
+  OnyxStatus* compute(sdk::ComputeContext& ctx) override {
+    sdk::Tensor x = ctx.in(0);
+    std::vector<int64_t> pick;
+    if (!util::read_ints(ctx.in(1), &pick)) return util::fail(label_, "Y must be int64");
+    if (x.rank() == 0) return util::fail(label_, "X must have at least one dim");
+    const int64_t n = x.dim(x.rank() - 1), rows = n ? x.size() / n : 0, k = int64_t(pick.size());
+    for (int64_t p : pick)
+      if (p < 0 || p >= n) return util::fail(label_, "index %" PRId64 " is outside X's last dim of %" PRId64, p, n);
+    std::vector<int64_t> dims(x.dims.begin(), x.dims.end());
+    if (dims.size() == 1) dims.insert(dims.begin(), 1);
+    dims.back() = k;
+    sdk::Tensor y;
+    ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, x.dtype, dims, &y));
+    const size_t es = sdk::dtype_size(x.dtype);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < k; ++j)
+        std::memcpy(static_cast<unsigned char*>(y.raw) + size_t(r * k + j) * es,
+                    static_cast<const unsigned char*>(x.raw) + size_t(r * n + pick[size_t(j)]) * es, es);
+    return nullptr;
+  }
+
+ private:
+  std::string label_;
+};
+
 }  // namespace
 
 void register_small_kernels(sdk::KernelRegistry& registry) {
+  sdk::KernelDef binarizer;
+  binarizer.domain = "ai.onnx.ml";
+  binarizer.op_type = "Binarizer";
+  binarizer.supports = [](const sdk::NodeInfo& n) { return util::require_types(n, util::kNumeric | util::kHalf, {0}); };
+  binarizer.create = [](const sdk::NodeInfo& n) { return std::make_unique<BinarizerKernel>(n); };
+  registry.add(std::move(binarizer));
+
+  sdk::KernelDef extractor;
+  extractor.domain = "ai.onnx.ml";
+  extractor.op_type = "ArrayFeatureExtractor";
+  extractor.supports = [](const sdk::NodeInfo& n) {
+    std::string why = util::require_inputs(n, 2, 2);
+    if (why.empty() && !sdk::dtype_size(n.input_dtype(0))) why = "element type has no fixed size";
+    return why;
+  };
+  extractor.create = [](const sdk::NodeInfo& n) { return std::make_unique<FeatureExtractorKernel>(n); };
+  registry.add(std::move(extractor));
+
   sdk::KernelDef swiglu;
   swiglu.op_type = "SwiGLU";
   swiglu.since_version = 28;

@@ -1,5 +1,5 @@
-// spectral.cpp: DFT (opsets 17, 20), STFT (17) and the Hann, Hamming and
-// Blackman windows (17). Transforms are direct O(n^2) sums in double (the
+// spectral.cpp: DFT (opsets 17, 20), STFT (17), the Hann, Hamming and
+// Blackman windows (17) and MelWeightMatrix (17). Transforms are direct O(n^2) sums in double (the
 // sizes these ops see in models are small; exact sums keep float64
 // accuracy).
 #include <cinttypes>
@@ -195,6 +195,52 @@ class WindowKernel final : public sdk::Kernel {
   bool periodic_;
 };
 
+// MelWeightMatrix: triangular filters [dft_length / 2 + 1, num_mel_bins]
+// between mel-spaced bin edges (ONNX's reference: edges rounded down to
+// whole spectrogram bins).
+class MelKernel final : public sdk::Kernel {
+ public:
+  explicit MelKernel(const sdk::NodeInfo& node)
+      : label_(util::node_label(node)), dtype_(int32_t(node.get_int("output_datatype", ONYX_DTYPE_FLOAT32))) {}
+
+  OnyxStatus* compute(sdk::ComputeContext& ctx) override {
+    std::vector<int64_t> mel_v, dft_v, rate_v;
+    if (!util::read_ints(ctx.in(0), &mel_v) || !util::read_ints(ctx.in(1), &dft_v) || !util::read_ints(ctx.in(2), &rate_v) ||
+        mel_v.size() != 1 || dft_v.size() != 1 || rate_v.size() != 1 || mel_v[0] < 1 || dft_v[0] < 1 || rate_v[0] < 1)
+      return util::fail(label_, "num_mel_bins, dft_length and sample_rate must be positive integer scalars");
+    sdk::Tensor lo_t = ctx.in(3), hi_t = ctx.in(4);
+    const int64_t mels = mel_v[0], dft = dft_v[0], bins = dft / 2 + 1;
+    const double lo = narrow::load(lo_t.dtype, lo_t.raw, 0), hi = narrow::load(hi_t.dtype, hi_t.raw, 0);
+    const double lo_mel = 2595 * std::log10(1 + lo / 700), hi_mel = 2595 * std::log10(1 + hi / 700);
+    const double step = (hi_mel - lo_mel) / double(mels + 2);
+    std::vector<int64_t> edge(static_cast<size_t>(mels + 2));
+    for (int64_t i = 0; i < mels + 2; ++i) {
+      double hz = 700 * (std::pow(10.0, (double(i) * step + lo_mel) / 2595) - 1);
+      edge[size_t(i)] = int64_t(std::floor(double(dft + 1) * hz / double(rate_v[0])));
+    }
+    std::vector<double> w(static_cast<size_t>(bins * mels), 0.0);
+    auto set = [&](int64_t j, int64_t i, double v) {
+      if (j >= 0 && j < bins) w[size_t(j * mels + i)] = v;
+    };
+    for (int64_t i = 0; i < mels; ++i) {
+      int64_t left = edge[size_t(i)], center = edge[size_t(i + 1)], right = edge[size_t(i + 2)];
+      if (center == left) set(center, i, 1);
+      else
+        for (int64_t j = left; j <= center; ++j) set(j, i, double(j - left) / double(center - left));
+      for (int64_t j = center; j < right; ++j) set(j, i, double(right - j) / double(right - center));
+    }
+    int64_t dims[2] = {bins, mels};
+    sdk::Tensor y;
+    ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, dtype_, dims, &y));
+    for (size_t i = 0; i < w.size(); ++i) narrow::store(dtype_, y.raw, int64_t(i), w[i], true);
+    return nullptr;
+  }
+
+ private:
+  std::string label_;
+  int32_t dtype_;
+};
+
 sdk::KernelDef def_of(const char* op, int64_t since, std::function<std::string(const sdk::NodeInfo&)> supports,
                       std::function<std::unique_ptr<sdk::Kernel>(const sdk::NodeInfo&)> create) {
   sdk::KernelDef def;
@@ -211,6 +257,13 @@ void register_spectral_kernels(sdk::KernelRegistry& registry) {
   auto float_signal = [](const sdk::NodeInfo& n) { return util::require_types(n, util::kFloat | util::kHalf, {0}); };
   registry.add(def_of("DFT", 17, float_signal, [](const sdk::NodeInfo& n) { return std::make_unique<DftKernel>(n); }));
   registry.add(def_of("STFT", 17, float_signal, [](const sdk::NodeInfo& n) { return std::make_unique<StftKernel>(n); }));
+  registry.add(def_of(
+      "MelWeightMatrix", 17,
+      [](const sdk::NodeInfo& n) {
+        int32_t t = int32_t(n.get_int("output_datatype", ONYX_DTYPE_FLOAT32));
+        return util::in_set(t, util::kNumeric | util::kHalf) ? std::string() : std::string("output_datatype is not numeric");
+      },
+      [](const sdk::NodeInfo& n) { return std::make_unique<MelKernel>(n); }));
   for (auto [op, kind] : {std::pair{"HannWindow", Window::kHann}, std::pair{"HammingWindow", Window::kHamming},
                           std::pair{"BlackmanWindow", Window::kBlackman}}) {
     registry.add(def_of(

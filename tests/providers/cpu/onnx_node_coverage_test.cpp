@@ -58,7 +58,8 @@ TEST(OnnxNodeTests, RecurrentStateOps) {
 }
 
 TEST(OnnxNodeTests, SmallOps) {
-  run_onnx_suite("small", {"SwiGLU", "TensorScatter", "OptionalHasElement", "OptionalGetElement"});
+  run_onnx_suite("small", {"SwiGLU", "TensorScatter", "OptionalHasElement", "OptionalGetElement", "Binarizer",
+                           "ArrayFeatureExtractor", "MelWeightMatrix"});
 }
 
 TEST(OnnxNodeTests, MiscOps) {
