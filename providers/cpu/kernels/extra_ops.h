@@ -27,6 +27,7 @@ void register_causal_conv_kernels(sdk::KernelRegistry& registry);  // CausalConv
 void register_linear_attention_kernels(sdk::KernelRegistry& registry);  // LinearAttention
 void register_small_kernels(sdk::KernelRegistry& registry);      // SwiGLU TensorScatter OptionalHasElement OptionalGetElement
 void register_flex_attention_kernels(sdk::KernelRegistry& registry);  // ai.onnx.preview FlexAttention
+void register_roi_align_kernels(sdk::KernelRegistry& registry);  // RoiAlign
 
 inline void register_extra_kernels(sdk::KernelRegistry& registry) {
   register_loss_kernels(registry);
@@ -47,6 +48,7 @@ inline void register_extra_kernels(sdk::KernelRegistry& registry) {
   register_linear_attention_kernels(registry);
   register_small_kernels(registry);
   register_flex_attention_kernels(registry);
+  register_roi_align_kernels(registry);
 }
 
 }  // namespace onyx::cpu

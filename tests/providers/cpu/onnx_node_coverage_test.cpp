@@ -26,7 +26,7 @@ TEST(OnnxNodeTests, GridSampleAndOptimizerOps) {
 
 TEST(OnnxNodeTests, SpectralAndImageOps) {
   run_onnx_suite("spectral, image", {"STFT", "HannWindow", "HammingWindow", "BlackmanWindow", "CenterCropPad",
-                                     "Col2Im", "AffineGrid", "RotaryEmbedding"});
+                                     "Col2Im", "AffineGrid", "RotaryEmbedding", "RoiAlign"});
 }
 
 // DFT: the expected outputs come from float32 FFTs, whose round-off leaves
