@@ -50,7 +50,7 @@ TEST(OnnxNodeTests, SelectionAndEinsumOps) {
 }
 
 TEST(OnnxNodeTests, IntegerAndUnpoolOps) {
-  run_onnx_suite("integer, unpool", {"ConvInteger", "MatMulInteger", "QLinearMatMul", "MaxUnpool"});
+  run_onnx_suite("integer, unpool, deform", {"ConvInteger", "MatMulInteger", "QLinearMatMul", "MaxUnpool", "DeformConv"});
 }
 
 TEST(OnnxNodeTests, RecurrentStateOps) {
