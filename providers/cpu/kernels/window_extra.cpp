@@ -1,5 +1,6 @@
-// window_extra.cpp: ConvInteger (10), DeformConv (19, 2-D) and MaxUnpool
+// window_extra.cpp: ConvInteger and QLinearConv (10), DeformConv (19, 2-D) and MaxUnpool
 // (9, 11, 22), direct loops over the shared window geometry of nn.h.
+#include <algorithm>
 #include <cinttypes>
 #include <cmath>
 #include <cstring>
@@ -15,13 +16,21 @@ namespace {
 
 // ConvInteger: sum over the window of (x - x_zero) * (w - w_zero[m]) in
 // int32 (wrapping like an int32 accumulator), groups and 1-3 spatial dims.
+// QLinearConv (qlinear_): the same sum plus the int32 bias, requantized:
+// y = saturate(round_half_even(acc * x_scale * w_scale[m] / y_scale) + y_zero).
 class ConvIntegerKernel final : public sdk::Kernel {
  public:
-  explicit ConvIntegerKernel(const sdk::NodeInfo& node)
-      : label_(util::node_label(node)), attrs_(nn::WindowAttrs::read(node)), group_(node.get_int("group", 1)) {}
+  ConvIntegerKernel(const sdk::NodeInfo& node, bool qlinear)
+      : label_(util::node_label(node)),
+        attrs_(nn::WindowAttrs::read(node)),
+        group_(node.get_int("group", 1)),
+        qlinear_(qlinear) {}
 
   OnyxStatus* compute(sdk::ComputeContext& ctx) override {
-    sdk::Tensor x = ctx.in(0), w = ctx.in(1);
+    // Input positions: ConvInteger (x, w, x_zero, w_zero); QLinearConv (x,
+    // x_scale, x_zero, w, w_scale, w_zero, y_scale, y_zero, B).
+    const size_t iw = qlinear_ ? 3 : 1, ixz = 2, iwz = qlinear_ ? 5 : 3;
+    sdk::Tensor x = ctx.in(0), w = ctx.in(iw);
     const size_t spatial = x.rank() >= 3 ? x.rank() - 2 : 0;
     if (spatial < 1 || spatial > 3 || w.rank() != x.rank())
       return util::fail(label_, "x %s and w %s must be [N, C, D1..Dk] and [M, C/group, k1..kk], k in 1..3",
@@ -36,11 +45,22 @@ class ConvIntegerKernel final : public sdk::Kernel {
     std::vector<int64_t> y_dims{n, m};
     for (const auto& d : dims) y_dims.push_back(d.out);
     nn::lift_to_3d(&dims);
-    double xz = 0;
-    if (auto t = ctx.input(2); t && t->size() > 0) xz = narrow::load(t->dtype, t->raw, 0);
-    std::optional<sdk::Tensor> wz = ctx.input(3);
+    double xz = 0, xs = 1, ys = 1, yz = 0;
+    if (auto t = ctx.input(ixz); t && t->size() > 0) xz = narrow::load(t->dtype, t->raw, 0);
+    std::optional<sdk::Tensor> wz = ctx.input(iwz), ws, bias;
+    int32_t y_type = ONYX_DTYPE_INT32;
+    if (qlinear_) {
+      sdk::Tensor xs_t = ctx.in(1), ys_t = ctx.in(6);
+      xs = narrow::load(xs_t.dtype, xs_t.raw, 0), ys = narrow::load(ys_t.dtype, ys_t.raw, 0);
+      ws = ctx.in(4);
+      if (ws->size() != 1 && ws->size() != m) return util::fail(label_, "w_scale must hold 1 or %" PRId64 " values", m);
+      std::optional<sdk::Tensor> yz_t = ctx.input(7);
+      if (yz_t) yz = narrow::load(yz_t->dtype, yz_t->raw, 0), y_type = yz_t->dtype;
+      else y_type = ONYX_DTYPE_UINT8;
+      bias = ctx.input(8);
+    }
     sdk::Tensor y;
-    ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, ONYX_DTYPE_INT32, y_dims, &y));
+    ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, y_type, y_dims, &y));
     const int64_t cg = c / g, mg = m / g;
     int64_t out_index = 0;
     for (int64_t b = 0; b < n; ++b)
@@ -65,7 +85,14 @@ class ConvIntegerKernel final : public sdk::Kernel {
                       int32_t wv = int32_t(narrow::load(w.dtype, w.raw, wi)) - wzf;
                       acc += uint32_t(xv * wv);
                     }
-              y.data<int32_t>()[out_index++] = int32_t(acc);
+              if (!qlinear_) {
+                y.data<int32_t>()[out_index++] = int32_t(acc);
+                continue;
+              }
+              double real = double(int32_t(acc)) + (bias ? narrow::load(bias->dtype, bias->raw, f) : 0.0);
+              real *= xs * narrow::load(ws->dtype, ws->raw, ws->size() == 1 ? 0 : f) / ys;
+              double lo = y_type == ONYX_DTYPE_INT8 ? -128 : 0, hi = y_type == ONYX_DTYPE_INT8 ? 127 : 255;
+              narrow::store(y_type, y.raw, out_index++, std::clamp(std::nearbyint(real) + yz, lo, hi), true);
             }
       }
     return nullptr;
@@ -75,6 +102,7 @@ class ConvIntegerKernel final : public sdk::Kernel {
   std::string label_;
   nn::WindowAttrs attrs_;
   int64_t group_;
+  bool qlinear_;
 };
 
 // DeformConv (2-D): Conv whose taps are displaced by learned offsets
@@ -229,8 +257,20 @@ void register_window_extra_kernels(sdk::KernelRegistry& registry) {
   conv.supports = [](const sdk::NodeInfo& n) {
     return nn::require_types(n, {0, 1, 2, 3}, {ONYX_DTYPE_UINT8, ONYX_DTYPE_INT8});
   };
-  conv.create = [](const sdk::NodeInfo& n) { return std::make_unique<ConvIntegerKernel>(n); };
+  conv.create = [](const sdk::NodeInfo& n) { return std::make_unique<ConvIntegerKernel>(n, false); };
   registry.add(std::move(conv));
+  sdk::KernelDef qconv;
+  qconv.op_type = "QLinearConv";
+  qconv.since_version = 10;
+  qconv.supports = [](const sdk::NodeInfo& n) {
+    std::string why = util::require_inputs(n, 8, 9);
+    if (why.empty()) why = nn::require_types(n, {0, 2, 3, 5, 7}, {ONYX_DTYPE_UINT8, ONYX_DTYPE_INT8});
+    if (why.empty()) why = nn::require_types(n, {1, 4, 6}, {ONYX_DTYPE_FLOAT32, ONYX_DTYPE_FLOAT16, ONYX_DTYPE_BFLOAT16});
+    if (why.empty()) why = nn::require_types(n, {8}, {ONYX_DTYPE_INT32});
+    return why;
+  };
+  qconv.create = [](const sdk::NodeInfo& n) { return std::make_unique<ConvIntegerKernel>(n, true); };
+  registry.add(std::move(qconv));
   sdk::KernelDef deform;
   deform.op_type = "DeformConv";
   deform.since_version = 19;

@@ -50,7 +50,8 @@ TEST(OnnxNodeTests, SelectionAndEinsumOps) {
 }
 
 TEST(OnnxNodeTests, IntegerAndUnpoolOps) {
-  run_onnx_suite("integer, unpool, deform", {"ConvInteger", "MatMulInteger", "QLinearMatMul", "MaxUnpool", "DeformConv"});
+  run_onnx_suite("integer, unpool, deform",
+                 {"ConvInteger", "QLinearConv", "MatMulInteger", "QLinearMatMul", "MaxUnpool", "DeformConv"});
 }
 
 TEST(OnnxNodeTests, RecurrentStateOps) {
