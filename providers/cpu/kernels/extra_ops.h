@@ -28,6 +28,7 @@ void register_linear_attention_kernels(sdk::KernelRegistry& registry);  // Linea
 void register_small_kernels(sdk::KernelRegistry& registry);      // SwiGLU TensorScatter OptionalHasElement OptionalGetElement
 void register_flex_attention_kernels(sdk::KernelRegistry& registry);  // ai.onnx.preview FlexAttention
 void register_roi_align_kernels(sdk::KernelRegistry& registry);  // RoiAlign
+void register_tree_ensemble_kernels(sdk::KernelRegistry& registry);  // ai.onnx.ml TreeEnsemble
 
 inline void register_extra_kernels(sdk::KernelRegistry& registry) {
   register_loss_kernels(registry);
@@ -49,6 +50,7 @@ inline void register_extra_kernels(sdk::KernelRegistry& registry) {
   register_small_kernels(registry);
   register_flex_attention_kernels(registry);
   register_roi_align_kernels(registry);
+  register_tree_ensemble_kernels(registry);
 }
 
 }  // namespace onyx::cpu

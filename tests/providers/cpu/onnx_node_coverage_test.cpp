@@ -60,7 +60,7 @@ TEST(OnnxNodeTests, RecurrentStateOps) {
 
 TEST(OnnxNodeTests, SmallOps) {
   run_onnx_suite("small", {"SwiGLU", "TensorScatter", "OptionalHasElement", "OptionalGetElement", "Binarizer",
-                           "ArrayFeatureExtractor", "MelWeightMatrix"});
+                           "ArrayFeatureExtractor", "MelWeightMatrix", "TreeEnsemble"});
 }
 
 TEST(OnnxNodeTests, MiscOps) {
