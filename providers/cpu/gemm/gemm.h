@@ -1,4 +1,4 @@
-// gemm.h: the CPU provider's single-precision matrix multiply.
+// gemm.h: the CPU provider's matrix multiply (single precision; dgemm for double).
 //
 // GotoBLAS/BLIS structure: B is packed into KC x NR micro-panels, A into
 // MR x KC micro-panels, and a register-blocked microkernel computes MR x NR
@@ -41,6 +41,12 @@ int64_t packed_b_n(const PackedB& b);
 void sgemm_packed(bool trans_a, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                   int64_t lda, const PackedB& b, float beta, float* c, int64_t ldc,
                   const ParallelFor& parallel = {});
+
+// Double precision, same contract as sgemm. Simple loops (dgemm.cpp): for
+// float64 references and gradient checks, not tuned for speed.
+void dgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha,
+           const double* a, int64_t lda, const double* b, int64_t ldb, double beta,
+           double* c, int64_t ldc, const ParallelFor& parallel = {});
 
 // The ISA the dispatcher picked on this CPU, for logs and benchmarks:
 // "avx512", "avx2" or "generic".

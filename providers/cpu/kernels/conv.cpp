@@ -1,144 +1,33 @@
-// conv.cpp: Conv and ConvTranspose for float32, 1-D to 3-D, with groups,
-// pads, strides, dilations and auto_pad.
+// conv.cpp: Conv and ConvTranspose for float32 and float64 (Conv also
+// float16/bfloat16, widened to float32), 1-D to 3-D, with groups, pads,
+// strides, dilations and auto_pad.
 //
 // Conv: per (image, group), im2col of the input into a [C/group * K, cols]
 // matrix (in chunks of output lines to bound the scratch memory), then one
-// SGEMM with the group's weights [M/group, C/group * K]. A 1x1, stride-1,
+// GEMM with the group's weights [M/group, C/group * K]. A 1x1, stride-1,
 // unpadded Conv is a plain GEMM on the input. Depthwise Convs (one input
 // channel per group) run a direct loop: a GEMM with one row is a poor fit.
-// ConvTranspose: per (image, group), one SGEMM W_g^T x X_g gives every
+// ConvTranspose: per (image, group), one GEMM W_g^T x X_g gives every
 // (output channel, tap) contribution, which col2im adds into the output.
 //
-// All windows are lifted to 3-D (nn::lift_to_3d). A "line" is one output
-// (or input, for col2im) row: a fixed (d, h) position of W elements.
-#include <algorithm>
-
-#include "kernels/nn.h"
+// float32 runs on the provider's blocked SGEMM, float64 on the plain DGEMM
+// (gemm/gemm.h). im2col / col2im and the work split: conv_lowering.h.
+#include "kernels/conv_lowering.h"
 
 namespace onyx::cpu {
 namespace {
 
-// im2col / col2im buffer per worker, in floats (16 MiB).
-constexpr int64_t kColumnBudget = int64_t(4) << 20;
+using namespace conv_lowering;
 
-int64_t kernel_volume(const std::vector<nn::WindowDim>& w) {
-  return w[0].kernel * w[1].kernel * w[2].kernel;
+// The GEMM for the element type: the blocked SGEMM or the plain DGEMM.
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+          const float* b, int64_t ldb, float beta, float* c, int64_t ldc, const ParallelFor& pf) {
+  sgemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc, pf);
 }
-int64_t in_volume(const std::vector<nn::WindowDim>& w) { return w[0].in * w[1].in * w[2].in; }
-int64_t out_volume(const std::vector<nn::WindowDim>& w) { return w[0].out * w[1].out * w[2].out; }
-
-// Where one (image, group) work item runs: its scratch, the GEMM's
-// parallelism and, when the item runs alone, the host pool for the loops.
-struct Worker {
-  float* scratch = nullptr;
-  ParallelFor gemm;
-  sdk::ComputeContext* pool = nullptr;  // null inside a parallel body
-  template <typename Fn>
-  void for_range(size_t n, size_t grain, Fn&& fn) {
-    // (A fresh lambda: the SDK's parallel_for takes its body as an rvalue.)
-    if (pool)
-      pool->parallel_for(n, grain, [&fn](size_t lo, size_t hi) { fn(lo, hi); });
-    else if (n)
-      fn(size_t(0), n);
-  }
-};
-
-// Items run in parallel (each with its own scratch and a serial GEMM) when
-// there are at least as many as threads: no synchronisation inside an item.
-// Otherwise they run one by one with the parallelism inside each.
-bool items_in_parallel(sdk::ComputeContext& ctx, int64_t items) {
-  return ctx.thread_count() > 1 && items >= int64_t(ctx.thread_count());
-}
-
-template <typename Body>
-OnyxStatus* for_each_item(sdk::ComputeContext& ctx, int64_t items, int64_t scratch_floats,
-                          Body&& body) {
-  bool parallel = items_in_parallel(ctx, items);
-  size_t slots = parallel ? ctx.thread_count() : 1;
-  void* mem = nullptr;
-  if (scratch_floats > 0)
-    ONYX_SDK_RETURN_IF_ERROR(ctx.scratch(slots * size_t(scratch_floats) * sizeof(float), &mem));
-  float* scratch = static_cast<float*>(mem);
-  if (!parallel) {
-    Worker w{scratch, nn::host_parallel_for(ctx), &ctx};
-    for (int64_t item = 0; item < items; ++item) body(item, w);
-    return nullptr;
-  }
-  ParallelFor serial = nn::serial_parallel_for();
-  ctx.parallel_for(slots, 1, [&](size_t lo, size_t hi) {
-    for (size_t slot = lo; slot < hi; ++slot) {
-      Worker w{scratch ? scratch + slot * size_t(scratch_floats) : nullptr, serial, nullptr};
-      for (int64_t item = int64_t(slot); item < items; item += int64_t(slots)) body(item, w);
-    }
-  });
-  return nullptr;
-}
-
-// Output lines per im2col/col2im chunk so that `rows` x (lines x width)
-// floats fit the budget shared by the workers.
-int64_t lines_per_chunk(sdk::ComputeContext& ctx, int64_t items, int64_t rows, int64_t width,
-                        int64_t lines) {
-  int64_t slots = items_in_parallel(ctx, items) ? int64_t(ctx.thread_count()) : 1;
-  int64_t fit = kColumnBudget / slots / std::max<int64_t>(1, rows * width);
-  return std::clamp<int64_t>(fit, 1, std::max<int64_t>(1, lines));
-}
-
-// Row (c, kd, kh, kw) of `col` gets, for each output position of lines
-// [l0, l1), the input element under that tap, or 0 in the padding.
-void im2col(const float* x, int64_t channels, const std::vector<nn::WindowDim>& win, int64_t l0,
-            int64_t l1, float* col, Worker& worker) {
-  const nn::WindowDim &D = win[0], &H = win[1], &W = win[2];
-  const int64_t taps = kernel_volume(win), cols = (l1 - l0) * W.out;
-  worker.for_range(size_t(channels * taps), nn::grain_for(double(cols)), [&](size_t lo, size_t hi) {
-    for (size_t r = lo; r < hi; ++r) {
-      int64_t c = int64_t(r) / taps, t = int64_t(r) % taps;
-      int64_t kd = t / (H.kernel * W.kernel), kh = t / W.kernel % H.kernel, kw = t % W.kernel;
-      int64_t iw0 = kw * W.dilation - W.pad_begin;
-      nn::IndexRange valid = nn::index_range(iw0, W.stride, W.out, 0, W.in);
-      const float* xc = x + c * D.in * H.in * W.in;
-      float* dst = col + int64_t(r) * cols;
-      for (int64_t l = l0; l < l1; ++l, dst += W.out) {
-        int64_t id = l / H.out * D.stride - D.pad_begin + kd * D.dilation;
-        int64_t ih = l % H.out * H.stride - H.pad_begin + kh * H.dilation;
-        if (id < 0 || id >= D.in || ih < 0 || ih >= H.in) {
-          std::fill(dst, dst + W.out, 0.0f);
-          continue;
-        }
-        const float* src = xc + (id * H.in + ih) * W.in;
-        std::fill(dst, dst + valid.first, 0.0f);
-        if (W.stride == 1)
-          std::copy(src + iw0 + valid.first, src + iw0 + valid.last, dst + valid.first);
-        else
-          for (int64_t ow = valid.first; ow < valid.last; ++ow) dst[ow] = src[iw0 + ow * W.stride];
-        std::fill(dst + valid.last, dst + W.out, 0.0f);
-      }
-    }
-  });
-}
-
-// Adds `col` rows (m, kd, kh, kw) x input positions of lines [l0, l1) into
-// the output planes y[m] at the positions each tap reaches.
-void col2im(const float* col, int64_t channels, const std::vector<nn::WindowDim>& win, int64_t l0,
-            int64_t l1, float* y, Worker& worker) {
-  const nn::WindowDim &D = win[0], &H = win[1], &W = win[2];
-  const int64_t taps = kernel_volume(win), cols = (l1 - l0) * W.in, plane = out_volume(win);
-  // One output channel per task: its rows write only its own plane.
-  worker.for_range(size_t(channels), nn::grain_for(double(taps * cols)), [&](size_t lo, size_t hi) {
-    for (size_t m = lo; m < hi; ++m)
-      for (int64_t t = 0; t < taps; ++t) {
-        int64_t kd = t / (H.kernel * W.kernel), kh = t / W.kernel % H.kernel, kw = t % W.kernel;
-        int64_t ow0 = kw * W.dilation - W.pad_begin;
-        nn::IndexRange valid = nn::index_range(ow0, W.stride, W.in, 0, W.out);
-        const float* src = col + (int64_t(m) * taps + t) * cols;
-        for (int64_t l = l0; l < l1; ++l, src += W.in) {
-          int64_t od = l / H.in * D.stride - D.pad_begin + kd * D.dilation;
-          int64_t oh = l % H.in * H.stride - H.pad_begin + kh * H.dilation;
-          if (od < 0 || od >= D.out || oh < 0 || oh >= H.out) continue;
-          float* dst = y + int64_t(m) * plane + (od * H.out + oh) * W.out;
-          for (int64_t iw = valid.first; iw < valid.last; ++iw) dst[ow0 + iw * W.stride] += src[iw];
-        }
-      }
-  });
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
+          const double* b, int64_t ldb, double beta, double* c, int64_t ldc,
+          const ParallelFor& pf) {
+  dgemm(ta, tb, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc, pf);
 }
 
 // Common input checks; fills the channel counts.
@@ -190,12 +79,13 @@ class ConvBase : public sdk::Kernel {
   }
 
   // Writes the bias (or 0) into every output plane.
-  static void fill_bias(sdk::ComputeContext& ctx, float* y, const Channels& ch, int64_t plane,
+  template <typename T>
+  static void fill_bias(sdk::ComputeContext& ctx, T* y, const Channels& ch, int64_t plane,
                         const std::optional<sdk::Tensor>& b) {
     ctx.parallel_for(size_t(ch.n * ch.m), nn::grain_for(double(plane)), [&](size_t lo, size_t hi) {
       for (size_t p = lo; p < hi; ++p)
         std::fill(y + int64_t(p) * plane, y + int64_t(p + 1) * plane,
-                  b ? b->data<float>()[int64_t(p) % ch.m] : 0.0f);
+                  b ? b->data<T>()[int64_t(p) % ch.m] : T(0));
     });
   }
 
@@ -223,7 +113,8 @@ class ConvKernel final : public ConvBase {
     ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, x.dtype, y_dims, &y));
     if (y.size() == 0) return nullptr;
     nn::lift_to_3d(&win);
-    if (!util::is_half(x.dtype)) return run(ctx, x, w, b, ch, win, y);
+    if (x.dtype == ONYX_DTYPE_FLOAT64) return run<double>(ctx, x, w, b, ch, win, y);
+    if (!util::is_half(x.dtype)) return run<float>(ctx, x, w, b, ch, win, y);
     // float16/bfloat16: widened to float32, convolved, rounded back.
     std::vector<float> xf(size_t(x.size())), wf(size_t(w.size())), bf(b ? size_t(b->size()) : 0), yf(size_t(y.size()));
     util::halves_to_floats(x.dtype, x.data<uint16_t>(), xf.data(), xf.size());
@@ -234,20 +125,21 @@ class ConvKernel final : public ConvBase {
     x32.dtype = w32.dtype = y32.dtype = ONYX_DTYPE_FLOAT32;
     std::optional<sdk::Tensor> b32 = b;
     if (b32) b32->raw = bf.data(), b32->dtype = ONYX_DTYPE_FLOAT32;
-    ONYX_SDK_RETURN_IF_ERROR(run(ctx, x32, w32, b32, ch, win, y32));
+    ONYX_SDK_RETURN_IF_ERROR(run<float>(ctx, x32, w32, b32, ch, win, y32));
     util::floats_to_halves(y.dtype, yf.data(), y.data<uint16_t>(), yf.size());
     return nullptr;
   }
 
  private:
+  template <typename T>
   OnyxStatus* run(sdk::ComputeContext& ctx, const sdk::Tensor& x, const sdk::Tensor& w,
                   const std::optional<sdk::Tensor>& b, const Channels& ch,
                   const std::vector<nn::WindowDim>& win, const sdk::Tensor& y) {
-    if (ch.group > 1 && ch.c == ch.group) return depthwise(ctx, x, w, b, ch, win, y);
-    return im2col_gemm(ctx, x, w, b, ch, win, y);
+    if (ch.group > 1 && ch.c == ch.group) return depthwise<T>(ctx, x, w, b, ch, win, y);
+    return im2col_gemm<T>(ctx, x, w, b, ch, win, y);
   }
 
- private:
+  template <typename T>
   OnyxStatus* im2col_gemm(sdk::ComputeContext& ctx, const sdk::Tensor& x, const sdk::Tensor& w,
                           const std::optional<sdk::Tensor>& b, const Channels& ch,
                           const std::vector<nn::WindowDim>& win, const sdk::Tensor& y) {
@@ -258,33 +150,35 @@ class ConvKernel final : public ConvBase {
     for (const nn::WindowDim& d : win)
       pointwise &= d.kernel == 1 && d.stride == 1 && d.pad_begin == 0 && d.pad_end == 0;
     const int64_t items = ch.n * ch.group;
-    const int64_t chunk = pointwise ? lines : lines_per_chunk(ctx, items, rows, width, lines);
-    if (b) fill_bias(ctx, y.data<float>(), ch, out_plane, b);
-    const float beta = b ? 1.0f : 0.0f;  // accumulate onto the bias
-    auto run_item = [&](int64_t item, Worker& worker) {
+    const int64_t chunk =
+        pointwise ? lines : lines_per_chunk<T>(ctx, items, rows, width, lines);
+    if (b) fill_bias(ctx, y.data<T>(), ch, out_plane, b);
+    const T beta = b ? T(1) : T(0);  // accumulate onto the bias
+    auto run_item = [&](int64_t item, Worker<T>& worker) {
       int64_t n = item / ch.group, g = item % ch.group;
-      const float* xg = x.data<float>() + (n * ch.c + g * cg) * in_plane;
-      const float* wg = w.data<float>() + g * mg * rows;
-      float* yg = y.data<float>() + (n * ch.m + g * mg) * out_plane;
+      const T* xg = x.data<T>() + (n * ch.c + g * cg) * in_plane;
+      const T* wg = w.data<T>() + g * mg * rows;
+      T* yg = y.data<T>() + (n * ch.m + g * mg) * out_plane;
       if (pointwise) {
-        sgemm(false, false, mg, out_plane, cg, 1.0f, wg, rows, xg, in_plane, beta, yg, out_plane,
-              worker.gemm);
+        gemm(false, false, mg, out_plane, cg, wg, rows, xg, in_plane, beta, yg, out_plane,
+             worker.gemm);
         return;
       }
       for (int64_t l0 = 0; l0 < lines; l0 += chunk) {
         int64_t l1 = std::min(lines, l0 + chunk), cols = (l1 - l0) * width;
         im2col(xg, cg, win, l0, l1, worker.scratch, worker);
-        sgemm(false, false, mg, cols, rows, 1.0f, wg, rows, worker.scratch, cols, beta,
-              yg + l0 * width, out_plane, worker.gemm);
+        gemm(false, false, mg, cols, rows, wg, rows, worker.scratch, cols, beta, yg + l0 * width,
+             out_plane, worker.gemm);
       }
     };
-    return for_each_item(ctx, items, pointwise ? 0 : rows * chunk * width, run_item);
+    return for_each_item<T>(ctx, items, pointwise ? 0 : rows * chunk * width, run_item);
   }
 
   // One input channel per group: y[n, m] = B[m] + sum over taps of
   // W[m, 0, tap] * x[n, m / (M/group)] under the tap. Each tap adds a
   // scaled input row segment into the output row: contiguous (and
   // vectorizable) for stride 1, with no bounds checks in the inner loop.
+  template <typename T>
   OnyxStatus* depthwise(sdk::ComputeContext& ctx, const sdk::Tensor& x, const sdk::Tensor& w,
                         const std::optional<sdk::Tensor>& b, const Channels& ch,
                         const std::vector<nn::WindowDim>& win, const sdk::Tensor& y) {
@@ -303,21 +197,21 @@ class ConvKernel final : public ConvBase {
         size_t(ch.n * ch.m), nn::grain_for(double(out_plane * k)), [&](size_t lo, size_t hi) {
           for (size_t p = lo; p < hi; ++p) {
             int64_t n = int64_t(p) / ch.m, m = int64_t(p) % ch.m;
-            const float* xp = x.data<float>() + (n * ch.c + m / mg) * in_plane;
-            const float* wm = w.data<float>() + m * k;
-            float* yrow = y.data<float>() + int64_t(p) * out_plane;
-            float bias = b ? b->data<float>()[m] : 0.0f;
+            const T* xp = x.data<T>() + (n * ch.c + m / mg) * in_plane;
+            const T* wm = w.data<T>() + m * k;
+            T* yrow = y.data<T>() + int64_t(p) * out_plane;
+            T bias = b ? b->data<T>()[m] : T(0);
             for (int64_t od = 0; od < D.out; ++od)
               for (int64_t oh = 0; oh < H.out; ++oh, yrow += W.out) {
                 std::fill(yrow, yrow + W.out, bias);
                 int64_t d0 = od * D.stride - D.pad_begin, h0 = oh * H.stride - H.pad_begin;
                 for (int64_t kd = d_taps[size_t(od)].first; kd < d_taps[size_t(od)].last; ++kd)
                   for (int64_t kh = h_taps[size_t(oh)].first; kh < h_taps[size_t(oh)].last; ++kh) {
-                    const float* xrow =
+                    const T* xrow =
                         xp + ((d0 + kd * D.dilation) * H.in + h0 + kh * H.dilation) * W.in;
-                    const float* wrow = wm + (kd * H.kernel + kh) * W.kernel;
+                    const T* wrow = wm + (kd * H.kernel + kh) * W.kernel;
                     for (int64_t kw = 0; kw < W.kernel; ++kw) {
-                      const float wv = wrow[kw];
+                      const T wv = wrow[kw];
                       const int64_t off = kw * W.dilation - W.pad_begin;
                       const nn::IndexRange& cols = w_cols[size_t(kw)];
                       if (W.stride == 1)
@@ -353,31 +247,38 @@ class ConvTransposeKernel final : public ConvBase {
                       nn::dims_str(w.dims).c_str(), e.c_str());
     std::vector<int64_t> y_dims = {ch.n, ch.m};
     for (const nn::WindowDim& d : win) y_dims.push_back(d.out);
-    ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, ONYX_DTYPE_FLOAT32, y_dims, &y));
+    ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, x.dtype, y_dims, &y));
     if (y.size() == 0) return nullptr;
     nn::lift_to_3d(&win);
+    if (x.dtype == ONYX_DTYPE_FLOAT64) return run<double>(ctx, x, w, b, ch, win, y);
+    return run<float>(ctx, x, w, b, ch, win, y);
+  }
 
+ private:
+  template <typename T>
+  OnyxStatus* run(sdk::ComputeContext& ctx, const sdk::Tensor& x, const sdk::Tensor& w,
+                  const std::optional<sdk::Tensor>& b, const Channels& ch,
+                  const std::vector<nn::WindowDim>& win, const sdk::Tensor& y) {
     const int64_t cg = ch.c / ch.group, mg = ch.m / ch.group, rows = mg * kernel_volume(win);
     const int64_t in_plane = in_volume(win), out_plane = out_volume(win);
     const int64_t width = win[2].in, lines = win[0].in * win[1].in, items = ch.n * ch.group;
-    const int64_t chunk = lines_per_chunk(ctx, items, rows, width, lines);
-    fill_bias(ctx, y.data<float>(), ch, out_plane, b);
-    return for_each_item(ctx, items, rows * chunk * width, [&](int64_t item, Worker& worker) {
+    const int64_t chunk = lines_per_chunk<T>(ctx, items, rows, width, lines);
+    fill_bias(ctx, y.data<T>(), ch, out_plane, b);
+    return for_each_item<T>(ctx, items, rows * chunk * width, [&](int64_t item, Worker<T>& worker) {
       int64_t n = item / ch.group, g = item % ch.group;
-      const float* xg = x.data<float>() + (n * ch.c + g * cg) * in_plane;
-      const float* wg = w.data<float>() + g * cg * rows;
-      float* yg = y.data<float>() + (n * ch.m + g * mg) * out_plane;
+      const T* xg = x.data<T>() + (n * ch.c + g * cg) * in_plane;
+      const T* wg = w.data<T>() + g * cg * rows;
+      T* yg = y.data<T>() + (n * ch.m + g * mg) * out_plane;
       for (int64_t l0 = 0; l0 < lines; l0 += chunk) {
         int64_t l1 = std::min(lines, l0 + chunk), cols = (l1 - l0) * width;
         // col[(m, tap), position] = sum over c of W[c, m, tap] * x[c, position]
-        sgemm(true, false, rows, cols, cg, 1.0f, wg, rows, xg + l0 * width, in_plane, 0.0f,
-              worker.scratch, cols, worker.gemm);
+        gemm(true, false, rows, cols, cg, wg, rows, xg + l0 * width, in_plane, T(0),
+             worker.scratch, cols, worker.gemm);
         col2im(worker.scratch, mg, win, l0, l1, yg, worker);
       }
     });
   }
 
- private:
   // Output size and pads: out = stride * (in - 1) + output_padding +
   // extent - pads. With output_shape (or SAME_*: out = in * stride) the
   // pads are derived: the odd one goes at the end for SAME_UPPER, at the
@@ -427,13 +328,14 @@ class ConvTransposeKernel final : public ConvBase {
 };
 
 std::string check_conv_node(const sdk::NodeInfo& node, bool transposed) {
-  // Conv also takes float16/bfloat16 (all inputs of one type), via float32.
+  // float32 or float64; Conv also float16/bfloat16 (via float32). All
+  // inputs of one type.
   bool half = !transposed && util::is_half(node.input_dtype(0));
-  if (half) {
-    if (std::string e = util::require_same_type(node, {0, 1, 2}); !e.empty()) return e;
-  } else if (std::string e = nn::require_types(node, {0, 1, 2}, {ONYX_DTYPE_FLOAT32}); !e.empty()) {
-    return e;
-  }
+  if (!half)
+    if (std::string e = nn::require_types(node, {0}, {ONYX_DTYPE_FLOAT32, ONYX_DTYPE_FLOAT64});
+        !e.empty())
+      return e;
+  if (std::string e = util::require_same_type(node, {0, 1, 2}); !e.empty()) return e;
   if (node.get_int("group", 1) < 1) return "group must be at least 1";
   nn::WindowAttrs attrs = nn::WindowAttrs::read(node);
   size_t spatial = attrs.kernel_shape.size();

@@ -4,8 +4,8 @@
 // dY^T [M/g, N*OHW]; then
 //   dW = dY^T x col^T                  (one GEMM)
 //   dcol = W^T [C/g*K, M/g] x dY^T     (one GEMM), scattered back by col2im into dX.
-// float32 runs on the provider's blocked GEMM (gemm/gemm.h); float64 (used by
-// the gradient checks) on plain loops.
+// float32 runs on the provider's blocked SGEMM, float64 (used by the
+// gradient checks) on its plain DGEMM (both gemm/gemm.h).
 #include <vector>
 
 #include "kernels/grad_kernels.h"
@@ -20,13 +20,8 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int
 }
 
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, const double* b,
-          int64_t ldb, double beta, double* c, int64_t ldc, const ParallelFor&) {
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < n; ++j) {
-      double s = 0;
-      for (int64_t p = 0; p < k; ++p) s += (ta ? a[p * lda + i] : a[i * lda + p]) * (tb ? b[j * ldb + p] : b[p * ldb + j]);
-      c[i * ldc + j] = (beta == 0 ? 0 : beta * c[i * ldc + j]) + s;
-    }
+          int64_t ldb, double beta, double* c, int64_t ldc, const ParallelFor& pf) {
+  dgemm(ta, tb, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc, pf);
 }
 
 // Calls fn(tap, output_position, input_offset or -1 for padding) for every

@@ -129,12 +129,13 @@ Ref reference(const ConvCase& c, const std::vector<double>& x, const std::vector
 
 void PrintTo(const ConvCase& c, std::ostream* os) { *os << c.op << " " << c.name; }
 
-NodeSpec make_node(const ConvCase& c, const std::vector<float>& x, const std::vector<float>& w,
-                   const std::vector<float>& b) {
+template <typename T>
+NodeSpec make_node(const ConvCase& c, const std::vector<T>& x, const std::vector<T>& w,
+                   const std::vector<T>& b) {
   NodeSpec node(c.op, 17);
   node.name = c.name;
-  node.inputs = {make_tensor<float>(c.x_dims, x), make_tensor<float>(c.w_dims, w)};
-  if (c.bias) node.inputs.push_back(make_tensor<float>({int64_t(b.size())}, b));
+  node.inputs = {make_tensor<T>(c.x_dims, x), make_tensor<T>(c.w_dims, w)};
+  if (c.bias) node.inputs.push_back(make_tensor<T>({int64_t(b.size())}, b));
   if (c.group != 1) node.attr("group", c.group);
   if (!c.strides.empty()) node.attr("strides", c.strides);
   if (!c.pads.empty()) node.attr("pads", c.pads);
@@ -162,6 +163,33 @@ TEST_P(ConvTest, MatchesReference) {
     ASSERT_TRUE(r.ok()) << r.error;
     ASSERT_EQ(r.outputs[0].dims, want.dims);
     EXPECT_TRUE(all_near(r.outputs[0].values<float>(), want.y, want.tol)) << "threads " << threads;
+  }
+}
+
+// float64: the same cases with inputs that float32 cannot hold exactly (an
+// offset of ~1e-9), so a kernel that rounded through float32 would be off by
+// ~1e-8 relative. The bound is sum_tol's with float64's unit roundoff 2^-53
+// (~1e-15 relative to the sum of |terms|).
+TEST_P(ConvTest, Float64MatchesReference) {
+  const ConvCase& c = GetParam();
+  int64_t m = c.op == "ConvTranspose" ? c.w_dims[1] * c.group : c.w_dims[0];
+  auto random = [](size_t count, uint32_t seed, float lo, float hi) {
+    std::vector<double> v = nn::to_double(nn::random_floats(count, seed, lo, hi));
+    for (size_t i = 0; i < v.size(); ++i) v[i] += 1e-9 * double(i % 13 + 1);
+    return v;
+  };
+  std::vector<double> x = random(size_t(nn::count(c.x_dims)), 41, -2, 2);
+  std::vector<double> w = random(size_t(nn::count(c.w_dims)), 42, -1, 1);
+  std::vector<double> b = c.bias ? random(size_t(m), 43, -1, 1) : std::vector<double>{};
+  Ref want = reference(c, x, w, b);
+  const double u64 = std::ldexp(1.0, -53), u32 = std::ldexp(1.0, -24);
+  for (double& t : want.tol) t *= u64 / u32;  // sum_tol scales with the unit roundoff
+  for (size_t threads : {1, 4}) {
+    RunResult r = run_node(make_node(c, x, w, b), {.threads = threads});
+    ASSERT_TRUE(r.ok()) << r.error;
+    ASSERT_EQ(r.outputs[0].dtype, ONYX_DTYPE_FLOAT64);
+    ASSERT_EQ(r.outputs[0].dims, want.dims);
+    EXPECT_TRUE(all_near(r.outputs[0].values<double>(), want.y, want.tol)) << "threads " << threads;
   }
 }
 
@@ -283,13 +311,21 @@ TEST(Conv, ShapeErrorsNameTheProblem) {
   EXPECT_NE(r.error.find("ConvTranspose node 'bad_convT'"), std::string::npos) << r.error;
 }
 
-TEST(Conv, DeclinesNonFloat32) {
-  NodeSpec node("Conv", 11);
-  node.inputs = {make_tensor<double>({1, 1, 3, 3}, std::vector<double>(9)),
-                 make_tensor<double>({1, 1, 2, 2}, std::vector<double>(4))};
-  RunResult r = run_node(node);
-  EXPECT_TRUE(r.declined);
-  EXPECT_NE(r.error.find("float64"), std::string::npos) << r.error;
+TEST(Conv, DeclinesOtherAndMixedTypes) {
+  for (std::string op : {"Conv", "ConvTranspose"}) {
+    NodeSpec ints(op, 11);
+    ints.inputs = {make_tensor<int32_t>({1, 1, 3, 3}, std::vector<int32_t>(9)),
+                   make_tensor<int32_t>({1, 1, 2, 2}, std::vector<int32_t>(4))};
+    RunResult r = run_node(ints);
+    EXPECT_TRUE(r.declined) << op;
+    EXPECT_NE(r.error.find("int32"), std::string::npos) << r.error;
+    NodeSpec mixed(op, 11);
+    mixed.inputs = {make_tensor<double>({1, 1, 3, 3}, std::vector<double>(9)),
+                    make_tensor<float>({1, 1, 2, 2}, std::vector<float>(4))};
+    r = run_node(mixed);
+    EXPECT_TRUE(r.declined) << op;
+    EXPECT_NE(r.error.find("float"), std::string::npos) << r.error;
+  }
 }
 
 // float16 Conv runs through float32: inputs exactly representable in

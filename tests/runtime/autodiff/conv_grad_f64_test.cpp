@@ -1,6 +1,6 @@
-// conv_grad_f64_test.cpp: the CPU provider's Conv forward kernel is float32
-// only, so the end-to-end Conv checks (rules_test.cpp) run in float32. This
-// checks the ai.onyx::ConvGrad kernel the Conv rule emits in float64 against
+// conv_grad_f64_test.cpp: besides the end-to-end Conv checks (rules_test.cpp,
+// which difference the provider's own Conv), this checks the
+// ai.onyx::ConvGrad kernel the Conv rule emits in float64 against
 // central differences of a float64 reference convolution (direct loops):
 // for L(X, W) = sum(conv(X, W) * dY), dL/dX and dL/dW are ConvGrad's outputs.
 // L is linear in X and W, so central differences are exact up to rounding

@@ -235,31 +235,43 @@ TEST(GradRules, Normalization) {
   expect_gradients_match(train.proto(), "BatchNormalization (training mode)");
 }
 
-// The CPU provider's Conv and ConvTranspose are float32 only: these run in
-// float32. The weighted-sum loss is linear in every parameter, so central
-// differences (step 0.5) are exact up to float32 rounding of sums of ~100
-// O(1) terms (~1e-5 relative); 1e-3 still catches any wrong term.
-TEST(GradRules, ConvFloat32) {
+// Conv and ConvTranspose end to end in float64 like every other op: groups,
+// strides, asymmetric pads, dilation, 1-D to 3-D.
+TEST(GradRules, Conv) {
   for (int64_t group : {1, 2}) {
     Forward f;
-    f.param32("x", {2, 4, 5, 5}).param32("w", {6, 4 / group, 3, 3}).param32("b", {6});
+    f.param("x", {2, 4, 5, 5}).param("w", {6, 4 / group, 3, 3}).param("b", {6});
     f.node("Conv", {"x", "w", "b"}, {"y"},
            {attr_ints("strides", {2, 1}), attr_ints("pads", {1, 0, 1, 1}), attr_int("group", group)});
-    f.output("y", {2, 6, 3, 4}, onnx::TensorProto::FLOAT);
-    expect_gradients_match(f.proto(), "Conv group " + std::to_string(group), nullptr, {}, 1e-3);
+    f.output("y", {2, 6, 3, 4});
+    expect_gradients_match(f.proto(), "Conv group " + std::to_string(group));
   }
   Forward d;
-  d.param32("x", {1, 2, 7}).param32("w", {3, 2, 3});
-  d.node("Conv", {"x", "w"}, {"y"}, {attr_ints("dilations", {2})}).output("y", {1, 3, 3}, onnx::TensorProto::FLOAT);
-  expect_gradients_match(d.proto(), "Conv 1-D dilated", nullptr, {}, 1e-3);
+  d.param("x", {1, 2, 7}).param("w", {3, 2, 3});
+  d.node("Conv", {"x", "w"}, {"y"}, {attr_ints("dilations", {2})}).output("y", {1, 3, 3});
+  expect_gradients_match(d.proto(), "Conv 1-D dilated");
+  Forward depthwise;
+  depthwise.param("x", {1, 3, 4, 4}).param("w", {3, 1, 2, 2});
+  depthwise.node("Conv", {"x", "w"}, {"y"}, {attr_int("group", 3)}).output("y", {1, 3, 3, 3});
+  expect_gradients_match(depthwise.proto(), "Conv depthwise");
+  Forward volume;
+  volume.param("x", {1, 2, 3, 4, 3}).param("w", {2, 2, 2, 2, 2});
+  volume.node("Conv", {"x", "w"}, {"y"}, {attr_ints("pads", {0, 1, 0, 1, 0, 1})});
+  volume.output("y", {1, 2, 3, 4, 3});
+  expect_gradients_match(volume.proto(), "Conv 3-D");
 }
 
-TEST(GradRules, ConvTransposeFloat32) {
+TEST(GradRules, ConvTranspose) {
   Forward f;
-  f.param32("x", {2, 3, 3, 3}).param32("w", {3, 2, 3, 3}).param32("b", {2});
+  f.param("x", {2, 3, 3, 3}).param("w", {3, 2, 3, 3}).param("b", {2});
   f.node("ConvTranspose", {"x", "w", "b"}, {"y"}, {attr_ints("strides", {2, 2}), attr_ints("pads", {1, 1, 1, 1})});
-  f.output("y", {2, 2, 5, 5}, onnx::TensorProto::FLOAT);
-  expect_gradients_match(f.proto(), "ConvTranspose", nullptr, {}, 1e-3);
+  f.output("y", {2, 2, 5, 5});
+  expect_gradients_match(f.proto(), "ConvTranspose");
+  Forward g;
+  g.param("x", {1, 4, 3, 2}).param("w", {4, 1, 2, 3});
+  g.node("ConvTranspose", {"x", "w"}, {"y"}, {attr_int("group", 2), attr_ints("dilations", {2, 1})});
+  g.output("y", {1, 2, 5, 4});
+  expect_gradients_match(g.proto(), "ConvTranspose groups, dilated");
 }
 
 }  // namespace
