@@ -8,7 +8,7 @@
 //
 // The walk: dims of size 1 are dropped and neighbouring dims that are both
 // reduced or both kept are merged. When the last dim is reduced, each output
-// sums contiguous runs (case "runs"); when it is kept, whole rows of the
+// sums contiguous runs (case "runs", in independent lanes); when it is kept, whole rows of the
 // input are folded into a row of accumulators (case "rows"), which keeps the
 // memory access contiguous either way.
 #include <cmath>
@@ -35,13 +35,15 @@ T from_wrapped(uint64_t v) {
   return T(std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>(v));
 }
 
-// A reducer: init(), step(acc, x, shift), finish(acc, count, shift). `shift`
-// is the output's maximum for LogSumExp (0 for every other reducer).
+// A reducer: init(), step(acc, x, shift), combine(acc, acc) (merges partial
+// folds), finish(acc, count, shift). `shift` is the output's maximum for
+// LogSumExp (0 for every other reducer).
 template <typename T>
 struct SumR {
   using Acc = sum_t<T>;
   Acc init() const { return 0; }
   Acc step(Acc a, T x, double) const { return a + Acc(x); }
+  Acc combine(Acc a, Acc b) const { return a + b; }
   T finish(Acc a, int64_t, double) const {
     if constexpr (std::is_floating_point_v<T>) return T(a);
     else return from_wrapped<T>(a);
@@ -75,6 +77,7 @@ struct ProdR : SumR<T> {
   using Acc = typename SumR<T>::Acc;
   Acc init() const { return 1; }
   Acc step(Acc a, T x, double) const { return a * Acc(x); }
+  Acc combine(Acc a, Acc b) const { return a * b; }
 };
 // L2, LogSum and LogSumExp work in double whatever T is.
 template <typename T>
@@ -82,6 +85,7 @@ struct L2R {
   using Acc = double;
   Acc init() const { return 0; }
   Acc step(Acc a, T x, double) const { return a + double(x) * double(x); }
+  Acc combine(Acc a, Acc b) const { return a + b; }
   T finish(Acc a, int64_t, double) const { return T(std::sqrt(a)); }
 };
 template <typename T>
@@ -104,6 +108,7 @@ struct MaxR {
     else return std::numeric_limits<T>::lowest();
   }
   T step(T a, T x, double) const { return (x > a || x != x) ? x : a; }
+  T combine(T a, T b) const { return step(a, b, 0); }
   T finish(T a, int64_t, double) const { return a; }
 };
 template <typename T>
@@ -114,6 +119,7 @@ struct MinR {
     else return std::numeric_limits<T>::max();
   }
   T step(T a, T x, double) const { return (x < a || x != x) ? x : a; }
+  T combine(T a, T b) const { return step(a, b, 0); }
   T finish(T a, int64_t, double) const { return a; }
 };
 
@@ -192,15 +198,25 @@ void run_reduce(sdk::ComputeContext& ctx, const Walk& w, const T* x, Y* y, const
     return std::isfinite(s) ? s : 0.0;  // +-inf or NaN max: no shift needed
   };
   if (!w.rows) {
+    // Each run is folded into kLanes independent accumulators (a chain of
+    // dependent adds would wait on the add latency at every element; lanes
+    // also let the compiler vectorize), merged at the end of the output.
+    constexpr int64_t kLanes = 8;
     size_t grain = std::max<size_t>(1, util::kGrain / size_t(std::max<int64_t>(1, w.reduce_count)));
     ctx.parallel_for(w.kept.size(), grain, [&](size_t begin, size_t end) {
       for (size_t o = begin; o < end; ++o) {
         double shift = shift_of(int64_t(o));
-        Acc acc = r.init();
+        Acc lane[kLanes];
+        for (Acc& a : lane) a = r.init();
         for (int64_t start : w.reduced) {
           const T* p = x + w.kept[o] + start;
-          for (int64_t i = 0; i < w.inner; ++i) acc = r.step(acc, p[i], shift);
+          int64_t i = 0;
+          for (; i + kLanes <= w.inner; i += kLanes)
+            for (int64_t j = 0; j < kLanes; ++j) lane[j] = r.step(lane[j], p[i + j], shift);
+          for (; i < w.inner; ++i) lane[0] = r.step(lane[0], p[i], shift);
         }
+        Acc acc = lane[0];
+        for (int64_t j = 1; j < kLanes; ++j) acc = r.combine(acc, lane[j]);
         y[o] = Y(r.finish(acc, w.reduce_count, shift));
       }
     });

@@ -177,6 +177,40 @@ TEST(Reduce, ThreadedLargeTensorBothWalks) {
   }
 }
 
+// Runs are folded in 8 lanes plus a tail: a NaN or an extreme in any lane
+// or in the tail must reach the result, and an integer sum must still wrap.
+TEST(Reduce, LanesAndTailOfContiguousRuns) {
+  for (size_t at : {size_t(3), size_t(11), size_t(18)}) {  // first block, second block, tail
+    std::vector<float> x(19);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = float(i % 5) - 2;
+    for (const char* op : {"ReduceMax", "ReduceMin"}) {
+      std::vector<float> nan = x, extreme = x;
+      nan[at] = NAN;
+      extreme[at] = std::string(op) == "ReduceMax" ? 100.0f : -100.0f;
+      for (const auto& [input, want] : {std::pair{nan, float(NAN)}, std::pair{extreme, extreme[at]}}) {
+        NodeSpec node(op, 13);
+        node.inputs = {make_tensor<float>({19}, input)};
+        RunResult r = run_node(node);
+        ASSERT_TRUE(r.ok()) << r.error;
+        float got = r.outputs[0].values<float>()[0];
+        if (std::isnan(want)) EXPECT_TRUE(std::isnan(got)) << op << " NaN at " << at;
+        else EXPECT_EQ(got, want) << op << " at " << at;
+      }
+    }
+  }
+  NodeSpec wrap("ReduceSum", 13);  // 10 x 2^62 wraps to 2^63 in uint64: int64 min
+  wrap.inputs = {make_tensor<int64_t>({10}, std::vector<int64_t>(10, int64_t(1) << 62))};
+  RunResult r = run_node(wrap);
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.outputs[0].values<int64_t>()[0], std::numeric_limits<int64_t>::min());
+  NodeSpec prod("ReduceProd", 13);
+  std::vector<float> twos(21, 2.0f);
+  prod.inputs = {make_tensor<float>({21}, twos)};
+  r = run_node(prod);
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.outputs[0].values<float>()[0], float(1 << 21));
+}
+
 TEST(Reduce, Errors) {
   NodeSpec bad_axis("ReduceMax", 13);
   bad_axis.name = "rmax";
