@@ -264,6 +264,38 @@ TypeShape common(const TypeShape& a, const TypeShape& b) {
   return r;
 }
 
+// Scan: states keep their type; scan outputs get the body's dtype and rank
+// (+1, or +2 with Scan-8's batch axis), their lengths known only at run time.
+Status infer_scan(InferContext& ctx, const Graph& g) {
+  const Node& node = ctx.node();
+  const Attribute* body = node.attr("body");
+  if (!body || !body->g) return ctx.error("needs a body subgraph");
+  const bool batched = g.opset(node.domain) < 9;
+  const size_t first = batched ? 1 : 0;
+  const int64_t m = node.attr_int("num_scan_inputs", 0);
+  if (m < 1 || size_t(m) + first > ctx.input_count()) return ctx.error("num_scan_inputs out of range");
+  const size_t states = ctx.input_count() - first - size_t(m);
+  std::vector<TypeShape> ins;
+  for (size_t k = first; k < ctx.input_count(); ++k) {
+    TypeShape t = ctx.input_type(k);
+    const int32_t drop = (batched ? 1 : 0) + (k >= first + states ? 1 : 0);  // batch, scan axis
+    ins.push_back(t.rank >= drop ? TypeShape{t.dtype, t.rank - drop, Shape(size_t(t.rank - drop), shape::kUnknown)}
+                                 : TypeShape{t.dtype, -1, {}});
+  }
+  ONYX_ASSIGN_OR_RETURN(auto outs, infer_subgraph(*body->g, ins, g, ctx, "body"));
+  for (size_t k = 0; k < ctx.output_count() && k < outs.size(); ++k) {
+    if (k < states && !batched) {
+      ctx.set_output(k, common(ctx.input_type(k), outs[k]));
+    } else if (outs[k].rank_known()) {
+      const int32_t extra = (batched ? 1 : 0) + (k >= states ? 1 : 0);
+      ctx.set_output_rank(k, outs[k].dtype, outs[k].rank + extra);
+    } else {
+      ctx.set_output_dtype(k, outs[k].dtype);
+    }
+  }
+  return Status();
+}
+
 // If and Loop: their outputs come from subgraphs.
 Status infer_control_flow(InferContext& ctx, const Graph& g) {
   const Node& node = ctx.node();
@@ -313,6 +345,7 @@ Status infer_control_flow(InferContext& ctx, const Graph& g) {
     }
     return Status();
   }
+  if (node.op_type == "Scan") return infer_scan(ctx, g);
   return Status();
 }
 
@@ -321,7 +354,7 @@ Status infer_node(Graph& g, int n) {
   InferContext ctx(g, node);
   const bool onnx_domain = node.domain.empty();
   bool from_onnx = false;
-  if (onnx_domain && (node.op_type == "If" || node.op_type == "Loop")) {
+  if (onnx_domain && (node.op_type == "If" || node.op_type == "Loop" || node.op_type == "Scan")) {
     ONYX_RETURN_IF_ERROR(infer_control_flow(ctx, g));
   } else if (auto it = shape::rules().find(node.op_type); onnx_domain && it != shape::rules().end()) {
     ONYX_RETURN_IF_ERROR(it->second(ctx));

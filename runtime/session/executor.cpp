@@ -6,6 +6,7 @@
 
 #include "plugin/host_api.h"
 #include "session/compute_context.h"
+#include "session/control_flow.h"
 
 namespace onyx {
 namespace {
@@ -296,7 +297,9 @@ StatusOr<std::vector<Tensor>> Executor::run(Session& session, const ExecutionPla
         return failed_precondition("node " + step.name + ": input " + std::to_string(i) + " ('" +
                                    graph.values[v].name + "') was not produced");
     }
-    ONYX_RETURN_IF_ERROR(step.kind == Step::kKernel ? run_kernel(run, step) : run_copy(run, step));
+    ONYX_RETURN_IF_ERROR(step.kind == Step::kKernel        ? run_kernel(run, step)
+                         : step.kind == Step::kControlFlow ? run_control_flow(run, step)
+                                                           : run_copy(run, step));
     for (int v : step.inputs)  // free dynamic buffers whose group is done
       if (v >= 0 && plan.last_use[v] == int(s) && run.slots[v].dynamic &&
           !graph.values[v].is_graph_output)

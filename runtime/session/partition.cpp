@@ -4,6 +4,7 @@
 
 #include "core/json.h"
 #include "plugin/host_api.h"
+#include "session/control_flow.h"
 #include "session/graph_view.h"
 #include "session/session.h"
 
@@ -23,13 +24,15 @@ Status partition_graph(const ir::Graph& graph, const std::vector<std::unique_ptr
   report.policy = policy;
   report.devices.clear();
   report.nodes.assign(graph.nodes.size(), NodePlacement{});
+  for (size_t n = 0; n < graph.nodes.size(); ++n)
+    report.nodes[n].on_host = is_control_flow(graph.nodes[n]);
   GraphView view(graph);
   // Unavailable providers decline every node still unplaced at their rank.
   auto decline_unavailable = [&](size_t rank) {
     for (const UnavailableProvider& u : report.unavailable) {
       if (u.rank != rank) continue;
       for (NodePlacement& place : report.nodes)
-        if (place.device < 0) place.declined.emplace_back(u.name, "provider unavailable: " + u.reason);
+        if (place.device < 0 && !place.on_host) place.declined.emplace_back(u.name, "provider unavailable: " + u.reason);
     }
   };
   for (size_t d = 0; d < devices.size(); ++d) {
@@ -43,7 +46,7 @@ Status partition_graph(const ir::Graph& graph, const std::vector<std::unique_ptr
     if (!st.ok()) return st.with_context("capability query of " + device.label);
     for (size_t n = 0; n < graph.nodes.size(); ++n) {
       NodePlacement& place = report.nodes[n];
-      if (place.device >= 0) continue;
+      if (place.device >= 0 || place.on_host) continue;
       if (claims[n].claimed) {
         place.device = int(d);
         place.fused_group = claims[n].fused_group;
@@ -66,6 +69,7 @@ Status partition_graph(const ir::Graph& graph, const std::vector<std::unique_ptr
       for (const auto& [label, why] : place.declined) s += "\n  " + label + ": " + why;
       return s;
     };
+    if (place.on_host) continue;
     if (place.device < 0)
       return unimplemented("no provider supports op " + node.op_type + " (node '" + node.name +
                            "', opset " + std::to_string(graph.opset(node.domain)) + "):" + reasons());
@@ -111,7 +115,7 @@ std::string PartitionReport::to_json(const ir::Graph& graph) const {
     w.key("node").value(graph.nodes[n].name);
     w.key("op").value(graph.nodes[n].op_type);
     w.key("domain").value(graph.nodes[n].domain);
-    w.key("device").value(p.device >= 0 ? devices[p.device] : std::string());
+    w.key("device").value(p.on_host ? std::string("host") : p.device >= 0 ? devices[p.device] : std::string());
     w.key("fused_group").value(int64_t(p.fused_group));
     w.key("fallback").value(is_fallback(p));
     w.key("declined_by").begin_array();

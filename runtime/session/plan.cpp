@@ -73,6 +73,11 @@ StatusOr<std::shared_ptr<const ExecutionPlan>> build_execution_plan(
         vp.storage = ExecutionPlan::kOutput;
         continue;
       }
+      // The host writes control-flow outputs as host tensors, freed at the end of the run.
+      if (step.kind == Step::kControlFlow) {
+        vp.storage = ExecutionPlan::kDynamic;
+        continue;
+      }
       // Try to share an input's bytes when the kernel allows it.
       if (step.kind == Step::kKernel && o < step.output_memory.size() &&
           step.output_memory[o].kind != ONYX_OUTPUT_FRESH) {

@@ -5,6 +5,7 @@
 
 #include "ir/shape_inference.h"
 #include "plugin/host_api.h"
+#include "session/control_flow.h"
 #include "session/executor.h"
 #include "session/graph_view.h"
 
@@ -25,6 +26,7 @@ StatusOr<std::unique_ptr<Session>> Session::create(ProviderRegistry& registry, i
   ONYX_ASSIGN_OR_RETURN(std::vector<int> order, s->model_.graph->topological_order());
   ONYX_RETURN_IF_ERROR(s->build_steps(order));
   ONYX_RETURN_IF_ERROR(s->create_kernels());
+  ONYX_RETURN_IF_ERROR(s->compile_subgraphs(registry, options));
   return s;
 }
 
@@ -136,11 +138,17 @@ Status Session::build_steps(const std::vector<int>& order) {
       Step step;
       step.device = d;
       step.name = node.op_type + " '" + node.name + "'";
+      if (d < 0 && is_control_flow(node)) step.kind = Step::kControlFlow;
       steps_.push_back(step);
       if (group != 0) group_step[{d, group}] = index;
     }
     steps_[index].nodes.push_back(n);
-    for (int v : node.inputs) {
+    std::vector<int> inputs = node.inputs;
+    if (steps_[index].kind == Step::kControlFlow) {  // values its subgraphs read
+      std::vector<int> captures = control_flow_captures(graph, node);
+      inputs.insert(inputs.end(), captures.begin(), captures.end());
+    }
+    for (int v : inputs) {
       // Inputs produced inside the same fused group stay internal.
       const std::vector<int>& members = steps_[index].nodes;
       if (v >= 0 && graph.values[v].producer >= 0 &&

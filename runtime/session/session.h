@@ -19,6 +19,8 @@
 #include "plugin/provider.h"
 #include "session/partition.h"
 
+namespace onyx { struct ControlFlow; }
+
 namespace onyx {
 
 struct ProviderRequest {
@@ -44,9 +46,10 @@ struct Device {
   ~Device();
 };
 
-// One step of execution: a kernel (one node or a fused group) or a copy.
+// One step of execution: a kernel (one node or a fused group), a copy, or a
+// control-flow node the host runs (device -1; session/control_flow.h).
 struct Step {
-  enum Kind { kKernel, kCopy } kind = kKernel;
+  enum Kind { kKernel, kCopy, kControlFlow } kind = kKernel;
   int device = 0;
   std::vector<int> nodes;     // graph node indices (kKernel)
   std::vector<int> inputs;    // value indices, -1 for omitted
@@ -55,6 +58,7 @@ struct Step {
   std::vector<OnyxOutputMemoryInfo> output_memory;
   int copy_direction = 0;     // kCopy
   std::string name;
+  std::shared_ptr<ControlFlow> control_flow;  // kControlFlow: its compiled subgraphs
 };
 
 struct MemoryReport {
@@ -93,11 +97,17 @@ class Session {
 
   ThreadPool& thread_pool() { return *pool_; }
 
+  // Runs a control-flow subgraph's session: `inputs` in graph-input order
+  // (captured values last), no checks against declared types; all outputs.
+  StatusOr<std::vector<Tensor>> run_subgraph(const std::vector<Tensor>& inputs);
+
  private:
   Session() = default;
   Status open_devices(ProviderRegistry& registry, const SessionOptions& options);
   Status build_steps(const std::vector<int>& order);
   Status create_kernels();
+  // Compiles the subgraphs of kControlFlow steps into child sessions (control_flow.cpp).
+  Status compile_subgraphs(ProviderRegistry& registry, const SessionOptions& options);
   StatusOr<std::shared_ptr<const ExecutionPlan>> plan_for(const std::vector<Shape>& input_shapes);
 
   ir::Model model_;
@@ -105,7 +115,7 @@ class Session {
   std::vector<Step> steps_;
   std::vector<int> node_device_;  // per node
   PartitionReport partition_;
-  std::unique_ptr<ThreadPool> pool_;
+  std::shared_ptr<ThreadPool> pool_;  // shared with child sessions
   std::mutex plans_mutex_;
   std::map<std::vector<Shape>, std::shared_ptr<const ExecutionPlan>> plans_;
   friend class Executor;
