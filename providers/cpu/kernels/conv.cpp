@@ -19,17 +19,6 @@ namespace {
 
 using namespace conv_lowering;
 
-// The GEMM for the element type: the blocked SGEMM or the plain DGEMM.
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
-          const float* b, int64_t ldb, float beta, float* c, int64_t ldc, const ParallelFor& pf) {
-  sgemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc, pf);
-}
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
-          const double* b, int64_t ldb, double beta, double* c, int64_t ldc,
-          const ParallelFor& pf) {
-  dgemm(ta, tb, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc, pf);
-}
-
 // Common input checks; fills the channel counts.
 struct Channels {
   int64_t n = 0, c = 0, m = 0, group = 1;

@@ -1,7 +1,8 @@
 // conv_lowering.h: the pieces Conv and ConvTranspose (conv.cpp) share,
-// templated on the element type (float or double): im2col / col2im over
-// windows lifted to 3-D (nn::lift_to_3d), chunking of the column buffer, and
-// the loop over (image, group) work items with per-worker scratch.
+// templated on the element type (float or double): the GEMM (ConvGrad uses
+// it too), im2col / col2im over windows lifted to 3-D (nn::lift_to_3d),
+// chunking of the column buffer, and the loop over (image, group) work
+// items with per-worker scratch.
 // A "line" is one output (or input, for col2im) row: a fixed (d, h)
 // position of W elements.
 #pragma once
@@ -11,6 +12,19 @@
 #include "kernels/nn.h"
 
 namespace onyx::cpu::conv_lowering {
+
+// C = op(A) op(B) + beta C for the element type: the blocked SGEMM or the
+// plain DGEMM (gemm/gemm.h).
+inline void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                 const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
+                 const ParallelFor& pf) {
+  sgemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc, pf);
+}
+inline void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
+                 const double* b, int64_t ldb, double beta, double* c, int64_t ldc,
+                 const ParallelFor& pf) {
+  dgemm(ta, tb, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc, pf);
+}
 
 // im2col / col2im buffer shared by the workers, in bytes (16 MiB).
 constexpr int64_t kColumnBytes = int64_t(16) << 20;

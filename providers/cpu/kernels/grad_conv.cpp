@@ -8,21 +8,13 @@
 // gradient checks) on its plain DGEMM (both gemm/gemm.h).
 #include <vector>
 
+#include "kernels/conv_lowering.h"
 #include "kernels/grad_kernels.h"
-#include "kernels/nn.h"
 
 namespace onyx::cpu {
 namespace {
 
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
-          int64_t ldb, float beta, float* c, int64_t ldc, const ParallelFor& pf) {
-  sgemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc, pf);
-}
-
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, const double* b,
-          int64_t ldb, double beta, double* c, int64_t ldc, const ParallelFor& pf) {
-  dgemm(ta, tb, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc, pf);
-}
+using conv_lowering::gemm;
 
 // Calls fn(tap, output_position, input_offset or -1 for padding) for every
 // tap of every output position of one channel (3-D lifted windows): one
