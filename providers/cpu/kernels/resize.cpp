@@ -47,6 +47,7 @@ double to_input_coordinate(const ResizeAttrs& a, const AxisPlan& p, int64_t x, b
     return v;
   }
   if (t == "pytorch_half_pixel") return out_f == 1 ? -0.5 : (xo + 0.5) / p.scale - 0.5;
+  if (t == "tf_half_pixel_for_nn") return (xo + 0.5) / p.scale;  // Resize-11 only
   if (t == "half_pixel_symmetric") {
     double adjustment = double(p.out) / out_f, offset = in / 2 * (1 - adjustment);
     return offset + (xo + 0.5) / p.scale - 0.5;
@@ -254,6 +255,12 @@ void register_resize_kernels(sdk::KernelRegistry& registry) {
       if (why.empty() && mode != "nearest" && mode != "linear" && mode != "cubic" && mode != "bilinear" &&
           mode != "trilinear")
         why = "mode '" + mode + "' is not nearest, linear or cubic";
+      static const char* const kTransforms[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",
+                                                "align_corners", "asymmetric", "tf_crop_and_resize",
+                                                "tf_half_pixel_for_nn"};
+      std::string transform = node.get_string("coordinate_transformation_mode", "half_pixel");
+      if (why.empty() && std::find(std::begin(kTransforms), std::end(kTransforms), transform) == std::end(kTransforms))
+        why = "coordinate_transformation_mode '" + transform + "' is not one the spec defines";
       return why;
     };
     def.create = [upsample](const sdk::NodeInfo& node) { return std::make_unique<ResizeKernel>(node, upsample); };
