@@ -1,13 +1,12 @@
 #include "plugin/provider.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 #include <set>
 
-#include <boost/dll/runtime_symbol_info.hpp>
 
 #include "plugin/host_api.h"
+#include "plugin/search_dirs.h"
 
 namespace onyx {
 namespace fs = std::filesystem;
@@ -137,23 +136,7 @@ std::vector<std::string> ProviderRegistry::search_dirs() const {
     std::lock_guard lock(mutex_);
     dirs = extra_dirs_;
   }
-  if (const char* env = std::getenv("ONYX_PROVIDER_PATH")) {
-    std::string list = env;
-    size_t start = 0;
-    while (start <= list.size()) {
-      size_t end = list.find(':', start);
-      if (end == std::string::npos) end = list.size();
-      if (end > start) dirs.push_back(list.substr(start, end - start));
-      start = end + 1;
-    }
-  }
-  boost::dll::fs::error_code ec;
-  fs::path exe_dir = boost::dll::program_location(ec).parent_path().string();
-  if (!ec) {
-    dirs.push_back(exe_dir.string());
-    dirs.push_back((exe_dir / ".." / "lib" / "onyx" / "providers").lexically_normal().string());
-  }
-  return dirs;
+  return plugin_search_dirs(std::move(dirs), "ONYX_PROVIDER_PATH", "providers");
 }
 
 StatusOr<std::shared_ptr<Provider>> ProviderRegistry::load_locked(const std::string& path) {

@@ -2,12 +2,12 @@
 
 #include <onyx_optimizer.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <set>
 
-#include <boost/dll/runtime_symbol_info.hpp>
 #include <boost/dll/shared_library.hpp>
+
+#include "plugin/search_dirs.h"
 
 namespace onyx::training {
 namespace fs = std::filesystem;
@@ -54,24 +54,7 @@ StatusOr<std::string> find_plugin(const std::string& name_or_path,
 }  // namespace
 
 std::vector<std::string> optimizer_search_dirs(const std::vector<std::string>& extra_dirs) {
-  std::vector<std::string> dirs = extra_dirs;
-  if (const char* env = std::getenv("ONYX_OPTIMIZER_PATH")) {
-    std::string list = env;
-    size_t start = 0;
-    while (start <= list.size()) {
-      size_t end = list.find(':', start);
-      if (end == std::string::npos) end = list.size();
-      if (end > start) dirs.push_back(list.substr(start, end - start));
-      start = end + 1;
-    }
-  }
-  boost::dll::fs::error_code ec;
-  fs::path exe_dir = boost::dll::program_location(ec).parent_path().string();
-  if (!ec) {
-    dirs.push_back(exe_dir.string());
-    dirs.push_back((exe_dir / ".." / "lib" / "onyx" / "optimizers").lexically_normal().string());
-  }
-  return dirs;
+  return plugin_search_dirs(extra_dirs, "ONYX_OPTIMIZER_PATH", "optimizers");
 }
 
 StatusOr<OptimizerDescription> load_optimizer_plugin(const std::string& name_or_path,
