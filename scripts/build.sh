@@ -1,11 +1,26 @@
 #!/usr/bin/env bash
 # Configures and builds Onyx into ${ONYX_BUILD_DIR:-build} with ccache.
+#   build.sh         what the README's demo runs (scripts/run-demo.sh): libonyx,
+#                    the `onyx` CLI, the CPU provider, the optimizer plugins and
+#                    onyx_make_test_models; its configure needs only the packages
+#                    of `install-deps.sh`
+#   build.sh --test  everything (scripts/test.sh): also the tests, benchmarks,
+#                    onyx-conformance and every provider whose toolchain is installed
+# Both use the same folder: the demo's targets are a subset, built once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+case "${1:-}" in
+  "") all=OFF ;;
+  --test) all=ON ;;
+  *) echo "usage: build.sh [--test]" >&2; exit 2 ;;
+esac
 build_dir=${ONYX_BUILD_DIR:-build}
 jobs=${ONYX_JOBS:-$(nproc)}
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/onyx-ccache}
 # Share cache hits between build folders and clones (paths relative to the source).
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}
-cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=${ONYX_BUILD_TYPE:-RelWithDebInfo} >/dev/null
+# Every option is passed either way: the folder's cache keeps the last choice.
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=${ONYX_BUILD_TYPE:-RelWithDebInfo} \
+  -DONYX_BUILD_TESTS=$all -DONYX_BUILD_BENCH=$all -DONYX_BUILD_CONFORMANCE=$all \
+  -DONYX_PROVIDER_ONEDNN=$all -DONYX_PROVIDER_CUDA=$all -DONYX_PROVIDER_ROCM=$all >/dev/null
 cmake --build "$build_dir" -j"$jobs"

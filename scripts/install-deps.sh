@@ -1,29 +1,46 @@
 #!/usr/bin/env bash
-# Installs the Debian packages Onyx builds and tests with. Idempotent.
+# Installs the Debian packages Onyx builds with. Idempotent; as root or with sudo.
+#   install-deps.sh         what the README's demo needs (scripts/run-demo.sh)
+#   install-deps.sh --test  and what the tests and benchmarks add (scripts/test.sh)
 set -euo pipefail
-packages=(
+main_packages=(
   build-essential cmake ccache pkg-config
   libonnx-dev libprotobuf-dev protobuf-compiler   # ONNX import
   libboost-dev libboost-filesystem-dev            # Boost.DLL plugin loading
+  dataset-fashion-mnist                           # the demo's data
+  zlib1g-dev                                      # reads the dataset's .gz files
+)
+test_packages=(
   libdnnl-dev ocl-icd-opencl-dev                  # oneDNN (provider, GEMM baseline)
   hipcc libamdhip64-dev                           # ROCm provider (HIP 5.2; CUDA is preinstalled)
   libgtest-dev libgmock-dev                       # unit tests
   libonnx-testdata                                # conformance corpus fallback
   chromium-headless-shell                         # renders the conformance HTML report in its test
-  dataset-fashion-mnist                           # the README's main job
-  zlib1g-dev                                      # reads the dataset's .gz files
   python3-numpy
 )
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -eq 0 ]; then
+case "${1:-}" in
+  "") with_tests=0 ;;
+  --test) with_tests=1 ;;
+  *) echo "usage: install-deps.sh [--test]" >&2; exit 2 ;;
+esac
+missing() {  # prints the arguments that are not installed
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"
+  done
+}
+mapfile -t missing_main < <(missing "${main_packages[@]}")
+missing_test=()
+[ "$with_tests" = 1 ] && mapfile -t missing_test < <(missing "${test_packages[@]}")
+if [ ${#missing_main[@]} -eq 0 ] && [ ${#missing_test[@]} -eq 0 ]; then
   echo "install-deps: all packages present"
   exit 0
 fi
 SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-echo "install-deps: installing ${missing[*]}"
+apt_install() { DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$@"; }
+echo "install-deps: installing ${missing_main[*]} ${missing_test[*]}"
 $SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+# The demo's packages without their recommended ones (documentation, other
+# toolchains): the build uses none of them, and they would double the download.
+[ ${#missing_main[@]} -eq 0 ] || apt_install --no-install-recommends "${missing_main[@]}"
+[ ${#missing_test[@]} -eq 0 ] || apt_install "${missing_test[@]}"

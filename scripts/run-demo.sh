@@ -5,6 +5,8 @@
 # on the 10,000 test images with `onyx eval`, printing accuracy.
 # Each run writes a loss curve (loss.csv, loss.svg), a checkpoint and
 # model.onnx into $build/train-mlp and $build/train-cnn.
+# It installs and builds only what it runs (no tests, benchmarks, oneDNN, GPU
+# providers or conformance runner: scripts/test.sh adds those).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh

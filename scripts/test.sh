@@ -4,8 +4,8 @@
 # skipped tests so that it is the last line).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
-scripts/build.sh
+scripts/install-deps.sh --test
+scripts/build.sh --test
 cd "${ONYX_BUILD_DIR:-build}"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
