@@ -81,11 +81,18 @@ RunnerContext* ctx_of(const OnyxComputeContext* ctx) {
 
 size_t host_ctx_input_count(const OnyxComputeContext* ctx) { return ctx_of(ctx)->inputs.size(); }
 size_t host_ctx_output_count(const OnyxComputeContext* ctx) { return ctx_of(ctx)->outputs.size(); }
-bool host_ctx_input(const OnyxComputeContext* ctx, size_t index, OnyxTensorView* out) {
+OnyxStatus* host_ctx_input(const OnyxComputeContext* ctx, size_t index, OnyxTensorView* out) {
   RunnerContext* c = ctx_of(ctx);
-  if (!out || index >= c->inputs.size() || !c->present[index]) return false;
+  if (!out) return host_status_create(ONYX_STATUS_INVALID_ARGUMENT, "ctx_input: out is NULL");
+  if (index >= c->inputs.size())
+    return host_status_create(ONYX_STATUS_INVALID_ARGUMENT, "ctx_input: input index out of range");
+  if (!c->present[index]) {
+    // Omitted optional input: an empty view of dtype UNDEFINED.
+    *out = OnyxTensorView{sizeof(OnyxTensorView), ONYX_DTYPE_UNDEFINED, ONYX_MEMORY_HOST, 0, nullptr, nullptr};
+    return nullptr;
+  }
   *out = c->inputs[index];
-  return true;
+  return nullptr;
 }
 OnyxStatus* host_ctx_output(OnyxComputeContext* ctx, size_t index, int32_t dtype, const int64_t* dims,
                             size_t rank, OnyxTensorView* out) {

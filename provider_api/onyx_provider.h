@@ -366,9 +366,15 @@ typedef struct OnyxHostApi {
    * order given to kernel_create). Thread-safe for distinct ctx. */
   size_t (*ctx_input_count)(const OnyxComputeContext* ctx);
   size_t (*ctx_output_count)(const OnyxComputeContext* ctx);
-  /* Input `index` as a view valid until kernel_compute returns. Returns
-   * false if the input is omitted (optional input not given). */
-  bool (*ctx_input)(const OnyxComputeContext* ctx, size_t index, OnyxTensorView* out);
+  /* Fills `out` (struct_size set by the caller) with input `index`.
+   * NULL status and out->dtype != ONYX_DTYPE_UNDEFINED: the input; the view
+   * and the bytes it points at are owned by the host and valid until
+   * kernel_compute returns. NULL status and out->dtype ==
+   * ONYX_DTYPE_UNDEFINED (data NULL, rank 0): an omitted optional input.
+   * A status with ONYX_STATUS_INVALID_ARGUMENT (owned by the caller): `index`
+   * >= ctx_input_count or `out` is NULL. Thread-safe, also for the same ctx
+   * (it only reads; e.g. from ctx_parallel_for bodies). */
+  OnyxStatus* (*ctx_input)(const OnyxComputeContext* ctx, size_t index, OnyxTensorView* out);
   /* Output `index` with the given element type and shape: the host returns
    * a buffer (from the memory plan when the shape matches it, else freshly
    * allocated on the kernel's device). Each output may be requested once per

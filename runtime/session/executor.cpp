@@ -48,12 +48,18 @@ void fill_view(const RunState& run, const RunSlot& slot, OnyxTensorView* out) {
   out->data = slot.data;
 }
 
-bool ctx_input(const OnyxComputeContext* ctx, size_t index, OnyxTensorView* out) {
-  if (!out || index >= ctx->step->inputs.size()) return false;
+OnyxStatus* ctx_input(const OnyxComputeContext* ctx, size_t index, OnyxTensorView* out) {
+  if (!out) return make_abi_status(invalid_argument("ctx_input: out is NULL"));
+  if (index >= ctx->step->inputs.size())
+    return make_abi_status(invalid_argument(ctx->step->name + ": ctx_input: input " +
+                                            std::to_string(index) + " out of range"));
   int v = ctx->step->inputs[index];
-  if (v < 0 || !ctx->run->slots[v].present) return false;
+  if (v < 0 || !ctx->run->slots[v].present) {
+    fill_view(*ctx->run, RunSlot{}, out);  // omitted: dtype UNDEFINED, no data, rank 0
+    return nullptr;
+  }
   fill_view(*ctx->run, ctx->run->slots[v], out);
-  return true;
+  return nullptr;
 }
 
 Status output_impl(OnyxComputeContext* ctx, size_t index, int32_t dtype, const int64_t* dims,

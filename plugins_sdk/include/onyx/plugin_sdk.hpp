@@ -279,7 +279,11 @@ class ComputeContext {
   std::optional<Tensor> input(size_t k) const {
     if (k >= input_count()) return std::nullopt;
     OnyxTensorView v{sizeof(OnyxTensorView), 0, 0, 0, nullptr, nullptr};
-    if (!host().ctx_input(ctx_, k, &v)) return std::nullopt;
+    if (OnyxStatus* st = host().ctx_input(ctx_, k, &v)) {  // unreachable: k was checked above
+      host().status_release(st);
+      return std::nullopt;
+    }
+    if (v.dtype == ONYX_DTYPE_UNDEFINED) return std::nullopt;  // omitted optional input
     return Tensor{v.dtype, {v.dims, v.rank}, v.data};
   }
   // The input that must be present (the node was validated at creation).

@@ -164,16 +164,19 @@ const OnyxHostApi& fake_host() {
     };
     h.ctx_input_count = [](const OnyxComputeContext* c) { return as_ctx(c)->inputs.size(); };
     h.ctx_output_count = [](const OnyxComputeContext* c) { return as_ctx(c)->outputs.size(); };
-    h.ctx_input = [](const OnyxComputeContext* c, size_t index, OnyxTensorView* out) {
+    h.ctx_input = [](const OnyxComputeContext* c, size_t index, OnyxTensorView* out) -> OnyxStatus* {
       FakeContext& ctx = *as_ctx(c);
-      if (index >= ctx.inputs.size() || !ctx.input_buffers[index]) return false;
-      const HostTensor& t = *ctx.inputs[index];
-      out->dtype = t.dtype;
+      if (!out) return fake_status_create(ONYX_STATUS_INVALID_ARGUMENT, "ctx_input: out is NULL");
+      if (index >= ctx.inputs.size())
+        return fake_status_create(ONYX_STATUS_INVALID_ARGUMENT, "ctx_input: index out of range");
+      bool omitted = !ctx.input_buffers[index];
+      const HostTensor* t = omitted ? nullptr : ctx.inputs[index];
+      out->dtype = omitted ? int32_t(ONYX_DTYPE_UNDEFINED) : t->dtype;
       out->memory_kind = ONYX_MEMORY_HOST;
-      out->rank = t.dims.size();
-      out->dims = t.dims.empty() ? nullptr : t.dims.data();
-      out->data = ctx.input_buffers[index]->data();
-      return true;
+      out->rank = omitted ? 0 : t->dims.size();
+      out->dims = omitted || t->dims.empty() ? nullptr : t->dims.data();
+      out->data = omitted ? nullptr : ctx.input_buffers[index]->data();
+      return nullptr;
     };
     h.ctx_output = ctx_output;
     h.ctx_stream = [](const OnyxComputeContext*) -> OnyxStream* { return nullptr; };
