@@ -51,7 +51,7 @@ ck::Checkpoint make_checkpoint(size_t bytes) {
   ck::OptimizerGroup group{"default", 100, 1e-3, {}};
   uint32_t state = 12345;
   auto filled = [&](const std::string& name) {
-    ck::TensorRecord t{name, ONYX_DTYPE_FLOAT32, {floats}, onyx::Tensor::allocate(ONYX_DTYPE_FLOAT32, {floats}),
+    ck::TensorRecord t{name, ONYX_DTYPE_FLOAT32, {floats}, onyx::runtime::Tensor::allocate(ONYX_DTYPE_FLOAT32, {floats}),
                        std::nullopt, std::nullopt};
     float* p = t.data.data_as<float>();
     for (int64_t k = 0; k < floats; ++k) p[k] = float(state = state * 1664525u + 1013904223u) * 0x1p-32f;
@@ -80,7 +80,7 @@ double median_seconds(int repeat, const std::function<void()>& body) {
 }
 
 ck::Checkpoint load_or_die(const std::filesystem::path& path, ck::LoadOptions options) {
-  onyx::StatusOr<ck::Checkpoint> c = ck::load(path, options);
+  onyx::runtime::StatusOr<ck::Checkpoint> c = ck::load(path, options);
   if (!c.ok()) {
     std::fprintf(stderr, "onyx_checkpoint_bench: %s\n", c.status().to_string().c_str());
     std::exit(1);
@@ -119,7 +119,7 @@ int main(int argc, char** argv) {
 
   ck::Checkpoint c = make_checkpoint(size_t(gib) << 30);
   auto start = Clock::now();
-  onyx::Status saved = ck::save(c, path);
+  onyx::runtime::Status saved = ck::save(c, path);
   double save_seconds = seconds_since(start);
   if (!saved.ok()) {
     std::fprintf(stderr, "onyx_checkpoint_bench: %s\n", saved.to_string().c_str());

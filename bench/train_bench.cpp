@@ -49,12 +49,12 @@ double now_s() { return std::chrono::duration<double>(Clock::now().time_since_ep
 }
 
 template <typename T>
-T check(onyx::StatusOr<T> v, const char* what) {
+T check(onyx::runtime::StatusOr<T> v, const char* what) {
   if (!v.ok()) fail(std::string(what) + ": " + v.status().to_string());
   return std::move(v).value();
 }
 
-void check(const onyx::Status& s, const char* what) {
+void check(const onyx::runtime::Status& s, const char* what) {
   if (!s.ok()) fail(std::string(what) + ": " + s.to_string());
 }
 
@@ -64,21 +64,21 @@ double median(std::vector<double> v) {
 }
 
 void bench_model(const char* name, const ONNX_NAMESPACE::ModelProto& forward, std::vector<std::string> frozen,
-                 onyx::Shape input_shape, const Options& o) {
-  onyx::ProviderRegistry registry;
+                 onyx::runtime::Shape input_shape, const Options& o) {
+  onyx::runtime::ProviderRegistry registry;
   registry.add_search_dir(ONYX_PROVIDER_DIR);
-  onyx::SessionOptions session_options;
+  onyx::runtime::SessionOptions session_options;
   session_options.intra_op_threads = o.threads;
-  session_options.fallback = onyx::FallbackPolicy::kFail;
-  std::vector<float> x_data = tm::random_input(size_t(onyx::element_count(input_shape)), 5);
+  session_options.fallback = onyx::runtime::FallbackPolicy::kFail;
+  std::vector<float> x_data = tm::random_input(size_t(onyx::runtime::element_count(input_shape)), 5);
   std::vector<int64_t> labels(size_t(o.batch));
   for (size_t i = 0; i < labels.size(); ++i) labels[i] = int64_t(i % 10);
-  onyx::Tensor x = onyx::Tensor::wrap(ONYX_DTYPE_FLOAT32, input_shape, x_data.data(), nullptr);
-  onyx::Tensor y = onyx::Tensor::wrap(ONYX_DTYPE_INT64, {o.batch}, labels.data(), nullptr);
+  onyx::runtime::Tensor x = onyx::runtime::Tensor::wrap(ONYX_DTYPE_FLOAT32, input_shape, x_data.data(), nullptr);
+  onyx::runtime::Tensor y = onyx::runtime::Tensor::wrap(ONYX_DTYPE_INT64, {o.batch}, labels.data(), nullptr);
 
   // Inference only: the forward model as an ordinary session.
   std::string bytes = forward.SerializeAsString();
-  auto inference = check(onyx::Session::create(registry, check(onyx::ir::load_model_from_bytes(bytes.data(), bytes.size(), ""), "import"),
+  auto inference = check(onyx::runtime::Session::create(registry, check(onyx::runtime::ir::load_model_from_bytes(bytes.data(), bytes.size(), ""), "import"),
                                                session_options), "inference session");
   std::vector<double> infer;
   for (int i = 0; i < o.steps + 5; ++i) {
@@ -126,7 +126,7 @@ void bench_model(const char* name, const ONNX_NAMESPACE::ModelProto& forward, st
   std::printf("    optimizer (AdamW) %9.3f ms  (%4.1f%%)  %s\n", op * 1e3, 100 * op / st,
               session->optimizer_fused() ? "fused kernel" : "inlined function body");
 
-  std::map<std::string, onyx::Shape> shapes = {{"x", input_shape}, {"labels", {o.batch}}};
+  std::map<std::string, onyx::runtime::Shape> shapes = {{"x", input_shape}, {"labels", {o.batch}}};
   auto train_memory = check(session->training_graph_session().memory_report(shapes), "training memory report");
   auto infer_memory = check(inference->memory_report({{"x", input_shape}}), "inference memory report");
   size_t params = session->parameters_bytes(false), trainable = session->parameters_bytes(true);
@@ -155,7 +155,7 @@ void reduce_sum_single_accumulator(const std::vector<float>& x, int64_t n, int64
 }
 
 void bench_reduce_sum(const Options& o, int64_t channels, int64_t side) {
-  const onyx::Shape shape = {o.batch, channels, side, side};
+  const onyx::runtime::Shape shape = {o.batch, channels, side, side};
   ONNX_NAMESPACE::ModelProto model;
   model.set_ir_version(8);
   ONNX_NAMESPACE::OperatorSetIdProto* opset = model.add_opset_import();
@@ -177,7 +177,7 @@ void bench_reduce_sum(const Options& o, int64_t channels, int64_t side) {
   axes->set_data_type(ONNX_NAMESPACE::TensorProto::INT64);
   axes->add_dims(3);
   for (int64_t a : {0, 2, 3}) axes->add_int64_data(a);
-  auto declare = [](ONNX_NAMESPACE::ValueInfoProto* v, const char* name, const onyx::Shape& dims) {
+  auto declare = [](ONNX_NAMESPACE::ValueInfoProto* v, const char* name, const onyx::runtime::Shape& dims) {
     v->set_name(name);
     auto* t = v->mutable_type()->mutable_tensor_type();
     t->set_elem_type(ONNX_NAMESPACE::TensorProto::FLOAT);
@@ -186,22 +186,22 @@ void bench_reduce_sum(const Options& o, int64_t channels, int64_t side) {
   declare(g->add_input(), "x", shape);
   declare(g->add_output(), "y", {channels});
 
-  onyx::ProviderRegistry registry;
+  onyx::runtime::ProviderRegistry registry;
   registry.add_search_dir(ONYX_PROVIDER_DIR);
-  onyx::SessionOptions session_options;
+  onyx::runtime::SessionOptions session_options;
   session_options.intra_op_threads = 1;
-  session_options.fallback = onyx::FallbackPolicy::kFail;
+  session_options.fallback = onyx::runtime::FallbackPolicy::kFail;
   std::string bytes = model.SerializeAsString();
-  auto session = check(onyx::Session::create(registry, check(onyx::ir::load_model_from_bytes(bytes.data(), bytes.size(), ""), "import"),
+  auto session = check(onyx::runtime::Session::create(registry, check(onyx::runtime::ir::load_model_from_bytes(bytes.data(), bytes.size(), ""), "import"),
                                              session_options), "reduce session");
-  std::vector<float> x_data = tm::random_input(size_t(onyx::element_count(shape)), 7);
-  onyx::Tensor x = onyx::Tensor::wrap(ONYX_DTYPE_FLOAT32, shape, x_data.data(), nullptr);
+  std::vector<float> x_data = tm::random_input(size_t(onyx::runtime::element_count(shape)), 7);
+  onyx::runtime::Tensor x = onyx::runtime::Tensor::wrap(ONYX_DTYPE_FLOAT32, shape, x_data.data(), nullptr);
   std::vector<float> base(static_cast<size_t>(channels));
   std::vector<double> kernel_s, base_s;
   float max_diff = 0;
   for (int i = 0; i < o.steps + 5; ++i) {
     double t0 = now_s();
-    std::vector<onyx::Tensor> out = check(session->run({{"x", x}}), "reduce run");
+    std::vector<onyx::runtime::Tensor> out = check(session->run({{"x", x}}), "reduce run");
     double t1 = now_s();
     reduce_sum_single_accumulator(x_data, o.batch, channels, side * side, base.data());
     double t2 = now_s();

@@ -12,16 +12,16 @@
 
 namespace {
 
-using onyx::Status;
-using onyx::capi::copy_string;
-using onyx::capi::guarded;
-using onyx::capi::null_arg;
+using onyx::runtime::Status;
+using onyx::runtime::capi::copy_string;
+using onyx::runtime::capi::guarded;
+using onyx::runtime::capi::null_arg;
 
-Status create_session(OnyxEnv* env, onyx::StatusOr<onyx::ir::Model> model,
+Status create_session(OnyxEnv* env, onyx::runtime::StatusOr<onyx::runtime::ir::Model> model,
                       const OnyxSessionOptions* options, OnyxSession** out) {
   if (!model.ok()) return model.status();
-  onyx::SessionOptions defaults;
-  auto session = onyx::Session::create(env->registry, std::move(model).value(),
+  onyx::runtime::SessionOptions defaults;
+  auto session = onyx::runtime::Session::create(env->registry, std::move(model).value(),
                                        options ? options->options : defaults);
   if (!session.ok()) return session.status();
   *out = new OnyxSession{std::move(session).value()};
@@ -30,13 +30,13 @@ Status create_session(OnyxEnv* env, onyx::StatusOr<onyx::ir::Model> model,
 
 Status metadata(const OnyxSession* session, size_t index, bool input, OnyxValueMetadata* out) {
   if (!session || !out) return null_arg("onyx_session_*_metadata", "argument");
-  const onyx::ir::Graph& g = session->session->graph();
+  const onyx::runtime::ir::Graph& g = session->session->graph();
   const std::vector<int>& list = input ? g.inputs : g.outputs;
   if (index >= list.size())
-    return onyx::invalid_argument(std::string(input ? "input" : "output") + " index " +
+    return onyx::runtime::invalid_argument(std::string(input ? "input" : "output") + " index " +
                                   std::to_string(index) + " out of range (" +
                                   std::to_string(list.size()) + ")");
-  const onyx::ir::Value& v = g.values[list[index]];
+  const onyx::runtime::ir::Value& v = g.values[list[index]];
   OnyxValueMetadata m{};
   m.struct_size = std::min(out->struct_size, sizeof m);
   m.name = v.name.c_str();
@@ -77,7 +77,7 @@ OnyxStatus* onyx_env_add_provider_dir(OnyxEnv* env, const char* dir) {
 OnyxStatus* onyx_env_list_providers(OnyxEnv* env, char** json) {
   return guarded([&] {
     if (!env || !json) return null_arg("onyx_env_list_providers", "argument");
-    onyx::JsonWriter w;
+    onyx::runtime::JsonWriter w;
     w.begin_array();
     for (const auto& found : env->registry.discover()) {
       w.begin_object();
@@ -90,11 +90,11 @@ OnyxStatus* onyx_env_list_providers(OnyxEnv* env, char** json) {
         w.end_object();
         continue;
       }
-      const onyx::Provider& p = *found.provider;
+      const onyx::runtime::Provider& p = *found.provider;
       Status available = p.availability();
       w.key("name").value(p.name());
       w.key("version").value(p.version());
-      w.key("abi").value(onyx::abi_version_string(p.abi_version()));
+      w.key("abi").value(onyx::runtime::abi_version_string(p.abi_version()));
       w.key("loaded").value(true);
       w.key("available").value(available.ok());
       w.key("reason").value(available.message());
@@ -133,7 +133,7 @@ OnyxStatus* onyx_session_options_append_provider(OnyxSessionOptions* o, const ch
     if (!o || !name) return null_arg("onyx_session_options_append_provider", "argument");
     if (count && (!keys || !values))
       return null_arg("onyx_session_options_append_provider", "keys/values");
-    onyx::ProviderRequest request{name, {}};
+    onyx::runtime::ProviderRequest request{name, {}};
     for (size_t k = 0; k < count; ++k) {
       if (!keys[k] || !values[k]) return null_arg("onyx_session_options_append_provider", "option");
       request.options.emplace_back(keys[k], values[k]);
@@ -147,10 +147,10 @@ OnyxStatus* onyx_session_options_set_fallback(OnyxSessionOptions* o, OnyxFallbac
   return guarded([&] {
     if (!o) return null_arg("onyx_session_options_set_fallback", "options");
     if (policy < ONYX_FALLBACK_FAIL || policy > ONYX_FALLBACK_ALLOW)
-      return onyx::invalid_argument("unknown fallback policy " + std::to_string(int(policy)));
-    o->options.fallback = policy == ONYX_FALLBACK_FAIL   ? onyx::FallbackPolicy::kFail
-                          : policy == ONYX_FALLBACK_WARN ? onyx::FallbackPolicy::kWarn
-                                                         : onyx::FallbackPolicy::kAllow;
+      return onyx::runtime::invalid_argument("unknown fallback policy " + std::to_string(int(policy)));
+    o->options.fallback = policy == ONYX_FALLBACK_FAIL   ? onyx::runtime::FallbackPolicy::kFail
+                          : policy == ONYX_FALLBACK_WARN ? onyx::runtime::FallbackPolicy::kWarn
+                                                         : onyx::runtime::FallbackPolicy::kAllow;
     return Status();
   });
 }
@@ -175,7 +175,7 @@ OnyxStatus* onyx_session_create(OnyxEnv* env, const char* path, const OnyxSessio
                                 OnyxSession** out) {
   return guarded([&] {
     if (!env || !path || !out) return null_arg("onyx_session_create", "argument");
-    return create_session(env, onyx::ir::load_model(path), options, out);
+    return create_session(env, onyx::runtime::ir::load_model(path), options, out);
   });
 }
 
@@ -183,7 +183,7 @@ OnyxStatus* onyx_session_create_from_buffer(OnyxEnv* env, const void* data, size
                                             const OnyxSessionOptions* options, OnyxSession** out) {
   return guarded([&] {
     if (!env || !data || !out) return null_arg("onyx_session_create_from_buffer", "argument");
-    return create_session(env, onyx::ir::load_model_from_bytes(data, size, ""), options, out);
+    return create_session(env, onyx::runtime::ir::load_model_from_bytes(data, size, ""), options, out);
   });
 }
 
@@ -209,7 +209,7 @@ OnyxStatus* onyx_session_run(OnyxSession* s, const char* const* input_names,
   return guarded([&] {
     if (!s || (input_count && (!input_names || !inputs)) || (output_count && !outputs))
       return null_arg("onyx_session_run", "argument");
-    std::vector<std::pair<std::string, onyx::Tensor>> in;
+    std::vector<std::pair<std::string, onyx::runtime::Tensor>> in;
     for (size_t k = 0; k < input_count; ++k) {
       if (!input_names[k] || !inputs[k]) return null_arg("onyx_session_run", "input");
       in.emplace_back(input_names[k], inputs[k]->tensor);
@@ -221,7 +221,7 @@ OnyxStatus* onyx_session_run(OnyxSession* s, const char* const* input_names,
         names.emplace_back(output_names[k]);
       }
     } else if (output_count != s->session->graph().outputs.size()) {
-      return onyx::invalid_argument("onyx_session_run: output_count is " +
+      return onyx::runtime::invalid_argument("onyx_session_run: output_count is " +
                                     std::to_string(output_count) + " but the model has " +
                                     std::to_string(s->session->graph().outputs.size()) + " outputs");
     }
@@ -246,13 +246,13 @@ OnyxStatus* onyx_session_memory_report(OnyxSession* s, const char* const* names,
   return guarded([&] {
     if (!s || !json || (count && (!names || !dims || !ranks)))
       return null_arg("onyx_session_memory_report", "argument");
-    std::map<std::string, onyx::Shape> shapes;
-    for (size_t k = 0; k < count; ++k) shapes[names[k]] = onyx::Shape(dims[k], dims[k] + ranks[k]);
+    std::map<std::string, onyx::runtime::Shape> shapes;
+    for (size_t k = 0; k < count; ++k) shapes[names[k]] = onyx::runtime::Shape(dims[k], dims[k] + ranks[k]);
     auto report = s->session->memory_report(shapes);
     if (!report.ok()) return report.status();
-    onyx::JsonWriter w;
+    onyx::runtime::JsonWriter w;
     w.begin_array();
-    for (const onyx::MemoryReport& r : report.value()) {
+    for (const onyx::runtime::MemoryReport& r : report.value()) {
       w.begin_object();
       w.key("device").value(r.device);
       w.key("arena_bytes").value(uint64_t(r.arena_bytes));
@@ -273,11 +273,11 @@ OnyxStatus* onyx_session_memory_report(OnyxSession* s, const char* const* names,
 OnyxStatus* onyx_tensor_create(int32_t dtype, const int64_t* dims, size_t rank, OnyxTensor** out) {
   return guarded([&] {
     if (!out || (rank && !dims)) return null_arg("onyx_tensor_create", "argument");
-    if (onyx::storage_bytes(dtype, 2) == 0)
-      return onyx::invalid_argument("onyx_tensor_create: unsupported dtype " + std::to_string(dtype));
+    if (onyx::runtime::storage_bytes(dtype, 2) == 0)
+      return onyx::runtime::invalid_argument("onyx_tensor_create: unsupported dtype " + std::to_string(dtype));
     for (size_t k = 0; k < rank; ++k)
-      if (dims[k] < 0) return onyx::invalid_argument("onyx_tensor_create: negative dim");
-    *out = new OnyxTensor{onyx::Tensor::allocate(dtype, onyx::Shape(dims, dims + rank))};
+      if (dims[k] < 0) return onyx::runtime::invalid_argument("onyx_tensor_create: negative dim");
+    *out = new OnyxTensor{onyx::runtime::Tensor::allocate(dtype, onyx::runtime::Shape(dims, dims + rank))};
     return Status();
   });
 }
@@ -286,19 +286,19 @@ OnyxStatus* onyx_tensor_create_borrowed(int32_t dtype, const int64_t* dims, size
                                         size_t bytes, OnyxTensor** out) {
   return guarded([&] {
     if (!out || (rank && !dims)) return null_arg("onyx_tensor_create_borrowed", "argument");
-    if (onyx::storage_bytes(dtype, 2) == 0)
-      return onyx::invalid_argument("onyx_tensor_create_borrowed: unsupported dtype " +
+    if (onyx::runtime::storage_bytes(dtype, 2) == 0)
+      return onyx::runtime::invalid_argument("onyx_tensor_create_borrowed: unsupported dtype " +
                                     std::to_string(dtype));
-    onyx::Shape shape(dims, dims + rank);
+    onyx::runtime::Shape shape(dims, dims + rank);
     for (int64_t d : shape)
-      if (d < 0) return onyx::invalid_argument("onyx_tensor_create_borrowed: negative dim");
-    size_t need = onyx::storage_bytes(dtype, onyx::element_count(shape));
+      if (d < 0) return onyx::runtime::invalid_argument("onyx_tensor_create_borrowed: negative dim");
+    size_t need = onyx::runtime::storage_bytes(dtype, onyx::runtime::element_count(shape));
     if (bytes != need)
-      return onyx::invalid_argument("onyx_tensor_create_borrowed: " + std::to_string(bytes) +
-                                    " bytes given, shape " + onyx::shape_string(shape) + " of " +
-                                    onyx::dtype_name(dtype) + " needs " + std::to_string(need));
+      return onyx::runtime::invalid_argument("onyx_tensor_create_borrowed: " + std::to_string(bytes) +
+                                    " bytes given, shape " + onyx::runtime::shape_string(shape) + " of " +
+                                    onyx::runtime::dtype_name(dtype) + " needs " + std::to_string(need));
     if (need && !data) return null_arg("onyx_tensor_create_borrowed", "data");
-    *out = new OnyxTensor{onyx::Tensor::wrap(dtype, shape, data, nullptr)};
+    *out = new OnyxTensor{onyx::runtime::Tensor::wrap(dtype, shape, data, nullptr)};
     return Status();
   });
 }

@@ -15,37 +15,37 @@
 #include "session/session.h"
 
 struct OnyxEnv {
-  onyx::ProviderRegistry registry;
+  onyx::runtime::ProviderRegistry registry;
 };
 struct OnyxSessionOptions {
-  onyx::SessionOptions options;
+  onyx::runtime::SessionOptions options;
 };
 struct OnyxSession {
-  std::unique_ptr<onyx::Session> session;
+  std::unique_ptr<onyx::runtime::Session> session;
 };
 struct OnyxTensor {
-  onyx::Tensor tensor;
+  onyx::runtime::Tensor tensor;
 };
 
-namespace onyx::capi {
+namespace onyx::runtime::capi {
 
 // Runs fn (returning Status) and converts its result or any exception into
 // an OnyxStatus*: nothing throws across the C API.
 template <typename Fn>
 OnyxStatus* guarded(Fn&& fn) noexcept {
   try {
-    return onyx::make_abi_status(fn());
+    return onyx::runtime::make_abi_status(fn());
   } catch (const std::bad_alloc&) {
-    return onyx::make_abi_status(Status(ONYX_STATUS_OUT_OF_MEMORY, "out of memory"));
+    return onyx::runtime::make_abi_status(Status(ONYX_STATUS_OUT_OF_MEMORY, "out of memory"));
   } catch (const std::exception& e) {
-    return onyx::make_abi_status(onyx::internal_error(e.what()));
+    return onyx::runtime::make_abi_status(onyx::runtime::internal_error(e.what()));
   } catch (...) {
-    return onyx::make_abi_status(onyx::internal_error("unknown exception"));
+    return onyx::runtime::make_abi_status(onyx::runtime::internal_error("unknown exception"));
   }
 }
 
 inline Status null_arg(const char* fn, const char* name) {
-  return onyx::invalid_argument(std::string(fn) + ": " + name + " is NULL");
+  return onyx::runtime::invalid_argument(std::string(fn) + ": " + name + " is NULL");
 }
 
 // A malloc'd copy the caller frees with onyx_string_release.
@@ -56,4 +56,4 @@ inline char* copy_string(const std::string& s) {
   return out;
 }
 
-}  // namespace onyx::capi
+}  // namespace onyx::runtime::capi

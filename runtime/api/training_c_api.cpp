@@ -16,20 +16,20 @@ struct OnyxCheckpointState {
   std::shared_ptr<onyx::checkpoint::Checkpoint> state;
 };
 struct OnyxTrainingSession {
-  std::unique_ptr<onyx::training::TrainingSession> session;
+  std::unique_ptr<onyx::runtime::training::TrainingSession> session;
 };
 
 namespace {
 
-using onyx::Status;
-using onyx::capi::copy_string;
-using onyx::capi::guarded;
-using onyx::capi::null_arg;
+using onyx::runtime::Status;
+using onyx::runtime::capi::copy_string;
+using onyx::runtime::capi::guarded;
+using onyx::runtime::capi::null_arg;
 namespace tr = onyx::training;
 
-onyx::StatusOr<std::string> read_file(const char* path) {
+onyx::runtime::StatusOr<std::string> read_file(const char* path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return onyx::not_found(std::string("cannot open ") + path);
+  if (!in) return onyx::runtime::not_found(std::string("cannot open ") + path);
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
@@ -46,18 +46,18 @@ Status parse_artifact_options(const char* const* keys, const char* const* values
     } else if (key == "frozen") {
       spec.training.frozen.push_back(value);
     } else if (key == "loss") {
-      ONYX_ASSIGN_OR_RETURN(loss.kind, onyx::autodiff::parse_loss_kind(value));
+      ONYX_ASSIGN_OR_RETURN(loss.kind, onyx::runtime::autodiff::parse_loss_kind(value));
     } else if (key == "reduction") {
-      if (value != "mean" && value != "sum") return onyx::invalid_argument("reduction '" + value + "': mean or sum");
-      loss.reduction = value == "sum" ? onyx::autodiff::Reduction::kSum : onyx::autodiff::Reduction::kMean;
+      if (value != "mean" && value != "sum") return onyx::runtime::invalid_argument("reduction '" + value + "': mean or sum");
+      loss.reduction = value == "sum" ? onyx::runtime::autodiff::Reduction::kSum : onyx::runtime::autodiff::Reduction::kMean;
     } else if (key == "ignore_index") {
       try {
         loss.ignore_index = std::stoll(value);
       } catch (const std::exception&) {
-        return onyx::invalid_argument("ignore_index '" + value + "' is not an integer");
+        return onyx::runtime::invalid_argument("ignore_index '" + value + "' is not an integer");
       }
     } else if (key == "label_dtype") {
-      if (value != "int64" && value != "int32") return onyx::invalid_argument("label_dtype '" + value + "': int64 or int32");
+      if (value != "int64" && value != "int32") return onyx::runtime::invalid_argument("label_dtype '" + value + "': int64 or int32");
       loss.label_dtype = value == "int32" ? ONNX_NAMESPACE::TensorProto::INT32 : ONNX_NAMESPACE::TensorProto::INT64;
     } else if (key == "loss_output") {
       loss.output = value;
@@ -68,7 +68,7 @@ Status parse_artifact_options(const char* const* keys, const char* const* values
     } else if (key == "nominal") {
       nominal = value == "1" || value == "true";
     } else {
-      return onyx::invalid_argument("unknown artifact option '" + key + "'");
+      return onyx::runtime::invalid_argument("unknown artifact option '" + key + "'");
     }
   }
   return Status();
@@ -88,9 +88,9 @@ Status step(OnyxTrainingSession* s, bool eval, const OnyxTensor* const* inputs, 
   if (!s || (input_count && !inputs) || !outputs) return null_arg(eval ? "eval_step" : "train_step", "argument");
   const auto& names = eval ? s->session->eval_output_names() : s->session->train_output_names();
   if (output_count != names.size())
-    return onyx::invalid_argument(std::string(eval ? "eval_step" : "train_step") + ": output_count is " +
+    return onyx::runtime::invalid_argument(std::string(eval ? "eval_step" : "train_step") + ": output_count is " +
                                   std::to_string(output_count) + ", the model has " + std::to_string(names.size()));
-  std::vector<onyx::Tensor> in;
+  std::vector<onyx::runtime::Tensor> in;
   for (size_t i = 0; i < input_count; ++i) {
     if (!inputs[i]) return null_arg("train_step", "an input tensor");
     in.push_back(inputs[i]->tensor);
@@ -127,7 +127,7 @@ OnyxStatus* onyx_training_generate_artifacts(const char* model_path, const char*
     ONYX_RETURN_IF_ERROR(parse_artifact_options(keys, values, count, spec, nominal));
     ONYX_ASSIGN_OR_RETURN(std::string bytes, read_file(model_path));
     ONNX_NAMESPACE::ModelProto forward;
-    if (!forward.ParseFromString(bytes)) return onyx::invalid_argument(std::string(model_path) + " is not an ONNX model");
+    if (!forward.ParseFromString(bytes)) return onyx::runtime::invalid_argument(std::string(model_path) + " is not an ONNX model");
     std::string dir = std::filesystem::absolute(model_path).parent_path().string();
     ONYX_ASSIGN_OR_RETURN(tr::Artifacts artifacts, tr::make_artifacts(forward, dir, spec));
     return tr::write_artifacts(artifacts, out_dir, nominal);
@@ -176,7 +176,7 @@ OnyxStatus* onyx_checkpoint_parameter_info(const OnyxCheckpointState* state, siz
     if (!state || !out) return null_arg("onyx_checkpoint_parameter_info", "argument");
     auto list = all_parameters(*state->state);
     if (index >= list.size())
-      return onyx::invalid_argument("parameter index " + std::to_string(index) + " out of range (" +
+      return onyx::runtime::invalid_argument("parameter index " + std::to_string(index) + " out of range (" +
                                     std::to_string(list.size()) + ")");
     const auto& p = *list[index];
     OnyxValueMetadata m{};
@@ -195,8 +195,8 @@ OnyxStatus* onyx_checkpoint_get_parameter(const OnyxCheckpointState* state, cons
   return guarded([&]() -> Status {
     if (!state || !name || !out) return null_arg("onyx_checkpoint_get_parameter", "argument");
     const auto* p = state->state->find_parameter(name);
-    if (!p) return onyx::not_found(std::string("no parameter named '") + name + "'");
-    if (!p->has_data()) return onyx::failed_precondition(std::string("parameter '") + name + "' has no data (nominal)");
+    if (!p) return onyx::runtime::not_found(std::string("no parameter named '") + name + "'");
+    if (!p->has_data()) return onyx::runtime::failed_precondition(std::string("parameter '") + name + "' has no data (nominal)");
     *out = new OnyxTensor{p->data.clone()};
     return Status();
   });
@@ -206,12 +206,12 @@ OnyxStatus* onyx_checkpoint_update_parameter(OnyxCheckpointState* state, const c
   return guarded([&]() -> Status {
     if (!state || !name || !value) return null_arg("onyx_checkpoint_update_parameter", "argument");
     auto* p = state->state->find_parameter(name);
-    if (!p) return onyx::not_found(std::string("no parameter named '") + name + "'");
-    const onyx::Tensor& v = value->tensor;
+    if (!p) return onyx::runtime::not_found(std::string("no parameter named '") + name + "'");
+    const onyx::runtime::Tensor& v = value->tensor;
     if (v.dtype() != p->dtype || v.shape() != p->shape)
-      return onyx::invalid_argument(std::string("update_parameter: '") + name + "' is " + onyx::dtype_name(p->dtype) +
-                                    " " + onyx::shape_string(p->shape) + ", the new value is " +
-                                    onyx::dtype_name(v.dtype()) + " " + onyx::shape_string(v.shape()));
+      return onyx::runtime::invalid_argument(std::string("update_parameter: '") + name + "' is " + onyx::runtime::dtype_name(p->dtype) +
+                                    " " + onyx::runtime::shape_string(p->shape) + ", the new value is " +
+                                    onyx::runtime::dtype_name(v.dtype()) + " " + onyx::runtime::shape_string(v.shape()));
     p->data = v.clone();
     p->checksum.reset();
     return Status();
@@ -247,7 +247,7 @@ OnyxStatus* onyx_checkpoint_get_property(const OnyxCheckpointState* state, const
   return guarded([&]() -> Status {
     if (!state || !name) return null_arg("onyx_checkpoint_get_property", "argument");
     auto it = state->state->properties.find(name);
-    if (it == state->state->properties.end()) return onyx::not_found(std::string("no property named '") + name + "'");
+    if (it == state->state->properties.end()) return onyx::runtime::not_found(std::string("no property named '") + name + "'");
     if (const auto* i = std::get_if<int64_t>(&it->second)) {
       if (type) *type = ONYX_PROPERTY_INT;
       if (int_value) *int_value = *i;

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-namespace onyx::autodiff {
+namespace onyx::runtime::autodiff {
 
 namespace onnx = ONNX_NAMESPACE;
 
@@ -205,4 +205,4 @@ std::string Emitter::zeros_like(const std::string& like) {
   return out;
 }
 
-}  // namespace onyx::autodiff
+}  // namespace onyx::runtime::autodiff

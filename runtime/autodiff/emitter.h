@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace onyx::autodiff {
+namespace onyx::runtime::autodiff {
 
 // The domain of Onyx's own gradient and loss ops (kernels: providers/cpu/kernels/grad_*.cpp).
 inline constexpr const char* kOnyxDomain = "ai.onyx";
@@ -88,4 +88,4 @@ class Emitter {
   std::map<std::string, int> used_;
 };
 
-}  // namespace onyx::autodiff
+}  // namespace onyx::runtime::autodiff

@@ -7,7 +7,7 @@
 #include <optional>
 #include <set>
 
-namespace onyx::autodiff {
+namespace onyx::runtime::autodiff {
 
 namespace onnx = ONNX_NAMESPACE;
 
@@ -128,4 +128,4 @@ Status inline_nodes(onnx::GraphProto* graph, const std::vector<int>& indices, Em
   return Status();
 }
 
-}  // namespace onyx::autodiff
+}  // namespace onyx::runtime::autodiff

@@ -10,7 +10,7 @@
 #include "autodiff/emitter.h"
 #include "core/status.h"
 
-namespace onyx::autodiff {
+namespace onyx::runtime::autodiff {
 
 // True when the op's schema (at the emitter's opset) defines a function body,
 // static or built for the node's attributes and input types.
@@ -21,4 +21,4 @@ bool has_function_body(const ONNX_NAMESPACE::NodeProto& node, const Emitter& e);
 // the schema's default.
 Status inline_nodes(ONNX_NAMESPACE::GraphProto* graph, const std::vector<int>& indices, Emitter& e);
 
-}  // namespace onyx::autodiff
+}  // namespace onyx::runtime::autodiff

@@ -3,7 +3,7 @@
 
 #include "autodiff/rules.h"
 
-namespace onyx::autodiff {
+namespace onyx::runtime::autodiff {
 
 namespace onnx = ONNX_NAMESPACE;
 
@@ -102,4 +102,4 @@ const RuleTable& gradient_rules() {
   return table;
 }
 
-}  // namespace onyx::autodiff
+}  // namespace onyx::runtime::autodiff

@@ -7,7 +7,7 @@
 #include "autodiff/function_inline.h"
 #include "autodiff/rules.h"
 
-namespace onyx::autodiff {
+namespace onyx::runtime::autodiff {
 
 namespace onnx = ONNX_NAMESPACE;
 
@@ -204,4 +204,4 @@ void rename_value(onnx::GraphProto* graph, const std::string& from, const std::s
     if (o.name() == from) o.set_name(to);
 }
 
-}  // namespace onyx::autodiff
+}  // namespace onyx::runtime::autodiff

@@ -9,7 +9,7 @@
 #include "autodiff/emitter.h"
 #include "core/status.h"
 
-namespace onyx::autodiff {
+namespace onyx::runtime::autodiff {
 
 // Expands, in place, every node on a path from `wrt` to `loss` whose op has
 // no gradient rule but whose ONNX schema defines a function body, into that
@@ -30,4 +30,4 @@ StatusOr<std::vector<std::string>> build_gradients(ONNX_NAMESPACE::GraphProto* g
 // Renames value `from` to `to` everywhere in the graph's nodes and outputs.
 void rename_value(ONNX_NAMESPACE::GraphProto* graph, const std::string& from, const std::string& to);
 
-}  // namespace onyx::autodiff
+}  // namespace onyx::runtime::autodiff

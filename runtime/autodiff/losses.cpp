@@ -4,7 +4,7 @@
 #include <map>
 #include <set>
 
-namespace onyx::autodiff {
+namespace onyx::runtime::autodiff {
 
 namespace onnx = ONNX_NAMESPACE;
 
@@ -146,4 +146,4 @@ StatusOr<LossKind> parse_loss_kind(const std::string& name) {
   return it->second;
 }
 
-}  // namespace onyx::autodiff
+}  // namespace onyx::runtime::autodiff

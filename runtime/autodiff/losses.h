@@ -9,7 +9,7 @@
 #include "autodiff/emitter.h"
 #include "autodiff/training_model.h"
 
-namespace onyx::autodiff {
+namespace onyx::runtime::autodiff {
 
 struct LossNodes {
   std::string loss;  // the scalar loss value (renamed to "loss" by the caller)
@@ -25,4 +25,4 @@ struct LossNodes {
 //   custom         the user's graph, its inputs bound by name
 StatusOr<LossNodes> add_loss(ONNX_NAMESPACE::GraphProto* graph, Emitter& e, const LossSpec& spec);
 
-}  // namespace onyx::autodiff
+}  // namespace onyx::runtime::autodiff

@@ -14,7 +14,7 @@
 #include "autodiff/emitter.h"
 #include "core/status.h"
 
-namespace onyx::autodiff {
+namespace onyx::runtime::autodiff {
 
 class GradContext {
  public:
@@ -84,4 +84,4 @@ void add_loss_rules(RuleTable& table);
 const RuleTable& gradient_rules();
 std::string rule_key(const ONNX_NAMESPACE::NodeProto& node);
 
-}  // namespace onyx::autodiff
+}  // namespace onyx::runtime::autodiff

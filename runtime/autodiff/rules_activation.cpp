@@ -3,7 +3,7 @@
 
 #include "autodiff/rules.h"
 
-namespace onyx::autodiff {
+namespace onyx::runtime::autodiff {
 namespace {
 
 void set_product(GradContext& c, const std::string& derivative) {
@@ -153,4 +153,4 @@ void add_activation_rules(RuleTable& t) {
   t["Dropout"] = dropout_rule;
 }
 
-}  // namespace onyx::autodiff
+}  // namespace onyx::runtime::autodiff

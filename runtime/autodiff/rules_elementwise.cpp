@@ -4,7 +4,7 @@
 
 #include "autodiff/rules.h"
 
-namespace onyx::autodiff {
+namespace onyx::runtime::autodiff {
 namespace {
 
 // d/dx of a unary op, as g * f'(x): `derivative` emits f'(x).
@@ -160,4 +160,4 @@ void add_elementwise_rules(RuleTable& t) {
   });
 }
 
-}  // namespace onyx::autodiff
+}  // namespace onyx::runtime::autodiff

@@ -2,7 +2,7 @@
 // broadcasting) and Gemm.
 #include "autodiff/rules.h"
 
-namespace onyx::autodiff {
+namespace onyx::runtime::autodiff {
 namespace {
 
 // x with its last two dims swapped.
@@ -71,4 +71,4 @@ void add_linalg_rules(RuleTable& t) {
   t["Gemm"] = gemm_rule;
 }
 
-}  // namespace onyx::autodiff
+}  // namespace onyx::runtime::autodiff

@@ -2,7 +2,7 @@
 // providers/cpu/kernels/grad_loss.cpp).
 #include "autodiff/rules.h"
 
-namespace onyx::autodiff {
+namespace onyx::runtime::autodiff {
 
 void add_loss_rules(RuleTable& t) {
   // NegativeLogLikelihoodLoss(log_prob, labels) -> loss; the gradient op
@@ -15,4 +15,4 @@ void add_loss_rules(RuleTable& t) {
   };
 }
 
-}  // namespace onyx::autodiff
+}  // namespace onyx::runtime::autodiff

@@ -3,7 +3,7 @@
 // take the forward node's window attributes.
 #include "autodiff/rules.h"
 
-namespace onyx::autodiff {
+namespace onyx::runtime::autodiff {
 namespace {
 
 const std::vector<std::string> kWindowAttrs = {"auto_pad", "dilations", "group", "kernel_shape",
@@ -83,4 +83,4 @@ void add_nn_rules(RuleTable& t) {
   t["GlobalAveragePool"] = global_average_pool_rule;
 }
 
-}  // namespace onyx::autodiff
+}  // namespace onyx::runtime::autodiff

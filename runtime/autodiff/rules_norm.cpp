@@ -7,7 +7,7 @@
 // dX = dxhat * invstd).
 #include "autodiff/rules.h"
 
-namespace onyx::autodiff {
+namespace onyx::runtime::autodiff {
 namespace {
 
 struct Stats {
@@ -91,4 +91,4 @@ void add_norm_rules(RuleTable& t) {
   t["BatchNormalization"] = batch_norm_rule;
 }
 
-}  // namespace onyx::autodiff
+}  // namespace onyx::runtime::autodiff

@@ -3,7 +3,7 @@
 // the mean).
 #include "autodiff/rules.h"
 
-namespace onyx::autodiff {
+namespace onyx::runtime::autodiff {
 namespace {
 
 template <bool kMean>
@@ -44,4 +44,4 @@ void add_reduce_rules(RuleTable& t) {
   t["ReduceMean"] = reduce_rule<true>;
 }
 
-}  // namespace onyx::autodiff
+}  // namespace onyx::runtime::autodiff

@@ -3,7 +3,7 @@
 // Gather). Slice and Gather scatter back through ai.onyx kernels.
 #include "autodiff/rules.h"
 
-namespace onyx::autodiff {
+namespace onyx::runtime::autodiff {
 namespace {
 
 // The gradient of a pure reshape is the output gradient reshaped back.
@@ -100,4 +100,4 @@ void add_shape_rules(RuleTable& t) {
   t["GatherElements"] = gather_elements_rule;
 }
 
-}  // namespace onyx::autodiff
+}  // namespace onyx::runtime::autodiff

@@ -9,7 +9,7 @@
 #include "autodiff/gradient_builder.h"
 #include "autodiff/losses.h"
 
-namespace onyx::autodiff {
+namespace onyx::runtime::autodiff {
 
 namespace onnx = ONNX_NAMESPACE;
 
@@ -256,4 +256,4 @@ StatusOr<TrainingModels> build_training_models(const onnx::ModelProto& forward, 
   return out;
 }
 
-}  // namespace onyx::autodiff
+}  // namespace onyx::runtime::autodiff

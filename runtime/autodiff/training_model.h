@@ -16,7 +16,7 @@
 
 #include "core/status.h"
 
-namespace onyx::autodiff {
+namespace onyx::runtime::autodiff {
 
 enum class LossKind { kMse, kL1, kCrossEntropy, kBceWithLogits, kNll, kCustom };
 enum class Reduction { kMean, kSum };
@@ -72,4 +72,4 @@ struct TrainingModels {
 StatusOr<TrainingModels> build_training_models(const ONNX_NAMESPACE::ModelProto& forward,
                                                const TrainingSpec& spec);
 
-}  // namespace onyx::autodiff
+}  // namespace onyx::runtime::autodiff

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace onyx {
+namespace onyx::runtime {
 
 class JsonWriter {
  public:
@@ -78,4 +78,4 @@ class JsonWriter {
   bool after_key_ = false;
 };
 
-}  // namespace onyx
+}  // namespace onyx::runtime

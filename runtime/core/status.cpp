@@ -1,6 +1,6 @@
 #include "core/status.h"
 
-namespace onyx {
+namespace onyx::runtime {
 
 const char* status_code_name(OnyxStatusCode code) {
   switch (code) {
@@ -26,4 +26,4 @@ Status Status::with_context(const std::string& context) const {
   return ok() ? *this : Status(code_, context + ": " + message_);
 }
 
-}  // namespace onyx
+}  // namespace onyx::runtime

@@ -9,7 +9,7 @@
 #include <utility>
 #include <variant>
 
-namespace onyx {
+namespace onyx::runtime {
 
 class Status {
  public:
@@ -68,7 +68,7 @@ class StatusOr {
 
 #define ONYX_RETURN_IF_ERROR(expr)                 \
   do {                                             \
-    ::onyx::Status onyx_status_ = (expr);          \
+    ::onyx::runtime::Status onyx_status_ = (expr); \
     if (!onyx_status_.ok()) return onyx_status_;   \
   } while (0)
 
@@ -79,4 +79,4 @@ class StatusOr {
     return ONYX_CONCAT(onyx_so_, __LINE__).status();                         \
   decl = std::move(ONYX_CONCAT(onyx_so_, __LINE__)).value()
 
-}  // namespace onyx
+}  // namespace onyx::runtime

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <new>
 
-namespace onyx {
+namespace onyx::runtime {
 
 size_t dtype_size(int32_t dtype) {
   switch (dtype) {
@@ -93,4 +93,4 @@ OnyxTensorView Tensor::view() const {
   return v;
 }
 
-}  // namespace onyx
+}  // namespace onyx::runtime

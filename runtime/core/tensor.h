@@ -11,7 +11,7 @@
 
 #include "core/status.h"
 
-namespace onyx {
+namespace onyx::runtime {
 
 using Shape = std::vector<int64_t>;
 
@@ -57,4 +57,4 @@ class Tensor {
   std::shared_ptr<void> owner_;
 };
 
-}  // namespace onyx
+}  // namespace onyx::runtime

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace onyx {
+namespace onyx::runtime {
 namespace {
 thread_local bool t_inside_loop = false;
 }
@@ -85,4 +85,4 @@ void ThreadPool::parallel_for(size_t n, size_t grain,
   body_ = nullptr;
 }
 
-}  // namespace onyx
+}  // namespace onyx::runtime

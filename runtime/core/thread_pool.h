@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-namespace onyx {
+namespace onyx::runtime {
 
 class ThreadPool {
  public:
@@ -40,4 +40,4 @@ class ThreadPool {
   bool stop_ = false;
 };
 
-}  // namespace onyx
+}  // namespace onyx::runtime

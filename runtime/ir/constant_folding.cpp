@@ -10,7 +10,7 @@
 
 #include "ir/shape_rules.h"
 
-namespace onyx::ir::shape {
+namespace onyx::runtime::ir::shape {
 
 namespace {
 
@@ -435,4 +435,4 @@ std::vector<std::optional<Tensor>> fold_constants(const InferContext& ctx,
   return result;
 }
 
-}  // namespace onyx::ir::shape
+}  // namespace onyx::runtime::ir::shape

@@ -5,7 +5,7 @@
 #include <queue>
 #include <unordered_map>
 
-namespace onyx::ir {
+namespace onyx::runtime::ir {
 
 bool Value::shape_known() const {
   if (rank < 0 || dims.size() != size_t(rank)) return false;
@@ -149,4 +149,4 @@ StatusOr<std::vector<int>> Graph::topological_order() const {
                           " (" + cycle + ")");
 }
 
-}  // namespace onyx::ir
+}  // namespace onyx::runtime::ir

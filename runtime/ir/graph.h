@@ -23,7 +23,7 @@
 #include "core/status.h"
 #include "core/tensor.h"
 
-namespace onyx::ir {
+namespace onyx::runtime::ir {
 
 inline constexpr int kNoValue = -1;
 
@@ -116,4 +116,4 @@ struct Model {
   std::shared_ptr<Graph> graph;
 };
 
-}  // namespace onyx::ir
+}  // namespace onyx::runtime::ir

@@ -15,7 +15,7 @@
 #include "ir/shape_inference.h"
 #include "ir/tensor_proto.h"
 
-namespace onyx::ir {
+namespace onyx::runtime::ir {
 
 namespace fs = std::filesystem;
 namespace pb = ONNX_NAMESPACE;
@@ -404,4 +404,4 @@ StatusOr<Model> load_model_from_bytes(const void* data, size_t size, const std::
                           "buffer of " + std::to_string(size) + " bytes");
 }
 
-}  // namespace onyx::ir
+}  // namespace onyx::runtime::ir

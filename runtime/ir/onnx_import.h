@@ -5,7 +5,7 @@
 
 #include "ir/graph.h"
 
-namespace onyx::ir {
+namespace onyx::runtime::ir {
 
 struct ImportOptions {
   // Run type and shape inference after import (ir/shape_inference.h: Onyx's
@@ -20,4 +20,4 @@ StatusOr<Model> load_model(const std::string& path, const ImportOptions& options
 StatusOr<Model> load_model_from_bytes(const void* data, size_t size, const std::string& base_dir,
                                       const ImportOptions& options = {});
 
-}  // namespace onyx::ir
+}  // namespace onyx::runtime::ir

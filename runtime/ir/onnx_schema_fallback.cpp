@@ -5,7 +5,7 @@
 
 #include <memory>
 
-namespace onyx::ir {
+namespace onyx::runtime::ir {
 
 namespace pb = ONNX_NAMESPACE;
 
@@ -141,4 +141,4 @@ void onnx_schema_fallback(const Graph& graph, const Node& node, std::vector<shap
   }
 }
 
-}  // namespace onyx::ir
+}  // namespace onyx::runtime::ir

@@ -7,7 +7,7 @@
 #include "ir/graph.h"
 #include "ir/shape_rules.h"
 
-namespace onyx::ir {
+namespace onyx::runtime::ir {
 
 // Runs the onnx 1.12 schema's inference function for `node` and writes what
 // it finds into `outputs` (one per node output). Does nothing when libonnx
@@ -17,4 +17,4 @@ namespace onyx::ir {
 // when onnx's inference throws: the outputs then stay unknown.
 void onnx_schema_fallback(const Graph& graph, const Node& node, std::vector<shape::TypeShape>& outputs);
 
-}  // namespace onyx::ir
+}  // namespace onyx::runtime::ir

@@ -9,7 +9,7 @@
 #include "ir/onnx_schema_fallback.h"
 #include "ir/shape_rules.h"
 
-namespace onyx::ir {
+namespace onyx::runtime::ir {
 
 namespace shape {
 
@@ -420,4 +420,4 @@ Status infer_shapes(Graph& graph, const std::map<std::string, Shape>& input_shap
   return infer_graph(graph);
 }
 
-}  // namespace onyx::ir
+}  // namespace onyx::runtime::ir

@@ -5,7 +5,7 @@
 
 #include "ir/graph.h"
 
-namespace onyx::ir {
+namespace onyx::runtime::ir {
 
 // Fills Value::dtype/rank/dims where they can be derived. `input_shapes`
 // (by graph input name) overrides the declared input dims, e.g. to make a
@@ -14,4 +14,4 @@ namespace onyx::ir {
 // MatMul of [2,3] by [4,5]), naming the node.
 Status infer_shapes(Graph& graph, const std::map<std::string, Shape>& input_shapes = {});
 
-}  // namespace onyx::ir
+}  // namespace onyx::runtime::ir

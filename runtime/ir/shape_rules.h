@@ -12,7 +12,7 @@
 
 #include "ir/graph.h"
 
-namespace onyx::ir::shape {
+namespace onyx::runtime::ir::shape {
 
 inline constexpr int64_t kUnknown = -1;
 
@@ -108,4 +108,4 @@ void same_as_input(InferContext& ctx, size_t out, size_t from);
 std::vector<std::optional<Tensor>> fold_constants(const InferContext& ctx,
                                                   const std::vector<TypeShape>& inferred);
 
-}  // namespace onyx::ir::shape
+}  // namespace onyx::runtime::ir::shape

@@ -5,7 +5,7 @@
 
 #include "ir/shape_rules.h"
 
-namespace onyx::ir::shape {
+namespace onyx::runtime::ir::shape {
 
 namespace {
 
@@ -113,4 +113,4 @@ void add_elementwise_rules(RuleTable& table) {
   table["DequantizeLinear"] = dequantize_linear;
 }
 
-}  // namespace onyx::ir::shape
+}  // namespace onyx::runtime::ir::shape

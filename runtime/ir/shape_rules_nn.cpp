@@ -5,7 +5,7 @@
 
 #include "ir/shape_rules.h"
 
-namespace onyx::ir::shape {
+namespace onyx::runtime::ir::shape {
 
 namespace {
 
@@ -390,4 +390,4 @@ void add_nn_rules(RuleTable& table) {
   table["SpaceToDepth"] = space_to_depth;
 }
 
-}  // namespace onyx::ir::shape
+}  // namespace onyx::runtime::ir::shape

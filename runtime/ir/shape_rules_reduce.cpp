@@ -5,7 +5,7 @@
 
 #include "ir/shape_rules.h"
 
-namespace onyx::ir::shape {
+namespace onyx::runtime::ir::shape {
 
 namespace {
 
@@ -185,4 +185,4 @@ void add_reduce_rules(RuleTable& table) {
   table["TopK"] = top_k;
 }
 
-}  // namespace onyx::ir::shape
+}  // namespace onyx::runtime::ir::shape

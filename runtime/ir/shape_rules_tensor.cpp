@@ -8,7 +8,7 @@
 
 #include "ir/shape_rules.h"
 
-namespace onyx::ir::shape {
+namespace onyx::runtime::ir::shape {
 
 namespace {
 
@@ -549,4 +549,4 @@ void add_tensor_rules(RuleTable& table) {
   table["Upsample"] = resize;
 }
 
-}  // namespace onyx::ir::shape
+}  // namespace onyx::runtime::ir::shape

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <new>
 
-namespace onyx::ir {
+namespace onyx::runtime::ir {
 
 namespace fs = std::filesystem;
 using ONNX_NAMESPACE::TensorProto;
@@ -280,4 +280,4 @@ StatusOr<Tensor> load_tensor_file(const std::string& path) {
   return tensor_from_proto(proto, fs::path(path).parent_path().string(), fs::path(path).filename().string());
 }
 
-}  // namespace onyx::ir
+}  // namespace onyx::runtime::ir

@@ -1,4 +1,4 @@
-// tensor_proto.h: onnx TensorProto / SparseTensorProto -> onyx::Tensor.
+// tensor_proto.h: onnx TensorProto / SparseTensorProto -> onyx::runtime::Tensor.
 // Used by the importer (initializers, tensor attributes) and by tests that
 // read the backend test data (input_K.pb / output_K.pb).
 #pragma once
@@ -10,7 +10,7 @@
 
 #include "core/tensor.h"
 
-namespace onyx::ir {
+namespace onyx::runtime::ir {
 
 // Decodes raw_data or the typed *_data fields (all element types Onyx knows,
 // 4-bit types packed two per byte, STRING as documented in ir/graph.h).
@@ -32,4 +32,4 @@ Tensor make_string_tensor(Shape shape, std::vector<std::string> strings);
 // Reads a file holding one serialized TensorProto (e.g. output_0.pb).
 StatusOr<Tensor> load_tensor_file(const std::string& path);
 
-}  // namespace onyx::ir
+}  // namespace onyx::runtime::ir

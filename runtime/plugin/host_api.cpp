@@ -4,7 +4,7 @@
 
 #include "session/compute_context.h"
 
-namespace onyx {
+namespace onyx::runtime {
 namespace {
 
 OnyxStatus* status_create(int32_t code, const char* message) {
@@ -55,4 +55,4 @@ OnyxStatus* make_abi_status(const Status& status) {
   return status.ok() ? nullptr : new OnyxStatus{status};
 }
 
-}  // namespace onyx
+}  // namespace onyx::runtime

@@ -8,10 +8,10 @@
 
 // The host's status object. Plugins only see the opaque pointer.
 struct OnyxStatus {
-  onyx::Status status;
+  onyx::runtime::Status status;
 };
 
-namespace onyx {
+namespace onyx::runtime {
 
 // The table passed to plugins; static, lives for the whole process.
 const OnyxHostApi* host_api();
@@ -21,4 +21,4 @@ Status take_status(OnyxStatus* status);
 // Makes an ABI status from a Status (nullptr for OK); ownership to the caller.
 OnyxStatus* make_abi_status(const Status& status);
 
-}  // namespace onyx
+}  // namespace onyx::runtime

@@ -8,7 +8,7 @@
 #include "plugin/host_api.h"
 #include "plugin/search_dirs.h"
 
-namespace onyx {
+namespace onyx::runtime {
 namespace fs = std::filesystem;
 
 std::string abi_version_string(uint32_t v) {
@@ -191,4 +191,4 @@ std::vector<ProviderRegistry::Discovered> ProviderRegistry::discover() {
   return found;
 }
 
-}  // namespace onyx
+}  // namespace onyx::runtime

@@ -16,7 +16,7 @@
 
 #include "core/status.h"
 
-namespace onyx {
+namespace onyx::runtime {
 
 // The ABI range this host speaks.
 inline constexpr uint32_t kHostMinAbi = ONYX_ABI_VERSION(1, 0);
@@ -84,4 +84,4 @@ class ProviderRegistry {
   StatusOr<std::shared_ptr<Provider>> load_locked(const std::string& path);
 };
 
-}  // namespace onyx
+}  // namespace onyx::runtime

@@ -5,7 +5,7 @@
 
 #include <boost/dll/runtime_symbol_info.hpp>
 
-namespace onyx {
+namespace onyx::runtime {
 
 std::vector<std::string> plugin_search_dirs(std::vector<std::string> dirs, const char* env_var,
                                             const char* kind_folder) {
@@ -28,4 +28,4 @@ std::vector<std::string> plugin_search_dirs(std::vector<std::string> dirs, const
   return dirs;
 }
 
-}  // namespace onyx
+}  // namespace onyx::runtime

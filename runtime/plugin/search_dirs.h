@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-namespace onyx {
+namespace onyx::runtime {
 
 // Thread-safe; reads the environment and the executable's path on each call.
 std::vector<std::string> plugin_search_dirs(std::vector<std::string> extra_dirs, const char* env_var,
                                             const char* kind_folder);
 
-}  // namespace onyx
+}  // namespace onyx::runtime

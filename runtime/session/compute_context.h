@@ -10,7 +10,7 @@
 
 #include "core/tensor.h"
 
-namespace onyx {
+namespace onyx::runtime {
 
 class Session;
 struct ExecutionPlan;
@@ -36,16 +36,16 @@ struct RunState {
   std::map<int, Tensor> reuse; // output value -> caller's buffer (Session::run)
 };
 
-}  // namespace onyx
+}  // namespace onyx::runtime
 
 struct OnyxComputeContext {
-  onyx::RunState* run;
-  const onyx::Step* step;
+  onyx::runtime::RunState* run;
+  const onyx::runtime::Step* step;
   std::vector<std::pair<int, void*>> scratch;  // (device, ptr) freed after compute
-  std::deque<onyx::RunSlot> omitted_outputs;   // outputs the graph does not use
+  std::deque<onyx::runtime::RunSlot> omitted_outputs;   // outputs the graph does not use
 };
 
-namespace onyx {
+namespace onyx::runtime {
 // Installs the ctx_* functions into the host table.
 void fill_compute_context_functions(OnyxHostApi& api);
-}  // namespace onyx
+}  // namespace onyx::runtime

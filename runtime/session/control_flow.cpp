@@ -7,7 +7,7 @@
 #include "ir/shape_inference.h"
 #include "session/session.h"
 
-namespace onyx {
+namespace onyx::runtime {
 
 bool is_control_flow(const ir::Node& node) {
   return node.domain.empty() && (node.op_type == "If" || node.op_type == "Loop" || node.op_type == "Scan");
@@ -151,4 +151,4 @@ Status Session::compile_subgraphs(ProviderRegistry& registry, const SessionOptio
   return Status();
 }
 
-}  // namespace onyx
+}  // namespace onyx::runtime

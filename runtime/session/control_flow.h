@@ -17,7 +17,7 @@
 #include "core/status.h"
 #include "ir/graph.h"
 
-namespace onyx {
+namespace onyx::runtime {
 
 class Session;
 struct RunState;
@@ -44,4 +44,4 @@ struct ControlFlow {
 // Runs one kControlFlow step: reads its inputs from `run`, writes host tensors.
 Status run_control_flow(RunState& run, const Step& step);
 
-}  // namespace onyx
+}  // namespace onyx::runtime

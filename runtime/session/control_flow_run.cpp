@@ -8,7 +8,7 @@
 #include "session/executor.h"
 #include "session/session.h"
 
-namespace onyx {
+namespace onyx::runtime {
 namespace {
 
 // --- host tensor helpers -----------------------------------------------------
@@ -354,4 +354,4 @@ StatusOr<std::vector<Tensor>> Session::run_subgraph(const std::vector<Tensor>& i
   return Executor::run(*this, *plan, inputs, graph.outputs);
 }
 
-}  // namespace onyx
+}  // namespace onyx::runtime

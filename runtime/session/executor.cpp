@@ -8,7 +8,7 @@
 #include "session/compute_context.h"
 #include "session/control_flow.h"
 
-namespace onyx {
+namespace onyx::runtime {
 namespace {
 
 const Device& device_of(const RunState& run, int d) { return *run.session->devices()[d]; }
@@ -337,4 +337,4 @@ StatusOr<std::vector<Tensor>> Executor::run(Session& session, const ExecutionPla
   return outputs;
 }
 
-}  // namespace onyx
+}  // namespace onyx::runtime

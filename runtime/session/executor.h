@@ -8,7 +8,7 @@
 
 #include "session/session.h"
 
-namespace onyx {
+namespace onyx::runtime {
 
 // How each value gets its bytes in a run with given input shapes.
 struct ExecutionPlan {
@@ -47,4 +47,4 @@ class Executor {
                                            const std::vector<Tensor>* reuse = nullptr);
 };
 
-}  // namespace onyx
+}  // namespace onyx::runtime

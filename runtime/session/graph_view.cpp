@@ -1,6 +1,6 @@
 #include "session/graph_view.h"
 
-namespace onyx {
+namespace onyx::runtime {
 
 GraphView::GraphView(const ir::Graph& graph) {
   values_.reserve(graph.values.size());
@@ -73,4 +73,4 @@ GraphView::GraphView(const ir::Graph& graph) {
   view_.node_count = nodes_.size();
 }
 
-}  // namespace onyx
+}  // namespace onyx::runtime

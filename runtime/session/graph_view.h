@@ -11,7 +11,7 @@
 
 #include "ir/graph.h"
 
-namespace onyx {
+namespace onyx::runtime {
 
 class GraphView {
  public:
@@ -31,4 +31,4 @@ class GraphView {
   std::deque<std::unique_ptr<GraphView>> subgraphs_;
 };
 
-}  // namespace onyx
+}  // namespace onyx::runtime

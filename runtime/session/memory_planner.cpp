@@ -5,7 +5,7 @@
 #include <map>
 #include <numeric>
 
-namespace onyx {
+namespace onyx::runtime {
 namespace {
 
 size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
@@ -67,4 +67,4 @@ MemoryPlan plan_memory(std::span<const PlanRequest> requests, size_t alignment) 
   return plan;
 }
 
-}  // namespace onyx
+}  // namespace onyx::runtime

@@ -12,7 +12,7 @@
 #include <span>
 #include <vector>
 
-namespace onyx {
+namespace onyx::runtime {
 
 struct PlanRequest {
   size_t bytes = 0;
@@ -28,4 +28,4 @@ struct MemoryPlan {
 
 MemoryPlan plan_memory(std::span<const PlanRequest> requests, size_t alignment = 64);
 
-}  // namespace onyx
+}  // namespace onyx::runtime

@@ -8,7 +8,7 @@
 #include "session/graph_view.h"
 #include "session/session.h"
 
-namespace onyx {
+namespace onyx::runtime {
 
 const char* fallback_policy_name(FallbackPolicy policy) {
   switch (policy) {
@@ -151,4 +151,4 @@ std::string PartitionReport::to_json(const ir::Graph& graph) const {
   return w.str();
 }
 
-}  // namespace onyx
+}  // namespace onyx::runtime

@@ -14,7 +14,7 @@
 #include "core/status.h"
 #include "ir/graph.h"
 
-namespace onyx {
+namespace onyx::runtime {
 
 enum class FallbackPolicy { kFail, kWarn, kAllow };
 const char* fallback_policy_name(FallbackPolicy policy);
@@ -57,4 +57,4 @@ struct PartitionReport {
 Status partition_graph(const ir::Graph& graph, const std::vector<std::unique_ptr<Device>>& devices,
                        FallbackPolicy policy, PartitionReport& report);
 
-}  // namespace onyx
+}  // namespace onyx::runtime

@@ -7,7 +7,7 @@
 #include "session/executor.h"
 #include "session/memory_planner.h"
 
-namespace onyx {
+namespace onyx::runtime {
 
 ExecutionPlan::~ExecutionPlan() {
   for (ArenaSet& set : free_arenas)
@@ -140,4 +140,4 @@ StatusOr<std::shared_ptr<const ExecutionPlan>> build_execution_plan(
   return std::shared_ptr<const ExecutionPlan>(std::move(plan));
 }
 
-}  // namespace onyx
+}  // namespace onyx::runtime

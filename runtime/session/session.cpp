@@ -9,7 +9,7 @@
 #include "session/executor.h"
 #include "session/graph_view.h"
 
-namespace onyx {
+namespace onyx::runtime {
 
 Device::~Device() {
   if (handle) provider->api().device_close(handle);
@@ -277,4 +277,4 @@ StatusOr<std::vector<MemoryReport>> Session::memory_report(const std::map<std::s
   return plan->report;
 }
 
-}  // namespace onyx
+}  // namespace onyx::runtime

@@ -19,9 +19,9 @@
 #include "plugin/provider.h"
 #include "session/partition.h"
 
-namespace onyx { struct ControlFlow; }
+namespace onyx::runtime { struct ControlFlow; }
 
-namespace onyx {
+namespace onyx::runtime {
 
 struct ProviderRequest {
   std::string name_or_path;
@@ -121,4 +121,4 @@ class Session {
   friend class Executor;
 };
 
-}  // namespace onyx
+}  // namespace onyx::runtime

@@ -7,7 +7,7 @@
 #include "training/file_util.h"
 #include "training/optimizer_model.h"
 
-namespace onyx::training {
+namespace onyx::runtime::training {
 
 StatusOr<Artifacts> make_artifacts(const ONNX_NAMESPACE::ModelProto& forward, const std::string& model_dir,
                                    const ArtifactSpec& spec) {
@@ -53,4 +53,4 @@ Status write_artifacts(const Artifacts& a, const std::string& dir, bool nominal)
   return nominal ? checkpoint::save(checkpoint::make_nominal(a.checkpoint), ckpt) : checkpoint::save(a.checkpoint, ckpt);
 }
 
-}  // namespace onyx::training
+}  // namespace onyx::runtime::training

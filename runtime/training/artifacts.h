@@ -13,7 +13,7 @@
 #include "autodiff/training_model.h"
 #include "onyx/checkpoint.h"
 
-namespace onyx::training {
+namespace onyx::runtime::training {
 
 struct ArtifactSpec {
   autodiff::TrainingSpec training;
@@ -36,4 +36,4 @@ StatusOr<Artifacts> make_artifacts(const ONNX_NAMESPACE::ModelProto& forward, co
 // `nominal`: the checkpoint keeps names, dtypes and shapes but no data.
 Status write_artifacts(const Artifacts& artifacts, const std::string& dir, bool nominal);
 
-}  // namespace onyx::training
+}  // namespace onyx::runtime::training

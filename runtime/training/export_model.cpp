@@ -11,7 +11,7 @@
 #include "training/file_util.h"
 #include "training/training_session.h"
 
-namespace onyx::training {
+namespace onyx::runtime::training {
 namespace {
 
 namespace onnx = ONNX_NAMESPACE;
@@ -119,4 +119,4 @@ Status TrainingSession::export_inference_model(const std::string& path, const Ex
   return write_file_atomically(path, bytes);
 }
 
-}  // namespace onyx::training
+}  // namespace onyx::runtime::training

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <filesystem>
 
-namespace onyx::training {
+namespace onyx::runtime::training {
 
 Status write_file_atomically(const std::string& path, std::string_view bytes) {
   namespace fs = std::filesystem;
@@ -44,4 +44,4 @@ Status write_file_atomically(const std::string& path, std::string_view bytes) {
   return Status();
 }
 
-}  // namespace onyx::training
+}  // namespace onyx::runtime::training

@@ -8,8 +8,8 @@
 
 #include "core/status.h"
 
-namespace onyx::training {
+namespace onyx::runtime::training {
 
 Status write_file_atomically(const std::string& path, std::string_view bytes);
 
-}  // namespace onyx::training
+}  // namespace onyx::runtime::training

@@ -4,7 +4,7 @@
 #include <numbers>
 #include <sstream>
 
-namespace onyx::training {
+namespace onyx::runtime::training {
 
 double LrSchedule::lr_at(int64_t s) const {
   if (s < warmup_steps) return base_lr * double(s + 1) / double(warmup_steps);
@@ -70,4 +70,4 @@ StatusOr<LrSchedule> parse_lr_schedule(const std::string& text) {
   return s;
 }
 
-}  // namespace onyx::training
+}  // namespace onyx::runtime::training

@@ -13,7 +13,7 @@
 
 #include "core/status.h"
 
-namespace onyx::training {
+namespace onyx::runtime::training {
 
 struct LrSchedule {
   enum class Kind { kConstant, kLinear, kCosine, kStep };
@@ -36,4 +36,4 @@ struct LrSchedule {
 // base_lr is set by the caller.
 StatusOr<LrSchedule> parse_lr_schedule(const std::string& text);
 
-}  // namespace onyx::training
+}  // namespace onyx::runtime::training

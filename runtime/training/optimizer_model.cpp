@@ -7,7 +7,7 @@
 #include <map>
 #include <sstream>
 
-namespace onyx::training {
+namespace onyx::runtime::training {
 namespace {
 
 namespace onnx = ONNX_NAMESPACE;
@@ -277,4 +277,4 @@ StatusOr<OptimizerModelInfo> read_optimizer_model_info(const onnx::ModelProto& m
   return info;
 }
 
-}  // namespace onyx::training
+}  // namespace onyx::runtime::training

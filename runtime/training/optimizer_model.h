@@ -23,7 +23,7 @@
 #include "core/tensor.h"
 #include "training/optimizer_plugin.h"
 
-namespace onyx::training {
+namespace onyx::runtime::training {
 
 struct OptimizerParameter {
   std::string name;
@@ -56,4 +56,4 @@ StatusOr<ONNX_NAMESPACE::ModelProto> fuse_optimizer_model(const ONNX_NAMESPACE::
 // Reads the description back from a model made by build_optimizer_model.
 StatusOr<OptimizerModelInfo> read_optimizer_model_info(const ONNX_NAMESPACE::ModelProto& model);
 
-}  // namespace onyx::training
+}  // namespace onyx::runtime::training

@@ -9,7 +9,7 @@
 
 #include "plugin/search_dirs.h"
 
-namespace onyx::training {
+namespace onyx::runtime::training {
 namespace fs = std::filesystem;
 
 namespace {
@@ -111,4 +111,4 @@ StatusOr<OptimizerDescription> load_optimizer_plugin(const std::string& name_or_
   return d;
 }
 
-}  // namespace onyx::training
+}  // namespace onyx::runtime::training

@@ -16,7 +16,7 @@
 
 #include "core/status.h"
 
-namespace onyx::training {
+namespace onyx::runtime::training {
 
 struct OptimizerSlotInfo {
   std::string name;
@@ -47,4 +47,4 @@ StatusOr<OptimizerDescription> load_optimizer_plugin(const std::string& name_or_
 // The folders searched for plugins, in order.
 std::vector<std::string> optimizer_search_dirs(const std::vector<std::string>& extra_dirs);
 
-}  // namespace onyx::training
+}  // namespace onyx::runtime::training

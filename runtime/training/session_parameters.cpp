@@ -4,7 +4,7 @@
 
 #include "training/training_session.h"
 
-namespace onyx::training {
+namespace onyx::runtime::training {
 
 std::vector<checkpoint::TensorRecord*> TrainingSession::parameters(bool trainable_only) {
   std::vector<checkpoint::TensorRecord*> list;
@@ -105,4 +105,4 @@ Status TrainingSession::load_parameters_from(const checkpoint::Checkpoint& sourc
   return Status();
 }
 
-}  // namespace onyx::training
+}  // namespace onyx::runtime::training

@@ -12,7 +12,7 @@
 
 #include "ir/onnx_import.h"
 
-namespace onyx::training {
+namespace onyx::runtime::training {
 namespace {
 
 namespace fs = std::filesystem;
@@ -380,4 +380,4 @@ Status TrainingSession::set_hyperparameter(const std::string& name, float value)
                           "' (it has: " + (known.empty() ? std::string("none") : known) + ")");
 }
 
-}  // namespace onyx::training
+}  // namespace onyx::runtime::training

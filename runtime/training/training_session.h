@@ -32,7 +32,7 @@
 #include "training/lr_scheduler.h"
 #include "training/optimizer_model.h"
 
-namespace onyx::training {
+namespace onyx::runtime::training {
 
 // Serialized ModelProtos; eval and optimizer may be empty (no EvalStep /
 // OptimizerStep). base_dir roots external data ("" forbids it).
@@ -155,4 +155,4 @@ class TrainingSession {
   double last_train_seconds_ = 0, last_optimizer_seconds_ = 0;
 };
 
-}  // namespace onyx::training
+}  // namespace onyx::runtime::training

@@ -7,7 +7,7 @@
 #include "model_builder.h"
 #include "session/session.h"
 
-namespace onyx {
+namespace onyx::runtime {
 namespace {
 
 using testing::ModelBuilder;
@@ -269,4 +269,4 @@ TEST(ControlFlow, SequenceCarriedByALoopIsRefusedAsUnsupported) {
 }
 
 }  // namespace
-}  // namespace onyx
+}  // namespace onyx::runtime

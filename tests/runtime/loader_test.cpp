@@ -6,7 +6,7 @@
 
 #include "plugin/provider.h"
 
-namespace onyx {
+namespace onyx::runtime {
 namespace {
 namespace fs = std::filesystem;
 
@@ -102,4 +102,4 @@ TEST(Loader, UnloadAndReloadKeepsWorking) {
 }
 
 }  // namespace
-}  // namespace onyx
+}  // namespace onyx::runtime

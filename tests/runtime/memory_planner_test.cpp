@@ -4,7 +4,7 @@
 
 #include "session/memory_planner.h"
 
-namespace onyx {
+namespace onyx::runtime {
 namespace {
 
 // No two buffers with overlapping lifetimes may overlap in the arena.
@@ -70,4 +70,4 @@ TEST(MemoryPlanner, EmptyAndZeroSized) {
 }
 
 }  // namespace
-}  // namespace onyx
+}  // namespace onyx::runtime

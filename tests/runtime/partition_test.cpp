@@ -5,7 +5,7 @@
 #include "model_builder.h"
 #include "session/session.h"
 
-namespace onyx {
+namespace onyx::runtime {
 namespace {
 
 // x -> Relu -> Add(x) -> y: the decliner plugin takes Relu, declines Add.
@@ -126,4 +126,4 @@ TEST(Partition, OnlyUnavailableProvidersFailWithEveryReason) {
 }
 
 }  // namespace
-}  // namespace onyx
+}  // namespace onyx::runtime

@@ -5,7 +5,7 @@
 #include "model_builder.h"
 #include "session/session.h"
 
-namespace onyx {
+namespace onyx::runtime {
 namespace {
 
 // x -> Relu -> y, and x -> Neg -> z.
@@ -66,4 +66,4 @@ TEST(SessionRun, MismatchedReuseBufferIsIgnoredOrRefused) {
 }
 
 }  // namespace
-}  // namespace onyx
+}  // namespace onyx::runtime

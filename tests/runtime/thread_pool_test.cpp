@@ -4,7 +4,7 @@
 
 #include "core/thread_pool.h"
 
-namespace onyx {
+namespace onyx::runtime {
 namespace {
 
 TEST(ThreadPool, CoversEveryIndexExactlyOnce) {
@@ -35,4 +35,4 @@ TEST(ThreadPool, ConcurrentCallersAndNestedLoops) {
 }
 
 }  // namespace
-}  // namespace onyx
+}  // namespace onyx::runtime

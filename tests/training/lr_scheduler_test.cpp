@@ -3,7 +3,7 @@
 
 #include "training/lr_scheduler.h"
 
-namespace onyx::training {
+namespace onyx::runtime::training {
 namespace {
 
 TEST(LrSchedule, ConstantWithWarmup) {
@@ -53,4 +53,4 @@ TEST(LrSchedule, BadTextAndRangesAreRejected) {
 }
 
 }  // namespace
-}  // namespace onyx::training
+}  // namespace onyx::runtime::training

@@ -13,7 +13,7 @@
 #include "ir/onnx_import.h"
 #include "training/optimizer_model.h"
 
-namespace onyx::training {
+namespace onyx::runtime::training {
 namespace {
 
 struct Reference {
@@ -201,4 +201,4 @@ TEST(Optimizers, NonFloatParametersAreRefusedByName) {
 }
 
 }  // namespace
-}  // namespace onyx::training
+}  // namespace onyx::runtime::training

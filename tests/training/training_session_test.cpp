@@ -15,7 +15,7 @@
 #include "training/artifacts.h"
 #include "training/training_session.h"
 
-namespace onyx::training {
+namespace onyx::runtime::training {
 namespace {
 
 using namespace testing;
@@ -327,9 +327,9 @@ TEST(TrainingSession, SchedulerDrivesTheLearningRate) {
 }
 
 }  // namespace
-}  // namespace onyx::training
+}  // namespace onyx::runtime::training
 
-namespace onyx::training {
+namespace onyx::runtime::training {
 namespace {
 
 // The CPU provider claims the fused AdamW and SGD updates; they agree with
@@ -385,9 +385,9 @@ TEST(TrainingSession, LambHasNoFusedKernelAndRunsInlined) {
 }
 
 }  // namespace
-}  // namespace onyx::training
+}  // namespace onyx::runtime::training
 
-namespace onyx::training {
+namespace onyx::runtime::training {
 namespace {
 
 // The flat buffer holds any mix of dtypes: here the MLP's float32 weights
@@ -457,4 +457,4 @@ TEST(TrainingSession, FlatBufferCarriesEveryDtype) {
 }
 
 }  // namespace
-}  // namespace onyx::training
+}  // namespace onyx::runtime::training

@@ -4,7 +4,7 @@
 //
 // A Checkpoint is a plain value: module state (trainable and frozen
 // parameters), optimizer state, a property bag and metadata. Tensors are
-// onyx::Tensor, so data loaded by memory map is a zero-copy view that keeps
+// onyx::runtime::Tensor, so data loaded by memory map is a zero-copy view that keeps
 // the mapping alive for as long as any tensor taken from it lives.
 //
 // Thread-safety: every function here is safe to call concurrently on
@@ -27,6 +27,14 @@
 #include "core/tensor.h"
 
 namespace onyx::checkpoint {
+
+// The runtime's base types (runtime/core) that checkpoints are made of.
+using runtime::Shape;
+using runtime::Status;
+using runtime::StatusOr;
+using runtime::Tensor;
+using runtime::element_count;
+using runtime::storage_bytes;
 
 // The format version this library writes. It reads every version from 1 up
 // to this one and refuses newer files, naming both versions.

@@ -15,7 +15,7 @@
 #include "session/session.h"
 #include "test_models.h"
 
-namespace onyx {
+namespace onyx::runtime {
 namespace {
 
 const std::string kGpu = ONYX_TEST_GPU_PROVIDER;
@@ -210,4 +210,4 @@ TEST(GpuProvider, FailPolicyRefusesAnUnavailableGpuNamingIt) {
 }
 
 }  // namespace
-}  // namespace onyx
+}  // namespace onyx::runtime

@@ -9,7 +9,7 @@
 
 #include "autodiff/emitter.h"
 
-namespace onyx::autodiff::testing {
+namespace onyx::runtime::autodiff::testing {
 
 namespace {
 
@@ -253,4 +253,4 @@ void expect_gradients_match(const onnx::ModelProto& forward, const std::string& 
   }
 }
 
-}  // namespace onyx::autodiff::testing
+}  // namespace onyx::runtime::autodiff::testing

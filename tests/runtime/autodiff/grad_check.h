@@ -18,7 +18,7 @@
 
 #include "autodiff/training_model.h"
 
-namespace onyx::autodiff::testing {
+namespace onyx::runtime::autodiff::testing {
 
 namespace onnx = ONNX_NAMESPACE;
 
@@ -76,4 +76,4 @@ onyx::Env& test_env();  // with the CPU provider's folder added
 std::unique_ptr<onyx::Session> open_session(const onnx::ModelProto& model);
 onyx::Tensor tensor_of(const onnx::TensorProto& t);  // float32/float64/int32/int64 initializers
 
-}  // namespace onyx::autodiff::testing
+}  // namespace onyx::runtime::autodiff::testing

@@ -7,7 +7,7 @@
 #include "autodiff/emitter.h"
 #include "grad_check.h"
 
-namespace onyx::autodiff::testing {
+namespace onyx::runtime::autodiff::testing {
 namespace {
 
 using A = std::vector<onnx::AttributeProto>;
@@ -275,4 +275,4 @@ TEST(GradRules, ConvTranspose) {
 }
 
 }  // namespace
-}  // namespace onyx::autodiff::testing
+}  // namespace onyx::runtime::autodiff::testing

@@ -6,7 +6,7 @@
 #include "ir/shape_inference.h"
 #include "ir_test_util.h"
 
-namespace onyx::ir {
+namespace onyx::runtime::ir {
 namespace {
 
 using namespace testing;
@@ -187,4 +187,4 @@ TEST(ConstantFolding, LargeResultsAreLeftToKernels) {
 }
 
 }  // namespace
-}  // namespace onyx::ir
+}  // namespace onyx::runtime::ir

@@ -6,7 +6,7 @@
 #include "ir/graph.h"
 #include "ir_test_util.h"
 
-namespace onyx::ir {
+namespace onyx::runtime::ir {
 namespace {
 
 using namespace testing;
@@ -170,4 +170,4 @@ TEST(Graph, LinkProducers) {
 }
 
 }  // namespace
-}  // namespace onyx::ir
+}  // namespace onyx::runtime::ir

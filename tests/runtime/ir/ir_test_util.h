@@ -11,7 +11,7 @@
 
 #include "ir/onnx_import.h"
 
-namespace onyx::ir::testing {
+namespace onyx::runtime::ir::testing {
 
 namespace pb = ONNX_NAMESPACE;
 
@@ -242,4 +242,4 @@ inline const Value& out(const StatusOr<Model>& m, int k = 0) {
   return v ? *v : none;
 }
 
-}  // namespace onyx::ir::testing
+}  // namespace onyx::runtime::ir::testing

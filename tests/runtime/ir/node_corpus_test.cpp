@@ -26,7 +26,7 @@
 #include "ir/shape_inference.h"
 #include "ir/tensor_proto.h"
 
-namespace onyx::ir {
+namespace onyx::runtime::ir {
 namespace {
 
 namespace fs = std::filesystem;
@@ -253,4 +253,4 @@ TEST(NodeCorpus, ImportsAndAgreesWithExpectedOutputShapes) {
 }
 
 }  // namespace
-}  // namespace onyx::ir
+}  // namespace onyx::runtime::ir

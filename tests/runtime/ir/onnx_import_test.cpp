@@ -6,7 +6,7 @@
 #include "ir/onnx_import.h"
 #include "ir_test_util.h"
 
-namespace onyx::ir {
+namespace onyx::runtime::ir {
 namespace {
 
 using namespace testing;
@@ -419,4 +419,4 @@ TEST(Import, ModelLargerThan64MiB) {
 }
 
 }  // namespace
-}  // namespace onyx::ir
+}  // namespace onyx::runtime::ir

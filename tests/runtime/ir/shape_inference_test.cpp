@@ -6,7 +6,7 @@
 #include "ir/shape_inference.h"
 #include "ir_test_util.h"
 
-namespace onyx::ir {
+namespace onyx::runtime::ir {
 namespace {
 
 using namespace testing;
@@ -311,4 +311,4 @@ TEST(ShapeInference, RecurrentAndEinsum) {
 }
 
 }  // namespace
-}  // namespace onyx::ir
+}  // namespace onyx::runtime::ir

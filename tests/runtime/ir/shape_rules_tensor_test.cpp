@@ -6,7 +6,7 @@
 
 #include "ir_test_util.h"
 
-namespace onyx::ir {
+namespace onyx::runtime::ir {
 namespace {
 
 using namespace testing;
@@ -286,4 +286,4 @@ TEST(ShapeRules, Reductions) {
 }
 
 }  // namespace
-}  // namespace onyx::ir
+}  // namespace onyx::runtime::ir

@@ -11,7 +11,7 @@
 #include "ir/tensor_proto.h"
 #include "ir_test_util.h"
 
-namespace onyx::ir {
+namespace onyx::runtime::ir {
 namespace {
 
 namespace fs = std::filesystem;
@@ -301,4 +301,4 @@ TEST_F(ExternalData, RefusedForModelsLoadedFromMemory) {
 }
 
 }  // namespace
-}  // namespace onyx::ir
+}  // namespace onyx::runtime::ir
