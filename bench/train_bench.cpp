@@ -32,7 +32,7 @@
 namespace {
 
 namespace tm = onyx::test_models;
-namespace tr = onyx::training;
+namespace tr = onyx::runtime::training;
 using Clock = std::chrono::steady_clock;
 
 struct Options {

@@ -9,7 +9,7 @@
 #include <memory>
 #include <span>
 
-#include "core/status.h"
+#include "onyx/checkpoint.h"  // the runtime base types, through the library's vocabulary
 
 namespace onyx::checkpoint {
 

@@ -40,13 +40,13 @@ StatusOr<Checkpoint> import_onnx_initializers(const ONNX_NAMESPACE::ModelProto& 
   Checkpoint c;
   c.metadata.model_identity = model.graph().name();
   for (const ONNX_NAMESPACE::TensorProto& proto : model.graph().initializer()) {
-    ONYX_ASSIGN_OR_RETURN(Tensor tensor, ir::tensor_from_proto(proto, model_dir));
+    ONYX_ASSIGN_OR_RETURN(Tensor tensor, runtime::ir::tensor_from_proto(proto, model_dir));
     bool is_trainable = wanted.empty() ? floating_point(tensor.dtype()) : wanted.count(proto.name()) > 0;
     found.insert(proto.name());
     ONYX_RETURN_IF_ERROR(add_initializer(proto.name(), std::move(tensor), is_trainable, c));
   }
   for (const ONNX_NAMESPACE::SparseTensorProto& proto : model.graph().sparse_initializer()) {
-    ONYX_ASSIGN_OR_RETURN(Tensor tensor, ir::sparse_to_dense(proto, model_dir));
+    ONYX_ASSIGN_OR_RETURN(Tensor tensor, runtime::ir::sparse_to_dense(proto, model_dir));
     const std::string& name = proto.values().name();
     bool is_trainable = wanted.empty() ? floating_point(tensor.dtype()) : wanted.count(name) > 0;
     found.insert(name);

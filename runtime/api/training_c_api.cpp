@@ -25,7 +25,7 @@ using onyx::runtime::Status;
 using onyx::runtime::capi::copy_string;
 using onyx::runtime::capi::guarded;
 using onyx::runtime::capi::null_arg;
-namespace tr = onyx::training;
+namespace tr = onyx::runtime::training;
 
 onyx::runtime::StatusOr<std::string> read_file(const char* path) {
   std::ifstream in(path, std::ios::binary);

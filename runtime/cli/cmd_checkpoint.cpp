@@ -21,6 +21,10 @@ namespace {
 
 namespace ck = onyx::checkpoint;
 namespace fs = std::filesystem;
+using runtime::Status;
+using runtime::StatusOr;
+using runtime::dtype_name;
+using runtime::shape_string;
 
 template <typename T>
 T take(StatusOr<T> result) {

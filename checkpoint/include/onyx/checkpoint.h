@@ -28,13 +28,24 @@
 
 namespace onyx::checkpoint {
 
-// The runtime's base types (runtime/core) that checkpoints are made of.
+// The runtime's base layer (runtime/core): the types checkpoints are made of
+// and the one status type's constructors.
 using runtime::Shape;
 using runtime::Status;
 using runtime::StatusOr;
 using runtime::Tensor;
 using runtime::element_count;
 using runtime::storage_bytes;
+using runtime::dtype_name;
+using runtime::dtype_size;
+using runtime::shape_string;
+using runtime::data_loss;
+using runtime::failed_precondition;
+using runtime::incompatible;
+using runtime::internal_error;
+using runtime::invalid_argument;
+using runtime::not_found;
+using runtime::unimplemented;
 
 // The format version this library writes. It reads every version from 1 up
 // to this one and refuses newer files, naming both versions.
