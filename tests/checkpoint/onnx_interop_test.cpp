@@ -23,7 +23,7 @@ TEST(CheckpointOnnx, ImportsInitializersAndExportsThemBack) {
   for (const auto& proto : model.graph().initializer()) {
     const TensorRecord* t = c->find_parameter(proto.name());
     ASSERT_NE(t, nullptr) << proto.name();
-    StatusOr<Tensor> expected = ir::tensor_from_proto(proto, "");
+    StatusOr<Tensor> expected = runtime::ir::tensor_from_proto(proto, "");
     ASSERT_TRUE(expected.ok());
     ASSERT_EQ(t->shape, expected->shape());
     EXPECT_EQ(0, std::memcmp(t->data.data(), expected->data(), expected->bytes())) << proto.name();

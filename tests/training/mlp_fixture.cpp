@@ -5,7 +5,7 @@
 #include "proto_builder.h"
 #include "test_models.h"
 
-namespace onyx::training::testing {
+namespace onyx::mlp_fixture {
 
 namespace tm = onyx::test_models;
 
@@ -117,4 +117,4 @@ double loss_and_grads(const MlpParams& p, const Batch& b, MlpParams* g) {
   return loss;
 }
 
-}  // namespace onyx::training::testing
+}  // namespace onyx::mlp_fixture

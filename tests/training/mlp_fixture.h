@@ -10,7 +10,7 @@
 #include <vector>
 
 
-namespace onyx::training::testing {
+namespace onyx::mlp_fixture {
 
 inline constexpr int64_t kIn = 12, kHidden = 16, kClasses = 5;
 
@@ -33,4 +33,4 @@ std::vector<Batch> make_batches(int count, int64_t batch_size, uint64_t seed);
 // Mean cross-entropy and its gradients (same layout as the parameters).
 double loss_and_grads(const MlpParams& p, const Batch& batch, MlpParams* grads);
 
-}  // namespace onyx::training::testing
+}  // namespace onyx::mlp_fixture

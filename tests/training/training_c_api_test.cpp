@@ -17,9 +17,9 @@
 namespace {
 
 namespace fs = std::filesystem;
-using onyx::training::testing::Batch;
-using onyx::training::testing::kClasses;
-using onyx::training::testing::kIn;
+using onyx::mlp_fixture::Batch;
+using onyx::mlp_fixture::kClasses;
+using onyx::mlp_fixture::kIn;
 
 struct TempDir {
   fs::path path;
@@ -33,7 +33,7 @@ struct TempDir {
 };
 
 std::string write_forward_model(const fs::path& dir) {
-  auto model = onyx::training::testing::forward_model(onyx::training::testing::initial_params(3));
+  auto model = onyx::mlp_fixture::forward_model(onyx::mlp_fixture::initial_params(3));
   std::string path = (dir / "mlp.onnx").string();
   std::ofstream(path, std::ios::binary) << model.SerializeAsString();
   return path;
@@ -85,7 +85,7 @@ TEST(TrainingCApi, ArtifactsTrainSaveReloadExport) {
   session.set_lr_schedule("cosine:warmup=2,total=40", 0.1);
   EXPECT_NEAR(session.learning_rate(), 0.05, 1e-12);
 
-  auto batches = onyx::training::testing::make_batches(4, 16, 21);
+  auto batches = onyx::mlp_fixture::make_batches(4, 16, 21);
   float first = 0, last = 0;
   for (int step = 0; step < 40; ++step) {
     auto [x, y] = batch_tensors(batches[size_t(step) % batches.size()]);
@@ -169,7 +169,7 @@ TEST(TrainingCApi, NominalCheckpointRefusesTrainingUntilWeightsArrive) {
   EXPECT_TRUE(state.nominal());
   onyx::TrainingSession session(env, state, (art / "training.onnx").string(), (art / "eval.onnx").string(),
                                 (art / "optimizer.onnx").string(), cpu_options());
-  auto batches = onyx::training::testing::make_batches(1, 8, 2);
+  auto batches = onyx::mlp_fixture::make_batches(1, 8, 2);
   auto [x, y] = batch_tensors(batches[0]);
   try {
     session.train_step({&x, &y});

@@ -18,7 +18,7 @@
 namespace onyx::runtime::training {
 namespace {
 
-using namespace testing;
+using namespace onyx::mlp_fixture;
 namespace fs = std::filesystem;
 
 Artifacts make_mlp_artifacts(const MlpParams& p, const std::string& optimizer) {

@@ -1,6 +1,6 @@
 // conv_grad_f64_test.cpp: besides the end-to-end Conv checks (rules_test.cpp,
 // which difference the provider's own Conv), this checks the
-// ai.onyx::runtime::ConvGrad kernel the Conv rule emits in float64 against
+// ai.onyx::ConvGrad kernel the Conv rule emits in float64 against
 // central differences of a float64 reference convolution (direct loops):
 // for L(X, W) = sum(conv(X, W) * dY), dL/dX and dL/dW are ConvGrad's outputs.
 // L is linear in X and W, so central differences are exact up to rounding
@@ -65,9 +65,9 @@ TEST(ConvGradKernel, Float64MatchesFiniteDifferencesOfAReferenceConv) {
     o->set_domain(kOnyxDomain);
     o->set_version(1);
     auto s = open_session(f.proto());
-    auto tdy = onyx::runtime::Tensor::from<double>(ONYX_DTYPE_FLOAT64, {g.n, g.m, oh, ow}, dy);
-    auto tx = onyx::runtime::Tensor::from<double>(ONYX_DTYPE_FLOAT64, {g.n, g.c, g.h, g.w}, x);
-    auto tw = onyx::runtime::Tensor::from<double>(ONYX_DTYPE_FLOAT64, {g.m, g.c / g.group, g.k, g.k}, w);
+    auto tdy = onyx::Tensor::from<double>(ONYX_DTYPE_FLOAT64, {g.n, g.m, oh, ow}, dy);
+    auto tx = onyx::Tensor::from<double>(ONYX_DTYPE_FLOAT64, {g.n, g.c, g.h, g.w}, x);
+    auto tw = onyx::Tensor::from<double>(ONYX_DTYPE_FLOAT64, {g.m, g.c / g.group, g.k, g.k}, w);
     auto out = s->run({{"dy", &tdy}, {"x", &tx}, {"w", &tw}});
     const double h = 1e-3;
     double worst = 0;

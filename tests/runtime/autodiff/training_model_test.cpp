@@ -26,13 +26,13 @@ Forward mlp(int64_t batch) {
   return f;
 }
 
-std::shared_ptr<onyx::runtime::Tensor> doubles(std::vector<int64_t> dims, std::mt19937& rng) {
+std::shared_ptr<onyx::Tensor> doubles(std::vector<int64_t> dims, std::mt19937& rng) {
   int64_t n = 1;
   for (int64_t d : dims) n *= d;
   std::uniform_real_distribution<double> dist(-1, 1);
   std::vector<double> v(static_cast<size_t>(n));
   for (double& x : v) x = dist(rng);
-  return std::make_shared<onyx::runtime::Tensor>(onyx::runtime::Tensor::from<double>(ONYX_DTYPE_FLOAT64, dims, v));
+  return std::make_shared<onyx::Tensor>(onyx::Tensor::from<double>(ONYX_DTYPE_FLOAT64, dims, v));
 }
 
 TEST(TrainingModel, InputsOutputsAndParameters) {
@@ -65,7 +65,7 @@ TEST(TrainingModel, MlpCrossEntropyMatchesFiniteDifferences) {
   std::mt19937 rng(7);
   std::vector<int64_t> labels = {0, 2, 1, 1, 0, 2};
   auto x = doubles({6, 4}, rng);
-  auto t = std::make_shared<onyx::runtime::Tensor>(onyx::runtime::Tensor::from<int64_t>(ONYX_DTYPE_INT64, {6}, labels));
+  auto t = std::make_shared<onyx::Tensor>(onyx::Tensor::from<int64_t>(ONYX_DTYPE_INT64, {6}, labels));
   TrainingSpec spec;
   expect_gradients_match(f.proto(), "mlp + crossentropy (mean)", &spec, {{"x", x}, {"labels", t}});
   spec.loss.reduction = Reduction::kSum;
@@ -80,7 +80,7 @@ TEST(TrainingModel, DynamicBatchRunsAtAnySize) {
   for (int64_t batch : {5, 2}) {
     auto x = doubles({batch, 4}, rng);
     std::vector<int64_t> labels(static_cast<size_t>(batch), 2);
-    auto t = std::make_shared<onyx::runtime::Tensor>(onyx::runtime::Tensor::from<int64_t>(ONYX_DTYPE_INT64, {batch}, labels));
+    auto t = std::make_shared<onyx::Tensor>(onyx::Tensor::from<int64_t>(ONYX_DTYPE_INT64, {batch}, labels));
     TrainingSpec spec;
     expect_gradients_match(f.proto(), "mlp, batch " + std::to_string(batch), &spec, {{"x", x}, {"labels", t}});
   }
@@ -98,8 +98,8 @@ TEST(TrainingModel, SharedWeightsAccumulateAndUnusedParametersGetZeros) {
   auto built = build_training_models(f.proto(), spec);
   ASSERT_TRUE(built.ok());
   auto s = open_session(built.value().training);
-  std::vector<onyx::runtime::Tensor> params;
-  std::vector<std::pair<std::string, const onyx::runtime::Tensor*>> in;
+  std::vector<onyx::Tensor> params;
+  std::vector<std::pair<std::string, const onyx::Tensor*>> in;
   for (const auto& p : built.value().initial_values) params.push_back(tensor_of(p));
   for (size_t k = 0; k < params.size(); ++k) in.push_back({built.value().parameters[k].name, &params[k]});
   auto out = s->run(in, {"unused_grad"});
@@ -122,8 +122,8 @@ TEST(TrainingModel, CrossEntropyInt32LabelsAndValue) {
   auto s = open_session(built.value().training);
   std::vector<double> xv = {1, 2, 3, 4};
   std::vector<int32_t> label = {2};
-  auto x = onyx::runtime::Tensor::from<double>(ONYX_DTYPE_FLOAT64, {1, 4}, xv);
-  auto t = onyx::runtime::Tensor::from<int32_t>(ONYX_DTYPE_INT32, {1}, label);
+  auto x = onyx::Tensor::from<double>(ONYX_DTYPE_FLOAT64, {1, 4}, xv);
+  auto t = onyx::Tensor::from<int32_t>(ONYX_DTYPE_INT32, {1}, label);
   auto w = tensor_of(built.value().initial_values[0]);
   auto b = tensor_of(built.value().initial_values[1]);
   auto out = s->run({{"x", &x}, {"labels", &t}, {"W", &w}, {"b", &b}});
