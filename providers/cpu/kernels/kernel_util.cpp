@@ -68,23 +68,6 @@ bool read_scalar(int32_t dtype, const void* data, double* out) {
   });
 }
 
-bool in_set(int32_t dtype, unsigned set) {
-  unsigned kind = 0;
-  switch (dtype) {
-    case ONYX_DTYPE_FLOAT32: case ONYX_DTYPE_FLOAT64: kind = kFloat; break;
-    case ONYX_DTYPE_INT8: case ONYX_DTYPE_INT16: case ONYX_DTYPE_INT32: case ONYX_DTYPE_INT64:
-      kind = kSigned;
-      break;
-    case ONYX_DTYPE_UINT8: case ONYX_DTYPE_UINT16: case ONYX_DTYPE_UINT32: case ONYX_DTYPE_UINT64:
-      kind = kUnsigned;
-      break;
-    case ONYX_DTYPE_BOOL: kind = kBool; break;
-    default: break;
-  }
-  if (dtype == ONYX_DTYPE_FLOAT16 || dtype == ONYX_DTYPE_BFLOAT16) kind = kHalf;
-  return (kind & set) != 0;
-}
-
 float half_to_float(uint16_t bits) {
   uint32_t sign = uint32_t(bits & 0x8000) << 16;
   uint32_t exponent = (bits >> 10) & 0x1F, mantissa = bits & 0x3FF;
@@ -211,6 +194,26 @@ std::vector<int64_t> strides_of(std::span<const int64_t> dims) {
   std::vector<int64_t> s(dims.size(), 1);
   for (size_t k = dims.size(); k-- > 1;) s[k - 1] = s[k] * dims[k];
   return s;
+}
+
+void split_at(std::span<const int64_t> dims, int64_t axis, int64_t* outer, int64_t* n, int64_t* inner) {
+  *outer = *n = *inner = 1;
+  for (int64_t d = 0; d < int64_t(dims.size()); ++d)
+    (d < axis ? *outer : d == axis ? *n : *inner) *= dims[size_t(d)];
+}
+
+int64_t row_major_index(const std::vector<int64_t>& pos, const std::vector<int64_t>& dims) {
+  int64_t i = 0;
+  for (size_t d = 0; d < dims.size(); ++d) i = i * dims[d] + pos[d];
+  return i;
+}
+
+bool next_row_major(std::vector<int64_t>& pos, const std::vector<int64_t>& dims) {
+  for (size_t d = dims.size(); d-- > 0;) {
+    if (++pos[d] < dims[d]) return true;
+    pos[d] = 0;
+  }
+  return false;
 }
 
 }  // namespace onyx::cpu::util

@@ -40,13 +40,20 @@ bool read_ints(const sdk::ConstantTensor& t, std::vector<int64_t>* out);
 // Clip's min/max, Pad's constant value); false for non-numeric types.
 bool read_scalar(int32_t dtype, const void* data, double* out);
 
-// Sets of element types, combined with |.
+// Sets of element types, combined with |: bit d stands for ONYX_DTYPE d, so
+// a set can name single types (type_bit) as well as the families below.
+constexpr unsigned type_bit(int32_t dtype) {
+  return dtype > 0 && dtype < 32 ? 1u << unsigned(dtype) : 0u;
+}
 enum TypeSet : unsigned {
-  kFloat = 1,       // float32, float64
-  kSigned = 2,      // int8, int16, int32, int64
-  kUnsigned = 4,    // uint8, uint16, uint32, uint64
-  kBool = 8,
-  kHalf = 16,       // float16, bfloat16: kernels that list it compute in float32
+  kFloat = type_bit(ONYX_DTYPE_FLOAT32) | type_bit(ONYX_DTYPE_FLOAT64),
+  kSigned = type_bit(ONYX_DTYPE_INT8) | type_bit(ONYX_DTYPE_INT16) | type_bit(ONYX_DTYPE_INT32) |
+            type_bit(ONYX_DTYPE_INT64),
+  kUnsigned = type_bit(ONYX_DTYPE_UINT8) | type_bit(ONYX_DTYPE_UINT16) |
+              type_bit(ONYX_DTYPE_UINT32) | type_bit(ONYX_DTYPE_UINT64),
+  kBool = type_bit(ONYX_DTYPE_BOOL),
+  // float16, bfloat16: kernels that list it compute in float32
+  kHalf = type_bit(ONYX_DTYPE_FLOAT16) | type_bit(ONYX_DTYPE_BFLOAT16),
   kInt = kSigned | kUnsigned,
   kNumeric = kFloat | kInt,
 };
@@ -78,12 +85,13 @@ void floats_to_halves(int32_t dtype, const float* in, uint16_t* out, size_t n);
 // first min_inputs are present, else the reason.
 std::string require_inputs(const sdk::NodeInfo& node, size_t min_inputs, size_t max_inputs);
 
-bool in_set(int32_t dtype, unsigned set);
+inline bool in_set(int32_t dtype, unsigned set) { return (set & type_bit(dtype)) != 0; }
 // "float32, float64, int32" for messages.
 std::string set_names(unsigned set);
 
 // "" when every present input in `inputs` (all inputs when empty) has a type
-// in `set`, else the reason naming the input and op.
+// in `set`, else the reason naming the input and op. The one type check of
+// the CPU kernels' supports() functions.
 std::string require_types(const sdk::NodeInfo& node, unsigned set,
                           std::initializer_list<size_t> inputs = {});
 // "" when the present inputs in `inputs` all have the type of the first one.
@@ -94,24 +102,24 @@ std::string require_same_type(const sdk::NodeInfo& node, std::initializer_list<s
 template <unsigned Set, typename Fn>
 bool visit(int32_t dtype, Fn&& fn) {
   switch (dtype) {
-#define ONYX_VISIT_CASE(DTYPE, TYPE, SET) \
-  case DTYPE:                             \
-    if constexpr ((Set & (SET)) != 0) {   \
-      fn(TYPE{});                         \
-      return true;                        \
-    }                                     \
+#define ONYX_VISIT_CASE(DTYPE, TYPE)           \
+  case DTYPE:                                  \
+    if constexpr ((Set & type_bit(DTYPE)) != 0) { \
+      fn(TYPE{});                              \
+      return true;                             \
+    }                                          \
     break;
-    ONYX_VISIT_CASE(ONYX_DTYPE_FLOAT32, float, kFloat)
-    ONYX_VISIT_CASE(ONYX_DTYPE_FLOAT64, double, kFloat)
-    ONYX_VISIT_CASE(ONYX_DTYPE_INT8, int8_t, kSigned)
-    ONYX_VISIT_CASE(ONYX_DTYPE_INT16, int16_t, kSigned)
-    ONYX_VISIT_CASE(ONYX_DTYPE_INT32, int32_t, kSigned)
-    ONYX_VISIT_CASE(ONYX_DTYPE_INT64, int64_t, kSigned)
-    ONYX_VISIT_CASE(ONYX_DTYPE_UINT8, uint8_t, kUnsigned)
-    ONYX_VISIT_CASE(ONYX_DTYPE_UINT16, uint16_t, kUnsigned)
-    ONYX_VISIT_CASE(ONYX_DTYPE_UINT32, uint32_t, kUnsigned)
-    ONYX_VISIT_CASE(ONYX_DTYPE_UINT64, uint64_t, kUnsigned)
-    ONYX_VISIT_CASE(ONYX_DTYPE_BOOL, bool, kBool)
+    ONYX_VISIT_CASE(ONYX_DTYPE_FLOAT32, float)
+    ONYX_VISIT_CASE(ONYX_DTYPE_FLOAT64, double)
+    ONYX_VISIT_CASE(ONYX_DTYPE_INT8, int8_t)
+    ONYX_VISIT_CASE(ONYX_DTYPE_INT16, int16_t)
+    ONYX_VISIT_CASE(ONYX_DTYPE_INT32, int32_t)
+    ONYX_VISIT_CASE(ONYX_DTYPE_INT64, int64_t)
+    ONYX_VISIT_CASE(ONYX_DTYPE_UINT8, uint8_t)
+    ONYX_VISIT_CASE(ONYX_DTYPE_UINT16, uint16_t)
+    ONYX_VISIT_CASE(ONYX_DTYPE_UINT32, uint32_t)
+    ONYX_VISIT_CASE(ONYX_DTYPE_UINT64, uint64_t)
+    ONYX_VISIT_CASE(ONYX_DTYPE_BOOL, bool)
 #undef ONYX_VISIT_CASE
     default:
       break;
@@ -152,5 +160,15 @@ using wrapping_t = typename Wrapping<T>::type;
 
 // Row-major strides (in elements) of `dims`.
 std::vector<int64_t> strides_of(std::span<const int64_t> dims);
+
+// Splits dims at `axis` into the sizes before it, of it and after it.
+void split_at(std::span<const int64_t> dims, int64_t axis, int64_t* outer, int64_t* n,
+              int64_t* inner);
+
+// Row-major index of position `pos` in `dims`.
+int64_t row_major_index(const std::vector<int64_t>& pos, const std::vector<int64_t>& dims);
+
+// Advances `pos` through `dims` in row-major order; false after the last.
+bool next_row_major(std::vector<int64_t>& pos, const std::vector<int64_t>& dims);
 
 }  // namespace onyx::cpu::util

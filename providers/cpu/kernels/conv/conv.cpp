@@ -1,0 +1,358 @@
+// conv.cpp: Conv and ConvTranspose for float32 and float64 (Conv also
+// float16/bfloat16, widened to float32), 1-D to 3-D, with groups, pads,
+// strides, dilations and auto_pad.
+//
+// Conv: per (image, group), im2col of the input into a [C/group * K, cols]
+// matrix (in chunks of output lines to bound the scratch memory), then one
+// GEMM with the group's weights [M/group, C/group * K]. A 1x1, stride-1,
+// unpadded Conv is a plain GEMM on the input. Depthwise Convs (one input
+// channel per group) run a direct loop: a GEMM with one row is a poor fit.
+// ConvTranspose: per (image, group), one GEMM W_g^T x X_g gives every
+// (output channel, tap) contribution, which col2im adds into the output.
+//
+// float32 runs on the provider's blocked SGEMM, float64 on the plain DGEMM
+// (gemm/gemm.h). im2col / col2im and the work split: conv_lowering.h.
+#include "kernels/conv/conv_lowering.h"
+#include "kernels/registry.h"
+
+namespace onyx::cpu {
+namespace {
+
+using namespace conv_lowering;
+
+// Common input checks; fills the channel counts.
+struct Channels {
+  int64_t n = 0, c = 0, m = 0, group = 1;
+};
+
+class ConvBase : public sdk::Kernel {
+ protected:
+  explicit ConvBase(const sdk::NodeInfo& node)
+      : label_(nn::node_label(node)),
+        attrs_(nn::WindowAttrs::read(node)),
+        group_(node.get_int("group", 1)) {}
+
+  // X [N, C, ...], W [M, C/group, k...] (Conv) or [C, M/group, k...]
+  // (ConvTranspose), B [M].
+  OnyxStatus* check_inputs(const sdk::Tensor& x, const sdk::Tensor& w,
+                           const std::optional<sdk::Tensor>& b, bool transposed,
+                           Channels* ch) const {
+    if (x.rank() < 3 || x.rank() > 5)
+      return nn::fail(label_, "input 0 (X) must be N x C x D1 [x D2 [x D3]], got shape %s",
+                      nn::dims_str(x.dims).c_str());
+    if (w.rank() != x.rank())
+      return nn::fail(label_, "input 1 (W) has shape %s; expected rank %zu like X %s",
+                      nn::dims_str(w.dims).c_str(), x.rank(), nn::dims_str(x.dims).c_str());
+    ch->n = x.dim(0);
+    ch->c = x.dim(1);
+    ch->group = group_;
+    int64_t w_in = transposed ? w.dim(0) : w.dim(1) * group_;
+    ch->m = transposed ? w.dim(1) * group_ : w.dim(0);
+    if (w_in != ch->c || ch->c % group_ || ch->m % group_)
+      return nn::fail(label_, "X %s and W %s do not match with group %lld (W must be %s)",
+                      nn::dims_str(x.dims).c_str(), nn::dims_str(w.dims).c_str(), (long long)group_,
+                      transposed ? "C x M/group x k..." : "M x C/group x k...");
+    std::span<const int64_t> kernel = w.dims.subspan(2);
+    if (!attrs_.kernel_shape.empty() &&
+        !std::equal(kernel.begin(), kernel.end(), attrs_.kernel_shape.begin(),
+                    attrs_.kernel_shape.end()))
+      return nn::fail(label_, "kernel_shape %s does not match W %s",
+                      nn::dims_str(attrs_.kernel_shape).c_str(), nn::dims_str(w.dims).c_str());
+    for (int64_t k : kernel)
+      if (k < 1)
+        return nn::fail(label_, "input 1 (W) has an empty kernel: %s",
+                        nn::dims_str(w.dims).c_str());
+    if (b && (b->rank() != 1 || b->dim(0) != ch->m))
+      return nn::fail(label_, "input 2 (B) has shape %s; expected [%lld]",
+                      nn::dims_str(b->dims).c_str(), (long long)ch->m);
+    return nullptr;
+  }
+
+  // Writes the bias (or 0) into every output plane.
+  template <typename T>
+  static void fill_bias(sdk::ComputeContext& ctx, T* y, const Channels& ch, int64_t plane,
+                        const std::optional<sdk::Tensor>& b) {
+    ctx.parallel_for(size_t(ch.n * ch.m), nn::grain_for(double(plane)), [&](size_t lo, size_t hi) {
+      for (size_t p = lo; p < hi; ++p)
+        std::fill(y + int64_t(p) * plane, y + int64_t(p + 1) * plane,
+                  b ? b->data<T>()[int64_t(p) % ch.m] : T(0));
+    });
+  }
+
+  std::string label_;
+  nn::WindowAttrs attrs_;
+  int64_t group_;
+};
+
+class ConvKernel final : public ConvBase {
+ public:
+  explicit ConvKernel(const sdk::NodeInfo& node) : ConvBase(node) {}
+
+  OnyxStatus* compute(sdk::ComputeContext& ctx) override {
+    sdk::Tensor x = ctx.in(0), w = ctx.in(1), y;
+    std::optional<sdk::Tensor> b = ctx.input(2);
+    Channels ch;
+    ONYX_SDK_RETURN_IF_ERROR(check_inputs(x, w, b, false, &ch));
+    std::vector<nn::WindowDim> win;
+    std::vector<int64_t> in(x.dims.begin() + 2, x.dims.end());
+    if (std::string e = nn::resolve_forward(attrs_, in, w.dims.subspan(2), &win); !e.empty())
+      return nn::fail(label_, "X %s, W %s: %s", nn::dims_str(x.dims).c_str(),
+                      nn::dims_str(w.dims).c_str(), e.c_str());
+    std::vector<int64_t> y_dims = {ch.n, ch.m};
+    for (const nn::WindowDim& d : win) y_dims.push_back(d.out);
+    ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, x.dtype, y_dims, &y));
+    if (y.size() == 0) return nullptr;
+    nn::lift_to_3d(&win);
+    if (x.dtype == ONYX_DTYPE_FLOAT64) return run<double>(ctx, x, w, b, ch, win, y);
+    if (!util::is_half(x.dtype)) return run<float>(ctx, x, w, b, ch, win, y);
+    // float16/bfloat16: widened to float32, convolved, rounded back.
+    std::vector<float> xf(size_t(x.size())), wf(size_t(w.size())), bf(b ? size_t(b->size()) : 0), yf(size_t(y.size()));
+    util::halves_to_floats(x.dtype, x.data<uint16_t>(), xf.data(), xf.size());
+    util::halves_to_floats(w.dtype, w.data<uint16_t>(), wf.data(), wf.size());
+    if (b) util::halves_to_floats(b->dtype, b->data<uint16_t>(), bf.data(), bf.size());
+    sdk::Tensor x32 = x, w32 = w, y32 = y;
+    x32.raw = xf.data(), w32.raw = wf.data(), y32.raw = yf.data();
+    x32.dtype = w32.dtype = y32.dtype = ONYX_DTYPE_FLOAT32;
+    std::optional<sdk::Tensor> b32 = b;
+    if (b32) b32->raw = bf.data(), b32->dtype = ONYX_DTYPE_FLOAT32;
+    ONYX_SDK_RETURN_IF_ERROR(run<float>(ctx, x32, w32, b32, ch, win, y32));
+    util::floats_to_halves(y.dtype, yf.data(), y.data<uint16_t>(), yf.size());
+    return nullptr;
+  }
+
+ private:
+  template <typename T>
+  OnyxStatus* run(sdk::ComputeContext& ctx, const sdk::Tensor& x, const sdk::Tensor& w,
+                  const std::optional<sdk::Tensor>& b, const Channels& ch,
+                  const std::vector<nn::WindowDim>& win, const sdk::Tensor& y) {
+    if (ch.group > 1 && ch.c == ch.group) return depthwise<T>(ctx, x, w, b, ch, win, y);
+    return im2col_gemm<T>(ctx, x, w, b, ch, win, y);
+  }
+
+  template <typename T>
+  OnyxStatus* im2col_gemm(sdk::ComputeContext& ctx, const sdk::Tensor& x, const sdk::Tensor& w,
+                          const std::optional<sdk::Tensor>& b, const Channels& ch,
+                          const std::vector<nn::WindowDim>& win, const sdk::Tensor& y) {
+    const int64_t cg = ch.c / ch.group, mg = ch.m / ch.group, rows = cg * kernel_volume(win);
+    const int64_t in_plane = in_volume(win), out_plane = out_volume(win);
+    const int64_t width = win[2].out, lines = win[0].out * win[1].out;
+    bool pointwise = true;  // 1x1, stride 1, no pad: the input already is the column matrix
+    for (const nn::WindowDim& d : win)
+      pointwise &= d.kernel == 1 && d.stride == 1 && d.pad_begin == 0 && d.pad_end == 0;
+    const int64_t items = ch.n * ch.group;
+    const int64_t chunk =
+        pointwise ? lines : lines_per_chunk<T>(ctx, items, rows, width, lines);
+    if (b) fill_bias(ctx, y.data<T>(), ch, out_plane, b);
+    const T beta = b ? T(1) : T(0);  // accumulate onto the bias
+    auto run_item = [&](int64_t item, Worker<T>& worker) {
+      int64_t n = item / ch.group, g = item % ch.group;
+      const T* xg = x.data<T>() + (n * ch.c + g * cg) * in_plane;
+      const T* wg = w.data<T>() + g * mg * rows;
+      T* yg = y.data<T>() + (n * ch.m + g * mg) * out_plane;
+      if (pointwise) {
+        gemm(false, false, mg, out_plane, cg, wg, rows, xg, in_plane, beta, yg, out_plane,
+             worker.gemm);
+        return;
+      }
+      for (int64_t l0 = 0; l0 < lines; l0 += chunk) {
+        int64_t l1 = std::min(lines, l0 + chunk), cols = (l1 - l0) * width;
+        im2col(xg, cg, win, l0, l1, worker.scratch, worker);
+        gemm(false, false, mg, cols, rows, wg, rows, worker.scratch, cols, beta, yg + l0 * width,
+             out_plane, worker.gemm);
+      }
+    };
+    return for_each_item<T>(ctx, items, pointwise ? 0 : rows * chunk * width, run_item);
+  }
+
+  // One input channel per group: y[n, m] = B[m] + sum over taps of
+  // W[m, 0, tap] * x[n, m / (M/group)] under the tap. Each tap adds a
+  // scaled input row segment into the output row: contiguous (and
+  // vectorizable) for stride 1, with no bounds checks in the inner loop.
+  template <typename T>
+  OnyxStatus* depthwise(sdk::ComputeContext& ctx, const sdk::Tensor& x, const sdk::Tensor& w,
+                        const std::optional<sdk::Tensor>& b, const Channels& ch,
+                        const std::vector<nn::WindowDim>& win, const sdk::Tensor& y) {
+    const nn::WindowDim &D = win[0], &H = win[1], &W = win[2];
+    // Taps of each output d and h inside the input; output columns of each kw.
+    std::vector<nn::IndexRange> d_taps, h_taps, w_cols;
+    for (int64_t o = 0; o < D.out; ++o)
+      d_taps.push_back(nn::index_range(o * D.stride - D.pad_begin, D.dilation, D.kernel, 0, D.in));
+    for (int64_t o = 0; o < H.out; ++o)
+      h_taps.push_back(nn::index_range(o * H.stride - H.pad_begin, H.dilation, H.kernel, 0, H.in));
+    for (int64_t kw = 0; kw < W.kernel; ++kw)
+      w_cols.push_back(nn::index_range(kw * W.dilation - W.pad_begin, W.stride, W.out, 0, W.in));
+    const int64_t mg = ch.m / ch.group, in_plane = in_volume(win), out_plane = out_volume(win);
+    const int64_t k = kernel_volume(win);
+    ctx.parallel_for(
+        size_t(ch.n * ch.m), nn::grain_for(double(out_plane * k)), [&](size_t lo, size_t hi) {
+          for (size_t p = lo; p < hi; ++p) {
+            int64_t n = int64_t(p) / ch.m, m = int64_t(p) % ch.m;
+            const T* xp = x.data<T>() + (n * ch.c + m / mg) * in_plane;
+            const T* wm = w.data<T>() + m * k;
+            T* yrow = y.data<T>() + int64_t(p) * out_plane;
+            T bias = b ? b->data<T>()[m] : T(0);
+            for (int64_t od = 0; od < D.out; ++od)
+              for (int64_t oh = 0; oh < H.out; ++oh, yrow += W.out) {
+                std::fill(yrow, yrow + W.out, bias);
+                int64_t d0 = od * D.stride - D.pad_begin, h0 = oh * H.stride - H.pad_begin;
+                for (int64_t kd = d_taps[size_t(od)].first; kd < d_taps[size_t(od)].last; ++kd)
+                  for (int64_t kh = h_taps[size_t(oh)].first; kh < h_taps[size_t(oh)].last; ++kh) {
+                    const T* xrow =
+                        xp + ((d0 + kd * D.dilation) * H.in + h0 + kh * H.dilation) * W.in;
+                    const T* wrow = wm + (kd * H.kernel + kh) * W.kernel;
+                    for (int64_t kw = 0; kw < W.kernel; ++kw) {
+                      const T wv = wrow[kw];
+                      const int64_t off = kw * W.dilation - W.pad_begin;
+                      const nn::IndexRange& cols = w_cols[size_t(kw)];
+                      if (W.stride == 1)
+                        for (int64_t ow = cols.first; ow < cols.last; ++ow)
+                          yrow[ow] += wv * xrow[ow + off];
+                      else
+                        for (int64_t ow = cols.first; ow < cols.last; ++ow)
+                          yrow[ow] += wv * xrow[ow * W.stride + off];
+                    }
+                  }
+              }
+          }
+        });
+    return nullptr;
+  }
+};
+
+class ConvTransposeKernel final : public ConvBase {
+ public:
+  explicit ConvTransposeKernel(const sdk::NodeInfo& node)
+      : ConvBase(node),
+        output_padding_(node.get_ints("output_padding")),
+        output_shape_(node.get_ints("output_shape")) {}
+
+  OnyxStatus* compute(sdk::ComputeContext& ctx) override {
+    sdk::Tensor x = ctx.in(0), w = ctx.in(1), y;
+    std::optional<sdk::Tensor> b = ctx.input(2);
+    Channels ch;
+    ONYX_SDK_RETURN_IF_ERROR(check_inputs(x, w, b, true, &ch));
+    std::vector<nn::WindowDim> win;
+    if (std::string e = resolve(x.dims.subspan(2), w.dims.subspan(2), &win); !e.empty())
+      return nn::fail(label_, "X %s, W %s: %s", nn::dims_str(x.dims).c_str(),
+                      nn::dims_str(w.dims).c_str(), e.c_str());
+    std::vector<int64_t> y_dims = {ch.n, ch.m};
+    for (const nn::WindowDim& d : win) y_dims.push_back(d.out);
+    ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, x.dtype, y_dims, &y));
+    if (y.size() == 0) return nullptr;
+    nn::lift_to_3d(&win);
+    if (x.dtype == ONYX_DTYPE_FLOAT64) return run<double>(ctx, x, w, b, ch, win, y);
+    return run<float>(ctx, x, w, b, ch, win, y);
+  }
+
+ private:
+  template <typename T>
+  OnyxStatus* run(sdk::ComputeContext& ctx, const sdk::Tensor& x, const sdk::Tensor& w,
+                  const std::optional<sdk::Tensor>& b, const Channels& ch,
+                  const std::vector<nn::WindowDim>& win, const sdk::Tensor& y) {
+    const int64_t cg = ch.c / ch.group, mg = ch.m / ch.group, rows = mg * kernel_volume(win);
+    const int64_t in_plane = in_volume(win), out_plane = out_volume(win);
+    const int64_t width = win[2].in, lines = win[0].in * win[1].in, items = ch.n * ch.group;
+    const int64_t chunk = lines_per_chunk<T>(ctx, items, rows, width, lines);
+    fill_bias(ctx, y.data<T>(), ch, out_plane, b);
+    return for_each_item<T>(ctx, items, rows * chunk * width, [&](int64_t item, Worker<T>& worker) {
+      int64_t n = item / ch.group, g = item % ch.group;
+      const T* xg = x.data<T>() + (n * ch.c + g * cg) * in_plane;
+      const T* wg = w.data<T>() + g * cg * rows;
+      T* yg = y.data<T>() + (n * ch.m + g * mg) * out_plane;
+      for (int64_t l0 = 0; l0 < lines; l0 += chunk) {
+        int64_t l1 = std::min(lines, l0 + chunk), cols = (l1 - l0) * width;
+        // col[(m, tap), position] = sum over c of W[c, m, tap] * x[c, position]
+        gemm(true, false, rows, cols, cg, wg, rows, xg + l0 * width, in_plane, T(0),
+             worker.scratch, cols, worker.gemm);
+        col2im(worker.scratch, mg, win, l0, l1, yg, worker);
+      }
+    });
+  }
+
+  // Output size and pads: out = stride * (in - 1) + output_padding +
+  // extent - pads. With output_shape (or SAME_*: out = in * stride) the
+  // pads are derived: the odd one goes at the end for SAME_UPPER, at the
+  // beginning otherwise (ONNX spec), and may be negative.
+  std::string resolve(std::span<const int64_t> in, std::span<const int64_t> kernel,
+                      std::vector<nn::WindowDim>* dims) const {
+    size_t n = in.size();
+    if (std::string e = attrs_.check(n); !e.empty()) return e;
+    std::vector<int64_t> shape = output_shape_;
+    if (shape.size() == n + 2) shape.erase(shape.begin(), shape.begin() + 2);  // N, C given too
+    if (!shape.empty() && shape.size() != n)
+      return "output_shape " + nn::dims_str(output_shape_) + " does not have " + std::to_string(n) +
+             " spatial dims";
+    if (!output_padding_.empty() && output_padding_.size() != n)
+      return "output_padding " + nn::dims_str(output_padding_) + " does not have " +
+             std::to_string(n) + " entries";
+    bool same = attrs_.auto_pad == "SAME_UPPER" || attrs_.auto_pad == "SAME_LOWER";
+    dims->assign(n, nn::WindowDim{});
+    for (size_t i = 0; i < n; ++i) {
+      nn::WindowDim& d = (*dims)[i];
+      d.in = in[i];
+      d.kernel = kernel[i];
+      d.stride = attrs_.strides.empty() ? 1 : attrs_.strides[i];
+      d.dilation = attrs_.dilations.empty() ? 1 : attrs_.dilations[i];
+      int64_t full =
+          d.stride * (d.in - 1) + (output_padding_.empty() ? 0 : output_padding_[i]) + d.extent();
+      if (!shape.empty() || same) {
+        d.out = !shape.empty() ? shape[i] : d.in * d.stride;
+        int64_t total = full - d.out;
+        int64_t half = total >= 0 ? total / 2 : -((1 - total) / 2);  // floor(total / 2)
+        d.pad_begin = attrs_.auto_pad == "SAME_UPPER" ? half : total - half;
+        d.pad_end = total - d.pad_begin;
+      } else {
+        if (attrs_.auto_pad == "NOTSET" && !attrs_.pads.empty()) {
+          d.pad_begin = attrs_.pads[i];
+          d.pad_end = attrs_.pads[i + n];
+        }
+        d.out = full - d.pad_begin - d.pad_end;
+      }
+      if (d.out < 0 || d.in < 1)
+        return "spatial dim " + std::to_string(i) + " gives output size " + std::to_string(d.out);
+    }
+    return {};
+  }
+
+  std::vector<int64_t> output_padding_, output_shape_;
+};
+
+std::string check_conv_node(const sdk::NodeInfo& node, bool transposed) {
+  // float32 or float64; Conv also float16/bfloat16 (via float32). All
+  // inputs of one type.
+  bool half = !transposed && util::is_half(node.input_dtype(0));
+  if (!half)
+    if (std::string e = util::require_types(node, util::kFloat, {0}); !e.empty()) return e;
+  if (std::string e = util::require_same_type(node, {0, 1, 2}); !e.empty()) return e;
+  if (node.get_int("group", 1) < 1) return "group must be at least 1";
+  nn::WindowAttrs attrs = nn::WindowAttrs::read(node);
+  size_t spatial = attrs.kernel_shape.size();
+  if (spatial == 0 && node.inputs.size() > 1 && node.inputs[1].rank > 2)
+    spatial = size_t(node.inputs[1].rank - 2);
+  if (spatial > 3) return std::to_string(spatial) + " spatial dims; 1 to 3 are supported";
+  if (std::string e = attrs.check(spatial); !e.empty()) return e;
+  if (transposed)
+    for (int64_t p : node.get_ints("output_padding"))
+      if (p < 0) return "output_padding has a negative entry";
+  return {};
+}
+
+}  // namespace
+
+void register_conv_kernels(sdk::KernelRegistry& registry) {
+  sdk::KernelDef conv;
+  conv.op_type = "Conv";
+  conv.supports = [](const sdk::NodeInfo& node) { return check_conv_node(node, false); };
+  conv.create = [](const sdk::NodeInfo& node) { return std::make_unique<ConvKernel>(node); };
+  registry.add(std::move(conv));
+
+  sdk::KernelDef transposed;
+  transposed.op_type = "ConvTranspose";
+  transposed.supports = [](const sdk::NodeInfo& node) { return check_conv_node(node, true); };
+  transposed.create = [](const sdk::NodeInfo& node) {
+    return std::make_unique<ConvTransposeKernel>(node);
+  };
+  registry.add(std::move(transposed));
+}
+
+}  // namespace onyx::cpu

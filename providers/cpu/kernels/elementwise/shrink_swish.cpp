@@ -1,0 +1,68 @@
+// shrink_swish.cpp: Shrink (opset 9) and Swish (opset 24), element-wise maps
+// computed in double for every type (float16/bfloat16 included) through
+// narrow::load/store.
+#include <cmath>
+
+#include "kernels/kernel_util.h"
+#include "kernels/narrow_types.h"
+#include "kernels/registry.h"
+
+namespace onyx::cpu {
+namespace {
+
+// Element-wise maps computed in double: Shrink and Swish.
+class MapKernel final : public sdk::Kernel {
+ public:
+  using Fn = double (*)(double, double, double);
+  MapKernel(Fn fn, double a, double b) : fn_(fn), a_(a), b_(b) {}
+
+  OnyxStatus* compute(sdk::ComputeContext& ctx) override {
+    sdk::Tensor x = ctx.in(0), y;
+    ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, x.dtype, x.dims, &y));
+    for (int64_t i = 0; i < x.size(); ++i)
+      narrow::store(y.dtype, y.raw, i, fn_(narrow::load(x.dtype, x.raw, i), a_, b_), true);
+    return nullptr;
+  }
+  void output_memory(std::span<OnyxOutputMemoryInfo> out) const override {
+    if (out.empty()) return;
+    out[0].kind = ONYX_OUTPUT_MAY_OVERWRITE_INPUT;
+    out[0].input_index = 0;
+  }
+
+ private:
+  Fn fn_;
+  double a_, b_;
+};
+
+double shrink(double x, double lambd, double bias) { return x < -lambd ? x + bias : x > lambd ? x - bias : 0.0; }
+double swish(double x, double alpha, double) { return x / (1.0 + std::exp(-alpha * x)); }
+
+}  // namespace
+
+void register_shrink_swish_kernels(sdk::KernelRegistry& registry) {
+  sdk::KernelDef shrink_def;
+  shrink_def.op_type = "Shrink";
+  shrink_def.since_version = 9;
+  shrink_def.supports = [](const sdk::NodeInfo& n) {
+    std::string why = util::require_inputs(n, 1, 1);
+    return why.empty() ? util::require_types(n, util::kFloat | util::kHalf | util::kInt) : why;
+  };
+  shrink_def.create = [](const sdk::NodeInfo& n) {
+    return std::make_unique<MapKernel>(&shrink, n.get_float("lambd", 0.5), n.get_float("bias", 0.0));
+  };
+  registry.add(std::move(shrink_def));
+
+  sdk::KernelDef swish_def;
+  swish_def.op_type = "Swish";
+  swish_def.since_version = 24;
+  swish_def.supports = [](const sdk::NodeInfo& n) {
+    std::string why = util::require_inputs(n, 1, 1);
+    return why.empty() ? util::require_types(n, util::kFloat | util::kHalf) : why;
+  };
+  swish_def.create = [](const sdk::NodeInfo& n) {
+    return std::make_unique<MapKernel>(&swish, n.get_float("alpha", 1.0), 0.0);
+  };
+  registry.add(std::move(swish_def));
+}
+
+}  // namespace onyx::cpu

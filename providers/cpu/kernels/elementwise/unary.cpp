@@ -1,0 +1,245 @@
+// unary.cpp: one-input element-wise ops (math, activations,
+// predicates). Each op is a functor run by UnaryKernel (elementwise.h);
+// float16/bfloat16 inputs of float ops are computed in float32.
+#include <cmath>
+#include <limits>
+
+#include "kernels/elementwise/elementwise.h"
+#include "kernels/registry.h"
+
+namespace onyx::cpu::ew {
+namespace {
+
+using util::kBool;
+using util::kFloat;
+using util::kHalf;
+using util::kInt;
+using util::kNumeric;
+using util::kSigned;
+
+constexpr unsigned kFloats = kFloat | kHalf;
+
+// Two's complement negation without signed-overflow UB (INT_MIN stays INT_MIN).
+template <typename T>
+T wrapping_neg(T x) {
+  if constexpr (std::is_integral_v<T>) return T(std::make_unsigned_t<T>(0) - std::make_unsigned_t<T>(x));
+  else return -x;
+}
+
+// --- math --------------------------------------------------------------------
+#define ONYX_FLOAT_UNARY(NAME, EXPR)                       \
+  struct NAME {                                            \
+    static constexpr unsigned kTypes = kFloats;            \
+    template <typename T>                                  \
+    T operator()(T x) const {                              \
+      return EXPR;                                         \
+    }                                                      \
+  };
+ONYX_FLOAT_UNARY(Sqrt, std::sqrt(x))
+ONYX_FLOAT_UNARY(Exp, std::exp(x))
+ONYX_FLOAT_UNARY(Log, std::log(x))
+ONYX_FLOAT_UNARY(Reciprocal, T(1) / x)
+ONYX_FLOAT_UNARY(Tanh, std::tanh(x))
+ONYX_FLOAT_UNARY(Erf, std::erf(x))
+ONYX_FLOAT_UNARY(Floor, std::floor(x))
+ONYX_FLOAT_UNARY(Ceil, std::ceil(x))
+ONYX_FLOAT_UNARY(Round, std::nearbyint(x))  // default rounding mode: half to even
+ONYX_FLOAT_UNARY(Sin, std::sin(x))
+ONYX_FLOAT_UNARY(Cos, std::cos(x))
+ONYX_FLOAT_UNARY(Tan, std::tan(x))
+ONYX_FLOAT_UNARY(Asin, std::asin(x))
+ONYX_FLOAT_UNARY(Acos, std::acos(x))
+ONYX_FLOAT_UNARY(Atan, std::atan(x))
+ONYX_FLOAT_UNARY(Sinh, std::sinh(x))
+ONYX_FLOAT_UNARY(Cosh, std::cosh(x))
+ONYX_FLOAT_UNARY(Asinh, std::asinh(x))
+ONYX_FLOAT_UNARY(Acosh, std::acosh(x))
+ONYX_FLOAT_UNARY(Atanh, std::atanh(x))
+ONYX_FLOAT_UNARY(Softsign, x / (T(1) + std::fabs(x)))
+// Sigmoid and Softplus in forms that never overflow exp().
+ONYX_FLOAT_UNARY(Sigmoid, x >= T(0) ? T(1) / (T(1) + std::exp(-x)) : std::exp(x) / (T(1) + std::exp(x)))
+ONYX_FLOAT_UNARY(Softplus, x > T(0) ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)))
+ONYX_FLOAT_UNARY(Mish, x * std::tanh(x > T(0) ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x))))
+ONYX_FLOAT_UNARY(HardSwish, x * std::max(T(0), std::min(T(1), x / T(6) + T(0.5))))
+#undef ONYX_FLOAT_UNARY
+
+struct Neg {
+  static constexpr unsigned kTypes = kFloats | kSigned;
+  template <typename T>
+  T operator()(T x) const { return wrapping_neg(x); }
+};
+struct Abs {
+  static constexpr unsigned kTypes = kNumeric | kHalf;
+  template <typename T>
+  T operator()(T x) const {
+    if constexpr (std::is_unsigned_v<T>) return x;
+    else if constexpr (std::is_integral_v<T>) return x < 0 ? wrapping_neg(x) : x;
+    else return std::fabs(x);
+  }
+};
+struct Sign {
+  static constexpr unsigned kTypes = kNumeric | kHalf;
+  template <typename T>
+  T operator()(T x) const { return x > T(0) ? T(1) : x < T(0) ? T(-1) : x; }  // keeps 0, NaN
+};
+struct Relu {
+  static constexpr unsigned kTypes = kFloats | kSigned;
+  template <typename T>
+  T operator()(T x) const { return x < T(0) ? T(0) : x; }  // NaN passes through
+};
+struct Not {
+  static constexpr unsigned kTypes = kBool;
+  template <typename T>
+  bool operator()(T x) const { return !x; }
+};
+struct BitwiseNot {
+  static constexpr unsigned kTypes = kInt;
+  template <typename T>
+  T operator()(T x) const { return T(~x); }
+};
+struct IsNaN {
+  static constexpr unsigned kTypes = kFloats;
+  template <typename T>
+  bool operator()(T x) const { return std::isnan(x); }
+};
+struct IsInf {
+  explicit IsInf(const sdk::NodeInfo& node)
+      : negative(node.get_int("detect_negative", 1) != 0),
+        positive(node.get_int("detect_positive", 1) != 0) {}
+  static constexpr unsigned kTypes = kFloats;
+  template <typename T>
+  bool operator()(T x) const { return std::isinf(x) && (x > 0 ? positive : negative); }
+  bool negative, positive;
+};
+
+// --- activations with attributes ----------------------------------------------
+struct LeakyRelu {
+  explicit LeakyRelu(const sdk::NodeInfo& node) : alpha(node.get_float("alpha", 0.01)) {}
+  static constexpr unsigned kTypes = kFloats;
+  template <typename T>
+  T operator()(T x) const { return x < T(0) ? T(alpha) * x : x; }
+  double alpha;
+};
+struct ThresholdedRelu {
+  explicit ThresholdedRelu(const sdk::NodeInfo& node) : alpha(node.get_float("alpha", 1.0)) {}
+  static constexpr unsigned kTypes = kFloats;
+  template <typename T>
+  T operator()(T x) const { return x > T(alpha) ? x : T(0); }
+  double alpha;
+};
+struct Elu {
+  explicit Elu(const sdk::NodeInfo& node) : alpha(node.get_float("alpha", 1.0)) {}
+  static constexpr unsigned kTypes = kFloats;
+  template <typename T>
+  T operator()(T x) const { return x < T(0) ? T(alpha) * std::expm1(x) : x; }
+  double alpha;
+};
+struct Celu {
+  explicit Celu(const sdk::NodeInfo& node) : alpha(node.get_float("alpha", 1.0)) {}
+  static constexpr unsigned kTypes = kFloats;
+  template <typename T>
+  T operator()(T x) const { return x > T(0) ? x : T(alpha) * std::expm1(x / T(alpha)); }
+  double alpha;
+};
+struct Selu {
+  explicit Selu(const sdk::NodeInfo& node)
+      : alpha(node.get_float("alpha", 1.67326319217681884765625)),
+        gamma(node.get_float("gamma", 1.05070102214813232421875)) {}
+  static constexpr unsigned kTypes = kFloats;
+  template <typename T>
+  T operator()(T x) const {
+    return x > T(0) ? T(gamma) * x : T(gamma) * (T(alpha) * std::exp(x) - T(alpha));
+  }
+  double alpha, gamma;
+};
+struct HardSigmoid {
+  explicit HardSigmoid(const sdk::NodeInfo& node)
+      : alpha(node.get_float("alpha", 0.2)), beta(node.get_float("beta", 0.5)) {}
+  static constexpr unsigned kTypes = kFloats;
+  template <typename T>
+  T operator()(T x) const { return std::max(T(0), std::min(T(1), T(alpha) * x + T(beta))); }
+  double alpha, beta;
+};
+struct Gelu {
+  explicit Gelu(const sdk::NodeInfo& node) : tanh_form(node.get_string("approximate", "none") == "tanh") {}
+  static constexpr unsigned kTypes = kFloats;
+  template <typename T>
+  T operator()(T x) const {
+    if (tanh_form) {
+      const T k = T(0.7978845608028654);  // sqrt(2 / pi)
+      return T(0.5) * x * (T(1) + std::tanh(k * (x + T(0.044715) * x * x * x)));
+    }
+    return T(0.5) * x * (T(1) + std::erf(x * T(0.7071067811865476)));  // x / sqrt(2)
+  }
+  bool tanh_form;
+};
+
+std::string gelu_mode(const sdk::NodeInfo& node) {
+  std::string mode = node.get_string("approximate", "none");
+  return mode == "none" || mode == "tanh"
+             ? std::string()
+             : "Gelu: attribute approximate is '" + mode + "'; expected 'none' or 'tanh'";
+}
+
+template <typename Op>
+void add(sdk::KernelRegistry& registry, const char* op, int64_t since,
+         std::string (*extra)(const sdk::NodeInfo&) = nullptr) {
+  sdk::KernelDef def;
+  def.op_type = op;
+  def.since_version = since;
+  def.supports = [extra](const sdk::NodeInfo& node) {
+    std::string why = util::require_inputs(node, 1, 1);
+    if (why.empty()) why = util::require_types(node, Op::kTypes, {0});
+    if (why.empty() && extra) why = extra(node);
+    return why;
+  };
+  def.create = [](const sdk::NodeInfo& node) { return std::make_unique<UnaryKernel<Op>>(node); };
+  registry.add(std::move(def));
+}
+
+}  // namespace
+
+void register_unary_kernels(sdk::KernelRegistry& registry) {
+  add<Sqrt>(registry, "Sqrt", 1);
+  add<Exp>(registry, "Exp", 1);
+  add<Log>(registry, "Log", 1);
+  add<Neg>(registry, "Neg", 1);
+  add<Abs>(registry, "Abs", 1);
+  add<Reciprocal>(registry, "Reciprocal", 1);
+  add<Relu>(registry, "Relu", 1);
+  add<LeakyRelu>(registry, "LeakyRelu", 1);
+  add<Sigmoid>(registry, "Sigmoid", 1);
+  add<Tanh>(registry, "Tanh", 1);
+  add<Erf>(registry, "Erf", 9);
+  add<Gelu>(registry, "Gelu", 20, gelu_mode);
+  add<Not>(registry, "Not", 1);
+  add<Floor>(registry, "Floor", 1);
+  add<Ceil>(registry, "Ceil", 1);
+  add<Round>(registry, "Round", 11);
+  add<Sign>(registry, "Sign", 9);
+  add<Elu>(registry, "Elu", 1);
+  add<Selu>(registry, "Selu", 1);
+  add<HardSigmoid>(registry, "HardSigmoid", 1);
+  add<HardSwish>(registry, "HardSwish", 14);
+  add<Softplus>(registry, "Softplus", 1);
+  add<Softsign>(registry, "Softsign", 1);
+  add<Sin>(registry, "Sin", 7);
+  add<Cos>(registry, "Cos", 7);
+  add<Tan>(registry, "Tan", 7);
+  add<Asin>(registry, "Asin", 7);
+  add<Acos>(registry, "Acos", 7);
+  add<Atan>(registry, "Atan", 7);
+  add<Sinh>(registry, "Sinh", 9);
+  add<Cosh>(registry, "Cosh", 9);
+  add<Asinh>(registry, "Asinh", 9);
+  add<Acosh>(registry, "Acosh", 9);
+  add<Atanh>(registry, "Atanh", 9);
+  add<IsNaN>(registry, "IsNaN", 9);
+  add<IsInf>(registry, "IsInf", 10);
+  add<BitwiseNot>(registry, "BitwiseNot", 18);
+  add<ThresholdedRelu>(registry, "ThresholdedRelu", 10);
+  add<Celu>(registry, "Celu", 12);
+  add<Mish>(registry, "Mish", 18);
+}
+
+}  // namespace onyx::cpu::ew

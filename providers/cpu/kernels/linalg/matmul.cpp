@@ -1,0 +1,341 @@
+// matmul.cpp: MatMul and Gemm.
+//
+// float32 runs on the provider's SGEMM (gemm/gemm.h); a B that is a constant
+// initializer is packed once at kernel creation. float64 and the integer
+// types use a cache-friendly loop (row of C += a[i][k] * row k of B), integer
+// products wrapping like the two's-complement hardware does.
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <type_traits>
+
+#include "kernels/linalg/matmul_shape.h"
+#include "kernels/nn_util.h"
+#include "kernels/registry.h"
+
+namespace onyx::cpu {
+namespace {
+
+using linalg::matmul_shape;
+using linalg::MatMulShape;
+
+// ---------------------------------------------------------------------------
+// Loops for non-float32 types
+// ---------------------------------------------------------------------------
+
+// Signed overflow is undefined in C++: integers multiply as unsigned.
+template <typename T, bool = std::is_integral_v<T>>
+struct ArithOf {
+  using type = T;
+};
+template <typename T>
+struct ArithOf<T, true> {
+  using type = std::make_unsigned_t<T>;
+};
+template <typename T>
+using Arith = typename ArithOf<T>::type;
+
+// c[M x N] = alpha * op(a) * op(b) + c (c already holds the beta term).
+// Rows of C are split over the pool.
+template <typename T>
+void gemm_loop(sdk::ComputeContext& ctx, bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha,
+               const T* a, const T* b, T* c) {
+  const int64_t lda = ta ? m : k, ldb = tb ? k : n;
+  auto rows = [&](size_t lo, size_t hi) {
+    std::vector<Arith<T>> acc(static_cast<size_t>(n));
+    for (size_t i = lo; i < hi; ++i) {
+      std::fill(acc.begin(), acc.end(), Arith<T>(0));
+      for (int64_t p = 0; p < k; ++p) {
+        Arith<T> aip = Arith<T>(ta ? a[p * lda + int64_t(i)] : a[int64_t(i) * lda + p]);
+        if (tb)
+          for (int64_t j = 0; j < n; ++j) acc[size_t(j)] += aip * Arith<T>(b[j * ldb + p]);
+        else
+          for (int64_t j = 0; j < n; ++j) acc[size_t(j)] += aip * Arith<T>(b[p * ldb + j]);
+      }
+      T* ci = c + int64_t(i) * n;
+      for (int64_t j = 0; j < n; ++j) ci[j] = T(Arith<T>(ci[j]) + Arith<T>(alpha) * acc[size_t(j)]);
+    }
+  };
+  // (A fresh lambda: the SDK's parallel_for takes its body as an rvalue.)
+  ctx.parallel_for(size_t(m), nn::grain_for(double(n * k)),
+                   [&rows](size_t lo, size_t hi) { rows(lo, hi); });
+}
+
+std::string check_types(const sdk::NodeInfo& node, std::initializer_list<size_t> inputs) {
+  constexpr unsigned kTypes = util::kFloat | util::type_bit(ONYX_DTYPE_INT32) | util::type_bit(ONYX_DTYPE_INT64) |
+                              util::type_bit(ONYX_DTYPE_UINT32) | util::type_bit(ONYX_DTYPE_UINT64);
+  return util::require_types(node, kTypes, inputs);
+}
+
+// ---------------------------------------------------------------------------
+// MatMul
+// ---------------------------------------------------------------------------
+
+class MatMulKernel final : public sdk::Kernel {
+ public:
+  explicit MatMulKernel(const sdk::NodeInfo& node) : label_(nn::node_label(node)) {
+    // A constant float32 B with one matrix is packed once for all runs.
+    const sdk::ValueDesc& b = node.inputs[1];
+    if (b.constant && b.dtype == ONYX_DTYPE_FLOAT32 && b.constant->dims.size() <= 2 &&
+        !b.constant->dims.empty() && b.constant->size() > 0) {
+      const auto& d = b.constant->dims;
+      int64_t k = d[0], n = d.size() == 2 ? d[1] : 1;
+      packed_b_ = pack_b(false, k, n, b.constant->data<float>(), n);
+    }
+  }
+
+  OnyxStatus* compute(sdk::ComputeContext& ctx) override {
+    sdk::Tensor a = ctx.in(0), b = ctx.in(1), y;
+    if (a.dtype != b.dtype)
+      return nn::fail(label_, "inputs 0 and 1 differ in type (%s, %s)", sdk::dtype_name(a.dtype),
+                      sdk::dtype_name(b.dtype));
+    MatMulShape s;
+    if (std::string e = matmul_shape(a.dims, b.dims, &s); !e.empty())
+      return nn::fail(label_, "%s", e.c_str());
+    ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, a.dtype, s.y_dims, &y));
+    if (y.size() == 0) return nullptr;
+    switch (a.dtype) {
+      case ONYX_DTYPE_FLOAT32:
+        run_float(ctx, a, b, y, s);
+        break;
+      case ONYX_DTYPE_FLOAT64:
+        run_loop<double>(ctx, a, b, y, s);
+        break;
+      case ONYX_DTYPE_INT32:
+        run_loop<int32_t>(ctx, a, b, y, s);
+        break;
+      case ONYX_DTYPE_INT64:
+        run_loop<int64_t>(ctx, a, b, y, s);
+        break;
+      case ONYX_DTYPE_UINT32:
+        run_loop<uint32_t>(ctx, a, b, y, s);
+        break;
+      case ONYX_DTYPE_UINT64:
+        run_loop<uint64_t>(ctx, a, b, y, s);
+        break;
+      case ONYX_DTYPE_FLOAT16:
+      case ONYX_DTYPE_BFLOAT16:
+        run_half(ctx, a, b, y, s);
+        break;
+      default:
+        return nn::fail(label_, "unsupported type %s", sdk::dtype_name(a.dtype));
+    }
+    return nullptr;
+  }
+
+ private:
+  // float16/bfloat16: widened to float32, multiplied, rounded back.
+  void run_half(sdk::ComputeContext& ctx, const sdk::Tensor& a, const sdk::Tensor& b,
+                const sdk::Tensor& y, const MatMulShape& s) const {
+    std::vector<float> af(size_t(a.size())), bf(size_t(b.size())), yf(size_t(y.size()));
+    util::halves_to_floats(a.dtype, a.data<uint16_t>(), af.data(), af.size());
+    util::halves_to_floats(b.dtype, b.data<uint16_t>(), bf.data(), bf.size());
+    sdk::Tensor a32 = a, b32 = b, y32 = y;
+    a32.raw = af.data(), b32.raw = bf.data(), y32.raw = yf.data();
+    a32.dtype = b32.dtype = y32.dtype = ONYX_DTYPE_FLOAT32;
+    run_float(ctx, a32, b32, y32, s);
+    util::floats_to_halves(y.dtype, yf.data(), y.data<uint16_t>(), yf.size());
+  }
+
+  void run_float(sdk::ComputeContext& ctx, const sdk::Tensor& a, const sdk::Tensor& b,
+                 const sdk::Tensor& y, const MatMulShape& s) const {
+    const float *ad = a.data<float>(), *bd = b.data<float>();
+    float* yd = y.data<float>();
+    if (s.k == 0) {
+      std::fill(yd, yd + y.size(), 0.0f);
+      return;
+    }
+    if (s.fold_a) {  // one GEMM: [batch * M, K] x [K, N]
+      ParallelFor pf = nn::host_parallel_for(ctx);
+      if (uses_packed(s.k, s.n))
+        sgemm_packed(false, s.batch() * s.m, s.n, s.k, 1.0f, ad, s.k, *packed_b_, 0.0f, yd, s.n,
+                     pf);
+      else
+        sgemm(false, false, s.batch() * s.m, s.n, s.k, 1.0f, ad, s.k, bd, s.n, 0.0f, yd, s.n, pf);
+      return;
+    }
+    auto one = [&](int64_t t, const ParallelFor& pf) {
+      sgemm(false, false, s.m, s.n, s.k, 1.0f, ad + s.a_index[size_t(t)] * s.m * s.k, s.k,
+            bd + s.b_index[size_t(t)] * s.k * s.n, s.n, 0.0f, yd + t * s.m * s.n, s.n, pf);
+    };
+    // Many small matrices: one whole GEMM per task. Few: parallel inside each.
+    if (s.batch() >= int64_t(ctx.thread_count())) {
+      ParallelFor serial = nn::serial_parallel_for();
+      ctx.parallel_for(size_t(s.batch()), nn::grain_for(double(s.m * s.n * s.k), 1 << 18),
+                       [&](size_t lo, size_t hi) {
+                         for (size_t t = lo; t < hi; ++t) one(int64_t(t), serial);
+                       });
+    } else {
+      ParallelFor pf = nn::host_parallel_for(ctx);
+      for (int64_t t = 0; t < s.batch(); ++t) one(t, pf);
+    }
+  }
+
+  template <typename T>
+  static void run_loop(sdk::ComputeContext& ctx, const sdk::Tensor& a, const sdk::Tensor& b,
+                       const sdk::Tensor& y, const MatMulShape& s) {
+    std::fill(y.data<T>(), y.data<T>() + y.size(), T(0));
+    for (int64_t t = 0; t < s.batch(); ++t)
+      gemm_loop<T>(ctx, false, false, s.m, s.n, s.k, T(1),
+                   a.data<T>() + s.a_index[size_t(t)] * s.m * s.k,
+                   b.data<T>() + s.b_index[size_t(t)] * s.k * s.n, y.data<T>() + t * s.m * s.n);
+  }
+
+  bool uses_packed(int64_t k, int64_t n) const {
+    return packed_b_ && packed_b_k(*packed_b_) == k && packed_b_n(*packed_b_) == n;
+  }
+
+  std::string label_;
+  std::shared_ptr<PackedB> packed_b_;
+};
+
+// ---------------------------------------------------------------------------
+// Gemm: Y = alpha * op(A) * op(B) + beta * C, C broadcast to [M, N].
+// ---------------------------------------------------------------------------
+
+class GemmKernel final : public sdk::Kernel {
+ public:
+  explicit GemmKernel(const sdk::NodeInfo& node)
+      : label_(nn::node_label(node)),
+        trans_a_(node.get_int("transA", 0) != 0),
+        trans_b_(node.get_int("transB", 0) != 0),
+        alpha_(node.get_float("alpha", 1.0)),
+        beta_(node.get_float("beta", 1.0)),
+        // Before opset 7, C broadcasts only when the broadcast attribute says so.
+        c_must_match_(node.opset < 7 && node.get_int("broadcast", 0) == 0) {
+    const sdk::ValueDesc& b = node.inputs[1];
+    if (b.constant && b.dtype == ONYX_DTYPE_FLOAT32 && b.constant->dims.size() == 2 &&
+        b.constant->size() > 0) {
+      const auto& d = b.constant->dims;
+      int64_t k = trans_b_ ? d[1] : d[0], n = trans_b_ ? d[0] : d[1];
+      packed_b_ = pack_b(trans_b_, k, n, b.constant->data<float>(), d[1]);
+    }
+  }
+
+  OnyxStatus* compute(sdk::ComputeContext& ctx) override {
+    sdk::Tensor a = ctx.in(0), b = ctx.in(1), y;
+    std::optional<sdk::Tensor> c = ctx.input(2);
+    if (a.rank() != 2 || b.rank() != 2)
+      return nn::fail(label_, "inputs A %s and B %s must be matrices", nn::dims_str(a.dims).c_str(),
+                      nn::dims_str(b.dims).c_str());
+    if (a.dtype != b.dtype || (c && c->dtype != a.dtype))
+      return nn::fail(label_, "inputs differ in type");
+    int64_t m = trans_a_ ? a.dim(1) : a.dim(0), k = trans_a_ ? a.dim(0) : a.dim(1);
+    int64_t kb = trans_b_ ? b.dim(1) : b.dim(0), n = trans_b_ ? b.dim(0) : b.dim(1);
+    if (k != kb)
+      return nn::fail(label_, "inner dims differ: A %s (transA=%d) x B %s (transB=%d)",
+                      nn::dims_str(a.dims).c_str(), int(trans_a_), nn::dims_str(b.dims).c_str(),
+                      int(trans_b_));
+    if (c) ONYX_SDK_RETURN_IF_ERROR(check_c(*c, m, n));
+    const int64_t y_dims[] = {m, n};
+    ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, a.dtype, y_dims, &y));
+    if (y.size() == 0) return nullptr;
+    bool add_c = c && beta_ != 0;  // beta = 0 ignores C, as other runtimes do
+    switch (a.dtype) {
+      case ONYX_DTYPE_FLOAT32: {
+        if (add_c) fill_c<float>(*c, y, m, n);
+        if (k == 0) {  // an empty product: Y is beta * C (or 0)
+          if (!add_c) std::fill(y.data<float>(), y.data<float>() + y.size(), 0.0f);
+          break;
+        }
+        ParallelFor pf = nn::host_parallel_for(ctx);
+        float beta = add_c ? 1.0f : 0.0f;
+        if (uses_packed(k, n))
+          sgemm_packed(trans_a_, m, n, k, float(alpha_), a.data<float>(), a.dim(1), *packed_b_,
+                       beta, y.data<float>(), n, pf);
+        else
+          sgemm(trans_a_, trans_b_, m, n, k, float(alpha_), a.data<float>(), a.dim(1),
+                b.data<float>(), b.dim(1), beta, y.data<float>(), n, pf);
+        break;
+      }
+      case ONYX_DTYPE_FLOAT64:
+        run_loop<double>(ctx, a, b, c, y, m, n, k, add_c);
+        break;
+      case ONYX_DTYPE_INT32:
+        run_loop<int32_t>(ctx, a, b, c, y, m, n, k, add_c);
+        break;
+      case ONYX_DTYPE_INT64:
+        run_loop<int64_t>(ctx, a, b, c, y, m, n, k, add_c);
+        break;
+      case ONYX_DTYPE_UINT32:
+        run_loop<uint32_t>(ctx, a, b, c, y, m, n, k, add_c);
+        break;
+      case ONYX_DTYPE_UINT64:
+        run_loop<uint64_t>(ctx, a, b, c, y, m, n, k, add_c);
+        break;
+      default:
+        return nn::fail(label_, "unsupported type %s", sdk::dtype_name(a.dtype));
+    }
+    return nullptr;
+  }
+
+ private:
+  OnyxStatus* check_c(const sdk::Tensor& c, int64_t m, int64_t n) const {
+    const int64_t want[] = {m, n};
+    bool ok = c.rank() <= 2;
+    for (size_t i = 0; ok && i < c.rank(); ++i) {
+      int64_t d = c.dim(i), w = want[2 - c.rank() + i];
+      ok = d == w || (d == 1 && !c_must_match_);
+    }
+    if (ok && c_must_match_) ok = c.rank() == 2;
+    if (!ok)
+      return nn::fail(
+          label_, "input 2 (C) has shape %s; it must %s [%lld,%lld]", nn::dims_str(c.dims).c_str(),
+          c_must_match_ ? "equal (broadcast=0)" : "broadcast to", (long long)m, (long long)n);
+    return nullptr;
+  }
+
+  // y = beta * C broadcast to [M, N].
+  template <typename T>
+  void fill_c(const sdk::Tensor& c, const sdk::Tensor& y, int64_t m, int64_t n) const {
+    int64_t rows = c.rank() == 2 ? c.dim(0) : 1, cols = c.rank() >= 1 ? c.dim(c.rank() - 1) : 1;
+    const T* cd = c.data<T>();
+    T* yd = y.data<T>();
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        yd[i * n + j] = T(beta_ * double(cd[(rows == 1 ? 0 : i) * cols + (cols == 1 ? 0 : j)]));
+  }
+
+  template <typename T>
+  void run_loop(sdk::ComputeContext& ctx, const sdk::Tensor& a, const sdk::Tensor& b,
+                const std::optional<sdk::Tensor>& c, const sdk::Tensor& y, int64_t m, int64_t n,
+                int64_t k, bool add_c) const {
+    if (add_c)
+      fill_c<T>(*c, y, m, n);
+    else
+      std::fill(y.data<T>(), y.data<T>() + y.size(), T(0));
+    gemm_loop<T>(ctx, trans_a_, trans_b_, m, n, k, T(alpha_), a.data<T>(), b.data<T>(),
+                 y.data<T>());
+  }
+
+  std::string label_;
+  bool trans_a_, trans_b_;
+  double alpha_, beta_;
+  bool c_must_match_;
+  std::shared_ptr<PackedB> packed_b_;
+
+  bool uses_packed(int64_t k, int64_t n) const {
+    return packed_b_ && packed_b_k(*packed_b_) == k && packed_b_n(*packed_b_) == n;
+  }
+};
+
+}  // namespace
+
+void register_matmul_kernels(sdk::KernelRegistry& registry) {
+  sdk::KernelDef matmul;
+  matmul.op_type = "MatMul";
+  matmul.supports = [](const sdk::NodeInfo& node) {
+    if (util::is_half(node.input_dtype(0)) && node.input_dtype(1) == node.input_dtype(0)) return std::string();
+    return check_types(node, {0, 1});
+  };
+  matmul.create = [](const sdk::NodeInfo& node) { return std::make_unique<MatMulKernel>(node); };
+  registry.add(std::move(matmul));
+
+  sdk::KernelDef gemm;
+  gemm.op_type = "Gemm";
+  gemm.supports = [](const sdk::NodeInfo& node) { return check_types(node, {0, 1, 2}); };
+  gemm.create = [](const sdk::NodeInfo& node) { return std::make_unique<GemmKernel>(node); };
+  registry.add(std::move(gemm));
+}
+
+}  // namespace onyx::cpu

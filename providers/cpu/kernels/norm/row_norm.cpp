@@ -1,0 +1,248 @@
+// row_norm.cpp: LayerNormalization, InstanceNormalization and
+// GroupNormalization (float32, float64): rows of contiguous elements, each
+// normalized with its own statistics, then scaled per channel or element.
+//
+// Statistics are accumulated in double with two passes (mean, then the mean
+// of squared deviations), which keeps the variance accurate when the mean is
+// large compared with the spread.
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+#include "kernels/norm/norm_util.h"
+#include "kernels/registry.h"
+
+namespace onyx::cpu {
+namespace {
+
+struct Moments {
+  double mean = 0, var = 0;  // population variance
+};
+
+template <typename T>
+Moments moments(const T* x, int64_t n) {
+  Moments m;
+  if (n == 0) return m;
+  double sum = 0;
+  for (int64_t k = 0; k < n; ++k) sum += double(x[k]);
+  m.mean = sum / double(n);
+  double sq = 0;
+  for (int64_t k = 0; k < n; ++k) {
+    double d = double(x[k]) - m.mean;
+    sq += d * d;
+  }
+  m.var = sq / double(n);
+  return m;
+}
+
+enum class RowNormKind { kLayer, kInstance, kGroup };
+
+class RowNormKernel final : public sdk::Kernel {
+ public:
+  RowNormKernel(const sdk::NodeInfo& node, RowNormKind kind)
+      : label_(nn::node_label(node)),
+        kind_(kind),
+        epsilon_(node.get_float("epsilon", 1e-5)),
+        axis_(node.get_int("axis", -1)),
+        groups_(node.get_int("num_groups", 1)),
+        per_group_affine_(kind == RowNormKind::kGroup && node.opset < 21) {
+    for (size_t k = 1; k < 3 && k < node.outputs.size(); ++k) {
+      want_stats_[k - 1] = node.outputs[k].present;
+      stats_dtype_[k - 1] =
+          node.outputs[k].dtype ? node.outputs[k].dtype : int32_t(node.get_int("stash_type", 1));
+    }
+  }
+
+  // A row's statistics come before its writes; rows are disjoint.
+  void output_memory(std::span<OnyxOutputMemoryInfo> out) const override {
+    nn::output0_may_overwrite_input0(out);
+  }
+
+  OnyxStatus* compute(sdk::ComputeContext& ctx) override {
+    sdk::Tensor x = ctx.in(0);
+    int64_t rows = 0, n = 0, channels_per_row = 1;
+    ONYX_SDK_RETURN_IF_ERROR(layout(x, &rows, &n, &channels_per_row));
+    // Expanded per-element (layer) or per-channel (instance, group) affine.
+    std::vector<double> scale, bias;
+    ONYX_SDK_RETURN_IF_ERROR(read_affine(ctx, x, n, &scale, &bias));
+
+    sdk::Tensor y, stats[2];
+    ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, x.dtype, x.dims, &y));
+    if (kind_ == RowNormKind::kLayer) {
+      int64_t axis = 0;
+      nn::normalize_axis(axis_, int64_t(x.rank()), &axis);
+      std::vector<int64_t> stat_dims = x.shape();
+      std::fill(stat_dims.begin() + axis, stat_dims.end(), 1);
+      for (size_t k = 0; k < 2; ++k)
+        if (want_stats_[k])
+          ONYX_SDK_RETURN_IF_ERROR(ctx.output(k + 1, stats_dtype_[k], stat_dims, &stats[k]));
+    }
+    if (x.size() == 0) return nullptr;
+    const int64_t seg = n / channels_per_row;  // elements sharing one affine pair
+    ctx.parallel_for(size_t(rows), nn::grain_for(double(n) * 3), [&](size_t lo, size_t hi) {
+      for (size_t r = lo; r < hi; ++r) {
+        if (x.dtype == ONYX_DTYPE_FLOAT64)
+          row<double>(x, y, stats, int64_t(r), n, seg, scale, bias);
+        else
+          row<float>(x, y, stats, int64_t(r), n, seg, scale, bias);
+      }
+    });
+    return nullptr;
+  }
+
+ private:
+  // rows x n elements; each row covers `channels_per_row` affine channels.
+  OnyxStatus* layout(const sdk::Tensor& x, int64_t* rows, int64_t* n, int64_t* cpr) const {
+    int64_t rank = int64_t(x.rank());
+    if (kind_ == RowNormKind::kLayer) {
+      int64_t axis = 0;
+      if (!nn::normalize_axis(axis_, rank, &axis))
+        return nn::fail(label_, "axis %lld is out of range for input 0 of rank %lld",
+                        (long long)axis_, (long long)rank);
+      *rows = sdk::element_count(x.dims.subspan(0, size_t(axis)));
+      *n = sdk::element_count(x.dims.subspan(size_t(axis)));
+      *cpr = *n;  // one affine pair per element
+      return nullptr;
+    }
+    if (rank < 2)
+      return nn::fail(label_, "input 0 must be N x C x ..., got shape %s",
+                      nn::dims_str(x.dims).c_str());
+    int64_t c = x.dim(1), spatial = sdk::element_count(x.dims.subspan(2));
+    if (kind_ == RowNormKind::kInstance) {
+      *rows = x.dim(0) * c;
+      *n = spatial;
+      *cpr = 1;
+      return nullptr;
+    }
+    if (groups_ <= 0 || c % groups_)
+      return nn::fail(label_, "num_groups %lld does not divide the %lld channels of input 0",
+                      (long long)groups_, (long long)c);
+    *rows = x.dim(0) * groups_;
+    *n = c / groups_ * spatial;
+    *cpr = per_group_affine_ ? 1 : c / groups_;
+    return nullptr;
+  }
+
+  // Fills scale/bias with one entry per affine channel, in the order rows
+  // meet them: layer: n entries; instance/group: C (or num_groups) entries.
+  OnyxStatus* read_affine(sdk::ComputeContext& ctx, const sdk::Tensor& x, int64_t n,
+                          std::vector<double>* scale, std::vector<double>* bias) const {
+    if (kind_ != RowNormKind::kLayer) {
+      int64_t want = per_group_affine_ ? groups_ : x.dim(1);
+      ONYX_SDK_RETURN_IF_ERROR(norm::read_params(label_, ctx.in(1), 1, want, "scale", scale));
+      return norm::read_params(label_, ctx.in(2), 2, want, "bias", bias);
+    }
+    // LayerNormalization: scale and the optional bias broadcast to the
+    // normalized shape dims[axis:] (numpy rules, aligned at the right).
+    int64_t axis = 0;
+    nn::normalize_axis(axis_, int64_t(x.rank()), &axis);
+    std::span<const int64_t> norm = x.dims.subspan(size_t(axis));
+    for (size_t k = 1; k < 3; ++k) {
+      std::vector<double>* out = k == 1 ? scale : bias;
+      std::optional<sdk::Tensor> t = ctx.input(k);
+      if (!t) {
+        out->assign(size_t(n), k == 1 ? 1.0 : 0.0);
+        continue;
+      }
+      if (t->rank() > norm.size())
+        return nn::fail(label_, "input %zu shape %s does not broadcast to the normalized shape %s",
+                        k, nn::dims_str(t->dims).c_str(), nn::dims_str(norm).c_str());
+      size_t lead = norm.size() - t->rank();
+      for (size_t d = 0; d < t->rank(); ++d)
+        if (t->dim(d) != 1 && t->dim(d) != norm[lead + d])
+          return nn::fail(label_,
+                          "input %zu shape %s does not broadcast to the normalized shape %s", k,
+                          nn::dims_str(t->dims).c_str(), nn::dims_str(norm).c_str());
+      out->resize(size_t(n));
+      for (int64_t e = 0; e < n; ++e) {  // map element e of dims[axis:] to t's index
+        int64_t rem = e, src = 0, stride = 1;
+        for (size_t d = norm.size(); d-- > 0;) {
+          int64_t i = rem % norm[d];
+          rem /= norm[d];
+          if (d >= lead) {
+            int64_t td = t->dim(d - lead);
+            src += (td == 1 ? 0 : i) * stride;
+            stride *= td;
+          }
+        }
+        (*out)[size_t(e)] = nn::element_as_double(*t, src);
+      }
+    }
+    return nullptr;
+  }
+
+  template <typename T>
+  void row(const sdk::Tensor& x, const sdk::Tensor& y, const sdk::Tensor* stats, int64_t r,
+           int64_t n, int64_t seg, const std::vector<double>& scale,
+           const std::vector<double>& bias) const {
+    const T* xr = x.data<T>() + r * n;
+    T* yr = y.data<T>() + r * n;
+    Moments m = moments(xr, n);
+    double inv_std = 1.0 / std::sqrt(m.var + epsilon_);
+    if (kind_ == RowNormKind::kLayer) {
+      for (int64_t k = 0; k < n; ++k)
+        yr[k] = T((double(xr[k]) - m.mean) * inv_std * scale[size_t(k)] + bias[size_t(k)]);
+      for (size_t s = 0; s < 2; ++s) {
+        if (!stats[s].raw) continue;
+        double v = s == 0 ? m.mean : inv_std;
+        if (stats[s].dtype == ONYX_DTYPE_FLOAT64)
+          stats[s].data<double>()[r] = v;
+        else
+          stats[s].data<float>()[r] = float(v);
+      }
+      return;
+    }
+    // Instance: row r is channel r % C. Group: row r is group r % G, whose
+    // channels (or the group itself, opset 18) index scale in order.
+    int64_t first = kind_ == RowNormKind::kInstance ? r % int64_t(scale.size())
+                    : per_group_affine_             ? r % groups_
+                                                    : r % groups_ * (n / seg);
+    for (int64_t c = 0; c < n / seg; ++c) {
+      double a = scale[size_t(first + c)] * inv_std;
+      norm::affine(xr + c * seg, yr + c * seg, seg, a, bias[size_t(first + c)] - m.mean * a);
+    }
+  }
+
+  std::string label_;
+  RowNormKind kind_;
+  double epsilon_;
+  int64_t axis_, groups_;
+  bool per_group_affine_;
+  bool want_stats_[2] = {false, false};
+  int32_t stats_dtype_[2] = {ONYX_DTYPE_FLOAT32, ONYX_DTYPE_FLOAT32};
+};
+
+std::string check_row_norm(const sdk::NodeInfo& node, RowNormKind kind) {
+  if (std::string e = util::require_types(node, util::kFloat, {0, 1, 2}); !e.empty()) return e;
+  size_t required = kind == RowNormKind::kLayer ? 2 : 3;
+  for (size_t k = 1; k < required; ++k)
+    if (!node.input_present(k)) return "input " + std::to_string(k) + " is required";
+  if (kind == RowNormKind::kGroup && !node.has("num_groups"))
+    return "attribute num_groups is required";
+  for (size_t k = 1; k < 3 && k < node.outputs.size(); ++k) {
+    if (!node.outputs[k].present) continue;
+    int32_t t =
+        node.outputs[k].dtype ? node.outputs[k].dtype : int32_t(node.get_int("stash_type", 1));
+    if (t != ONYX_DTYPE_FLOAT32 && t != ONYX_DTYPE_FLOAT64)
+      return "output " + std::to_string(k) + " of type " + sdk::dtype_name(t) + " is not supported";
+  }
+  return {};
+}
+
+}  // namespace
+
+void register_row_norm_kernels(sdk::KernelRegistry& registry) {
+  for (auto [op, kind] : {std::pair{"LayerNormalization", RowNormKind::kLayer},
+                          std::pair{"InstanceNormalization", RowNormKind::kInstance},
+                          std::pair{"GroupNormalization", RowNormKind::kGroup}}) {
+    sdk::KernelDef def;
+    def.op_type = op;
+    def.supports = [kind](const sdk::NodeInfo& node) { return check_row_norm(node, kind); };
+    def.create = [kind](const sdk::NodeInfo& node) {
+      return std::make_unique<RowNormKernel>(node, kind);
+    };
+    registry.add(std::move(def));
+  }
+}
+
+}  // namespace onyx::cpu

@@ -1,0 +1,196 @@
+// quantize.cpp: QuantizeLinear and DequantizeLinear (opsets 10-24) for
+// 8/16-bit integers, 4-bit integers, float8 and float4, with per-tensor,
+// per-axis and blocked (block_size) scales, and DynamicQuantizeLinear.
+//
+//   QuantizeLinear:   y = saturate(round_half_even(x / scale) + zero_point)
+//                     (float8/float4: y = cast(x / scale), saturating by
+//                     the `saturate` attribute)
+//   DequantizeLinear: y = (x - zero_point) * scale
+// Computed in double, except x / scale, in x's precision (as the reference).
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstring>
+#include <optional>
+#include <vector>
+
+#include "kernels/kernel_util.h"
+#include "kernels/narrow_types.h"
+#include "kernels/registry.h"
+
+namespace onyx::cpu {
+namespace {
+
+bool is_float_code(int32_t dtype) {
+  return dtype == ONYX_DTYPE_FLOAT8E4M3FN || dtype == ONYX_DTYPE_FLOAT8E4M3FNUZ || dtype == ONYX_DTYPE_FLOAT8E5M2 ||
+         dtype == ONYX_DTYPE_FLOAT8E5M2FNUZ || dtype == ONYX_DTYPE_FLOAT4E2M1;
+}
+
+// The range of an integer quantized type.
+bool int_range(int32_t dtype, double* lo, double* hi) {
+  switch (dtype) {
+    case ONYX_DTYPE_INT8: *lo = -128, *hi = 127; return true;
+    case ONYX_DTYPE_UINT8: *lo = 0, *hi = 255; return true;
+    case ONYX_DTYPE_INT16: *lo = -32768, *hi = 32767; return true;
+    case ONYX_DTYPE_UINT16: *lo = 0, *hi = 65535; return true;
+    case ONYX_DTYPE_INT32: *lo = -2147483648.0, *hi = 2147483647.0; return true;
+    case ONYX_DTYPE_INT4: *lo = -8, *hi = 7; return true;
+    case ONYX_DTYPE_UINT4: *lo = 0, *hi = 15; return true;
+    default: return false;
+  }
+}
+
+// Maps each element of x to its scale/zero-point index: per tensor (scale
+// has one element), per axis (1-D scale along `axis`) or blocked (scale of
+// x's rank with ceil(dim / block) along `axis`).
+class ParamIndex {
+ public:
+  std::string init(std::span<const int64_t> x, std::span<const int64_t> scale, int64_t axis_attr, int64_t block) {
+    int64_t count = 1;
+    for (int64_t d : scale) count *= d;
+    if (count == 1 && block == 0) return {};  // per tensor
+    int64_t rank = int64_t(x.size());
+    if (!util::normalize_axis(axis_attr, rank, &axis_)) return "axis is out of range";
+    per_tensor_ = false;
+    outer_ = inner_ = 1;
+    for (int64_t d = 0; d < rank; ++d) (d < axis_ ? outer_ : d > axis_ ? inner_ : n_) *= x[size_t(d)];
+    if (block == 0) {
+      if (scale.size() != 1 || scale[0] != n_) return "a per-axis scale needs one value per element of the axis";
+      return {};
+    }
+    block_ = block;
+    if (int64_t(scale.size()) != rank) return "a blocked scale must have the input's rank";
+    for (int64_t d = 0; d < rank; ++d) {
+      int64_t want = d == axis_ ? (x[size_t(d)] + block - 1) / block : x[size_t(d)];
+      if (scale[size_t(d)] != want) return "the blocked scale's shape does not match the input and block_size";
+    }
+    blocks_ = (n_ + block - 1) / block;
+    return {};
+  }
+  int64_t operator()(int64_t i) const {
+    if (per_tensor_) return 0;
+    int64_t in = i % inner_, k = (i / inner_) % n_, o = i / (inner_ * n_);
+    if (!block_) return k;
+    return (o * blocks_ + k / block_) * inner_ + in;
+  }
+
+ private:
+  bool per_tensor_ = true;
+  int64_t axis_ = 0, outer_ = 1, n_ = 1, inner_ = 1, block_ = 0, blocks_ = 1;
+};
+
+class QuantizeKernel final : public sdk::Kernel {
+ public:
+  QuantizeKernel(const sdk::NodeInfo& node, bool quantize)
+      : label_(util::node_label(node)),
+        quantize_(quantize),
+        axis_(node.get_int("axis", 1)),
+        block_(node.get_int("block_size", 0)),
+        saturate_(node.get_int("saturate", 1) != 0),
+        output_dtype_(int32_t(node.get_int("output_dtype", 0))) {}
+
+  OnyxStatus* compute(sdk::ComputeContext& ctx) override {
+    sdk::Tensor x = ctx.in(0), scale = ctx.in(1);
+    std::optional<sdk::Tensor> zp = ctx.input(2);
+    ParamIndex index;
+    if (std::string e = index.init(x.dims, scale.dims, axis_, block_); !e.empty())
+      return util::fail(label_, "%s (input %s, scale %s)", e.c_str(), util::dims_str(x.dims).c_str(),
+                        util::dims_str(scale.dims).c_str());
+    if (zp && zp->size() != scale.size())
+      return util::fail(label_, "zero point %s does not match scale %s", util::dims_str(zp->dims).c_str(),
+                        util::dims_str(scale.dims).c_str());
+    int32_t out_type = output_dtype_ ? output_dtype_
+                       : quantize_   ? (zp ? zp->dtype : ONYX_DTYPE_UINT8)
+                                     : scale.dtype;
+    sdk::Tensor y;
+    ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, out_type, x.dims, &y));
+    if (!sdk::dtype_size(out_type)) std::memset(y.raw, 0, size_t(y.size() + 1) / 2);  // 4-bit pad nibble
+    double lo = 0, hi = 0;
+    if (quantize_ && !is_float_code(out_type) && !int_range(out_type, &lo, &hi))
+      return util::fail(label_, "cannot quantize to %s", sdk::dtype_name(out_type));
+    for (int64_t i = 0; i < x.size(); ++i) {
+      int64_t p = index(i);
+      double s = narrow::load(scale.dtype, scale.raw, p), z = zp ? narrow::load(zp->dtype, zp->raw, p) : 0.0;
+      double v = narrow::load(x.dtype, x.raw, i);
+      if (!quantize_) {
+        narrow::store(out_type, y.raw, i, (v - z) * s, true);
+      } else {
+        // x / scale in x's own precision (float32 unless float64), as ONNX's
+        // reference divides: rounding then sees the same quotient.
+        double q = x.dtype == ONYX_DTYPE_FLOAT64 ? v / s : double(float(v) / float(s));
+        if (is_float_code(out_type)) narrow::store(out_type, y.raw, i, q + z, saturate_);
+        else narrow::store(out_type, y.raw, i, std::clamp(std::nearbyint(q) + z, lo, hi), true);
+      }
+    }
+    return nullptr;
+  }
+
+ private:
+  std::string label_;
+  bool quantize_;
+  int64_t axis_, block_;
+  bool saturate_;
+  int32_t output_dtype_;
+};
+
+// DynamicQuantizeLinear: uint8 y, its scale and zero point from x's range
+// (extended to include 0): scale = (max - min) / 255, zp = round(-min / scale).
+class DynamicQuantizeKernel final : public sdk::Kernel {
+ public:
+  OnyxStatus* compute(sdk::ComputeContext& ctx) override {
+    sdk::Tensor x = ctx.in(0), y, scale, zp;
+    double lo = 0, hi = 0;
+    for (int64_t i = 0; i < x.size(); ++i) {
+      double v = narrow::load(x.dtype, x.raw, i);
+      lo = std::min(lo, v), hi = std::max(hi, v);
+    }
+    // The scale is a float32 value; the zero point is computed from it.
+    float s = float((hi - lo) / 255.0);
+    double z = s == 0 ? 0.0 : std::clamp(std::nearbyint(-lo / double(s)), 0.0, 255.0);
+    ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, ONYX_DTYPE_UINT8, x.dims, &y));
+    ONYX_SDK_RETURN_IF_ERROR(ctx.output(1, ONYX_DTYPE_FLOAT32, {}, &scale));
+    ONYX_SDK_RETURN_IF_ERROR(ctx.output(2, ONYX_DTYPE_UINT8, {}, &zp));
+    for (int64_t i = 0; i < x.size(); ++i) {
+      double v = s == 0 ? z : std::nearbyint(double(float(narrow::load(x.dtype, x.raw, i)) / s)) + z;
+      y.data<uint8_t>()[i] = uint8_t(std::clamp(v, 0.0, 255.0));
+    }
+    scale.data<float>()[0] = s;
+    zp.data<uint8_t>()[0] = uint8_t(z);
+    return nullptr;
+  }
+};
+
+}  // namespace
+
+void register_quantize_kernels(sdk::KernelRegistry& registry) {
+  for (bool quantize : {true, false}) {
+    sdk::KernelDef def;
+    def.op_type = quantize ? "QuantizeLinear" : "DequantizeLinear";
+    def.since_version = 10;
+    def.supports = [quantize](const sdk::NodeInfo& node) {
+      std::string why = util::require_inputs(node, 2, 3);
+      const unsigned floats = util::kFloat | util::kHalf;
+      if (why.empty()) why = util::require_types(node, floats, {1});
+      if (why.empty() && quantize) why = util::require_types(node, floats, {0});
+      for (size_t k : {size_t(0), size_t(2)}) {
+        if (!why.empty() || (quantize && k == 0) || !node.input_present(k)) continue;
+        int32_t t = node.input_dtype(k);
+        double lo, hi;
+        if (!int_range(t, &lo, &hi) && !is_float_code(t))
+          why = std::string("input ") + std::to_string(k) + " has type " + sdk::dtype_name(t) +
+                ", which is not a quantized type";
+      }
+      return why;
+    };
+    def.create = [quantize](const sdk::NodeInfo& node) { return std::make_unique<QuantizeKernel>(node, quantize); };
+    registry.add(std::move(def));
+  }
+  sdk::KernelDef dynamic;
+  dynamic.op_type = "DynamicQuantizeLinear";
+  dynamic.since_version = 11;
+  dynamic.supports = [](const sdk::NodeInfo& node) { return util::require_types(node, util::kFloat | util::kHalf, {0}); };
+  dynamic.create = [](const sdk::NodeInfo&) { return std::make_unique<DynamicQuantizeKernel>(); };
+  registry.add(std::move(dynamic));
+}
+
+}  // namespace onyx::cpu
