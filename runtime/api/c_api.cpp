@@ -5,8 +5,6 @@
 #include <cstring>
 
 #include "core/json.h"
-#include "ir/onnx_import.h"
-#include "plugin/host_api.h"
 #include "session/session.h"
 #include "api/c_api_internal.h"
 
@@ -17,15 +15,16 @@ using onyx::runtime::capi::copy_string;
 using onyx::runtime::capi::guarded;
 using onyx::runtime::capi::null_arg;
 
-Status create_session(OnyxEnv* env, onyx::runtime::StatusOr<onyx::runtime::ir::Model> model,
-                      const OnyxSessionOptions* options, OnyxSession** out) {
-  if (!model.ok()) return model.status();
-  onyx::runtime::SessionOptions defaults;
-  auto session = onyx::runtime::Session::create(env->registry, std::move(model).value(),
-                                       options ? options->options : defaults);
+// Stores a created session in *out, or returns why there is none.
+Status hand_out(onyx::runtime::StatusOr<std::unique_ptr<onyx::runtime::Session>> session, OnyxSession** out) {
   if (!session.ok()) return session.status();
   *out = new OnyxSession{std::move(session).value()};
   return Status();
+}
+
+const onyx::runtime::SessionOptions& options_of(const OnyxSessionOptions* options) {
+  static const onyx::runtime::SessionOptions defaults;
+  return options ? options->options : defaults;
 }
 
 Status metadata(const OnyxSession* session, size_t index, bool input, OnyxValueMetadata* out) {
@@ -175,7 +174,7 @@ OnyxStatus* onyx_session_create(OnyxEnv* env, const char* path, const OnyxSessio
                                 OnyxSession** out) {
   return guarded([&] {
     if (!env || !path || !out) return null_arg("onyx_session_create", "argument");
-    return create_session(env, onyx::runtime::ir::load_model(path), options, out);
+    return hand_out(onyx::runtime::Session::create_from_file(env->registry, path, options_of(options)), out);
   });
 }
 
@@ -183,7 +182,8 @@ OnyxStatus* onyx_session_create_from_buffer(OnyxEnv* env, const void* data, size
                                             const OnyxSessionOptions* options, OnyxSession** out) {
   return guarded([&] {
     if (!env || !data || !out) return null_arg("onyx_session_create_from_buffer", "argument");
-    return create_session(env, onyx::runtime::ir::load_model_from_bytes(data, size, ""), options, out);
+    return hand_out(
+        onyx::runtime::Session::create_from_bytes(env->registry, data, size, options_of(options)), out);
   });
 }
 

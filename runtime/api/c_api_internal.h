@@ -11,7 +11,7 @@
 #include <new>
 #include <string>
 
-#include "plugin/host_api.h"
+#include "core/abi_status.h"
 #include "session/session.h"
 
 struct OnyxEnv {

@@ -1,23 +1,25 @@
 #include "plugin/host_api.h"
 
 #include <cstdio>
-
-#include "session/compute_context.h"
+#include <exception>
+#include <new>
 
 namespace onyx::runtime {
 namespace {
 
-OnyxStatus* status_create(int32_t code, const char* message) {
-  if (code == ONYX_STATUS_OK) return nullptr;
+// Runs fn (returning Status) and turns its result or exception into an ABI status.
+template <typename Fn>
+OnyxStatus* guarded(const char* what, Fn&& fn) noexcept {
   try {
-    return new OnyxStatus{Status(OnyxStatusCode(code), message ? message : "")};
+    return make_abi_status(fn());
+  } catch (const std::bad_alloc&) {
+    return make_abi_status(Status(ONYX_STATUS_OUT_OF_MEMORY, std::string(what) + ": out of memory"));
+  } catch (const std::exception& e) {
+    return make_abi_status(internal_error(std::string(what) + ": " + e.what()));
   } catch (...) {
-    return nullptr;  // out of memory while reporting: nothing better to do
+    return make_abi_status(internal_error(std::string(what) + ": unknown exception"));
   }
 }
-void status_release(OnyxStatus* s) { delete s; }
-int32_t status_code(const OnyxStatus* s) { return s ? s->status.code() : ONYX_STATUS_OK; }
-const char* status_message(const OnyxStatus* s) { return s ? s->status.message().c_str() : ""; }
 
 void log_line(int32_t level, const char* message) {
   static const char* names[] = {"debug", "info", "warning", "error"};
@@ -26,6 +28,42 @@ void log_line(int32_t level, const char* message) {
                message ? message : "");
 }
 
+size_t ctx_input_count(const OnyxComputeContext* ctx) { return ctx->input_count(); }
+size_t ctx_output_count(const OnyxComputeContext* ctx) { return ctx->output_count(); }
+
+OnyxStatus* ctx_input(const OnyxComputeContext* ctx, size_t index, OnyxTensorView* out) {
+  return guarded("ctx_input", [&] {
+    if (!out) return invalid_argument("ctx_input: out is NULL");
+    return ctx->input(index, out);
+  });
+}
+
+OnyxStatus* ctx_output(OnyxComputeContext* ctx, size_t index, int32_t dtype, const int64_t* dims,
+                       size_t rank, OnyxTensorView* out) {
+  return guarded("ctx_output", [&] {
+    if (!out) return invalid_argument("ctx_output: out is NULL");
+    if (rank && !dims) return invalid_argument("ctx_output: dims is NULL");
+    return ctx->output(index, dtype, std::span<const int64_t>(dims, rank), out);
+  });
+}
+
+OnyxStream* ctx_stream(const OnyxComputeContext* ctx) { return ctx->stream(); }
+
+OnyxStatus* ctx_scratch(OnyxComputeContext* ctx, size_t bytes, void** out) {
+  return guarded("ctx_scratch", [&] {
+    if (!out) return invalid_argument("ctx_scratch: out is NULL");
+    *out = nullptr;
+    return ctx->scratch(bytes, out);
+  });
+}
+
+void ctx_parallel_for(OnyxComputeContext* ctx, size_t n, size_t grain, OnyxParallelBody body,
+                      void* user) {
+  ctx->parallel_for(n, grain, body, user);
+}
+
+size_t ctx_thread_count(const OnyxComputeContext* ctx) { return ctx->thread_count(); }
+
 }  // namespace
 
 const OnyxHostApi* host_api() {
@@ -33,26 +71,19 @@ const OnyxHostApi* host_api() {
     OnyxHostApi a{};
     a.struct_size = sizeof(OnyxHostApi);
     a.abi_version = ONYX_ABI_VERSION(ONYX_ABI_VERSION_MAJOR, ONYX_ABI_VERSION_MINOR);
-    a.status_create = status_create;
-    a.status_release = status_release;
-    a.status_code = status_code;
-    a.status_message = status_message;
+    fill_status_functions(a);
     a.log = log_line;
-    fill_compute_context_functions(a);
+    a.ctx_input_count = ctx_input_count;
+    a.ctx_output_count = ctx_output_count;
+    a.ctx_input = ctx_input;
+    a.ctx_output = ctx_output;
+    a.ctx_stream = ctx_stream;
+    a.ctx_scratch = ctx_scratch;
+    a.ctx_parallel_for = ctx_parallel_for;
+    a.ctx_thread_count = ctx_thread_count;
     return a;
   }();
   return &api;
-}
-
-Status take_status(OnyxStatus* status) {
-  if (!status) return Status();
-  Status s = std::move(status->status);
-  delete status;
-  return s;
-}
-
-OnyxStatus* make_abi_status(const Status& status) {
-  return status.ok() ? nullptr : new OnyxStatus{status};
 }
 
 }  // namespace onyx::runtime

@@ -3,9 +3,10 @@
 #include <algorithm>
 #include <cstring>
 
-#include "session/compute_context.h"
 #include "session/control_flow.h"
 #include "session/executor.h"
+#include "session/plan.h"
+#include "session/run_state.h"
 #include "session/session.h"
 
 namespace onyx::runtime {
@@ -351,7 +352,7 @@ StatusOr<std::vector<Tensor>> Session::run_subgraph(const std::vector<Tensor>& i
   std::vector<Shape> shapes;
   for (const Tensor& t : inputs) shapes.push_back(t.shape());
   ONYX_ASSIGN_OR_RETURN(std::shared_ptr<const ExecutionPlan> plan, plan_for(shapes));
-  return Executor::run(*this, *plan, inputs, graph.outputs);
+  return Executor::run(*this, *plan, inputs, output_values_);
 }
 
 }  // namespace onyx::runtime

@@ -3,10 +3,10 @@
 #include <cstdio>
 
 #include "core/json.h"
-#include "plugin/host_api.h"
+#include "core/abi_status.h"
 #include "session/control_flow.h"
 #include "session/graph_view.h"
-#include "session/session.h"
+#include "session/device.h"
 
 namespace onyx::runtime {
 

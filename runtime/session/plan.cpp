@@ -1,21 +1,15 @@
 // plan.cpp: turns one set of concrete input shapes into an ExecutionPlan:
 // every value's size, lifetime and storage (arena offset, in-place/alias,
 // dynamic), then greedy-by-size offsets per device.
+#include "session/plan.h"
+
 #include <algorithm>
 
 #include "ir/shape_inference.h"
-#include "session/executor.h"
 #include "session/memory_planner.h"
+#include "session/session.h"
 
 namespace onyx::runtime {
-
-ExecutionPlan::~ExecutionPlan() {
-  for (ArenaSet& set : free_arenas)
-    for (size_t d = 0; d < set.per_device.size(); ++d) {
-      const Device& dev = *owner->devices()[d];
-      dev.provider->api().memory_free(dev.handle, ONYX_MEMORY_DEVICE, set.per_device[d]);
-    }
-}
 
 StatusOr<std::shared_ptr<const ExecutionPlan>> build_execution_plan(
     const Session& session, const std::vector<Shape>& input_shapes) {
@@ -35,8 +29,9 @@ StatusOr<std::shared_ptr<const ExecutionPlan>> build_execution_plan(
     }
 
   auto plan = std::make_shared<ExecutionPlan>();
-  plan->owner = &session;
   const size_t value_count = graph.values.size();
+  std::vector<bool> returned(value_count, false);  // handed to the caller
+  for (int v : session.output_values()) returned[size_t(v)] = true;
   plan->values.resize(value_count);
   plan->last_use.assign(value_count, -1);
   std::vector<int> produced_at(value_count, -1);
@@ -69,7 +64,12 @@ StatusOr<std::shared_ptr<const ExecutionPlan>> build_execution_plan(
       const ir::Value& value = graph.values[v];
       size_t bytes = 0;
       bool sized = known_bytes(v, &bytes);
-      if (value.is_graph_output) {
+      if (sized && step.kind != Step::kControlFlow) {
+        vp.shape_known = true;
+        vp.dtype = value.dtype;
+        vp.dims = value.dims;
+      }
+      if (returned[size_t(v)]) {
         vp.storage = ExecutionPlan::kOutput;
         continue;
       }

@@ -2,18 +2,16 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 
-#include "ir/shape_inference.h"
-#include "plugin/host_api.h"
+#include "core/abi_status.h"
+#include "ir/onnx_import.h"
 #include "session/control_flow.h"
+#include "session/copy_insertion.h"
 #include "session/executor.h"
 #include "session/graph_view.h"
 
 namespace onyx::runtime {
-
-Device::~Device() {
-  if (handle) provider->api().device_close(handle);
-}
 
 StatusOr<std::unique_ptr<Session>> Session::create(ProviderRegistry& registry, ir::Model model,
                                                    const SessionOptions& options) {
@@ -22,18 +20,31 @@ StatusOr<std::unique_ptr<Session>> Session::create(ProviderRegistry& registry, i
   s->model_ = std::move(model);
   s->pool_ = std::make_unique<ThreadPool>(options.intra_op_threads);
   ONYX_RETURN_IF_ERROR(s->open_devices(registry, options));
+  s->arenas_ = std::make_unique<ArenaPool>(s->devices_);
   ONYX_RETURN_IF_ERROR(partition_graph(*s->model_.graph, s->devices_, options.fallback, s->partition_));
-  ONYX_ASSIGN_OR_RETURN(std::vector<int> order, s->model_.graph->topological_order());
-  ONYX_RETURN_IF_ERROR(s->build_steps(order));
+  ONYX_RETURN_IF_ERROR(s->build_steps());
   ONYX_RETURN_IF_ERROR(s->create_kernels());
   ONYX_RETURN_IF_ERROR(s->compile_subgraphs(registry, options));
   return s;
 }
 
+StatusOr<std::unique_ptr<Session>> Session::create_from_file(ProviderRegistry& registry, const std::string& path,
+                                                             const SessionOptions& options) {
+  ONYX_ASSIGN_OR_RETURN(ir::Model model, ir::load_model(path));
+  return create(registry, std::move(model), options);
+}
+
+StatusOr<std::unique_ptr<Session>> Session::create_from_bytes(ProviderRegistry& registry, const void* data,
+                                                              size_t size, const SessionOptions& options) {
+  ONYX_ASSIGN_OR_RETURN(ir::Model model, ir::load_model_from_bytes(data, size, ""));
+  return create(registry, std::move(model), options);
+}
+
 Session::~Session() {
-  plans_.clear();  // frees arenas while devices are open
+  plans_.clear();
+  arenas_.reset();  // frees arenas while the devices are open
   for (Step& step : steps_)
-    if (step.kernel) devices_[step.device]->provider->api().kernel_destroy(step.kernel);
+    if (step.kernel) devices_[size_t(step.device)]->provider->api().kernel_destroy(step.kernel);
   steps_.clear();
   devices_.clear();
 }
@@ -84,97 +95,49 @@ Status Session::open_devices(ProviderRegistry& registry, const SessionOptions& o
   return Status();
 }
 
-Status Session::build_steps(const std::vector<int>& order) {
+Status Session::build_steps() {
   ir::Graph& graph = *model_.graph;
-  node_device_.assign(graph.nodes.size(), -1);
-  for (size_t n = 0; n < graph.nodes.size(); ++n) node_device_[n] = partition_.nodes[n].device;
-  auto host_readable = [&](int d) { return d < 0 || devices_[d]->properties.host_can_read_device_memory; };
-  // Where each value lives: -1 = host (inputs, constants).
-  std::vector<int> location(graph.values.size(), -1);
-  // Values already copied to a device: (value, device) -> copy value.
-  std::map<std::pair<int, int>, int> copies;
-  // Kernels in topological order; a fused group becomes one step at the
-  // position of its first node. Copies go right before their reader's step.
+  ONYX_ASSIGN_OR_RETURN(std::vector<int> order, graph.topological_order());
+  // Nodes in topological order; a fused group becomes one step at the
+  // position of its first node.
+  std::vector<Step> steps;
   std::map<std::pair<int, uint32_t>, size_t> group_step;
-  auto copy_to = [&](int v, int to_device, const std::string& why, size_t before) -> int {
-    int from = location[v];
-    if (from == to_device || (host_readable(from) && host_readable(to_device))) return v;
-    auto key = std::make_pair(v, to_device);
-    if (auto it = copies.find(key); it != copies.end()) return it->second;
-    ir::Value copy;
-    copy.name = graph.values[v].name + "@" + (to_device < 0 ? "host" : devices_[to_device]->label);
-    copy.dtype = graph.values[v].dtype;
-    copy.rank = graph.values[v].rank;
-    copy.dims = graph.values[v].dims;
-    int c = graph.add_value(copy);
-    location.push_back(to_device);
-    Step step;
-    step.kind = Step::kCopy;
-    step.device = to_device >= 0 ? to_device : from;
-    step.copy_direction = to_device < 0 ? ONYX_COPY_DEVICE_TO_HOST
-                          : from < 0    ? ONYX_COPY_HOST_TO_DEVICE
-                                        : ONYX_COPY_DEVICE_TO_DEVICE;
-    step.inputs = {v};
-    step.outputs = {c};
-    step.name = "copy '" + graph.values[v].name + "'";
-    steps_.insert(steps_.begin() + long(before), step);
-    for (auto& [g, index] : group_step)
-      if (index >= before) ++index;
-    partition_.copies.push_back({graph.values[v].name, from < 0 ? "host" : devices_[from]->label,
-                                 to_device < 0 ? "host" : devices_[to_device]->label, why});
-    copies[key] = c;
-    return c;
-  };
   for (int n : order) {
-    const ir::Node& node = graph.nodes[n];
-    int d = node_device_[n];
-    uint32_t group = partition_.nodes[n].fused_group;
-    auto existing = group != 0 ? group_step.find({d, group}) : group_step.end();
-    size_t index;
+    const ir::Node& node = graph.nodes[size_t(n)];
+    const NodePlacement& place = partition_.nodes[size_t(n)];
+    const int d = place.device;
+    auto existing = place.fused_group != 0 ? group_step.find({d, place.fused_group}) : group_step.end();
+    size_t index = steps.size();
     if (existing != group_step.end()) {
       index = existing->second;
     } else {
-      index = steps_.size();
       Step step;
       step.device = d;
       step.name = node.op_type + " '" + node.name + "'";
-      if (d < 0 && is_control_flow(node)) step.kind = Step::kControlFlow;
-      steps_.push_back(step);
-      if (group != 0) group_step[{d, group}] = index;
+      if (place.on_host) step.kind = Step::kControlFlow;
+      steps.push_back(step);
+      if (place.fused_group != 0) group_step[{d, place.fused_group}] = index;
     }
-    steps_[index].nodes.push_back(n);
+    Step& step = steps[index];
+    step.nodes.push_back(n);
     std::vector<int> inputs = node.inputs;
-    if (steps_[index].kind == Step::kControlFlow) {  // values its subgraphs read
+    if (step.kind == Step::kControlFlow) {  // values its subgraphs read
       std::vector<int> captures = control_flow_captures(graph, node);
       inputs.insert(inputs.end(), captures.begin(), captures.end());
     }
     for (int v : inputs) {
       // Inputs produced inside the same fused group stay internal.
-      const std::vector<int>& members = steps_[index].nodes;
-      if (v >= 0 && graph.values[v].producer >= 0 &&
-          std::find(members.begin(), members.end(), graph.values[v].producer) != members.end())
+      if (v >= 0 && graph.values[size_t(v)].producer >= 0 &&
+          std::find(step.nodes.begin(), step.nodes.end(), graph.values[size_t(v)].producer) != step.nodes.end())
         continue;
-      size_t step_count = steps_.size();
-      int source = v >= 0 ? copy_to(v, d, "read by " + node.op_type + " '" + node.name + "'", index)
-                          : -1;
-      if (steps_.size() != step_count) ++index;  // a copy step went in before this one
-      steps_[index].inputs.push_back(source);
+      step.inputs.push_back(v);
     }
-    for (int v : node.outputs) {
-      steps_[index].outputs.push_back(v);
-      if (v >= 0) location[v] = d;
-    }
+    step.outputs.insert(step.outputs.end(), node.outputs.begin(), node.outputs.end());
   }
-  // Graph outputs end up in host memory.
-  for (int& v : graph.outputs) {
-    int c = copy_to(v, -1, "graph output", steps_.size());
-    if (c != v) {  // the host copy becomes the output and keeps its name
-      graph.values[c].is_graph_output = true;
-      graph.values[v].is_graph_output = false;
-      std::swap(graph.values[c].name, graph.values[v].name);
-      v = c;
-    }
-  }
+  CopyInsertion copies = insert_copies(graph, devices_, std::move(steps));
+  steps_ = std::move(copies.steps);
+  output_values_ = std::move(copies.output_values);
+  partition_.copies = std::move(copies.copies);
   return Status();
 }
 
@@ -183,7 +146,7 @@ Status Session::create_kernels() {
   GraphView view(graph);
   for (Step& step : steps_) {
     if (step.kind != Step::kKernel) continue;
-    const Device& device = *devices_[step.device];
+    const Device& device = *devices_[size_t(step.device)];
     std::vector<uint32_t> nodes(step.nodes.begin(), step.nodes.end());
     Status st = take_status(device.provider->api().kernel_create(device.handle, view.get(),
                                                                  nodes.data(), nodes.size(),
@@ -217,10 +180,10 @@ StatusOr<std::vector<Tensor>> Session::run(const std::vector<std::pair<std::stri
   std::vector<Tensor> bound(graph.inputs.size());
   for (const auto& [name, tensor] : inputs) {
     auto it = std::find_if(graph.inputs.begin(), graph.inputs.end(),
-                           [&](int v) { return graph.values[v].name == name; });
+                           [&](int v) { return graph.values[size_t(v)].name == name; });
     if (it == graph.inputs.end()) return invalid_argument("model has no input named '" + name + "'");
     size_t k = size_t(it - graph.inputs.begin());
-    const ir::Value& decl = graph.values[*it];
+    const ir::Value& decl = graph.values[size_t(*it)];
     if (!bound[k].empty()) return invalid_argument("input '" + name + "' given twice");
     if (decl.dtype != ONYX_DTYPE_UNDEFINED && tensor.dtype() != decl.dtype)
       return invalid_argument(std::string("input '") + name + "' has type " + dtype_name(tensor.dtype()) +
@@ -235,35 +198,35 @@ StatusOr<std::vector<Tensor>> Session::run(const std::vector<std::pair<std::stri
   }
   for (size_t k = 0; k < bound.size(); ++k) {
     if (!bound[k].empty()) continue;
-    const ir::Value& decl = graph.values[graph.inputs[k]];
+    const ir::Value& decl = graph.values[size_t(graph.inputs[k])];
     if (!decl.constant) return invalid_argument("missing input '" + decl.name + "'");
     bound[k] = *decl.constant;  // an initializer's default value
   }
-  std::vector<int> output_values;
+  std::vector<int> returned;
   if (output_names.empty()) {
-    output_values = graph.outputs;
+    returned = output_values_;
   } else {
     for (const std::string& name : output_names) {
       auto it = std::find_if(graph.outputs.begin(), graph.outputs.end(),
-                             [&](int v) { return graph.values[v].name == name; });
+                             [&](int v) { return graph.values[size_t(v)].name == name; });
       if (it == graph.outputs.end()) return invalid_argument("model has no output named '" + name + "'");
-      output_values.push_back(*it);
+      returned.push_back(output_values_[size_t(it - graph.outputs.begin())]);
     }
   }
   std::vector<Shape> shapes;
   for (const Tensor& t : bound) shapes.push_back(t.shape());
   ONYX_ASSIGN_OR_RETURN(std::shared_ptr<const ExecutionPlan> plan, plan_for(shapes));
-  if (reuse && reuse->size() != output_values.size())
+  if (reuse && reuse->size() != returned.size())
     return invalid_argument("run: " + std::to_string(reuse->size()) + " output buffers to reuse for " +
-                            std::to_string(output_values.size()) + " outputs");
-  return Executor::run(*this, *plan, bound, output_values, reuse);
+                            std::to_string(returned.size()) + " outputs");
+  return Executor::run(*this, *plan, bound, returned, reuse);
 }
 
 StatusOr<std::vector<MemoryReport>> Session::memory_report(const std::map<std::string, Shape>& input_shapes) {
   const ir::Graph& graph = *model_.graph;
   std::vector<Shape> shapes;
   for (int v : graph.inputs) {
-    const ir::Value& decl = graph.values[v];
+    const ir::Value& decl = graph.values[size_t(v)];
     if (auto it = input_shapes.find(decl.name); it != input_shapes.end()) {
       shapes.push_back(it->second);
       continue;

@@ -1,11 +1,18 @@
 // session.h: an inference session: a model placed on devices, compiled into
 // kernels, and run with a static memory plan.
 //
-// Creation: import -> shape inference -> partition over the providers in
-// priority order (fallback policy) -> copy insertion -> kernel creation.
-// Run: bind inputs -> plan memory for these input shapes (cached) ->
-// execute steps in topological order -> return outputs.
-// Thread-safety: run() may be called concurrently; each run has its own arena.
+// Creation (create_from_file / create_from_bytes, or create with a model
+// already imported): import -> shape inference -> partition over the
+// providers in priority order (fallback policy, fused groups checked) ->
+// steps in execution order -> copy insertion -> kernel creation -> control
+// flow subgraphs compiled into child sessions.
+// Run: bind inputs -> the execution plan for these input shapes (cached) ->
+// lease arenas -> execute the steps in order -> return outputs.
+// Ownership: the session owns its graph, devices, steps and their kernels,
+// plans and arena pool; it must not outlive the registry's providers it
+// opened (it holds them by shared_ptr, so it cannot).
+// Thread-safety: run() and memory_report() may be called concurrently; each
+// run has its own slots and arenas.
 #pragma once
 
 #include <map>
@@ -17,9 +24,11 @@
 #include "core/thread_pool.h"
 #include "ir/graph.h"
 #include "plugin/provider.h"
+#include "session/arena_pool.h"
+#include "session/device.h"
 #include "session/partition.h"
-
-namespace onyx::runtime { struct ControlFlow; }
+#include "session/plan.h"
+#include "session/step.h"
 
 namespace onyx::runtime {
 
@@ -37,48 +46,25 @@ struct SessionOptions {
   bool allow_reduced_precision = false;
 };
 
-// An opened device of a provider, owned by a session.
-struct Device {
-  std::shared_ptr<Provider> provider;
-  OnyxDevice* handle = nullptr;
-  OnyxDeviceProperties properties{};
-  std::string label;  // "cpu" or "cuda:0"
-  ~Device();
-};
-
-// One step of execution: a kernel (one node or a fused group), a copy, or a
-// control-flow node the host runs (device -1; session/control_flow.h).
-struct Step {
-  enum Kind { kKernel, kCopy, kControlFlow } kind = kKernel;
-  int device = 0;
-  std::vector<int> nodes;     // graph node indices (kKernel)
-  std::vector<int> inputs;    // value indices, -1 for omitted
-  std::vector<int> outputs;
-  OnyxKernel* kernel = nullptr;
-  std::vector<OnyxOutputMemoryInfo> output_memory;
-  int copy_direction = 0;     // kCopy
-  std::string name;
-  std::shared_ptr<ControlFlow> control_flow;  // kControlFlow: its compiled subgraphs
-};
-
-struct MemoryReport {
-  std::string device;
-  size_t arena_bytes = 0, lower_bound = 0;
-  size_t planned_tensors = 0, dynamic_tensors = 0, in_place = 0, aliased = 0;
-};
-
-struct ExecutionPlan;  // memory plan for one set of input shapes (executor.h)
-
 class Session {
  public:
   static StatusOr<std::unique_ptr<Session>> create(ProviderRegistry& registry, ir::Model model,
                                                    const SessionOptions& options);
+  // Imports an ONNX file (external data resolved in its folder), then create().
+  static StatusOr<std::unique_ptr<Session>> create_from_file(ProviderRegistry& registry, const std::string& path,
+                                                             const SessionOptions& options);
+  // Imports a serialized model (external data refused), then create().
+  static StatusOr<std::unique_ptr<Session>> create_from_bytes(ProviderRegistry& registry, const void* data,
+                                                              size_t size, const SessionOptions& options);
   ~Session();
 
+  // The model's graph, plus one value per copy step (copy_insertion.h).
   const ir::Graph& graph() const { return *model_.graph; }
   const ir::Model& model() const { return model_; }
-  const std::vector<std::unique_ptr<Device>>& devices() const { return devices_; }
+  const DeviceList& devices() const { return devices_; }
   const std::vector<Step>& steps() const { return steps_; }
+  // Per graph output: the value a run returns it from (host-readable).
+  const std::vector<int>& output_values() const { return output_values_; }
   const PartitionReport& partition_report() const { return partition_; }
 
   // Runs with inputs by name; returns the requested outputs (all when empty).
@@ -96,6 +82,7 @@ class Session {
   StatusOr<std::vector<MemoryReport>> memory_report(const std::map<std::string, Shape>& input_shapes);
 
   ThreadPool& thread_pool() { return *pool_; }
+  ArenaPool& arena_pool() { return *arenas_; }
 
   // Runs a control-flow subgraph's session: `inputs` in graph-input order
   // (captured values last), no checks against declared types; all outputs.
@@ -104,21 +91,21 @@ class Session {
  private:
   Session() = default;
   Status open_devices(ProviderRegistry& registry, const SessionOptions& options);
-  Status build_steps(const std::vector<int>& order);
+  Status build_steps();
   Status create_kernels();
   // Compiles the subgraphs of kControlFlow steps into child sessions (control_flow.cpp).
   Status compile_subgraphs(ProviderRegistry& registry, const SessionOptions& options);
   StatusOr<std::shared_ptr<const ExecutionPlan>> plan_for(const std::vector<Shape>& input_shapes);
 
   ir::Model model_;
-  std::vector<std::unique_ptr<Device>> devices_;
+  DeviceList devices_;
+  std::unique_ptr<ArenaPool> arenas_;  // destroyed before the devices close
   std::vector<Step> steps_;
-  std::vector<int> node_device_;  // per node
+  std::vector<int> output_values_;
   PartitionReport partition_;
   std::shared_ptr<ThreadPool> pool_;  // shared with child sessions
   std::mutex plans_mutex_;
   std::map<std::vector<Shape>, std::shared_ptr<const ExecutionPlan>> plans_;
-  friend class Executor;
 };
 
 }  // namespace onyx::runtime

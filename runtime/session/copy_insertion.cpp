@@ -1,0 +1,49 @@
+#include "session/copy_insertion.h"
+
+#include <map>
+
+namespace onyx::runtime {
+
+CopyInsertion insert_copies(ir::Graph& graph, const DeviceList& devices, std::vector<Step> steps) {
+  CopyInsertion result;
+  auto label = [&](int d) { return d < 0 ? std::string("host") : devices[size_t(d)]->label; };
+  // Where each value's bytes are: -1 = host memory (inputs, constants).
+  std::vector<int> location(graph.values.size(), -1);
+  std::map<std::pair<int, int>, int> copied;  // (value, device) -> its copy
+  auto copy_to = [&](int v, int to, const std::string& why) -> int {
+    const int from = location[size_t(v)];
+    if (from == to || (host_readable(devices, from) && host_readable(devices, to))) return v;
+    if (auto it = copied.find({v, to}); it != copied.end()) return it->second;
+    ir::Value value;
+    value.name = graph.values[size_t(v)].name + "@" + label(to);
+    value.dtype = graph.values[size_t(v)].dtype;
+    value.rank = graph.values[size_t(v)].rank;
+    value.dims = graph.values[size_t(v)].dims;
+    const int c = graph.add_value(value);
+    location.push_back(to);
+    Step step;
+    step.kind = Step::kCopy;
+    step.device = to >= 0 ? to : from;  // the device whose memory_copy moves the bytes
+    step.copy_direction = to < 0     ? ONYX_COPY_DEVICE_TO_HOST
+                          : from < 0 ? ONYX_COPY_HOST_TO_DEVICE
+                                     : ONYX_COPY_DEVICE_TO_DEVICE;
+    step.inputs = {v};
+    step.outputs = {c};
+    step.name = "copy '" + graph.values[size_t(v)].name + "'";
+    result.steps.push_back(std::move(step));
+    result.copies.push_back({graph.values[size_t(v)].name, label(from), label(to), why});
+    copied[{v, to}] = c;
+    return c;
+  };
+  for (Step& step : steps) {
+    for (int& v : step.inputs)
+      if (v >= 0) v = copy_to(v, step.device, "read by " + step.name);
+    for (int v : step.outputs)
+      if (v >= 0) location[size_t(v)] = step.device;
+    result.steps.push_back(std::move(step));
+  }
+  for (int v : graph.outputs) result.output_values.push_back(copy_to(v, -1, "graph output"));
+  return result;
+}
+
+}  // namespace onyx::runtime

@@ -1,0 +1,39 @@
+// device.h: an opened device of a provider, owned by a session, and the
+// host's three uses of it: allocate, free, copy.
+#pragma once
+
+#include <onyx_provider.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "plugin/provider.h"
+
+namespace onyx::runtime {
+
+struct Device {
+  std::shared_ptr<Provider> provider;  // keeps the plugin's code loaded
+  OnyxDevice* handle = nullptr;
+  OnyxDeviceProperties properties{};
+  std::string label;  // the provider's name: "cpu"
+  ~Device();
+
+  // Whether the host may read this device's memory directly.
+  bool host_readable() const { return properties.host_can_read_device_memory; }
+  // Device memory aligned to at least 64 bytes (and the device's alignment).
+  Status allocate(size_t bytes, void** out) const;
+  void free(void* ptr) const;  // accepts nullptr
+  // Synchronous copy (no stream); `direction` is an OnyxCopyDirection.
+  Status copy(int32_t direction, void* dst, const void* src, size_t bytes) const;
+};
+
+using DeviceList = std::vector<std::unique_ptr<Device>>;
+
+// Host memory (-1) or a device the host can read.
+inline bool host_readable(const DeviceList& devices, int device) {
+  return device < 0 || devices[size_t(device)]->host_readable();
+}
+
+}  // namespace onyx::runtime

@@ -1,0 +1,157 @@
+#include "session/kernel_context.h"
+
+#include <cstring>
+
+#include "session/plan.h"
+#include "session/session.h"
+
+namespace onyx::runtime {
+namespace {
+
+const Device& device_of(const RunState& run, int d) { return *run.session->devices()[size_t(d)]; }
+
+void fill_view(const RunState& run, const RunSlot& slot, OnyxTensorView* out) {
+  size_t size = out->struct_size;
+  std::memset(out, 0, size);
+  out->struct_size = size;
+  out->dtype = slot.dtype;
+  out->memory_kind = host_readable(run.session->devices(), slot.device) ? ONYX_MEMORY_HOST : ONYX_MEMORY_DEVICE;
+  out->rank = slot.dims.size();
+  out->dims = slot.dims.empty() ? nullptr : slot.dims.data();
+  out->data = slot.data;
+}
+
+size_t slot_bytes(const RunSlot& slot) { return storage_bytes(slot.dtype, element_count(slot.dims)); }
+
+std::string typed_shape(int32_t dtype, const Shape& dims) {
+  return std::string(dtype_name(dtype)) + " " + shape_string(dims);
+}
+
+}  // namespace
+
+KernelContext::~KernelContext() {
+  for (auto& [d, p] : scratch_) device_of(run_, d).free(p);
+}
+
+Status KernelContext::input(size_t index, OnyxTensorView* out) const {
+  if (index >= step_.inputs.size())
+    return invalid_argument(step_.name + ": ctx_input: input " + std::to_string(index) + " out of range");
+  int v = step_.inputs[index];
+  if (v >= 0 && run_.slots[size_t(v)].present) {
+    fill_view(run_, run_.slots[size_t(v)], out);  // the view points into the slot
+  } else {
+    fill_view(run_, RunSlot{}, out);  // omitted: dtype UNDEFINED, no data, rank 0
+  }
+  return Status();
+}
+
+Status KernelContext::check_planned(size_t index, int v, int32_t dtype, const Shape& shape) const {
+  const ExecutionPlan::ValuePlan& vp = run_.plan->values[size_t(v)];
+  if (!vp.shape_known || (vp.dtype == dtype && vp.dims == shape)) return Status();
+  return internal_error("output " + std::to_string(index) + " ('" +
+                        run_.session->graph().values[size_t(v)].name + "') is planned as " +
+                        typed_shape(vp.dtype, vp.dims) +
+                        " (shape inference and the model's declarations), but the kernel asked for " +
+                        typed_shape(dtype, shape));
+}
+
+Status KernelContext::place(int v, RunSlot& slot, size_t bytes) {
+  const ExecutionPlan::ValuePlan& vp = run_.plan->values[size_t(v)];
+  const Device& device = device_of(run_, step_.device);
+  switch (vp.storage) {
+    case ExecutionPlan::kAlias: {
+      const RunSlot& shared = run_.slots[size_t(vp.alias_of)];
+      if (!shared.present || slot_bytes(shared) != bytes)
+        return internal_error("the plan shares the bytes of '" +
+                              run_.session->graph().values[size_t(vp.alias_of)].name +
+                              "', which does not hold " + std::to_string(bytes) + " bytes");
+      slot.data = shared.data;
+      return Status();
+    }
+    case ExecutionPlan::kArena:
+      slot.data = static_cast<char*>(run_.arenas.base(step_.device)) + vp.offset;
+      return Status();
+    case ExecutionPlan::kOutput: {
+      if (!device.host_readable())  // copy insertion gives such outputs a copy to the host
+        return internal_error("a returned value placed in device memory");
+      auto reused = run_.reuse.find(v);
+      if (reused != run_.reuse.end() && reused->second.dtype() == slot.dtype &&
+          reused->second.shape() == slot.dims)
+        slot.host = reused->second;
+      else
+        slot.host = Tensor::allocate(slot.dtype, slot.dims);
+      slot.data = slot.host.data();
+      return Status();
+    }
+    case ExecutionPlan::kDynamic:
+    case ExecutionPlan::kNone:
+      break;
+  }
+  ONYX_RETURN_IF_ERROR(device.allocate(bytes, &slot.data));
+  slot.dynamic = true;
+  return Status();
+}
+
+Status KernelContext::output(size_t index, int32_t dtype, std::span<const int64_t> dims,
+                             OnyxTensorView* out) {
+  if (index >= step_.outputs.size())
+    return invalid_argument(step_.name + ": output " + std::to_string(index) + " out of range");
+  Shape shape(dims.begin(), dims.end());
+  for (int64_t d : shape)
+    if (d < 0) return invalid_argument(step_.name + ": negative output dim " + shape_string(shape));
+  if (dtype_size(dtype) == 0 && storage_bytes(dtype, 2) == 0)
+    return invalid_argument(step_.name + ": output " + std::to_string(index) + " has unsupported dtype " +
+                            dtype_name(dtype));
+  const Device& device = device_of(run_, step_.device);
+  int v = step_.outputs[index];
+  size_t bytes = storage_bytes(dtype, element_count(shape));
+  RunSlot slot;
+  slot.present = true;
+  slot.dtype = dtype;
+  slot.dims = shape;
+  slot.device = step_.device;
+  if (v < 0) {  // omitted optional output: scratch the kernel may write
+    ONYX_RETURN_IF_ERROR(device.allocate(bytes, &slot.data));
+    scratch_.emplace_back(step_.device, slot.data);
+    fill_view(run_, omitted_outputs_.emplace_back(std::move(slot)), out);
+    return Status();
+  }
+  if (run_.slots[size_t(v)].present)
+    return invalid_argument(step_.name + ": output " + std::to_string(index) + " requested twice");
+  ONYX_RETURN_IF_ERROR(check_planned(index, v, dtype, shape));
+  // A declared view of an input: the kernel writes nothing.
+  const OnyxOutputMemoryInfo* mem = index < step_.output_memory.size() ? &step_.output_memory[index] : nullptr;
+  int viewed = mem && mem->kind == ONYX_OUTPUT_ALIASES_INPUT && mem->input_index >= 0 &&
+                       size_t(mem->input_index) < step_.inputs.size()
+                   ? step_.inputs[size_t(mem->input_index)] : -1;
+  const RunSlot* source = viewed >= 0 && run_.slots[size_t(viewed)].present ? &run_.slots[size_t(viewed)] : nullptr;
+  if (viewed >= 0 && (!source || slot_bytes(*source) != bytes))
+    return invalid_argument(step_.name + ": output " + std::to_string(index) +
+                            " declared as a view of its input but the sizes differ");
+  ONYX_RETURN_IF_ERROR(place(v, slot, bytes));
+  RunSlot& placed = run_.slots[size_t(v)] = std::move(slot);  // the run frees it, also on error
+  // A view the plan could not place in its input's bytes: the host copies them.
+  if (source && bytes && placed.data != source->data) {
+    if (device.host_readable() && host_readable(run_.session->devices(), source->device))
+      std::memmove(placed.data, source->data, bytes);
+    else
+      ONYX_RETURN_IF_ERROR(device.copy(ONYX_COPY_DEVICE_TO_DEVICE, placed.data, source->data, bytes));
+  }
+  fill_view(run_, placed, out);
+  return Status();
+}
+
+Status KernelContext::scratch(size_t bytes, void** out) {
+  if (bytes == 0) return Status();
+  ONYX_RETURN_IF_ERROR(device_of(run_, step_.device).allocate(bytes, out));
+  scratch_.emplace_back(step_.device, *out);
+  return Status();
+}
+
+void KernelContext::parallel_for(size_t n, size_t grain, OnyxParallelBody body, void* user) {
+  run_.session->thread_pool().parallel_for(n, grain, [&](size_t b, size_t e) { body(user, b, e); });
+}
+
+size_t KernelContext::thread_count() const { return run_.session->thread_pool().thread_count(); }
+
+}  // namespace onyx::runtime

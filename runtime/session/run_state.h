@@ -1,0 +1,36 @@
+// run_state.h: the state of one run of a session: where each value's bytes
+// are. Owned by Executor::run; kernels reach it through their KernelContext
+// (session/kernel_context.h), control-flow steps directly.
+#pragma once
+
+#include <map>
+#include <vector>
+
+#include "core/tensor.h"
+#include "session/arena_pool.h"
+
+namespace onyx::runtime {
+
+class Session;
+struct ExecutionPlan;
+
+// Where one value's bytes are during a run.
+struct RunSlot {
+  bool present = false;
+  int32_t dtype = 0;
+  Shape dims;
+  void* data = nullptr;
+  int device = -1;       // -1: host memory not owned by a device (inputs, constants)
+  bool dynamic = false;  // allocated at run time on `device`: freed after its last use
+  Tensor host;           // keeps host storage (inputs, constants, graph outputs) alive
+};
+
+struct RunState {
+  Session* session = nullptr;
+  const ExecutionPlan* plan = nullptr;
+  ArenaLease arenas;            // one per device, from the session's pool
+  std::vector<RunSlot> slots;   // per value
+  std::map<int, Tensor> reuse;  // output value -> caller's buffer (Session::run)
+};
+
+}  // namespace onyx::runtime

@@ -1,0 +1,32 @@
+// step.h: one step of a session's execution: a kernel (one node or a fused
+// group), a copy between memories, or a control-flow node the host runs.
+#pragma once
+
+#include <onyx_provider.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace onyx::runtime {
+
+struct ControlFlow;  // session/control_flow.h
+
+struct Step {
+  enum Kind { kKernel, kCopy, kControlFlow } kind = kKernel;
+  int device = 0;          // index into the session's devices; -1: the host (kControlFlow)
+  std::vector<int> nodes;  // graph nodes, in topological order (kKernel, kControlFlow)
+  // Value indices (-1: omitted). A kernel's inputs are its nodes' inputs in
+  // node order, less the values computed inside the group; its outputs are
+  // its nodes' outputs in node order. This is the order the ABI's ctx_*
+  // indices and kernel_output_memory use.
+  std::vector<int> inputs;
+  std::vector<int> outputs;
+  OnyxKernel* kernel = nullptr;                     // kKernel; destroyed by the session
+  std::vector<OnyxOutputMemoryInfo> output_memory;  // kKernel: one per output
+  int copy_direction = 0;                           // kCopy: an OnyxCopyDirection
+  std::string name;                                 // "Relu 'relu0'", "copy 'x'"
+  std::shared_ptr<ControlFlow> control_flow;        // kControlFlow: its compiled subgraphs
+};
+
+}  // namespace onyx::runtime
