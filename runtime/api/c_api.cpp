@@ -73,6 +73,17 @@ OnyxStatus* onyx_env_add_provider_dir(OnyxEnv* env, const char* dir) {
   });
 }
 
+OnyxStatus* onyx_env_set_logger(OnyxEnv* env, OnyxLogCallback callback, void* user, int32_t min_level) {
+  return guarded([&] {
+    if (!env) return null_arg("onyx_env_set_logger", "env");
+    if (min_level < ONYX_LOG_DEBUG || min_level > ONYX_LOG_ERROR)
+      return onyx::runtime::invalid_argument("onyx_env_set_logger: min_level " + std::to_string(min_level) +
+                                             " is not an OnyxLogLevel");
+    env->registry.logger()->set(callback, user, min_level);
+    return Status();
+  });
+}
+
 OnyxStatus* onyx_env_list_providers(OnyxEnv* env, char** json) {
   return guarded([&] {
     if (!env || !json) return null_arg("onyx_env_list_providers", "argument");

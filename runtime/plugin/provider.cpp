@@ -5,6 +5,7 @@
 #include <set>
 
 
+#include "core/abi_status.h"
 #include "plugin/host_api.h"
 #include "plugin/search_dirs.h"
 
@@ -125,6 +126,11 @@ StatusOr<OnyxDeviceProperties> Provider::device_properties(size_t index) const {
 
 // --- ProviderRegistry -------------------------------------------------------
 
+ProviderRegistry::~ProviderRegistry() {
+  LogRoute route(logger_.get());  // plugin_destroy may log
+  loaded_.clear();
+}
+
 void ProviderRegistry::add_search_dir(const std::string& dir) {
   std::lock_guard lock(mutex_);
   extra_dirs_.push_back(dir);
@@ -150,6 +156,7 @@ StatusOr<std::shared_ptr<Provider>> ProviderRegistry::load_locked(const std::str
 
 StatusOr<std::shared_ptr<Provider>> ProviderRegistry::get(const std::string& name_or_path) {
   if (name_or_path.empty()) return invalid_argument("empty provider name");
+  LogRoute route(logger_.get());  // create may log
   if (name_or_path.find('/') != std::string::npos) {
     std::lock_guard lock(mutex_);
     return load_locked(name_or_path);
@@ -168,6 +175,7 @@ StatusOr<std::shared_ptr<Provider>> ProviderRegistry::get(const std::string& nam
 }
 
 std::vector<ProviderRegistry::Discovered> ProviderRegistry::discover() {
+  LogRoute route(logger_.get());
   std::vector<Discovered> found;
   std::set<std::string> names;
   for (const std::string& dir : search_dirs()) {

@@ -14,6 +14,7 @@
 
 #include <boost/dll/shared_library.hpp>
 
+#include "core/log.h"
 #include "core/status.h"
 
 namespace onyx::runtime {
@@ -62,9 +63,16 @@ class Provider {
 // added with add_search_dir, the ONYX_PROVIDER_PATH variable (':'-separated),
 // the running executable's folder, and <exe>/../lib/onyx/providers. A name
 // containing '/' is a path and is loaded directly. Loaded plugins are cached.
+// The registry is what the C API calls an environment: it owns the logger
+// that its sessions and the plugins it loads report to (core/log.h).
 // Thread-safe.
 class ProviderRegistry {
  public:
+  ProviderRegistry() = default;
+  ~ProviderRegistry();  // destroys the plugins no session holds any more
+  ProviderRegistry(const ProviderRegistry&) = delete;
+  ProviderRegistry& operator=(const ProviderRegistry&) = delete;
+
   void add_search_dir(const std::string& dir);
   StatusOr<std::shared_ptr<Provider>> get(const std::string& name_or_path);
 
@@ -76,8 +84,11 @@ class ProviderRegistry {
   // Every plugin file found in the search folders (first one wins per name).
   std::vector<Discovered> discover();
   std::vector<std::string> search_dirs() const;
+  // Shared with the sessions created from this registry.
+  const std::shared_ptr<Logger>& logger() const { return logger_; }
 
  private:
+  std::shared_ptr<Logger> logger_ = std::make_shared<Logger>();
   mutable std::mutex mutex_;
   std::vector<std::string> extra_dirs_;
   std::vector<std::pair<std::string, std::shared_ptr<Provider>>> loaded_;  // by path

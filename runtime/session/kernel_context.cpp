@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "core/log.h"
 #include "session/plan.h"
 #include "session/session.h"
 
@@ -149,7 +150,11 @@ Status KernelContext::scratch(size_t bytes, void** out) {
 }
 
 void KernelContext::parallel_for(size_t n, size_t grain, OnyxParallelBody body, void* user) {
-  run_.session->thread_pool().parallel_for(n, grain, [&](size_t b, size_t e) { body(user, b, e); });
+  const Logger* route = LogRoute::route();  // the pool's threads log where this one does
+  run_.session->thread_pool().parallel_for(n, grain, [&](size_t b, size_t e) {
+    LogRoute chunk(route);
+    body(user, b, e);
+  });
 }
 
 size_t KernelContext::thread_count() const { return run_.session->thread_pool().thread_count(); }

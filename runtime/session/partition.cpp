@@ -1,7 +1,5 @@
 #include "session/partition.h"
 
-#include <cstdio>
-
 #include "core/json.h"
 #include "core/abi_status.h"
 #include "session/control_flow.h"
@@ -20,7 +18,7 @@ const char* fallback_policy_name(FallbackPolicy policy) {
 }
 
 Status partition_graph(const ir::Graph& graph, const std::vector<std::unique_ptr<Device>>& devices,
-                       FallbackPolicy policy, PartitionReport& report) {
+                       FallbackPolicy policy, const Logger& logger, PartitionReport& report) {
   report.policy = policy;
   report.devices.clear();
   report.nodes.assign(graph.nodes.size(), NodePlacement{});
@@ -87,7 +85,7 @@ Status partition_graph(const ir::Graph& graph, const std::vector<std::unique_ptr
         only_unavailable = only_unavailable && skipped;
       }
       if (policy == FallbackPolicy::kWarn && !only_unavailable)
-        std::fprintf(stderr, "onyx [warning] %s\n", msg.c_str());
+        logger.warning(msg);
     }
   }
   return Status();

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/log.h"
 #include "core/status.h"
 #include "ir/graph.h"
 
@@ -53,8 +54,9 @@ struct PartitionReport {
   std::string to_json(const ir::Graph& graph) const;
 };
 
-// Fills report.nodes; fails per the policy rules above.
+// Fills report.nodes; fails per the policy rules above. Warnings (kWarn) go
+// to `logger`.
 Status partition_graph(const ir::Graph& graph, const std::vector<std::unique_ptr<Device>>& devices,
-                       FallbackPolicy policy, PartitionReport& report);
+                       FallbackPolicy policy, const Logger& logger, PartitionReport& report);
 
 }  // namespace onyx::runtime

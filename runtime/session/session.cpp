@@ -1,7 +1,6 @@
 #include "session/session.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <map>
 
 #include "core/abi_status.h"
@@ -17,11 +16,14 @@ StatusOr<std::unique_ptr<Session>> Session::create(ProviderRegistry& registry, i
                                                    const SessionOptions& options) {
   if (!model.graph) return invalid_argument("model has no graph");
   std::unique_ptr<Session> s(new Session());
+  s->logger_ = registry.logger();
+  LogRoute route(s->logger_.get());
   s->model_ = std::move(model);
   s->pool_ = std::make_unique<ThreadPool>(options.intra_op_threads);
   ONYX_RETURN_IF_ERROR(s->open_devices(registry, options));
   s->arenas_ = std::make_unique<ArenaPool>(s->devices_);
-  ONYX_RETURN_IF_ERROR(partition_graph(*s->model_.graph, s->devices_, options.fallback, s->partition_));
+  ONYX_RETURN_IF_ERROR(
+      partition_graph(*s->model_.graph, s->devices_, options.fallback, *s->logger_, s->partition_));
   ONYX_RETURN_IF_ERROR(s->build_steps());
   ONYX_RETURN_IF_ERROR(s->create_kernels());
   ONYX_RETURN_IF_ERROR(s->compile_subgraphs(registry, options));
@@ -41,6 +43,7 @@ StatusOr<std::unique_ptr<Session>> Session::create_from_bytes(ProviderRegistry& 
 }
 
 Session::~Session() {
+  LogRoute route(logger_.get());  // kernel_destroy and device_close may log
   plans_.clear();
   arenas_.reset();  // frees arenas while the devices are open
   for (Step& step : steps_)
@@ -62,8 +65,8 @@ Status Session::open_devices(ProviderRegistry& registry, const SessionOptions& o
       if (options.fallback == FallbackPolicy::kFail)
         return unavailable("provider '" + provider->name() + "' is unavailable: " + available.message());
       if (options.fallback == FallbackPolicy::kWarn)
-        std::fprintf(stderr, "onyx [warning] provider '%s' is unavailable, falling back: %s\n",
-                     provider->name().c_str(), available.message().c_str());
+        logger_->warning("provider '" + provider->name() + "' is unavailable, falling back: " +
+                         available.message());
       partition_.unavailable.push_back({provider->name(), available.message(), devices_.size()});
       continue;
     }
@@ -176,6 +179,7 @@ StatusOr<std::shared_ptr<const ExecutionPlan>> Session::plan_for(const std::vect
 StatusOr<std::vector<Tensor>> Session::run(const std::vector<std::pair<std::string, Tensor>>& inputs,
                                            const std::vector<std::string>& output_names,
                                            const std::vector<Tensor>* reuse) {
+  LogRoute route(logger_.get());
   const ir::Graph& graph = *model_.graph;
   std::vector<Tensor> bound(graph.inputs.size());
   for (const auto& [name, tensor] : inputs) {

@@ -13,6 +13,8 @@
 // opened (it holds them by shared_ptr, so it cannot).
 // Thread-safety: run() and memory_report() may be called concurrently; each
 // run has its own slots and arenas.
+// Messages: warnings go to the registry's logger, and so do the lines its
+// plugins log while working for the session (core/log.h).
 #pragma once
 
 #include <map>
@@ -83,6 +85,8 @@ class Session {
 
   ThreadPool& thread_pool() { return *pool_; }
   ArenaPool& arena_pool() { return *arenas_; }
+  // The registry's logger: the session's warnings and its plugins' lines.
+  const Logger& logger() const { return *logger_; }
 
   // Runs a control-flow subgraph's session: `inputs` in graph-input order
   // (captured values last), no checks against declared types; all outputs.
@@ -98,6 +102,7 @@ class Session {
   StatusOr<std::shared_ptr<const ExecutionPlan>> plan_for(const std::vector<Shape>& input_shapes);
 
   ir::Model model_;
+  std::shared_ptr<Logger> logger_;
   DeviceList devices_;
   std::unique_ptr<ArenaPool> arenas_;  // destroyed before the devices close
   std::vector<Step> steps_;

@@ -4,6 +4,7 @@
 
 #include <onyx/onyx_c_api.h>
 
+#include <functional>
 #include <memory>
 #include <span>
 #include <stdexcept>
@@ -87,9 +88,25 @@ class Env {
     check(onyx_env_list_providers(raw_.get(), &json));
     return detail::take_string(json);
   }
+  // Sends this env's messages at `min_level` and above to `log` (an empty
+  // function drops them all); see onyx_env_set_logger. `log` may run on
+  // several threads at once; an exception it throws is swallowed.
+  using LogFunction = std::function<void(OnyxLogLevel level, const std::string& message)>;
+  void set_logger(LogFunction log, OnyxLogLevel min_level = ONYX_LOG_INFO) {
+    auto next = log ? std::make_unique<LogFunction>(std::move(log)) : nullptr;
+    check(onyx_env_set_logger(raw_.get(), next ? &Env::call_log : nullptr, next.get(), min_level));
+    log_ = std::move(next);  // the previous function is no longer called
+  }
   OnyxEnv* get() const { return raw_.get(); }
 
  private:
+  static void call_log(void* user, int32_t level, const char* message) {
+    try {
+      (*static_cast<LogFunction*>(user))(OnyxLogLevel(level), message);
+    } catch (...) {  // nothing may unwind into the C API
+    }
+  }
+  std::unique_ptr<LogFunction> log_;  // outlives raw_ (members are destroyed in reverse)
   std::unique_ptr<OnyxEnv, detail::Deleter<OnyxEnv, onyx_env_release>> raw_;
 };
 

@@ -66,6 +66,34 @@ ONYX_API OnyxStatus* onyx_env_add_provider_dir(OnyxEnv* env, const char* dir);
  * *json belongs to the caller. */
 ONYX_API OnyxStatus* onyx_env_list_providers(OnyxEnv* env, char** json);
 
+/* ---- logging --------------------------------------------------------------- */
+
+/* One message: `level` is an OnyxLogLevel (onyx_provider.h: DEBUG, INFO,
+ * WARNING, ERROR); `message` is one line without a trailing newline, valid
+ * only during the call. */
+typedef void (*OnyxLogCallback)(void* user, int32_t level, const char* message);
+
+/* Sends this environment's messages to `callback`: the core's warnings for
+ * every session created from `env` (a provider skipped as unavailable, a node
+ * falling back to a later provider, a fused group run as single nodes), and
+ * the lines provider plugins log (OnyxHostApi.log) while this env loads them
+ * or they work for its sessions. Messages below `min_level` (an
+ * OnyxLogLevel) are dropped, plugin lines included. A NULL callback drops
+ * every message. Until the first call: "onyx [level] message" lines on
+ * stderr for ONYX_LOG_INFO and above.
+ * Errors: INVALID_ARGUMENT for a NULL env or a min_level that is not an
+ * OnyxLogLevel.
+ * Lifetime: `user` is not owned and must stay valid until the logger is
+ * replaced or the env released. Once this function returns, the previous
+ * callback is not running and is never called again.
+ * Thread-safety: may be called at any time, also while sessions of the env
+ * run. The callback may run on several threads at once (concurrent runs,
+ * the intra-op pool), must not call onyx_env_set_logger, and must not throw
+ * or longjmp. Lines a plugin logs from threads of its own carry no env and
+ * go to stderr as by default. */
+ONYX_API OnyxStatus* onyx_env_set_logger(OnyxEnv* env, OnyxLogCallback callback, void* user,
+                                         int32_t min_level);
+
 /* ---- session options ------------------------------------------------------ */
 
 typedef enum OnyxFallbackPolicy {

@@ -1,0 +1,58 @@
+#include "core/log.h"
+
+#include <cstdio>
+#include <mutex>
+
+namespace onyx::runtime {
+namespace {
+thread_local const Logger* thread_route = nullptr;
+}  // namespace
+
+const char* log_level_name(int32_t level) {
+  switch (level) {
+    case ONYX_LOG_DEBUG: return "debug";
+    case ONYX_LOG_INFO: return "info";
+    case ONYX_LOG_WARNING: return "warning";
+    default: return "error";
+  }
+}
+
+void log_to_stderr(void*, int32_t level, const char* message) {
+  // One write per line, so that lines from concurrent runs do not interleave.
+  std::string line = std::string("onyx [") + log_level_name(level) + "] " + (message ? message : "") + "\n";
+  std::fputs(line.c_str(), stderr);
+}
+
+void Logger::set(LogCallback callback, void* user, int32_t min_level) {
+  std::unique_lock lock(mutex_);
+  callback_ = callback;
+  user_ = user;
+  min_level_ = min_level;
+}
+
+bool Logger::enabled(int32_t level) const {
+  std::shared_lock lock(mutex_);
+  return callback_ && level >= min_level_;
+}
+
+void Logger::log(int32_t level, const std::string& message) const {
+  std::shared_lock lock(mutex_);
+  if (callback_ && level >= min_level_) callback_(user_, level, message.c_str());
+}
+
+Logger& default_logger() {
+  static Logger logger;
+  return logger;
+}
+
+LogRoute::LogRoute(const Logger* logger) : previous_(thread_route) {
+  if (logger) thread_route = logger;
+}
+
+LogRoute::~LogRoute() { thread_route = previous_; }
+
+const Logger* LogRoute::route() { return thread_route; }
+
+const Logger& LogRoute::current() { return thread_route ? *thread_route : default_logger(); }
+
+}  // namespace onyx::runtime
