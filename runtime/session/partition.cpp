@@ -1,10 +1,11 @@
 #include "session/partition.h"
 
-#include "core/json.h"
 #include "core/abi_status.h"
+#include "core/json.h"
 #include "session/control_flow.h"
-#include "session/graph_view.h"
 #include "session/device.h"
+#include "session/fused_groups.h"
+#include "session/graph_view.h"
 
 namespace onyx::runtime {
 
@@ -22,6 +23,7 @@ Status partition_graph(const ir::Graph& graph, const std::vector<std::unique_ptr
   report.policy = policy;
   report.devices.clear();
   report.nodes.assign(graph.nodes.size(), NodePlacement{});
+  report.dissolved.clear();
   for (size_t n = 0; n < graph.nodes.size(); ++n)
     report.nodes[n].on_host = is_control_flow(graph.nodes[n]);
   GraphView view(graph);
@@ -33,6 +35,7 @@ Status partition_graph(const ir::Graph& graph, const std::vector<std::unique_ptr
         if (place.device < 0 && !place.on_host) place.declined.emplace_back(u.name, "provider unavailable: " + u.reason);
     }
   };
+  std::vector<PreemptedClaim> preempted;
   for (size_t d = 0; d < devices.size(); ++d) {
     decline_unavailable(d);
     const Device& device = *devices[d];
@@ -44,7 +47,11 @@ Status partition_graph(const ir::Graph& graph, const std::vector<std::unique_ptr
     if (!st.ok()) return st.with_context("capability query of " + device.label);
     for (size_t n = 0; n < graph.nodes.size(); ++n) {
       NodePlacement& place = report.nodes[n];
-      if (place.device >= 0 || place.on_host) continue;
+      if (place.device >= 0 || place.on_host) {
+        if (claims[n].claimed && claims[n].fused_group != 0)
+          preempted.push_back({int(n), int(d), claims[n].fused_group, place.device});
+        continue;
+      }
       if (claims[n].claimed) {
         place.device = int(d);
         place.fused_group = claims[n].fused_group;
@@ -56,9 +63,6 @@ Status partition_graph(const ir::Graph& graph, const std::vector<std::unique_ptr
     }
   }
   decline_unavailable(devices.size());
-  // A fused group must be entirely on its device; a member claimed earlier by
-  // another device would split it, so the group dissolves into single nodes.
-  // (Groups are only formed from nodes the same device claimed above.)
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     const NodePlacement& place = report.nodes[n];
     const ir::Node& node = graph.nodes[n];
@@ -88,6 +92,14 @@ Status partition_graph(const ir::Graph& graph, const std::vector<std::unique_ptr
         logger.warning(msg);
     }
   }
+  dissolve_unsound_groups(graph, preempted, report);
+  if (policy == FallbackPolicy::kWarn)
+    for (const DissolvedGroup& g : report.dissolved) {
+      std::string nodes;
+      for (const std::string& name : g.nodes) nodes += (nodes.empty() ? "" : ", ") + name;
+      logger.warning("fused group " + std::to_string(g.group) + " of " + g.device + " (" + nodes +
+                     ") runs as single-node kernels: " + g.reason);
+    }
   return Status();
 }
 
@@ -115,6 +127,7 @@ std::string PartitionReport::to_json(const ir::Graph& graph) const {
     w.key("domain").value(graph.nodes[n].domain);
     w.key("device").value(p.on_host ? std::string("host") : p.device >= 0 ? devices[p.device] : std::string());
     w.key("fused_group").value(int64_t(p.fused_group));
+    w.key("dissolved_group").value(int64_t(p.dissolved_group));
     w.key("fallback").value(is_fallback(p));
     w.key("declined_by").begin_array();
     for (const auto& [label, why] : p.declined) {
@@ -132,6 +145,18 @@ std::string PartitionReport::to_json(const ir::Graph& graph) const {
     w.begin_object();
     w.key("provider").value(u.name);
     w.key("reason").value(u.reason);
+    w.end_object();
+  }
+  w.end_array();
+  w.key("dissolved_groups").begin_array();
+  for (const DissolvedGroup& g : dissolved) {
+    w.begin_object();
+    w.key("device").value(g.device);
+    w.key("group").value(int64_t(g.group));
+    w.key("nodes").begin_array();
+    for (const std::string& name : g.nodes) w.value(name);
+    w.end_array();
+    w.key("reason").value(g.reason);
     w.end_object();
   }
   w.end_array();

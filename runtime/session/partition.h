@@ -26,6 +26,7 @@ struct NodePlacement {
   int device = -1;
   bool on_host = false;      // control flow (If/Loop/Scan): run by the host, device stays -1
   uint32_t fused_group = 0;  // 0: own kernel; else group id within the device
+  uint32_t dissolved_group = 0;  // the group the device claimed it in, when the host dissolved it
   std::vector<std::pair<std::string, std::string>> declined;  // (device label, reason)
 };
 
@@ -37,6 +38,14 @@ struct CopyRecord {
 
 // A listed provider that could not run here (no device, no driver) and was
 // skipped because the policy allows falling back.
+// A fused group the host runs as single-node kernels (session/fused_groups.h).
+struct DissolvedGroup {
+  std::string device;
+  uint32_t group = 0;
+  std::vector<std::string> nodes;  // the members left on the device
+  std::string reason;
+};
+
 struct UnavailableProvider {
   std::string name, reason;
   size_t rank = 0;  // how many opened devices were listed before it
@@ -48,14 +57,17 @@ struct PartitionReport {
   std::vector<NodePlacement> nodes;     // per graph node
   std::vector<CopyRecord> copies;
   std::vector<UnavailableProvider> unavailable;
+  std::vector<DissolvedGroup> dissolved;
   // True when a provider listed ahead of the node's device declined it or was unavailable.
   bool is_fallback(const NodePlacement& place) const;
-  // Machine-readable: {"policy", "devices", "nodes": [{node, op, device, ...}], "copies"}
+  // Machine-readable: {"policy", "devices", "nodes": [{node, op, device, ...}],
+  // "unavailable", "dissolved_groups", "copies"} (docs/architecture.md)
   std::string to_json(const ir::Graph& graph) const;
 };
 
-// Fills report.nodes; fails per the policy rules above. Warnings (kWarn) go
-// to `logger`.
+// Fills report.nodes; fails per the policy rules above. Fused groups the
+// host cannot keep are dissolved (session/fused_groups.h). Warnings (kWarn)
+// go to `logger`.
 Status partition_graph(const ir::Graph& graph, const std::vector<std::unique_ptr<Device>>& devices,
                        FallbackPolicy policy, const Logger& logger, PartitionReport& report);
 

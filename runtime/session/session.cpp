@@ -1,13 +1,13 @@
 #include "session/session.h"
 
 #include <algorithm>
-#include <map>
 
 #include "core/abi_status.h"
 #include "ir/onnx_import.h"
 #include "session/control_flow.h"
 #include "session/copy_insertion.h"
 #include "session/executor.h"
+#include "session/fused_groups.h"
 #include "session/graph_view.h"
 
 namespace onyx::runtime {
@@ -100,42 +100,32 @@ Status Session::open_devices(ProviderRegistry& registry, const SessionOptions& o
 
 Status Session::build_steps() {
   ir::Graph& graph = *model_.graph;
-  ONYX_ASSIGN_OR_RETURN(std::vector<int> order, graph.topological_order());
-  // Nodes in topological order; a fused group becomes one step at the
-  // position of its first node.
+  // One step per node or fused group, each after the steps it reads from.
+  ONYX_ASSIGN_OR_RETURN(std::vector<std::vector<int>> order, step_order(graph, partition_));
   std::vector<Step> steps;
-  std::map<std::pair<int, uint32_t>, size_t> group_step;
-  for (int n : order) {
-    const ir::Node& node = graph.nodes[size_t(n)];
-    const NodePlacement& place = partition_.nodes[size_t(n)];
-    const int d = place.device;
-    auto existing = place.fused_group != 0 ? group_step.find({d, place.fused_group}) : group_step.end();
-    size_t index = steps.size();
-    if (existing != group_step.end()) {
-      index = existing->second;
-    } else {
-      Step step;
-      step.device = d;
-      step.name = node.op_type + " '" + node.name + "'";
-      if (place.on_host) step.kind = Step::kControlFlow;
-      steps.push_back(step);
-      if (place.fused_group != 0) group_step[{d, place.fused_group}] = index;
+  for (std::vector<int>& nodes : order) {
+    const ir::Node& first = graph.nodes[size_t(nodes[0])];
+    const NodePlacement& place = partition_.nodes[size_t(nodes[0])];
+    Step& step = steps.emplace_back();
+    step.device = place.device;
+    step.name = first.op_type + " '" + first.name + "'";
+    if (place.on_host) step.kind = Step::kControlFlow;
+    step.nodes = std::move(nodes);
+    for (int n : step.nodes) {
+      const ir::Node& node = graph.nodes[size_t(n)];
+      std::vector<int> inputs = node.inputs;
+      if (step.kind == Step::kControlFlow) {  // values its subgraphs read
+        std::vector<int> captures = control_flow_captures(graph, node);
+        inputs.insert(inputs.end(), captures.begin(), captures.end());
+      }
+      for (int v : inputs) {
+        // Values computed inside the group stay inside the kernel.
+        const int producer = v >= 0 ? graph.values[size_t(v)].producer : -1;
+        if (producer < 0 || std::find(step.nodes.begin(), step.nodes.end(), producer) == step.nodes.end())
+          step.inputs.push_back(v);
+      }
+      step.outputs.insert(step.outputs.end(), node.outputs.begin(), node.outputs.end());
     }
-    Step& step = steps[index];
-    step.nodes.push_back(n);
-    std::vector<int> inputs = node.inputs;
-    if (step.kind == Step::kControlFlow) {  // values its subgraphs read
-      std::vector<int> captures = control_flow_captures(graph, node);
-      inputs.insert(inputs.end(), captures.begin(), captures.end());
-    }
-    for (int v : inputs) {
-      // Inputs produced inside the same fused group stay internal.
-      if (v >= 0 && graph.values[size_t(v)].producer >= 0 &&
-          std::find(step.nodes.begin(), step.nodes.end(), graph.values[size_t(v)].producer) != step.nodes.end())
-        continue;
-      step.inputs.push_back(v);
-    }
-    step.outputs.insert(step.outputs.end(), node.outputs.begin(), node.outputs.end());
   }
   CopyInsertion copies = insert_copies(graph, devices_, std::move(steps));
   steps_ = std::move(copies.steps);
@@ -155,8 +145,9 @@ Status Session::create_kernels() {
                                                                  nodes.data(), nodes.size(),
                                                                  &step.kernel));
     if (!st.ok()) return st.with_context("creating the kernel of " + step.name + " on " + device.label);
+    // Fused steps too: the entries follow the group's outputs (session/step.h).
     step.output_memory.assign(step.outputs.size(), OnyxOutputMemoryInfo{sizeof(OnyxOutputMemoryInfo), 0, -1});
-    if (device.provider->api().kernel_output_memory && step.nodes.size() == 1) {
+    if (device.provider->api().kernel_output_memory) {
       ONYX_RETURN_IF_ERROR(take_status(device.provider->api().kernel_output_memory(
           step.kernel, step.output_memory.data(), step.output_memory.size())));
     }

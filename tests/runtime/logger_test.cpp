@@ -117,5 +117,29 @@ TEST(Logger, PluginLinesFollowTheThreadsRoute) {
   EXPECT_EQ(got.lines.size(), 2u);
 }
 
+// The fuser plugin logs its "say" option at INFO from device_open, which
+// runs during session creation: the line reaches the registry's logger
+// when its threshold lets INFO through.
+TEST(Logger, APluginsLineReachesTheRegistrysLoggerAboveItsThreshold) {
+  std::string bytes = testing::ModelBuilder()
+                          .input("x", {2, 3})
+                          .output("y", {2, 3})
+                          .node("Relu", {"x"}, {"y"}, "relu0")
+                          .bytes();
+  for (int32_t threshold : {ONYX_LOG_INFO, ONYX_LOG_WARNING}) {
+    ProviderRegistry registry;
+    registry.add_search_dir(ONYX_TEST_PLUGIN_DIR);
+    Collected got;
+    registry.logger()->set(collect, &got, threshold);
+    SessionOptions options;
+    options.providers = {{"fuser", {{"say", "hello from the fuser"}}}};
+    ::testing::internal::CaptureStderr();
+    auto s = Session::create_from_bytes(registry, bytes.data(), bytes.size(), options);
+    EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+    ASSERT_TRUE(s.ok()) << s.status().to_string();
+    EXPECT_EQ(got.contains("hello from the fuser"), threshold == ONYX_LOG_INFO);
+  }
+}
+
 }  // namespace
 }  // namespace onyx::runtime
