@@ -492,11 +492,7 @@ typedef struct OnyxProviderApi {
   void (*kernel_destroy)(OnyxKernel* kernel);
 
   /* OPTIONAL. Memory declarations for the kernel's outputs (`out` has one
-   * entry per output, zero-filled = ONYX_OUTPUT_FRESH). The host consults
-   * it for fused groups too: their outputs are every output of the group's
-   * nodes in the order given to kernel_create, and input_index counts the
-   * group's inputs (the nodes' inputs in that order, less the values
-   * computed inside the group), as ctx_output and ctx_input do. Thread-safe. */
+   * entry per output, zero-filled = ONYX_OUTPUT_FRESH). Thread-safe. */
   OnyxStatus* (*kernel_output_memory)(OnyxKernel* kernel, OnyxOutputMemoryInfo* out,
                                       size_t output_count);
 
