@@ -231,10 +231,9 @@ std::unique_ptr<LoadedPlugin> LoadedPlugin::load(const std::string& path, size_t
   const OnyxPluginEntry* e = get_entry();
   if (!e) throw CaseError(ONYX_PLUGIN_ENTRY_SYMBOL "() returned NULL");
   if (e->magic != ONYX_PLUGIN_MAGIC) throw CaseError("entry magic is wrong (not an Onyx plugin)");
-  if (e->struct_size < offsetof(OnyxPluginEntry, create) + sizeof(e->create))
-    throw CaseError("entry struct_size " + std::to_string(e->struct_size) +
-                    " does not cover the frozen fields (" +
-                    std::to_string(offsetof(OnyxPluginEntry, create) + sizeof(e->create)) + " bytes)");
+  if (e->struct_size < ONYX_PLUGIN_ENTRY_SIZE_1_0)
+    throw CaseError("entry struct_size " + std::to_string(e->struct_size) + " does not cover the frozen fields (" +
+                    std::to_string(ONYX_PLUGIN_ENTRY_SIZE_1_0) + " bytes)");
   if (!e->create) throw CaseError("entry has no create function");
   p->entry_ = e;
   const uint32_t low = std::max(kHostMinAbi, e->min_abi_version);

@@ -22,6 +22,9 @@ namespace {
 void load_and_entry(const std::string& path) {
   auto p = LoadedPlugin::load(path);
   const OnyxPluginEntry* e = p->entry();
+  if (e->struct_size < ONYX_PLUGIN_ENTRY_SIZE_1_0)
+    throw CaseError("entry struct_size " + std::to_string(e->struct_size) + " is smaller than ABI 1.0's " +
+                    std::to_string(ONYX_PLUGIN_ENTRY_SIZE_1_0));
   if (!e->name || !*e->name) throw CaseError("entry name is empty");
   if (std::strlen(e->name) > 64) throw CaseError("entry name is longer than 64 characters");
   if (!e->version) throw CaseError("entry version is NULL");
@@ -41,13 +44,16 @@ void provider_table(const std::string& path) {
     async = props.asynchronous;
   }
   auto missing = missing_required_functions(*p, async);
+  const std::string sizes = "struct_size " + std::to_string(p->api()->struct_size) + ", ABI 1.0's table is " +
+                            std::to_string(ONYX_PROVIDER_API_SIZE_1_0) + " bytes";
   if (!missing.empty()) {
     std::string list;
     for (const auto& m : missing) list += (list.empty() ? "" : ", ") + m;
-    throw CaseError("provider table (struct_size " + std::to_string(p->api()->struct_size) + ", ABI " +
-                    version_string(ONYX_ABI_VERSION_MAJOR << 16 | ONYX_ABI_VERSION_MINOR) + " table is " +
-                    std::to_string(sizeof(OnyxProviderApi)) + " bytes) lacks required functions: " + list);
+    throw CaseError("provider table (" + sizes + ") lacks required functions: " + list);
   }
+  // Every 1.x plugin was built with a header that has the whole 1.0 table.
+  if (p->api()->struct_size < ONYX_PROVIDER_API_SIZE_1_0)
+    throw CaseError("provider table (" + sizes + ") is smaller than any 1.x header's");
 }
 
 // A host built against a newer minor version: larger args and host table.

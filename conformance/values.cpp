@@ -1,6 +1,8 @@
 // values.cpp: decoding ONNX test data files into host tensors.
 #include "values.h"
 
+#include <onyx_dtype.h>
+
 #include <bit>
 #include <cstring>
 #include <fstream>
@@ -13,21 +15,11 @@ static_assert(std::endian::native == std::endian::little,
 
 namespace {
 
-// Types newer than onnx 1.12's enum: 21 uint4, 22 int4, 23 float4e2m1 (two
-// per byte), 24 float8e8m0 (one byte), 25 uint2, 26 int2 (four per byte).
-bool is_two_bit(int32_t dtype) { return dtype == 25 || dtype == 26; }
-bool is_sub_byte(int32_t dtype) { return dtype == 21 || dtype == 22 || dtype == 23 || is_two_bit(dtype); }
-
-size_t element_size(int32_t dtype) {
-  switch (dtype) {
-    case 1: case 6: case 12: return 4;                 // float, int32, uint32
-    case 7: case 11: case 13: case 14: return 8;       // int64, double, uint64, complex64
-    case 15: return 16;                                // complex128
-    case 4: case 5: case 10: case 16: return 2;        // uint16, int16, float16, bfloat16
-    case 2: case 3: case 9: case 17: case 18: case 19: case 20: case 24: return 1;
-    default: return 0;
-  }
-}
+// Sizes and names come from the ABI's one dtype table (onyx_dtype.h), which
+// also knows the types newer than onnx 1.12's enum (21-26). The decoding of
+// TensorProto fields below stays this runner's own, on purpose: it checks
+// the runtime's decoder rather than sharing it.
+bool is_sub_byte(int32_t dtype) { return onyx_dtype_elements_per_byte(dtype) > 0; }
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -63,21 +55,14 @@ int64_t HostTensor::element_count() const {
 }
 
 const char* dtype_name(int32_t dtype) {
-  static const char* names[] = {"undefined", "float32",  "uint8",     "int8",     "uint16",
-                                "int16",     "int32",    "int64",     "string",   "bool",
-                                "float16",   "float64",  "uint32",    "uint64",   "complex64",
-                                "complex128", "bfloat16", "float8e4m3fn", "float8e4m3fnuz",
-                                "float8e5m2", "float8e5m2fnuz", "uint4", "int4", "float4e2m1",
-                                "float8e8m0", "uint2", "int2"};
-  return dtype >= 0 && dtype < int32_t(sizeof names / sizeof *names) ? names[dtype] : "unknown";
+  const char* name = onyx_dtype_name(dtype);
+  return name ? name : "unknown";
 }
 
 size_t tensor_byte_size(int32_t dtype, int64_t count) {
-  if (is_two_bit(dtype)) return size_t(count + 3) / 4;
-  if (is_sub_byte(dtype)) return size_t(count + 1) / 2;
-  size_t size = element_size(dtype);
-  if (size == 0) throw CaseError(std::string("no dense layout for element type ") + dtype_name(dtype));
-  return size * size_t(count);
+  if (onyx_dtype_storage_bytes(dtype, 1) == 0)
+    throw CaseError(std::string("no dense layout for element type ") + dtype_name(dtype));
+  return onyx_dtype_storage_bytes(dtype, count);
 }
 
 HostTensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& where) {
@@ -109,7 +94,7 @@ HostTensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& 
       case 12: store_narrowed(proto.uint64_data(), 4, t.bytes); break;
       case 13: store_exact(proto.uint64_data(), t.bytes); break;
       default:  // narrow types widened into int32_data (sub-byte: one packed byte each)
-        store_narrowed(proto.int32_data(), is_sub_byte(t.dtype) ? 1 : element_size(t.dtype), t.bytes);
+        store_narrowed(proto.int32_data(), is_sub_byte(t.dtype) ? 1 : onyx_dtype_size(t.dtype), t.bytes);
     }
   }
   if (t.bytes.size() != bytes)
@@ -181,7 +166,7 @@ TestValue read_value_file(const std::string& path, const onnx::TypeProto& type) 
   const int32_t declared = type.has_tensor_type() ? type.tensor_type().elem_type() : 0;
   const bool container = t.dtype == onnx::TensorProto::UINT16 || t.dtype == onnx::TensorProto::UINT8;
   if (declared != 0 && declared != t.dtype && container && !is_sub_byte(declared) &&
-      element_size(declared) == element_size(t.dtype))
+      onyx_dtype_size(declared) == onyx_dtype_size(t.dtype))
     t.dtype = declared;
   return tensor_value(std::move(t));
 }

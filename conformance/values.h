@@ -20,8 +20,8 @@ struct CaseError : std::runtime_error {
 };
 
 // A dense tensor in host memory: row-major, little-endian, sub-byte types
-// packed low bits first (int4/uint4/float4 two per byte, as OnyxTensorView
-// describes; int2/uint2, newer than ABI 1.0's types, four per byte).
+// packed low bits first (int4/uint4/float4 two per byte, int2/uint2 four, as
+// OnyxTensorView describes).
 struct HostTensor {
   int32_t dtype = 0;  // OnyxDataType (== TensorProto.DataType)
   std::vector<int64_t> dims;

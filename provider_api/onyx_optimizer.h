@@ -20,13 +20,19 @@
  *
  * The plugin links nothing but libc: the whole ABI is static data, so it has
  * no functions to call besides the entry and no threads or state.
- * Standalone C: only stdint/stddef.
+ * Standalone C99: only stdint/stddef.
  *
- * Versioning: the entry's first fields (magic, struct_size, min_abi,
- * max_abi) never change. A host accepts a plugin whose [min_abi, max_abi]
- * range overlaps its own and refuses one that does not, naming both ranges.
- * Structs only grow at the end; read later fields only when struct_size
- * covers them.
+ * Versioning follows the same rules as onyx_provider.h:
+ *  - The entry struct starts with the six fields every Onyx plugin entry
+ *    starts with: `uint32_t magic` naming the kind of plugin
+ *    (ONYX_OPTIMIZER_MAGIC), `uint32_t struct_size`, `uint32_t
+ *    min_abi_version`, `uint32_t max_abi_version`, `const char* name`,
+ *    `const char* version`. They are frozen across all major versions. A
+ *    host accepts a plugin whose [min_abi_version, max_abi_version] range
+ *    overlaps its own and refuses one that does not, naming both ranges.
+ *  - Every other struct starts with `size_t struct_size`. Structs only grow
+ *    at the end; read later fields only when struct_size covers them (the
+ *    ONYX_OPTIMIZER_*_SIZE_1_0 constants give the 1.0 sizes).
  */
 #ifndef ONYX_OPTIMIZER_H_
 #define ONYX_OPTIMIZER_H_
@@ -41,8 +47,13 @@ extern "C" {
 #define ONYX_OPTIMIZER_ABI_VERSION_MAJOR 1
 #define ONYX_OPTIMIZER_ABI_VERSION_MINOR 0
 #define ONYX_OPTIMIZER_ABI_VERSION(major, minor) (((uint32_t)(major) << 16) | (uint32_t)(minor))
-/* "ONYXOPT1" read as a little-endian uint64 */
-#define ONYX_OPTIMIZER_MAGIC 0x3154504f58594e4fULL
+/* "OOPT" read as a little-endian uint32 (a provider's entry has "ONYX"). */
+#define ONYX_OPTIMIZER_MAGIC 0x54504F4Fu
+
+/* Size of `Type` up to and including `last_field` (as ONYX_STRUCT_SIZE in
+ * onyx_provider.h, which this header does not include). */
+#define ONYX_OPTIMIZER_STRUCT_SIZE(Type, last_field) \
+  (offsetof(Type, last_field) + sizeof(((Type*)0)->last_field))
 
 /* One per-parameter state tensor: same shape and dtype as the parameter,
  * every element initially `initial_value`. */
@@ -51,6 +62,7 @@ typedef struct OnyxOptimizerSlot {
   const char* name; /* "m"; unique within the optimizer, [A-Za-z0-9_] */
   float initial_value;
 } OnyxOptimizerSlot;
+#define ONYX_OPTIMIZER_SLOT_SIZE_1_0 ONYX_OPTIMIZER_STRUCT_SIZE(OnyxOptimizerSlot, initial_value)
 
 /* One float32 scalar hyperparameter. */
 typedef struct OnyxOptimizerHyperparameter {
@@ -59,17 +71,18 @@ typedef struct OnyxOptimizerHyperparameter {
   float default_value;
   const char* help; /* one line for --help texts */
 } OnyxOptimizerHyperparameter;
+#define ONYX_OPTIMIZER_HYPERPARAMETER_SIZE_1_0 ONYX_OPTIMIZER_STRUCT_SIZE(OnyxOptimizerHyperparameter, help)
 
 /* The static description returned by OnyxGetOptimizerEntry. Every pointer in
  * it points to static storage that lives as long as the library is loaded;
  * the host never writes to or frees any of it. */
 typedef struct OnyxOptimizerEntry {
-  uint64_t magic;         /* ONYX_OPTIMIZER_MAGIC */
-  size_t struct_size;     /* sizeof(OnyxOptimizerEntry) as the plugin was built */
-  uint32_t min_abi;       /* ONYX_OPTIMIZER_ABI_VERSION(1, 0) */
-  uint32_t max_abi;
-  const char* name;       /* "adamw": lowercase, matches the file name */
-  const char* version;    /* the plugin's own version, "1.0.0" */
+  uint32_t magic;           /* ONYX_OPTIMIZER_MAGIC */
+  uint32_t struct_size;     /* sizeof(OnyxOptimizerEntry) as the plugin was built */
+  uint32_t min_abi_version; /* oldest ONYX_OPTIMIZER_ABI_VERSION the plugin speaks */
+  uint32_t max_abi_version; /* newest (normally the header it was built with) */
+  const char* name;         /* "adamw": lowercase, matches the file name */
+  const char* version;      /* the plugin's own version, "1.0.0" */
   size_t slot_count;
   const OnyxOptimizerSlot* slots;
   size_t hyperparameter_count;
@@ -80,6 +93,7 @@ typedef struct OnyxOptimizerEntry {
   const char* fused_op_domain;
   const char* fused_op_type;
 } OnyxOptimizerEntry;
+#define ONYX_OPTIMIZER_ENTRY_SIZE_1_0 ONYX_OPTIMIZER_STRUCT_SIZE(OnyxOptimizerEntry, fused_op_type)
 
 /* The one exported symbol. Returns a pointer to static data (never NULL).
  * Thread-safe: may be called any number of times from any thread. */

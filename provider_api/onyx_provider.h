@@ -12,17 +12,25 @@
  *   negotiate [min,max] ranges
  *   entry->create(&args)       ---------->  reads args->host (OnyxHostApi),
  *                              <----------  returns OnyxPlugin* and OnyxProviderApi*
- *   api->open_device(...)      ---------->  OnyxDevice*
+ *   api->device_open(...)      ---------->  OnyxDevice*
  *   api->get_capability(...)   ---------->  claims nodes of a graph view
  *   api->kernel_create(...)    ---------->  OnyxKernel*
  *   api->kernel_compute(kernel, ctx) ---->  reads inputs, asks the host for
  *                              <----------  outputs through OnyxHostApi
  *
  * Rules that make this ABI stable (read docs/architecture.md, "The ABI"):
- *  - Only stdint.h, stddef.h and stdbool.h are included. C99.
- *  - Every struct starts with `size_t struct_size`. Structs only grow at the
- *    end. A reader checks ONYX_HAS_FIELD(ptr, Type, field) before touching a
- *    field added after the reader's minimum version.
+ *  - Only stdint.h, stddef.h, stdbool.h and onyx_dtype.h are included. C99.
+ *  - Entry structs (OnyxPluginEntry here, OnyxOptimizerEntry in
+ *    onyx_optimizer.h) start with the same six fields: `uint32_t magic`
+ *    naming the kind of plugin, `uint32_t struct_size`, `uint32_t
+ *    min_abi_version`, `uint32_t max_abi_version`, `const char* name`,
+ *    `const char* version`. These are frozen across all major versions, so
+ *    any host can identify any plugin and refuse it with a readable reason.
+ *  - Every other struct starts with `size_t struct_size`. Structs only grow
+ *    at the end. A reader checks ONYX_HAS_FIELD(ptr, Type, field) before
+ *    touching a field added after the reader's minimum version, or compares
+ *    struct_size with the ONYX_<TYPE>_SIZE_<major>_<minor> constant of that
+ *    version (defined after each struct).
  *  - Function tables are structs too: a table whose struct_size does not cover
  *    a function means "not implemented". A function marked OPTIONAL may also be
  *    NULL. Returning a status with code ONYX_STATUS_UNIMPLEMENTED is always a
@@ -32,6 +40,14 @@
  *    ownership to the caller. No C++ exception may cross this boundary.
  *  - Ownership, lifetime and thread-safety are stated on every function.
  *
+ * What a 1.0 host does (the runtime in this tree; other hosts may do more):
+ * it opens device index 0 of each provider only; it runs kernels
+ * synchronously and calls no stream or event function (ctx_stream returns
+ * NULL, copies pass no stream); it frees scratch memory as soon as
+ * kernel_compute returns; loops of concurrent runs take turns in
+ * ctx_parallel_for; it defines and passes no extensions. Each of these is
+ * repeated where the function is declared.
+ *
  * Version history is in provider_api/CHANGELOG.md.
  */
 #ifndef ONYX_PROVIDER_H_
@@ -40,6 +56,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "onyx_dtype.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -59,10 +77,17 @@ extern "C" {
 #define ONYX_ABI_VERSION_GET_MAJOR(v) ((uint32_t)(v) >> 16)
 #define ONYX_ABI_VERSION_GET_MINOR(v) ((uint32_t)(v)&0xFFFFu)
 
+/* The size of `Type` up to and including `last_field`: the struct_size of a
+ * version whose last field of Type is `last_field` (as PJRT's
+ * PJRT_DEFINE_STRUCT_TRAITS). Used for the ONYX_<TYPE>_SIZE_<version>
+ * constants below; sizeof(Type) is the size in the version of this header. */
+#define ONYX_STRUCT_SIZE(Type, last_field) \
+  (offsetof(Type, last_field) + sizeof(((Type*)0)->last_field))
+
 /* True when the struct at `ptr` (which starts with struct_size) is large
  * enough to contain `field`. */
 #define ONYX_HAS_FIELD(ptr, Type, field) \
-  ((ptr)->struct_size >= offsetof(Type, field) + sizeof(((Type*)0)->field))
+  ((ptr)->struct_size >= ONYX_STRUCT_SIZE(Type, field))
 
 #if defined(_WIN32)
 #define ONYX_PLUGIN_EXPORT __declspec(dllexport)
@@ -100,35 +125,8 @@ typedef enum OnyxStatusCode {
 } OnyxStatusCode;
 
 /* ------------------------------------------------------------------------ */
-/* Data types: values equal ONNX TensorProto.DataType.                      */
+/* Data types: OnyxDataType and its size/name table are in onyx_dtype.h.    */
 /* ------------------------------------------------------------------------ */
-
-typedef enum OnyxDataType {
-  ONYX_DTYPE_UNDEFINED = 0,
-  ONYX_DTYPE_FLOAT32 = 1,
-  ONYX_DTYPE_UINT8 = 2,
-  ONYX_DTYPE_INT8 = 3,
-  ONYX_DTYPE_UINT16 = 4,
-  ONYX_DTYPE_INT16 = 5,
-  ONYX_DTYPE_INT32 = 6,
-  ONYX_DTYPE_INT64 = 7,
-  ONYX_DTYPE_STRING = 8, /* reserved: string tensors are host-only in ABI 1.0 */
-  ONYX_DTYPE_BOOL = 9,   /* one byte per element, 0 or 1 */
-  ONYX_DTYPE_FLOAT16 = 10,
-  ONYX_DTYPE_FLOAT64 = 11,
-  ONYX_DTYPE_UINT32 = 12,
-  ONYX_DTYPE_UINT64 = 13,
-  ONYX_DTYPE_COMPLEX64 = 14,
-  ONYX_DTYPE_COMPLEX128 = 15,
-  ONYX_DTYPE_BFLOAT16 = 16,
-  ONYX_DTYPE_FLOAT8E4M3FN = 17,
-  ONYX_DTYPE_FLOAT8E4M3FNUZ = 18,
-  ONYX_DTYPE_FLOAT8E5M2 = 19,
-  ONYX_DTYPE_FLOAT8E5M2FNUZ = 20,
-  ONYX_DTYPE_UINT4 = 21,
-  ONYX_DTYPE_INT4 = 22,
-  ONYX_DTYPE_FLOAT4E2M1 = 23
-} OnyxDataType;
 
 /* Where a buffer lives. Device memory may not be readable by the host: the
  * host only touches it through OnyxProviderApi.copy. */
@@ -151,12 +149,16 @@ typedef enum OnyxCopyDirection {
 
 /* Args structs carry `const OnyxExtension* extensions`: a singly linked list
  * of optional, typed additions. A reader skips types it does not know. Types
- * 0..0xFFFF are reserved for Onyx; vendors use their own range above. */
+ * 0..0xFFFF are reserved for Onyx; vendors use their own range above.
+ * No extension types are defined in ABI 1.0: a 1.0 host always passes
+ * `extensions` == NULL and never calls query_extension. The chain is kept so
+ * that a minor version can add the first one without a new field. */
 typedef struct OnyxExtension {
   size_t struct_size;
   uint32_t type;
   const struct OnyxExtension* next;
 } OnyxExtension;
+#define ONYX_EXTENSION_SIZE_1_0 ONYX_STRUCT_SIZE(OnyxExtension, next)
 
 /* ------------------------------------------------------------------------ */
 /* Tensors                                                                  */
@@ -164,7 +166,8 @@ typedef struct OnyxExtension {
 
 /* A borrowed view of a tensor: nothing here is owned by the view's holder.
  * Elements are dense, row-major (C order), little-endian. Sub-byte types
- * (int4, uint4, float4) pack two elements per byte, low nibble first. */
+ * pack several elements per byte, lowest bits first (int4, uint4, float4e2m1:
+ * two; int2, uint2: four); onyx_dtype_storage_bytes gives the byte size. */
 typedef struct OnyxTensorView {
   size_t struct_size;
   int32_t dtype;          /* OnyxDataType */
@@ -173,6 +176,7 @@ typedef struct OnyxTensorView {
   const int64_t* dims;    /* rank entries; NULL when rank == 0 */
   void* data;             /* may be NULL when the tensor has 0 elements */
 } OnyxTensorView;
+#define ONYX_TENSOR_VIEW_SIZE_1_0 ONYX_STRUCT_SIZE(OnyxTensorView, data)
 
 /* ------------------------------------------------------------------------ */
 /* Graph views for capability queries and kernel creation                   */
@@ -208,6 +212,7 @@ typedef struct OnyxAttribute {
   const OnyxTensorView* tensor;   /* TENSOR: host memory */
   const struct OnyxGraphView* graph; /* GRAPH: a subgraph (control flow) */
 } OnyxAttribute;
+#define ONYX_ATTRIBUTE_SIZE_1_0 ONYX_STRUCT_SIZE(OnyxAttribute, graph)
 
 /* Flags of OnyxValueInfo. */
 #define ONYX_VALUE_GRAPH_INPUT 0x1u
@@ -225,6 +230,7 @@ typedef struct OnyxValueInfo {
   uint32_t flags;
   const OnyxTensorView* constant; /* host memory, when ONYX_VALUE_CONSTANT */
 } OnyxValueInfo;
+#define ONYX_VALUE_INFO_SIZE_1_0 ONYX_STRUCT_SIZE(OnyxValueInfo, constant)
 
 /* Sentinel for an omitted optional input or output. */
 #define ONYX_NO_VALUE (-1)
@@ -242,6 +248,7 @@ typedef struct OnyxNodeView {
   const OnyxAttribute* attributes;
   size_t attribute_count;
 } OnyxNodeView;
+#define ONYX_NODE_VIEW_SIZE_1_0 ONYX_STRUCT_SIZE(OnyxNodeView, attribute_count)
 
 /* A read-only view of a graph (or of the part of it the host asks about).
  * Owned by the host, valid only during the call it is passed to, unless a
@@ -253,6 +260,7 @@ typedef struct OnyxGraphView {
   const OnyxNodeView* nodes;
   size_t node_count;
 } OnyxGraphView;
+#define ONYX_GRAPH_VIEW_SIZE_1_0 ONYX_STRUCT_SIZE(OnyxGraphView, node_count)
 
 /* ------------------------------------------------------------------------ */
 /* Capability                                                               */
@@ -273,6 +281,7 @@ typedef struct OnyxNodeClaim {
    * shown to users in the partition report. */
   char reason[ONYX_REASON_CAPACITY];
 } OnyxNodeClaim;
+#define ONYX_NODE_CLAIM_SIZE_1_0 ONYX_STRUCT_SIZE(OnyxNodeClaim, reason)
 
 /* ------------------------------------------------------------------------ */
 /* Kernel memory declarations (used by the core's memory planner)           */
@@ -296,6 +305,7 @@ typedef struct OnyxOutputMemoryInfo {
   int32_t kind;        /* OnyxOutputMemory */
   int32_t input_index;
 } OnyxOutputMemoryInfo;
+#define ONYX_OUTPUT_MEMORY_INFO_SIZE_1_0 ONYX_STRUCT_SIZE(OnyxOutputMemoryInfo, input_index)
 
 /* ------------------------------------------------------------------------ */
 /* Devices                                                                  */
@@ -317,6 +327,7 @@ typedef struct OnyxDeviceProperties {
   bool asynchronous;               /* kernels run on streams; see streams */
   uint32_t memory_alignment;       /* minimum buffer alignment the device wants */
 } OnyxDeviceProperties;
+#define ONYX_DEVICE_PROPERTIES_SIZE_1_0 ONYX_STRUCT_SIZE(OnyxDeviceProperties, memory_alignment)
 
 /* Options given to open_device, as key=value strings (e.g. "threads=2",
  * "allow_reduced_precision=1"). Unknown keys must be ignored. */
@@ -325,6 +336,7 @@ typedef struct OnyxKeyValue {
   const char* key;
   const char* value;
 } OnyxKeyValue;
+#define ONYX_KEY_VALUE_SIZE_1_0 ONYX_STRUCT_SIZE(OnyxKeyValue, value)
 
 /* ------------------------------------------------------------------------ */
 /* The host's functions, given to the plugin                                */
@@ -337,33 +349,43 @@ typedef enum OnyxLogLevel {
   ONYX_LOG_ERROR = 3
 } OnyxLogLevel;
 
-/* Body of a parallel loop: processes [begin, end). Must not throw. */
+/* Body of a parallel loop: processes [begin, end). Must not throw. Called
+ * concurrently from the pool's threads, on disjoint ranges, so it must be
+ * thread-safe for them; it is not called after ctx_parallel_for returns. */
 typedef void (*OnyxParallelBody)(void* user, size_t begin, size_t end);
 
 typedef struct OnyxHostApi {
   size_t struct_size;
   uint32_t abi_version; /* the negotiated version, ONYX_ABI_VERSION(...) */
 
-  /* Creates a status. `message` is copied. Returns NULL for ONYX_STATUS_OK.
-   * Ownership: the returned status belongs to the caller until it is
-   * returned from an ABI function (which hands it to the host) or released.
-   * Thread-safe. */
+  /* Creates a status. `message` is copied (NULL reads as ""). Returns NULL
+   * for ONYX_STATUS_OK. Ownership: the returned status belongs to the caller
+   * until it is returned from an ABI function (which hands it to the host)
+   * or released with status_release. Thread-safe. */
   OnyxStatus* (*status_create)(int32_t code, const char* message);
-  /* Releases a status the plugin created and decided not to return.
-   * Thread-safe. NULL is ignored. */
+  /* Releases a status the plugin created, or received from a host function,
+   * and decided not to return. NULL is ignored. Thread-safe; each status
+   * is released (or handed back) once. */
   void (*status_release)(OnyxStatus* status);
   /* Reads a status (e.g. one returned by another host function). The message
-   * stays valid until the status is released. Thread-safe. */
+   * is owned by the status and stays valid until the status is released or
+   * handed back to the host. Thread-safe. */
   int32_t (*status_code)(const OnyxStatus* status);
   const char* (*status_message)(const OnyxStatus* status);
 
-  /* Writes a log line through the host's logger. Thread-safe. */
+  /* Writes a log line through the host's logger. `message` is read during
+   * the call only. Thread-safe; callable at any time between create and
+   * plugin_destroy. */
   void (*log)(int32_t level, const char* message);
 
-  /* --- inside kernel_compute only: `ctx` is valid during that call ----- */
+  /* --- inside kernel_compute only ----------------------------------------
+   * `ctx` is owned by the host and valid only until the kernel_compute it
+   * was passed to returns. Unless a function says otherwise, call these from
+   * the thread running that kernel_compute or from ctx_parallel_for bodies
+   * of the same ctx. */
 
   /* Number of inputs/outputs of the node (fused group: of the group, in the
-   * order given to kernel_create). Thread-safe for distinct ctx. */
+   * order given to kernel_create), constant for the ctx. Thread-safe. */
   size_t (*ctx_input_count)(const OnyxComputeContext* ctx);
   size_t (*ctx_output_count)(const OnyxComputeContext* ctx);
   /* Fills `out` (struct_size set by the caller) with input `index`.
@@ -373,30 +395,44 @@ typedef struct OnyxHostApi {
    * ONYX_DTYPE_UNDEFINED (data NULL, rank 0): an omitted optional input.
    * A status with ONYX_STATUS_INVALID_ARGUMENT (owned by the caller): `index`
    * >= ctx_input_count or `out` is NULL. Thread-safe, also for the same ctx
-   * (it only reads; e.g. from ctx_parallel_for bodies). */
+   * (it only reads). */
   OnyxStatus* (*ctx_input)(const OnyxComputeContext* ctx, size_t index, OnyxTensorView* out);
   /* Output `index` with the given element type and shape: the host returns
    * a buffer (from the memory plan when the shape matches it, else freshly
    * allocated on the kernel's device). Each output may be requested once per
    * compute; an output the kernel never requests is absent. Ownership: the
-   * host owns the buffer; the view is valid until kernel_compute returns. */
+   * host owns the buffer; the view is valid until kernel_compute returns.
+   * Not thread-safe for the same ctx (request outputs from one thread at a
+   * time); thread-safe for distinct ctx. */
   OnyxStatus* (*ctx_output)(OnyxComputeContext* ctx, size_t index, int32_t dtype,
                             const int64_t* dims, size_t rank, OnyxTensorView* out);
-  /* The stream the kernel must enqueue its work on (NULL for synchronous
-   * devices). */
+  /* The stream the kernel must enqueue its work on, owned by the host and
+   * valid until kernel_compute returns; NULL means "run synchronously".
+   * A 1.0 host always returns NULL: it runs every kernel synchronously and
+   * drives no streams (see stream_create). Thread-safe. */
   OnyxStream* (*ctx_stream)(const OnyxComputeContext* ctx);
-  /* Scratch memory of `bytes` on the kernel's device, freed by the host
-   * after kernel_compute returns (and, for asynchronous devices, after the
-   * stream reaches this point). */
+  /* Scratch memory of `bytes` on the kernel's device (bytes == 0: *out is
+   * NULL). Owned by the host, which frees it after kernel_compute returns.
+   * A 1.0 host frees it right then, without synchronizing any stream: work
+   * that uses scratch must be finished by then, or ordered before later
+   * frees by the device itself (as cudaFree/hipFree are with work on the
+   * legacy default stream). Not thread-safe for the same ctx; thread-safe
+   * for distinct ctx. */
   OnyxStatus* (*ctx_scratch)(OnyxComputeContext* ctx, size_t bytes, void** out);
   /* Runs body over [0, n) split into chunks of at least `grain` items on the
    * host's intra-op thread pool and returns when all are done. The calling
-   * thread participates. Do not call recursively from inside `body`. */
+   * thread participates. Do not call recursively from inside `body`.
+   * `body` and `user` are used during the call only. Thread-safe for
+   * distinct ctx, but a 1.0 host has one pool per session and runs one loop
+   * at a time on it: loops of concurrent runs (concurrent kernel_compute
+   * calls) take turns rather than share the pool. */
   void (*ctx_parallel_for)(OnyxComputeContext* ctx, size_t n, size_t grain,
                            OnyxParallelBody body, void* user);
-  /* Number of threads ctx_parallel_for may use (>= 1). */
+  /* Number of threads ctx_parallel_for may use (>= 1), constant for the
+   * ctx. Thread-safe. */
   size_t (*ctx_thread_count)(const OnyxComputeContext* ctx);
 } OnyxHostApi;
+#define ONYX_HOST_API_SIZE_1_0 ONYX_STRUCT_SIZE(OnyxHostApi, ctx_thread_count)
 
 /* ------------------------------------------------------------------------ */
 /* The plugin's functions                                                   */
@@ -407,137 +443,194 @@ typedef struct OnyxProviderApi {
 
   /* --- plugin --------------------------------------------------------- */
 
-  /* Destroys the plugin. Called once, after every object created from it
-   * was destroyed; the host unloads the library afterwards. Not thread-safe. */
+  /* Destroys the plugin instance. Called once, after every object created
+   * from it was destroyed and no other call into the instance is running;
+   * the host may unload the library afterwards. Not thread-safe for the
+   * same instance. */
   void (*plugin_destroy)(OnyxPlugin* plugin);
 
   /* Probes the vendor runtime and devices. NULL: usable. Otherwise a status
-   * with ONYX_STATUS_UNAVAILABLE and the reason (e.g. "no CUDA driver:
-   * cudaGetDeviceCount returned 35"). Must never crash when the vendor runtime
-   * is absent. Thread-safe. */
+   * (owned by the caller) with ONYX_STATUS_UNAVAILABLE and the reason (e.g.
+   * "no CUDA driver: cudaGetDeviceCount returned 35"). Must never crash when
+   * the vendor runtime is absent. Thread-safe. */
   OnyxStatus* (*plugin_availability)(OnyxPlugin* plugin);
 
-  /* Number of devices (0 when unavailable). Thread-safe. */
+  /* Number of devices (0 when unavailable). A 1.0 host opens device 0 only;
+   * the others are listed but never opened. Thread-safe. */
   size_t (*device_count)(OnyxPlugin* plugin);
 
-  /* Fills `out` (struct_size set by the caller) for device `index`.
+  /* Fills `out` (struct_size set by the caller; write nothing past it) for
+   * device `index`. Strings are copied into `out`, which the caller owns.
    * Thread-safe. */
   OnyxStatus* (*device_properties)(OnyxPlugin* plugin, size_t index,
                                    OnyxDeviceProperties* out);
 
-  /* Opens device `index` with options. The returned device belongs to the
-   * caller until device_close. A device may be opened several times (one per
-   * session). Thread-safe. */
+  /* Opens device `index` with options. `options` and `extensions` are read
+   * during the call only (a 1.0 host passes index 0 and extensions NULL).
+   * The returned device belongs to the caller until device_close. A device
+   * may be opened several times (one per session). Thread-safe. */
   OnyxStatus* (*device_open)(OnyxPlugin* plugin, size_t index, const OnyxKeyValue* options,
                              size_t option_count, const OnyxExtension* extensions,
                              OnyxDevice** out);
   /* Closes a device after all its kernels, streams, events and buffers are
-   * gone. Not thread-safe with other uses of the same device. */
+   * gone; the handle is invalid afterwards. Not thread-safe with other uses
+   * of the same device; thread-safe for distinct devices. */
   void (*device_close)(OnyxDevice* device);
 
   /* --- memory ----------------------------------------------------------- */
 
   /* Allocates `bytes` of `memory_kind` aligned to at least `alignment`
    * (a power of two). bytes == 0 may return NULL. The buffer belongs to the
-   * caller until memory_free. Thread-safe. */
+   * caller until memory_free and must not outlive the device. Thread-safe. */
   OnyxStatus* (*memory_alloc)(OnyxDevice* device, int32_t memory_kind, size_t bytes,
                               size_t alignment, void** out);
   /* Frees a buffer from memory_alloc of the same kind. NULL is ignored.
-   * Thread-safe. */
+   * Thread-safe for distinct buffers. */
   void (*memory_free)(OnyxDevice* device, int32_t memory_kind, void* ptr);
 
   /* Copies `bytes` between host and device memory, or within the device.
    * With a stream (OPTIONAL for synchronous devices: may be NULL) the copy
    * is ordered on it and may complete later; host buffers must then stay
    * valid until the stream is synchronized. Without a stream, the copy is
-   * complete on return. Thread-safe for distinct streams. */
+   * complete on return. A 1.0 host always passes stream NULL. Borrows `dst`
+   * and `src` only for the copy. Thread-safe for distinct streams. */
   OnyxStatus* (*memory_copy)(OnyxDevice* device, OnyxStream* stream, int32_t direction,
                              void* dst, const void* src, size_t bytes);
 
-  /* --- streams and events: OPTIONAL (NULL on synchronous devices) -------- */
+  /* --- streams and events: OPTIONAL (NULL on synchronous devices) --------
+   * Reserved: a 1.0 host never calls them. It runs kernels synchronously,
+   * ctx_stream returns NULL and every memory_copy passes no stream; ABI 1.1
+   * is where a host will drive them (one stream per device and run, events
+   * around cross-device copies). A plugin for an asynchronous device still
+   * implements them (the conformance suite checks them), so that a newer
+   * host can use it unchanged. */
 
-  /* Creates an ordered queue. Owned by the caller until stream_destroy.
-   * Thread-safe. */
+  /* Creates an ordered queue. Owned by the caller until stream_destroy; must
+   * not outlive the device. Thread-safe. */
   OnyxStatus* (*stream_create)(OnyxDevice* device, OnyxStream** out);
+  /* Destroys a stream; work already queued on it still completes. The
+   * handle is invalid afterwards. NULL is ignored. Not thread-safe with
+   * other uses of the same stream. */
   void (*stream_destroy)(OnyxStream* stream);
-  /* Blocks until all work queued on the stream is done. */
+  /* Blocks until all work queued on the stream is done. Thread-safe. */
   OnyxStatus* (*stream_synchronize)(OnyxStream* stream);
+  /* Creates an event. Owned by the caller until event_destroy; must not
+   * outlive the device. Thread-safe. */
   OnyxStatus* (*event_create)(OnyxDevice* device, OnyxEvent** out);
+  /* Destroys an event; the handle is invalid afterwards. NULL is ignored.
+   * Not thread-safe with other uses of the same event. */
   void (*event_destroy)(OnyxEvent* event);
-  /* Marks the current end of `stream` in `event`. */
+  /* Marks the current end of `stream` in `event` (replacing an earlier
+   * mark). Not thread-safe for the same event; thread-safe otherwise. */
   OnyxStatus* (*event_record)(OnyxEvent* event, OnyxStream* stream);
-  /* Makes later work on `stream` wait for `event` without blocking the host. */
+  /* Makes later work on `stream` wait for `event` without blocking the host.
+   * Thread-safe for distinct streams. */
   OnyxStatus* (*stream_wait_event)(OnyxStream* stream, OnyxEvent* event);
-  /* Blocks the host until `event` completes. */
+  /* Blocks the host until `event` completes. Thread-safe. */
   OnyxStatus* (*event_synchronize)(OnyxEvent* event);
 
   /* --- capability -------------------------------------------------------- */
 
   /* Says which nodes of `graph` the device will run. `claims` has
-   * graph->node_count entries, zero-filled with struct_size set. The plugin
-   * must only claim nodes it can create a kernel for and run correctly with
-   * the value infos given (the conformance suite checks this). Thread-safe. */
+   * graph->node_count entries, zero-filled with struct_size set; the plugin
+   * fills them during the call. `graph` is valid only during the call. The
+   * plugin must only claim nodes it can create a kernel for and run
+   * correctly with the value infos given (the conformance suite checks
+   * this). Thread-safe. */
   OnyxStatus* (*get_capability)(OnyxDevice* device, const OnyxGraphView* graph,
                                 OnyxNodeClaim* claims);
 
   /* --- kernels ------------------------------------------------------------ */
 
   /* Creates the kernel for nodes `node_indices` of `graph` (one node, or all
-   * nodes of one fused group in topological order). The graph view is valid
-   * only during this call: copy what is needed (attributes, constant data).
-   * Thread-safe. */
+   * nodes of one fused group in topological order). The graph view and
+   * `node_indices` are valid only during this call: copy what is needed
+   * (attributes, constant data). The kernel belongs to the caller until
+   * kernel_destroy and must not outlive the device. Thread-safe. */
   OnyxStatus* (*kernel_create)(OnyxDevice* device, const OnyxGraphView* graph,
                                const uint32_t* node_indices, size_t node_count,
                                OnyxKernel** out);
+  /* Destroys a kernel after every kernel_compute on it has returned; the
+   * handle is invalid afterwards. Not thread-safe with other uses of the
+   * same kernel; thread-safe for distinct kernels. */
   void (*kernel_destroy)(OnyxKernel* kernel);
 
-  /* OPTIONAL. Memory declarations for the kernel's outputs (`out` has one
-   * entry per output, zero-filled = ONYX_OUTPUT_FRESH). Thread-safe. */
+  /* OPTIONAL. Memory declarations for the kernel's outputs (`out`, owned by
+   * the caller, has one entry per output, zero-filled = ONYX_OUTPUT_FRESH).
+   * The host consults it for fused groups too: their outputs are every
+   * output of the group's nodes in the order given to kernel_create, and
+   * input_index counts the group's inputs (the nodes' inputs in that order,
+   * less the values computed inside the group), as ctx_output and ctx_input
+   * do. Thread-safe. */
   OnyxStatus* (*kernel_output_memory)(OnyxKernel* kernel, OnyxOutputMemoryInfo* out,
                                       size_t output_count);
 
   /* Runs the kernel. Inputs and outputs are reached through the host's ctx_*
-   * functions. May be called concurrently on the same kernel from different
-   * threads (concurrent session runs): keep no unsynchronized mutable state. */
+   * functions; `ctx` is valid during the call only. Thread-safe: may be
+   * called concurrently on the same kernel from different threads
+   * (concurrent session runs, each with its own ctx), so keep no
+   * unsynchronized mutable state. Work must be complete on return unless ctx_stream gave a stream
+   * (never, with a 1.0 host). */
   OnyxStatus* (*kernel_compute)(OnyxKernel* kernel, OnyxComputeContext* ctx);
 
   /* --- extensions --------------------------------------------------------- */
 
   /* OPTIONAL. Returns the plugin's table for extension `type`, or NULL when
-   * not implemented. The table lives as long as the plugin. Thread-safe. */
+   * not implemented. The table lives as long as the plugin. Thread-safe.
+   * No extensions are defined in ABI 1.0, and a 1.0 host never calls this;
+   * plugins may leave it NULL. */
   const void* (*query_extension)(OnyxPlugin* plugin, uint32_t type);
 } OnyxProviderApi;
+#define ONYX_PROVIDER_API_SIZE_1_0 ONYX_STRUCT_SIZE(OnyxProviderApi, query_extension)
 
 /* ------------------------------------------------------------------------ */
 /* Entry point and handshake                                                */
 /* ------------------------------------------------------------------------ */
 
-#define ONYX_PLUGIN_MAGIC 0x584E594Fu /* "ONYX" little-endian */
+/* The magic of a provider plugin's entry: "ONYX" read as a little-endian
+ * uint32 (an optimizer plugin's is ONYX_OPTIMIZER_MAGIC, "OOPT"). */
+#define ONYX_PLUGIN_MAGIC 0x584E594Fu
 
+/* What the host passes to create; owned by the host, valid during the call
+ * (except `host`, see below). */
 typedef struct OnyxPluginCreateArgs {
   size_t struct_size;
   uint32_t abi_version;         /* negotiated: inside both ranges */
   const OnyxHostApi* host;      /* lives until plugin_destroy returns */
   const char* plugin_path;      /* absolute path of the loaded library */
-  const OnyxExtension* extensions;
+  const OnyxExtension* extensions; /* always NULL from a 1.0 host */
 } OnyxPluginCreateArgs;
+#define ONYX_PLUGIN_CREATE_ARGS_SIZE_1_0 ONYX_STRUCT_SIZE(OnyxPluginCreateArgs, extensions)
 
-/* The static description a plugin exports. Its fields up to `create` are
- * frozen across all major versions so that any host can read them and refuse
- * an incompatible plugin with a readable reason. */
+/* The static description a plugin exports: immutable, in static storage
+ * that lives as long as the library is loaded. Its first six fields follow
+ * the entry rule (see the top of this file) and `create` is frozen with
+ * them, so any host can read them and refuse an incompatible plugin with a
+ * readable reason. */
 typedef struct OnyxPluginEntry {
   uint32_t magic;               /* ONYX_PLUGIN_MAGIC */
-  uint32_t struct_size;
+  uint32_t struct_size;         /* sizeof(OnyxPluginEntry) as the plugin was built */
   uint32_t min_abi_version;     /* oldest ONYX_ABI_VERSION the plugin can speak */
   uint32_t max_abi_version;     /* newest (normally the header it was built with) */
   const char* name;             /* short provider name, e.g. "cpu" */
   const char* version;          /* the plugin's own version string */
-  /* Creates the plugin. On success *api points at a table that lives until
-   * plugin_destroy returns. Called once per load. */
+  /* Creates a plugin instance; no other function of that instance is
+   * called before it returns. Thread-safe: one loaded library may serve
+   * several instances (e.g. one per environment of the C API), created from
+   * different threads, each destroyed by its own plugin_destroy. `args` is
+   * read during the call only, except args->host, which stays valid until
+   * the instance's plugin_destroy returns. On success *plugin belongs to the host until
+   * plugin_destroy, and *api points at a table that lives until
+   * plugin_destroy returns. On failure it returns a status (made with
+   * args->host->status_create, owned by the caller) and leaves nothing to
+   * destroy. */
   OnyxStatus* (*create)(const OnyxPluginCreateArgs* args, OnyxPlugin** plugin,
                         const OnyxProviderApi** api);
 } OnyxPluginEntry;
+#define ONYX_PLUGIN_ENTRY_SIZE_1_0 ONYX_STRUCT_SIZE(OnyxPluginEntry, create)
 
+/* The one exported symbol: returns a pointer to the static entry (never
+ * NULL). Thread-safe: may be called any number of times from any thread. */
 #define ONYX_PLUGIN_ENTRY_SYMBOL "OnyxGetPluginEntry"
 typedef const OnyxPluginEntry* (*OnyxPluginEntryFn)(void);
 

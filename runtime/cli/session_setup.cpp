@@ -127,37 +127,11 @@ std::vector<int64_t> concrete_shape(const onyx::ValueMetadata& input,
 }
 
 std::string dtype_name(int32_t dtype) {
-  switch (dtype) {
-    case ONYX_DTYPE_FLOAT32: return "float32";
-    case ONYX_DTYPE_UINT8: return "uint8";
-    case ONYX_DTYPE_INT8: return "int8";
-    case ONYX_DTYPE_UINT16: return "uint16";
-    case ONYX_DTYPE_INT16: return "int16";
-    case ONYX_DTYPE_INT32: return "int32";
-    case ONYX_DTYPE_INT64: return "int64";
-    case ONYX_DTYPE_STRING: return "string";
-    case ONYX_DTYPE_BOOL: return "bool";
-    case ONYX_DTYPE_FLOAT16: return "float16";
-    case ONYX_DTYPE_FLOAT64: return "float64";
-    case ONYX_DTYPE_UINT32: return "uint32";
-    case ONYX_DTYPE_UINT64: return "uint64";
-    case ONYX_DTYPE_COMPLEX64: return "complex64";
-    case ONYX_DTYPE_COMPLEX128: return "complex128";
-    case ONYX_DTYPE_BFLOAT16: return "bfloat16";
-    default: return "dtype(" + std::to_string(dtype) + ")";
-  }
+  const char* name = onyx_dtype_name(dtype);
+  return name ? name : "dtype(" + std::to_string(dtype) + ")";
 }
 
-size_t dtype_size(int32_t dtype) {
-  switch (dtype) {
-    case ONYX_DTYPE_UINT8: case ONYX_DTYPE_INT8: case ONYX_DTYPE_BOOL: return 1;
-    case ONYX_DTYPE_UINT16: case ONYX_DTYPE_INT16: case ONYX_DTYPE_FLOAT16: case ONYX_DTYPE_BFLOAT16: return 2;
-    case ONYX_DTYPE_FLOAT32: case ONYX_DTYPE_INT32: case ONYX_DTYPE_UINT32: return 4;
-    case ONYX_DTYPE_FLOAT64: case ONYX_DTYPE_INT64: case ONYX_DTYPE_UINT64: case ONYX_DTYPE_COMPLEX64: return 8;
-    case ONYX_DTYPE_COMPLEX128: return 16;
-    default: return 0;
-  }
-}
+size_t dtype_size(int32_t dtype) { return onyx_dtype_size(dtype); }
 
 std::string shape_text(const std::vector<int64_t>& dims, int32_t rank) {
   if (rank < 0) return "[?]";

@@ -15,12 +15,16 @@ namespace onyx::runtime {
 
 using Shape = std::vector<int64_t>;
 
+// The ABI's dtype table (onyx_dtype.h) under the names the core uses.
 // Bytes per element; 0 for sub-byte types and strings.
-size_t dtype_size(int32_t dtype);
-// Bytes that `count` elements occupy (sub-byte types pack two per byte).
-size_t storage_bytes(int32_t dtype, int64_t count);
-// "float32", "int64", ...
-const char* dtype_name(int32_t dtype);
+inline size_t dtype_size(int32_t dtype) { return onyx_dtype_size(dtype); }
+// Bytes that `count` elements occupy (sub-byte types packed, rounded up).
+inline size_t storage_bytes(int32_t dtype, int64_t count) { return onyx_dtype_storage_bytes(dtype, count); }
+// "float32", "int64", ...; "unknown" for codes the ABI does not define.
+inline const char* dtype_name(int32_t dtype) {
+  const char* name = onyx_dtype_name(dtype);
+  return name ? name : "unknown";
+}
 int64_t element_count(std::span<const int64_t> dims);
 // "[2, 3, ?]" (negative dims print as ?)
 std::string shape_string(std::span<const int64_t> dims);

@@ -4,7 +4,6 @@
 #include <filesystem>
 #include <set>
 
-
 #include "core/abi_status.h"
 #include "plugin/host_api.h"
 #include "plugin/search_dirs.h"
@@ -12,22 +11,25 @@
 namespace onyx::runtime {
 namespace fs = std::filesystem;
 
-std::string abi_version_string(uint32_t v) {
-  return std::to_string(ONYX_ABI_VERSION_GET_MAJOR(v)) + "." +
-         std::to_string(ONYX_ABI_VERSION_GET_MINOR(v));
-}
+const PluginKind kProviderPluginKind = {
+    .noun = "provider",
+    .file_prefix = "libonyx_provider_",
+    .path_variable = "ONYX_PROVIDER_PATH",
+    .folder = "providers",
+    .entry_symbol = ONYX_PLUGIN_ENTRY_SYMBOL,
+    .magic = ONYX_PLUGIN_MAGIC,
+    .min_entry_size = ONYX_PLUGIN_ENTRY_SIZE_1_0,
+    .host_min_abi = kHostMinAbi,
+    .host_max_abi = kHostMaxAbi,
+};
 
 namespace {
 
-std::string range_string(uint32_t lo, uint32_t hi) {
-  return lo == hi ? abi_version_string(lo) : abi_version_string(lo) + " to " + abi_version_string(hi);
-}
-
 // Functions every 1.0 plugin must provide (the rest are OPTIONAL).
 Status check_required_functions(const OnyxProviderApi& a, const std::string& who) {
-  if (a.struct_size < offsetof(OnyxProviderApi, query_extension))
+  if (a.struct_size < ONYX_PROVIDER_API_SIZE_1_0)
     return incompatible(who + ": provider table is " + std::to_string(a.struct_size) +
-                        " bytes, smaller than ABI 1.0's");
+                        " bytes, smaller than ABI 1.0's " + std::to_string(ONYX_PROVIDER_API_SIZE_1_0));
   struct Required {
     const char* name;
     bool present;
@@ -54,53 +56,26 @@ Status check_required_functions(const OnyxProviderApi& a, const std::string& who
 }  // namespace
 
 StatusOr<std::shared_ptr<Provider>> Provider::load(const std::string& path) {
-  std::shared_ptr<Provider> p(new Provider());
-  p->path_ = fs::absolute(path).lexically_normal().string();
-  const std::string& where = p->path_;
-  if (!fs::exists(where)) return not_found("provider plugin " + where + ": no such file");
-  try {
-    // RTLD_NOW: unresolved symbols fail here, not in the middle of a run.
-    p->library_.load(where, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
-  } catch (const std::exception& e) {
-    // The message carries dlerror(), which names a missing dependency.
-    return unavailable("cannot load provider plugin " + where + ": " + e.what());
-  }
-  if (!p->library_.has(ONYX_PLUGIN_ENTRY_SYMBOL))
-    return incompatible(where + " is not an Onyx provider plugin: it does not export " +
-                        ONYX_PLUGIN_ENTRY_SYMBOL);
-  auto entry_fn = p->library_.get<const OnyxPluginEntry*()>(ONYX_PLUGIN_ENTRY_SYMBOL);
-  const OnyxPluginEntry* entry = entry_fn();
-  if (!entry || entry->magic != ONYX_PLUGIN_MAGIC)
-    return incompatible(where + " is not an Onyx provider plugin (bad entry magic)");
-  if (entry->struct_size < offsetof(OnyxPluginEntry, create) + sizeof(entry->create) ||
-      !entry->create)
-    return incompatible(where + ": plugin entry is truncated (struct_size " +
-                        std::to_string(entry->struct_size) + ")");
-  p->name_ = entry->name ? entry->name : "";
-  p->version_ = entry->version ? entry->version : "";
-  p->min_abi_ = entry->min_abi_version;
-  p->max_abi_ = entry->max_abi_version;
-  const std::string who = "provider '" + p->name_ + "' (" + where + ")";
-  uint32_t lo = std::max(kHostMinAbi, p->min_abi_);
-  uint32_t hi = std::min(kHostMaxAbi, p->max_abi_);
-  if (p->min_abi_ > p->max_abi_ || lo > hi)
-    return incompatible(who + " speaks provider ABI " + range_string(p->min_abi_, p->max_abi_) +
-                        ", but this Onyx host speaks " + range_string(kHostMinAbi, kHostMaxAbi));
-  p->abi_version_ = hi;
+  ONYX_ASSIGN_OR_RETURN(PluginLibrary library, PluginLibrary::open(kProviderPluginKind, path));
+  std::shared_ptr<Provider> p(new Provider(std::move(library)));
+  const OnyxPluginEntry& entry = p->library_.entry<OnyxPluginEntry>();
+  const std::string who = p->library_.describe();
+  if (!entry.create) return incompatible(who + ": the entry's create function is NULL");
 
   p->host_ = *host_api();
-  p->host_.abi_version = p->abi_version_;
+  p->host_.abi_version = p->abi_version();
   OnyxPluginCreateArgs args{};
   args.struct_size = sizeof args;
-  args.abi_version = p->abi_version_;
+  args.abi_version = p->abi_version();
   args.host = &p->host_;
-  args.plugin_path = p->path_.c_str();
-  Status created = take_status(entry->create(&args, &p->plugin_, &p->api_));
+  args.plugin_path = p->path().c_str();
+  Status created = take_status(entry.create(&args, &p->plugin_, &p->api_));
   if (!created.ok()) return created.with_context(who + ": create failed");
   if (!p->plugin_ || !p->api_) return internal_error(who + ": create returned no plugin");
   Status required = check_required_functions(*p->api_, who);
   if (!required.ok()) {
-    if (p->api_->plugin_destroy) p->api_->plugin_destroy(p->plugin_);
+    if (ONYX_HAS_FIELD(p->api_, OnyxProviderApi, plugin_destroy) && p->api_->plugin_destroy)
+      p->api_->plugin_destroy(p->plugin_);
     p->plugin_ = nullptr;
     return required;
   }
@@ -142,11 +117,11 @@ std::vector<std::string> ProviderRegistry::search_dirs() const {
     std::lock_guard lock(mutex_);
     dirs = extra_dirs_;
   }
-  return plugin_search_dirs(std::move(dirs), "ONYX_PROVIDER_PATH", "providers");
+  return plugin_search_dirs(std::move(dirs), kProviderPluginKind.path_variable, kProviderPluginKind.folder);
 }
 
 StatusOr<std::shared_ptr<Provider>> ProviderRegistry::load_locked(const std::string& path) {
-  std::string key = fs::absolute(path).lexically_normal().string();
+  const std::string key = fs::absolute(path).lexically_normal().string();
   for (auto& [p, provider] : loaded_)
     if (p == key) return provider;
   ONYX_ASSIGN_OR_RETURN(std::shared_ptr<Provider> provider, Provider::load(key));
@@ -161,17 +136,14 @@ StatusOr<std::shared_ptr<Provider>> ProviderRegistry::get(const std::string& nam
     std::lock_guard lock(mutex_);
     return load_locked(name_or_path);
   }
-  std::string file = "libonyx_provider_" + name_or_path + ".so";
-  std::vector<std::string> dirs = search_dirs();
-  std::lock_guard lock(mutex_);
-  for (const std::string& dir : dirs) {
-    fs::path candidate = fs::path(dir) / file;
-    std::error_code ec;
-    if (fs::is_regular_file(candidate, ec)) return load_locked(candidate.string());
+  std::vector<std::string> extra;
+  {
+    std::lock_guard lock(mutex_);
+    extra = extra_dirs_;
   }
-  std::string searched;
-  for (const std::string& dir : dirs) searched += "\n  " + dir;
-  return not_found("provider '" + name_or_path + "' not found: no " + file + " in" + searched);
+  ONYX_ASSIGN_OR_RETURN(std::string file, find_plugin_file(kProviderPluginKind, name_or_path, extra));
+  std::lock_guard lock(mutex_);
+  return load_locked(file);
 }
 
 std::vector<ProviderRegistry::Discovered> ProviderRegistry::discover() {
@@ -181,15 +153,16 @@ std::vector<ProviderRegistry::Discovered> ProviderRegistry::discover() {
   for (const std::string& dir : search_dirs()) {
     std::error_code ec;
     if (!fs::is_directory(dir, ec)) continue;
+    const std::string prefix = kProviderPluginKind.file_prefix, suffix = ".so";
     std::vector<fs::path> files;
     for (const auto& item : fs::directory_iterator(dir, ec)) {
       std::string f = item.path().filename().string();
-      if (f.starts_with("libonyx_provider_") && f.ends_with(".so")) files.push_back(item.path());
+      if (f.starts_with(prefix) && f.ends_with(suffix)) files.push_back(item.path());
     }
     std::sort(files.begin(), files.end());
     for (const fs::path& file : files) {
       std::string f = file.filename().string();
-      std::string name = f.substr(17, f.size() - 17 - 3);
+      std::string name = f.substr(prefix.size(), f.size() - prefix.size() - suffix.size());
       if (!names.insert(name).second) continue;
       std::lock_guard lock(mutex_);
       auto loaded = load_locked(file.string());

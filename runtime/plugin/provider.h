@@ -12,10 +12,9 @@
 #include <string>
 #include <vector>
 
-#include <boost/dll/shared_library.hpp>
-
 #include "core/log.h"
 #include "core/status.h"
+#include "plugin/plugin_library.h"
 
 namespace onyx::runtime {
 
@@ -23,7 +22,8 @@ namespace onyx::runtime {
 inline constexpr uint32_t kHostMinAbi = ONYX_ABI_VERSION(1, 0);
 inline constexpr uint32_t kHostMaxAbi = ONYX_ABI_VERSION(ONYX_ABI_VERSION_MAJOR, ONYX_ABI_VERSION_MINOR);
 
-std::string abi_version_string(uint32_t version);  // "1.0"
+// Provider plugins as plugin_library.h finds and opens them.
+extern const PluginKind kProviderPluginKind;
 
 class Provider {
  public:
@@ -35,12 +35,12 @@ class Provider {
   Provider(const Provider&) = delete;
   Provider& operator=(const Provider&) = delete;
 
-  const std::string& name() const { return name_; }
-  const std::string& version() const { return version_; }
-  const std::string& path() const { return path_; }
-  uint32_t abi_version() const { return abi_version_; }
-  uint32_t plugin_min_abi() const { return min_abi_; }
-  uint32_t plugin_max_abi() const { return max_abi_; }
+  const std::string& name() const { return library_.name(); }
+  const std::string& version() const { return library_.version(); }
+  const std::string& path() const { return library_.path(); }
+  uint32_t abi_version() const { return library_.abi_version(); }
+  uint32_t plugin_min_abi() const { return library_.plugin_min_abi(); }
+  uint32_t plugin_max_abi() const { return library_.plugin_max_abi(); }
   const OnyxProviderApi& api() const { return *api_; }
   OnyxPlugin* plugin() const { return plugin_; }
 
@@ -50,11 +50,9 @@ class Provider {
   StatusOr<OnyxDeviceProperties> device_properties(size_t index) const;
 
  private:
-  Provider() = default;
-  boost::dll::shared_library library_;  // destroyed last: unloads the code
-  OnyxHostApi host_{};                  // this plugin's copy (negotiated version)
-  std::string name_, version_, path_;
-  uint32_t abi_version_ = 0, min_abi_ = 0, max_abi_ = 0;
+  explicit Provider(PluginLibrary library) : library_(std::move(library)) {}
+  PluginLibrary library_;  // destroyed last: unloads the code
+  OnyxHostApi host_{};     // this plugin's copy (negotiated version)
   OnyxPlugin* plugin_ = nullptr;
   const OnyxProviderApi* api_ = nullptr;
 };

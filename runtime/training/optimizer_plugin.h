@@ -1,13 +1,12 @@
 // optimizer_plugin.h: an optimizer plugin loaded from disk
 // (provider_api/onyx_optimizer.h) and what the host reads from it.
 //
-// Plugins are found by name (libonyx_optimizer_<name>.so) in, in order: the
-// folders given by the caller, ONYX_OPTIMIZER_PATH (':'-separated), the
-// running executable's folder, <exe>/../lib/onyx/optimizers and
-// <exe>/../lib/onyx/optimizers next to an installed layout. A name
-// containing '/' is a path.
+// Plugins are found and opened by plugin/plugin_library.h, by name
+// (libonyx_optimizer_<name>.so) in, in order: the folders given by the
+// caller, ONYX_OPTIMIZER_PATH (':'-separated), the running executable's
+// folder and <exe>/../lib/onyx/optimizers. A name containing '/' is a path.
 // Lifetime: the plugin's data is copied on load, so nothing refers to the
-// library afterwards and it is unloaded with the OptimizerPlugin.
+// library afterwards; it is unloaded before load_optimizer_plugin returns.
 #pragma once
 
 #include <memory>
@@ -39,8 +38,9 @@ struct OptimizerDescription {
 };
 
 // Loads, checks and copies one plugin. Errors name the file and the problem
-// (not found with the folders searched, not an optimizer plugin, ABI ranges
-// that do not overlap, a slot/hyperparameter list that is malformed).
+// (not found with the folders searched, not an optimizer plugin, a truncated
+// entry, ABI ranges that do not overlap, with both ranges, a malformed
+// slot/hyperparameter list).
 StatusOr<OptimizerDescription> load_optimizer_plugin(const std::string& name_or_path,
                                                      const std::vector<std::string>& extra_dirs = {});
 

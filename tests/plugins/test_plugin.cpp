@@ -5,6 +5,8 @@
 //   TEST_PLUGIN_UNAVAILABLE     reason string: the device is "absent"
 //   TEST_PLUGIN_GROWN_TABLE     simulates a newer minor version whose provider
 //                               table has functions this host doesn't know
+//   TEST_PLUGIN_SHORT_TABLE     a provider table smaller than ABI 1.0's
+//   TEST_PLUGIN_TRUNCATED_ENTRY an entry whose struct_size stops before create
 // Its only kernel is float32 Relu; every other node is declined with a reason.
 #include <onyx/plugin_sdk.hpp>
 
@@ -68,12 +70,24 @@ OnyxStatus* create(const OnyxPluginCreateArgs* args, OnyxPlugin** plugin,
   grown.future_function_b = [] {};
   *api = &grown.base;
 #endif
+#ifdef TEST_PLUGIN_SHORT_TABLE
+  static OnyxProviderApi short_table;
+  short_table = **api;
+  short_table.struct_size = ONYX_PROVIDER_API_SIZE_1_0 - sizeof(void*);  // no query_extension
+  *api = &short_table;
+#endif
   return st;
 }
 
+#ifdef TEST_PLUGIN_TRUNCATED_ENTRY
+constexpr uint32_t kEntrySize = offsetof(OnyxPluginEntry, create);
+#else
+constexpr uint32_t kEntrySize = sizeof(OnyxPluginEntry);
+#endif
+
 const OnyxPluginEntry kEntry = {
-    ONYX_PLUGIN_MAGIC, sizeof(OnyxPluginEntry), TEST_PLUGIN_MIN_ABI, TEST_PLUGIN_MAX_ABI,
-    TEST_PLUGIN_NAME,  "test",                  create,
+    ONYX_PLUGIN_MAGIC, kEntrySize, TEST_PLUGIN_MIN_ABI, TEST_PLUGIN_MAX_ABI,
+    TEST_PLUGIN_NAME,  "test",     create,
 };
 
 }  // namespace

@@ -87,6 +87,39 @@ TEST(Loader, ALibraryThatIsNotAPluginIsRefused) {
   EXPECT_NE(p.status().message().find("not an Onyx provider plugin"), std::string::npos);
 }
 
+TEST(Loader, AProviderTableSmallerThanAbi10IsRefusedNamingTheSizes) {
+  auto p = Provider::load(test_plugin("short_table"));
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), ONYX_STATUS_INCOMPATIBLE);
+  const std::string& m = p.status().message();
+  EXPECT_NE(m.find("short_table"), std::string::npos) << m;
+  EXPECT_NE(m.find(std::to_string(ONYX_PROVIDER_API_SIZE_1_0 - sizeof(void*)) + " bytes"), std::string::npos) << m;
+  EXPECT_NE(m.find("ABI 1.0's " + std::to_string(ONYX_PROVIDER_API_SIZE_1_0)), std::string::npos) << m;
+}
+
+TEST(Loader, ATruncatedEntryIsRefused) {
+  auto p = Provider::load(test_plugin("truncated_entry"));
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), ONYX_STATUS_INCOMPATIBLE);
+  const std::string& m = p.status().message();
+  EXPECT_NE(m.find("libonyx_provider_truncated_entry.so: provider entry is truncated"), std::string::npos) << m;
+  EXPECT_NE(m.find("struct_size " + std::to_string(offsetof(OnyxPluginEntry, create))), std::string::npos) << m;
+}
+
+TEST(Loader, AnOptimizerPluginIsNotAProvider) {
+  auto p = Provider::load(std::string(ONYX_TEST_PLUGIN_DIR) + "/libonyx_optimizer_major_two.so");
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), ONYX_STATUS_INCOMPATIBLE);
+  EXPECT_NE(p.status().message().find("not an Onyx provider plugin"), std::string::npos) << p.status().message();
+}
+
+TEST(Loader, ANameThatIsNeitherAPathNorAPlainNameIsRefused) {
+  ProviderRegistry registry;
+  auto p = registry.get("cpu;rm");
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), ONYX_STATUS_INVALID_ARGUMENT);
+}
+
 TEST(Loader, MissingFileIsNotFound) {
   auto p = Provider::load("/nonexistent/libonyx_provider_x.so");
   ASSERT_FALSE(p.ok());

@@ -5,8 +5,10 @@
 // Tolerance: 2e-6 relative to max(1, |value|): float32 arithmetic of a few
 // dozen ops per element (~1e-7 each) over five steps.
 #include <gtest/gtest.h>
+#include <onyx_optimizer.h>
 
 #include <cmath>
+#include <cstddef>
 #include <map>
 
 #include "session/session.h"
@@ -190,6 +192,45 @@ TEST(Optimizers, ANonOptimizerLibraryIsRefused) {
   ASSERT_FALSE(desc.ok());
   EXPECT_EQ(desc.status().code(), ONYX_STATUS_INCOMPATIBLE);
   EXPECT_NE(desc.status().message().find("not an Onyx optimizer plugin"), std::string::npos);
+}
+
+std::string broken_optimizer(const std::string& variant) {
+  return std::string(ONYX_TEST_PLUGIN_DIR) + "/libonyx_optimizer_" + variant + ".so";
+}
+
+TEST(Optimizers, AnEntryWithAnotherKindsMagicIsRefused) {
+  auto desc = load_optimizer_plugin(broken_optimizer("wrong_magic"));
+  ASSERT_FALSE(desc.ok());
+  EXPECT_EQ(desc.status().code(), ONYX_STATUS_INCOMPATIBLE);
+  const std::string& m = desc.status().message();
+  EXPECT_NE(m.find("libonyx_optimizer_wrong_magic.so is not an Onyx optimizer plugin"), std::string::npos) << m;
+  EXPECT_NE(m.find("entry magic 0x584E594F, expected 0x54504F4F"), std::string::npos) << m;
+}
+
+TEST(Optimizers, ATruncatedEntryIsRefusedNamingBothSizes) {
+  auto desc = load_optimizer_plugin(broken_optimizer("truncated"));
+  ASSERT_FALSE(desc.ok());
+  EXPECT_EQ(desc.status().code(), ONYX_STATUS_INCOMPATIBLE);
+  const std::string& m = desc.status().message();
+  EXPECT_NE(m.find("libonyx_optimizer_truncated.so: optimizer entry is truncated"), std::string::npos) << m;
+  EXPECT_NE(m.find("struct_size " + std::to_string(offsetof(OnyxOptimizerEntry, update_function))),
+            std::string::npos) << m;
+  EXPECT_NE(m.find(std::to_string(ONYX_OPTIMIZER_ENTRY_SIZE_1_0) + " bytes"), std::string::npos) << m;
+}
+
+TEST(Optimizers, AnotherMajorVersionIsRefusedNamingBothRanges) {
+  auto desc = load_optimizer_plugin(broken_optimizer("major_two"));
+  ASSERT_FALSE(desc.ok());
+  EXPECT_EQ(desc.status().code(), ONYX_STATUS_INCOMPATIBLE);
+  const std::string& m = desc.status().message();
+  EXPECT_NE(m.find("optimizer 'major_two'"), std::string::npos) << m;
+  EXPECT_NE(m.find("speaks optimizer ABI 2.0 to 2.1, but this Onyx host speaks 1.0"), std::string::npos) << m;
+}
+
+TEST(Optimizers, ANameThatIsNotPlainIsRefused) {
+  auto desc = load_optimizer_plugin("adam w", {ONYX_OPTIMIZER_DIR});
+  ASSERT_FALSE(desc.ok());
+  EXPECT_EQ(desc.status().code(), ONYX_STATUS_INVALID_ARGUMENT);
 }
 
 TEST(Optimizers, NonFloatParametersAreRefusedByName) {

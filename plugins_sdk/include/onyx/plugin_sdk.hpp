@@ -96,30 +96,13 @@ OnyxStatus* guard(Fn&& fn) noexcept {
 // Data types
 // ---------------------------------------------------------------------------
 
-// Bytes per element; 0 for sub-byte and non-numeric types.
-inline size_t dtype_size(int32_t dtype) {
-  switch (dtype) {
-    case ONYX_DTYPE_FLOAT32: case ONYX_DTYPE_INT32: case ONYX_DTYPE_UINT32: return 4;
-    case ONYX_DTYPE_FLOAT64: case ONYX_DTYPE_INT64: case ONYX_DTYPE_UINT64:
-    case ONYX_DTYPE_COMPLEX64: return 8;
-    case ONYX_DTYPE_COMPLEX128: return 16;
-    case ONYX_DTYPE_FLOAT16: case ONYX_DTYPE_BFLOAT16: case ONYX_DTYPE_INT16:
-    case ONYX_DTYPE_UINT16: return 2;
-    case ONYX_DTYPE_UINT8: case ONYX_DTYPE_INT8: case ONYX_DTYPE_BOOL:
-    case ONYX_DTYPE_FLOAT8E4M3FN: case ONYX_DTYPE_FLOAT8E4M3FNUZ:
-    case ONYX_DTYPE_FLOAT8E5M2: case ONYX_DTYPE_FLOAT8E5M2FNUZ: return 1;
-    default: return 0;
-  }
-}
-
-
+// The ABI's dtype table (onyx_dtype.h). Bytes per element; 0 for sub-byte
+// and non-numeric types.
+inline size_t dtype_size(int32_t dtype) { return onyx_dtype_size(dtype); }
+// "float32", ...; "unknown" for codes the ABI does not define.
 inline const char* dtype_name(int32_t dtype) {
-  static const char* names[] = {"undefined", "float32",  "uint8",     "int8",     "uint16",
-                                "int16",     "int32",    "int64",     "string",   "bool",
-                                "float16",   "float64",  "uint32",    "uint64",   "complex64",
-                                "complex128", "bfloat16", "float8e4m3fn", "float8e4m3fnuz",
-                                "float8e5m2", "float8e5m2fnuz", "uint4", "int4", "float4e2m1"};
-  return dtype >= 0 && dtype < int32_t(sizeof names / sizeof *names) ? names[dtype] : "unknown";
+  const char* name = onyx_dtype_name(dtype);
+  return name ? name : "unknown";
 }
 
 inline int64_t element_count(std::span<const int64_t> dims) {

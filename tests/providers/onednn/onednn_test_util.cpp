@@ -66,12 +66,8 @@ std::vector<double> widen_any(int32_t dtype, const void* data, size_t count) {
 }
 
 size_t dtype_bytes(int32_t dtype) {
-  switch (dtype) {
-    case ONYX_DTYPE_FLOAT64: case ONYX_DTYPE_INT64: return 8;
-    case ONYX_DTYPE_FLOAT32: case ONYX_DTYPE_INT32: return 4;
-    case ONYX_DTYPE_INT8: case ONYX_DTYPE_UINT8: case ONYX_DTYPE_BOOL: return 1;
-    default: throw std::runtime_error("unsupported dtype " + std::to_string(dtype) + " in a test tensor");
-  }
+  if (size_t size = onyx_dtype_size(dtype)) return size;
+  throw std::runtime_error("unsupported dtype " + std::to_string(dtype) + " in a test tensor");
 }
 
 // The tensor's bytes, from raw_data or the typed field.
