@@ -55,7 +55,7 @@ void register_kernels(sdk::KernelRegistry& registry) {
       /*until_version=*/1 << 30,
       // Returns "" to claim the node, or the reason it is declined.
       [](const sdk::NodeInfo& node) {
-        return sdk::require_float_inputs(node, {ONYX_DTYPE_FLOAT32});
+        return sdk::require_input_types(node, {ONYX_DTYPE_FLOAT32});
       },
       [](const sdk::NodeInfo&) -> std::unique_ptr<sdk::Kernel> {
         return std::make_unique<ReluKernel>();

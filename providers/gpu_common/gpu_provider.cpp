@@ -281,7 +281,7 @@ OnyxStatus* get_capability(OnyxDevice* d, const OnyxGraphView* graph, OnyxNodeCl
     if (!graph || !claims)
       return make_status(ONYX_STATUS_INVALID_ARGUMENT, "get_capability: NULL argument");
     for (size_t k = 0; k < graph->node_count; ++k) {
-      sdk::NodeInfo node(*graph, uint32_t(k), /*copy_constants=*/true);
+      sdk::NodeInfo node(*graph, uint32_t(k), sdk::Constants::kBorrow);
       std::string reason;
       claims[k].claimed = as_device(d)->plugin->registry.find(node, &reason) != nullptr;
       claims[k].fused_group = 0;
@@ -307,10 +307,12 @@ OnyxStatus* kernel_create(OnyxDevice* d, const OnyxGraphView* graph, const uint3
     if (!def)
       return make_status(ONYX_STATUS_UNIMPLEMENTED, "node '%s': %s", node.name.c_str(),
                          reason.c_str());
-    std::unique_ptr<sdk::Kernel> kernel = def->create(node);
+    sdk::KernelResult created = def->create(node);
+    if (!created.ok()) return created.release_status();
+    std::unique_ptr<sdk::Kernel> kernel = std::move(created.value());
     auto* gpu_kernel = dynamic_cast<GpuKernel*>(kernel.get());
     if (!gpu_kernel)
-      return make_status(ONYX_STATUS_INTERNAL, "node '%s': kernel creation failed",
+      return make_status(ONYX_STATUS_INTERNAL, "node '%s': the factory made no GPU kernel",
                          node.name.c_str());
     gpu_kernel->device = &as_device(d)->gpu;
     *out = reinterpret_cast<OnyxKernel*>(new KernelBox{std::move(kernel), &as_device(d)->gpu});

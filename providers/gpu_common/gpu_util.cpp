@@ -33,7 +33,7 @@ OnyxStatus* read_int64_input(sdk::ComputeContext& ctx, const sdk::Tensor& t, std
 }
 
 std::string require_float32(const sdk::NodeInfo& node) {
-  return sdk::require_float_inputs(node, {ONYX_DTYPE_FLOAT32});
+  return sdk::require_input_types(node, {ONYX_DTYPE_FLOAT32});
 }
 
 }  // namespace onyx::gpu

@@ -1,0 +1,79 @@
+// sdk/compute_context.hpp: what a kernel sees while it runs: its inputs and
+// outputs as typed tensors, scratch memory, the stream and the host's thread
+// pool, all reached through the host's ctx_* functions.
+#pragma once
+
+#include <onyx_provider.h>
+
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "dtype.hpp"
+#include "status.hpp"
+
+namespace onyx::sdk {
+
+// A borrowed tensor inside kernel_compute.
+struct Tensor {
+  int32_t dtype = 0;
+  std::span<const int64_t> dims;
+  void* raw = nullptr;
+  template <typename T>
+  T* data() const { return static_cast<T*>(raw); }
+  int64_t size() const { return element_count(dims); }
+  size_t rank() const { return dims.size(); }
+  int64_t dim(size_t k) const { return dims[k]; }
+  std::vector<int64_t> shape() const { return {dims.begin(), dims.end()}; }
+};
+
+class ComputeContext {
+ public:
+  explicit ComputeContext(OnyxComputeContext* ctx) : ctx_(ctx) {}
+
+  size_t input_count() const { return host().ctx_input_count(ctx_); }
+  size_t output_count() const { return host().ctx_output_count(ctx_); }
+  // Returns nullopt for an omitted optional input.
+  std::optional<Tensor> input(size_t k) const {
+    if (k >= input_count()) return std::nullopt;
+    OnyxTensorView v{sizeof(OnyxTensorView), 0, 0, 0, nullptr, nullptr};
+    if (OnyxStatus* st = host().ctx_input(ctx_, k, &v)) {  // unreachable: k was checked above
+      host().status_release(st);
+      return std::nullopt;
+    }
+    if (v.dtype == ONYX_DTYPE_UNDEFINED) return std::nullopt;  // omitted optional input
+    return Tensor{v.dtype, {v.dims, v.rank}, v.data};
+  }
+  // The input that must be present (the node was validated at creation).
+  Tensor in(size_t k) const { return *input(k); }
+  // Asks the host for output k of type `dtype` with shape `dims`.
+  OnyxStatus* output(size_t k, int32_t dtype, std::span<const int64_t> dims, Tensor* out) {
+    OnyxTensorView v{sizeof(OnyxTensorView), 0, 0, 0, nullptr, nullptr};
+    ONYX_SDK_RETURN_IF_ERROR(host().ctx_output(ctx_, k, dtype, dims.data(), dims.size(), &v));
+    *out = Tensor{v.dtype, {v.dims, v.rank}, v.data};
+    return nullptr;
+  }
+  OnyxStatus* scratch(size_t bytes, void** out) { return host().ctx_scratch(ctx_, bytes, out); }
+  OnyxStream* stream() const { return host().ctx_stream(ctx_); }
+  size_t thread_count() const { return host().ctx_thread_count(ctx_); }
+
+  // Runs fn(begin, end) over [0, n) on the host's pool; chunks hold at least
+  // `grain` items. fn must not throw.
+  template <typename Fn>
+  void parallel_for(size_t n, size_t grain, Fn&& fn) {
+    if (n == 0) return;
+    if (n <= grain || thread_count() <= 1) {
+      fn(size_t(0), n);
+      return;
+    }
+    host().ctx_parallel_for(
+        ctx_, n, grain,
+        [](void* user, size_t b, size_t e) { (*static_cast<Fn*>(user))(b, e); }, &fn);
+  }
+  OnyxComputeContext* raw() { return ctx_; }
+
+ private:
+  OnyxComputeContext* ctx_;
+};
+
+}  // namespace onyx::sdk
