@@ -5,16 +5,18 @@
 // it, checks the ABI versions, calls `create`, and from then on talks to the
 // plugin only through the OnyxProviderApi table that `create` returns.
 //
-// This template runs on the host CPU, so it can use the SDK's
-// HostMemoryProvider, which fills the whole table (devices, memory, copies,
-// capability, kernels) from a KernelRegistry. A device with its own memory
-// fills the table itself: see providers/cuda and providers/rocm in the Onyx
-// sources. Its one op is Relu on float32 tensors.
+// The SDK's ProviderTable<TemplateProvider> generates that whole table from
+// the class below: it checks arguments, turns C++ exceptions into statuses
+// and calls the class's hooks (see onyx/sdk/provider_table.hpp for all of
+// them). This device computes in host memory, so the class takes the memory
+// hooks from sdk::HostMemory; a device with its own memory writes
+// memory_alloc/free/copy (and streams, if it has them) itself: see
+// providers/gpu_common in the Onyx sources. Its one op is Relu on float32.
 //
 // Rules every provider keeps (the conformance suite checks them):
 //  - claim only nodes you will run correctly; decline the others with a
 //    reason, which users see in the partition report;
-//  - never let a C++ exception cross the ABI (the SDK's guard() does this);
+//  - never let a C++ exception cross the ABI (ProviderTable sees to it);
 //  - report "unavailable" with a reason when your device or driver is
 //    missing, never crash or fail to load.
 #include <onyx/plugin_sdk.hpp>
@@ -27,6 +29,7 @@ namespace sdk = onyx::sdk;
 // concurrently from several threads: keep its state immutable.
 class ReluKernel : public sdk::Kernel {
  public:
+  explicit ReluKernel(const sdk::NodeInfo&) {}
   OnyxStatus* compute(sdk::ComputeContext& ctx) override {
     sdk::Tensor x = ctx.in(0), y;
     // Ask the host for the output buffer: same type and shape as the input.
@@ -47,45 +50,36 @@ class ReluKernel : public sdk::Kernel {
   }
 };
 
-void register_kernels(sdk::KernelRegistry& registry) {
-  registry.add({
-      /*domain=*/"",  // "" is the ai.onnx domain
-      /*op_type=*/"Relu",
-      /*since_version=*/6,  // Relu's float semantics are unchanged since opset 6
-      /*until_version=*/1 << 30,
-      // Returns "" to claim the node, or the reason it is declined.
-      [](const sdk::NodeInfo& node) {
-        return sdk::require_input_types(node, {ONYX_DTYPE_FLOAT32});
-      },
-      [](const sdk::NodeInfo&) -> std::unique_ptr<sdk::Kernel> {
-        return std::make_unique<ReluKernel>();
-      },
-  });
-}
+class TemplateProvider : public sdk::HostMemory {
+ public:
+  TemplateProvider() {
+    // Relu's float semantics are unchanged since opset 6. A node the
+    // definition does not accept (another type, another input count) is
+    // declined with a reason that says so.
+    registry_.add(sdk::KernelDefBuilder("Relu")
+                      .since(6)
+                      .inputs(1)
+                      .input_type(0, sdk::dtypes::kFloat32)
+                      .create<ReluKernel>());
+  }
+  // Probe your hardware here: "" when usable, else why not (the device and
+  // driver may be absent: say so, never crash).
+  std::string availability() const { return {}; }
+  sdk::StatusOr<sdk::DeviceDescription> describe_device(size_t) const {
+    return host_device("template CPU device", "Your Company");
+  }
+  // Capability (which nodes to claim) and kernel creation use the registry.
+  const sdk::KernelRegistry& registry() const { return registry_; }
 
-OnyxStatus* create(const OnyxPluginCreateArgs* args, OnyxPlugin** plugin,
-                   const OnyxProviderApi** api) {
-  sdk::HostMemoryProviderConfig config;
-  config.device_name = "template CPU device";
-  config.vendor = "Your Company";
-  // Probe your hardware here: return "" when usable, else why not.
-  config.availability = [] { return std::string(); };
-  config.register_kernels = register_kernels;
-  return sdk::create_host_memory_provider(args, std::move(config), plugin, api);
-}
-
-// The static entry: magic and struct size let any host read it; the ABI
-// range says which host versions this plugin speaks (1.0 up to the headers
-// it was built with); the name is what applications ask for.
-const OnyxPluginEntry kEntry = {
-    ONYX_PLUGIN_MAGIC,
-    sizeof(OnyxPluginEntry),
-    ONYX_ABI_VERSION(1, 0),
-    ONYX_ABI_VERSION(ONYX_ABI_VERSION_MAJOR, ONYX_ABI_VERSION_MINOR),
-    "template",
-    "0.1.0",
-    create,
+ private:
+  sdk::KernelRegistry registry_;
 };
+
+// The one exported symbol returns this static entry: magic and struct size
+// let any host read it; the ABI range says which host versions this plugin
+// speaks (1.0 up to the headers it was built with); the name is what
+// applications ask for. Its create builds a TemplateProvider and the table.
+const OnyxPluginEntry kEntry = sdk::plugin_entry<TemplateProvider>("template", "0.1.0");
 
 }  // namespace
 

@@ -6,24 +6,23 @@
 
 namespace {
 
-OnyxStatus* create(const OnyxPluginCreateArgs* args, OnyxPlugin** plugin,
-                   const OnyxProviderApi** api) {
-  onyx::sdk::HostMemoryProviderConfig config;
-  config.device_name = onyx::cpu::sgemm_isa();
-  config.vendor = "Onyx";
-  config.register_kernels = onyx::cpu::register_all_kernels;
-  return onyx::sdk::create_host_memory_provider(args, std::move(config), plugin, api);
-}
+namespace sdk = onyx::sdk;
 
-const OnyxPluginEntry kEntry = {
-    ONYX_PLUGIN_MAGIC,
-    sizeof(OnyxPluginEntry),
-    ONYX_ABI_VERSION(1, 0),
-    ONYX_ABI_VERSION(ONYX_ABI_VERSION_MAJOR, ONYX_ABI_VERSION_MINOR),
-    "cpu",
-    "0.1.0",
-    create,
+// Always available: the host CPU runs it. The device name says which GEMM
+// instruction set was picked at run time ("AVX-512", ...).
+class CpuProvider : public sdk::HostMemory {
+ public:
+  CpuProvider() { onyx::cpu::register_all_kernels(registry_); }
+  sdk::StatusOr<sdk::DeviceDescription> describe_device(size_t) const {
+    return host_device(onyx::cpu::sgemm_isa(), "Onyx");
+  }
+  const sdk::KernelRegistry& registry() const { return registry_; }
+
+ private:
+  sdk::KernelRegistry registry_;
 };
+
+const OnyxPluginEntry kEntry = sdk::plugin_entry<CpuProvider>("cpu", "0.1.0");
 
 }  // namespace
 

@@ -2,9 +2,13 @@
 // common: the opened device, the kernel base class, the op registration
 // functions and the small interface each vendor folder implements for its
 // linear-algebra libraries (cuBLAS/cuDNN for CUDA, own kernels for ROCm).
+// A device with its own memory: only the SDK pieces it uses, no host-memory
+// provider.
 #pragma once
 
-#include <onyx/plugin_sdk.hpp>
+#include <onyx/sdk/compute_context.hpp>
+#include <onyx/sdk/kernel_registry.hpp>
+#include <onyx/sdk/status.hpp>
 
 #include <functional>
 #include <string>
@@ -16,7 +20,10 @@ namespace onyx::gpu {
 
 // ---------------------------------------------------------------------------
 // Vendor interface: providers/cuda/ and providers/rocm/ each define these.
-// Errors are returned as sentences ("" = success).
+// Errors are sentences ("" = success) that name the library and its error
+// code; gpu_provider.cpp and the ops turn them into statuses (vendor_status).
+// Sentences, not statuses, because a status can only be made inside an ABI
+// call and these files stay free of the ABI's objects.
 // ---------------------------------------------------------------------------
 
 struct VendorLibraries;  // per-device library handles (cuBLAS/cuDNN handles, ...)
@@ -39,6 +46,7 @@ std::string vendor_conv2d(VendorLibraries* libs, gpuStream_t stream, const Conv2
 // Device and kernels
 // ---------------------------------------------------------------------------
 
+// What kernels see of their device (set by make_kernel in gpu_provider.cpp).
 struct GpuDevice {
   int index = 0;
   VendorLibraries* libs = nullptr;
@@ -47,7 +55,7 @@ struct GpuDevice {
 // A GPU kernel: compute() runs with the device current on the calling thread.
 class GpuKernel : public sdk::Kernel {
  public:
-  GpuDevice* device = nullptr;  // set by kernel_create
+  GpuDevice* device = nullptr;  // set when the kernel is created
 };
 
 // A status for a failed runtime call, naming the call and the runtime's error.
@@ -67,7 +75,7 @@ void register_cnn_kernels(sdk::KernelRegistry& registry);
 void register_shape_kernels(sdk::KernelRegistry& registry);
 void register_scatter_kernels(sdk::KernelRegistry& registry);
 
-// Predicate: every present input is float32.
+// A decline check: "" when every present input is float32, else the reason.
 std::string require_float32(const sdk::NodeInfo& node);
 
 // Creates the plugin (the OnyxPluginEntry's create for both GPU providers).

@@ -160,8 +160,8 @@ class ConvKernel : public GpuKernel {
       void* p = nullptr;
       OnyxStatus* st = ctx.scratch(bytes, &p);
       if (st) {
-        *error = sdk::host().status_message(st);
-        sdk::host().status_release(st);
+        *error = ctx.host().status_message(st);
+        ctx.host().status_release(st);
         return nullptr;
       }
       return p;

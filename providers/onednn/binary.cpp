@@ -126,7 +126,7 @@ std::string binary_supports(const NodeInfo& n) {
 
 }  // namespace
 
-void add_binary_ops(std::vector<OpDef>& ops) {
+void add_binary_ops(OpRegistry& ops) {
   struct Entry {
     const char* op;
     algorithm alg;
@@ -138,10 +138,9 @@ void add_binary_ops(std::vector<OpDef>& ops) {
                                {"Div", algorithm::binary_div, false}};
   for (const Entry& e : kOps) {
     // Opset 7 brought numpy broadcasting (earlier: the `broadcast` attribute).
-    ops.push_back({e.op, 7, 1 << 30, binary_supports,
-                   [e](const NodeInfo& n, const DeviceConfig& c) -> std::unique_ptr<sdk::Kernel> {
-                     return std::make_unique<BinaryKernel>(e.alg, e.commutative, n.op_type, c);
-                   }});
+    ops.add(OpBuilder(e.op).since(7).check(binary_supports).create([e](const NodeInfo& n, const DeviceConfig& c) {
+      return std::make_unique<BinaryKernel>(e.alg, e.commutative, n.op_type, c);
+    }));
   }
 }
 

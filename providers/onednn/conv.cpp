@@ -380,11 +380,11 @@ std::unique_ptr<sdk::Kernel> create_conv_group(const Chain& chain, const DeviceC
   return make_kernel(std::move(spec), config);
 }
 
-void add_conv_ops(std::vector<OpDef>& ops) {
+void add_conv_ops(OpRegistry& ops) {
   for (const char* op : {"Conv", "ConvTranspose"}) {
-    ops.push_back({op, 1, 1 << 30, conv_supports, [](const NodeInfo& n, const DeviceConfig& c) {
-                     return make_kernel(spec_of(n, c), c);
-                   }});
+    ops.add(OpBuilder(op).check(conv_supports).create([](const NodeInfo& n, const DeviceConfig& c) {
+      return make_kernel(spec_of(n, c), c);
+    }));
   }
 }
 

@@ -125,7 +125,7 @@ std::string eltwise_supports(const NodeInfo& node) {
 
 }  // namespace
 
-void add_eltwise_ops(std::vector<OpDef>& ops) {
+void add_eltwise_ops(OpRegistry& ops) {
   struct Entry {
     const char* op;
     int64_t since;
@@ -137,17 +137,13 @@ void add_eltwise_ops(std::vector<OpDef>& ops) {
                                {"HardSwish", 14}, {"Round", 11},    {"Gelu", 20},
                                {"Clip", 6}};
   for (const Entry& e : kOps) {
-    OpDef def;
-    def.op_type = e.op;
-    def.since_version = e.since;
-    def.supports = eltwise_supports;
-    def.create = [](const NodeInfo& node, const DeviceConfig& config) -> std::unique_ptr<sdk::Kernel> {
-      Activation act;
-      std::string reason;
-      activation_of(node, &act, &reason);
-      return std::make_unique<EltwiseKernel>(act, config);
-    };
-    ops.push_back(std::move(def));
+    ops.add(OpBuilder(e.op).since(e.since).check(eltwise_supports).create(
+        [](const NodeInfo& node, const DeviceConfig& config) {
+          Activation act;
+          std::string reason;
+          activation_of(node, &act, &reason);
+          return std::make_unique<EltwiseKernel>(act, config);
+        }));
   }
 }
 

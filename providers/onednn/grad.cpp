@@ -216,24 +216,20 @@ std::string pool_grad_supports(const NodeInfo& n) {
 
 }  // namespace
 
-void add_grad_ops(std::vector<OpDef>& ops) {
-  OpDef conv{"ConvGrad", 1, 1 << 30, conv_grad_supports,
-             [](const NodeInfo& n, const DeviceConfig& c) -> std::unique_ptr<sdk::Kernel> {
-               auto present = [&](size_t k) { return k < n.outputs.size() && n.outputs[k].present; };
-               return std::make_unique<ConvGradKernel>(read_conv_attrs(n), present(0), present(1), c);
-             },
-             kOnyxDomain};
-  ops.push_back(std::move(conv));
+void add_grad_ops(OpRegistry& ops) {
+  ops.add(OpBuilder("ConvGrad", kOnyxDomain)
+              .check(conv_grad_supports)
+              .create([](const NodeInfo& n, const DeviceConfig& c) {
+                auto present = [&](size_t k) { return k < n.outputs.size() && n.outputs[k].present; };
+                return std::make_unique<ConvGradKernel>(read_conv_attrs(n), present(0), present(1), c);
+              }));
   for (const char* op : {"MaxPoolGrad", "AveragePoolGrad"}) {
-    OpDef pool{op, 1, 1 << 30, pool_grad_supports,
-               [](const NodeInfo& n, const DeviceConfig& c) -> std::unique_ptr<sdk::Kernel> {
-                 PoolSpec spec = read_pool_spec(n);
-                 spec.max = n.op_type == "MaxPoolGrad";
-                 spec.global = false;
-                 return std::make_unique<PoolGradKernel>(spec, c);
-               },
-               kOnyxDomain};
-    ops.push_back(std::move(pool));
+    ops.add(OpBuilder(op, kOnyxDomain).check(pool_grad_supports).create([](const NodeInfo& n, const DeviceConfig& c) {
+      PoolSpec spec = read_pool_spec(n);
+      spec.max = n.op_type == "MaxPoolGrad";
+      spec.global = false;
+      return std::make_unique<PoolGradKernel>(spec, c);
+    }));
   }
 }
 

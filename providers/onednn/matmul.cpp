@@ -349,13 +349,12 @@ std::unique_ptr<sdk::Kernel> create_matmul_group(const Chain& chain, const Devic
   return std::make_unique<MatMulKernel>(std::move(spec), config);
 }
 
-void add_matmul_ops(std::vector<OpDef>& ops) {
-  ops.push_back({"MatMul", 1, 1 << 30, matmul_supports, [](const NodeInfo& n, const DeviceConfig& c) {
-                   return std::unique_ptr<sdk::Kernel>(new MatMulKernel(spec_of(n, c), c));
-                 }});
-  ops.push_back({"Gemm", 7, 1 << 30, gemm_supports, [](const NodeInfo& n, const DeviceConfig& c) {
-                   return std::unique_ptr<sdk::Kernel>(new MatMulKernel(spec_of(n, c), c));
-                 }});
+void add_matmul_ops(OpRegistry& ops) {
+  auto create = [](const NodeInfo& n, const DeviceConfig& c) {
+    return std::unique_ptr<sdk::Kernel>(new MatMulKernel(spec_of(n, c), c));
+  };
+  ops.add(OpBuilder("MatMul").check(matmul_supports).create(create));
+  ops.add(OpBuilder("Gemm").since(7).check(gemm_supports).create(create));
 }
 
 }  // namespace onyx::onednn

@@ -165,18 +165,21 @@ std::string layer_norm_supports(const NodeInfo& n) {
 
 }  // namespace
 
-void add_norm_ops(std::vector<OpDef>& ops) {
-  ops.push_back({"BatchNormalization", 9, 1 << 30, batch_norm_supports,
-                 [](const NodeInfo& n, const DeviceConfig& c) -> std::unique_ptr<sdk::Kernel> {
-                   return std::make_unique<BatchNormKernel>(float(n.get_float("epsilon", 1e-5)), c);
-                 }});
-  ops.push_back({"LayerNormalization", 17, 1 << 30, layer_norm_supports,
-                 [](const NodeInfo& n, const DeviceConfig& c) -> std::unique_ptr<sdk::Kernel> {
-                   auto present = [&](size_t k) { return k < n.outputs.size() && n.outputs[k].present; };
-                   return std::make_unique<LayerNormKernel>(n.get_int("axis", -1),
-                                                            float(n.get_float("epsilon", 1e-5)), present(1),
-                                                            present(2), c);
-                 }});
+void add_norm_ops(OpRegistry& ops) {
+  ops.add(OpBuilder("BatchNormalization")
+              .since(9)
+              .check(batch_norm_supports)
+              .create([](const NodeInfo& n, const DeviceConfig& c) {
+                return std::make_unique<BatchNormKernel>(float(n.get_float("epsilon", 1e-5)), c);
+              }));
+  ops.add(OpBuilder("LayerNormalization")
+              .since(17)
+              .check(layer_norm_supports)
+              .create([](const NodeInfo& n, const DeviceConfig& c) {
+                auto present = [&](size_t k) { return k < n.outputs.size() && n.outputs[k].present; };
+                return std::make_unique<LayerNormKernel>(n.get_int("axis", -1), float(n.get_float("epsilon", 1e-5)),
+                                                         present(1), present(2), c);
+              }));
 }
 
 }  // namespace onyx::onednn

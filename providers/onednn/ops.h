@@ -1,9 +1,10 @@
 // ops.h: the ops this provider runs, and its fused groups.
 //
-// Each op family (matmul.cpp, conv.cpp, ...) adds OpDefs: a predicate that
-// says "" when oneDNN can run the node exactly as ONNX defines it, or the
-// reason it is declined, and a factory for the kernel. Claims follow the
-// predicate only, so unclaimed nodes fall back per the session's policy.
+// Each op family (matmul.cpp, conv.cpp, ...) adds kernel definitions to the
+// provider's registry: a check that says "" when oneDNN can run the node
+// exactly as ONNX defines it, or the reason it is declined, and a factory
+// that receives the opened device's settings. Claims follow the checks only,
+// so unclaimed nodes fall back per the session's policy.
 #pragma once
 
 #include <memory>
@@ -14,30 +15,19 @@
 
 namespace onyx::onednn {
 
-struct OpDef {
-  std::string op_type;
-  int64_t since_version = 1;
-  int64_t until_version = 1 << 30;
-  std::function<std::string(const NodeInfo&)> supports;
-  std::function<std::unique_ptr<sdk::Kernel>(const NodeInfo&, const DeviceConfig&)> create;
-  std::string domain = "";  // "" for ai.onnx
-};
+using OpRegistry = sdk::BasicKernelRegistry<DeviceConfig>;
+using OpBuilder = sdk::BasicKernelDefBuilder<DeviceConfig>;
 
-void add_matmul_ops(std::vector<OpDef>& ops);
-void add_conv_ops(std::vector<OpDef>& ops);
-void add_pool_ops(std::vector<OpDef>& ops);
-void add_norm_ops(std::vector<OpDef>& ops);
-void add_softmax_ops(std::vector<OpDef>& ops);
-void add_eltwise_ops(std::vector<OpDef>& ops);
-void add_reduce_ops(std::vector<OpDef>& ops);
-void add_binary_ops(std::vector<OpDef>& ops);
+void add_matmul_ops(OpRegistry& ops);
+void add_conv_ops(OpRegistry& ops);
+void add_pool_ops(OpRegistry& ops);
+void add_norm_ops(OpRegistry& ops);
+void add_softmax_ops(OpRegistry& ops);
+void add_eltwise_ops(OpRegistry& ops);
+void add_reduce_ops(OpRegistry& ops);
+void add_binary_ops(OpRegistry& ops);
 // Gradient ops of the autodiff (runtime/autodiff), domain ai.onyx.
-void add_grad_ops(std::vector<OpDef>& ops);
-
-// Every op, built once.
-const std::vector<OpDef>& all_ops();
-// The OpDef for a node, or nullptr with the reason in *reason.
-const OpDef* find_op(const NodeInfo& node, std::string* reason);
+void add_grad_ops(OpRegistry& ops);
 
 // ---- fused groups ----------------------------------------------------------
 // A group is a chain head -> [bias Add | BatchNormalization] -> [activation]

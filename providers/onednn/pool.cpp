@@ -131,11 +131,11 @@ PoolSpec read_pool_spec(const NodeInfo& n) {
   return s;
 }
 
-void add_pool_ops(std::vector<OpDef>& ops) {
+void add_pool_ops(OpRegistry& ops) {
   for (const char* op : {"MaxPool", "AveragePool", "GlobalMaxPool", "GlobalAveragePool"}) {
-    ops.push_back({op, 1, 1 << 30, pool_supports, [](const NodeInfo& n, const DeviceConfig& c) {
-                     return std::unique_ptr<sdk::Kernel>(new PoolKernel(read_pool_spec(n), c));
-                   }});
+    ops.add(OpBuilder(op).check(pool_supports).create([](const NodeInfo& n, const DeviceConfig& c) {
+      return std::unique_ptr<sdk::Kernel>(new PoolKernel(read_pool_spec(n), c));
+    }));
   }
 }
 

@@ -145,12 +145,12 @@ ReduceSpec spec_of(const NodeInfo& n) {
 
 }  // namespace
 
-void add_reduce_ops(std::vector<OpDef>& ops) {
+void add_reduce_ops(OpRegistry& ops) {
   for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
                          "ReduceL2", "ReduceSumSquare"}) {
-    ops.push_back({op, 1, 1 << 30, reduce_supports, [](const NodeInfo& n, const DeviceConfig& c) {
-                     return std::unique_ptr<sdk::Kernel>(new ReduceKernel(spec_of(n), c));
-                   }});
+    ops.add(OpBuilder(op).check(reduce_supports).create([](const NodeInfo& n, const DeviceConfig& c) {
+      return std::unique_ptr<sdk::Kernel>(new ReduceKernel(spec_of(n), c));
+    }));
   }
 }
 

@@ -22,7 +22,12 @@ namespace {
 using CreateFn = OnyxStatus* (*)(const OnyxPluginCreateArgs*, OnyxPlugin**, const OnyxProviderApi**);
 
 OnyxStatus* create(const OnyxPluginCreateArgs* args, OnyxPlugin** plugin, const OnyxProviderApi** api) {
-  if (!args || !args->host || !plugin || !api) return nullptr;  // cannot even report
+  if (plugin) *plugin = nullptr;
+  if (api) *api = nullptr;
+  // Without a host table no status can be made: the host sees no plugin.
+  if (!args || !args->host || !args->host->status_create) return nullptr;
+  if (!plugin || !api)
+    return args->host->status_create(ONYX_STATUS_INVALID_ARGUMENT, "onednn: create: plugin or api is NULL");
   std::string path = args->plugin_path ? args->plugin_path : "";
   size_t slash = path.rfind('/');
   std::string kernels = (slash == std::string::npos ? std::string() : path.substr(0, slash + 1)) +

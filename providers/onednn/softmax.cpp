@@ -65,14 +65,13 @@ std::string softmax_supports(const NodeInfo& n) { return require_f32(n, {0}); }
 
 }  // namespace
 
-void add_softmax_ops(std::vector<OpDef>& ops) {
+void add_softmax_ops(OpRegistry& ops) {
   for (const char* op : {"Softmax", "LogSoftmax"}) {
-    ops.push_back({op, 1, 1 << 30, softmax_supports,
-                   [](const NodeInfo& n, const DeviceConfig& c) -> std::unique_ptr<sdk::Kernel> {
-                     bool coerce = n.opset < 13;
-                     return std::make_unique<SoftmaxKernel>(n.op_type == "LogSoftmax",
-                                                            n.get_int("axis", coerce ? 1 : -1), coerce, c);
-                   }});
+    ops.add(OpBuilder(op).check(softmax_supports).create([](const NodeInfo& n, const DeviceConfig& c) {
+      bool coerce = n.opset < 13;
+      return std::make_unique<SoftmaxKernel>(n.op_type == "LogSoftmax", n.get_int("axis", coerce ? 1 : -1), coerce,
+                                             c);
+    }));
   }
 }
 

@@ -1,12 +1,14 @@
 // sdk/compute_context.hpp: what a kernel sees while it runs: its inputs and
 // outputs as typed tensors, scratch memory, the stream and the host's thread
-// pool, all reached through the host's ctx_* functions.
+// pool, all reached through the ctx_* functions of the host that called
+// kernel_compute (ComputeContext carries that host; ProviderTable builds it).
 #pragma once
 
 #include <onyx_provider.h>
 
 #include <optional>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 #include "dtype.hpp"
@@ -27,18 +29,23 @@ struct Tensor {
   std::vector<int64_t> shape() const { return {dims.begin(), dims.end()}; }
 };
 
+// One kernel invocation. Valid during kernel_compute only; used by the
+// thread that runs it (and, through parallel_for, by the host's pool).
 class ComputeContext {
  public:
-  explicit ComputeContext(OnyxComputeContext* ctx) : ctx_(ctx) {}
+  ComputeContext(const OnyxHostApi& host, OnyxComputeContext* ctx) : host_(&host), ctx_(ctx) {}
 
-  size_t input_count() const { return host().ctx_input_count(ctx_); }
-  size_t output_count() const { return host().ctx_output_count(ctx_); }
+  // The host that called kernel_compute.
+  const OnyxHostApi& host() const { return *host_; }
+
+  size_t input_count() const { return host_->ctx_input_count(ctx_); }
+  size_t output_count() const { return host_->ctx_output_count(ctx_); }
   // Returns nullopt for an omitted optional input.
   std::optional<Tensor> input(size_t k) const {
     if (k >= input_count()) return std::nullopt;
     OnyxTensorView v{sizeof(OnyxTensorView), 0, 0, 0, nullptr, nullptr};
-    if (OnyxStatus* st = host().ctx_input(ctx_, k, &v)) {  // unreachable: k was checked above
-      host().status_release(st);
+    if (OnyxStatus* st = host_->ctx_input(ctx_, k, &v)) {  // unreachable: k was checked above
+      host_->status_release(st);
       return std::nullopt;
     }
     if (v.dtype == ONYX_DTYPE_UNDEFINED) return std::nullopt;  // omitted optional input
@@ -49,16 +56,17 @@ class ComputeContext {
   // Asks the host for output k of type `dtype` with shape `dims`.
   OnyxStatus* output(size_t k, int32_t dtype, std::span<const int64_t> dims, Tensor* out) {
     OnyxTensorView v{sizeof(OnyxTensorView), 0, 0, 0, nullptr, nullptr};
-    ONYX_SDK_RETURN_IF_ERROR(host().ctx_output(ctx_, k, dtype, dims.data(), dims.size(), &v));
+    ONYX_SDK_RETURN_IF_ERROR(host_->ctx_output(ctx_, k, dtype, dims.data(), dims.size(), &v));
     *out = Tensor{v.dtype, {v.dims, v.rank}, v.data};
     return nullptr;
   }
-  OnyxStatus* scratch(size_t bytes, void** out) { return host().ctx_scratch(ctx_, bytes, out); }
-  OnyxStream* stream() const { return host().ctx_stream(ctx_); }
-  size_t thread_count() const { return host().ctx_thread_count(ctx_); }
+  OnyxStatus* scratch(size_t bytes, void** out) { return host_->ctx_scratch(ctx_, bytes, out); }
+  OnyxStream* stream() const { return host_->ctx_stream(ctx_); }
+  size_t thread_count() const { return host_->ctx_thread_count(ctx_); }
 
   // Runs fn(begin, end) over [0, n) on the host's pool; chunks hold at least
-  // `grain` items. fn must not throw.
+  // `grain` items. fn must not throw. On the pool's threads this host is the
+  // calling host while fn runs.
   template <typename Fn>
   void parallel_for(size_t n, size_t grain, Fn&& fn) {
     if (n == 0) return;
@@ -66,13 +74,23 @@ class ComputeContext {
       fn(size_t(0), n);
       return;
     }
-    host().ctx_parallel_for(
+    struct Job {
+      const OnyxHostApi* host;
+      std::remove_reference_t<Fn>* fn;
+    } job{host_, &fn};
+    host_->ctx_parallel_for(
         ctx_, n, grain,
-        [](void* user, size_t b, size_t e) { (*static_cast<Fn*>(user))(b, e); }, &fn);
+        [](void* user, size_t b, size_t e) {
+          const Job& j = *static_cast<const Job*>(user);
+          CallingHostScope scope(j.host);
+          (*j.fn)(b, e);
+        },
+        &job);
   }
   OnyxComputeContext* raw() { return ctx_; }
 
  private:
+  const OnyxHostApi* host_;
   OnyxComputeContext* ctx_;
 };
 

@@ -10,12 +10,15 @@
 //                    .type_constraint("T", {0, 1}, sdk::dtypes::kNumeric)
 //                    .create<AddKernel>());
 //
-// Registration happens at plugin creation; afterwards the registry is only
-// read, from any thread.
+// A registry also answers the two ABI questions the default ProviderTable
+// hooks ask: which nodes of a graph it claims (claim) and the kernel of one
+// node (create_kernel). Registration happens at plugin creation; afterwards
+// the registry is only read, from any thread.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <initializer_list>
 #include <memory>
@@ -231,9 +234,10 @@ class BasicKernelDefBuilder {
 using KernelDefBuilder = BasicKernelDefBuilder<>;
 
 // The kernels of a provider, searched in registration order.
-template <typename DeviceArg = void>
+template <typename Device = void>
 class BasicKernelRegistry {
  public:
+  using DeviceArg = Device;
   using Def = BasicKernelDef<DeviceArg>;
 
   // `kernel_kind` names the kernels in "no <kind> kernel for op X" ("oneDNN");
@@ -263,6 +267,40 @@ class BasicKernelRegistry {
     return nullptr;
   }
   const std::vector<Def>& defs() const { return defs_; }
+
+  // The default capability: claims every node this registry has a kernel
+  // for (each its own kernel, fused_group 0) and gives the reason for every
+  // other. Reads constants in place (no copy of any weight).
+  void claim(const OnyxGraphView& graph, std::span<OnyxNodeClaim> claims) const {
+    for (size_t k = 0; k < graph.node_count && k < claims.size(); ++k) {
+      NodeInfo node(graph, uint32_t(k), Constants::kBorrow);
+      std::string reason;
+      claims[k].claimed = find(node, &reason) != nullptr;
+      claims[k].fused_group = 0;
+      std::snprintf(claims[k].reason, sizeof claims[k].reason, "%s", reason.c_str());
+    }
+  }
+
+  // The default kernel creation for node `index` of `graph`: its definition's
+  // factory, given a NodeInfo that owns copies of the constants.
+  KernelResult create_kernel(const OnyxGraphView& graph, uint32_t index) const
+    requires std::is_void_v<DeviceArg>
+  {
+    NodeInfo node(graph, index, Constants::kCopy);
+    std::string reason;
+    const Def* def = find(node, &reason);
+    if (!def) return make_status(ONYX_STATUS_UNIMPLEMENTED, "node '%s': %s", node.name.c_str(), reason.c_str());
+    return def->create(node);
+  }
+  template <typename D = DeviceArg>
+    requires(!std::is_void_v<D>)
+  KernelResult create_kernel(const OnyxGraphView& graph, uint32_t index, const D& device) const {
+    NodeInfo node(graph, index, Constants::kCopy);
+    std::string reason;
+    const Def* def = find(node, &reason);
+    if (!def) return make_status(ONYX_STATUS_UNIMPLEMENTED, "node '%s': %s", node.name.c_str(), reason.c_str());
+    return def->create(node, device);
+  }
 
   static std::string qualified(const NodeInfo& n) { return n.qualified_op(); }
 

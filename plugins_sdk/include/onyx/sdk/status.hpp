@@ -1,10 +1,24 @@
-// sdk/status.hpp: statuses inside a plugin. One error model for everything
-// that runs inside an ABI call and can fail: an OnyxStatus* created by the
-// host (nullptr = success), made with make_status(). Factories that return a
-// value return StatusOr<T> (the value, or the status saying why not).
-// Predicates that decide whether a node is claimed return a *decline reason*
-// instead (std::string, "" = accepted): a reason is shown to users, not an
-// error.
+// sdk/status.hpp: statuses inside a plugin, and the host that creates them.
+//
+// One error model for everything that runs inside an ABI call and can fail:
+// an OnyxStatus* created by the host (nullptr = success), made with
+// make_status(). Factories that return a value return StatusOr<T> (the value,
+// or the status saying why not). Predicates that decide whether a node is
+// claimed return a *decline reason* instead (std::string, "" = accepted): a
+// reason is shown to users in the partition report; it is not an error.
+//
+// The calling host. Statuses are created by the host table the plugin was
+// created with, and that table lives in the plugin object (ProviderTable
+// keeps it), not in a process global: two hosts with different tables may
+// drive one plugin library at the same time. Helpers that take no host
+// argument (make_status, log, guard, StatusOr) use the *calling host*: a
+// thread-local pointer that ProviderTable's trampolines install for the
+// duration of every ABI call (CallingHostScope) and that ComputeContext
+// installs on the pool threads that run a parallel_for body. So they work
+// anywhere inside an ABI call, on the thread that serves it, and are
+// race-free: each thread sees the host whose call it is serving. Outside any
+// ABI call there is no calling host; make_status then aborts with a message
+// (a status made there could not be returned to anyone).
 #pragma once
 
 #include <onyx_provider.h>
@@ -12,6 +26,7 @@
 #include <algorithm>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <new>
@@ -20,36 +35,69 @@
 
 namespace onyx::sdk {
 
-// The host's table, kept by value from plugin creation (see
-// HostMemoryProvider or call set_host yourself). By value, because one
-// process may load the plugin from several environments, each handing over
-// its own table object and destroying it with its environment, while the
-// functions in them are the same: a stored pointer would dangle.
-// Limitation: one host implementation per process (two different hosts
-// loading the same plugin at once would share the last table given).
-inline OnyxHostApi& host_storage() {
-  static OnyxHostApi host{};
-  return host;
-}
-inline void set_host(const OnyxHostApi* host) {
-  OnyxHostApi copy{};
-  std::memcpy(&copy, host, std::min(host->struct_size, sizeof copy));
-  copy.struct_size = std::min(host->struct_size, sizeof copy);
-  // Rewrite only when it changes: kernels of another environment may be
-  // reading it right now.
-  if (std::memcmp(&copy, &host_storage(), sizeof copy) != 0) host_storage() = copy;
-}
-inline const OnyxHostApi& host() { return host_storage(); }
+namespace detail {
+inline thread_local const OnyxHostApi* calling_host = nullptr;
+}  // namespace detail
 
-// Creates a host status with a printf-style message. Returns nullptr for OK.
-[[gnu::format(printf, 2, 3)]] inline OnyxStatus* make_status(OnyxStatusCode code, const char* fmt,
-                                                              ...) {
+// Makes `host` the calling host of this thread until the scope ends, then
+// restores the previous one (scopes nest).
+class CallingHostScope {
+ public:
+  explicit CallingHostScope(const OnyxHostApi* host) noexcept : previous_(detail::calling_host) {
+    detail::calling_host = host;
+  }
+  ~CallingHostScope() { detail::calling_host = previous_; }
+  CallingHostScope(const CallingHostScope&) = delete;
+  CallingHostScope& operator=(const CallingHostScope&) = delete;
+
+ private:
+  const OnyxHostApi* previous_;
+};
+
+// The host whose ABI call this thread is serving, or nullptr outside one.
+inline const OnyxHostApi* calling_host_or_null() noexcept { return detail::calling_host; }
+
+// The host whose ABI call this thread is serving. Aborts outside an ABI call.
+inline const OnyxHostApi& calling_host() noexcept {
+  if (!detail::calling_host) {
+    std::fputs("onyx plugin SDK: a host function was used outside any ABI call (no calling host)\n",
+               stderr);
+    std::abort();
+  }
+  return *detail::calling_host;
+}
+
+// A plugin's own copy of the host's table. By value: a table from an older
+// host (smaller struct_size) is padded with NULL functions, so checking a
+// function pointer is enough to know whether the host has it.
+inline OnyxHostApi copy_host_table(const OnyxHostApi& host) {
+  OnyxHostApi copy{};
+  size_t size = std::min(host.struct_size, sizeof copy);
+  std::memcpy(&copy, &host, size);
+  copy.struct_size = size;
+  return copy;
+}
+
+// Creates a status with a printf-style message through the calling host.
+// Returns nullptr for ONYX_STATUS_OK.
+[[gnu::format(printf, 2, 3)]] inline OnyxStatus* make_status(OnyxStatusCode code, const char* fmt, ...) {
   char buf[1024];
   va_list args;
   va_start(args, fmt);
   std::vsnprintf(buf, sizeof buf, fmt, args);
   va_end(args);
-  return host().status_create(code, buf);
+  return calling_host().status_create(code, buf);
+}
+
+// Writes a printf-style line through the calling host's logger.
+[[gnu::format(printf, 2, 3)]] inline void host_log(OnyxLogLevel level, const char* fmt, ...) {
+  char buf[1024];
+  va_list args;
+  va_start(args, fmt);
+  std::vsnprintf(buf, sizeof buf, fmt, args);
+  va_end(args);
+  const OnyxHostApi& host = calling_host();
+  if (host.log) host.log(level, buf);
 }
 
 #define ONYX_SDK_RETURN_IF_ERROR(expr)     \
@@ -74,9 +122,8 @@ OnyxStatus* guard(Fn&& fn) noexcept {
 }
 
 // A value of type T, or the status that says why there is none. Owns the
-// status until release_status() hands it on (a status that is never handed
-// on is released with the StatusOr). Move-only. Use it inside ABI calls
-// only, like make_status.
+// status until release_status() hands it on; one never handed on is
+// released (through the calling host) with the StatusOr. Move-only.
 template <typename T>
 class StatusOr {
  public:
@@ -109,7 +156,9 @@ class StatusOr {
 
  private:
   void drop() {
-    if (status_) host().status_release(std::exchange(status_, nullptr));
+    if (!status_) return;
+    if (const OnyxHostApi* host = calling_host_or_null()) host->status_release(status_);
+    status_ = nullptr;
   }
   T value_{};
   OnyxStatus* status_ = nullptr;
