@@ -17,10 +17,14 @@
 // honoured for fused steps.
 //
 // Device option "say=<text>": device_open logs <text> at ONYX_LOG_INFO.
+//
+// The provider is the SDK's ProviderTable over FuserProvider: host memory,
+// with this plugin's own capability (claims and groups) and make_kernel.
 #include <onyx/plugin_sdk.hpp>
 
 #include <cstdlib>
 #include <map>
+#include <span>
 
 namespace {
 
@@ -51,7 +55,7 @@ uint32_t group_of(const char* name) {
   return end != name + 1 && *end == '.' ? uint32_t(k) : 0;
 }
 
-class GroupKernel {
+class GroupKernel : public sdk::Kernel {
  public:
   // Nodes in topological order. Operands follow the host's step layout
   // (onyx runtime session/step.h): the nodes' inputs in order, less the
@@ -79,7 +83,7 @@ class GroupKernel {
           if (operand.inside && int32_t(operand.index) == member.output_value) member.kept_inside = true;
   }
 
-  OnyxStatus* compute(sdk::ComputeContext& ctx) const {
+  OnyxStatus* compute(sdk::ComputeContext& ctx) override {
     std::map<int32_t, Value> inside;
     for (const Member& m : members_) {
       std::vector<Value> operands;
@@ -112,9 +116,9 @@ class GroupKernel {
   // The last node's output may overwrite the first input when both are
   // elementwise-sized: every earlier node has read its operands by then,
   // and the last one reads element i before writing it.
-  void output_memory(OnyxOutputMemoryInfo* out, size_t count) const {
+  void output_memory(std::span<OnyxOutputMemoryInfo> out) const override {
     const Member& last = members_.back();
-    if (!elementwise(last.op) || last.output_index >= count || members_[0].inputs.empty() ||
+    if (!elementwise(last.op) || last.output_index >= out.size() || members_[0].inputs.empty() ||
         members_[0].inputs[0].inside)
       return;
     for (const Member& m : members_)
@@ -158,82 +162,39 @@ class GroupKernel {
   std::vector<Member> members_;
 };
 
-// --- the provider table: the SDK's host-memory provider, with this
-// plugin's capability, kernels and device_open ---------------------------------
+// --- the provider: host memory, this plugin's claims, groups and kernels ----
 
-const OnyxProviderApi* base_api = nullptr;
-OnyxProviderApi fuser_api;
+class FuserProvider : public sdk::HostMemory {
+ public:
+  sdk::StatusOr<sdk::DeviceDescription> describe_device(size_t) const {
+    return host_device("fuser test device", "Onyx tests");
+  }
 
-OnyxStatus* get_capability(OnyxDevice*, const OnyxGraphView* graph, OnyxNodeClaim* claims) {
-  return sdk::guard([&]() -> OnyxStatus* {
-    if (!graph || !claims) return sdk::make_status(ONYX_STATUS_INVALID_ARGUMENT, "get_capability: NULL argument");
-    for (uint32_t k = 0; k < graph->node_count; ++k) {
-      std::string why = decline_reason(sdk::NodeInfo(*graph, k, /*copy_constants=*/false));
+  sdk::StatusOr<std::unique_ptr<sdk::NoDeviceState>> open_device(size_t, const sdk::DeviceOptions& options) const {
+    if (auto say = options.get("say")) sdk::host_log(ONYX_LOG_INFO, "%.*s", int(say->size()), say->data());
+    return std::make_unique<sdk::NoDeviceState>();
+  }
+
+  OnyxStatus* capability(sdk::NoDeviceState&, const OnyxGraphView& graph, std::span<OnyxNodeClaim> claims) const {
+    for (uint32_t k = 0; k < graph.node_count; ++k) {
+      std::string why = decline_reason(sdk::NodeInfo(graph, k, sdk::Constants::kBorrow));
       claims[k].claimed = why.empty();
-      claims[k].fused_group = why.empty() ? group_of(graph->nodes[k].name) : 0;
+      claims[k].fused_group = why.empty() ? group_of(graph.nodes[k].name) : 0;
       std::snprintf(claims[k].reason, sizeof claims[k].reason, "%s", why.c_str());
     }
     return nullptr;
-  });
-}
+  }
 
-OnyxStatus* kernel_create(OnyxDevice*, const OnyxGraphView* graph, const uint32_t* nodes, size_t count,
-                          OnyxKernel** out) {
-  return sdk::guard([&]() -> OnyxStatus* {
-    if (!graph || !nodes || !out || count == 0)
-      return sdk::make_status(ONYX_STATUS_INVALID_ARGUMENT, "kernel_create: NULL or empty argument");
-    for (size_t k = 0; k < count; ++k) {
-      if (nodes[k] >= graph->node_count)
-        return sdk::make_status(ONYX_STATUS_INVALID_ARGUMENT, "kernel_create: node %u out of range", nodes[k]);
-      std::string why = decline_reason(sdk::NodeInfo(*graph, nodes[k], false));
+  sdk::KernelResult make_kernel(sdk::NoDeviceState&, const OnyxGraphView& graph, std::span<const uint32_t> nodes) const {
+    for (uint32_t node : nodes) {
+      std::string why = decline_reason(sdk::NodeInfo(graph, node, sdk::Constants::kBorrow));
       if (!why.empty()) return sdk::make_status(ONYX_STATUS_UNIMPLEMENTED, "%s", why.c_str());
     }
-    *out = reinterpret_cast<OnyxKernel*>(new GroupKernel(*graph, nodes, count));
-    return nullptr;
-  });
-}
-
-GroupKernel* as_kernel(OnyxKernel* k) { return reinterpret_cast<GroupKernel*>(k); }
-
-OnyxStatus* device_open(OnyxPlugin* plugin, size_t index, const OnyxKeyValue* options, size_t count,
-                        const OnyxExtension* extensions, OnyxDevice** out) {
-  for (size_t k = 0; k < count; ++k)
-    if (options[k].key && std::string(options[k].key) == "say" && options[k].value)
-      sdk::host().log(ONYX_LOG_INFO, options[k].value);
-  return base_api->device_open(plugin, index, options, count, extensions, out);
-}
-
-OnyxStatus* create(const OnyxPluginCreateArgs* args, OnyxPlugin** plugin, const OnyxProviderApi** api) {
-  sdk::HostMemoryProviderConfig config;
-  config.device_name = "fuser test device";
-  config.vendor = "Onyx tests";
-  OnyxStatus* st = sdk::create_host_memory_provider(args, std::move(config), plugin, api);
-  if (st || !*api) return st;
-  base_api = *api;
-  fuser_api = *base_api;
-  fuser_api.device_open = device_open;
-  fuser_api.get_capability = get_capability;
-  fuser_api.kernel_create = kernel_create;
-  fuser_api.kernel_destroy = [](OnyxKernel* k) { delete as_kernel(k); };
-  fuser_api.kernel_output_memory = [](OnyxKernel* k, OnyxOutputMemoryInfo* out, size_t count) {
-    return sdk::guard([&]() -> OnyxStatus* {
-      as_kernel(k)->output_memory(out, count);
-      return nullptr;
-    });
-  };
-  fuser_api.kernel_compute = [](OnyxKernel* k, OnyxComputeContext* raw) {
-    return sdk::guard([&]() -> OnyxStatus* {
-      sdk::ComputeContext ctx(raw);
-      return as_kernel(k)->compute(ctx);
-    });
-  };
-  *api = &fuser_api;
-  return nullptr;
-}
-
-const OnyxPluginEntry kEntry = {
-    ONYX_PLUGIN_MAGIC, sizeof(OnyxPluginEntry), ONYX_ABI_VERSION(1, 0), ONYX_ABI_VERSION(1, 0), "fuser", "test", create,
+    return std::make_unique<GroupKernel>(graph, nodes.data(), nodes.size());
+  }
 };
+
+const OnyxPluginEntry kEntry = sdk::plugin_entry<FuserProvider>("fuser", "test");
 
 }  // namespace
 
