@@ -13,7 +13,7 @@
 
 namespace onyx::runtime::autodiff {
 
-// The domain of Onyx's own gradient and loss ops (kernels: providers/cpu/kernels/grad_*.cpp).
+// The domain of Onyx's own gradient and loss ops (kernels: providers/cpu/kernels/grad/).
 inline constexpr const char* kOnyxDomain = "ai.onyx";
 
 // Element type and shape of a value; dims of -1 are unknown, rank -1 unknown.

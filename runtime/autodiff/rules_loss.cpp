@@ -1,5 +1,5 @@
 // rules_loss.cpp: gradients of the ai.onyx loss ops (kernels in
-// providers/cpu/kernels/grad_loss.cpp).
+// providers/cpu/kernels/grad/loss_grad.cpp).
 #include "autodiff/rules.h"
 
 namespace onyx::runtime::autodiff {

@@ -1,5 +1,5 @@
 // rules_nn.cpp: gradients of Conv, ConvTranspose and the pools, through
-// ai.onyx kernels (providers/cpu/kernels/grad_conv.cpp, grad_pool.cpp) that
+// ai.onyx kernels (providers/cpu/kernels/grad/conv_grad.cpp, pool_grad.cpp) that
 // take the forward node's window attributes.
 #include "autodiff/rules.h"
 

@@ -35,6 +35,45 @@ Moments moments(const T* x, int64_t n) {
   return m;
 }
 
+// LayerNormalization's scale (input 1) and optional bias (input 2), each
+// broadcast to the normalized shape `norm` = dims[axis:] of X (numpy rules,
+// aligned at the right) and expanded to its `n` elements, the order of a row.
+OnyxStatus* layer_norm_affine(const std::string& label, sdk::ComputeContext& ctx, std::span<const int64_t> norm,
+                              int64_t n, std::vector<double>* scale, std::vector<double>* bias) {
+  for (size_t k = 1; k < 3; ++k) {
+    std::vector<double>* out = k == 1 ? scale : bias;
+    std::optional<sdk::Tensor> t = ctx.input(k);
+    if (!t) {
+      out->assign(size_t(n), k == 1 ? 1.0 : 0.0);
+      continue;
+    }
+    if (t->rank() > norm.size())
+      return nn::fail(label, "input %zu shape %s does not broadcast to the normalized shape %s",
+                      k, nn::dims_str(t->dims).c_str(), nn::dims_str(norm).c_str());
+    size_t lead = norm.size() - t->rank();
+    for (size_t d = 0; d < t->rank(); ++d)
+      if (t->dim(d) != 1 && t->dim(d) != norm[lead + d])
+        return nn::fail(label,
+                        "input %zu shape %s does not broadcast to the normalized shape %s", k,
+                        nn::dims_str(t->dims).c_str(), nn::dims_str(norm).c_str());
+    out->resize(size_t(n));
+    for (int64_t e = 0; e < n; ++e) {  // map element e of dims[axis:] to t's index
+      int64_t rem = e, src = 0, stride = 1;
+      for (size_t d = norm.size(); d-- > 0;) {
+        int64_t i = rem % norm[d];
+        rem /= norm[d];
+        if (d >= lead) {
+          int64_t td = t->dim(d - lead);
+          src += (td == 1 ? 0 : i) * stride;
+          stride *= td;
+        }
+      }
+      (*out)[size_t(e)] = nn::element_as_double(*t, src);
+    }
+  }
+  return nullptr;
+}
+
 enum class RowNormKind { kLayer, kInstance, kGroup };
 
 class RowNormKernel final : public sdk::Kernel {
@@ -132,43 +171,9 @@ class RowNormKernel final : public sdk::Kernel {
       ONYX_SDK_RETURN_IF_ERROR(norm::read_params(label_, ctx.in(1), 1, want, "scale", scale));
       return norm::read_params(label_, ctx.in(2), 2, want, "bias", bias);
     }
-    // LayerNormalization: scale and the optional bias broadcast to the
-    // normalized shape dims[axis:] (numpy rules, aligned at the right).
     int64_t axis = 0;
     nn::normalize_axis(axis_, int64_t(x.rank()), &axis);
-    std::span<const int64_t> norm = x.dims.subspan(size_t(axis));
-    for (size_t k = 1; k < 3; ++k) {
-      std::vector<double>* out = k == 1 ? scale : bias;
-      std::optional<sdk::Tensor> t = ctx.input(k);
-      if (!t) {
-        out->assign(size_t(n), k == 1 ? 1.0 : 0.0);
-        continue;
-      }
-      if (t->rank() > norm.size())
-        return nn::fail(label_, "input %zu shape %s does not broadcast to the normalized shape %s",
-                        k, nn::dims_str(t->dims).c_str(), nn::dims_str(norm).c_str());
-      size_t lead = norm.size() - t->rank();
-      for (size_t d = 0; d < t->rank(); ++d)
-        if (t->dim(d) != 1 && t->dim(d) != norm[lead + d])
-          return nn::fail(label_,
-                          "input %zu shape %s does not broadcast to the normalized shape %s", k,
-                          nn::dims_str(t->dims).c_str(), nn::dims_str(norm).c_str());
-      out->resize(size_t(n));
-      for (int64_t e = 0; e < n; ++e) {  // map element e of dims[axis:] to t's index
-        int64_t rem = e, src = 0, stride = 1;
-        for (size_t d = norm.size(); d-- > 0;) {
-          int64_t i = rem % norm[d];
-          rem /= norm[d];
-          if (d >= lead) {
-            int64_t td = t->dim(d - lead);
-            src += (td == 1 ? 0 : i) * stride;
-            stride *= td;
-          }
-        }
-        (*out)[size_t(e)] = nn::element_as_double(*t, src);
-      }
-    }
-    return nullptr;
+    return layer_norm_affine(label_, ctx, x.dims.subspan(size_t(axis)), n, scale, bias);
   }
 
   template <typename T>

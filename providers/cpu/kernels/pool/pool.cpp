@@ -35,6 +35,72 @@ std::vector<TapRange> tap_ranges(const nn::WindowDim& d) {
   return r;
 }
 
+// The largest tap of one window, without branches on the data (random
+// signs make a data-dependent branch mispredict half the time). Same NaN
+// rule as the indexed path: a NaN first tap sticks, later NaNs are skipped.
+template <typename T>
+T window_max(const T* x, int64_t d0, int64_t h0, int64_t w0, const TapRange& td, const TapRange& th,
+             const TapRange& tw, const std::vector<nn::WindowDim>& dims) {
+  const nn::WindowDim &D = dims[0], &H = dims[1], &W = dims[2];
+  T best = std::numeric_limits<T>::lowest();
+  bool first = true;
+  for (int64_t kd = td.k0; kd < td.k1; ++kd)
+    for (int64_t kh = th.k0; kh < th.k1; ++kh) {
+      const T* row = x + ((d0 + kd * D.dilation) * H.in + h0 + kh * H.dilation) * W.in + w0;
+      int64_t kw = tw.k0;
+      if (first && kw < tw.k1) best = row[kw++ * W.dilation], first = false;
+      for (; kw < tw.k1; ++kw) {
+        T v = row[kw * W.dilation];
+        best = v > best ? v : best;
+      }
+    }
+  return best;
+}
+
+// MaxPool without indices, one output row at a time: the outputs whose
+// windows lie inside the row are computed tap by tap across the row (loops
+// the compiler vectorizes), the edges window by window. Taps are visited in
+// the same order as window_max, so both give the same result.
+template <typename T>
+void max_plane(const T* x, T* y, const std::vector<nn::WindowDim>& dims, const std::vector<TapRange>& rd,
+               const std::vector<TapRange>& rh, const std::vector<TapRange>& rw) {
+  const nn::WindowDim &D = dims[0], &H = dims[1], &W = dims[2];
+  int64_t lo = 0, hi = W.out;  // [lo, hi): outputs with every W tap inside
+  while (lo < hi && (rw[size_t(lo)].k0 != 0 || rw[size_t(lo)].k1 != W.kernel)) ++lo;
+  while (hi > lo && (rw[size_t(hi - 1)].k0 != 0 || rw[size_t(hi - 1)].k1 != W.kernel)) --hi;
+  for (int64_t od = 0; od < D.out; ++od)
+    for (int64_t oh = 0; oh < H.out; ++oh, y += W.out) {
+      const TapRange &td = rd[size_t(od)], &th = rh[size_t(oh)];
+      int64_t d0 = od * D.stride - D.pad_begin, h0 = oh * H.stride - H.pad_begin;
+      for (int64_t ow = 0; ow < W.out; ++ow) {
+        if (ow == lo && lo < hi) ow = hi;
+        if (ow < W.out) y[ow] = window_max(x, d0, h0, ow * W.stride - W.pad_begin, td, th, rw[size_t(ow)], dims);
+      }
+      if (lo >= hi) continue;
+      bool first = true;
+      const int64_t stride = W.stride;
+      T* yr = y + lo;
+      const int64_t n = hi - lo;
+      for (int64_t kd = td.k0; kd < td.k1; ++kd)
+        for (int64_t kh = th.k0; kh < th.k1; ++kh) {
+          const T* row = x + ((d0 + kd * D.dilation) * H.in + h0 + kh * H.dilation) * W.in +
+                         lo * stride - W.pad_begin;
+          for (int64_t kw = 0; kw < W.kernel; ++kw, first = false) {
+            const T* tap = row + kw * W.dilation;
+            if (first)
+              for (int64_t i = 0; i < n; ++i) yr[i] = tap[i * stride];
+            else
+              for (int64_t i = 0; i < n; ++i) {
+                T v = tap[i * stride];
+                yr[i] = v > yr[i] ? v : yr[i];
+              }
+          }
+        }
+      if (first)  // no tap at all: the window lies in the padding
+        for (int64_t i = 0; i < n; ++i) yr[i] = std::numeric_limits<T>::lowest();
+    }
+}
+
 class PoolKernel final : public sdk::Kernel {
  public:
   PoolKernel(const sdk::NodeInfo& node, PoolKind kind, bool global)
@@ -172,73 +238,6 @@ class PoolKernel final : public sdk::Kernel {
             *y = T(sum / double(count));
           }
         }
-  }
-
-  // MaxPool without indices, one output row at a time: the outputs whose
-  // windows lie inside the row are computed tap by tap across the row (loops
-  // the compiler vectorizes), the edges window by window. Taps are visited in
-  // the same order as window_max, so both give the same result.
-  template <typename T>
-  static void max_plane(const T* x, T* y, const std::vector<nn::WindowDim>& dims,
-                        const std::vector<TapRange>& rd, const std::vector<TapRange>& rh,
-                        const std::vector<TapRange>& rw) {
-    const nn::WindowDim &D = dims[0], &H = dims[1], &W = dims[2];
-    int64_t lo = 0, hi = W.out;  // [lo, hi): outputs with every W tap inside
-    while (lo < hi && (rw[size_t(lo)].k0 != 0 || rw[size_t(lo)].k1 != W.kernel)) ++lo;
-    while (hi > lo && (rw[size_t(hi - 1)].k0 != 0 || rw[size_t(hi - 1)].k1 != W.kernel)) --hi;
-    for (int64_t od = 0; od < D.out; ++od)
-      for (int64_t oh = 0; oh < H.out; ++oh, y += W.out) {
-        const TapRange &td = rd[size_t(od)], &th = rh[size_t(oh)];
-        int64_t d0 = od * D.stride - D.pad_begin, h0 = oh * H.stride - H.pad_begin;
-        for (int64_t ow = 0; ow < W.out; ++ow) {
-          if (ow == lo && lo < hi) ow = hi;
-          if (ow < W.out) y[ow] = window_max(x, d0, h0, ow * W.stride - W.pad_begin, td, th, rw[size_t(ow)], dims);
-        }
-        if (lo >= hi) continue;
-        bool first = true;
-        const int64_t stride = W.stride;
-        T* yr = y + lo;
-        const int64_t n = hi - lo;
-        for (int64_t kd = td.k0; kd < td.k1; ++kd)
-          for (int64_t kh = th.k0; kh < th.k1; ++kh) {
-            const T* row = x + ((d0 + kd * D.dilation) * H.in + h0 + kh * H.dilation) * W.in +
-                           lo * stride - W.pad_begin;
-            for (int64_t kw = 0; kw < W.kernel; ++kw, first = false) {
-              const T* tap = row + kw * W.dilation;
-              if (first)
-                for (int64_t i = 0; i < n; ++i) yr[i] = tap[i * stride];
-              else
-                for (int64_t i = 0; i < n; ++i) {
-                  T v = tap[i * stride];
-                  yr[i] = v > yr[i] ? v : yr[i];
-                }
-            }
-          }
-        if (first)  // no tap at all: the window lies in the padding
-          for (int64_t i = 0; i < n; ++i) yr[i] = std::numeric_limits<T>::lowest();
-      }
-  }
-
-  // The largest tap of one window, without branches on the data (random
-  // signs make a data-dependent branch mispredict half the time). Same NaN
-  // rule as the indexed path: a NaN first tap sticks, later NaNs are skipped.
-  template <typename T>
-  static T window_max(const T* x, int64_t d0, int64_t h0, int64_t w0, const TapRange& td,
-                      const TapRange& th, const TapRange& tw, const std::vector<nn::WindowDim>& dims) {
-    const nn::WindowDim &D = dims[0], &H = dims[1], &W = dims[2];
-    T best = std::numeric_limits<T>::lowest();
-    bool first = true;
-    for (int64_t kd = td.k0; kd < td.k1; ++kd)
-      for (int64_t kh = th.k0; kh < th.k1; ++kh) {
-        const T* row = x + ((d0 + kd * D.dilation) * H.in + h0 + kh * H.dilation) * W.in + w0;
-        int64_t kw = tw.k0;
-        if (first && kw < tw.k1) best = row[kw++ * W.dilation], first = false;
-        for (; kw < tw.k1; ++kw) {
-          T v = row[kw * W.dilation];
-          best = v > best ? v : best;
-        }
-      }
-    return best;
   }
 
   double lp_term(double v) const { return p_ == 2 ? v * v : std::pow(std::fabs(v), p_); }

@@ -52,6 +52,31 @@ bool takes_alpha(const std::string& n) {
 }
 bool takes_beta(const std::string& n) { return n == "Affine" || n == "ScaledTanh" || n == "HardSigmoid"; }
 
+// The activations of the node's directions, `*per_dir` each: the node's
+// `activations` or the cell's defaults, with activation_alpha/beta handed
+// out in order to those that take them.
+std::vector<Activation> read_activations(const sdk::NodeInfo& node, Cell cell, int dirs, size_t* per_dir) {
+  std::vector<std::string> defaults = cell == Cell::kRnn   ? std::vector<std::string>{"Tanh"}
+                                      : cell == Cell::kGru ? std::vector<std::string>{"Sigmoid", "Tanh"}
+                                                           : std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"};
+  const sdk::Attribute* names = node.attr("activations");
+  std::vector<float> alphas = node.get_floats("activation_alpha"), betas = node.get_floats("activation_beta");
+  std::vector<Activation> acts;
+  size_t ai = 0, bi = 0;
+  for (int d = 0; d < dirs; ++d)
+    for (size_t k = 0; k < defaults.size(); ++k) {
+      Activation a;
+      size_t at = size_t(d) * defaults.size() + k;
+      a.name = names && at < names->strings.size() ? names->strings[at] : defaults[k];
+      default_params(&a);
+      if (takes_alpha(a.name) && ai < alphas.size()) a.alpha = alphas[ai++];
+      if (takes_beta(a.name) && bi < betas.size()) a.beta = betas[bi++];
+      acts.push_back(a);
+    }
+  *per_dir = defaults.size();
+  return acts;
+}
+
 class RecurrentKernel final : public sdk::Kernel {
  public:
   RecurrentKernel(const sdk::NodeInfo& node, Cell cell)
@@ -66,23 +91,7 @@ class RecurrentKernel final : public sdk::Kernel {
     dirs_ = dir == "bidirectional" ? 2 : 1;
     reverse_only_ = dir == "reverse";
     gates_ = cell == Cell::kRnn ? 1 : cell == Cell::kGru ? 3 : 4;
-    std::vector<std::string> defaults = cell == Cell::kRnn   ? std::vector<std::string>{"Tanh"}
-                                        : cell == Cell::kGru ? std::vector<std::string>{"Sigmoid", "Tanh"}
-                                                             : std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"};
-    const sdk::Attribute* names = node.attr("activations");
-    std::vector<float> alphas = node.get_floats("activation_alpha"), betas = node.get_floats("activation_beta");
-    size_t ai = 0, bi = 0;
-    for (int d = 0; d < dirs_; ++d)
-      for (size_t k = 0; k < defaults.size(); ++k) {
-        Activation a;
-        size_t at = size_t(d) * defaults.size() + k;
-        a.name = names && at < names->strings.size() ? names->strings[at] : defaults[k];
-        default_params(&a);
-        if (takes_alpha(a.name) && ai < alphas.size()) a.alpha = alphas[ai++];
-        if (takes_beta(a.name) && bi < betas.size()) a.beta = betas[bi++];
-        acts_.push_back(a);
-      }
-    per_dir_ = defaults.size();
+    acts_ = read_activations(node, cell, dirs_, &per_dir_);
   }
 
   OnyxStatus* compute(sdk::ComputeContext& ctx) override {
