@@ -133,63 +133,6 @@ void floats_to_halves(int32_t dtype, const float* in, uint16_t* out, size_t n) {
     for (size_t k = 0; k < n; ++k) out[k] = float_to_bfloat16(in[k]);
 }
 
-std::string require_inputs(const sdk::NodeInfo& node, size_t min_inputs, size_t max_inputs) {
-  size_t n = node.inputs.size();
-  if (n < min_inputs || n > max_inputs)
-    return node.op_type + ": expects " +
-           (min_inputs == max_inputs ? std::to_string(min_inputs)
-                                     : std::to_string(min_inputs) + " to " + std::to_string(max_inputs)) +
-           " inputs, the node has " + std::to_string(n);
-  for (size_t k = 0; k < min_inputs; ++k)
-    if (!node.input_present(k))
-      return node.op_type + ": required input " + std::to_string(k) + " is missing";
-  return {};
-}
-
-std::string set_names(unsigned set) {
-  static const int32_t all[] = {ONYX_DTYPE_FLOAT32, ONYX_DTYPE_FLOAT64, ONYX_DTYPE_INT8,
-                                ONYX_DTYPE_INT16,   ONYX_DTYPE_INT32,   ONYX_DTYPE_INT64,
-                                ONYX_DTYPE_UINT8,   ONYX_DTYPE_UINT16,  ONYX_DTYPE_UINT32,
-                                ONYX_DTYPE_UINT64,  ONYX_DTYPE_BOOL,    ONYX_DTYPE_FLOAT16,
-                                ONYX_DTYPE_BFLOAT16};
-  std::string s;
-  for (int32_t t : all)
-    if (in_set(t, set)) s += std::string(s.empty() ? "" : ", ") + sdk::dtype_name(t);
-  return s;
-}
-
-std::string require_types(const sdk::NodeInfo& node, unsigned set,
-                          std::initializer_list<size_t> inputs) {
-  std::vector<size_t> which(inputs);
-  if (which.empty())
-    for (size_t k = 0; k < node.inputs.size(); ++k) which.push_back(k);
-  for (size_t k : which) {
-    if (!node.input_present(k)) continue;
-    int32_t dtype = node.inputs[k].dtype;
-    if (!in_set(dtype, set))
-      return node.op_type + ": input " + std::to_string(k) + " has type " +
-             sdk::dtype_name(dtype) + "; supported: " + set_names(set);
-  }
-  return {};
-}
-
-std::string require_same_type(const sdk::NodeInfo& node, std::initializer_list<size_t> inputs) {
-  int32_t first = 0;
-  size_t first_index = 0;
-  for (size_t k : inputs) {
-    if (!node.input_present(k)) continue;
-    if (!first) {
-      first = node.inputs[k].dtype;
-      first_index = k;
-    } else if (node.inputs[k].dtype != first) {
-      return node.op_type + ": input " + std::to_string(k) + " has type " +
-             sdk::dtype_name(node.inputs[k].dtype) + " but input " + std::to_string(first_index) +
-             " has " + sdk::dtype_name(first);
-    }
-  }
-  return {};
-}
-
 std::vector<int64_t> strides_of(std::span<const int64_t> dims) {
   std::vector<int64_t> s(dims.size(), 1);
   for (size_t k = dims.size(); k-- > 1;) s[k - 1] = s[k] * dims[k];

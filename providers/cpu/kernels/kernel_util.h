@@ -40,8 +40,9 @@ bool read_ints(const sdk::ConstantTensor& t, std::vector<int64_t>* out);
 // Clip's min/max, Pad's constant value); false for non-numeric types.
 bool read_scalar(int32_t dtype, const void* data, double* out);
 
-// Sets of element types, combined with |: bit d stands for ONYX_DTYPE d, so
-// a set can name single types (type_bit) as well as the families below.
+// Sets of element types for compile-time dispatch (visit<Set>, the kTypes of
+// element-wise ops), combined with |. Bit d stands for ONYX_DTYPE d, as in
+// sdk::DTypeSet, the sets of kernel definitions (dtype_set converts).
 constexpr unsigned type_bit(int32_t dtype) {
   return dtype > 0 && dtype < 32 ? 1u << unsigned(dtype) : 0u;
 }
@@ -81,21 +82,16 @@ inline uint16_t half_bits(int32_t dtype, float value) {
 void halves_to_floats(int32_t dtype, const uint16_t* in, float* out, size_t n);
 void floats_to_halves(int32_t dtype, const float* in, uint16_t* out, size_t n);
 
-// "" when the node has between min_inputs and max_inputs inputs and the
-// first min_inputs are present, else the reason.
-std::string require_inputs(const sdk::NodeInfo& node, size_t min_inputs, size_t max_inputs);
-
 inline bool in_set(int32_t dtype, unsigned set) { return (set & type_bit(dtype)) != 0; }
-// "float32, float64, int32" for messages.
-std::string set_names(unsigned set);
 
-// "" when every present input in `inputs` (all inputs when empty) has a type
-// in `set`, else the reason naming the input and op. The one type check of
-// the CPU kernels' supports() functions.
-std::string require_types(const sdk::NodeInfo& node, unsigned set,
-                          std::initializer_list<size_t> inputs = {});
-// "" when the present inputs in `inputs` all have the type of the first one.
-std::string require_same_type(const sdk::NodeInfo& node, std::initializer_list<size_t> inputs);
+// The SDK's DTypeSet of `set`, for the type constraints of kernel
+// definitions (sdk::KernelDefBuilder).
+constexpr sdk::DTypeSet dtype_set(unsigned set) {
+  sdk::DTypeSet s;
+  for (int32_t t = 0; t < 32; ++t)
+    if (set & type_bit(t)) s = s | sdk::DTypeSet{t};
+  return s;
+}
 
 // Calls fn(T{}) for the C++ type T of `dtype` when dtype is in Set; returns
 // false (without calling) otherwise. bool maps to bool (one byte, 0 or 1).
@@ -157,6 +153,15 @@ struct Wrapping<T, true> {
 };
 template <typename T>
 using wrapping_t = typename Wrapping<T>::type;
+
+// Declares that output 0 may share the buffer of input `input`: for kernels
+// that read each input element before writing the output element at the
+// same index and never read the input after writing it.
+inline void output0_may_overwrite_input(std::span<OnyxOutputMemoryInfo> out, int32_t input = 0) {
+  if (out.empty()) return;
+  out[0].kind = ONYX_OUTPUT_MAY_OVERWRITE_INPUT;
+  out[0].input_index = input;
+}
 
 // Row-major strides (in elements) of `dims`.
 std::vector<int64_t> strides_of(std::span<const int64_t> dims);

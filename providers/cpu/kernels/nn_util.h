@@ -31,15 +31,6 @@ double element_as_double(const sdk::Tensor& t, int64_t k);
 ParallelFor host_parallel_for(sdk::ComputeContext& ctx);
 ParallelFor serial_parallel_for();
 
-// Declares that output 0 may share input 0's buffer: for kernels that read
-// each input element before writing the output element at the same index
-// and never read the input after writing it.
-inline void output0_may_overwrite_input0(std::span<OnyxOutputMemoryInfo> out) {
-  if (out.empty()) return;
-  out[0].kind = ONYX_OUTPUT_MAY_OVERWRITE_INPUT;
-  out[0].input_index = 0;
-}
-
 // Picks a parallel_for grain so that one chunk holds about `target_work`
 // units when each item costs `work_per_item`.
 size_t grain_for(double work_per_item, double target_work = 32768);

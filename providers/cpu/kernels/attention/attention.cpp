@@ -193,18 +193,17 @@ class AttentionKernel final : public sdk::Kernel {
 }  // namespace
 
 void register_attention_kernels(sdk::KernelRegistry& registry) {
-  sdk::KernelDef def;
-  def.op_type = "Attention";
-  def.since_version = 23;
-  def.supports = [](const sdk::NodeInfo& node) {
-    std::string why = util::require_inputs(node, 3, 7);
-    if (why.empty()) why = util::require_types(node, util::kFloat | util::kHalf, {0, 1, 2, 4, 5});
-    if (why.empty() && node.input_present(3) && !util::in_set(node.input_dtype(3), util::kFloat | util::kHalf | util::kBool))
-      why = std::string("attn_mask has type ") + sdk::dtype_name(node.input_dtype(3)) + "; expected bool or a float type";
-    return why;
-  };
-  def.create = [](const sdk::NodeInfo& node) { return std::make_unique<AttentionKernel>(node); };
-  registry.add(std::move(def));
+  registry.add(sdk::KernelDefBuilder("Attention")
+                   .since(23)
+                   .inputs(3, 7)
+                   .input_types({0, 1, 2, 4, 5}, sdk::dtypes::kFloat | sdk::dtypes::kHalf)
+                   .check([](const sdk::NodeInfo& node) {
+                     if (node.input_present(3) && !util::in_set(node.input_dtype(3), util::kFloat | util::kHalf | util::kBool))
+                       return std::string("attn_mask has type ") + sdk::dtype_name(node.input_dtype(3)) +
+                              "; expected bool or a float type";
+                     return std::string();
+                   })
+                   .create<AttentionKernel>());
 }
 
 }  // namespace onyx::cpu

@@ -65,18 +65,17 @@ class FlexAttentionKernel final : public sdk::Kernel {
 }  // namespace
 
 void register_flex_attention_kernels(sdk::KernelRegistry& registry) {
-  sdk::KernelDef def;
-  def.domain = "ai.onnx.preview";
-  def.op_type = "FlexAttention";
-  def.since_version = 1;
-  def.supports = [](const sdk::NodeInfo& n) {
-    for (const char* mod : {"score_mod", "prob_mod", "mask_mod"})
-      if (n.has(mod)) return std::string("FlexAttention with a ") + mod + " subgraph is not supported (kernels cannot run subgraphs)";
-    std::string why = util::require_inputs(n, 3, 3);
-    return why.empty() ? util::require_types(n, util::kFloat | util::kHalf) : why;
-  };
-  def.create = [](const sdk::NodeInfo& n) { return std::make_unique<FlexAttentionKernel>(n); };
-  registry.add(std::move(def));
+  registry.add(sdk::KernelDefBuilder("FlexAttention", "ai.onnx.preview")
+                   .inputs(3)
+                   .all_inputs(sdk::dtypes::kFloat | sdk::dtypes::kHalf)
+                   .check([](const sdk::NodeInfo& n) {
+                     for (const char* mod : {"score_mod", "prob_mod", "mask_mod"})
+                       if (n.has(mod))
+                         return std::string("FlexAttention with a ") + mod +
+                                " subgraph is not supported (kernels cannot run subgraphs)";
+                     return std::string();
+                   })
+                   .create<FlexAttentionKernel>());
 }
 
 }  // namespace onyx::cpu

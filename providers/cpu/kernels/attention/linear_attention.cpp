@@ -115,17 +115,16 @@ class LinearAttentionKernel final : public sdk::Kernel {
 }  // namespace
 
 void register_linear_attention_kernels(sdk::KernelRegistry& registry) {
-  sdk::KernelDef def;
-  def.op_type = "LinearAttention";
-  def.since_version = 27;
-  def.supports = [](const sdk::NodeInfo& n) {
-    std::string rule = n.get_string("update_rule", "gated_delta");
-    if (rule != "linear" && rule != "gated" && rule != "delta" && rule != "gated_delta")
-      return "update_rule '" + rule + "' is not linear, gated, delta or gated_delta";
-    return util::require_types(n, util::kFloat | util::kHalf);
-  };
-  def.create = [](const sdk::NodeInfo& n) { return std::make_unique<LinearAttentionKernel>(n); };
-  registry.add(std::move(def));
+  registry.add(sdk::KernelDefBuilder("LinearAttention")
+                   .since(27)
+                   .all_inputs(sdk::dtypes::kFloat | sdk::dtypes::kHalf)
+                   .check([](const sdk::NodeInfo& n) {
+                     std::string rule = n.get_string("update_rule", "gated_delta");
+                     if (rule != "linear" && rule != "gated" && rule != "delta" && rule != "gated_delta")
+                       return "update_rule '" + rule + "' is not linear, gated, delta or gated_delta";
+                     return std::string();
+                   })
+                   .create<LinearAttentionKernel>());
 }
 
 }  // namespace onyx::cpu

@@ -72,12 +72,7 @@ class RotaryKernel final : public sdk::Kernel {
 }  // namespace
 
 void register_rotary_embedding_kernels(sdk::KernelRegistry& registry) {
-  sdk::KernelDef def;
-  def.op_type = "RotaryEmbedding";
-  def.since_version = 23;
-  def.supports = [](const sdk::NodeInfo& n) { return util::require_types(n, util::kFloat | util::kHalf, {0}); };
-  def.create = [](const sdk::NodeInfo& n) { return std::make_unique<RotaryKernel>(n); };
-  registry.add(std::move(def));
+  registry.add(sdk::KernelDefBuilder("RotaryEmbedding").since(23).input_type(0, sdk::dtypes::kFloat | sdk::dtypes::kHalf).create<RotaryKernel>());
 }
 
 }  // namespace onyx::cpu

@@ -20,9 +20,7 @@ class BitCastKernel final : public sdk::Kernel {
     return nullptr;
   }
   void output_memory(std::span<OnyxOutputMemoryInfo> out) const override {
-    if (out.empty()) return;
-    out[0].kind = ONYX_OUTPUT_MAY_OVERWRITE_INPUT;
-    out[0].input_index = 0;
+    util::output0_may_overwrite_input(out);
   }
 
  private:
@@ -32,20 +30,20 @@ class BitCastKernel final : public sdk::Kernel {
 }  // namespace
 
 void register_bit_cast_kernels(sdk::KernelRegistry& registry) {
-  sdk::KernelDef def;
-  def.op_type = "BitCast";
-  def.since_version = 26;
-  def.supports = [](const sdk::NodeInfo& n) {
-    std::string why = util::require_inputs(n, 1, 1);
-    int32_t to = int32_t(n.get_int("to", 0));
-    size_t from_size = sdk::dtype_size(n.input_dtype(0)), to_size = sdk::dtype_size(to);
-    if (why.empty() && (!from_size || from_size != to_size))
-      why = std::string("BitCast from ") + sdk::dtype_name(n.input_dtype(0)) + " to " + sdk::dtype_name(to) +
-            ": both types need the same whole-byte element size";
-    return why;
-  };
-  def.create = [](const sdk::NodeInfo& n) { return std::make_unique<BitCastKernel>(int32_t(n.get_int("to", 0))); };
-  registry.add(std::move(def));
+  registry.add(sdk::KernelDefBuilder("BitCast")
+                   .since(26)
+                   .inputs(1)
+                   .check([](const sdk::NodeInfo& n) {
+                     int32_t to = int32_t(n.get_int("to", 0));
+                     size_t from_size = sdk::dtype_size(n.input_dtype(0)), to_size = sdk::dtype_size(to);
+                     if (!from_size || from_size != to_size)
+                       return std::string("BitCast from ") + sdk::dtype_name(n.input_dtype(0)) + " to " +
+                              sdk::dtype_name(to) + ": both types need the same whole-byte element size";
+                     return std::string();
+                   })
+                   .create([](const sdk::NodeInfo& n) {
+                     return std::make_unique<BitCastKernel>(int32_t(n.get_int("to", 0)));
+                   }));
 }
 
 }  // namespace onyx::cpu

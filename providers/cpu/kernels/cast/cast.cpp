@@ -140,10 +140,7 @@ class CastKernel final : public sdk::Kernel {
   // Element i is read before it is written, so equal element sizes allow
   // the output to take the input's buffer.
   void output_memory(std::span<OnyxOutputMemoryInfo> out) const override {
-    if (!out.empty() && same_size_) {
-      out[0].kind = ONYX_OUTPUT_MAY_OVERWRITE_INPUT;
-      out[0].input_index = 0;
-    }
+    if (same_size_) util::output0_may_overwrite_input(out);
   }
 
  private:
@@ -153,26 +150,20 @@ class CastKernel final : public sdk::Kernel {
   bool same_size_ = false;
 };
 
-void add(sdk::KernelRegistry& registry, const char* op, int64_t since, bool like) {
-  sdk::KernelDef def;
-  def.op_type = op;
-  def.since_version = since;
-  def.supports = [like](const sdk::NodeInfo& node) {
-    std::string why = util::require_inputs(node, like ? 2 : 1, like ? 2 : 1);
-    if (!why.empty()) return why;
-    int32_t to = target_type(node, like);
-    if (to == ONYX_DTYPE_UNDEFINED) return node.op_type + ": the target type (attribute to) is missing or unknown";
-    return cast_support(node.input_dtype(0), to);
-  };
-  def.create = [like](const sdk::NodeInfo& node) { return std::make_unique<CastKernel>(node, like); };
-  registry.add(std::move(def));
-}
-
 }  // namespace
 
 void register_cast_kernels(sdk::KernelRegistry& registry) {
-  add(registry, "Cast", 1, false);
-  add(registry, "CastLike", 15, true);
+  for (bool like : {false, true})  // Cast, and CastLike (target type: input 1's)
+    registry.add(sdk::KernelDefBuilder(like ? "CastLike" : "Cast")
+                     .since(like ? 15 : 1)
+                     .inputs(like ? 2 : 1)
+                     .check([like](const sdk::NodeInfo& node) {
+                       int32_t to = target_type(node, like);
+                       if (to == ONYX_DTYPE_UNDEFINED)
+                         return node.op_type + ": the target type (attribute to) is missing or unknown";
+                       return cast_support(node.input_dtype(0), to);
+                     })
+                     .create([like](const sdk::NodeInfo& node) { return std::make_unique<CastKernel>(node, like); }));
 }
 
 }  // namespace onyx::cpu

@@ -66,16 +66,16 @@ class CausalConvKernel final : public sdk::Kernel {
 }  // namespace
 
 void register_causal_conv_kernels(sdk::KernelRegistry& registry) {
-  sdk::KernelDef def;
-  def.op_type = "CausalConvWithState";
-  def.since_version = 27;
-  def.supports = [](const sdk::NodeInfo& n) {
-    std::string act = n.get_string("activation", "none");
-    if (act != "none" && act != "silu" && act != "swish") return "activation '" + act + "' is not none, silu or swish";
-    return util::require_types(n, util::kFloat | util::kHalf, {0, 1, 2, 3});
-  };
-  def.create = [](const sdk::NodeInfo& n) { return std::make_unique<CausalConvKernel>(n); };
-  registry.add(std::move(def));
+  registry.add(sdk::KernelDefBuilder("CausalConvWithState")
+                   .since(27)
+                   .input_types({0, 1, 2, 3}, sdk::dtypes::kFloat | sdk::dtypes::kHalf)
+                   .check([](const sdk::NodeInfo& n) {
+                     std::string act = n.get_string("activation", "none");
+                     if (act != "none" && act != "silu" && act != "swish")
+                       return "activation '" + act + "' is not none, silu or swish";
+                     return std::string();
+                   })
+                   .create<CausalConvKernel>());
 }
 
 }  // namespace onyx::cpu

@@ -318,12 +318,6 @@ class ConvTransposeKernel final : public ConvBase {
 };
 
 std::string check_conv_node(const sdk::NodeInfo& node, bool transposed) {
-  // float32 or float64; Conv also float16/bfloat16 (via float32). All
-  // inputs of one type.
-  bool half = !transposed && util::is_half(node.input_dtype(0));
-  if (!half)
-    if (std::string e = util::require_types(node, util::kFloat, {0}); !e.empty()) return e;
-  if (std::string e = util::require_same_type(node, {0, 1, 2}); !e.empty()) return e;
   if (node.get_int("group", 1) < 1) return "group must be at least 1";
   nn::WindowAttrs attrs = nn::WindowAttrs::read(node);
   size_t spatial = attrs.kernel_shape.size();
@@ -340,19 +334,16 @@ std::string check_conv_node(const sdk::NodeInfo& node, bool transposed) {
 }  // namespace
 
 void register_conv_kernels(sdk::KernelRegistry& registry) {
-  sdk::KernelDef conv;
-  conv.op_type = "Conv";
-  conv.supports = [](const sdk::NodeInfo& node) { return check_conv_node(node, false); };
-  conv.create = [](const sdk::NodeInfo& node) { return std::make_unique<ConvKernel>(node); };
-  registry.add(std::move(conv));
-
-  sdk::KernelDef transposed;
-  transposed.op_type = "ConvTranspose";
-  transposed.supports = [](const sdk::NodeInfo& node) { return check_conv_node(node, true); };
-  transposed.create = [](const sdk::NodeInfo& node) {
-    return std::make_unique<ConvTransposeKernel>(node);
-  };
-  registry.add(std::move(transposed));
+  // float32 or float64; Conv also float16/bfloat16 (via float32). All inputs
+  // of one type.
+  registry.add(sdk::KernelDefBuilder("Conv")
+                   .type_constraint("T", {0, 1, 2}, sdk::dtypes::kFloat | sdk::dtypes::kHalf)
+                   .check([](const sdk::NodeInfo& node) { return check_conv_node(node, false); })
+                   .create<ConvKernel>());
+  registry.add(sdk::KernelDefBuilder("ConvTranspose")
+                   .type_constraint("T", {0, 1, 2}, sdk::dtypes::kFloat)
+                   .check([](const sdk::NodeInfo& node) { return check_conv_node(node, true); })
+                   .create<ConvTransposeKernel>());
 }
 
 }  // namespace onyx::cpu

@@ -90,15 +90,7 @@ class DeformConvKernel final : public sdk::Kernel {
 }  // namespace
 
 void register_deform_conv_kernels(sdk::KernelRegistry& registry) {
-  sdk::KernelDef deform;
-  deform.op_type = "DeformConv";
-  deform.since_version = 19;
-  deform.supports = [](const sdk::NodeInfo& n) {
-    std::string why = util::require_inputs(n, 3, 5);
-    return why.empty() ? util::require_types(n, util::kFloat | util::kHalf) : why;
-  };
-  deform.create = [](const sdk::NodeInfo& n) { return std::make_unique<DeformConvKernel>(n); };
-  registry.add(std::move(deform));
+  registry.add(sdk::KernelDefBuilder("DeformConv").since(19).inputs(3, 5).all_inputs(sdk::dtypes::kFloat | sdk::dtypes::kHalf).create<DeformConvKernel>());
 }
 
 }  // namespace onyx::cpu

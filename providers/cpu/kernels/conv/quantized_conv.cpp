@@ -104,33 +104,22 @@ class ConvIntegerKernel final : public sdk::Kernel {
   bool qlinear_;
 };
 
-// The zero-point and quantized tensor types.
-constexpr unsigned k8Bit = util::type_bit(ONYX_DTYPE_UINT8) | util::type_bit(ONYX_DTYPE_INT8);
-
 }  // namespace
 
 void register_quantized_conv_kernels(sdk::KernelRegistry& registry) {
-  sdk::KernelDef conv;
-  conv.op_type = "ConvInteger";
-  conv.since_version = 10;
-  conv.supports = [](const sdk::NodeInfo& n) {
-    return util::require_types(n, k8Bit, {0, 1, 2, 3});
-  };
-  conv.create = [](const sdk::NodeInfo& n) { return std::make_unique<ConvIntegerKernel>(n, false); };
-  registry.add(std::move(conv));
-
-  sdk::KernelDef qconv;
-  qconv.op_type = "QLinearConv";
-  qconv.since_version = 10;
-  qconv.supports = [](const sdk::NodeInfo& n) {
-    std::string why = util::require_inputs(n, 8, 9);
-    if (why.empty()) why = util::require_types(n, k8Bit, {0, 2, 3, 5, 7});
-    if (why.empty()) why = util::require_types(n, util::type_bit(ONYX_DTYPE_FLOAT32) | util::kHalf, {1, 4, 6});
-    if (why.empty()) why = util::require_types(n, util::type_bit(ONYX_DTYPE_INT32), {8});
-    return why;
-  };
-  qconv.create = [](const sdk::NodeInfo& n) { return std::make_unique<ConvIntegerKernel>(n, true); };
-  registry.add(std::move(qconv));
+  // The types of the quantized tensors and zero points.
+  constexpr sdk::DTypeSet k8Bit{ONYX_DTYPE_UINT8, ONYX_DTYPE_INT8};
+  registry.add(sdk::KernelDefBuilder("ConvInteger")
+                   .since(10)
+                   .input_types({0, 1, 2, 3}, k8Bit)
+                   .create([](const sdk::NodeInfo& n) { return std::make_unique<ConvIntegerKernel>(n, false); }));
+  registry.add(sdk::KernelDefBuilder("QLinearConv")
+                   .since(10)
+                   .inputs(8, 9)
+                   .input_types({0, 2, 3, 5, 7}, k8Bit)
+                   .input_types({1, 4, 6}, sdk::dtypes::kFloat32 | sdk::dtypes::kHalf)
+                   .input_type(8, sdk::DTypeSet{ONYX_DTYPE_INT32})
+                   .create([](const sdk::NodeInfo& n) { return std::make_unique<ConvIntegerKernel>(n, true); }));
 }
 
 }  // namespace onyx::cpu

@@ -206,10 +206,7 @@ class BinaryKernel final : public sdk::Kernel {
   }
 
   void output_memory(std::span<OnyxOutputMemoryInfo> out) const override {
-    if (!out.empty() && in_place_) {
-      out[0].kind = ONYX_OUTPUT_MAY_OVERWRITE_INPUT;
-      out[0].input_index = 0;
-    }
+    if (in_place_) util::output0_may_overwrite_input(out);
   }
 
  private:
@@ -342,54 +339,37 @@ std::string bitshift_attrs(const sdk::NodeInfo& node) {
 }
 
 template <typename Op>
-void add(sdk::KernelRegistry& registry, const char* op, int64_t since,
-         std::string (*extra)(const sdk::NodeInfo&) = nullptr) {
-  sdk::KernelDef def;
-  def.op_type = op;
-  def.since_version = since;
-  def.supports = [extra](const sdk::NodeInfo& node) {
-    std::string why = util::require_inputs(node, 2, 2);
-    if (why.empty()) why = util::require_types(node, Op::kTypes);
-    if (why.empty()) why = util::require_same_type(node, {0, 1});
-    if (why.empty() && extra) why = extra(node);
-    return why;
-  };
-  def.create = [](const sdk::NodeInfo& node) { return std::make_unique<BinaryKernel<Op>>(node); };
-  registry.add(std::move(def));
+sdk::KernelDef binary(const char* op, int64_t since, sdk::DeclineCheck extra = {}) {
+  return kernel_def<BinaryKernel<Op>>(op, since, 2, Op::kTypes, std::move(extra));
 }
 
 }  // namespace
 
 void register_binary_kernels(sdk::KernelRegistry& registry) {
-  add<Add>(registry, "Add", 1);
-  add<Sub>(registry, "Sub", 1);
-  add<Mul>(registry, "Mul", 1);
-  add<Div>(registry, "Div", 1);
-  add<Mod>(registry, "Mod", 10, mod_attrs);
-  add<BitShift>(registry, "BitShift", 11, bitshift_attrs);
-  add<BitwiseAnd>(registry, "BitwiseAnd", 18);
-  add<BitwiseOr>(registry, "BitwiseOr", 18);
-  add<BitwiseXor>(registry, "BitwiseXor", 18);
-  add<And>(registry, "And", 1);
-  add<Or>(registry, "Or", 1);
-  add<Xor>(registry, "Xor", 1);
-  add<Equal>(registry, "Equal", 1);
-  add<Less>(registry, "Less", 1);
-  add<Greater>(registry, "Greater", 1);
-  add<LessOrEqual>(registry, "LessOrEqual", 12);
-  add<GreaterOrEqual>(registry, "GreaterOrEqual", 12);
-  add<PRelu>(registry, "PRelu", 1);
+  registry.add(binary<Add>("Add", 1));
+  registry.add(binary<Sub>("Sub", 1));
+  registry.add(binary<Mul>("Mul", 1));
+  registry.add(binary<Div>("Div", 1));
+  registry.add(binary<Mod>("Mod", 10, mod_attrs));
+  registry.add(binary<BitShift>("BitShift", 11, bitshift_attrs));
+  registry.add(binary<BitwiseAnd>("BitwiseAnd", 18));
+  registry.add(binary<BitwiseOr>("BitwiseOr", 18));
+  registry.add(binary<BitwiseXor>("BitwiseXor", 18));
+  registry.add(binary<And>("And", 1));
+  registry.add(binary<Or>("Or", 1));
+  registry.add(binary<Xor>("Xor", 1));
+  registry.add(binary<Equal>("Equal", 1));
+  registry.add(binary<Less>("Less", 1));
+  registry.add(binary<Greater>("Greater", 1));
+  registry.add(binary<LessOrEqual>("LessOrEqual", 12));
+  registry.add(binary<GreaterOrEqual>("GreaterOrEqual", 12));
+  registry.add(binary<PRelu>("PRelu", 1));
 
-  sdk::KernelDef pow;
-  pow.op_type = "Pow";
-  pow.supports = [](const sdk::NodeInfo& node) {
-    std::string why = util::require_inputs(node, 2, 2);
-    if (why.empty()) why = util::require_types(node, PowKernel::kBaseTypes, {0});
-    if (why.empty()) why = util::require_types(node, PowKernel::kExponentTypes, {1});
-    return why;
-  };
-  pow.create = [](const sdk::NodeInfo& node) { return std::make_unique<PowKernel>(node); };
-  registry.add(std::move(pow));
+  registry.add(sdk::KernelDefBuilder("Pow")
+                   .inputs(2)
+                   .input_type(0, util::dtype_set(PowKernel::kBaseTypes))
+                   .input_type(1, util::dtype_set(PowKernel::kExponentTypes))
+                   .create<PowKernel>());
 }
 
 }  // namespace onyx::cpu::ew

@@ -175,10 +175,7 @@ class UnaryKernel final : public sdk::Kernel {
 
   // In place when the output type is the input type (not for predicates).
   void output_memory(std::span<OnyxOutputMemoryInfo> out) const override {
-    if (!out.empty() && in_place_) {
-      out[0].kind = ONYX_OUTPUT_MAY_OVERWRITE_INPUT;
-      out[0].input_index = 0;
-    }
+    if (in_place_) util::output0_may_overwrite_input(out);
   }
 
  private:
@@ -212,5 +209,16 @@ class UnaryKernel final : public sdk::Kernel {
   Op op_;
   bool in_place_ = false;
 };
+
+// The definition of element-wise kernel K for `op`: `inputs` inputs of one
+// type in `types`, then the `extra` check if any.
+template <typename K>
+sdk::KernelDef kernel_def(const char* op, int64_t since, size_t inputs, unsigned types,
+                          sdk::DeclineCheck extra = {}) {
+  sdk::KernelDefBuilder def(op);
+  def.since(since).inputs(inputs).type_constraint("T", {}, util::dtype_set(types));
+  if (extra) def.check(std::move(extra));
+  return def.create<K>();
+}
 
 }  // namespace onyx::cpu::ew

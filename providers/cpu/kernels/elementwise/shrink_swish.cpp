@@ -24,9 +24,7 @@ class MapKernel final : public sdk::Kernel {
     return nullptr;
   }
   void output_memory(std::span<OnyxOutputMemoryInfo> out) const override {
-    if (out.empty()) return;
-    out[0].kind = ONYX_OUTPUT_MAY_OVERWRITE_INPUT;
-    out[0].input_index = 0;
+    util::output0_may_overwrite_input(out);
   }
 
  private:
@@ -40,29 +38,20 @@ double swish(double x, double alpha, double) { return x / (1.0 + std::exp(-alpha
 }  // namespace
 
 void register_shrink_swish_kernels(sdk::KernelRegistry& registry) {
-  sdk::KernelDef shrink_def;
-  shrink_def.op_type = "Shrink";
-  shrink_def.since_version = 9;
-  shrink_def.supports = [](const sdk::NodeInfo& n) {
-    std::string why = util::require_inputs(n, 1, 1);
-    return why.empty() ? util::require_types(n, util::kFloat | util::kHalf | util::kInt) : why;
-  };
-  shrink_def.create = [](const sdk::NodeInfo& n) {
-    return std::make_unique<MapKernel>(&shrink, n.get_float("lambd", 0.5), n.get_float("bias", 0.0));
-  };
-  registry.add(std::move(shrink_def));
-
-  sdk::KernelDef swish_def;
-  swish_def.op_type = "Swish";
-  swish_def.since_version = 24;
-  swish_def.supports = [](const sdk::NodeInfo& n) {
-    std::string why = util::require_inputs(n, 1, 1);
-    return why.empty() ? util::require_types(n, util::kFloat | util::kHalf) : why;
-  };
-  swish_def.create = [](const sdk::NodeInfo& n) {
-    return std::make_unique<MapKernel>(&swish, n.get_float("alpha", 1.0), 0.0);
-  };
-  registry.add(std::move(swish_def));
+  registry.add(sdk::KernelDefBuilder("Shrink")
+                   .since(9)
+                   .inputs(1)
+                   .all_inputs(sdk::dtypes::kFloat | sdk::dtypes::kHalf | sdk::dtypes::kInt)
+                   .create([](const sdk::NodeInfo& n) {
+                     return std::make_unique<MapKernel>(&shrink, n.get_float("lambd", 0.5), n.get_float("bias", 0.0));
+                   }));
+  registry.add(sdk::KernelDefBuilder("Swish")
+                   .since(24)
+                   .inputs(1)
+                   .all_inputs(sdk::dtypes::kFloat | sdk::dtypes::kHalf)
+                   .create([](const sdk::NodeInfo& n) {
+                     return std::make_unique<MapKernel>(&swish, n.get_float("alpha", 1.0), 0.0);
+                   }));
 }
 
 }  // namespace onyx::cpu

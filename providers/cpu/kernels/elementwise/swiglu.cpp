@@ -35,15 +35,7 @@ class SwiGluKernel final : public sdk::Kernel {
 }  // namespace
 
 void register_swiglu_kernels(sdk::KernelRegistry& registry) {
-  sdk::KernelDef swiglu;
-  swiglu.op_type = "SwiGLU";
-  swiglu.since_version = 28;
-  swiglu.supports = [](const sdk::NodeInfo& n) {
-    std::string why = util::require_inputs(n, 2, 2);
-    return why.empty() ? util::require_types(n, util::kFloat | util::kHalf) : why;
-  };
-  swiglu.create = [](const sdk::NodeInfo& n) { return std::make_unique<SwiGluKernel>(n); };
-  registry.add(std::move(swiglu));
+  registry.add(sdk::KernelDefBuilder("SwiGLU").since(28).inputs(2).all_inputs(sdk::dtypes::kFloat | sdk::dtypes::kHalf).create<SwiGluKernel>());
 }
 
 }  // namespace onyx::cpu

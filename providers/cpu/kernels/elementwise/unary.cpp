@@ -182,64 +182,53 @@ std::string gelu_mode(const sdk::NodeInfo& node) {
 }
 
 template <typename Op>
-void add(sdk::KernelRegistry& registry, const char* op, int64_t since,
-         std::string (*extra)(const sdk::NodeInfo&) = nullptr) {
-  sdk::KernelDef def;
-  def.op_type = op;
-  def.since_version = since;
-  def.supports = [extra](const sdk::NodeInfo& node) {
-    std::string why = util::require_inputs(node, 1, 1);
-    if (why.empty()) why = util::require_types(node, Op::kTypes, {0});
-    if (why.empty() && extra) why = extra(node);
-    return why;
-  };
-  def.create = [](const sdk::NodeInfo& node) { return std::make_unique<UnaryKernel<Op>>(node); };
-  registry.add(std::move(def));
+sdk::KernelDef unary(const char* op, int64_t since, sdk::DeclineCheck extra = {}) {
+  return kernel_def<UnaryKernel<Op>>(op, since, 1, Op::kTypes, std::move(extra));
 }
 
 }  // namespace
 
 void register_unary_kernels(sdk::KernelRegistry& registry) {
-  add<Sqrt>(registry, "Sqrt", 1);
-  add<Exp>(registry, "Exp", 1);
-  add<Log>(registry, "Log", 1);
-  add<Neg>(registry, "Neg", 1);
-  add<Abs>(registry, "Abs", 1);
-  add<Reciprocal>(registry, "Reciprocal", 1);
-  add<Relu>(registry, "Relu", 1);
-  add<LeakyRelu>(registry, "LeakyRelu", 1);
-  add<Sigmoid>(registry, "Sigmoid", 1);
-  add<Tanh>(registry, "Tanh", 1);
-  add<Erf>(registry, "Erf", 9);
-  add<Gelu>(registry, "Gelu", 20, gelu_mode);
-  add<Not>(registry, "Not", 1);
-  add<Floor>(registry, "Floor", 1);
-  add<Ceil>(registry, "Ceil", 1);
-  add<Round>(registry, "Round", 11);
-  add<Sign>(registry, "Sign", 9);
-  add<Elu>(registry, "Elu", 1);
-  add<Selu>(registry, "Selu", 1);
-  add<HardSigmoid>(registry, "HardSigmoid", 1);
-  add<HardSwish>(registry, "HardSwish", 14);
-  add<Softplus>(registry, "Softplus", 1);
-  add<Softsign>(registry, "Softsign", 1);
-  add<Sin>(registry, "Sin", 7);
-  add<Cos>(registry, "Cos", 7);
-  add<Tan>(registry, "Tan", 7);
-  add<Asin>(registry, "Asin", 7);
-  add<Acos>(registry, "Acos", 7);
-  add<Atan>(registry, "Atan", 7);
-  add<Sinh>(registry, "Sinh", 9);
-  add<Cosh>(registry, "Cosh", 9);
-  add<Asinh>(registry, "Asinh", 9);
-  add<Acosh>(registry, "Acosh", 9);
-  add<Atanh>(registry, "Atanh", 9);
-  add<IsNaN>(registry, "IsNaN", 9);
-  add<IsInf>(registry, "IsInf", 10);
-  add<BitwiseNot>(registry, "BitwiseNot", 18);
-  add<ThresholdedRelu>(registry, "ThresholdedRelu", 10);
-  add<Celu>(registry, "Celu", 12);
-  add<Mish>(registry, "Mish", 18);
+  registry.add(unary<Sqrt>("Sqrt", 1));
+  registry.add(unary<Exp>("Exp", 1));
+  registry.add(unary<Log>("Log", 1));
+  registry.add(unary<Neg>("Neg", 1));
+  registry.add(unary<Abs>("Abs", 1));
+  registry.add(unary<Reciprocal>("Reciprocal", 1));
+  registry.add(unary<Relu>("Relu", 1));
+  registry.add(unary<LeakyRelu>("LeakyRelu", 1));
+  registry.add(unary<Sigmoid>("Sigmoid", 1));
+  registry.add(unary<Tanh>("Tanh", 1));
+  registry.add(unary<Erf>("Erf", 9));
+  registry.add(unary<Gelu>("Gelu", 20, gelu_mode));
+  registry.add(unary<Not>("Not", 1));
+  registry.add(unary<Floor>("Floor", 1));
+  registry.add(unary<Ceil>("Ceil", 1));
+  registry.add(unary<Round>("Round", 11));
+  registry.add(unary<Sign>("Sign", 9));
+  registry.add(unary<Elu>("Elu", 1));
+  registry.add(unary<Selu>("Selu", 1));
+  registry.add(unary<HardSigmoid>("HardSigmoid", 1));
+  registry.add(unary<HardSwish>("HardSwish", 14));
+  registry.add(unary<Softplus>("Softplus", 1));
+  registry.add(unary<Softsign>("Softsign", 1));
+  registry.add(unary<Sin>("Sin", 7));
+  registry.add(unary<Cos>("Cos", 7));
+  registry.add(unary<Tan>("Tan", 7));
+  registry.add(unary<Asin>("Asin", 7));
+  registry.add(unary<Acos>("Acos", 7));
+  registry.add(unary<Atan>("Atan", 7));
+  registry.add(unary<Sinh>("Sinh", 9));
+  registry.add(unary<Cosh>("Cosh", 9));
+  registry.add(unary<Asinh>("Asinh", 9));
+  registry.add(unary<Acosh>("Acosh", 9));
+  registry.add(unary<Atanh>("Atanh", 9));
+  registry.add(unary<IsNaN>("IsNaN", 9));
+  registry.add(unary<IsInf>("IsInf", 10));
+  registry.add(unary<BitwiseNot>("BitwiseNot", 18));
+  registry.add(unary<ThresholdedRelu>("ThresholdedRelu", 10));
+  registry.add(unary<Celu>("Celu", 12));
+  registry.add(unary<Mish>("Mish", 18));
 }
 
 }  // namespace onyx::cpu::ew

@@ -88,10 +88,7 @@ class VariadicKernel final : public sdk::Kernel {
   }
 
   void output_memory(std::span<OnyxOutputMemoryInfo> out) const override {
-    if (!out.empty()) {
-      out[0].kind = ONYX_OUTPUT_MAY_OVERWRITE_INPUT;
-      out[0].input_index = 0;
-    }
+    util::output0_may_overwrite_input(out);
   }
 
  private:
@@ -153,10 +150,7 @@ class WhereKernel final : public sdk::Kernel {
   }
 
   void output_memory(std::span<OnyxOutputMemoryInfo> out) const override {
-    if (!out.empty()) {
-      out[0].kind = ONYX_OUTPUT_MAY_OVERWRITE_INPUT;
-      out[0].input_index = 1;
-    }
+    util::output0_may_overwrite_input(out, 1);
   }
 
  private:
@@ -245,10 +239,7 @@ class ClipKernel final : public sdk::Kernel {
   }
 
   void output_memory(std::span<OnyxOutputMemoryInfo> out) const override {
-    if (!out.empty()) {
-      out[0].kind = ONYX_OUTPUT_MAY_OVERWRITE_INPUT;
-      out[0].input_index = 0;
-    }
+    util::output0_may_overwrite_input(out);
   }
 
  private:
@@ -257,60 +248,48 @@ class ClipKernel final : public sdk::Kernel {
   double attr_min_, attr_max_;
 };
 
+// The definition of a VariadicKernel<Op> (Mean: `mean`): one or more inputs,
+// all present, of one type in Op::kTypes.
 template <typename Op>
-void add_variadic(sdk::KernelRegistry& registry, const char* op, bool mean) {
-  sdk::KernelDef def;
-  def.op_type = op;
-  def.supports = [](const sdk::NodeInfo& node) {
-    std::string why = util::require_inputs(node, 1, 1 << 20);
-    for (size_t k = 0; why.empty() && k < node.inputs.size(); ++k)
-      if (!node.input_present(k)) why = node.op_type + ": input " + std::to_string(k) + " is missing";
-    if (why.empty()) why = util::require_types(node, Op::kTypes);
-    if (why.empty()) {
-      for (size_t k = 1; why.empty() && k < node.inputs.size(); ++k)
-        why = util::require_same_type(node, {0, k});
-    }
-    return why;
-  };
-  def.create = [mean](const sdk::NodeInfo& node) {
-    return std::make_unique<VariadicKernel<Op>>(node, mean);
-  };
-  registry.add(std::move(def));
+sdk::KernelDef variadic(const char* op, bool mean) {
+  return sdk::KernelDefBuilder(op)
+      .inputs(1, 1 << 20)
+      .type_constraint("T", {}, util::dtype_set(Op::kTypes))
+      .check([](const sdk::NodeInfo& node) {
+        for (size_t k = 0; k < node.inputs.size(); ++k)
+          if (!node.input_present(k)) return node.op_type + ": input " + std::to_string(k) + " is missing";
+        return std::string();
+      })
+      .create([mean](const sdk::NodeInfo& node) { return std::make_unique<VariadicKernel<Op>>(node, mean); });
 }
 
 }  // namespace
 
 void register_variadic_kernels(sdk::KernelRegistry& registry) {
-  add_variadic<SumOp>(registry, "Sum", false);
-  add_variadic<SumOp>(registry, "Mean", true);
-  add_variadic<MinOp>(registry, "Min", false);
-  add_variadic<MaxOp>(registry, "Max", false);
-
-  sdk::KernelDef where;
-  where.op_type = "Where";
-  where.since_version = 9;
-  where.supports = [](const sdk::NodeInfo& node) {
-    std::string why = util::require_inputs(node, 3, 3);
-    if (why.empty()) why = util::require_types(node, kBool, {0});
-    if (why.empty()) why = util::require_same_type(node, {1, 2});
-    if (why.empty() && sdk::dtype_size(node.input_dtype(1)) == 0)
-      why = std::string("Where: element type ") + sdk::dtype_name(node.input_dtype(1)) +
-            " is not supported";
-    return why;
-  };
-  where.create = [](const sdk::NodeInfo& node) { return std::make_unique<WhereKernel>(node); };
-  registry.add(std::move(where));
-
-  sdk::KernelDef clip;
-  clip.op_type = "Clip";
-  clip.supports = [](const sdk::NodeInfo& node) {
-    std::string why = util::require_inputs(node, 1, node.opset < 11 ? 1 : 3);
-    if (why.empty()) why = util::require_types(node, ClipKernel::kTypes);
-    if (why.empty()) why = util::require_same_type(node, {0, 1, 2});
-    return why;
-  };
-  clip.create = [](const sdk::NodeInfo& node) { return std::make_unique<ClipKernel>(node); };
-  registry.add(std::move(clip));
+  registry.add(variadic<SumOp>("Sum", false));
+  registry.add(variadic<SumOp>("Mean", true));
+  registry.add(variadic<MinOp>("Min", false));
+  registry.add(variadic<MaxOp>("Max", false));
+  registry.add(sdk::KernelDefBuilder("Where")
+                   .since(9)
+                   .inputs(3)
+                   .input_type(0, sdk::dtypes::kBool)
+                   .type_constraint("T", {1, 2}, {})
+                   .check([](const sdk::NodeInfo& node) {
+                     if (sdk::dtype_size(node.input_dtype(1)) == 0)
+                       return std::string("Where: element type ") + sdk::dtype_name(node.input_dtype(1)) +
+                              " is not supported";
+                     return std::string();
+                   })
+                   .create<WhereKernel>());
+  // Clip's min and max are attributes before opset 11, inputs from it on.
+  constexpr sdk::DTypeSet kClipTypes = util::dtype_set(ClipKernel::kTypes);
+  registry.add(sdk::KernelDefBuilder("Clip").opsets(1, 10).inputs(1).all_inputs(kClipTypes).create<ClipKernel>());
+  registry.add(sdk::KernelDefBuilder("Clip")
+                   .since(11)
+                   .inputs(1, 3)
+                   .type_constraint("T", {0, 1, 2}, kClipTypes)
+                   .create<ClipKernel>());
 }
 
 }  // namespace onyx::cpu::ew

@@ -246,32 +246,11 @@ class OneHotKernel final : public sdk::Kernel {
   int64_t axis_;
 };
 
-template <typename Make>
-void add(sdk::KernelRegistry& registry, const char* op, int64_t since, size_t inputs,
-         std::string (*check)(const sdk::NodeInfo&), Make make) {
-  sdk::KernelDef def;
-  def.op_type = op;
-  def.since_version = since;
-  def.supports = [=](const sdk::NodeInfo& node) {
-    std::string why = util::require_inputs(node, inputs, inputs);
-    if (why.empty() && check) why = check(node);
-    return why;
-  };
-  def.create = make;
-  registry.add(std::move(def));
-}
-
 std::string check_constant_of_shape(const sdk::NodeInfo& node) {
-  std::string why = shape::require_index_type(node, 0);
   const sdk::Attribute* a = node.attr("value");
-  if (why.empty() && a && (!a->tensor || a->tensor->size() != 1 || sdk::dtype_size(a->tensor->dtype) == 0))
-    why = "ConstantOfShape: attribute value must be a one-element tensor of a numeric or bool type";
-  return why;
-}
-std::string check_range(const sdk::NodeInfo& node) {
-  std::string why = util::require_types(node, util::kFloat | util::kSigned | util::kHalf);
-  if (why.empty()) why = util::require_same_type(node, {0, 1, 2});
-  return why;
+  if (a && (!a->tensor || a->tensor->size() != 1 || sdk::dtype_size(a->tensor->dtype) == 0))
+    return "ConstantOfShape: attribute value must be a one-element tensor of a numeric or bool type";
+  return {};
 }
 std::string check_eye_like(const sdk::NodeInfo& node) {
   int32_t dtype = int32_t(node.get_int("dtype", node.input_dtype(0)));
@@ -279,23 +258,28 @@ std::string check_eye_like(const sdk::NodeInfo& node) {
              ? std::string()
              : std::string("EyeLike: output type ") + sdk::dtype_name(dtype) + " is not supported";
 }
-std::string check_one_hot(const sdk::NodeInfo& node) {
-  std::string why = util::require_types(node, util::kNumeric | util::kHalf, {0, 1});
-  if (why.empty()) why = shape::require_sized(node, {2});
-  return why;
-}
-
 }  // namespace
 
 void register_tensor_make_kernels(sdk::KernelRegistry& registry) {
-  add(registry, "Constant", 1, 0, ConstantKernel::check,
-      [](const sdk::NodeInfo& n) { return std::make_unique<ConstantKernel>(n); });
-  add(registry, "ConstantOfShape", 9, 1, check_constant_of_shape,
-      [](const sdk::NodeInfo& n) { return std::make_unique<ConstantOfShapeKernel>(n); });
-  add(registry, "Range", 11, 3, check_range, [](const sdk::NodeInfo& n) { return std::make_unique<RangeKernel>(n); });
-  add(registry, "EyeLike", 9, 1, check_eye_like,
-      [](const sdk::NodeInfo& n) { return std::make_unique<EyeLikeKernel>(n); });
-  add(registry, "OneHot", 9, 3, check_one_hot, [](const sdk::NodeInfo& n) { return std::make_unique<OneHotKernel>(n); });
+  registry.add(sdk::KernelDefBuilder("Constant").inputs(0).check(ConstantKernel::check).create<ConstantKernel>());
+  registry.add(sdk::KernelDefBuilder("ConstantOfShape")
+                   .since(9)
+                   .inputs(1)
+                   .input_type(0, sdk::DTypeSet{ONYX_DTYPE_INT64})
+                   .check(check_constant_of_shape)
+                   .create<ConstantOfShapeKernel>());
+  registry.add(sdk::KernelDefBuilder("Range")
+                   .since(11)
+                   .inputs(3)
+                   .type_constraint("T", {0, 1, 2}, sdk::dtypes::kFloat | sdk::dtypes::kSigned | sdk::dtypes::kHalf)
+                   .create<RangeKernel>());
+  registry.add(sdk::KernelDefBuilder("EyeLike").since(9).inputs(1).check(check_eye_like).create<EyeLikeKernel>());
+  registry.add(sdk::KernelDefBuilder("OneHot")
+                   .since(9)
+                   .inputs(3)
+                   .input_types({0, 1}, sdk::dtypes::kNumeric | sdk::dtypes::kHalf)
+                   .check([](const sdk::NodeInfo& node) { return shape::require_sized(node, {2}); })
+                   .create<OneHotKernel>());
 }
 
 }  // namespace onyx::cpu

@@ -133,15 +133,10 @@ class ConvGradKernel final : public sdk::Kernel {
 }  // namespace
 
 void register_conv_grad_kernels(sdk::KernelRegistry& registry) {
-  sdk::KernelDef def;
-  def.domain = kOnyxDomain;
-  def.op_type = "ConvGrad";
-  def.supports = [](const sdk::NodeInfo& node) {
-    std::string why = util::require_inputs(node, 3, 3);
-    return why.empty() ? util::require_types(node, util::kFloat, {0, 1, 2}) : why;
-  };
-  def.create = [](const sdk::NodeInfo& node) { return std::make_unique<ConvGradKernel>(node); };
-  registry.add(std::move(def));
+  registry.add(sdk::KernelDefBuilder("ConvGrad", kOnyxDomain)
+                   .inputs(3)
+                   .input_types({0, 1, 2}, sdk::dtypes::kFloat)
+                   .create<ConvGradKernel>());
 }
 
 }  // namespace onyx::cpu

@@ -133,24 +133,17 @@ class SliceGradKernel final : public sdk::Kernel {
   std::string label_;
 };
 
-template <typename K>
-void add(sdk::KernelRegistry& registry, const char* op, size_t min_inputs, size_t max_inputs) {
-  sdk::KernelDef def;
-  def.domain = kOnyxDomain;
-  def.op_type = op;
-  def.supports = [min_inputs, max_inputs](const sdk::NodeInfo& node) {
-    std::string why = util::require_inputs(node, min_inputs, max_inputs);
-    return why.empty() ? util::require_types(node, util::kFloat, {0}) : why;
-  };
-  def.create = [](const sdk::NodeInfo& node) { return std::make_unique<K>(node); };
-  registry.add(std::move(def));
-}
-
 }  // namespace
 
 void register_gather_grad_kernels(sdk::KernelRegistry& registry) {
-  add<GatherGradKernel>(registry, "GatherGrad", 3, 3);
-  add<SliceGradKernel>(registry, "SliceGrad", 4, 6);
+  registry.add(sdk::KernelDefBuilder("GatherGrad", kOnyxDomain)
+                   .inputs(3)
+                   .input_type(0, sdk::dtypes::kFloat)
+                   .create<GatherGradKernel>());
+  registry.add(sdk::KernelDefBuilder("SliceGrad", kOnyxDomain)
+                   .inputs(4, 6)
+                   .input_type(0, sdk::dtypes::kFloat)
+                   .create<SliceGradKernel>());
 }
 
 }  // namespace onyx::cpu

@@ -146,27 +146,22 @@ class NllLossGradKernel final : public sdk::Kernel {
   LossAttrs a_;
 };
 
-template <typename K>
-void add(sdk::KernelRegistry& registry, const char* op, size_t inputs) {
-  sdk::KernelDef def;
-  def.domain = kOnyxDomain;
-  def.op_type = op;
-  def.supports = [inputs](const sdk::NodeInfo& node) {
-    std::string why = util::require_inputs(node, inputs, inputs);
-    if (why.empty()) why = util::require_types(node, util::kFloat, {0});
-    if (why.empty() && node.input_dtype(1) != ONYX_DTYPE_INT64 && node.input_dtype(1) != ONYX_DTYPE_INT32)
-      why = std::string("labels (input 1) must be int64 or int32, not ") + sdk::dtype_name(node.input_dtype(1));
-    return why.empty() ? check_reduction(node) : why;
-  };
-  def.create = [](const sdk::NodeInfo& node) { return std::make_unique<K>(node); };
-  registry.add(std::move(def));
-}
-
 }  // namespace
 
 void register_loss_grad_kernels(sdk::KernelRegistry& registry) {
-  add<NllLossKernel>(registry, "NegativeLogLikelihoodLoss", 2);
-  add<NllLossGradKernel>(registry, "NegativeLogLikelihoodLossGrad", 3);
+  constexpr sdk::DTypeSet kLabelTypes{ONYX_DTYPE_INT64, ONYX_DTYPE_INT32};
+  registry.add(sdk::KernelDefBuilder("NegativeLogLikelihoodLoss", kOnyxDomain)
+                   .inputs(2)
+                   .input_type(0, sdk::dtypes::kFloat)
+                   .input_type(1, kLabelTypes)
+                   .check(check_reduction)
+                   .create<NllLossKernel>());
+  registry.add(sdk::KernelDefBuilder("NegativeLogLikelihoodLossGrad", kOnyxDomain)
+                   .inputs(3)
+                   .input_type(0, sdk::dtypes::kFloat)
+                   .input_type(1, kLabelTypes)
+                   .check(check_reduction)
+                   .create<NllLossGradKernel>());
 }
 
 }  // namespace onyx::cpu

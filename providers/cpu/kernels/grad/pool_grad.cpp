@@ -125,25 +125,18 @@ class PoolGradKernel final : public sdk::Kernel {
   bool count_include_pad_;
 };
 
-void add(sdk::KernelRegistry& registry, const char* op, bool max) {
-  sdk::KernelDef def;
-  def.domain = kOnyxDomain;
-  def.op_type = op;
-  def.supports = [](const sdk::NodeInfo& node) {
-    std::string why = util::require_inputs(node, 2, 2);
-    if (why.empty()) why = util::require_types(node, util::kFloat, {0});
-    if (why.empty() && nn::WindowAttrs::read(node).kernel_shape.empty()) why = "attribute kernel_shape is required";
-    return why;
-  };
-  def.create = [max](const sdk::NodeInfo& node) { return std::make_unique<PoolGradKernel>(node, max); };
-  registry.add(std::move(def));
-}
-
 }  // namespace
 
 void register_pool_grad_kernels(sdk::KernelRegistry& registry) {
-  add(registry, "MaxPoolGrad", true);
-  add(registry, "AveragePoolGrad", false);
+  for (bool max : {true, false})
+    registry.add(sdk::KernelDefBuilder(max ? "MaxPoolGrad" : "AveragePoolGrad", kOnyxDomain)
+                     .inputs(2)
+                     .input_type(0, sdk::dtypes::kFloat)
+                     .check([](const sdk::NodeInfo& node) {
+                       return nn::WindowAttrs::read(node).kernel_shape.empty() ? "attribute kernel_shape is required"
+                                                                               : std::string();
+                     })
+                     .create([max](const sdk::NodeInfo& node) { return std::make_unique<PoolGradKernel>(node, max); }));
 }
 
 }  // namespace onyx::cpu

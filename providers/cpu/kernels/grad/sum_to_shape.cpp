@@ -86,15 +86,10 @@ class SumToShapeKernel final : public sdk::Kernel {
 }  // namespace
 
 void register_sum_to_shape_kernels(sdk::KernelRegistry& registry) {
-  sdk::KernelDef def;
-  def.domain = kOnyxDomain;
-  def.op_type = "SumToShape";
-  def.supports = [](const sdk::NodeInfo& node) {
-    std::string why = util::require_inputs(node, 2, 2);
-    return why.empty() ? util::require_types(node, util::kFloat, {0}) : why;
-  };
-  def.create = [](const sdk::NodeInfo& node) { return std::make_unique<SumToShapeKernel>(node); };
-  registry.add(std::move(def));
+  registry.add(sdk::KernelDefBuilder("SumToShape", kOnyxDomain)
+                   .inputs(2)
+                   .input_type(0, sdk::dtypes::kFloat)
+                   .create<SumToShapeKernel>());
 }
 
 }  // namespace onyx::cpu

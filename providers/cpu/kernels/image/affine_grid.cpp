@@ -62,12 +62,7 @@ class AffineGridKernel final : public sdk::Kernel {
 }  // namespace
 
 void register_affine_grid_kernels(sdk::KernelRegistry& registry) {
-  sdk::KernelDef def;
-  def.op_type = "AffineGrid";
-  def.since_version = 20;
-  def.supports = [](const sdk::NodeInfo& n) { return util::require_types(n, util::kFloat | util::kHalf, {0}); };
-  def.create = [](const sdk::NodeInfo& n) { return std::make_unique<AffineGridKernel>(n); };
-  registry.add(std::move(def));
+  registry.add(sdk::KernelDefBuilder("AffineGrid").since(20).input_type(0, sdk::dtypes::kFloat | sdk::dtypes::kHalf).create<AffineGridKernel>());
 }
 
 }  // namespace onyx::cpu

@@ -61,14 +61,12 @@ class CenterCropPadKernel final : public sdk::Kernel {
 }  // namespace
 
 void register_center_crop_pad_kernels(sdk::KernelRegistry& registry) {
-  sdk::KernelDef def;
-  def.op_type = "CenterCropPad";
-  def.since_version = 18;
-  def.supports = [](const sdk::NodeInfo& n) {
-    return sdk::dtype_size(n.input_dtype(0)) ? std::string() : std::string("element type has no fixed size");
-  };
-  def.create = [](const sdk::NodeInfo& n) { return std::make_unique<CenterCropPadKernel>(n); };
-  registry.add(std::move(def));
+  registry.add(sdk::KernelDefBuilder("CenterCropPad")
+                   .since(18)
+                   .check([](const sdk::NodeInfo& n) {
+                     return sdk::dtype_size(n.input_dtype(0)) ? std::string() : std::string("element type has no fixed size");
+                   })
+                   .create<CenterCropPadKernel>());
 }
 
 }  // namespace onyx::cpu

@@ -79,12 +79,7 @@ class Col2ImKernel final : public sdk::Kernel {
 }  // namespace
 
 void register_col2im_kernels(sdk::KernelRegistry& registry) {
-  sdk::KernelDef def;
-  def.op_type = "Col2Im";
-  def.since_version = 18;
-  def.supports = [](const sdk::NodeInfo& n) { return util::require_types(n, util::kFloat | util::kHalf, {0}); };
-  def.create = [](const sdk::NodeInfo& n) { return std::make_unique<Col2ImKernel>(n); };
-  registry.add(std::move(def));
+  registry.add(sdk::KernelDefBuilder("Col2Im").since(18).input_type(0, sdk::dtypes::kFloat | sdk::dtypes::kHalf).create<Col2ImKernel>());
 }
 
 }  // namespace onyx::cpu

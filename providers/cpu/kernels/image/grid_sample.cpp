@@ -149,17 +149,12 @@ class GridSampleKernel final : public sdk::Kernel {
 }  // namespace
 
 void register_grid_sample_kernels(sdk::KernelRegistry& registry) {
-  sdk::KernelDef def;
-  def.op_type = "GridSample";
-  def.since_version = 16;
-  def.supports = [](const sdk::NodeInfo& node) {
-    std::string why = util::require_inputs(node, 2, 2);
-    if (why.empty()) why = util::require_types(node, util::kFloat | util::kHalf, {1});
-    if (why.empty()) why = util::require_types(node, util::kNumeric | util::kHalf, {0});
-    return why;
-  };
-  def.create = [](const sdk::NodeInfo& node) { return std::make_unique<GridSampleKernel>(node); };
-  registry.add(std::move(def));
+  registry.add(sdk::KernelDefBuilder("GridSample")
+                   .since(16)
+                   .inputs(2)
+                   .input_type(1, sdk::dtypes::kFloat | sdk::dtypes::kHalf)
+                   .input_type(0, sdk::dtypes::kNumeric | sdk::dtypes::kHalf)
+                   .create<GridSampleKernel>());
 }
 
 }  // namespace onyx::cpu

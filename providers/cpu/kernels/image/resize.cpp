@@ -243,30 +243,30 @@ class ResizeKernel final : public sdk::Kernel {
   int roi_input_ = -1, scales_input_ = -1, sizes_input_ = -1;
 };
 
+std::string check_resize_attrs(const sdk::NodeInfo& node) {
+  std::string mode = node.get_string("mode", "nearest");
+  if (mode != "nearest" && mode != "linear" && mode != "cubic" && mode != "bilinear" && mode != "trilinear")
+    return "mode '" + mode + "' is not nearest, linear or cubic";
+  static const char* const kTransforms[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",
+                                            "align_corners", "asymmetric", "tf_crop_and_resize",
+                                            "tf_half_pixel_for_nn"};
+  std::string transform = node.get_string("coordinate_transformation_mode", "half_pixel");
+  if (std::find(std::begin(kTransforms), std::end(kTransforms), transform) == std::end(kTransforms))
+    return "coordinate_transformation_mode '" + transform + "' is not one the spec defines";
+  return {};
+}
+
 }  // namespace
 
 void register_resize_kernels(sdk::KernelRegistry& registry) {
-  for (bool upsample : {false, true}) {
-    sdk::KernelDef def;
-    def.op_type = upsample ? "Upsample" : "Resize";
-    def.since_version = upsample ? 7 : 10;
-    def.supports = [](const sdk::NodeInfo& node) {
-      std::string why = util::require_types(node, util::kNumeric | util::kHalf, {0});
-      std::string mode = node.get_string("mode", "nearest");
-      if (why.empty() && mode != "nearest" && mode != "linear" && mode != "cubic" && mode != "bilinear" &&
-          mode != "trilinear")
-        why = "mode '" + mode + "' is not nearest, linear or cubic";
-      static const char* const kTransforms[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",
-                                                "align_corners", "asymmetric", "tf_crop_and_resize",
-                                                "tf_half_pixel_for_nn"};
-      std::string transform = node.get_string("coordinate_transformation_mode", "half_pixel");
-      if (why.empty() && std::find(std::begin(kTransforms), std::end(kTransforms), transform) == std::end(kTransforms))
-        why = "coordinate_transformation_mode '" + transform + "' is not one the spec defines";
-      return why;
-    };
-    def.create = [upsample](const sdk::NodeInfo& node) { return std::make_unique<ResizeKernel>(node, upsample); };
-    registry.add(std::move(def));
-  }
+  for (bool upsample : {false, true})
+    registry.add(sdk::KernelDefBuilder(upsample ? "Upsample" : "Resize")
+                     .since(upsample ? 7 : 10)
+                     .input_type(0, sdk::dtypes::kNumeric | sdk::dtypes::kHalf)
+                     .check(check_resize_attrs)
+                     .create([upsample](const sdk::NodeInfo& node) {
+                       return std::make_unique<ResizeKernel>(node, upsample);
+                     }));
 }
 
 }  // namespace onyx::cpu

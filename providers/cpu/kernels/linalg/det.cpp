@@ -57,15 +57,7 @@ class DetKernel final : public sdk::Kernel {
 }  // namespace
 
 void register_det_kernels(sdk::KernelRegistry& registry) {
-  sdk::KernelDef def;
-  def.op_type = "Det";
-  def.since_version = 11;
-  def.supports = [](const sdk::NodeInfo& n) {
-    std::string why = util::require_inputs(n, 1, 1);
-    return why.empty() ? util::require_types(n, util::kFloat | util::kHalf) : why;
-  };
-  def.create = [](const sdk::NodeInfo& n) { return std::make_unique<DetKernel>(n); };
-  registry.add(std::move(def));
+  registry.add(sdk::KernelDefBuilder("Det").since(11).inputs(1).all_inputs(sdk::dtypes::kFloat | sdk::dtypes::kHalf).create<DetKernel>());
 }
 
 }  // namespace onyx::cpu

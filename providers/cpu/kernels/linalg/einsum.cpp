@@ -143,15 +143,7 @@ class EinsumKernel final : public sdk::Kernel {
 }  // namespace
 
 void register_einsum_kernels(sdk::KernelRegistry& registry) {
-  sdk::KernelDef def;
-  def.op_type = "Einsum";
-  def.since_version = 12;
-  def.supports = [](const sdk::NodeInfo& n) {
-    std::string why = util::require_types(n, util::kNumeric | util::kHalf);
-    return why.empty() ? util::require_same_type(n, {}) : why;
-  };
-  def.create = [](const sdk::NodeInfo& n) { return std::make_unique<EinsumKernel>(n); };
-  registry.add(std::move(def));
+  registry.add(sdk::KernelDefBuilder("Einsum").since(12).type_constraint("T", {}, sdk::dtypes::kNumeric | sdk::dtypes::kHalf).create<EinsumKernel>());
 }
 
 }  // namespace onyx::cpu

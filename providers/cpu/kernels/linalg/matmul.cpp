@@ -61,12 +61,6 @@ void gemm_loop(sdk::ComputeContext& ctx, bool ta, bool tb, int64_t m, int64_t n,
                    [&rows](size_t lo, size_t hi) { rows(lo, hi); });
 }
 
-std::string check_types(const sdk::NodeInfo& node, std::initializer_list<size_t> inputs) {
-  constexpr unsigned kTypes = util::kFloat | util::type_bit(ONYX_DTYPE_INT32) | util::type_bit(ONYX_DTYPE_INT64) |
-                              util::type_bit(ONYX_DTYPE_UINT32) | util::type_bit(ONYX_DTYPE_UINT64);
-  return util::require_types(node, kTypes, inputs);
-}
-
 // ---------------------------------------------------------------------------
 // MatMul
 // ---------------------------------------------------------------------------
@@ -322,20 +316,17 @@ class GemmKernel final : public sdk::Kernel {
 }  // namespace
 
 void register_matmul_kernels(sdk::KernelRegistry& registry) {
-  sdk::KernelDef matmul;
-  matmul.op_type = "MatMul";
-  matmul.supports = [](const sdk::NodeInfo& node) {
-    if (util::is_half(node.input_dtype(0)) && node.input_dtype(1) == node.input_dtype(0)) return std::string();
-    return check_types(node, {0, 1});
-  };
-  matmul.create = [](const sdk::NodeInfo& node) { return std::make_unique<MatMulKernel>(node); };
-  registry.add(std::move(matmul));
-
-  sdk::KernelDef gemm;
-  gemm.op_type = "Gemm";
-  gemm.supports = [](const sdk::NodeInfo& node) { return check_types(node, {0, 1, 2}); };
-  gemm.create = [](const sdk::NodeInfo& node) { return std::make_unique<GemmKernel>(node); };
-  registry.add(std::move(gemm));
+  constexpr sdk::DTypeSet kTypes = sdk::dtypes::kFloat | sdk::DTypeSet{ONYX_DTYPE_INT32, ONYX_DTYPE_INT64,
+                                                                       ONYX_DTYPE_UINT32, ONYX_DTYPE_UINT64};
+  registry.add(sdk::KernelDefBuilder("MatMul")
+                   .check([kTypes](const sdk::NodeInfo& node) {
+                     // float16/bfloat16 when both inputs have that type.
+                     if (util::is_half(node.input_dtype(0)) && node.input_dtype(1) == node.input_dtype(0))
+                       return std::string();
+                     return sdk::TypeRule{"", {0, 1}, kTypes}.check(node);
+                   })
+                   .create<MatMulKernel>());
+  registry.add(sdk::KernelDefBuilder("Gemm").input_types({0, 1, 2}, kTypes).create<GemmKernel>());
 }
 
 }  // namespace onyx::cpu

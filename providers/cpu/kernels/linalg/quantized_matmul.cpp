@@ -157,25 +157,18 @@ class QuantMatMulKernel final : public sdk::Kernel {
   bool qlinear_;
 };
 
-std::string check_quant_node(const sdk::NodeInfo& node, bool qlinear) {
-  constexpr unsigned k8Bit = util::type_bit(ONYX_DTYPE_UINT8) | util::type_bit(ONYX_DTYPE_INT8);
-  if (!qlinear) return util::require_types(node, k8Bit, {0, 1, 2, 3});
-  if (std::string e = util::require_types(node, k8Bit, {0, 2, 3, 5, 7}); !e.empty()) return e;
-  return util::require_types(node, util::type_bit(ONYX_DTYPE_FLOAT32) | util::kHalf, {1, 4, 6});
-}
-
 }  // namespace
 
 void register_quantized_matmul_kernels(sdk::KernelRegistry& registry) {
-  for (bool qlinear : {false, true}) {
-    sdk::KernelDef def;
-    def.op_type = qlinear ? "QLinearMatMul" : "MatMulInteger";
-    def.supports = [qlinear](const sdk::NodeInfo& node) { return check_quant_node(node, qlinear); };
-    def.create = [qlinear](const sdk::NodeInfo& node) {
-      return std::make_unique<QuantMatMulKernel>(node, qlinear);
-    };
-    registry.add(std::move(def));
-  }
+  // The types of the quantized tensors and zero points.
+  constexpr sdk::DTypeSet k8Bit{ONYX_DTYPE_UINT8, ONYX_DTYPE_INT8};
+  registry.add(sdk::KernelDefBuilder("MatMulInteger")
+                   .input_types({0, 1, 2, 3}, k8Bit)
+                   .create([](const sdk::NodeInfo& node) { return std::make_unique<QuantMatMulKernel>(node, false); }));
+  registry.add(sdk::KernelDefBuilder("QLinearMatMul")
+                   .input_types({0, 2, 3, 5, 7}, k8Bit)
+                   .input_types({1, 4, 6}, sdk::dtypes::kFloat32 | sdk::dtypes::kHalf)
+                   .create([](const sdk::NodeInfo& node) { return std::make_unique<QuantMatMulKernel>(node, true); }));
 }
 
 }  // namespace onyx::cpu

@@ -39,10 +39,7 @@ class TriluKernel final : public sdk::Kernel {
   }
 
   void output_memory(std::span<OnyxOutputMemoryInfo> out) const override {
-    if (!out.empty()) {
-      out[0].kind = ONYX_OUTPUT_MAY_OVERWRITE_INPUT;
-      out[0].input_index = 0;
-    }
+    util::output0_may_overwrite_input(out);
   }
 
  private:
@@ -53,17 +50,12 @@ class TriluKernel final : public sdk::Kernel {
 }  // namespace
 
 void register_trilu_kernels(sdk::KernelRegistry& registry) {
-  sdk::KernelDef def;
-  def.op_type = "Trilu";
-  def.since_version = 14;
-  def.supports = [](const sdk::NodeInfo& node) {
-    std::string why = util::require_inputs(node, 1, 2);
-    if (why.empty()) why = util::require_types(node, util::kNumeric | util::kBool | util::kHalf, {0});
-    if (why.empty()) why = shape::require_index_type(node, 1, true);
-    return why;
-  };
-  def.create = [](const sdk::NodeInfo& n) { return std::make_unique<TriluKernel>(n); };
-  registry.add(std::move(def));
+  registry.add(sdk::KernelDefBuilder("Trilu")
+                   .since(14)
+                   .inputs(1, 2)
+                   .input_type(0, sdk::dtypes::kNumeric | sdk::dtypes::kHalf | sdk::dtypes::kBool)
+                   .input_type(1, shape::kIndexTypes)
+                   .create<TriluKernel>());
 }
 
 }  // namespace onyx::cpu

@@ -99,30 +99,21 @@ class LossKernel final : public sdk::Kernel {
   std::optional<int64_t> ignore_index_;
 };
 
-void add(sdk::KernelRegistry& registry, const char* op, bool softmax) {
-  sdk::KernelDef def;
-  def.op_type = op;
-  def.since_version = 12;
-  def.supports = [](const sdk::NodeInfo& node) {
-    std::string why = util::require_inputs(node, 2, 3);
-    if (why.empty()) why = util::require_types(node, kLossTypes, {0, 2});
-    int32_t t = node.input_dtype(1);
-    if (why.empty() && t != ONYX_DTYPE_INT64 && t != ONYX_DTYPE_INT32)
-      why = std::string("target (input 1) must be int32 or int64, not ") + sdk::dtype_name(t);
-    std::string r = node.get_string("reduction", "mean");
-    if (why.empty() && r != "mean" && r != "sum" && r != "none")
-      why = "reduction is '" + r + "'; expected mean, sum or none";
-    return why;
-  };
-  def.create = [softmax](const sdk::NodeInfo& node) { return std::make_unique<LossKernel>(node, softmax); };
-  registry.add(std::move(def));
-}
-
 }  // namespace
 
 void register_loss_kernels(sdk::KernelRegistry& registry) {
-  add(registry, "NegativeLogLikelihoodLoss", false);
-  add(registry, "SoftmaxCrossEntropyLoss", true);
+  for (bool softmax : {false, true})
+    registry.add(sdk::KernelDefBuilder(softmax ? "SoftmaxCrossEntropyLoss" : "NegativeLogLikelihoodLoss")
+                     .since(12)
+                     .inputs(2, 3)
+                     .input_types({0, 2}, util::dtype_set(kLossTypes))
+                     .input_type(1, sdk::DTypeSet{ONYX_DTYPE_INT32, ONYX_DTYPE_INT64})
+                     .check([](const sdk::NodeInfo& node) {
+                       std::string r = node.get_string("reduction", "mean");
+                       if (r != "mean" && r != "sum" && r != "none") return "reduction is '" + r + "'; expected mean, sum or none";
+                       return std::string();
+                     })
+                     .create([softmax](const sdk::NodeInfo& node) { return std::make_unique<LossKernel>(node, softmax); }));
 }
 
 }  // namespace onyx::cpu

@@ -43,16 +43,12 @@ class FeatureExtractorKernel final : public sdk::Kernel {
 }  // namespace
 
 void register_array_feature_extractor_kernels(sdk::KernelRegistry& registry) {
-  sdk::KernelDef extractor;
-  extractor.domain = "ai.onnx.ml";
-  extractor.op_type = "ArrayFeatureExtractor";
-  extractor.supports = [](const sdk::NodeInfo& n) {
-    std::string why = util::require_inputs(n, 2, 2);
-    if (why.empty() && !sdk::dtype_size(n.input_dtype(0))) why = "element type has no fixed size";
-    return why;
-  };
-  extractor.create = [](const sdk::NodeInfo& n) { return std::make_unique<FeatureExtractorKernel>(n); };
-  registry.add(std::move(extractor));
+  registry.add(sdk::KernelDefBuilder("ArrayFeatureExtractor", "ai.onnx.ml")
+                   .inputs(2)
+                   .check([](const sdk::NodeInfo& n) {
+                     return sdk::dtype_size(n.input_dtype(0)) ? std::string() : std::string("element type has no fixed size");
+                   })
+                   .create<FeatureExtractorKernel>());
 }
 
 }  // namespace onyx::cpu

@@ -25,12 +25,7 @@ class BinarizerKernel final : public sdk::Kernel {
 }  // namespace
 
 void register_binarizer_kernels(sdk::KernelRegistry& registry) {
-  sdk::KernelDef binarizer;
-  binarizer.domain = "ai.onnx.ml";
-  binarizer.op_type = "Binarizer";
-  binarizer.supports = [](const sdk::NodeInfo& n) { return util::require_types(n, util::kNumeric | util::kHalf, {0}); };
-  binarizer.create = [](const sdk::NodeInfo& n) { return std::make_unique<BinarizerKernel>(n); };
-  registry.add(std::move(binarizer));
+  registry.add(sdk::KernelDefBuilder("Binarizer", "ai.onnx.ml").input_type(0, sdk::dtypes::kNumeric | sdk::dtypes::kHalf).create<BinarizerKernel>());
 }
 
 }  // namespace onyx::cpu

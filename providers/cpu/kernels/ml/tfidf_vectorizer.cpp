@@ -81,16 +81,13 @@ class TfIdfKernel final : public sdk::Kernel {
 }  // namespace
 
 void register_tfidf_vectorizer_kernels(sdk::KernelRegistry& registry) {
-  sdk::KernelDef tfidf;
-  tfidf.op_type = "TfIdfVectorizer";
-  tfidf.since_version = 9;
-  tfidf.supports = [](const sdk::NodeInfo& n) {
-    std::string why = util::require_types(n, util::kSigned, {0});
-    if (why.empty() && n.has("pool_strings")) why = "string pools are not supported";
-    return why;
-  };
-  tfidf.create = [](const sdk::NodeInfo& n) { return std::make_unique<TfIdfKernel>(n); };
-  registry.add(std::move(tfidf));
+  registry.add(sdk::KernelDefBuilder("TfIdfVectorizer")
+                   .since(9)
+                   .input_type(0, sdk::dtypes::kSigned)
+                   .check([](const sdk::NodeInfo& n) {
+                     return n.has("pool_strings") ? std::string("string pools are not supported") : std::string();
+                   })
+                   .create<TfIdfKernel>());
 }
 
 }  // namespace onyx::cpu

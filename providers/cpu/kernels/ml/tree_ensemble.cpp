@@ -134,16 +134,14 @@ class TreeEnsembleKernel final : public sdk::Kernel {
 }  // namespace
 
 void register_tree_ensemble_kernels(sdk::KernelRegistry& registry) {
-  sdk::KernelDef def;
-  def.domain = "ai.onnx.ml";
-  def.op_type = "TreeEnsemble";
-  def.since_version = 5;
-  def.supports = [](const sdk::NodeInfo& n) {
-    if (n.get_int("post_transform", 0) == 4) return std::string("post_transform PROBIT is not implemented");
-    return util::require_types(n, util::kFloat | util::kHalf, {0});
-  };
-  def.create = [](const sdk::NodeInfo& n) { return std::make_unique<TreeEnsembleKernel>(n); };
-  registry.add(std::move(def));
+  registry.add(sdk::KernelDefBuilder("TreeEnsemble", "ai.onnx.ml")
+                   .since(5)
+                   .input_type(0, sdk::dtypes::kFloat | sdk::dtypes::kHalf)
+                   .check([](const sdk::NodeInfo& n) {
+                     return n.get_int("post_transform", 0) == 4 ? std::string("post_transform PROBIT is not implemented")
+                                                                : std::string();
+                   })
+                   .create<TreeEnsembleKernel>());
 }
 
 }  // namespace onyx::cpu

@@ -36,7 +36,7 @@ class BatchNormKernel final : public sdk::Kernel {
 
   // Statistics come first; then each element is read once and written in place.
   void output_memory(std::span<OnyxOutputMemoryInfo> out) const override {
-    nn::output0_may_overwrite_input0(out);
+    util::output0_may_overwrite_input(out);
   }
 
   OnyxStatus* compute(sdk::ComputeContext& ctx) override {
@@ -127,7 +127,6 @@ class BatchNormKernel final : public sdk::Kernel {
 };
 
 std::string check_batch_norm(const sdk::NodeInfo& node) {
-  if (std::string e = util::require_types(node, util::kFloat, {0, 1, 2, 3, 4}); !e.empty()) return e;
   for (size_t k = 1; k < 5; ++k)
     if (!node.input_present(k)) return "input " + std::to_string(k) + " is required";
   bool extra_outputs = false;
@@ -145,11 +144,10 @@ std::string check_batch_norm(const sdk::NodeInfo& node) {
 }  // namespace
 
 void register_batch_norm_kernels(sdk::KernelRegistry& registry) {
-  sdk::KernelDef bn;
-  bn.op_type = "BatchNormalization";
-  bn.supports = check_batch_norm;
-  bn.create = [](const sdk::NodeInfo& node) { return std::make_unique<BatchNormKernel>(node); };
-  registry.add(std::move(bn));
+  registry.add(sdk::KernelDefBuilder("BatchNormalization")
+                   .input_types({0, 1, 2, 3, 4}, sdk::dtypes::kFloat)
+                   .check(check_batch_norm)
+                   .create<BatchNormKernel>());
 }
 
 }  // namespace onyx::cpu

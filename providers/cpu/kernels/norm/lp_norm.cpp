@@ -49,15 +49,7 @@ class LpNormKernel final : public sdk::Kernel {
 }  // namespace
 
 void register_lp_norm_kernels(sdk::KernelRegistry& registry) {
-  sdk::KernelDef def;
-  def.op_type = "LpNormalization";
-  def.since_version = 1;
-  def.supports = [](const sdk::NodeInfo& n) {
-    std::string why = util::require_inputs(n, 1, 1);
-    return why.empty() ? util::require_types(n, util::kFloat | util::kHalf) : why;
-  };
-  def.create = [](const sdk::NodeInfo& n) { return std::make_unique<LpNormKernel>(n); };
-  registry.add(std::move(def));
+  registry.add(sdk::KernelDefBuilder("LpNormalization").inputs(1).all_inputs(sdk::dtypes::kFloat | sdk::dtypes::kHalf).create<LpNormKernel>());
 }
 
 }  // namespace onyx::cpu

@@ -67,15 +67,14 @@ class LrnKernel final : public sdk::Kernel {
 }  // namespace
 
 void register_lrn_kernels(sdk::KernelRegistry& registry) {
-  sdk::KernelDef lrn;
-  lrn.op_type = "LRN";
-  lrn.supports = [](const sdk::NodeInfo& node) -> std::string {
-    if (!node.has("size")) return "attribute size is required";
-    if (node.get_int("size", 0) <= 0) return "attribute size must be positive";
-    return util::require_types(node, util::kFloat, {0});
-  };
-  lrn.create = [](const sdk::NodeInfo& node) { return std::make_unique<LrnKernel>(node); };
-  registry.add(std::move(lrn));
+  registry.add(sdk::KernelDefBuilder("LRN")
+                   .input_type(0, sdk::dtypes::kFloat)
+                   .check([](const sdk::NodeInfo& node) -> std::string {
+                     if (!node.has("size")) return "attribute size is required";
+                     if (node.get_int("size", 0) <= 0) return "attribute size must be positive";
+                     return {};
+                   })
+                   .create<LrnKernel>());
 }
 
 }  // namespace onyx::cpu

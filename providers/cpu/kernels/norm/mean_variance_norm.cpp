@@ -83,13 +83,7 @@ class MvnKernel final : public sdk::Kernel {
 }  // namespace
 
 void register_mean_variance_norm_kernels(sdk::KernelRegistry& registry) {
-  sdk::KernelDef mvn;
-  mvn.op_type = "MeanVarianceNormalization";
-  mvn.supports = [](const sdk::NodeInfo& node) {
-    return util::require_types(node, util::kFloat, {0});
-  };
-  mvn.create = [](const sdk::NodeInfo& node) { return std::make_unique<MvnKernel>(node); };
-  registry.add(std::move(mvn));
+  registry.add(sdk::KernelDefBuilder("MeanVarianceNormalization").input_type(0, sdk::dtypes::kFloat).create<MvnKernel>());
 }
 
 }  // namespace onyx::cpu

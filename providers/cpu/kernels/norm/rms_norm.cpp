@@ -72,15 +72,7 @@ class RmsNormKernel final : public sdk::Kernel {
 }  // namespace
 
 void register_rms_norm_kernels(sdk::KernelRegistry& registry) {
-  sdk::KernelDef def;
-  def.op_type = "RMSNormalization";
-  def.since_version = 23;
-  def.supports = [](const sdk::NodeInfo& n) {
-    std::string why = util::require_inputs(n, 2, 2);
-    return why.empty() ? util::require_types(n, util::kFloat | util::kHalf) : why;
-  };
-  def.create = [](const sdk::NodeInfo& n) { return std::make_unique<RmsNormKernel>(n); };
-  registry.add(std::move(def));
+  registry.add(sdk::KernelDefBuilder("RMSNormalization").since(23).inputs(2).all_inputs(sdk::dtypes::kFloat | sdk::dtypes::kHalf).create<RmsNormKernel>());
 }
 
 }  // namespace onyx::cpu

@@ -94,7 +94,7 @@ class RowNormKernel final : public sdk::Kernel {
 
   // A row's statistics come before its writes; rows are disjoint.
   void output_memory(std::span<OnyxOutputMemoryInfo> out) const override {
-    nn::output0_may_overwrite_input0(out);
+    util::output0_may_overwrite_input(out);
   }
 
   OnyxStatus* compute(sdk::ComputeContext& ctx) override {
@@ -218,7 +218,6 @@ class RowNormKernel final : public sdk::Kernel {
 };
 
 std::string check_row_norm(const sdk::NodeInfo& node, RowNormKind kind) {
-  if (std::string e = util::require_types(node, util::kFloat, {0, 1, 2}); !e.empty()) return e;
   size_t required = kind == RowNormKind::kLayer ? 2 : 3;
   for (size_t k = 1; k < required; ++k)
     if (!node.input_present(k)) return "input " + std::to_string(k) + " is required";
@@ -239,15 +238,11 @@ std::string check_row_norm(const sdk::NodeInfo& node, RowNormKind kind) {
 void register_row_norm_kernels(sdk::KernelRegistry& registry) {
   for (auto [op, kind] : {std::pair{"LayerNormalization", RowNormKind::kLayer},
                           std::pair{"InstanceNormalization", RowNormKind::kInstance},
-                          std::pair{"GroupNormalization", RowNormKind::kGroup}}) {
-    sdk::KernelDef def;
-    def.op_type = op;
-    def.supports = [kind](const sdk::NodeInfo& node) { return check_row_norm(node, kind); };
-    def.create = [kind](const sdk::NodeInfo& node) {
-      return std::make_unique<RowNormKernel>(node, kind);
-    };
-    registry.add(std::move(def));
-  }
+                          std::pair{"GroupNormalization", RowNormKind::kGroup}})
+    registry.add(sdk::KernelDefBuilder(op)
+                     .input_types({0, 1, 2}, sdk::dtypes::kFloat)
+                     .check([kind = kind](const sdk::NodeInfo& node) { return check_row_norm(node, kind); })
+                     .create([kind = kind](const sdk::NodeInfo& node) { return std::make_unique<RowNormKernel>(node, kind); }));
 }
 
 }  // namespace onyx::cpu

@@ -74,7 +74,7 @@ class SoftmaxKernel final : public sdk::Kernel {
 
   // A tile reads all its inputs (max, sums) before writing outputs it never reads again.
   void output_memory(std::span<OnyxOutputMemoryInfo> out) const override {
-    nn::output0_may_overwrite_input0(out);
+    util::output0_may_overwrite_input(out);
   }
 
   OnyxStatus* compute(sdk::ComputeContext& ctx) override {
@@ -137,24 +137,14 @@ class SoftmaxKernel final : public sdk::Kernel {
   int64_t axis_;
 };
 
-void add(sdk::KernelRegistry& registry, const char* op, SoftmaxKind kind) {
-  sdk::KernelDef def;
-  def.op_type = op;
-  def.supports = [](const sdk::NodeInfo& node) {
-    return util::require_types(node, util::kFloat | util::kHalf, {0});
-  };
-  def.create = [kind](const sdk::NodeInfo& node) {
-    return std::make_unique<SoftmaxKernel>(node, kind);
-  };
-  registry.add(std::move(def));
-}
-
 }  // namespace
 
 void register_softmax_kernels(sdk::KernelRegistry& registry) {
-  add(registry, "Softmax", SoftmaxKind::kSoftmax);
-  add(registry, "LogSoftmax", SoftmaxKind::kLogSoftmax);
-  add(registry, "Hardmax", SoftmaxKind::kHardmax);
+  for (auto [op, kind] : {std::pair{"Softmax", SoftmaxKind::kSoftmax}, std::pair{"LogSoftmax", SoftmaxKind::kLogSoftmax},
+                          std::pair{"Hardmax", SoftmaxKind::kHardmax}})
+    registry.add(sdk::KernelDefBuilder(op)
+                     .input_type(0, sdk::dtypes::kFloat | sdk::dtypes::kHalf)
+                     .create([kind = kind](const sdk::NodeInfo& node) { return std::make_unique<SoftmaxKernel>(node, kind); }));
 }
 
 }  // namespace onyx::cpu

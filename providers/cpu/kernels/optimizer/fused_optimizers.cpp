@@ -100,26 +100,14 @@ class SgdKernel final : public FusedUpdateKernel {
   }
 };
 
-template <typename K>
-void add_fused(sdk::KernelRegistry& registry, const char* op, size_t inputs) {
-  sdk::KernelDef def;
-  def.domain = kOptimizerDomain;
-  def.op_type = op;
-  def.supports = [inputs](const sdk::NodeInfo& node) {
-    std::string why = util::require_inputs(node, inputs, inputs);
-    for (size_t i = 0; why.empty() && i < inputs; ++i)
-      if (node.inputs[i].dtype != ONYX_DTYPE_FLOAT32) why = "fused optimizer updates take float32 only";
-    return why;
-  };
-  def.create = [](const sdk::NodeInfo& node) { return std::make_unique<K>(node); };
-  registry.add(std::move(def));
-}
-
 }  // namespace
 
 void register_fused_optimizer_kernels(sdk::KernelRegistry& registry) {
-  add_fused<AdamWKernel>(registry, "AdamW", 10);
-  add_fused<SgdKernel>(registry, "SGD", 8);
+  registry.add(sdk::KernelDefBuilder("AdamW", kOptimizerDomain)
+                   .inputs(10)
+                   .all_inputs(sdk::dtypes::kFloat32)
+                   .create<AdamWKernel>());
+  registry.add(sdk::KernelDefBuilder("SGD", kOptimizerDomain).inputs(8).all_inputs(sdk::dtypes::kFloat32).create<SgdKernel>());
 }
 
 }  // namespace onyx::cpu

@@ -90,22 +90,17 @@ class OptimizerKernel final : public sdk::Kernel {
 
 void register_preview_training_kernels(sdk::KernelRegistry& registry) {
   for (auto [op, kind] : {std::pair{"Adagrad", Optimizer::kAdagrad}, std::pair{"Momentum", Optimizer::kMomentum},
-                          std::pair{"Adam", Optimizer::kAdam}}) {
-    sdk::KernelDef def;
-    def.domain = "ai.onnx.preview.training";
-    def.op_type = op;
-    def.since_version = 1;
-    def.supports = [](const sdk::NodeInfo& node) {
-      if (node.inputs.size() < 4) return node.op_type + " needs R, T and at least one tensor group";
-      for (size_t k = 0; k < node.inputs.size(); ++k)
-        if (k != 1 && !util::in_set(node.input_dtype(k), util::kFloat | util::kHalf))
-          return "input " + std::to_string(k) + " has type " + sdk::dtype_name(node.input_dtype(k)) +
-                 "; expected a float type";
-      return std::string();
-    };
-    def.create = [kind = kind](const sdk::NodeInfo& node) { return std::make_unique<OptimizerKernel>(node, kind); };
-    registry.add(std::move(def));
-  }
+                          std::pair{"Adam", Optimizer::kAdam}})
+    registry.add(sdk::KernelDefBuilder(op, "ai.onnx.preview.training")
+                     .check([](const sdk::NodeInfo& node) {
+                       if (node.inputs.size() < 4) return node.op_type + " needs R, T and at least one tensor group";
+                       for (size_t k = 0; k < node.inputs.size(); ++k)
+                         if (k != 1 && !util::in_set(node.input_dtype(k), util::kFloat | util::kHalf))
+                           return "input " + std::to_string(k) + " has type " + sdk::dtype_name(node.input_dtype(k)) +
+                                  "; expected a float type";
+                       return std::string();
+                     })
+                     .create([kind = kind](const sdk::NodeInfo& node) { return std::make_unique<OptimizerKernel>(node, kind); }));
 }
 
 }  // namespace onyx::cpu

@@ -82,14 +82,12 @@ class MaxUnpoolKernel final : public sdk::Kernel {
 }  // namespace
 
 void register_max_unpool_kernels(sdk::KernelRegistry& registry) {
-  sdk::KernelDef unpool;
-  unpool.op_type = "MaxUnpool";
-  unpool.since_version = 9;
-  unpool.supports = [](const sdk::NodeInfo& n) {
-    return sdk::dtype_size(n.input_dtype(0)) ? std::string() : std::string("element type has no fixed size");
-  };
-  unpool.create = [](const sdk::NodeInfo& n) { return std::make_unique<MaxUnpoolKernel>(n); };
-  registry.add(std::move(unpool));
+  registry.add(sdk::KernelDefBuilder("MaxUnpool")
+                   .since(9)
+                   .check([](const sdk::NodeInfo& n) {
+                     return sdk::dtype_size(n.input_dtype(0)) ? std::string() : std::string("element type has no fixed size");
+                   })
+                   .create<MaxUnpoolKernel>());
 }
 
 }  // namespace onyx::cpu

@@ -260,45 +260,42 @@ class PoolKernel final : public sdk::Kernel {
   double p_ = 2;
 };
 
-void add(sdk::KernelRegistry& registry, const char* op, PoolKind kind, bool global) {
-  sdk::KernelDef def;
-  def.op_type = op;
-  def.supports = [kind, global](const sdk::NodeInfo& node) -> std::string {
-    constexpr unsigned kMaxTypes =
-        util::kFloat | util::type_bit(ONYX_DTYPE_INT8) | util::type_bit(ONYX_DTYPE_UINT8);
-    std::string e = util::require_types(node, kind == PoolKind::kMax ? kMaxTypes : util::kFloat, {0});
-    if (!e.empty() || global) return e;
-    nn::WindowAttrs attrs = nn::WindowAttrs::read(node);
-    if (attrs.kernel_shape.empty()) return "attribute kernel_shape is required";
-    if (attrs.kernel_shape.size() > 3)
-      return "kernel_shape has " + std::to_string(attrs.kernel_shape.size()) +
-             " dims; 1 to 3 are supported";
-    if (std::string c = attrs.check(attrs.kernel_shape.size()); !c.empty()) return c;
-    int64_t order = node.get_int("storage_order", 0);
-    if (order != 0 && order != 1)
-      return "storage_order " + std::to_string(order) + " is not 0 or 1";
-    if (kind == PoolKind::kLp && node.has("p")) {
-      const sdk::Attribute* p = node.attr("p");
-      double pv = p->type == ONYX_ATTR_FLOAT ? p->f : double(p->i);
-      if (!(pv > 0)) return "p must be positive";
-    }
-    return {};
-  };
-  def.create = [kind, global](const sdk::NodeInfo& node) {
-    return std::make_unique<PoolKernel>(node, kind, global);
-  };
-  registry.add(std::move(def));
+// The window attributes of a (non-global) pool.
+std::string check_pool_attrs(const sdk::NodeInfo& node, PoolKind kind) {
+  nn::WindowAttrs attrs = nn::WindowAttrs::read(node);
+  if (attrs.kernel_shape.empty()) return "attribute kernel_shape is required";
+  if (attrs.kernel_shape.size() > 3)
+    return "kernel_shape has " + std::to_string(attrs.kernel_shape.size()) +
+           " dims; 1 to 3 are supported";
+  if (std::string c = attrs.check(attrs.kernel_shape.size()); !c.empty()) return c;
+  int64_t order = node.get_int("storage_order", 0);
+  if (order != 0 && order != 1)
+    return "storage_order " + std::to_string(order) + " is not 0 or 1";
+  if (kind == PoolKind::kLp && node.has("p")) {
+    const sdk::Attribute* p = node.attr("p");
+    double pv = p->type == ONYX_ATTR_FLOAT ? p->f : double(p->i);
+    if (!(pv > 0)) return "p must be positive";
+  }
+  return {};
 }
 
 }  // namespace
 
 void register_pool_kernels(sdk::KernelRegistry& registry) {
-  add(registry, "MaxPool", PoolKind::kMax, false);
-  add(registry, "AveragePool", PoolKind::kAverage, false);
-  add(registry, "LpPool", PoolKind::kLp, false);
-  add(registry, "GlobalMaxPool", PoolKind::kMax, true);
-  add(registry, "GlobalAveragePool", PoolKind::kAverage, true);
-  add(registry, "GlobalLpPool", PoolKind::kLp, true);
+  constexpr sdk::DTypeSet kMaxTypes = sdk::dtypes::kFloat | sdk::DTypeSet{ONYX_DTYPE_INT8, ONYX_DTYPE_UINT8};
+  struct Pool {
+    const char* op;
+    PoolKind kind;
+    bool global;
+  };
+  for (Pool p : {Pool{"MaxPool", PoolKind::kMax, false}, Pool{"AveragePool", PoolKind::kAverage, false},
+                 Pool{"LpPool", PoolKind::kLp, false}, Pool{"GlobalMaxPool", PoolKind::kMax, true},
+                 Pool{"GlobalAveragePool", PoolKind::kAverage, true}, Pool{"GlobalLpPool", PoolKind::kLp, true}}) {
+    sdk::KernelDefBuilder def(p.op);
+    def.input_type(0, p.kind == PoolKind::kMax ? kMaxTypes : sdk::dtypes::kFloat);
+    if (!p.global) def.check([kind = p.kind](const sdk::NodeInfo& node) { return check_pool_attrs(node, kind); });
+    registry.add(def.create([p](const sdk::NodeInfo& node) { return std::make_unique<PoolKernel>(node, p.kind, p.global); }));
+  }
 }
 
 }  // namespace onyx::cpu

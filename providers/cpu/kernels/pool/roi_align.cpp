@@ -96,15 +96,7 @@ class RoiAlignKernel final : public sdk::Kernel {
 }  // namespace
 
 void register_roi_align_kernels(sdk::KernelRegistry& registry) {
-  sdk::KernelDef def;
-  def.op_type = "RoiAlign";
-  def.since_version = 10;
-  def.supports = [](const sdk::NodeInfo& n) {
-    std::string why = util::require_inputs(n, 3, 3);
-    return why.empty() ? util::require_types(n, util::kFloat | util::kHalf, {0, 1}) : why;
-  };
-  def.create = [](const sdk::NodeInfo& n) { return std::make_unique<RoiAlignKernel>(n); };
-  registry.add(std::move(def));
+  registry.add(sdk::KernelDefBuilder("RoiAlign").since(10).inputs(3).input_types({0, 1}, sdk::dtypes::kFloat | sdk::dtypes::kHalf).create<RoiAlignKernel>());
 }
 
 }  // namespace onyx::cpu

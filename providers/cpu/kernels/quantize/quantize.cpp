@@ -163,34 +163,28 @@ class DynamicQuantizeKernel final : public sdk::Kernel {
 }  // namespace
 
 void register_quantize_kernels(sdk::KernelRegistry& registry) {
+  constexpr sdk::DTypeSet kFloats = sdk::dtypes::kFloat | sdk::dtypes::kHalf;
   for (bool quantize : {true, false}) {
-    sdk::KernelDef def;
-    def.op_type = quantize ? "QuantizeLinear" : "DequantizeLinear";
-    def.since_version = 10;
-    def.supports = [quantize](const sdk::NodeInfo& node) {
-      std::string why = util::require_inputs(node, 2, 3);
-      const unsigned floats = util::kFloat | util::kHalf;
-      if (why.empty()) why = util::require_types(node, floats, {1});
-      if (why.empty() && quantize) why = util::require_types(node, floats, {0});
-      for (size_t k : {size_t(0), size_t(2)}) {
-        if (!why.empty() || (quantize && k == 0) || !node.input_present(k)) continue;
+    sdk::KernelDefBuilder def(quantize ? "QuantizeLinear" : "DequantizeLinear");
+    def.since(10).inputs(2, 3).input_type(1, kFloats);
+    if (quantize) def.input_type(0, kFloats);
+    def.check([quantize](const sdk::NodeInfo& node) {
+      for (size_t k : {size_t(0), size_t(2)}) {  // the quantized tensors
+        if ((quantize && k == 0) || !node.input_present(k)) continue;
         int32_t t = node.input_dtype(k);
         double lo, hi;
         if (!int_range(t, &lo, &hi) && !is_float_code(t))
-          why = std::string("input ") + std::to_string(k) + " has type " + sdk::dtype_name(t) +
-                ", which is not a quantized type";
+          return std::string("input ") + std::to_string(k) + " has type " + sdk::dtype_name(t) +
+                 ", which is not a quantized type";
       }
-      return why;
-    };
-    def.create = [quantize](const sdk::NodeInfo& node) { return std::make_unique<QuantizeKernel>(node, quantize); };
-    registry.add(std::move(def));
+      return std::string();
+    });
+    registry.add(def.create([quantize](const sdk::NodeInfo& node) { return std::make_unique<QuantizeKernel>(node, quantize); }));
   }
-  sdk::KernelDef dynamic;
-  dynamic.op_type = "DynamicQuantizeLinear";
-  dynamic.since_version = 11;
-  dynamic.supports = [](const sdk::NodeInfo& node) { return util::require_types(node, util::kFloat | util::kHalf, {0}); };
-  dynamic.create = [](const sdk::NodeInfo&) { return std::make_unique<DynamicQuantizeKernel>(); };
-  registry.add(std::move(dynamic));
+  registry.add(sdk::KernelDefBuilder("DynamicQuantizeLinear")
+                   .since(11)
+                   .input_type(0, kFloats)
+                   .create([](const sdk::NodeInfo&) { return std::make_unique<DynamicQuantizeKernel>(); }));
 }
 
 }  // namespace onyx::cpu

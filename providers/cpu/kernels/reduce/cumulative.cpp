@@ -70,29 +70,13 @@ class CumSumKernel final : public sdk::Kernel {
 }  // namespace
 
 void register_cumulative_kernels(sdk::KernelRegistry& registry) {
-  sdk::KernelDef cumsum;
-  cumsum.op_type = "CumSum";
-  cumsum.since_version = 11;
-  cumsum.supports = [](const sdk::NodeInfo& node) {
-    std::string why = util::require_inputs(node, 2, 2);
-    if (why.empty()) why = util::require_types(node, util::kNumeric | util::kHalf, {0});
-    if (why.empty()) why = shape::require_index_type(node, 1, true);
-    return why;
-  };
-  cumsum.create = [](const sdk::NodeInfo& n) { return std::make_unique<CumSumKernel>(n, false); };
-  registry.add(std::move(cumsum));
-
-  sdk::KernelDef cumprod;
-  cumprod.op_type = "CumProd";
-  cumprod.since_version = 26;
-  cumprod.supports = [](const sdk::NodeInfo& node) {
-    std::string why = util::require_inputs(node, 2, 2);
-    if (why.empty()) why = util::require_types(node, util::kNumeric | util::kHalf, {0});
-    if (why.empty()) why = shape::require_index_type(node, 1, true);
-    return why;
-  };
-  cumprod.create = [](const sdk::NodeInfo& n) { return std::make_unique<CumSumKernel>(n, true); };
-  registry.add(std::move(cumprod));
+  for (bool product : {false, true})
+    registry.add(sdk::KernelDefBuilder(product ? "CumProd" : "CumSum")
+                     .since(product ? 26 : 11)
+                     .inputs(2)
+                     .input_type(0, sdk::dtypes::kNumeric | sdk::dtypes::kHalf)
+                     .input_type(1, shape::kIndexTypes)
+                     .create([product](const sdk::NodeInfo& n) { return std::make_unique<CumSumKernel>(n, product); }));
 }
 
 }  // namespace onyx::cpu

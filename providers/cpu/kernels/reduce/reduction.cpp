@@ -409,33 +409,24 @@ class ArgKernel final : public sdk::Kernel {
   bool keepdims_, last_;
 };
 
+// Adds a Reduce* op whose axes are an attribute before opset
+// `axes_input_since` and an optional input (1) from it on.
 void add_reduce(sdk::KernelRegistry& registry, const char* op, Kind kind, int64_t axes_input_since,
                 unsigned types) {
-  sdk::KernelDef def;
-  def.op_type = op;
-  def.supports = [types, axes_input_since](const sdk::NodeInfo& node) {
-    bool input_form = node.opset >= axes_input_since;
-    std::string why = util::require_inputs(node, 1, input_form ? 2 : 1);
-    if (why.empty()) why = util::require_types(node, types, {0});
-    if (why.empty() && input_form) why = util::require_types(node, util::kSigned, {1});
-    return why;
-  };
-  def.create = [kind, axes_input_since](const sdk::NodeInfo& node) {
+  auto create = [kind, axes_input_since](const sdk::NodeInfo& node) {
     return std::make_unique<ReduceKernel>(node, kind, axes_input_since);
   };
-  registry.add(std::move(def));
-}
-
-void add_arg(sdk::KernelRegistry& registry, const char* op, bool max) {
-  sdk::KernelDef def;
-  def.op_type = op;
-  def.supports = [](const sdk::NodeInfo& node) {
-    std::string why = util::require_inputs(node, 1, 1);
-    if (why.empty()) why = util::require_types(node, kNumeric | kHalf, {0});
-    return why;
-  };
-  def.create = [max](const sdk::NodeInfo& node) { return std::make_unique<ArgKernel>(node, max); };
-  registry.add(std::move(def));
+  registry.add(sdk::KernelDefBuilder(op)
+                   .opsets(1, axes_input_since - 1)
+                   .inputs(1)
+                   .input_type(0, util::dtype_set(types))
+                   .create(create));
+  registry.add(sdk::KernelDefBuilder(op)
+                   .since(axes_input_since)
+                   .inputs(1, 2)
+                   .input_type(0, util::dtype_set(types))
+                   .input_type(1, sdk::dtypes::kSigned)
+                   .create(create));
 }
 
 }  // namespace
@@ -452,8 +443,11 @@ void register_reduction_kernels(sdk::KernelRegistry& registry) {
   add_reduce(registry, "ReduceLogSum", Kind::kLogSum, 18, kTypes);
   add_reduce(registry, "ReduceLogSumExp", Kind::kLogSumExp, 18, kTypes);
   add_reduce(registry, "ReduceSumSquare", Kind::kSumSquare, 18, kTypes);
-  add_arg(registry, "ArgMax", true);
-  add_arg(registry, "ArgMin", false);
+  for (bool max : {true, false})
+    registry.add(sdk::KernelDefBuilder(max ? "ArgMax" : "ArgMin")
+                     .inputs(1)
+                     .input_type(0, util::dtype_set(kTypes))
+                     .create([max](const sdk::NodeInfo& node) { return std::make_unique<ArgKernel>(node, max); }));
 }
 
 }  // namespace onyx::cpu

@@ -235,21 +235,16 @@ class RecurrentKernel final : public sdk::Kernel {
 }  // namespace
 
 void register_rnn_kernels(sdk::KernelRegistry& registry) {
-  for (auto [op, cell] : {std::pair{"RNN", Cell::kRnn}, std::pair{"GRU", Cell::kGru}, std::pair{"LSTM", Cell::kLstm}}) {
-    sdk::KernelDef def;
-    def.op_type = op;
-    def.since_version = 7;
-    def.supports = [](const sdk::NodeInfo& node) {
-      std::string why = util::require_inputs(node, 3, node.op_type == "LSTM" ? 8 : 6);
-      return why.empty() ? util::require_types(node, util::kFloat | util::kHalf, {0, 1, 2, 3, 5, 6, 7}) : why;
-    };
-    def.create = [cell = cell](const sdk::NodeInfo& node) {
-      auto k = std::make_unique<RecurrentKernel>(node, cell);
-      k->set_outputs(node);
-      return k;
-    };
-    registry.add(std::move(def));
-  }
+  for (auto [op, cell] : {std::pair{"RNN", Cell::kRnn}, std::pair{"GRU", Cell::kGru}, std::pair{"LSTM", Cell::kLstm}})
+    registry.add(sdk::KernelDefBuilder(op)
+                     .since(7)
+                     .inputs(3, cell == Cell::kLstm ? 8 : 6)
+                     .input_types({0, 1, 2, 3, 5, 6, 7}, sdk::dtypes::kFloat | sdk::dtypes::kHalf)
+                     .create([cell = cell](const sdk::NodeInfo& node) {
+                       auto k = std::make_unique<RecurrentKernel>(node, cell);
+                       k->set_outputs(node);
+                       return k;
+                     }));
 }
 
 }  // namespace onyx::cpu

@@ -59,18 +59,16 @@ class CompressKernel final : public sdk::Kernel {
 }  // namespace
 
 void register_compress_kernels(sdk::KernelRegistry& registry) {
-  sdk::KernelDef def;
-  def.op_type = "Compress";
-  def.since_version = 9;
-  def.supports = [](const sdk::NodeInfo& n) {
-    std::string why = util::require_inputs(n, 2, 2);
-    if (why.empty() && !sdk::dtype_size(n.input_dtype(0)))
-      why = std::string("Compress of ") + sdk::dtype_name(n.input_dtype(0)) + " is not implemented";
-    if (why.empty() && n.input_dtype(1) != ONYX_DTYPE_BOOL) why = "condition (input 1) must be bool";
-    return why;
-  };
-  def.create = [](const sdk::NodeInfo& n) { return std::make_unique<CompressKernel>(n); };
-  registry.add(std::move(def));
+  registry.add(sdk::KernelDefBuilder("Compress")
+                   .since(9)
+                   .inputs(2)
+                   .input_type(1, sdk::dtypes::kBool)
+                   .check([](const sdk::NodeInfo& n) {
+                     if (!sdk::dtype_size(n.input_dtype(0)))
+                       return std::string("Compress of ") + sdk::dtype_name(n.input_dtype(0)) + " is not implemented";
+                     return std::string();
+                   })
+                   .create<CompressKernel>());
 }
 
 }  // namespace onyx::cpu

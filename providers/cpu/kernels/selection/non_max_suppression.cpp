@@ -92,12 +92,7 @@ class NmsKernel final : public sdk::Kernel {
 }  // namespace
 
 void register_non_max_suppression_kernels(sdk::KernelRegistry& registry) {
-  sdk::KernelDef nms;
-  nms.op_type = "NonMaxSuppression";
-  nms.since_version = 10;
-  nms.supports = [](const sdk::NodeInfo& n) { return util::require_types(n, util::kFloat | util::kHalf, {0, 1, 3, 4}); };
-  nms.create = [](const sdk::NodeInfo& n) { return std::make_unique<NmsKernel>(n); };
-  registry.add(std::move(nms));
+  registry.add(sdk::KernelDefBuilder("NonMaxSuppression").since(10).input_types({0, 1, 3, 4}, sdk::dtypes::kFloat | sdk::dtypes::kHalf).create<NmsKernel>());
 }
 
 }  // namespace onyx::cpu

@@ -51,17 +51,11 @@ class NonZeroKernel final : public sdk::Kernel {
 }  // namespace
 
 void register_non_zero_kernels(sdk::KernelRegistry& registry) {
-  sdk::KernelDef def;
-  def.op_type = "NonZero";
-  def.since_version = 9;
-  def.supports = [](const sdk::NodeInfo& node) {
-    std::string why = util::require_inputs(node, 1, 1);
-    if (why.empty()) why = util::require_types(node, util::kNumeric | util::kBool | util::kHalf, {0});
-    if (why.empty()) why = shape::require_index_type(node, 1, true);
-    return why;
-  };
-  def.create = [](const sdk::NodeInfo&) { return std::make_unique<NonZeroKernel>(); };
-  registry.add(std::move(def));
+  registry.add(sdk::KernelDefBuilder("NonZero")
+                   .since(9)
+                   .inputs(1)
+                   .input_type(0, sdk::dtypes::kNumeric | sdk::dtypes::kHalf | sdk::dtypes::kBool)
+                   .create([](const sdk::NodeInfo&) { return std::make_unique<NonZeroKernel>(); }));
 }
 
 }  // namespace onyx::cpu

@@ -86,16 +86,14 @@ class TopKKernel final : public sdk::Kernel {
 }  // namespace
 
 void register_top_k_kernels(sdk::KernelRegistry& registry) {
-  sdk::KernelDef def;
-  def.op_type = "TopK";
-  def.supports = [](const sdk::NodeInfo& node) {
-    std::string why = util::require_inputs(node, node.opset < 10 ? 1 : 2, node.opset < 10 ? 1 : 2);
-    if (why.empty()) why = util::require_types(node, util::kNumeric | util::kHalf, {0});
-    if (why.empty()) why = shape::require_index_type(node, 1);
-    return why;
-  };
-  def.create = [](const sdk::NodeInfo& n) { return std::make_unique<TopKKernel>(n); };
-  registry.add(std::move(def));
+  // k is an attribute before opset 10, input 1 from it on.
+  registry.add(sdk::KernelDefBuilder("TopK").opsets(1, 9).inputs(1).input_type(0, sdk::dtypes::kNumeric | sdk::dtypes::kHalf).create<TopKKernel>());
+  registry.add(sdk::KernelDefBuilder("TopK")
+                   .since(10)
+                   .inputs(2)
+                   .input_type(0, sdk::dtypes::kNumeric | sdk::dtypes::kHalf)
+                   .input_type(1, sdk::DTypeSet{ONYX_DTYPE_INT64})
+                   .create<TopKKernel>());
 }
 
 }  // namespace onyx::cpu

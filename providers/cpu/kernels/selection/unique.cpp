@@ -98,14 +98,7 @@ class UniqueKernel final : public sdk::Kernel {
 }  // namespace
 
 void register_unique_kernels(sdk::KernelRegistry& registry) {
-  sdk::KernelDef unique;
-  unique.op_type = "Unique";
-  unique.since_version = 11;
-  unique.supports = [](const sdk::NodeInfo& n) {
-    return util::require_types(n, util::kNumeric | util::kBool | util::kHalf, {0});
-  };
-  unique.create = [](const sdk::NodeInfo& n) { return std::make_unique<UniqueKernel>(n); };
-  registry.add(std::move(unique));
+  registry.add(sdk::KernelDefBuilder("Unique").since(11).input_type(0, sdk::dtypes::kNumeric | sdk::dtypes::kHalf | sdk::dtypes::kBool).create<UniqueKernel>());
 }
 
 }  // namespace onyx::cpu

@@ -277,10 +277,7 @@ class ScatterKernel final : public sdk::Kernel {
   }
 
   void output_memory(std::span<OnyxOutputMemoryInfo> out) const override {
-    if (!out.empty()) {
-      out[0].kind = ONYX_OUTPUT_MAY_OVERWRITE_INPUT;
-      out[0].input_index = 0;
-    }
+    util::output0_may_overwrite_input(out);
   }
 
  private:
@@ -290,45 +287,46 @@ class ScatterKernel final : public sdk::Kernel {
   Reduction reduction_ = Reduction::kNone;
 };
 
-template <typename Make>
-void add(sdk::KernelRegistry& registry, const char* op, int64_t since, size_t inputs, bool allow_int32,
-         bool has_reduction, Make make) {
-  sdk::KernelDef def;
-  def.op_type = op;
-  def.since_version = since;
-  def.supports = [=](const sdk::NodeInfo& node) {
-    std::string why = util::require_inputs(node, inputs, inputs);
-    if (why.empty()) why = shape::require_sized(node, {0});
-    if (why.empty()) why = shape::require_index_type(node, 1, allow_int32);
-    if (why.empty() && inputs == 3) why = util::require_same_type(node, {0, 2});
-    Reduction r;
-    std::string reduction = node.get_string("reduction", "none");
-    if (why.empty() && has_reduction && !parse_reduction(reduction, &r))
-      why = node.op_type + ": attribute reduction is '" + reduction + "'; expected none, add, mul, max or min";
-    if (why.empty() && has_reduction && reduction != "none" &&
-        !util::in_set(node.input_dtype(0), util::kNumeric | util::kHalf))
-      why = node.op_type + ": reduction '" + reduction + "' on type " + sdk::dtype_name(node.input_dtype(0)) +
-            " is not supported";
-    return why;
-  };
-  def.create = make;
-  registry.add(std::move(def));
+// The checks Gather* and Scatter* share: data of a fixed element size,
+// indices (input 1) of `index_types`, updates (input 2) of data's type.
+sdk::KernelDefBuilder gather_def(const char* op, int64_t since, size_t inputs, sdk::DTypeSet index_types) {
+  sdk::KernelDefBuilder def(op);
+  def.since(since).inputs(inputs).input_type(1, index_types);
+  if (inputs == 3) def.type_constraint("T", {0, 2}, {});
+  def.check(shape::sized_input(0));
+  return def;
+}
+
+// Scatter's reduction attribute: one ONNX names, and "none" for
+// non-numeric data.
+std::string check_reduction(const sdk::NodeInfo& node) {
+  Reduction r;
+  std::string reduction = node.get_string("reduction", "none");
+  if (!parse_reduction(reduction, &r))
+    return node.op_type + ": attribute reduction is '" + reduction + "'; expected none, add, mul, max or min";
+  if (reduction != "none" && !util::in_set(node.input_dtype(0), util::kNumeric | util::kHalf))
+    return node.op_type + ": reduction '" + reduction + "' on type " + sdk::dtype_name(node.input_dtype(0)) +
+           " is not supported";
+  return {};
 }
 
 }  // namespace
 
 void register_gather_kernels(sdk::KernelRegistry& registry) {
-  add(registry, "Gather", 1, 2, true, false, [](const sdk::NodeInfo& n) { return std::make_unique<GatherKernel>(n); });
-  add(registry, "GatherElements", 11, 2, true, false,
-      [](const sdk::NodeInfo& n) { return std::make_unique<GatherElementsKernel>(n); });
-  add(registry, "GatherND", 11, 2, false, false,
-      [](const sdk::NodeInfo& n) { return std::make_unique<GatherNDKernel>(n); });
-  add(registry, "ScatterElements", 11, 3, true, true,
-      [](const sdk::NodeInfo& n) { return std::make_unique<ScatterKernel>(n, false); });
-  add(registry, "Scatter", 9, 3, true, false,
-      [](const sdk::NodeInfo& n) { return std::make_unique<ScatterKernel>(n, false); });
-  add(registry, "ScatterND", 11, 3, false, true,
-      [](const sdk::NodeInfo& n) { return std::make_unique<ScatterKernel>(n, true); });
+  using shape::kIndexTypes;
+  using shape::kInt64;
+  registry.add(gather_def("Gather", 1, 2, kIndexTypes).create<GatherKernel>());
+  registry.add(gather_def("GatherElements", 11, 2, kIndexTypes).create<GatherElementsKernel>());
+  registry.add(gather_def("GatherND", 11, 2, kInt64).create<GatherNDKernel>());
+  registry.add(gather_def("ScatterElements", 11, 3, kIndexTypes).check(check_reduction).create([](const sdk::NodeInfo& n) {
+    return std::make_unique<ScatterKernel>(n, false);
+  }));
+  registry.add(gather_def("Scatter", 9, 3, kIndexTypes).create([](const sdk::NodeInfo& n) {
+    return std::make_unique<ScatterKernel>(n, false);
+  }));
+  registry.add(gather_def("ScatterND", 11, 3, kInt64).check(check_reduction).create([](const sdk::NodeInfo& n) {
+    return std::make_unique<ScatterKernel>(n, true);
+  }));
 }
 
 }  // namespace onyx::cpu

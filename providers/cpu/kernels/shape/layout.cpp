@@ -337,40 +337,36 @@ class TileKernel final : public sdk::Kernel {
   std::string label_;
 };
 
-template <typename K>
-void add(sdk::KernelRegistry& registry, const char* op, int64_t since, size_t min_inputs,
-         size_t max_inputs, bool index_input_1) {
-  sdk::KernelDef def;
-  def.op_type = op;
-  def.since_version = since;
-  def.supports = [=](const sdk::NodeInfo& node) {
-    std::string why = util::require_inputs(node, min_inputs, max_inputs);
-    if (why.empty()) why = shape::require_sized(node, {0});
-    if (why.empty() && index_input_1) why = shape::require_index_type(node, 1);
-    return why;
-  };
-  def.create = [](const sdk::NodeInfo& node) { return std::make_unique<K>(node); };
-  registry.add(std::move(def));
-}
-
 }  // namespace
 
 void register_layout_kernels(sdk::KernelRegistry& registry) {
-  add<TransposeKernel>(registry, "Transpose", 1, 1, 1, false);
-  add<SplitKernel>(registry, "Split", 1, 1, 2, true);
-  add<ExpandKernel>(registry, "Expand", 8, 2, 2, true);
-  add<TileKernel>(registry, "Tile", 6, 2, 2, true);
-
-  sdk::KernelDef concat;
-  concat.op_type = "Concat";
-  concat.supports = [](const sdk::NodeInfo& node) {
-    std::string why = util::require_inputs(node, 1, 1 << 20);
-    for (size_t k = 0; why.empty() && k < node.inputs.size(); ++k) why = shape::require_sized(node, {k});
-    for (size_t k = 1; why.empty() && k < node.inputs.size(); ++k) why = util::require_same_type(node, {0, k});
-    return why;
-  };
-  concat.create = [](const sdk::NodeInfo& node) { return std::make_unique<ConcatKernel>(node); };
-  registry.add(std::move(concat));
+  registry.add(sdk::KernelDefBuilder("Transpose").inputs(1).check(shape::sized_input(0)).create<TransposeKernel>());
+  registry.add(sdk::KernelDefBuilder("Split")
+                   .inputs(1, 2)
+                   .input_type(1, shape::kInt64)
+                   .check(shape::sized_input(0))
+                   .create<SplitKernel>());
+  registry.add(sdk::KernelDefBuilder("Expand")
+                   .since(8)
+                   .inputs(2)
+                   .input_type(1, shape::kInt64)
+                   .check(shape::sized_input(0))
+                   .create<ExpandKernel>());
+  registry.add(sdk::KernelDefBuilder("Tile")
+                   .since(6)
+                   .inputs(2)
+                   .input_type(1, shape::kInt64)
+                   .check(shape::sized_input(0))
+                   .create<TileKernel>());
+  registry.add(sdk::KernelDefBuilder("Concat")
+                   .inputs(1, 1 << 20)
+                   .type_constraint("T", {}, {})
+                   .check([](const sdk::NodeInfo& node) {
+                     std::string why;
+                     for (size_t k = 0; why.empty() && k < node.inputs.size(); ++k) why = shape::require_sized(node, {k});
+                     return why;
+                   })
+                   .create<ConcatKernel>());
 }
 
 }  // namespace onyx::cpu

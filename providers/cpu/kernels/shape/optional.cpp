@@ -34,22 +34,16 @@ class GetElementKernel final : public sdk::Kernel {
 }  // namespace
 
 void register_optional_kernels(sdk::KernelRegistry& registry) {
-  sdk::KernelDef has;
-  has.op_type = "OptionalHasElement";
-  has.since_version = 15;
-  has.create = [](const sdk::NodeInfo&) { return std::make_unique<HasElementKernel>(); };
-  registry.add(std::move(has));
-
-  sdk::KernelDef get;
-  get.op_type = "OptionalGetElement";
-  get.since_version = 15;
-  get.supports = [](const sdk::NodeInfo& n) {
-    std::string why = util::require_inputs(n, 1, 1);
-    if (why.empty() && !sdk::dtype_size(n.input_dtype(0))) why = "element type has no fixed size";
-    return why;
-  };
-  get.create = [](const sdk::NodeInfo&) { return std::make_unique<GetElementKernel>(); };
-  registry.add(std::move(get));
+  registry.add(sdk::KernelDefBuilder("OptionalHasElement").since(15).create([](const sdk::NodeInfo&) {
+    return std::make_unique<HasElementKernel>();
+  }));
+  registry.add(sdk::KernelDefBuilder("OptionalGetElement")
+                   .since(15)
+                   .inputs(1)
+                   .check([](const sdk::NodeInfo& n) {
+                     return sdk::dtype_size(n.input_dtype(0)) ? std::string() : std::string("element type has no fixed size");
+                   })
+                   .create([](const sdk::NodeInfo&) { return std::make_unique<GetElementKernel>(); }));
 }
 
 }  // namespace onyx::cpu

@@ -98,36 +98,25 @@ class ReverseSequenceKernel final : public sdk::Kernel {
   int64_t batch_axis_, time_axis_;
 };
 
-std::string sized_input(const sdk::NodeInfo& n, size_t inputs) {
-  std::string why = util::require_inputs(n, inputs, inputs);
-  if (why.empty() && !sdk::dtype_size(n.input_dtype(0)))
-    why = n.op_type + " of " + sdk::dtype_name(n.input_dtype(0)) + " is not implemented";
-  return why;
+std::string check_element_size(const sdk::NodeInfo& n) {
+  if (!sdk::dtype_size(n.input_dtype(0)))
+    return n.op_type + " of " + sdk::dtype_name(n.input_dtype(0)) + " is not implemented";
+  return {};
 }
 
 }  // namespace
 
 void register_rearrange_kernels(sdk::KernelRegistry& registry) {
-  sdk::KernelDef depth_to_space;
-  depth_to_space.op_type = "DepthToSpace";
-  depth_to_space.since_version = 1;
-  depth_to_space.supports = [](const sdk::NodeInfo& n) { return sized_input(n, 1); };
-  depth_to_space.create = [](const sdk::NodeInfo& n) { return std::make_unique<DepthSpaceKernel>(n, true); };
-  registry.add(std::move(depth_to_space));
-
-  sdk::KernelDef space_to_depth;
-  space_to_depth.op_type = "SpaceToDepth";
-  space_to_depth.since_version = 1;
-  space_to_depth.supports = [](const sdk::NodeInfo& n) { return sized_input(n, 1); };
-  space_to_depth.create = [](const sdk::NodeInfo& n) { return std::make_unique<DepthSpaceKernel>(n, false); };
-  registry.add(std::move(space_to_depth));
-
-  sdk::KernelDef reverse;
-  reverse.op_type = "ReverseSequence";
-  reverse.since_version = 10;
-  reverse.supports = [](const sdk::NodeInfo& n) { return sized_input(n, 2); };
-  reverse.create = [](const sdk::NodeInfo& n) { return std::make_unique<ReverseSequenceKernel>(n); };
-  registry.add(std::move(reverse));
+  for (bool to_space : {true, false})
+    registry.add(sdk::KernelDefBuilder(to_space ? "DepthToSpace" : "SpaceToDepth")
+                     .inputs(1)
+                     .check(check_element_size)
+                     .create([to_space](const sdk::NodeInfo& n) { return std::make_unique<DepthSpaceKernel>(n, to_space); }));
+  registry.add(sdk::KernelDefBuilder("ReverseSequence")
+                   .since(10)
+                   .inputs(2)
+                   .check(check_element_size)
+                   .create<ReverseSequenceKernel>());
 }
 
 }  // namespace onyx::cpu

@@ -281,48 +281,33 @@ class ShapeKernel final : public sdk::Kernel {
   int64_t start_, end_;
 };
 
-template <typename Make>
-void add(sdk::KernelRegistry& registry, const char* op, size_t min_inputs, size_t max_inputs,
-         std::string (*extra)(const sdk::NodeInfo&), Make make) {
-  sdk::KernelDef def;
-  def.op_type = op;
-  def.supports = [=](const sdk::NodeInfo& node) {
-    std::string why = util::require_inputs(node, min_inputs, max_inputs);
-    if (why.empty()) why = shape::require_sized(node, {0});
-    if (why.empty() && extra) why = extra(node);
-    return why;
-  };
-  def.create = make;
-  registry.add(std::move(def));
-}
-
-std::string index_input_1(const sdk::NodeInfo& node) { return shape::require_index_type(node, 1); }
-std::string any_type(const sdk::NodeInfo&) { return {}; }
-std::string dropout_types(const sdk::NodeInfo& node) {
-  return node.input_present(2) && node.inputs[2].dtype != ONYX_DTYPE_BOOL
-             ? "Dropout: input 2 (training_mode) must be bool"
-             : "";
-}
-
 }  // namespace
 
 void register_reshape_kernels(sdk::KernelRegistry& registry) {
-  add(registry, "Reshape", 1, 2, index_input_1,
-      [](const sdk::NodeInfo& n) { return std::make_unique<ReshapeKernel>(n); });
-  add(registry, "Flatten", 1, 1, any_type,
-      [](const sdk::NodeInfo& n) { return std::make_unique<FlattenKernel>(n); });
-  add(registry, "Squeeze", 1, 2, index_input_1,
-      [](const sdk::NodeInfo& n) { return std::make_unique<SqueezeKernel>(n, false); });
-  add(registry, "Unsqueeze", 1, 2, index_input_1,
-      [](const sdk::NodeInfo& n) { return std::make_unique<SqueezeKernel>(n, true); });
-  add(registry, "Identity", 1, 1, any_type,
-      [](const sdk::NodeInfo&) { return std::make_unique<IdentityKernel>(); });
-  add(registry, "Dropout", 1, 3, dropout_types,
-      [](const sdk::NodeInfo& n) { return std::make_unique<DropoutKernel>(n); });
-  add(registry, "Shape", 1, 1, any_type,
-      [](const sdk::NodeInfo& n) { return std::make_unique<ShapeKernel>(n, false); });
-  add(registry, "Size", 1, 1, any_type,
-      [](const sdk::NodeInfo& n) { return std::make_unique<ShapeKernel>(n, true); });
+  using shape::kInt64;
+  using shape::sized_input;
+  registry.add(sdk::KernelDefBuilder("Reshape").inputs(1, 2).input_type(1, kInt64).check(sized_input(0)).create<ReshapeKernel>());
+  registry.add(sdk::KernelDefBuilder("Flatten").inputs(1).check(sized_input(0)).create<FlattenKernel>());
+  for (bool unsqueeze : {false, true})
+    registry.add(sdk::KernelDefBuilder(unsqueeze ? "Unsqueeze" : "Squeeze")
+                     .inputs(1, 2)
+                     .input_type(1, kInt64)
+                     .check(sized_input(0))
+                     .create([unsqueeze](const sdk::NodeInfo& n) { return std::make_unique<SqueezeKernel>(n, unsqueeze); }));
+  registry.add(sdk::KernelDefBuilder("Identity")
+                   .inputs(1)
+                   .check(sized_input(0))
+                   .create([](const sdk::NodeInfo&) { return std::make_unique<IdentityKernel>(); }));
+  registry.add(sdk::KernelDefBuilder("Dropout")
+                   .inputs(1, 3)
+                   .input_type(2, sdk::dtypes::kBool)  // training_mode
+                   .check(sized_input(0))
+                   .create<DropoutKernel>());
+  for (bool size : {false, true})
+    registry.add(sdk::KernelDefBuilder(size ? "Size" : "Shape")
+                     .inputs(1)
+                     .check(sized_input(0))
+                     .create([size](const sdk::NodeInfo& n) { return std::make_unique<ShapeKernel>(n, size); }));
 }
 
 }  // namespace onyx::cpu

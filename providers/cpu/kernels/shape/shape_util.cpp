@@ -15,14 +15,6 @@ std::string require_sized(const sdk::NodeInfo& node, std::initializer_list<size_
   return {};
 }
 
-std::string require_index_type(const sdk::NodeInfo& node, size_t index, bool allow_int32) {
-  if (!node.input_present(index)) return {};
-  int32_t dtype = node.inputs[index].dtype;
-  if (dtype == ONYX_DTYPE_INT64 || (allow_int32 && dtype == ONYX_DTYPE_INT32)) return {};
-  return node.op_type + ": input " + std::to_string(index) + " has type " + sdk::dtype_name(dtype) +
-         "; expected int64" + (allow_int32 ? " or int32" : "");
-}
-
 bool read_int_input(sdk::ComputeContext& ctx, size_t index, std::vector<int64_t>* out,
                     bool* present, std::string* why) {
   out->clear();

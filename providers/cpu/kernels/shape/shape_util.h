@@ -36,8 +36,15 @@ bool visit_size(size_t size, Fn&& fn) {
 // string or 4-bit types), else the reason.
 std::string require_sized(const sdk::NodeInfo& node, std::initializer_list<size_t> inputs);
 
-// "" when input `index`, if present, is int64 (or int32 with allow_int32).
-std::string require_index_type(const sdk::NodeInfo& node, size_t index, bool allow_int32 = false);
+// A KernelDefBuilder check: input k has a fixed element size (require_sized).
+inline sdk::DeclineCheck sized_input(size_t k) {
+  return [k](const sdk::NodeInfo& node) { return require_sized(node, {k}); };
+}
+
+// The types of index inputs (positions, axes, shapes) that may be int32.
+inline constexpr sdk::DTypeSet kIndexTypes{ONYX_DTYPE_INT32, ONYX_DTYPE_INT64};
+// Those that must be int64.
+inline constexpr sdk::DTypeSet kInt64{ONYX_DTYPE_INT64};
 
 // Reads optional input `index` as int64 values; false (and *why set) when
 // present with a non-integer type. *present tells whether it was given.

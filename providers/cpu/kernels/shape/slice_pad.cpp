@@ -250,32 +250,37 @@ class PadKernel final : public sdk::Kernel {
 }  // namespace
 
 void register_slice_pad_kernels(sdk::KernelRegistry& registry) {
-  sdk::KernelDef slice;
-  slice.op_type = "Slice";
-  slice.supports = [](const sdk::NodeInfo& node) {
-    std::string why = util::require_inputs(node, node.opset < 10 ? 1 : 3, node.opset < 10 ? 1 : 5);
-    if (why.empty()) why = shape::require_sized(node, {0});
-    for (size_t k = 1; why.empty() && k < 5; ++k) why = shape::require_index_type(node, k, true);
-    return why;
-  };
-  slice.create = [](const sdk::NodeInfo& node) { return std::make_unique<SliceKernel>(node); };
-  registry.add(std::move(slice));
-
-  sdk::KernelDef pad;
-  pad.op_type = "Pad";
-  pad.supports = [](const sdk::NodeInfo& node) {
-    std::string why = util::require_inputs(node, node.opset < 11 ? 1 : 2, node.opset < 11 ? 1 : 4);
-    if (why.empty()) why = shape::require_sized(node, {0});
-    if (why.empty()) why = shape::require_index_type(node, 1);
-    if (why.empty()) why = shape::require_index_type(node, 3, true);
+  using shape::kIndexTypes;
+  using shape::sized_input;
+  // Slice: starts, ends, axes and steps are attributes before opset 10,
+  // inputs from it on.
+  registry.add(sdk::KernelDefBuilder("Slice").opsets(1, 9).inputs(1).check(sized_input(0)).create<SliceKernel>());
+  registry.add(sdk::KernelDefBuilder("Slice")
+                   .since(10)
+                   .inputs(3, 5)
+                   .input_types({1, 2, 3, 4}, kIndexTypes)
+                   .check(sized_input(0))
+                   .create<SliceKernel>());
+  // Pad: pads and the constant value are attributes before opset 11.
+  auto check_mode = [](const sdk::NodeInfo& node) {
     PadMode mode;
     std::string m = node.get_string("mode", "constant");
-    if (why.empty() && !parse_mode(m, &mode))
-      why = "Pad: attribute mode is '" + m + "'; expected constant, reflect, edge or wrap";
-    return why;
+    return parse_mode(m, &mode) ? std::string() : "Pad: attribute mode is '" + m + "'; expected constant, reflect, edge or wrap";
   };
-  pad.create = [](const sdk::NodeInfo& node) { return std::make_unique<PadKernel>(node); };
-  registry.add(std::move(pad));
+  registry.add(sdk::KernelDefBuilder("Pad")
+                   .opsets(1, 10)
+                   .inputs(1)
+                   .check(sized_input(0))
+                   .check(check_mode)
+                   .create<PadKernel>());
+  registry.add(sdk::KernelDefBuilder("Pad")
+                   .since(11)
+                   .inputs(2, 4)
+                   .input_type(1, shape::kInt64)
+                   .input_type(3, kIndexTypes)
+                   .check(sized_input(0))
+                   .check(check_mode)
+                   .create<PadKernel>());
 }
 
 }  // namespace onyx::cpu

@@ -64,17 +64,14 @@ class TensorScatterKernel final : public sdk::Kernel {
 }  // namespace
 
 void register_tensor_scatter_kernels(sdk::KernelRegistry& registry) {
-  sdk::KernelDef scatter;
-  scatter.op_type = "TensorScatter";
-  scatter.since_version = 24;
-  scatter.supports = [](const sdk::NodeInfo& n) {
-    std::string why = util::require_inputs(n, 2, 3);
-    if (why.empty() && !sdk::dtype_size(n.input_dtype(0))) why = "element type has no fixed size";
-    if (why.empty() && n.input_dtype(1) != n.input_dtype(0)) why = "past_cache and update differ in type";
-    return why;
-  };
-  scatter.create = [](const sdk::NodeInfo& n) { return std::make_unique<TensorScatterKernel>(n); };
-  registry.add(std::move(scatter));
+  registry.add(sdk::KernelDefBuilder("TensorScatter")
+                   .since(24)
+                   .inputs(2, 3)
+                   .type_constraint("T", {0, 1}, {})  // past_cache and update
+                   .check([](const sdk::NodeInfo& n) {
+                     return sdk::dtype_size(n.input_dtype(0)) ? std::string() : std::string("element type has no fixed size");
+                   })
+                   .create<TensorScatterKernel>());
 }
 
 }  // namespace onyx::cpu

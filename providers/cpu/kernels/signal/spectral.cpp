@@ -242,40 +242,22 @@ class MelKernel final : public sdk::Kernel {
   int32_t dtype_;
 };
 
-sdk::KernelDef def_of(const char* op, int64_t since, std::function<std::string(const sdk::NodeInfo&)> supports,
-                      std::function<std::unique_ptr<sdk::Kernel>(const sdk::NodeInfo&)> create) {
-  sdk::KernelDef def;
-  def.op_type = op;
-  def.since_version = since;
-  def.supports = std::move(supports);
-  def.create = std::move(create);
-  return def;
-}
-
 }  // namespace
 
 void register_spectral_kernels(sdk::KernelRegistry& registry) {
-  auto float_signal = [](const sdk::NodeInfo& n) { return util::require_types(n, util::kFloat | util::kHalf, {0}); };
-  registry.add(def_of("DFT", 17, float_signal, [](const sdk::NodeInfo& n) { return std::make_unique<DftKernel>(n); }));
-  registry.add(def_of("STFT", 17, float_signal, [](const sdk::NodeInfo& n) { return std::make_unique<StftKernel>(n); }));
-  registry.add(def_of(
-      "MelWeightMatrix", 17,
-      [](const sdk::NodeInfo& n) {
-        int32_t t = int32_t(n.get_int("output_datatype", ONYX_DTYPE_FLOAT32));
-        return util::in_set(t, util::kNumeric | util::kHalf) ? std::string() : std::string("output_datatype is not numeric");
-      },
-      [](const sdk::NodeInfo& n) { return std::make_unique<MelKernel>(n); }));
+  registry.add(sdk::KernelDefBuilder("DFT").since(17).input_type(0, sdk::dtypes::kFloat | sdk::dtypes::kHalf).create<DftKernel>());
+  registry.add(sdk::KernelDefBuilder("STFT").since(17).input_type(0, sdk::dtypes::kFloat | sdk::dtypes::kHalf).create<StftKernel>());
+  // The generators' element type is an attribute.
+  auto numeric_output = [](const sdk::NodeInfo& n) {
+    int32_t t = int32_t(n.get_int("output_datatype", ONYX_DTYPE_FLOAT32));
+    return util::in_set(t, util::kNumeric | util::kHalf) ? std::string() : std::string("output_datatype is not numeric");
+  };
+  registry.add(sdk::KernelDefBuilder("MelWeightMatrix").since(17).check(numeric_output).create<MelKernel>());
   for (auto [op, kind] : {std::pair{"HannWindow", Window::kHann}, std::pair{"HammingWindow", Window::kHamming},
-                          std::pair{"BlackmanWindow", Window::kBlackman}}) {
-    registry.add(def_of(
-        op, 17,
-        [](const sdk::NodeInfo& n) {
-          int32_t t = int32_t(n.get_int("output_datatype", ONYX_DTYPE_FLOAT32));
-          if (!util::in_set(t, util::kNumeric | util::kHalf)) return std::string("output_datatype is not numeric");
-          return std::string();
-        },
-        [kind = kind](const sdk::NodeInfo& n) { return std::make_unique<WindowKernel>(n, kind); }));
-  }
+                          std::pair{"BlackmanWindow", Window::kBlackman}})
+    registry.add(sdk::KernelDefBuilder(op).since(17).check(numeric_output).create([kind = kind](const sdk::NodeInfo& n) {
+      return std::make_unique<WindowKernel>(n, kind);
+    }));
 }
 
 }  // namespace onyx::cpu
