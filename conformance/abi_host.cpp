@@ -4,12 +4,15 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
 #include <set>
 #include <sstream>
+#include <thread>
 
 namespace onyx::conformance {
 
@@ -63,15 +66,19 @@ struct OutputSlot {
   bool requested = false;
   int32_t dtype = 0;
   std::vector<int64_t> dims;
-  void* data = nullptr;
+  void* data = nullptr;     // fresh buffer owned by the slot, or the shared input's
   size_t bytes = 0;
+  int32_t shared_input = -1;  // input whose buffer this output gets, or -1
+  bool aliases = false;       // ONYX_OUTPUT_ALIASES_INPUT: the kernel must not write
 };
 struct RunnerContext {
   const OnyxProviderApi* api = nullptr;
   OnyxDevice* device = nullptr;
   OnyxStream* stream = nullptr;
+  size_t threads = 1;
   std::vector<bool> present;
   std::vector<OnyxTensorView> inputs;
+  std::vector<size_t> input_bytes;
   std::vector<OutputSlot> outputs;
   std::vector<void*> scratch;
 };
@@ -94,6 +101,15 @@ OnyxStatus* host_ctx_input(const OnyxComputeContext* ctx, size_t index, OnyxTens
   *out = c->inputs[index];
   return nullptr;
 }
+
+// A fresh device buffer of `bytes` filled with 0xCD, the poison that makes
+// elements a kernel never writes visible.
+OnyxStatus* alloc_poisoned(RunnerContext* c, size_t bytes, void** out) {
+  if (OnyxStatus* st = c->api->memory_alloc(c->device, ONYX_MEMORY_DEVICE, bytes, 64, out)) return st;
+  const std::vector<unsigned char> poison(bytes, 0xCD);
+  return c->api->memory_copy(c->device, nullptr, ONYX_COPY_HOST_TO_DEVICE, *out, poison.data(), bytes);
+}
+
 OnyxStatus* host_ctx_output(OnyxComputeContext* ctx, size_t index, int32_t dtype, const int64_t* dims,
                             size_t rank, OnyxTensorView* out) {
   RunnerContext* c = ctx_of(ctx);
@@ -102,6 +118,7 @@ OnyxStatus* host_ctx_output(OnyxComputeContext* ctx, size_t index, int32_t dtype
   OutputSlot& slot = c->outputs[index];
   if (slot.requested)
     return host_status_create(ONYX_STATUS_FAILED_PRECONDITION, "ctx_output: output requested twice");
+  if (rank && !dims) return host_status_create(ONYX_STATUS_INVALID_ARGUMENT, "ctx_output: dims is NULL");
   int64_t count = 1;
   for (size_t k = 0; k < rank; ++k) {
     if (dims[k] < 0) return host_status_create(ONYX_STATUS_INVALID_ARGUMENT, "ctx_output: negative dim");
@@ -112,12 +129,19 @@ OnyxStatus* host_ctx_output(OnyxComputeContext* ctx, size_t index, int32_t dtype
   } catch (const std::exception& e) {
     return host_status_create(ONYX_STATUS_INVALID_ARGUMENT, e.what());
   }
+  if (slot.shared_input >= 0 && c->input_bytes[size_t(slot.shared_input)] != slot.bytes) {
+    if (slot.aliases)
+      return host_status_create(ONYX_STATUS_INVALID_ARGUMENT,
+                                "ctx_output: output declared an alias of an input of another byte size");
+    slot.shared_input = -1;  // the planner would not have shared these buffers
+  }
   slot.requested = true;
   slot.dtype = dtype;
   slot.dims.assign(dims, dims + rank);
-  if (slot.bytes) {
-    if (OnyxStatus* st = c->api->memory_alloc(c->device, ONYX_MEMORY_DEVICE, slot.bytes, 64, &slot.data))
-      return st;
+  if (slot.shared_input >= 0) {
+    slot.data = c->inputs[size_t(slot.shared_input)].data;
+  } else if (slot.bytes) {
+    if (OnyxStatus* st = alloc_poisoned(c, slot.bytes, &slot.data)) return st;
   }
   *out = OnyxTensorView{sizeof(OnyxTensorView), dtype, ONYX_MEMORY_DEVICE, rank,
                         slot.dims.empty() ? nullptr : slot.dims.data(), slot.data};
@@ -133,11 +157,28 @@ OnyxStatus* host_ctx_scratch(OnyxComputeContext* ctx, size_t bytes, void** out) 
   c->scratch.push_back(*out);
   return nullptr;
 }
-// The runner is single-threaded per context: the body runs on the caller.
-void host_ctx_parallel_for(OnyxComputeContext*, size_t n, size_t, OnyxParallelBody body, void* user) {
-  if (n) body(user, 0, n);
+// One thread: the body runs on the caller. More: several chunks per thread,
+// handed out dynamically, so that chunk boundaries fall in many places and
+// races in the kernel have a chance to show.
+void host_ctx_parallel_for(OnyxComputeContext* ctx, size_t n, size_t grain, OnyxParallelBody body, void* user) {
+  const size_t threads = ctx_of(ctx)->threads;
+  if (n == 0) return;
+  if (threads <= 1) {
+    body(user, 0, n);
+    return;
+  }
+  const size_t chunk = std::max<size_t>({grain, 1, (n + threads * 4 - 1) / (threads * 4)});
+  const size_t chunks = (n + chunk - 1) / chunk;
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t k; (k = next.fetch_add(1)) < chunks;) body(user, k * chunk, std::min(n, (k + 1) * chunk));
+  };
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < std::min(threads, chunks); ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
 }
-size_t host_ctx_thread_count(const OnyxComputeContext*) { return 1; }
+size_t host_ctx_thread_count(const OnyxComputeContext* ctx) { return std::max<size_t>(1, ctx_of(ctx)->threads); }
 
 std::string dl_error() {
   const char* e = dlerror();
@@ -312,12 +353,40 @@ OpenDevice::~OpenDevice() {
   if (device_) plugin_.api()->device_close(device_);
 }
 
-std::vector<HostTensor> run_kernel(const LoadedPlugin& p, const OpenDevice& device, OnyxKernel* kernel,
-                                   const std::vector<KernelInput>& inputs, size_t output_count) {
+namespace {
+
+// The output memory declarations of `kernel`, checked; FRESH when the
+// plugin has no kernel_output_memory.
+std::vector<OnyxOutputMemoryInfo> output_memory_of(const LoadedPlugin& p, OnyxKernel* kernel,
+                                                   const std::vector<KernelInput>& inputs, size_t output_count) {
+  std::vector<OnyxOutputMemoryInfo> memory(output_count,
+                                           OnyxOutputMemoryInfo{sizeof(OnyxOutputMemoryInfo), ONYX_OUTPUT_FRESH, 0});
+  if (!ONYX_API_HAS(p, kernel_output_memory)) return memory;
+  check_status(p.api()->kernel_output_memory(kernel, memory.data(), memory.size()), "kernel_output_memory");
+  for (size_t k = 0; k < output_count; ++k) {
+    const OnyxOutputMemoryInfo& m = memory[k];
+    if (m.kind == ONYX_OUTPUT_FRESH) continue;
+    if (m.kind != ONYX_OUTPUT_MAY_OVERWRITE_INPUT && m.kind != ONYX_OUTPUT_ALIASES_INPUT)
+      throw CaseError("kernel_output_memory: output " + std::to_string(k) + " has unknown kind " +
+                      std::to_string(m.kind));
+    if (m.input_index < 0 || size_t(m.input_index) >= inputs.size() || !inputs[size_t(m.input_index)].present)
+      throw CaseError("kernel_output_memory: output " + std::to_string(k) + " names input " +
+                      std::to_string(m.input_index) + ", which is absent");
+  }
+  return memory;
+}
+
+}  // namespace
+
+KernelRun run_kernel(const LoadedPlugin& p, const OpenDevice& device, OnyxKernel* kernel,
+                     const std::vector<KernelInput>& inputs, size_t output_count, const KernelRunOptions& options) {
   const OnyxProviderApi* api = p.api();
+  KernelRun run;
+  run.output_memory = output_memory_of(p, kernel, inputs, output_count);
   RunnerContext c;
   c.api = api;
   c.device = device.get();
+  c.threads = std::max<size_t>(1, options.threads);
   c.outputs.resize(output_count);
   std::vector<void*> input_buffers;
   std::vector<std::vector<int64_t>> input_dims;
@@ -329,7 +398,7 @@ std::vector<HostTensor> run_kernel(const LoadedPlugin& p, const OpenDevice& devi
       for (void* b : buffers) c.api->memory_free(c.device, ONYX_MEMORY_DEVICE, b);
       for (void* b : c.scratch) c.api->memory_free(c.device, ONYX_MEMORY_DEVICE, b);
       for (auto& o : c.outputs)
-        if (o.data) c.api->memory_free(c.device, ONYX_MEMORY_DEVICE, o.data);
+        if (o.data && o.shared_input < 0) c.api->memory_free(c.device, ONYX_MEMORY_DEVICE, o.data);
       if (c.stream) c.api->stream_destroy(c.stream);
     }
   } cleanup{c, input_buffers};
@@ -347,25 +416,55 @@ std::vector<HostTensor> run_kernel(const LoadedPlugin& p, const OpenDevice& devi
                    "memory_copy to the device");
     }
     c.present.push_back(in.present);
+    c.input_bytes.push_back(in.present ? in.tensor.bytes.size() : 0);
     c.inputs.push_back(OnyxTensorView{sizeof(OnyxTensorView), in.tensor.dtype, ONYX_MEMORY_DEVICE,
                                       in.tensor.dims.size(),
                                       input_dims.back().empty() ? nullptr : input_dims.back().data(), data});
   }
+  // Aliases first: an aliased input must stay intact, so no other output may
+  // then overwrite it; a constant is never overwritten either.
+  std::vector<bool> taken(inputs.size(), false);
+  for (size_t k = 0; k < output_count; ++k) {
+    const OnyxOutputMemoryInfo& m = run.output_memory[k];
+    if (m.kind != ONYX_OUTPUT_ALIASES_INPUT) continue;
+    c.outputs[k].shared_input = m.input_index;
+    c.outputs[k].aliases = true;
+    taken[size_t(m.input_index)] = true;
+  }
+  for (size_t k = 0; k < output_count && options.outputs_in_place; ++k) {
+    const OnyxOutputMemoryInfo& m = run.output_memory[k];
+    if (m.kind != ONYX_OUTPUT_MAY_OVERWRITE_INPUT) continue;
+    const size_t i = size_t(m.input_index);
+    if (inputs[i].constant || taken[i]) continue;
+    c.outputs[k].shared_input = m.input_index;
+    taken[i] = true;
+  }
   check_status(api->kernel_compute(kernel, reinterpret_cast<OnyxComputeContext*>(&c)), "kernel_compute");
   if (c.stream) check_status(api->stream_synchronize(c.stream), "stream_synchronize");
-  std::vector<HostTensor> outputs(output_count);
+  run.outputs.resize(output_count);
+  run.shared_with_input.assign(output_count, false);
   for (size_t k = 0; k < output_count; ++k) {
     const OutputSlot& slot = c.outputs[k];
     if (!slot.requested) continue;
-    outputs[k].dtype = slot.dtype;
-    outputs[k].dims = slot.dims;
-    outputs[k].bytes.resize(slot.bytes);
+    HostTensor& out = run.outputs[k];
+    out.dtype = slot.dtype;
+    out.dims = slot.dims;
+    out.bytes.resize(slot.bytes);
     if (slot.bytes)
-      check_status(api->memory_copy(device.get(), nullptr, ONYX_COPY_DEVICE_TO_HOST, outputs[k].bytes.data(),
-                                    slot.data, slot.bytes),
+      check_status(api->memory_copy(device.get(), nullptr, ONYX_COPY_DEVICE_TO_HOST, out.bytes.data(), slot.data,
+                                    slot.bytes),
                    "memory_copy from the device");
+    run.shared_with_input[k] = slot.shared_input >= 0;
+    if (slot.aliases && out.bytes != inputs[size_t(slot.shared_input)].tensor.bytes)
+      throw CaseError("the kernel wrote into output " + std::to_string(k) +
+                      ", which it declared ONYX_OUTPUT_ALIASES_INPUT of input " + std::to_string(slot.shared_input));
   }
-  return outputs;
+  return run;
+}
+
+std::vector<HostTensor> run_kernel(const LoadedPlugin& p, const OpenDevice& device, OnyxKernel* kernel,
+                                   const std::vector<KernelInput>& inputs, size_t output_count) {
+  return run_kernel(p, device, kernel, inputs, output_count, KernelRunOptions{}).outputs;
 }
 
 }  // namespace onyx::conformance

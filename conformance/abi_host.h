@@ -104,12 +104,32 @@ class OpenDevice {
 
 // Runs an already created kernel once: copies `inputs` to device memory,
 // computes (synchronising the stream on asynchronous devices), copies the
-// outputs back. An input with `present == false` is omitted. Outputs the
-// kernel did not request come back with dtype 0.
+// outputs back. The host honours the kernel's output memory declarations
+// (kernel_output_memory) as the runtime does: an output declared
+// ONYX_OUTPUT_ALIASES_INPUT gets its input's buffer, and the bytes must come
+// back unchanged; one declared ONYX_OUTPUT_MAY_OVERWRITE_INPUT gets its
+// input's buffer when `outputs_in_place` is set (never a constant's, never
+// one buffer twice); every other output gets a fresh buffer filled with 0xCD
+// bytes, so that elements the kernel forgets to write show. An input with
+// `present == false` is omitted. Outputs the kernel did not request come
+// back with dtype 0. Throws CaseError naming the step that failed.
 struct KernelInput {
   bool present = true;
   HostTensor tensor;
+  bool constant = false;  // an initializer: its buffer is never an output's
 };
+struct KernelRunOptions {
+  size_t threads = 1;             // ctx_thread_count; above 1, ctx_parallel_for runs on that many threads
+  bool outputs_in_place = false;  // honour ONYX_OUTPUT_MAY_OVERWRITE_INPUT
+};
+struct KernelRun {
+  std::vector<HostTensor> outputs;
+  std::vector<OnyxOutputMemoryInfo> output_memory;  // as declared (FRESH where the plugin says nothing)
+  std::vector<bool> shared_with_input;              // the output was computed in an input's buffer
+};
+KernelRun run_kernel(const LoadedPlugin& p, const OpenDevice& device, OnyxKernel* kernel,
+                     const std::vector<KernelInput>& inputs, size_t output_count, const KernelRunOptions& options);
+// The same with the default options, for the outputs alone.
 std::vector<HostTensor> run_kernel(const LoadedPlugin& p, const OpenDevice& device, OnyxKernel* kernel,
                                    const std::vector<KernelInput>& inputs, size_t output_count);
 

@@ -1,19 +1,15 @@
 // claims_suite.cpp: checking get_capability answers against kernels.
 #include "claims_suite.h"
 
-#include <filesystem>
-#include <fstream>
+#include <cstring>
 #include <map>
 #include <memory>
-#include <set>
 
 #include "abi_host.h"
-#include "compare.h"
 #include "graph_view.h"
+#include "kernel_case.h"
 
 namespace onyx::conformance {
-
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -45,92 +41,10 @@ std::string reason_of(const OnyxNodeClaim& c) {
   return std::string(c.reason, strnlen(c.reason, sizeof c.reason));
 }
 
-bool carried(const onnx::TypeProto& type) {
-  return type.has_tensor_type() && type.tensor_type().elem_type() != onnx::TensorProto::STRING;
-}
-
-// Runs the single node of `model` on every data set and compares.
-void run_single_node(const PluginUnderTest& p, const OwnedGraph& graph, const onnx::ModelProto& model,
-                     const NodeCase& c, const std::string& op, RunResult& result) {
-  OnyxKernel* kernel = nullptr;
-  const uint32_t node = 0;
-  OnyxStatus* st = p.plugin->api()->kernel_create(p.device->get(), &graph.view(), &node, 1, &kernel);
-  if (st) {
-    std::string message = status_message_of(st);
-    release_status(st);
-    throw CaseError("false claim: the node was claimed but kernel_create failed: " + message);
-  }
-  struct Destroy {
-    const PluginUnderTest& p;
-    OnyxKernel* k;
-    ~Destroy() { p.plugin->api()->kernel_destroy(k); }
-  } destroy{p, kernel};
-
-  std::set<std::string> initializers;
-  for (const auto& init : model.graph().initializer()) initializers.insert(init.name());
-  std::vector<const onnx::ValueInfoProto*> inputs;
-  for (const auto& in : model.graph().input())
-    if (!initializers.count(in.name())) inputs.push_back(&in);
-  const onnx::NodeProto& n = model.graph().node(0);
-
-  std::vector<std::string> sets;
-  for (const auto& e : fs::directory_iterator(c.dir))
-    if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0)
-      sets.push_back(e.path().string());
-  std::sort(sets.begin(), sets.end());
-  for (const std::string& set : sets) {
-    std::map<std::string, HostTensor> values;
-    for (size_t k = 0; k < inputs.size(); ++k) {
-      const std::string file = set + "/input_" + std::to_string(k) + ".pb";
-      if (!fs::exists(file)) break;
-      values[inputs[k]->name()] = read_value_file(file, inputs[k]->type()).tensor;
-    }
-    std::vector<KernelInput> kernel_inputs;
-    for (const auto& name : n.input()) {
-      KernelInput in;
-      if (name.empty()) {
-        in.present = false;
-      } else if (values.count(name)) {
-        in.tensor = values[name];
-      } else if (const HostTensor* constant = graph.constant(graph.value_index(name))) {
-        in.tensor = *constant;
-      } else {
-        in.present = false;  // an optional graph input the data set leaves out
-      }
-      kernel_inputs.push_back(std::move(in));
-    }
-    std::vector<HostTensor> produced = run_kernel(*p.plugin, *p.device, kernel, kernel_inputs, size_t(n.output_size()));
-    for (int k = 0; k < model.graph().output_size(); ++k) {
-      const auto& out = model.graph().output(k);
-      const std::string file = set + "/output_" + std::to_string(k) + ".pb";
-      if (!fs::exists(file)) continue;
-      int slot = -1;
-      for (int j = 0; j < n.output_size(); ++j)
-        if (n.output(j) == out.name()) slot = j;
-      if (slot < 0 || produced[size_t(slot)].dtype == 0)
-        throw CaseError("claimed, but output '" + out.name() + "' was not produced");
-      const HostTensor expected = read_value_file(file, out.type()).tensor;
-      const HostTensor& got = produced[size_t(slot)];
-      Comparison cmp = compare_tensor(expected, got.dtype, got.dims.data(), got.dims.size(), got.bytes.data(),
-                                      tolerance_for(op, expected.dtype));
-      result.max_error = std::max(result.max_error, cmp.max_error);
-      if (!cmp.ok)
-        throw CaseError("claimed, but output '" + out.name() + "' (" + fs::path(set).filename().string() +
-                        ") is wrong: " + cmp.message);
-    }
-  }
-}
-
 void run_case(const std::string& path, const NodeCase& c, RunResult& result) {
   const PluginUnderTest& p = plugin_for(path);
-  onnx::ModelProto model;
-  {
-    std::ifstream in(c.dir + "/model.onnx", std::ios::binary);
-    if (!in || !model.ParseFromIstream(&in)) throw CaseError("cannot read " + c.dir + "/model.onnx");
-  }
-  std::map<std::string, int64_t> opsets;
-  for (const auto& o : model.opset_import()) opsets[o.domain() == "ai.onnx" ? "" : o.domain()] = o.version();
-  auto graph = OwnedGraph::from_onnx(model.graph(), opsets);
+  const onnx::ModelProto model = read_case_model(c);
+  auto graph = OwnedGraph::from_onnx(model.graph(), opsets_of(model));
 
   const std::vector<OnyxNodeClaim> whole = ask(p, graph->view());
   const std::vector<OnyxNodeClaim> again = ask(p, graph->view());
@@ -149,7 +63,7 @@ void run_case(const std::string& path, const NodeCase& c, RunResult& result) {
     claimed += whole[k].claimed;
   }
   if (claimed == 0) {
-    result.status = RunStatus::kUnsupported;
+    result.status = RunStatus::kDeclined;
     result.error = "declined: " + (whole.empty() ? std::string("empty graph") : reason_of(whole[0]));
     return;
   }
@@ -161,7 +75,7 @@ void run_case(const std::string& path, const NodeCase& c, RunResult& result) {
           result.error = "claimed; not run: value '" + v.name() + "' is not a numeric tensor";
           return;
         }
-    run_single_node(p, *graph, model, c, result.op, result);
+    run_claimed_node(*p.plugin, *p.device, *graph, model, c, result.op, KernelCaseOptions{}, result);
   }
   result.status = RunStatus::kPassed;
 }

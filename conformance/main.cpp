@@ -26,7 +26,7 @@ namespace {
 const char* kUsage =
     "usage: onyx-conformance --provider NAME|PATH [--provider ...] [--suite abi,onnx-node,claims]\n"
     "                        [--filter REGEX] [--report DIR] [--corpus DIR]\n"
-    "                        [--expectations [NAME=]FILE] [--write-expectations FILE]\n"
+    "                        [--expectations [NAME=]FILE] [--write-expectations FILE] [--strict-declines]\n"
     "                        [--jobs N] [--timeout SECONDS] [--memory-limit GIB] [--verbose]\n"
     "                        [--list-tolerances]\n"
     "\n"
@@ -40,14 +40,16 @@ const char* kUsage =
     "                  /usr/share/libonnx-testdata/data/node\n"
     "  --expectations  the provider's list of unsupported cases and expected failures\n"
     "  --write-expectations  write a regenerated list from this run (one provider only)\n"
+    "  --strict-declines  onnx-node: a declined case fails unless the expectations list it (for a\n"
+    "                  reference provider; by default a decline is reported as declined, not failed)\n"
     "  --jobs          worker processes (default: the number of cores)\n"
     "  --timeout       per-case time limit in seconds (default 60)\n"
     "  --verbose       print every case, and let workers print the runtime's own logs\n"
     "  --memory-limit  address-space limit per worker process in GiB (default: none; GPU\n"
     "                  runtimes reserve large address ranges, so set it for host-memory plugins)\n"
     "\n"
-    "Exit status: 0 when nothing failed (expected failures and unsupported cases are skipped),\n"
-    "1 when a case failed or a listed case passed unexpectedly, 2 on a usage error.\n";
+    "Exit status: 0 when nothing failed (expected failures, declined and unsupported cases are\n"
+    "skipped), 1 when a case failed or a listed case passed unexpectedly, 2 on a usage error.\n";
 
 struct Args {
   std::vector<std::string> providers;
@@ -62,6 +64,7 @@ struct Args {
   double memory_limit_gib = 0;
   bool verbose = false;
   bool list_tolerances = false;
+  bool strict_declines = false;
 };
 
 std::vector<std::string> split(const std::string& s, char sep) {
@@ -118,6 +121,8 @@ Args parse_args(int argc, char** argv) {
     } else if (arg == "--memory-limit") {
       a.memory_limit_gib = std::atof(value().c_str());
       if (a.memory_limit_gib <= 0) usage_error("--memory-limit needs a positive number of GiB");
+    } else if (arg == "--strict-declines") {
+      a.strict_declines = true;
     } else if (arg == "--verbose") {
       a.verbose = true;
     } else if (arg == "--list-tolerances") {
@@ -179,6 +184,7 @@ int main(int argc, char** argv) {
   options.isolation.case_timeout_s = args.timeout_s;
   options.isolation.memory_limit_bytes = size_t(args.memory_limit_gib * double(size_t(1) << 30));
   options.verbose = args.verbose;
+  options.strict_declines = args.strict_declines;
   options.isolation.quiet_workers = !args.verbose;  // --verbose shows the runtime's own logs
 
   std::vector<CaseResult> all;
@@ -208,9 +214,9 @@ int main(int argc, char** argv) {
         return 2;
       }
       Totals t = count(results);
-      std::printf("%s %s: %d passed, %d failed, %d skipped (%d unsupported, %d expected failures)\n",
-                  provider.c_str(), suite.c_str(), t.passed, t.failures(), t.skipped(), t.unsupported,
-                  t.expected_failures);
+      std::printf("%s %s: %d passed, %d failed, %d skipped (%d declined, %d unsupported, %d expected failures)\n",
+                  provider.c_str(), suite.c_str(), t.passed, t.failures(), t.skipped(), t.declined,
+                  t.unsupported, t.expected_failures);
       all.insert(all.end(), results.begin(), results.end());
     }
     if (expectations) {

@@ -69,6 +69,16 @@ TensorPtr to_onyx(const HostTensor& t, const std::string& where) {
   return tensor;
 }
 
+// Session creation failed because the provider declined a node (its
+// get_capability said no, with a reason the message carries): the runtime
+// reports that as UNIMPLEMENTED "no provider supports op ...", prefixed by
+// the control-flow node when the node is in a subgraph. A node the provider
+// claimed and then could not create or run fails with another message.
+bool is_decline(const OnyxStatus* status) {
+  return onyx_status_code(status) == ONYX_STATUS_UNIMPLEMENTED &&
+         std::string(onyx_status_message(status)).find("no provider supports op ") != std::string::npos;
+}
+
 std::vector<std::string> data_sets(const std::string& dir) {
   std::vector<std::string> sets;
   for (const auto& entry : fs::directory_iterator(dir))
@@ -154,6 +164,11 @@ void run_case_body(OnyxEnv* env, const std::string& provider, const NodeCase& c,
     if (onyx_status_code(st) == ONYX_STATUS_UNAVAILABLE) {  // no device here: not the plugin's fault
       result.status = RunStatus::kUnsupported;
       result.error = std::string("device unavailable: ") + onyx_status_message(st);
+      return;
+    }
+    if (is_decline(st)) {
+      result.status = RunStatus::kDeclined;
+      result.error = std::string("declined: ") + onyx_status_message(st);
       return;
     }
     throw CaseError(std::string("session creation: ") + onyx_status_message(st));

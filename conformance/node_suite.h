@@ -2,7 +2,9 @@
 // model.onnx and test_data_set_*/ (the ONNX backend test layout) is a case:
 // the model runs through the public C API on the provider alone (fallback
 // "fail"), inputs from input_N.pb, outputs compared with output_N.pb under
-// the tolerance table.
+// the tolerance table. A case whose node the provider declines (session
+// creation reports that no provider supports it) is reported as declined,
+// with the provider's reason.
 #pragma once
 
 #include <onyx/onyx_c_api.h>

@@ -62,13 +62,13 @@ std::string number(double v) {
 
 // One matrix cell: the cases of one op on one provider.
 struct Cell {
-  int pass = 0, fail = 0, unsupported = 0, xfail = 0;
+  int pass = 0, fail = 0, unsupported = 0, declined = 0, xfail = 0;
   // The cell's overall status: any failure makes it "fail".
   const char* status() const {
     if (fail) return "fail";
     if (xfail) return "expected_failure";
-    if (pass) return unsupported ? "partial" : "pass";
-    return "unsupported";
+    if (pass) return unsupported || declined ? "partial" : "pass";
+    return declined ? "declined" : "unsupported";
   }
 };
 
@@ -99,6 +99,7 @@ std::string results_json(const std::vector<CaseResult>& results, const std::vect
   out += "  ],\n  \"totals\": {\"passed\": " + std::to_string(t.passed) +
          ", \"failed\": " + std::to_string(t.failures()) +
          ", \"skipped\": " + std::to_string(t.skipped()) +
+         ", \"declined\": " + std::to_string(t.declined) +
          ", \"unsupported\": " + std::to_string(t.unsupported) +
          ", \"expected_failures\": " + std::to_string(t.expected_failures) +
          ", \"unexpected_passes\": " + std::to_string(t.unexpected_passes) + "}\n}\n";
@@ -112,12 +113,13 @@ void add(Cell& cell, Outcome outcome) {
     case Outcome::kPassed: ++cell.pass; break;
     case Outcome::kFailed: case Outcome::kUnexpectedPass: ++cell.fail; break;
     case Outcome::kUnsupported: ++cell.unsupported; break;
+    case Outcome::kDeclined: ++cell.declined; break;
     case Outcome::kExpectedFailure: ++cell.xfail; break;
   }
 }
 
 std::string cell_html(const Cell& c, const std::string& title) {
-  const int total = c.pass + c.fail + c.unsupported + c.xfail;
+  const int total = c.pass + c.fail + c.unsupported + c.declined + c.xfail;
   return std::string("<td class=\"") + c.status() + "\" data-status=\"" + c.status() + "\"" +
          (title.empty() ? "" : " title=\"" + html_escape(title) + "\"") + ">" + std::to_string(c.pass) + "/" +
          std::to_string(total) + "</td>";
@@ -126,7 +128,7 @@ std::string cell_html(const Cell& c, const std::string& title) {
 std::string totals_table(const std::vector<CaseResult>& results, const std::vector<ProviderInfo>& providers) {
   std::string h =
       "<table id=\"totals\"><tr><th>provider</th><th>plugin</th><th>version</th><th>ABI</th><th>device</th>"
-      "<th>passed</th><th>failed</th><th>unsupported</th><th>expected failures</th></tr>\n";
+      "<th>passed</th><th>failed</th><th>declined</th><th>unsupported</th><th>expected failures</th></tr>\n";
   for (const ProviderInfo& info : providers) {
     std::vector<CaseResult> mine;
     for (const CaseResult& r : results)
@@ -136,7 +138,7 @@ std::string totals_table(const std::vector<CaseResult>& results, const std::vect
          html_escape(info.error.empty() ? info.path : info.error) + "</td><td>" + html_escape(info.version) +
          "</td><td>" + html_escape(info.abi) + "</td><td>" + html_escape(info.device) + "</td><td>" +
          std::to_string(t.passed) + "</td><td>" + std::to_string(t.failures()) + "</td><td>" +
-         std::to_string(t.unsupported) + "</td><td>" + std::to_string(t.expected_failures) + "</td></tr>\n";
+         std::to_string(t.declined) + "</td><td>" + std::to_string(t.unsupported) + "</td><td>" + std::to_string(t.expected_failures) + "</td></tr>\n";
   }
   return h + "</table>\n";
 }
@@ -179,8 +181,9 @@ std::string op_matrix(const std::vector<CaseResult>& results, const std::vector<
   if (matrix.empty()) return "";
   std::string h =
       "<h2>Operators</h2>\n<p>Each cell: cases passed / cases for that op. Colours: "
-      "<span class=\"pass\">pass</span> <span class=\"partial\">pass, some unsupported</span> "
+      "<span class=\"pass\">pass</span> <span class=\"partial\">pass, some declined or unsupported</span> "
       "<span class=\"fail\">fail</span> <span class=\"expected_failure\">expected failure</span> "
+      "<span class=\"declined\">declined by the provider</span> "
       "<span class=\"unsupported\">unsupported</span>.</p>\n<table id=\"matrix\"><thead><tr><th>op</th>";
   for (const ProviderInfo& p : providers)
     for (const std::string& suite : suites)
@@ -208,6 +211,7 @@ std::string results_html(const std::vector<CaseResult>& results, const std::vect
       "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}\n"
       "td,th{border:1px solid #999;padding:2px 8px;font-size:13px}th{background:#eee}\n"
       ".pass{background:#b7e4b0}.fail{background:#f4a3a3}.unsupported{background:#ddd}\n"
+      ".declined{background:#c9d7ee}\n"
       ".expected_failure{background:#f7d98b}.partial{background:#d8ecb0}\n"
       "</style></head><body>\n<h1>Onyx conformance report</h1>\n";
   h += totals_table(results, providers);

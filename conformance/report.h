@@ -1,7 +1,8 @@
 // report.h: the run's reports. report.json holds every case (provider,
 // suite, case, op, status, error, max_error, seconds); report.html is a
 // page a vendor can publish: a matrix of ops x providers (pass / fail /
-// unsupported / expected failure) and the list of cases that did not pass.
+// declined / unsupported / expected failure) and the list of cases that did
+// not pass.
 // Both are written atomically (temporary file, fsync, rename).
 #pragma once
 

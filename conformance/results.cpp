@@ -10,6 +10,7 @@ const char* outcome_name(Outcome outcome) {
     case Outcome::kPassed: return "pass";
     case Outcome::kFailed: return "fail";
     case Outcome::kUnsupported: return "unsupported";
+    case Outcome::kDeclined: return "declined";
     case Outcome::kExpectedFailure: return "expected_failure";
     case Outcome::kUnexpectedPass: return "unexpected_pass";
   }
@@ -17,7 +18,7 @@ const char* outcome_name(Outcome outcome) {
 }
 
 CaseResult judge(const std::string& provider, const std::string& suite, const std::string& name,
-                 const RunResult& run, const ExpectationFile* expectations) {
+                 const RunResult& run, const ExpectationFile* expectations, bool declines_fail) {
   CaseResult r{provider, suite, name, run.op, Outcome::kFailed, run.error, run.max_error, run.seconds};
   const Expectation* listed = expectations ? expectations->find(suite, name) : nullptr;
   if (listed) ++listed->matches;
@@ -33,6 +34,13 @@ CaseResult judge(const std::string& provider, const std::string& suite, const st
     case RunStatus::kUnsupported:
       r.outcome = Outcome::kUnsupported;
       break;
+    case RunStatus::kDeclined:
+      if (!listed) {
+        r.outcome = declines_fail ? Outcome::kFailed : Outcome::kDeclined;
+        if (declines_fail) r.error += " (a decline the expectation list does not name)";
+        break;
+      }
+      [[fallthrough]];  // a listed decline is judged by its line, as a failure would be
     case RunStatus::kFailed:
       if (!listed) break;
       r.outcome = listed->kind == ExpectationKind::kUnsupported ? Outcome::kUnsupported
@@ -50,6 +58,7 @@ Totals count(const std::vector<CaseResult>& results) {
       case Outcome::kPassed: ++t.passed; break;
       case Outcome::kFailed: ++t.failed; break;
       case Outcome::kUnsupported: ++t.unsupported; break;
+      case Outcome::kDeclined: ++t.declined; break;
       case Outcome::kExpectedFailure: ++t.expected_failures; break;
       case Outcome::kUnexpectedPass: ++t.unexpected_passes; break;
     }
@@ -97,9 +106,9 @@ std::string regenerate_expectations(const ExpectationFile* old, const std::vecto
       if (std::find(kept.begin(), kept.end(), e) == kept.end()) kept.push_back(e);
       continue;
     }
-    // Honest declines (claims suite) need no line; values the runner cannot
-    // carry ("unsupported: ...") are listed so the file documents them.
-    if (r.outcome == Outcome::kUnsupported && r.error.rfind("unsupported:", 0) != 0) continue;
+    // Declines, values the runner cannot carry and missing devices are
+    // reported as such by every run: a line would add nothing.
+    if (r.outcome == Outcome::kUnsupported || r.outcome == Outcome::kDeclined) continue;
     uncovered.push_back(&r);
   }
   std::sort(kept.begin(), kept.end(), [](auto* a, auto* b) { return a->line < b->line; });
@@ -108,8 +117,7 @@ std::string regenerate_expectations(const ExpectationFile* old, const std::vecto
   for (const CaseResult* r : uncovered) {
     std::string reason = one_line(r->error, 200);
     if (reason.empty()) reason = "fails (no message)";
-    const bool runner_limit = r->outcome == Outcome::kUnsupported;
-    out += std::string(runner_limit ? "unsupported " : "xfail ") + r->suite + " " + r->name + " " + reason + "\n";
+    out += "xfail " + r->suite + " " + r->name + " " + reason + "\n";
   }
   return out;
 }

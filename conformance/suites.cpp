@@ -42,7 +42,7 @@ std::vector<CaseResult> run_node_suite(const std::string& provider, const SuiteO
       } catch (const std::exception&) {
       }
     }
-    results[i] = judge(provider, "onnx-node", cases[i].name, r, expectations);
+    results[i] = judge(provider, "onnx-node", cases[i].name, r, expectations, options.strict_declines);
     print_case(results[i], options.verbose);
   };
   run_isolated(cases.size(), run_case, on_done, options.isolation);

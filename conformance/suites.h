@@ -20,6 +20,9 @@ struct SuiteOptions {
   std::vector<std::string> corpora;    // node test folders
   IsolationOptions isolation;
   bool verbose = false;  // print every case, not only the ones that fail
+  // onnx-node: a decline the expectation list does not name is a failure
+  // (for a reference provider, which should run every case it does not list).
+  bool strict_declines = false;
 };
 
 // Runs `suite` on `provider` (a name or a plugin path) and judges the

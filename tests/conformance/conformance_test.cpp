@@ -159,6 +159,33 @@ TEST(Runner, UnavailableDeviceMakesCasesUnsupportedNotFailed) {
   }
 }
 
+// An honest decline (the broken plugin's Add refuses broadcasting, with a
+// reason) is reported as declined in both suites, never as a failure; only
+// --strict-declines (the reference provider's mode) requires it to be listed.
+TEST(Runner, HonestDeclineIsDeclinedNotFailed) {
+  const std::string args = "--provider " ONYX_BROKEN_PLUGIN " --suite onnx-node,claims --filter '^test_add_bcast$'";
+  RunnerOutput r = run_runner(args, "declined");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  for (const char* suite : {"onnx-node", "claims"}) {
+    EXPECT_EQ(status_of(r, suite, "test_add_bcast"), "declined") << suite << "\n" << r.output;
+    EXPECT_NE(case_line(r, suite, "test_add_bcast").find("broken test plugin: no broadcasting"), std::string::npos)
+        << r.json;
+  }
+  EXPECT_NE(r.json.find("\"declined\": 2"), std::string::npos) << r.json;
+  EXPECT_EQ(last_line(r.output), "0 passed, 0 failed, 2 skipped");
+
+  RunnerOutput strict = run_runner(args + " --strict-declines", "declined_strict");
+  EXPECT_EQ(strict.exit_code, 1) << strict.output;
+  EXPECT_EQ(status_of(strict, "onnx-node", "test_add_bcast"), "fail");
+  EXPECT_EQ(status_of(strict, "claims", "test_add_bcast"), "declined");
+
+  const std::string list = temp_dir("declined_list") + "/conformance.txt";
+  std::ofstream(list) << "xfail onnx-node test_add_bcast broadcasting is not implemented yet\n";
+  RunnerOutput listed = run_runner(args + " --strict-declines --expectations " + list, "declined_listed");
+  EXPECT_EQ(listed.exit_code, 0) << listed.output;
+  EXPECT_EQ(status_of(listed, "onnx-node", "test_add_bcast"), "expected_failure");
+}
+
 TEST(Expectations, ListedFailuresAreSkippedAndListedPassesFail) {
   const std::string dir = temp_dir("expectations");
   const std::string list = dir + "/conformance.txt";

@@ -3,10 +3,9 @@
 # a GPU provider plugin: the real CUDA/ROCm plugin on a GPU machine
 # (scripts/gpu-check.sh), or the shared op code over the emulated device
 # (libonyx_provider_gpuemu) everywhere else. Requires the abi and claims
-# suites to pass, no failure of the ONNX node tests (suite onnx-node) on any
-# node the provider claims, and passes for each op family the GPU providers
-# are meant to run. Cases failing only because the provider declines a node
-# ("no provider supports op") are the provider saying no, not failures.
+# suites to pass, no failure of the ONNX node tests (suite onnx-node; a node
+# the provider declines is reported as declined, not failed), and passes for
+# each op family the GPU providers are meant to run.
 set -euo pipefail
 conformance=$1 plugin=$2
 work=$(mktemp -d)
@@ -17,13 +16,13 @@ for suite in abi claims; do
   "$conformance" --provider "$plugin" --suite "$suite" >"$work/$suite.txt" 2>&1 || { cat "$work/$suite.txt"; exit 1; }
   tail -1 "$work/$suite.txt"
 done
-"$conformance" --provider "$plugin" --suite onnx-node --report "$work" >"$work/log.txt" 2>&1 || true
+status=0
+"$conformance" --provider "$plugin" --suite onnx-node --report "$work" >"$work/log.txt" 2>&1 || status=$?
 tail -3 "$work/log.txt"
+if [ "$status" -ne 0 ]; then grep -E '^(fail|unexpected_pass) ' "$work/log.txt"; exit 1; fi
 /usr/bin/python3 - "$work/report.json" <<'PY'
 import collections, json, sys
 cases = json.load(open(sys.argv[1]))["cases"]
-declined = "no provider supports op"
-wrong = [c for c in cases if c["status"] == "fail" and declined not in c["error"]]
 passed = collections.Counter(c["op"] for c in cases if c["status"] == "pass")
 print("passed per op:", ", ".join(f"{op} {n}" for op, n in sorted(passed.items())))
 required = ["Add", "Mul", "Div", "Pow", "Relu", "Sigmoid", "Gelu", "ReduceMax", "Softmax",
@@ -33,11 +32,8 @@ required = ["Add", "Mul", "Div", "Pow", "Relu", "Sigmoid", "Gelu", "ReduceMax", 
 # Ops the corpus has cases for (Debian's older corpus lacks e.g. Gelu).
 in_corpus = {c["op"] for c in cases}
 missing = [op for op in required if op in in_corpus and passed[op] == 0]
-for c in wrong:
-    print(f"FAILED on a claimed node: {c['case']}: {c['error']}")
 if missing:
     print("no passing node test for:", ", ".join(missing))
-if wrong or missing:
     sys.exit(1)
 print(f"GPU provider: {sum(passed.values())} node tests passed, 0 failures on claimed nodes")
 PY

@@ -1,24 +1,27 @@
-// A GPU provider plugin (ONYX_TEST_GPU_PROVIDER: "cuda" or "rocm") loaded
-// from disk through the runtime, as applications load it:
+// A GPU provider plugin (ONYX_TEST_GPU_PROVIDER: "cuda", "rocm", or
+// "gpuemu", the same code on an emulated device) loaded from disk through the
+// public C++ API (onyx.hpp), as applications load it:
 //  - it always loads; without a device it reports "unavailable" with the
 //    runtime's reason and no devices;
 //  - with a device, a small model of the ops it claims runs like the CPU
-//    provider (skipped here with the reason otherwise);
+//    provider, and the MLP and the CNN like their float64 references
+//    (skipped here with the reason otherwise);
 //  - a session preferring it with the CPU as fallback runs on any machine,
 //    and the partition report says why each node went where.
 #include <gtest/gtest.h>
+#include <onyx/onyx.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <span>
 
-#include "ir/onnx_import.h"
 #include "model_builder.h"
-#include "session/session.h"
 #include "test_models.h"
 
-namespace onyx::runtime {
 namespace {
 
 const std::string kGpu = ONYX_TEST_GPU_PROVIDER;
+const std::vector<std::string> kNodes = {"matmul0", "add0", "relu0", "softmax0", "layernorm0", "reducemean0"};
 
 // x[4,8] -> MatMul(w) -> Add(b) -> Relu -> Softmax -> LayerNormalization -> y[4,8]
 //                                              \-> ReduceMean(axis 1) -> m[4,1]
@@ -26,7 +29,7 @@ std::string model_bytes() {
   std::vector<float> w(64), b(8), scale(8, 1.5f), bias(8, 0.25f);
   for (int i = 0; i < 64; ++i) w[size_t(i)] = float((i * 37) % 17 - 8) / 8.f;
   for (int i = 0; i < 8; ++i) b[size_t(i)] = float(i) / 10.f - 0.3f;
-  testing::ModelBuilder m;
+  onyx::testing::ModelBuilder m;
   m.input("x", {4, 8})
       .output("y", {4, 8})
       .output("m", {4, 1})
@@ -48,56 +51,97 @@ std::string model_bytes() {
   return m.bytes();
 }
 
-StatusOr<std::unique_ptr<Session>> make_session(ProviderRegistry& registry,
-                                                std::vector<std::string> providers,
-                                                FallbackPolicy policy) {
-  registry.add_search_dir(ONYX_PROVIDER_DIR);
-  registry.add_search_dir(ONYX_GPU_PLUGIN_DIR);
-  std::string bytes = model_bytes();
-  auto model = ir::load_model_from_bytes(bytes.data(), bytes.size(), "");
-  if (!model.ok()) return model.status();
-  SessionOptions options;
-  for (auto& p : providers) options.providers.push_back({p, {}});
-  options.fallback = policy;
-  options.intra_op_threads = 1;
-  return Session::create(registry, std::move(model).value(), options);
+onyx::Env make_env() {
+  onyx::Env env;
+  env.add_provider_dir(ONYX_PROVIDER_DIR);
+  env.add_provider_dir(ONYX_GPU_PLUGIN_DIR);
+  return env;
 }
 
-std::vector<Tensor> run(Session& s) {
-  Tensor x = Tensor::allocate(ONYX_DTYPE_FLOAT32, {4, 8});
-  for (int i = 0; i < 32; ++i) x.data_as<float>()[i] = float((i * 13) % 11 - 5) / 3.f;
-  auto out = s.run({{"x", x}});
-  EXPECT_TRUE(out.ok()) << out.status().to_string();
-  return out.ok() ? std::move(out).value() : std::vector<Tensor>{};
+onyx::Session make_session(onyx::Env& env, const std::string& bytes, const std::vector<std::string>& providers,
+                           OnyxFallbackPolicy policy) {
+  onyx::SessionOptions options;
+  for (const std::string& p : providers) options.provider(p);
+  options.fallback(policy).threads(1);
+  return onyx::Session(env, std::as_bytes(std::span(bytes.data(), bytes.size())), options);
+}
+
+std::vector<onyx::Tensor> run(onyx::Session& s) {
+  std::vector<float> x(32);
+  for (int i = 0; i < 32; ++i) x[size_t(i)] = float((i * 13) % 11 - 5) / 3.f;
+  onyx::Tensor input = onyx::Tensor::from<float>(ONYX_DTYPE_FLOAT32, {4, 8}, x);
+  return s.run({{"x", &input}});
+}
+
+// The text of `"key":...` in a JSON object's text, as written (a string
+// stays JSON-escaped, without its quotes).
+std::string field(const std::string& object, const std::string& key) {
+  size_t at = object.find("\"" + key + "\":");
+  if (at == std::string::npos) return {};
+  at += key.size() + 3;
+  if (object[at] != '"') return object.substr(at, object.find_first_of(",}", at) - at);
+  size_t end = at + 1;
+  while (end < object.size() && object[end] != '"') end += object[end] == '\\' ? 2 : 1;
+  return object.substr(at + 1, end - at - 1);
+}
+
+// The provider as onyx_env_list_providers reports it.
+struct ProviderEntry {
+  bool listed = false, available = false;
+  std::string reason;  // JSON-escaped, as the reports write it
+  size_t devices = 0;
+};
+ProviderEntry provider_entry(onyx::Env& env) {
+  const std::string json = env.providers_json();
+  ProviderEntry e;
+  const size_t at = json.find("\"name\":\"" + kGpu + "\"");
+  if (at == std::string::npos) return e;
+  const size_t begin = json.rfind("{\"path\"", at);
+  const size_t end = json.find("]}", at);
+  const std::string object = json.substr(begin, end - begin);
+  e.listed = true;
+  e.available = field(object, "available") == "true";
+  e.reason = field(object, "reason");
+  for (size_t p = object.find("\"vendor\":"); p != std::string::npos; p = object.find("\"vendor\":", p + 1)) ++e.devices;
+  return e;
 }
 
 // "" when the provider has a usable device, else its reason.
 std::string unavailable_reason() {
-  ProviderRegistry registry;
-  registry.add_search_dir(ONYX_PROVIDER_DIR);
-  registry.add_search_dir(ONYX_GPU_PLUGIN_DIR);
-  auto provider = registry.get(kGpu);
-  if (!provider.ok()) return provider.status().to_string();
-  Status st = (*provider)->availability();
-  return st.ok() ? std::string() : st.message();
+  onyx::Env env = make_env();
+  ProviderEntry e = provider_entry(env);
+  if (!e.listed) return "no " + kGpu + " provider in " + ONYX_PROVIDER_DIR + " or " + ONYX_GPU_PLUGIN_DIR;
+  return e.available ? std::string() : e.reason;
+}
+
+// The part of a partition report about node `name`.
+std::string node_object(const std::string& report, const std::string& name) {
+  size_t at = report.find("{\"node\":\"" + name + "\"");
+  if (at == std::string::npos) return {};
+  return report.substr(at, report.find("]}", at) + 2 - at);
+}
+
+void expect_near_outputs(std::vector<onyx::Tensor>& got, std::vector<onyx::Tensor>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t k = 0; k < got.size(); ++k) {
+    ASSERT_EQ(got[k].size(), want[k].size());
+    for (int64_t i = 0; i < got[k].size(); ++i)
+      // Different summation orders in float32 over 8-term dot products and rows.
+      EXPECT_NEAR(got[k].data<float>()[i], want[k].data<float>()[i], 1e-4) << k << "," << i;
+  }
 }
 
 TEST(GpuProvider, LoadsAndReportsAvailabilityWithTheRuntimeReason) {
-  ProviderRegistry registry;
-  registry.add_search_dir(ONYX_PROVIDER_DIR);
-  registry.add_search_dir(ONYX_GPU_PLUGIN_DIR);
-  auto provider = registry.get(kGpu);
-  ASSERT_TRUE(provider.ok()) << provider.status().to_string();
-  EXPECT_EQ((*provider)->name(), kGpu);
-  Status st = (*provider)->availability();
-  if (st.ok()) {
-    EXPECT_GE((*provider)->device_count(), 1u);
+  onyx::Env env = make_env();
+  ProviderEntry e = provider_entry(env);
+  ASSERT_TRUE(e.listed) << env.providers_json();
+  if (e.available) {
+    EXPECT_GE(e.devices, 1u);
     return;
   }
-  EXPECT_EQ(st.code(), ONYX_STATUS_UNAVAILABLE);
-  EXPECT_EQ((*provider)->device_count(), 0u);
+  EXPECT_EQ(e.devices, 0u);
   // The reason names what failed: the device query or a library.
-  const std::string& m = st.message();
+  const std::string& m = e.reason;
   EXPECT_TRUE(m.find("GetDeviceCount returned") != std::string::npos ||
               m.find("no CUDA device") != std::string::npos ||
               m.find("no HIP device") != std::string::npos || m.find("cannot load") != std::string::npos)
@@ -108,53 +152,41 @@ TEST(GpuProvider, LoadsAndReportsAvailabilityWithTheRuntimeReason) {
 TEST(GpuProvider, RunsItsClaimedOpsLikeTheCpuProvider) {
   std::string why = unavailable_reason();
   if (!why.empty()) GTEST_SKIP() << kGpu << " provider unavailable: " << why;
-  ProviderRegistry registry;
-  auto gpu = make_session(registry, {kGpu}, FallbackPolicy::kFail);
-  ASSERT_TRUE(gpu.ok()) << gpu.status().to_string();
-  auto cpu = make_session(registry, {"cpu"}, FallbackPolicy::kFail);
-  ASSERT_TRUE(cpu.ok()) << cpu.status().to_string();
-  std::vector<Tensor> got = run(**gpu), want = run(**cpu);
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t k = 0; k < got.size(); ++k) {
-    ASSERT_EQ(got[k].size(), want[k].size());
-    for (int64_t i = 0; i < got[k].size(); ++i)
-      // Different summation orders in float32 over 8-term dot products and rows.
-      EXPECT_NEAR(got[k].data_as<float>()[i], want[k].data_as<float>()[i], 1e-4) << k << "," << i;
-  }
+  onyx::Env env = make_env();
+  const std::string bytes = model_bytes();
+  onyx::Session gpu = make_session(env, bytes, {kGpu}, ONYX_FALLBACK_FAIL);
+  onyx::Session cpu = make_session(env, bytes, {"cpu"}, ONYX_FALLBACK_FAIL);
+  std::vector<onyx::Tensor> got = run(gpu), want = run(cpu);
+  expect_near_outputs(got, want);
 }
 
 TEST(GpuProvider, MixedSessionPreferringItFallsBackToCpuAndTheReportSaysWhy) {
-  ProviderRegistry registry;
-  auto mixed = make_session(registry, {kGpu, "cpu"}, FallbackPolicy::kWarn);
-  ASSERT_TRUE(mixed.ok()) << mixed.status().to_string();
-  auto cpu = make_session(registry, {"cpu"}, FallbackPolicy::kFail);
-  ASSERT_TRUE(cpu.ok()) << cpu.status().to_string();
-  const PartitionReport& r = (*mixed)->partition_report();
-  std::string json = r.to_json((*mixed)->graph());
+  onyx::Env env = make_env();
+  const std::string bytes = model_bytes();
+  onyx::Session mixed = make_session(env, bytes, {kGpu, "cpu"}, ONYX_FALLBACK_WARN);
+  onyx::Session cpu = make_session(env, bytes, {"cpu"}, ONYX_FALLBACK_FAIL);
+  const std::string report = mixed.partition_report();
   std::string why = unavailable_reason();
   if (!why.empty()) {
     // No device here: every node runs on the CPU and says the GPU was unavailable, and why.
-    ASSERT_EQ(r.unavailable.size(), 1u) << json;
-    EXPECT_EQ(r.unavailable[0].name, kGpu);
-    EXPECT_EQ(r.unavailable[0].reason, why);
-    for (const NodePlacement& place : r.nodes) {
-      EXPECT_EQ(r.devices[size_t(place.device)], "cpu") << json;
-      EXPECT_TRUE(r.is_fallback(place));
-      ASSERT_FALSE(place.declined.empty()) << json;
-      EXPECT_EQ(place.declined[0].first, kGpu);
-      EXPECT_NE(place.declined[0].second.find(why), std::string::npos) << json;
+    EXPECT_NE(report.find("\"unavailable\":[{\"provider\":\"" + kGpu + "\",\"reason\":\"" + why + "\"}]"),
+              std::string::npos)
+        << report;
+    for (const std::string& node : kNodes) {
+      const std::string object = node_object(report, node);
+      EXPECT_EQ(field(object, "device"), "cpu") << report;
+      EXPECT_EQ(field(object, "fallback"), "true") << report;
+      const std::string declined = object.substr(object.find("\"declined_by\""));
+      EXPECT_EQ(field(declined, "device"), kGpu) << report;
+      EXPECT_NE(field(declined, "reason").find(why), std::string::npos) << report;
     }
-    EXPECT_NE(json.find("\"fallback\":true"), std::string::npos) << json;
-    std::printf("partition report: %s\n", json.c_str());
+    std::printf("partition report: %s\n", report.c_str());
   } else {
     // With a device every node of this model is claimed by the GPU.
-    for (const NodePlacement& place : r.nodes) EXPECT_EQ(r.devices[size_t(place.device)], kGpu) << json;
+    for (const std::string& node : kNodes) EXPECT_EQ(field(node_object(report, node), "device"), kGpu) << report;
   }
-  std::vector<Tensor> got = run(**mixed), want = run(**cpu);
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t k = 0; k < got.size(); ++k)
-    for (int64_t i = 0; i < got[k].size(); ++i)
-      EXPECT_NEAR(got[k].data_as<float>()[i], want[k].data_as<float>()[i], 1e-4);
+  std::vector<onyx::Tensor> got = run(mixed), want = run(cpu);
+  expect_near_outputs(got, want);
 }
 
 // The MLP and the CNN entirely on the GPU (fallback "fail": every node must be
@@ -163,37 +195,26 @@ TEST(GpuProvider, RunsTheMlpAndCnnLikeTheFloat64Reference) {
   std::string why = unavailable_reason();
   if (!why.empty()) GTEST_SKIP() << kGpu << " provider unavailable: " << why;
   namespace tm = onyx::test_models;
+  onyx::Env env = make_env();
   for (bool cnn : {false, true}) {
     tm::MlpWeights mlp = tm::make_mlp_weights();
     tm::CnnWeights conv = tm::make_cnn_weights();
-    std::string bytes = (cnn ? tm::build_cnn(conv) : tm::build_mlp(mlp)).SerializeAsString();
-    auto model = ir::load_model_from_bytes(bytes.data(), bytes.size(), "");
-    ASSERT_TRUE(model.ok()) << model.status().to_string();
-    ProviderRegistry registry;
-    registry.add_search_dir(ONYX_PROVIDER_DIR);
-    registry.add_search_dir(ONYX_GPU_PLUGIN_DIR);
-    SessionOptions options;
-    options.providers.push_back({kGpu, {}});
-    options.fallback = FallbackPolicy::kFail;
-    options.intra_op_threads = 1;
-    auto session = Session::create(registry, std::move(model).value(), options);
-    ASSERT_TRUE(session.ok()) << session.status().to_string();
+    const std::string bytes = (cnn ? tm::build_cnn(conv) : tm::build_mlp(mlp)).SerializeAsString();
+    onyx::Session session = make_session(env, bytes, {kGpu}, ONYX_FALLBACK_FAIL);
     for (int64_t batch : {1, 8}) {
       std::vector<float> x = tm::random_input(size_t(batch * 784), uint64_t(batch));
-      Shape dims = cnn ? Shape{batch, 1, 28, 28} : Shape{batch, 784};
-      Tensor input = Tensor::allocate(ONYX_DTYPE_FLOAT32, dims);
-      std::copy(x.begin(), x.end(), input.data_as<float>());
-      auto out = (*session)->run({{"x", input}});
-      ASSERT_TRUE(out.ok()) << out.status().to_string();
+      std::vector<int64_t> dims = cnn ? std::vector<int64_t>{batch, 1, 28, 28} : std::vector<int64_t>{batch, 784};
+      onyx::Tensor input = onyx::Tensor::from<float>(ONYX_DTYPE_FLOAT32, dims, x);
+      std::vector<onyx::Tensor> out = session.run({{"x", &input}});
       std::vector<double> ref = cnn ? tm::cnn_reference(conv, x, batch) : tm::mlp_reference(mlp, x, batch);
-      ASSERT_EQ(size_t(out.value()[0].size()), ref.size());
+      ASSERT_EQ(size_t(out[0].size()), ref.size());
       double scale = 0;
       for (double r : ref) scale = std::max(scale, std::fabs(r));
       ASSERT_GT(scale, 0.1) << "degenerate reference";
       // float32 accumulation over up to 784-term dot products: 1e-4 of the
       // largest logit is ~40x the expected rounding error.
       for (size_t i = 0; i < ref.size(); ++i)
-        EXPECT_NEAR(out.value()[0].data_as<float>()[i], ref[i], 1e-4 * scale)
+        EXPECT_NEAR(out[0].data<float>()[i], ref[i], 1e-4 * scale)
             << (cnn ? "cnn" : "mlp") << " batch " << batch << " element " << i;
     }
   }
@@ -202,12 +223,14 @@ TEST(GpuProvider, RunsTheMlpAndCnnLikeTheFloat64Reference) {
 TEST(GpuProvider, FailPolicyRefusesAnUnavailableGpuNamingIt) {
   std::string why = unavailable_reason();
   if (why.empty()) GTEST_SKIP() << kGpu << " is available here: nothing to refuse";
-  ProviderRegistry registry;
-  auto s = make_session(registry, {kGpu, "cpu"}, FallbackPolicy::kFail);
-  ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.status().code(), ONYX_STATUS_UNAVAILABLE);
-  EXPECT_NE(s.status().message().find("'" + kGpu + "'"), std::string::npos) << s.status().message();
+  onyx::Env env = make_env();
+  try {
+    make_session(env, model_bytes(), {kGpu, "cpu"}, ONYX_FALLBACK_FAIL);
+    FAIL() << "the session was created";
+  } catch (const onyx::Error& e) {
+    EXPECT_EQ(e.code(), ONYX_STATUS_UNAVAILABLE);
+    EXPECT_NE(std::string(e.what()).find("'" + kGpu + "'"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
-}  // namespace onyx::runtime

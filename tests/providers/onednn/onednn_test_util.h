@@ -25,16 +25,8 @@ std::string node_device(const std::string& report, const std::string& name);
 // The fused_group number the report gives node `name` (0: not fused).
 int node_fused_group(const std::string& report, const std::string& name);
 
-// TensorProto <-> onyx::Tensor (numeric types, raw or typed fields).
-onyx::Tensor tensor_from_proto(const onnx::TensorProto& proto);
-std::vector<double> proto_values(const onnx::TensorProto& proto);
+// A tensor's elements widened to double (float32/64, int8/32/64, uint8, bool).
 std::vector<double> tensor_values(onyx::Tensor& tensor);
-
-// "" when `actual` matches `expected` element-wise within
-// |a - e| <= atol + rtol * |e| (NaN matches NaN, inf matches the same inf),
-// else a description of the first mismatch.
-std::string compare_values(const std::vector<double>& actual, const std::vector<double>& expected, double rtol,
-                           double atol);
 
 // Deterministic values in [lo, hi).
 std::vector<float> random_floats(size_t count, uint64_t seed, double lo = -1.0, double hi = 1.0);

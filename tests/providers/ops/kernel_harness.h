@@ -1,6 +1,8 @@
-// kernel_harness.h: runs ONE node on the CPU provider's kernels, in process,
-// through the real provider ABI (the SDK's HostMemoryProvider filled by
-// onyx::cpu::register_all_kernels) against a fake host written for tests.
+// kernel_harness.h: runs ONE node on the current test's provider
+// (test_providers.h): the plugin is loaded from disk and driven through the
+// conformance ABI host (conformance/abi_host.h), the one host the tests use:
+// get_capability, kernel_create, kernel_output_memory, kernel_compute on
+// device memory, outputs copied back.
 //
 // Usage:
 //
@@ -16,27 +18,31 @@
 //   ASSERT_TRUE(r.ok()) << r.error;
 //   std::vector<float> y = r.outputs[0].values<float>();   // dims: r.outputs[0].dims
 //
+//   - The node reaches the plugin as an ONNX graph would (attributes as
+//     ONNX stores them: FLOAT attributes are float32).
 //   - make_constant(...) (or tensor.constant = true) shows an input's data to
 //     the kernel at creation, like an initializer (e.g. Reshape's shape).
 //   - omitted() is an absent optional input; node.output_count sets the
 //     number of node outputs (an output the kernel never requests comes back
 //     with present == false).
-//   - r.declined is true when the registry refused the node (r.error holds
-//     the reason); otherwise a non-ok r.error is the kernel's status message.
+//   - A decline: on the reference provider (cpu) r.declined is true with the
+//     reason in r.error; on any other provider run_node throws
+//     ProviderDeclined and the test is skipped with the reason.
+//     Otherwise a non-ok r.error is the kernel's (or the host's) message.
 //   - RunOptions::in_place hands an input's buffer to the kernel as the output
 //     wherever the kernel declares ONYX_OUTPUT_MAY_OVERWRITE_INPUT (the
-//     harness always does so for ONYX_OUTPUT_ALIASES_INPUT, as the host must).
+//     host always does so for ONYX_OUTPUT_ALIASES_INPUT, as the runtime must).
 //   - Fresh output buffers are filled with 0xCD bytes so that an element the
 //     kernel forgets to write shows up as garbage.
+//   - EXPECT_ERROR_MENTIONS(r, "text") checks that the node failed; on the
+//     reference provider also that its message says `text` (other providers
+//     word their errors their own way). EXPECT_ON_REFERENCE(...) checks the
+//     reference's own choices (in-place declarations) on the reference only.
 //
-//   ONNX backend node tests (/work/shared/onnx-backend-tests/node/<name>/):
-//     OnnxCaseResult c = run_onnx_node_test("test_add_bcast");
-//     EXPECT_EQ(c.outcome, OnnxCaseResult::kPass) << c.message;
-//   list_onnx_node_tests("test_add") lists the case names with that prefix;
-//   onnx_node_test_op_type(name) tells which op a single-node case tests.
-//   onnx_node_suite.h runs every case of a set of ops and prints the counts.
+// The ONNX backend node tests run per op family through onnx_cases.h.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <onyx_provider.h>
 
 #include <cstdint>
@@ -64,9 +70,6 @@ constexpr int32_t dtype_of() {
   else if constexpr (std::is_same_v<T, bool>) return ONYX_DTYPE_BOOL;
   else static_assert(sizeof(T) == 0, "no ONNX dtype for this type");
 }
-
-// Bytes per element of a dtype (0 for string and sub-byte types).
-size_t dtype_bytes(int32_t dtype);
 
 // A tensor owned by the test: dense, row-major bytes.
 struct HostTensor {
@@ -120,6 +123,10 @@ uint16_t float_to_half(float value);
 float bfloat16_to_float(uint16_t bits);
 uint16_t float_to_bfloat16(float value);
 
+// An attribute value as ONNX stores it: FLOAT attributes are float32, so a
+// kernel (float64 ones too) sees float(v); references must use that value.
+inline double as_onnx_float(double v) { return double(float(v)); }
+
 struct AttrValue {
   int32_t type = ONYX_ATTR_UNDEFINED;  // OnyxAttributeType
   int64_t i = 0;
@@ -166,52 +173,42 @@ struct RunOptions {
 };
 
 struct RunResult {
-  bool declined = false;          // the registry refused the node; error = reason
+  bool declined = false;          // the reference provider declined the node; error = reason
   std::string error;              // empty on success
-  int32_t status_code = ONYX_STATUS_OK;
   std::vector<HostTensor> outputs;
   // What the kernel declared for each output (kind, input_index).
   std::vector<OnyxOutputMemoryInfo> output_memory;
   // True for outputs whose buffer was an input's buffer (alias or in place).
   std::vector<bool> shared_with_input;
-  std::vector<std::string> log;   // lines the kernel logged
   bool ok() const { return !declined && error.empty(); }
 };
 
+// Runs `spec` on the current provider (test_providers.h).
 RunResult run_node(const NodeSpec& spec, const RunOptions& options = {});
 
-// ---------------------------------------------------------------------------
-// ONNX backend node tests
-// ---------------------------------------------------------------------------
-
-// Tolerance of float comparisons: |actual - expected| <= atol + rtol*|expected|.
-// The defaults are those of ONNX's own backend test runner.
-struct Tolerance {
-  double rtol = 1e-3;
-  double atol = 1e-7;
-};
-
-struct OnnxCaseResult {
-  enum Outcome { kPass, kFail, kDeclined, kSkipped };
-  Outcome outcome = kFail;
-  // kFail: what differed; kDeclined: the kernel's reason; kSkipped: why the
-  // case cannot be run by this harness (e.g. several nodes, string tensors).
-  std::string message;
-};
-
-// Folder of the node tests: $ONYX_ONNX_NODE_TESTS or
-// /work/shared/onnx-backend-tests/node.
-std::string onnx_node_tests_dir();
-// Sorted names of the cases whose name starts with `prefix`.
-std::vector<std::string> list_onnx_node_tests(const std::string& prefix);
-// The op_type of a case's model when it holds exactly one node, else "".
-std::string onnx_node_test_op_type(const std::string& name);
-OnnxCaseResult run_onnx_node_test(const std::string& name, const Tolerance& tolerance = {},
-                                  const RunOptions& options = {});
-
-// Compares an output against the expected tensor; "" when equal within
-// tolerance, else a description of the first mismatch.
-std::string compare_tensors(const HostTensor& actual, const HostTensor& expected,
-                            const Tolerance& tolerance = {});
+// Whether the current provider is the reference (its messages are the ones
+// the tests quote).
+bool on_reference_provider();
 
 }  // namespace onyx::test
+
+// The node must have failed; on the reference provider its message must
+// mention `text`.
+#define EXPECT_ERROR_MENTIONS(result, text)                                                   \
+  do {                                                                                        \
+    const ::onyx::test::RunResult& onyx_r_ = (result);                                        \
+    EXPECT_FALSE(onyx_r_.ok()) << "expected an error mentioning \"" << (text) << "\"";       \
+    if (::onyx::test::on_reference_provider()) {                                              \
+      EXPECT_NE(onyx_r_.error.find(text), std::string::npos) << onyx_r_.error;                \
+    }                                                                                         \
+  } while (false)
+
+// An expectation about the reference provider's own choices (which outputs
+// its kernels declare in place or as aliases): another provider chooses for
+// itself, and only its results are checked.
+#define EXPECT_ON_REFERENCE(expectation)            \
+  do {                                              \
+    if (::onyx::test::on_reference_provider()) {    \
+      expectation;                                  \
+    }                                               \
+  } while (false)

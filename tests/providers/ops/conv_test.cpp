@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "kernel_harness.h"
+#include "test_providers.h"
 #include "nn_test_util.h"
 
 namespace onyx::test {
@@ -146,10 +147,14 @@ NodeSpec make_node(const ConvCase& c, const std::vector<T>& x, const std::vector
   return node;
 }
 
-class ConvTest : public ::testing::TestWithParam<ConvCase> {};
+std::string conv_case_name(const ConvCase& c, size_t) { return c.name; }
 
-TEST_P(ConvTest, MatchesReference) {
-  const ConvCase& c = GetParam();
+std::vector<ConvCase> cases();
+
+ONYX_PROVIDER_CASE_SUITE(ConvTest, ConvCase, cases(), conv_case_name);
+
+ONYX_OP_TEST(ConvTest, MatchesReference) {
+  const ConvCase& c = test_case(self);
   bool tr = c.op == "ConvTranspose";
   int64_t m = tr ? c.w_dims[1] * c.group : c.w_dims[0];
   std::vector<float> x = nn::random_floats(size_t(nn::count(c.x_dims)), 31, -2, 2);
@@ -170,8 +175,8 @@ TEST_P(ConvTest, MatchesReference) {
 // offset of ~1e-9), so a kernel that rounded through float32 would be off by
 // ~1e-8 relative. The bound is sum_tol's with float64's unit roundoff 2^-53
 // (~1e-15 relative to the sum of |terms|).
-TEST_P(ConvTest, Float64MatchesReference) {
-  const ConvCase& c = GetParam();
+ONYX_OP_TEST(ConvTest, Float64MatchesReference) {
+  const ConvCase& c = test_case(self);
   int64_t m = c.op == "ConvTranspose" ? c.w_dims[1] * c.group : c.w_dims[0];
   auto random = [](size_t count, uint32_t seed, float lo, float hi) {
     std::vector<double> v = nn::to_double(nn::random_floats(count, seed, lo, hi));
@@ -264,10 +269,9 @@ std::vector<ConvCase> cases() {
   return v;
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, ConvTest, ::testing::ValuesIn(cases()),
-                         [](const ::testing::TestParamInfo<ConvCase>& p) { return p.param.name; });
+ONYX_PROVIDER_SUITE(Conv);
 
-TEST(Conv, UnknownShapesAtCreation) {
+ONYX_OP_TEST(Conv, UnknownShapesAtCreation) {
   // Value infos without shapes: the kernel learns everything at compute.
   ConvCase c = with(conv("dyn", {1, 2, 6, 5}, {3, 2, 3, 2}), {2, 1}, {1, 0, 1, 1});
   std::vector<float> x = nn::random_floats(60, 61), w = nn::random_floats(36, 62), b = {1, 2, 3};
@@ -277,61 +281,61 @@ TEST(Conv, UnknownShapesAtCreation) {
   EXPECT_TRUE(all_near(r.outputs[0].values<float>(), want.y, want.tol));
 }
 
-TEST(Conv, KernelShapeAttributeMustMatchWeights) {
+ONYX_OP_TEST(Conv, KernelShapeAttributeMustMatchWeights) {
   ConvCase c = conv("k", {1, 2, 5, 5}, {3, 2, 3, 3});
   NodeSpec node = make_node(c, std::vector<float>(50, 1.f), std::vector<float>(54, 1.f), {0, 0, 0});
   node.attr("kernel_shape", std::vector<int64_t>{3, 2});
   RunResult r = run_node(node);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error.find("kernel_shape [3,2]"), std::string::npos) << r.error;
+  EXPECT_ERROR_MENTIONS(r, "kernel_shape [3,2]");
 }
 
-TEST(Conv, ShapeErrorsNameTheProblem) {
+ONYX_OP_TEST(Conv, ShapeErrorsNameTheProblem) {
   // W says 3 input channels per group; X has 2.
   ConvCase c = conv("bad_conv", {1, 2, 5, 5}, {4, 3, 3, 3});
   RunResult r = run_node(
       make_node(c, std::vector<float>(50), std::vector<float>(108), std::vector<float>(4)));
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error.find("Conv node 'bad_conv'"), std::string::npos) << r.error;
-  EXPECT_NE(r.error.find("group 1"), std::string::npos) << r.error;
+  EXPECT_ERROR_MENTIONS(r, "Conv node 'bad_conv'");
+  EXPECT_ERROR_MENTIONS(r, "group 1");
 
   c = conv("bad_bias", {1, 2, 5, 5}, {4, 2, 3, 3});
   r = run_node(make_node(c, std::vector<float>(50), std::vector<float>(72), std::vector<float>(3)));
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error.find("input 2 (B)"), std::string::npos) << r.error;
+  EXPECT_ERROR_MENTIONS(r, "input 2 (B)");
 
   c = conv("too_small", {1, 2, 2, 2}, {4, 2, 3, 3});
   r = run_node(make_node(c, std::vector<float>(8), std::vector<float>(72), std::vector<float>(4)));
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error.find("exceeds"), std::string::npos) << r.error;
+  EXPECT_ERROR_MENTIONS(r, "exceeds");
 
   c = transposed(conv("bad_convT", {1, 3, 4, 4}, {2, 2, 3, 3}));
   r = run_node(make_node(c, std::vector<float>(48), std::vector<float>(36), std::vector<float>(2)));
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error.find("ConvTranspose node 'bad_convT'"), std::string::npos) << r.error;
+  EXPECT_ERROR_MENTIONS(r, "ConvTranspose node 'bad_convT'");
 }
 
-TEST(Conv, DeclinesOtherAndMixedTypes) {
+ONYX_OP_TEST(Conv, DeclinesOtherAndMixedTypes) {
   for (std::string op : {"Conv", "ConvTranspose"}) {
     NodeSpec ints(op, 11);
     ints.inputs = {make_tensor<int32_t>({1, 1, 3, 3}, std::vector<int32_t>(9)),
                    make_tensor<int32_t>({1, 1, 2, 2}, std::vector<int32_t>(4))};
     RunResult r = run_node(ints);
     EXPECT_TRUE(r.declined) << op;
-    EXPECT_NE(r.error.find("int32"), std::string::npos) << r.error;
+    EXPECT_ERROR_MENTIONS(r, "int32");
     NodeSpec mixed(op, 11);
     mixed.inputs = {make_tensor<double>({1, 1, 3, 3}, std::vector<double>(9)),
                     make_tensor<float>({1, 1, 2, 2}, std::vector<float>(4))};
     r = run_node(mixed);
     EXPECT_TRUE(r.declined) << op;
-    EXPECT_NE(r.error.find("float"), std::string::npos) << r.error;
+    EXPECT_ERROR_MENTIONS(r, "float");
   }
 }
 
 // float16 Conv runs through float32: inputs exactly representable in
 // float16, so the only error is the final rounding to float16 (relative
 // 2^-11) over a float32 sum of 18 terms: rtol 1e-3 of the largest output.
-TEST(Conv, Float16MatchesFloat64Reference) {
+ONYX_OP_TEST(Conv, Float16MatchesFloat64Reference) {
   const int64_t c = 2, m = 3, h = 4, w = 4, k = 3;
   std::vector<double> xv(size_t(c * h * w)), wv(size_t(m * c * k * k));
   for (size_t i = 0; i < xv.size(); ++i) xv[i] = double(int(i % 7) - 3) * 0.5;
@@ -370,10 +374,6 @@ TEST(Conv, Float16MatchesFloat64Reference) {
         top = std::max(top, std::fabs(acc));
       }
   for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-3 * top) << i;
-}
-
-TEST(Conv, OnnxNodeTests) {
-  nn::run_onnx_cases({"test_conv", "test_basic_conv", "test_convtranspose"});
 }
 
 }  // namespace

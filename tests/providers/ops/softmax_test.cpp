@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "kernel_harness.h"
+#include "test_providers.h"
 #include "nn_test_util.h"
 
 namespace onyx::test {
@@ -58,8 +59,8 @@ std::vector<double> reference(const std::string& op, const std::vector<double>& 
 //    final rounding relative to |y|: 12 u absolute + 1 u relative.
 //  - Hardmax: exact.
 std::vector<double> tolerance(const std::string& op, const std::vector<double>& expected) {
-  if (op == "Softmax") return nn::rel_tol(expected, 24 * nn::kU32, 1e-30);
-  if (op == "LogSoftmax") return nn::rel_tol(expected, nn::kU32, 12 * nn::kU32);
+  if (op == "Softmax") return nn::provider_tol(op, expected, nn::rel_tol(expected, 24 * nn::kU32, 1e-30));
+  if (op == "LogSoftmax") return nn::provider_tol(op, expected, nn::rel_tol(expected, nn::kU32, 12 * nn::kU32));
   return {0.0};
 }
 
@@ -74,10 +75,23 @@ void PrintTo(const Case& c, std::ostream* os) {
   *os << c.op << "-" << c.opset << " " << ::testing::PrintToString(c.dims) << " axis " << c.axis;
 }
 
-class SoftmaxTest : public ::testing::TestWithParam<Case> {};
+std::vector<Case> softmax_cases() {
+  return {// opset 13: one axis; inner > 64 exercises more than one lane tile.
+          Case{"Softmax", 13, {3, 4, 5}, -1}, Case{"Softmax", 13, {3, 4, 5}, 1},
+          Case{"Softmax", 13, {3, 4, 5}, 0}, Case{"Softmax", 13, {2, 7, 70}, 1},
+          Case{"Softmax", 13, {1}, 0}, Case{"LogSoftmax", 13, {3, 4, 5}, 1},
+          Case{"LogSoftmax", 13, {5, 131}, -1},
+          Case{"Hardmax", 13, {3, 4, 5}, 1},
+          // opset 11: coerced to 2-D at `axis` (the default axis is 1).
+          Case{"Softmax", 11, {2, 3, 4}, 1}, Case{"Softmax", 11, {2, 3, 4}, 0},
+          Case{"LogSoftmax", 11, {2, 3, 4}, 2},
+          Case{"Hardmax", 11, {2, 3, 4}, 1}, Case{"Hardmax", 1, {3, 5}, -1}};
+}
 
-TEST_P(SoftmaxTest, MatchesReferenceFloat32AndFloat64) {
-  const Case& c = GetParam();
+ONYX_PROVIDER_CASE_SUITE(SoftmaxTest, Case, softmax_cases(), case_index<Case>);
+
+ONYX_OP_TEST(SoftmaxTest, MatchesReferenceFloat32AndFloat64) {
+  const Case& c = test_case(self);
   std::vector<float> x = nn::random_floats(size_t(nn::count(c.dims)), 7, -5, 5);
   int64_t rank = int64_t(c.dims.size());
   int64_t axis = c.axis < 0 ? c.axis + rank : c.axis;
@@ -95,7 +109,7 @@ TEST_P(SoftmaxTest, MatchesReferenceFloat32AndFloat64) {
     // In place: output 0 may take input 0's buffer.
     RunResult in_place = run_node(node, {.threads = threads, .in_place = true});
     ASSERT_TRUE(in_place.ok()) << in_place.error;
-    EXPECT_TRUE(in_place.shared_with_input[0]);
+    EXPECT_ON_REFERENCE(EXPECT_TRUE(in_place.shared_with_input[0]));
     EXPECT_TRUE(all_near(in_place.outputs[0].values<float>(), want, tolerance(c.op, want)));
 
     // float64 runs the same code with double math: agreement to ~1e-15.
@@ -106,20 +120,9 @@ TEST_P(SoftmaxTest, MatchesReferenceFloat32AndFloat64) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Ops, SoftmaxTest,
-                         ::testing::Values(
-                             // opset 13: one axis; inner > 64 exercises more than one lane tile.
-                             Case{"Softmax", 13, {3, 4, 5}, -1}, Case{"Softmax", 13, {3, 4, 5}, 1},
-                             Case{"Softmax", 13, {3, 4, 5}, 0}, Case{"Softmax", 13, {2, 7, 70}, 1},
-                             Case{"Softmax", 13, {1}, 0}, Case{"LogSoftmax", 13, {3, 4, 5}, 1},
-                             Case{"LogSoftmax", 13, {5, 131}, -1},
-                             Case{"Hardmax", 13, {3, 4, 5}, 1},
-                             // opset 11: coerced to 2-D at `axis` (the default axis is 1).
-                             Case{"Softmax", 11, {2, 3, 4}, 1}, Case{"Softmax", 11, {2, 3, 4}, 0},
-                             Case{"LogSoftmax", 11, {2, 3, 4}, 2},
-                             Case{"Hardmax", 11, {2, 3, 4}, 1}, Case{"Hardmax", 1, {3, 5}, -1}));
+ONYX_PROVIDER_SUITE(Softmax);
 
-TEST(Softmax, DefaultAxisDependsOnOpset) {
+ONYX_OP_TEST(Softmax, DefaultAxisDependsOnOpset) {
   std::vector<float> x = nn::random_floats(24, 3);
   for (int64_t opset : {11, 13}) {
     NodeSpec node("Softmax", opset);
@@ -133,7 +136,7 @@ TEST(Softmax, DefaultAxisDependsOnOpset) {
   }
 }
 
-TEST(Softmax, LargeInputsStayFinite) {
+ONYX_OP_TEST(Softmax, LargeInputsStayFinite) {
   // exp(1000) overflows: only the max-subtracted form gives a finite answer.
   std::vector<float> x = {1000, 1001, 1002, -1000, 0, 1000};
   NodeSpec node("Softmax", 13);
@@ -149,11 +152,13 @@ TEST(Softmax, LargeInputsStayFinite) {
   ASSERT_TRUE(r.ok()) << r.error;
   want = reference("LogSoftmax", nn::to_double(x), {2, 3}, 1, false);
   // |y| reaches 2000 here: one float rounding of y is 2000 u.
-  EXPECT_TRUE(
-      all_near(r.outputs[0].values<float>(), want, nn::rel_tol(want, nn::kU32, 12 * nn::kU32)));
+  EXPECT_TRUE(all_near(r.outputs[0].values<float>(), want,
+                       nn::provider_tol("LogSoftmax", want, nn::rel_tol(want, nn::kU32, 12 * nn::kU32))));
 }
 
-TEST(Hardmax, TiesPickTheFirstMaximum) {
+ONYX_PROVIDER_SUITE(Hardmax);
+
+ONYX_OP_TEST(Hardmax, TiesPickTheFirstMaximum) {
   NodeSpec node("Hardmax", 13);
   node.inputs = {make_tensor<float>({2, 4}, {1, 3, 3, 0, 2, 2, 2, 2})};
   RunResult r = run_node(node);
@@ -161,35 +166,31 @@ TEST(Hardmax, TiesPickTheFirstMaximum) {
   EXPECT_EQ(r.outputs[0].values<float>(), (std::vector<float>{0, 1, 0, 0, 1, 0, 0, 0}));
 }
 
-TEST(Softmax, AxisOutOfRangeIsAnError) {
+ONYX_OP_TEST(Softmax, AxisOutOfRangeIsAnError) {
   NodeSpec node("Softmax", 13);
   node.name = "sm";
   node.attr("axis", 3);
   node.inputs = {make_tensor<float>({2, 3}, std::vector<float>(6, 0.f))};
   RunResult r = run_node(node);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error.find("Softmax node 'sm'"), std::string::npos) << r.error;
-  EXPECT_NE(r.error.find("axis 3"), std::string::npos) << r.error;
+  EXPECT_ERROR_MENTIONS(r, "Softmax node 'sm'");
+  EXPECT_ERROR_MENTIONS(r, "axis 3");
 }
 
-TEST(Softmax, DeclinesIntegerInput) {
+ONYX_OP_TEST(Softmax, DeclinesIntegerInput) {
   NodeSpec node("Softmax", 13);
   node.inputs = {make_tensor<int32_t>({2}, {1, 2})};
   RunResult r = run_node(node);
   EXPECT_TRUE(r.declined);
-  EXPECT_NE(r.error.find("int32"), std::string::npos) << r.error;
+  EXPECT_ERROR_MENTIONS(r, "int32");
 }
 
-TEST(Softmax, EmptyInputGivesEmptyOutput) {
+ONYX_OP_TEST(Softmax, EmptyInputGivesEmptyOutput) {
   NodeSpec node("LogSoftmax", 13);
   node.inputs = {make_tensor<float>({0, 3}, {})};
   RunResult r = run_node(node);
   ASSERT_TRUE(r.ok()) << r.error;
   EXPECT_EQ(r.outputs[0].dims, (std::vector<int64_t>{0, 3}));
-}
-
-TEST(Softmax, OnnxNodeTests) {
-  nn::run_onnx_cases({"test_softmax", "test_logsoftmax", "test_hardmax"});
 }
 
 }  // namespace

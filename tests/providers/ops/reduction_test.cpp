@@ -8,6 +8,8 @@
 #include <random>
 
 #include "kernel_harness.h"
+#include "nn_test_util.h"
+#include "test_providers.h"
 
 namespace onyx::test {
 namespace {
@@ -71,7 +73,9 @@ std::vector<double> reference(const Reducer& r, const Dims& dims, const std::vec
 
 // The kernels accumulate float32 inputs in double and round once, so the
 // result is within an ulp or two of the double reference: 1e-6 relative.
-TEST(Reduce, AllKindsAllAxesBothFormsMatchReference) {
+ONYX_PROVIDER_SUITE(Reduce);
+
+ONYX_OP_TEST(Reduce, AllKindsAllAxesBothFormsMatchReference) {
   const Dims dims = {3, 4, 5};
   std::vector<float> x = random_floats(60, 1, 0.5f, 1.5f);  // positive: LogSum, Prod stay finite
   const std::vector<std::vector<int64_t>> axes_sets = {{}, {0}, {1}, {2}, {0, 2}, {-1, 0}, {0, 1, 2}};
@@ -99,7 +103,7 @@ TEST(Reduce, AllKindsAllAxesBothFormsMatchReference) {
         }
 }
 
-TEST(Reduce, NoopWithEmptyAxesReducesEachElementAlone) {
+ONYX_OP_TEST(Reduce, NoopWithEmptyAxesReducesEachElementAlone) {
   std::vector<float> x = {-2, 0.5f, 3};
   NodeSpec node("ReduceSumSquare", 18);
   node.inputs = {make_tensor<float>({3}, x)};
@@ -117,7 +121,7 @@ TEST(Reduce, NoopWithEmptyAxesReducesEachElementAlone) {
   EXPECT_EQ(r.outputs[0].values<float>(), x);
 }
 
-TEST(Reduce, EmptyReductionGivesIdentityElements) {
+ONYX_OP_TEST(Reduce, EmptyReductionGivesIdentityElements) {
   const Dims dims = {2, 0, 3};
   struct Case {
     const char* op;
@@ -134,7 +138,7 @@ TEST(Reduce, EmptyReductionGivesIdentityElements) {
   }
 }
 
-TEST(Reduce, IntegerTypes) {
+ONYX_OP_TEST(Reduce, IntegerTypes) {
   NodeSpec sum("ReduceSum", 13);
   sum.inputs = {make_tensor<int32_t>({2, 3}, {1, 2, 3, -4, 5, 7}), make_tensor<int64_t>({1}, {1})};
   sum.attr("keepdims", int64_t{0});
@@ -158,7 +162,7 @@ TEST(Reduce, IntegerTypes) {
 
 // Large enough for several chunks on 4 threads, in both walks: reducing the
 // last axis (contiguous runs) and the first (rows folded into accumulators).
-TEST(Reduce, ThreadedLargeTensorBothWalks) {
+ONYX_OP_TEST(Reduce, ThreadedLargeTensorBothWalks) {
   const Dims dims = {300, 700};
   std::vector<float> x = random_floats(210000, 5, -1, 1);
   for (int64_t axis : {0, 1}) {
@@ -173,13 +177,14 @@ TEST(Reduce, ThreadedLargeTensorBothWalks) {
     ASSERT_EQ(y.size(), want.size());
     // Sums of up to 700 values in [-1, 1]: the double accumulator is exact
     // to ~1e-13, rounding to float adds <= 2^-24 relative.
-    for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(y[i], want[i], 1e-6 * std::fabs(want[i]) + 1e-6) << axis;
+    const std::vector<double> tol = nn::provider_tol("ReduceSum", want, nn::rel_tol(want, 1e-6, 1e-6));
+    EXPECT_TRUE(nn::all_near(y, want, tol)) << axis;
   }
 }
 
 // Runs are folded in 8 lanes plus a tail: a NaN or an extreme in any lane
 // or in the tail must reach the result, and an integer sum must still wrap.
-TEST(Reduce, LanesAndTailOfContiguousRuns) {
+ONYX_OP_TEST(Reduce, LanesAndTailOfContiguousRuns) {
   for (size_t at : {size_t(3), size_t(11), size_t(18)}) {  // first block, second block, tail
     std::vector<float> x(19);
     for (size_t i = 0; i < x.size(); ++i) x[i] = float(i % 5) - 2;
@@ -211,27 +216,29 @@ TEST(Reduce, LanesAndTailOfContiguousRuns) {
   EXPECT_EQ(r.outputs[0].values<float>()[0], float(1 << 21));
 }
 
-TEST(Reduce, Errors) {
+ONYX_OP_TEST(Reduce, Errors) {
   NodeSpec bad_axis("ReduceMax", 13);
   bad_axis.name = "rmax";
   bad_axis.inputs = {make_tensor<float>({2, 2}, {1, 2, 3, 4})};
   bad_axis.attr("axes", std::vector<int64_t>{2});
   RunResult r = run_node(bad_axis);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error.find("ReduceMax node 'rmax': axis 2 is out of range"), std::string::npos) << r.error;
+  EXPECT_ERROR_MENTIONS(r, "ReduceMax node 'rmax': axis 2 is out of range");
 
   NodeSpec repeated("ReduceSum", 13);
   repeated.inputs = {make_tensor<float>({2, 2}, {1, 2, 3, 4}), make_tensor<int64_t>({2}, {1, -1})};
   r = run_node(repeated);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error.find("repeated"), std::string::npos) << r.error;
+  EXPECT_ERROR_MENTIONS(r, "repeated");
 
   NodeSpec float_axes("ReduceSum", 13);
   float_axes.inputs = {make_tensor<float>({2}, {1, 2}), make_tensor<float>({1}, {0})};
   EXPECT_TRUE(run_node(float_axes).declined);
 }
 
-TEST(ArgMaxMin, KeepdimsLastIndexAndTies) {
+ONYX_PROVIDER_SUITE(ArgMaxMin);
+
+ONYX_OP_TEST(ArgMaxMin, KeepdimsLastIndexAndTies) {
   // [[1, 5, 5], [7, 2, 7]]
   HostTensor x = make_tensor<float>({2, 3}, {1, 5, 5, 7, 2, 7});
   struct Case {
@@ -256,7 +263,7 @@ TEST(ArgMaxMin, KeepdimsLastIndexAndTies) {
   bad.attr("axis", int64_t{2});
   RunResult r = run_node(bad);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error.find("axis 2 is out of range"), std::string::npos) << r.error;
+  EXPECT_ERROR_MENTIONS(r, "axis 2 is out of range");
 }
 
 }  // namespace

@@ -1,10 +1,11 @@
 // nn_test_util.h: helpers shared by the tests of the neural-network kernels
-// (linalg, conv, pool, norm, softmax): seeded random data, element-wise
-// comparison with per-element tolerances, and the ONNX node-test sweep.
+// (linalg, conv, pool, norm, softmax): seeded random data and element-wise
+// comparison with per-element tolerances.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "compare.h"
 #include "kernel_harness.h"
 
 namespace onyx::test::nn {
@@ -78,6 +80,24 @@ inline std::vector<double> rel_tol(const std::vector<double>& expected, double r
   return t;
 }
 
+// The tolerance of results of `op` on the current provider. On the
+// reference, `reference_tol`: the test's own bound, derived from how the CPU
+// kernels compute (most in double, rounded once). Any other provider may
+// accumulate in float32, as oneDNN and the GPU kernels do, so it gets at least
+// the conformance tolerance table's bound for the op
+// (conformance/tolerances.cpp: the bound every provider is certified against,
+// each row with its reason). The reference's bounds are never widened.
+inline std::vector<double> provider_tol(const std::string& op, const std::vector<double>& want,
+                                        const std::vector<double>& reference_tol) {
+  if (on_reference_provider()) return reference_tol;
+  const conformance::Tolerance table = conformance::tolerance_for(op, ONYX_DTYPE_FLOAT32);
+  std::vector<double> t(want.size());
+  for (size_t i = 0; i < t.size(); ++i)
+    t[i] = std::max(reference_tol.size() == 1 ? reference_tol[0] : reference_tol[i],
+                    table.atol + table.rtol * std::fabs(want[i]));
+  return t;
+}
+
 // The tolerance of a float32 sum of k terms (any order, with or without
 // FMA) whose absolute values sum to `abs_sum`: the classic bound
 // |fl(sum) - sum| <= gamma_k * abs_sum with gamma_k = k u / (1 - k u),
@@ -85,40 +105,6 @@ inline std::vector<double> rel_tol(const std::vector<double>& expected, double r
 inline double sum_tol(double k, double abs_sum) {
   double gamma = (k + 2) * kU32 / (1 - (k + 2) * kU32);
   return 2 * gamma * abs_sum + 1e-30;
-}
-
-// Runs every ONNX backend node test whose name starts with one of
-// `prefixes`. Single-node cases must pass, except those listed in
-// `declines` (name -> why the kernel refuses it), which must be declined;
-// multi-node ("_expanded") cases are skipped by the harness. Prints and
-// records the counts.
-inline void run_onnx_cases(const std::vector<std::string>& prefixes,
-                           const std::map<std::string, std::string>& declines = {}) {
-  std::set<std::string> names;  // prefixes may overlap
-  for (const std::string& prefix : prefixes)
-    for (const std::string& name : list_onnx_node_tests(prefix)) names.insert(name);
-  int pass = 0, skipped = 0, declined = 0, total = 0;
-  for (const std::string& name : names) {
-    ++total;
-    OnnxCaseResult r = run_onnx_node_test(name);
-    if (declines.count(name)) {
-      EXPECT_EQ(r.outcome, OnnxCaseResult::kDeclined) << name << ": " << r.message;
-      declined += r.outcome == OnnxCaseResult::kDeclined;
-      continue;
-    }
-    if (r.outcome == OnnxCaseResult::kSkipped) {
-      ++skipped;
-      continue;
-    }
-    EXPECT_EQ(r.outcome, OnnxCaseResult::kPass) << name << ": " << r.message;
-    pass += r.outcome == OnnxCaseResult::kPass;
-  }
-  if (total == 0) GTEST_SKIP() << "no ONNX node tests found in " << onnx_node_tests_dir();
-  std::printf(
-      "ONNX node tests: %d passed, %d declined as expected, %d skipped (multi-node) of %d\n", pass,
-      declined, skipped, total);
-  ::testing::Test::RecordProperty("onnx_passed", pass);
-  ::testing::Test::RecordProperty("onnx_skipped", skipped);
 }
 
 }  // namespace onyx::test::nn

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "kernel_harness.h"
+#include "test_providers.h"
 #include "nn_test_util.h"
 
 namespace onyx::test {
@@ -57,7 +58,9 @@ std::vector<double> positive(size_t n, uint32_t seed) {
   return nn::to_double(nn::random_floats(n, seed, 0.5f, 2.0f));
 }
 
-TEST(BatchNorm, InferenceMatchesReference) {
+ONYX_PROVIDER_SUITE(BatchNorm);
+
+ONYX_OP_TEST(BatchNorm, InferenceMatchesReference) {
   const int64_t n = 2, c = 3, s = 20;  // X [2, 3, 4, 5]
   std::vector<float> x = nn::random_floats(size_t(n * c * s), 1, -3, 3);
   std::vector<double> scale = nn::to_double(nn::random_floats(3, 2)),
@@ -85,7 +88,7 @@ TEST(BatchNorm, InferenceMatchesReference) {
     for (bool in_place : {false, true}) {
       RunResult r = run_node(node, {.threads = 2, .in_place = in_place});
       ASSERT_TRUE(r.ok()) << "opset " << opset << ": " << r.error;
-      EXPECT_EQ(r.shared_with_input[0], in_place);
+      EXPECT_ON_REFERENCE(EXPECT_EQ(r.shared_with_input[0], in_place));
       EXPECT_TRUE(all_near(r.outputs[0].values<float>(), want.y, want.tol)) << "opset " << opset;
     }
   }
@@ -93,7 +96,7 @@ TEST(BatchNorm, InferenceMatchesReference) {
 
 // Training: Y uses the batch statistics; the running statistics blend the
 // inputs with the batch values: running = input * momentum + batch * (1 - momentum).
-TEST(BatchNorm, TrainingModeOutputsRunningStatistics) {
+ONYX_OP_TEST(BatchNorm, TrainingModeOutputsRunningStatistics) {
   const int64_t n = 3, c = 2, s = 7;
   std::vector<float> xf = nn::random_floats(size_t(n * c * s), 8, -2, 4);
   std::vector<double> x = nn::to_double(xf);
@@ -107,8 +110,9 @@ TEST(BatchNorm, TrainingModeOutputsRunningStatistics) {
     for (size_t i = 0; i < x.size(); ++i)
       if (chan[i] == k) idx.push_back(int64_t(i));
     auto [m, v] = moments(x, idx);
-    run_mean.push_back(mean[size_t(k)] * 0.8 + m * 0.2);
-    run_var.push_back(var[size_t(k)] * 0.8 + v * 0.2);
+    const double momentum = as_onnx_float(0.8);
+    run_mean.push_back(mean[size_t(k)] * momentum + m * (1 - momentum));
+    run_var.push_back(var[size_t(k)] * momentum + v * (1 - momentum));
   }
   NodeSpec node("BatchNormalization", 15);
   node.attr("training_mode", 1).attr("momentum", 0.8);
@@ -145,7 +149,7 @@ TEST(BatchNorm, TrainingModeOutputsRunningStatistics) {
   EXPECT_TRUE(all_near(r.outputs[0].values<float>(), inference.y, inference.tol));
 }
 
-TEST(BatchNorm, LegacyPerActivationStatistics) {
+ONYX_OP_TEST(BatchNorm, LegacyPerActivationStatistics) {
   // spatial = 0 (opset 7): one statistic per (C, H, W) element.
   const int64_t n = 2, f = 6;  // C = 2, H x W = 3
   std::vector<float> x = nn::random_floats(size_t(n * f), 9);
@@ -167,7 +171,7 @@ TEST(BatchNorm, LegacyPerActivationStatistics) {
   EXPECT_TRUE(all_near(r.outputs[0].values<float>(), want.y, want.tol));
 }
 
-TEST(BatchNorm, ErrorsAndDeclines) {
+ONYX_OP_TEST(BatchNorm, ErrorsAndDeclines) {
   NodeSpec node("BatchNormalization", 15);
   std::vector<float> ones(3, 1.f);
   node.inputs = {make_tensor<float>({1, 3, 2}, std::vector<float>(6, 0.f)),
@@ -175,17 +179,19 @@ TEST(BatchNorm, ErrorsAndDeclines) {
                  make_tensor<float>({2}, {0, 0}), make_tensor<float>({3}, ones)};
   RunResult r = run_node(node);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error.find("input 3 (input_mean)"), std::string::npos) << r.error;
+  EXPECT_ERROR_MENTIONS(r, "input 3 (input_mean)");
 
   NodeSpec old("BatchNormalization", 9);  // training outputs before opset 14
   old.inputs = node.inputs;
   old.output_count = 5;
   r = run_node(old);
   EXPECT_TRUE(r.declined);
-  EXPECT_NE(r.error.find("opset 14"), std::string::npos) << r.error;
+  EXPECT_ERROR_MENTIONS(r, "opset 14");
 }
 
-TEST(LayerNorm, AxesBiasAndStatistics) {
+ONYX_PROVIDER_SUITE(LayerNorm);
+
+ONYX_OP_TEST(LayerNorm, AxesBiasAndStatistics) {
   const std::vector<int64_t> dims = {2, 3, 5};
   std::vector<float> xf = nn::random_floats(30, 14, -2, 3);
   std::vector<double> x = nn::to_double(xf);
@@ -214,18 +220,21 @@ TEST(LayerNorm, AxesBiasAndStatistics) {
                    make_tensor<float>(norm_dims, bias)};
     RunResult r = run_node(node, {.threads = 3, .in_place = axis == 0});
     ASSERT_TRUE(r.ok()) << r.error;
-    EXPECT_EQ(r.shared_with_input[0], axis == 0);
+    EXPECT_ON_REFERENCE(EXPECT_EQ(r.shared_with_input[0], axis == 0));
     // Everything runs in double and is rounded once: 1 u relative.
-    EXPECT_TRUE(all_near(r.outputs[0].values<float>(), y, nn::rel_tol(y, kU32, 1e-12))) << axis;
-    EXPECT_TRUE(all_near(r.outputs[1].values<float>(), mean, nn::rel_tol(mean, kU32, 1e-12)));
-    EXPECT_TRUE(all_near(r.outputs[2].values<float>(), inv, nn::rel_tol(inv, kU32, 1e-12)));
+    auto tol = [](const std::vector<double>& want) {
+      return nn::provider_tol("LayerNormalization", want, nn::rel_tol(want, kU32, 1e-12));
+    };
+    EXPECT_TRUE(all_near(r.outputs[0].values<float>(), y, tol(y))) << axis;
+    EXPECT_TRUE(all_near(r.outputs[1].values<float>(), mean, tol(mean)));
+    EXPECT_TRUE(all_near(r.outputs[2].values<float>(), inv, tol(inv)));
     std::vector<int64_t> stat_dims = dims;
     for (int64_t d = a; d < 3; ++d) stat_dims[size_t(d)] = 1;
     EXPECT_EQ(r.outputs[1].dims, stat_dims);
   }
 }
 
-TEST(LayerNorm, ScaleBroadcastsAndBiasIsOptional) {
+ONYX_OP_TEST(LayerNorm, ScaleBroadcastsAndBiasIsOptional) {
   std::vector<float> xf = nn::random_floats(24, 17);
   std::vector<double> x = nn::to_double(xf), y;
   std::vector<float> scale = {0.5f, -2.0f, 3.0f};  // [1, 3] over the normalized [4, 3]
@@ -246,16 +255,18 @@ TEST(LayerNorm, ScaleBroadcastsAndBiasIsOptional) {
   node.inputs[1] = make_tensor<float>({2, 3}, std::vector<float>(6, 1.f));  // does not broadcast
   r = run_node(node);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error.find("input 1"), std::string::npos) << r.error;
+  EXPECT_ERROR_MENTIONS(r, "input 1");
   NodeSpec bad_axis("LayerNormalization", 17);
   bad_axis.attr("axis", 3);
   bad_axis.inputs = {node.inputs[0], make_tensor<float>({1, 3}, scale)};
   r = run_node(bad_axis);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error.find("axis 3"), std::string::npos) << r.error;
+  EXPECT_ERROR_MENTIONS(r, "axis 3");
 }
 
-TEST(InstanceAndGroupNorm, MatchReference) {
+ONYX_PROVIDER_SUITE(InstanceAndGroupNorm);
+
+ONYX_OP_TEST(InstanceAndGroupNorm, MatchReference) {
   const int64_t n = 2, c = 6, s = 7;  // X [2, 6, 7]
   std::vector<float> xf = nn::random_floats(size_t(n * c * s), 18, -1, 5);
   std::vector<double> x = nn::to_double(xf);
@@ -270,7 +281,7 @@ TEST(InstanceAndGroupNorm, MatchReference) {
                  make_tensor<float>({c}, bias)};
   RunResult r = run_node(node, {.threads = 2, .in_place = true});
   ASSERT_TRUE(r.ok()) << r.error;
-  EXPECT_TRUE(r.shared_with_input[0]);
+  EXPECT_ON_REFERENCE(EXPECT_TRUE(r.shared_with_input[0]));
   EXPECT_TRUE(all_near(r.outputs[0].values<float>(), want.y, want.tol));
 
   const int64_t g = 3;
@@ -303,10 +314,12 @@ TEST(InstanceAndGroupNorm, MatchReference) {
   bad_groups.inputs = gn.inputs;
   r = run_node(bad_groups);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error.find("num_groups 4"), std::string::npos) << r.error;
+  EXPECT_ERROR_MENTIONS(r, "num_groups 4");
 }
 
-TEST(Lrn, OddAndEvenSizes) {
+ONYX_PROVIDER_SUITE(Lrn);
+
+ONYX_OP_TEST(Lrn, OddAndEvenSizes) {
   const int64_t n = 2, c = 5, s = 6;
   std::vector<float> xf = nn::random_floats(size_t(n * c * s), 21, -2, 2);
   for (int64_t size : {3, 4}) {
@@ -319,7 +332,7 @@ TEST(Lrn, OddAndEvenSizes) {
         double v = xf[size_t((b * c + j) * s + p)];
         sq += v * v;
       }
-      y.push_back(xf[size_t(i)] / std::pow(2.0 + 0.01 / double(size) * sq, 0.6));
+      y.push_back(xf[size_t(i)] / std::pow(2.0 + as_onnx_float(0.01) / double(size) * sq, as_onnx_float(0.6)));
     }
     NodeSpec node("LRN", 13);
     node.attr("size", size).attr("alpha", 0.01).attr("beta", 0.6).attr("bias", 2.0);
@@ -331,7 +344,9 @@ TEST(Lrn, OddAndEvenSizes) {
   }
 }
 
-TEST(MeanVarianceNorm, AxesMatchReference) {
+ONYX_PROVIDER_SUITE(MeanVarianceNorm);
+
+ONYX_OP_TEST(MeanVarianceNorm, AxesMatchReference) {
   const std::vector<int64_t> dims = {2, 3, 2, 4};
   std::vector<float> xf = nn::random_floats(48, 22, -1, 3);
   std::vector<double> x = nn::to_double(xf);
@@ -366,11 +381,6 @@ TEST(MeanVarianceNorm, AxesMatchReference) {
     ASSERT_TRUE(r.ok()) << r.error;
     EXPECT_TRUE(all_near(r.outputs[0].values<float>(), y, nn::rel_tol(y, kU32, 1e-12)));
   }
-}
-
-TEST(Norm, OnnxNodeTests) {
-  nn::run_onnx_cases({"test_batchnorm", "test_layer_normalization", "test_instancenorm",
-                      "test_group_normalization", "test_lrn", "test_mvn"});
 }
 
 }  // namespace

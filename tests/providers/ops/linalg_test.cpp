@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "kernel_harness.h"
+#include "test_providers.h"
 #include "nn_test_util.h"
 
 namespace onyx::test {
@@ -73,10 +74,20 @@ void PrintTo(const Shapes& s, std::ostream* os) {
   *os << ::testing::PrintToString(s.a) << " x " << ::testing::PrintToString(s.b);
 }
 
-class MatMulTest : public ::testing::TestWithParam<Shapes> {};
+std::vector<Shapes> matmul_cases() {
+  return {Shapes{{3, 4}, {4, 5}}, Shapes{{17, 33}, {33, 19}},
+          Shapes{{7}, {7}}, Shapes{{7}, {2, 7, 3}},
+          Shapes{{2, 3, 4}, {4}}, Shapes{{2, 1, 3, 4}, {5, 4, 6}},
+          Shapes{{5, 3, 4}, {4, 6}}, Shapes{{3, 4}, {3, 4, 5}},
+          Shapes{{64, 3, 5}, {64, 5, 2}},
+          Shapes{{2, 3, 0}, {0, 4}},
+          Shapes{{1, 1, 9, 8}, {1, 8, 1}}};
+}
 
-TEST_P(MatMulTest, Float32MatchesReference) {
-  const Shapes& s = GetParam();
+ONYX_PROVIDER_CASE_SUITE(MatMulTest, Shapes, matmul_cases(), case_index<Shapes>);
+
+ONYX_OP_TEST(MatMulTest, Float32MatchesReference) {
+  const Shapes& s = test_case(self);
   std::vector<float> a = nn::random_floats(size_t(nn::count(s.a)), 41),
                      b = nn::random_floats(size_t(nn::count(s.b)), 42);
   MatRef want = matmul_ref(nn::to_double(a), s.a, nn::to_double(b), s.b);
@@ -93,8 +104,8 @@ TEST_P(MatMulTest, Float32MatchesReference) {
     }
 }
 
-TEST_P(MatMulTest, Float64AndIntegersMatchReference) {
-  const Shapes& s = GetParam();
+ONYX_OP_TEST(MatMulTest, Float64AndIntegersMatchReference) {
+  const Shapes& s = test_case(self);
   std::vector<float> af = nn::random_floats(size_t(nn::count(s.a)), 43),
                      bf = nn::random_floats(size_t(nn::count(s.b)), 44);
   MatRef want = matmul_ref(nn::to_double(af), s.a, nn::to_double(bf), s.b);
@@ -124,16 +135,9 @@ TEST_P(MatMulTest, Float64AndIntegersMatchReference) {
   EXPECT_TRUE(all_near(r.outputs[0].values<int64_t>(), iwant.y, {0.0}));
 }
 
-INSTANTIATE_TEST_SUITE_P(Broadcasting, MatMulTest,
-                         ::testing::Values(Shapes{{3, 4}, {4, 5}}, Shapes{{17, 33}, {33, 19}},
-                                           Shapes{{7}, {7}}, Shapes{{7}, {2, 7, 3}},
-                                           Shapes{{2, 3, 4}, {4}}, Shapes{{2, 1, 3, 4}, {5, 4, 6}},
-                                           Shapes{{5, 3, 4}, {4, 6}}, Shapes{{3, 4}, {3, 4, 5}},
-                                           Shapes{{64, 3, 5}, {64, 5, 2}},
-                                           Shapes{{2, 3, 0}, {0, 4}},
-                                           Shapes{{1, 1, 9, 8}, {1, 8, 1}}));
+ONYX_PROVIDER_SUITE(MatMul);
 
-TEST(MatMul, IntegerProductsWrapAround) {
+ONYX_OP_TEST(MatMul, IntegerProductsWrapAround) {
   // 2^31 - 1 times 2 wraps in int32 the way the hardware does (no UB).
   NodeSpec node("MatMul", 13);
   node.inputs = {make_tensor<int32_t>({1, 1}, {2147483647}), make_tensor<int32_t>({1, 1}, {2})};
@@ -142,26 +146,26 @@ TEST(MatMul, IntegerProductsWrapAround) {
   EXPECT_EQ(r.outputs[0].values<int32_t>(), std::vector<int32_t>{-2});
 }
 
-TEST(MatMul, ShapeErrors) {
+ONYX_OP_TEST(MatMul, ShapeErrors) {
   NodeSpec node("MatMul", 13);
   node.name = "mm";
   node.inputs = {make_tensor<float>({2, 3}, std::vector<float>(6)),
                  make_tensor<float>({4, 2}, std::vector<float>(8))};
   RunResult r = run_node(node);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error.find("MatMul node 'mm'"), std::string::npos) << r.error;
-  EXPECT_NE(r.error.find("inner dims"), std::string::npos) << r.error;
+  EXPECT_ERROR_MENTIONS(r, "MatMul node 'mm'");
+  EXPECT_ERROR_MENTIONS(r, "inner dims");
 
   node.inputs = {make_tensor<float>({2, 2, 3}, std::vector<float>(12)),
                  make_tensor<float>({3, 3, 1}, std::vector<float>(9))};
   r = run_node(node);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error.find("batch dims"), std::string::npos) << r.error;
+  EXPECT_ERROR_MENTIONS(r, "batch dims");
 
   node.inputs = {make_scalar<float>(1), make_tensor<float>({1}, {1})};
   r = run_node(node);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error.find("rank"), std::string::npos) << r.error;
+  EXPECT_ERROR_MENTIONS(r, "rank");
 }
 
 // Gemm: Y = alpha op(A) op(B) + beta C.
@@ -176,10 +180,20 @@ void PrintTo(const GemmCase& g, std::ostream* os) {
   *os << "transA " << g.ta << " transB " << g.tb << " C" << ::testing::PrintToString(g.c_dims);
 }
 
-class GemmTest : public ::testing::TestWithParam<GemmCase> {};
+std::vector<GemmCase> gemm_cases() {
+  return {GemmCase{false, false, {5, 7}, true, 1, 1},
+          GemmCase{true, false, {7}, true, 0.5, 2},
+          GemmCase{false, true, {5, 1}, true, -1, 0.25},
+          GemmCase{true, true, {1, 7}, true, 2, -1},
+          GemmCase{false, false, {}, true, 1, 3},
+          GemmCase{true, true, {}, false, 1.5, 1},
+          GemmCase{false, false, {1}, true, 1, 1}};
+}
 
-TEST_P(GemmTest, MatchesReference) {
-  const GemmCase& g = GetParam();
+ONYX_PROVIDER_CASE_SUITE(GemmTest, GemmCase, gemm_cases(), case_index<GemmCase>);
+
+ONYX_OP_TEST(GemmTest, MatchesReference) {
+  const GemmCase& g = test_case(self);
   const int64_t m = 5, n = 7, k = 9;
   std::vector<int64_t> ad = g.ta ? std::vector<int64_t>{k, m} : std::vector<int64_t>{m, k};
   std::vector<int64_t> bd = g.tb ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n};
@@ -231,50 +245,45 @@ TEST_P(GemmTest, MatchesReference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Attributes, GemmTest,
-                         ::testing::Values(GemmCase{false, false, {5, 7}, true, 1, 1},
-                                           GemmCase{true, false, {7}, true, 0.5, 2},
-                                           GemmCase{false, true, {5, 1}, true, -1, 0.25},
-                                           GemmCase{true, true, {1, 7}, true, 2, -1},
-                                           GemmCase{false, false, {}, true, 1, 3},
-                                           GemmCase{true, true, {}, false, 1.5, 1},
-                                           GemmCase{false, false, {1}, true, 1, 1}));
+ONYX_PROVIDER_SUITE(Gemm);
 
-TEST(Gemm, LegacyBroadcastAttribute) {
+ONYX_OP_TEST(Gemm, LegacyBroadcastAttribute) {
   // Before opset 7, C broadcasts only with broadcast = 1.
   NodeSpec node("Gemm", 6);
   node.inputs = {make_tensor<float>({2, 2}, {1, 2, 3, 4}), make_tensor<float>({2, 2}, {1, 0, 0, 1}),
                  make_tensor<float>({2}, {10, 20})};
   RunResult r = run_node(node);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error.find("broadcast=0"), std::string::npos) << r.error;
+  EXPECT_ERROR_MENTIONS(r, "broadcast=0");
   node.attr("broadcast", 1);
   r = run_node(node);
   ASSERT_TRUE(r.ok()) << r.error;
   EXPECT_EQ(r.outputs[0].values<float>(), (std::vector<float>{11, 22, 13, 24}));
 }
 
-TEST(Gemm, Errors) {
+ONYX_OP_TEST(Gemm, Errors) {
   NodeSpec node("Gemm", 13);
   node.inputs = {make_tensor<float>({2, 3}, std::vector<float>(6)),
                  make_tensor<float>({2, 3}, std::vector<float>(6))};
   RunResult r = run_node(node);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error.find("inner dims"), std::string::npos) << r.error;
+  EXPECT_ERROR_MENTIONS(r, "inner dims");
   node.inputs = {make_tensor<float>({1, 2, 3}, std::vector<float>(6)),
                  make_tensor<float>({3, 2}, std::vector<float>(6))};
   r = run_node(node);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error.find("matrices"), std::string::npos) << r.error;
+  EXPECT_ERROR_MENTIONS(r, "matrices");
   node.inputs = {make_tensor<float>({2, 3}, std::vector<float>(6)),
                  make_tensor<float>({3, 2}, std::vector<float>(6)),
                  make_tensor<float>({3}, std::vector<float>(3))};
   r = run_node(node);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error.find("input 2 (C)"), std::string::npos) << r.error;
+  EXPECT_ERROR_MENTIONS(r, "input 2 (C)");
 }
 
-TEST(MatMulInteger, ZeroPointsPerTensorRowAndColumn) {
+ONYX_PROVIDER_SUITE(MatMulInteger);
+
+ONYX_OP_TEST(MatMulInteger, ZeroPointsPerTensorRowAndColumn) {
   std::vector<uint8_t> a = {1, 200, 37, 4, 255, 0};   // [2, 3]
   std::vector<int8_t> b = {-128, 5, 127, -1, 3, 64};  // [3, 2]
   for (bool vectors : {false, true}) {
@@ -299,7 +308,9 @@ TEST(MatMulInteger, ZeroPointsPerTensorRowAndColumn) {
   }
 }
 
-TEST(QLinearMatMul, RequantizesWithRoundHalfToEven) {
+ONYX_PROVIDER_SUITE(QLinearMatMul);
+
+ONYX_OP_TEST(QLinearMatMul, RequantizesWithRoundHalfToEven) {
   // a: uint8, zero 10, scale 0.5; b: uint8, zero 3, scale 0.25; y: uint8,
   // zero 5, scale 0.25: y = sum / 2 + 5, so odd sums land on .5 ties.
   std::vector<uint8_t> a = {10, 12, 11, 255, 0, 14}, b = {3, 4, 5, 9, 0, 255};
@@ -318,10 +329,6 @@ TEST(QLinearMatMul, RequantizesWithRoundHalfToEven) {
   RunResult r = run_node(node);
   ASSERT_TRUE(r.ok()) << r.error;
   EXPECT_TRUE(all_near(r.outputs[0].values<uint8_t>(), want, {0.0}));
-}
-
-TEST(Linalg, OnnxNodeTests) {
-  nn::run_onnx_cases({"test_matmul", "test_gemm", "test_qlinearmatmul"});
 }
 
 }  // namespace

@@ -1,7 +1,5 @@
 // kernel_harness_tensor.cpp: HostTensor, the float16/bfloat16 conversions
 // and NodeSpec's attribute setters of kernel_harness.h.
-#include <onyx/plugin_sdk.hpp>
-
 #include <cmath>
 
 #include "kernel_harness.h"
@@ -11,8 +9,6 @@ namespace onyx::test {
 // ---------------------------------------------------------------------------
 // Tensors and attributes
 // ---------------------------------------------------------------------------
-
-size_t dtype_bytes(int32_t dtype) { return sdk::dtype_size(dtype); }
 
 int64_t HostTensor::size() const {
   int64_t n = 1;
