@@ -1,14 +1,11 @@
 // report.cpp: JSON and HTML report writers.
 #include "report.h"
 
-#include <fcntl.h>
-#include <unistd.h>
+#include <onyx/util/atomic_file.h>
+#include <onyx/util/json_writer.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <map>
 #include <stdexcept>
@@ -16,28 +13,6 @@
 namespace onyx::conformance {
 
 namespace {
-
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += char(c);
-        }
-    }
-  }
-  return out + "\"";
-}
 
 std::string html_escape(const std::string& s) {
   std::string out;
@@ -51,13 +26,6 @@ std::string html_escape(const std::string& s) {
     }
   }
   return out;
-}
-
-std::string number(double v) {
-  if (!std::isfinite(v)) return "null";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
 }
 
 // One matrix cell: the cases of one op on one provider.
@@ -78,32 +46,26 @@ std::string label(const ProviderInfo& p) { return p.name.empty() ? p.provider : 
 }  // namespace
 
 std::string results_json(const std::vector<CaseResult>& results, const std::vector<ProviderInfo>& providers) {
-  std::string out = "{\n  \"providers\": [\n";
-  for (size_t i = 0; i < providers.size(); ++i) {
-    const ProviderInfo& p = providers[i];
-    out += "    {\"provider\": " + json_string(p.provider) + ", \"path\": " + json_string(p.path) +
-           ", \"name\": " + json_string(p.name) + ", \"version\": " + json_string(p.version) +
-           ", \"abi\": " + json_string(p.abi) + ", \"device\": " + json_string(p.device) +
-           ", \"error\": " + json_string(p.error) + "}" + (i + 1 < providers.size() ? ",\n" : "\n");
+  // One record a line: tools and the suite's own tests read the cases line by line.
+  util::JsonWriter j(2);
+  j.begin_object().key("providers").begin_array();
+  for (const ProviderInfo& p : providers) {
+    j.begin_object().key("provider").value(p.provider).key("path").value(p.path).key("name").value(p.name);
+    j.key("version").value(p.version).key("abi").value(p.abi).key("device").value(p.device);
+    j.key("error").value(p.error).end_object();
   }
-  out += "  ],\n  \"cases\": [\n";
-  for (size_t i = 0; i < results.size(); ++i) {
-    const CaseResult& r = results[i];
-    out += "    {\"provider\": " + json_string(r.provider) + ", \"suite\": " + json_string(r.suite) +
-           ", \"case\": " + json_string(r.name) + ", \"op\": " + json_string(r.op) +
-           ", \"status\": " + json_string(outcome_name(r.outcome)) +
-           ", \"error\": " + json_string(r.error) + ", \"max_error\": " + number(r.max_error) +
-           ", \"seconds\": " + number(r.seconds) + "}" + (i + 1 < results.size() ? ",\n" : "\n");
+  j.end_array().key("cases").begin_array();
+  for (const CaseResult& r : results) {
+    j.begin_object().key("provider").value(r.provider).key("suite").value(r.suite).key("case").value(r.name);
+    j.key("op").value(r.op).key("status").value(outcome_name(r.outcome)).key("error").value(r.error);
+    j.key("max_error").value(r.max_error, 6).key("seconds").value(r.seconds, 6).end_object();
   }
   Totals t = count(results);
-  out += "  ],\n  \"totals\": {\"passed\": " + std::to_string(t.passed) +
-         ", \"failed\": " + std::to_string(t.failures()) +
-         ", \"skipped\": " + std::to_string(t.skipped()) +
-         ", \"declined\": " + std::to_string(t.declined) +
-         ", \"unsupported\": " + std::to_string(t.unsupported) +
-         ", \"expected_failures\": " + std::to_string(t.expected_failures) +
-         ", \"unexpected_passes\": " + std::to_string(t.unexpected_passes) + "}\n}\n";
-  return out;
+  j.end_array().key("totals").begin_object().key("passed").value(t.passed).key("failed").value(t.failures());
+  j.key("skipped").value(t.skipped()).key("declined").value(t.declined).key("unsupported").value(t.unsupported);
+  j.key("expected_failures").value(t.expected_failures).key("unexpected_passes").value(t.unexpected_passes);
+  j.end_object().end_object();
+  return j.str() + "\n";
 }
 
 namespace {
@@ -230,29 +192,8 @@ std::string results_html(const std::vector<CaseResult>& results, const std::vect
 }
 
 void write_file_atomically(const std::string& path, const std::string& bytes) {
-  const std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw std::runtime_error("cannot create '" + tmp + "': " + std::strerror(errno));
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      ::close(fd);
-      throw std::runtime_error("cannot write '" + tmp + "': " + std::strerror(errno));
-    }
-    done += size_t(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0)
-    throw std::runtime_error("cannot flush '" + tmp + "': " + std::strerror(errno));
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    throw std::runtime_error("cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(errno));
-  const std::string dir = std::filesystem::path(path).parent_path().string();
-  int dir_fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd >= 0) {
-    ::fsync(dir_fd);
-    ::close(dir_fd);
-  }
+  util::WriteResult written = util::write_file_atomically(path, bytes);
+  if (!written.ok()) throw std::runtime_error(written.message());
 }
 
 void write_reports(const std::string& dir, const std::vector<CaseResult>& results,

@@ -1,5 +1,8 @@
-// file_io.cpp: POSIX file handling for checkpoints (atomic replace, read, mmap).
+// file_io.cpp: POSIX file handling for checkpoints (read, mmap); atomic
+// replacement is util's (onyx/util/atomic_file.h).
 #include "file_io.h"
+
+#include <onyx/util/atomic_file.h>
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -7,7 +10,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -25,52 +27,43 @@ Status io_error(const std::string& what, const std::filesystem::path& path, int 
   return Status(code, what + " '" + path.string() + "': " + errno_text(error));
 }
 
-// Linux moves at most ~2 GiB per read/write call; loop in chunks.
+// Linux moves at most ~2 GiB per read call; loop in chunks.
 constexpr size_t kMaxIo = size_t(1) << 30;
 
+Status io_error(const util::WriteResult& failure) {
+  OnyxStatusCode code = failure.system_error() == ENOENT ? ONYX_STATUS_NOT_FOUND : ONYX_STATUS_UNAVAILABLE;
+  return Status(code, failure.message());
+}
+
+// The writer's sink on util's temporary file.
 class FileSink : public Sink {
  public:
-  FileSink(int fd, std::filesystem::path path) : fd_(fd), path_(std::move(path)) {}
-  Status append(std::span<const std::byte> bytes) override {
-    while (!bytes.empty()) {
-      ssize_t n = ::write(fd_, bytes.data(), std::min(bytes.size(), kMaxIo));
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return io_error("cannot write", path_, errno);
-      bytes = bytes.subspan(size_t(n));
-    }
-    return {};
-  }
+  explicit FileSink(util::TemporaryFile& file) : file_(file) {}
+  Status append(std::span<const std::byte> bytes) override { return status_of(file_.append(bytes)); }
   Status write_at(uint64_t offset, std::span<const std::byte> bytes) override {
-    while (!bytes.empty()) {
-      ssize_t n = ::pwrite(fd_, bytes.data(), std::min(bytes.size(), kMaxIo), off_t(offset));
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return io_error("cannot write", path_, errno);
-      bytes = bytes.subspan(size_t(n));
-      offset += uint64_t(n);
-    }
-    return {};
+    return status_of(file_.write_at(offset, bytes));
   }
 
  private:
-  int fd_;
-  std::filesystem::path path_;
+  static Status status_of(const util::WriteResult& r) { return r.ok() ? Status() : io_error(r); }
+  util::TemporaryFile& file_;
 };
 
-Status fsync_folder(const std::filesystem::path& folder) {
-  int fd = ::open(folder.empty() ? "." : folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return io_error("cannot open folder", folder, errno);
-  int rc = ::fsync(fd);
-  int error = errno;
-  ::close(fd);
-  if (rc != 0) return io_error("cannot flush folder", folder, error);
-  return {};
-}
+// A regular file opened for reading, and its size; the caller closes fd.
+struct OpenFile {
+  int fd = -1;
+  size_t size = 0;
+};
 
-std::filesystem::path temporary_name(const std::filesystem::path& path) {
-  static std::atomic<uint64_t> counter{0};
-  std::filesystem::path tmp = path;
-  tmp += ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
-  return tmp;
+StatusOr<OpenFile> open_regular_file(const std::filesystem::path& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return io_error("cannot open", path, errno);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return invalid_argument("'" + path.string() + "' is not a regular file");
+  }
+  return OpenFile{fd, size_t(st.st_size)};
 }
 
 std::shared_ptr<void> aligned_buffer(size_t size) {
@@ -82,32 +75,21 @@ std::shared_ptr<void> aligned_buffer(size_t size) {
 }  // namespace
 
 Status replace_file_atomically(const std::filesystem::path& path, const std::function<Status(Sink&)>& write) {
-  std::filesystem::path tmp = temporary_name(path);
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return io_error("cannot create", tmp, errno);
-  FileSink sink(fd, tmp);
-  Status status = write(sink);
-  if (status.ok() && ::fsync(fd) != 0) status = io_error("cannot flush", tmp, errno);
-  if (::close(fd) != 0 && status.ok()) status = io_error("cannot close", tmp, errno);
-  if (status.ok() && ::rename(tmp.c_str(), path.c_str()) != 0)
-    status = io_error("cannot rename '" + tmp.string() + "' to", path, errno);
-  if (!status.ok()) {
-    ::unlink(tmp.c_str());
-    return status;
-  }
-  return fsync_folder(path.parent_path());
+  Status written;  // what `write` said, kept with its code
+  util::WriteResult result = util::write_file_atomically(path, [&](util::TemporaryFile& file) {
+    FileSink sink(file);
+    written = write(sink);
+    return written.ok() ? util::WriteResult() : util::WriteResult::failure(written.message());
+  });
+  if (!written.ok()) return written;
+  return result.ok() ? Status() : io_error(result);
 }
 
 StatusOr<FileBytes> read_file(const std::filesystem::path& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return io_error("cannot open", path, errno);
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return invalid_argument("'" + path.string() + "' is not a regular file");
-  }
+  ONYX_ASSIGN_OR_RETURN(OpenFile file, open_regular_file(path));
+  const int fd = file.fd;
   FileBytes bytes;
-  bytes.size = size_t(st.st_size);
+  bytes.size = file.size;
   bytes.owner = aligned_buffer(bytes.size);
   bytes.data = static_cast<std::byte*>(bytes.owner.get());
   size_t done = 0;
@@ -126,15 +108,10 @@ StatusOr<FileBytes> read_file(const std::filesystem::path& path) {
 }
 
 StatusOr<FileBytes> map_file(const std::filesystem::path& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return io_error("cannot open", path, errno);
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return invalid_argument("'" + path.string() + "' is not a regular file");
-  }
+  ONYX_ASSIGN_OR_RETURN(OpenFile file, open_regular_file(path));
+  const int fd = file.fd;
   FileBytes bytes;
-  bytes.size = size_t(st.st_size);
+  bytes.size = file.size;
   if (bytes.size == 0) {  // mmap refuses empty files; the reader reports truncation
     ::close(fd);
     bytes.owner = aligned_buffer(0);

@@ -1,10 +1,10 @@
 // c_api.cpp: the application C API over the core. Every entry point converts
 // C++ exceptions and Status into OnyxStatus*; nothing throws across.
 #include <onyx/onyx_c_api.h>
+#include <onyx/util/json_writer.h>
 
 #include <cstring>
 
-#include "core/json.h"
 #include "session/session.h"
 #include "api/c_api_internal.h"
 
@@ -87,7 +87,7 @@ OnyxStatus* onyx_env_set_logger(OnyxEnv* env, OnyxLogCallback callback, void* us
 OnyxStatus* onyx_env_list_providers(OnyxEnv* env, char** json) {
   return guarded([&] {
     if (!env || !json) return null_arg("onyx_env_list_providers", "argument");
-    onyx::runtime::JsonWriter w;
+    onyx::util::JsonWriter w;
     w.begin_array();
     for (const auto& found : env->registry.discover()) {
       w.begin_object();
@@ -261,7 +261,7 @@ OnyxStatus* onyx_session_memory_report(OnyxSession* s, const char* const* names,
     for (size_t k = 0; k < count; ++k) shapes[names[k]] = onyx::runtime::Shape(dims[k], dims[k] + ranks[k]);
     auto report = s->session->memory_report(shapes);
     if (!report.ok()) return report.status();
-    onyx::runtime::JsonWriter w;
+    onyx::util::JsonWriter w;
     w.begin_array();
     for (const onyx::runtime::MemoryReport& r : report.value()) {
       w.begin_object();

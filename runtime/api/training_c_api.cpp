@@ -9,12 +9,10 @@
 #include <sstream>
 
 #include "api/c_api_internal.h"
+#include "api/checkpoint_state.h"
 #include "training/artifacts.h"
 #include "training/training_session.h"
 
-struct OnyxCheckpointState {
-  std::shared_ptr<onyx::checkpoint::Checkpoint> state;
-};
 struct OnyxTrainingSession {
   std::unique_ptr<onyx::runtime::training::TrainingSession> session;
 };
@@ -22,7 +20,6 @@ struct OnyxTrainingSession {
 namespace {
 
 using onyx::runtime::Status;
-using onyx::runtime::capi::copy_string;
 using onyx::runtime::capi::guarded;
 using onyx::runtime::capi::null_arg;
 namespace tr = onyx::runtime::training;
@@ -106,13 +103,6 @@ const std::vector<std::string>& names_of(const OnyxTrainingSession* s, bool eval
   return inputs ? s->session->train_input_names() : s->session->train_output_names();
 }
 
-std::vector<const onyx::checkpoint::TensorRecord*> all_parameters(const onyx::checkpoint::Checkpoint& c) {
-  std::vector<const onyx::checkpoint::TensorRecord*> list;
-  for (const auto& p : c.module.trainable) list.push_back(&p);
-  for (const auto& p : c.module.frozen) list.push_back(&p);
-  return list;
-}
-
 }  // namespace
 
 extern "C" {
@@ -131,134 +121,6 @@ OnyxStatus* onyx_training_generate_artifacts(const char* model_path, const char*
     std::string dir = std::filesystem::absolute(model_path).parent_path().string();
     ONYX_ASSIGN_OR_RETURN(tr::Artifacts artifacts, tr::make_artifacts(forward, dir, spec));
     return tr::write_artifacts(artifacts, out_dir, nominal);
-  });
-}
-
-OnyxStatus* onyx_checkpoint_load(const char* path, OnyxCheckpointState** out) {
-  return guarded([&]() -> Status {
-    if (!path || !out) return null_arg("onyx_checkpoint_load", "argument");
-    ONYX_ASSIGN_OR_RETURN(auto c, onyx::checkpoint::load(path));
-    *out = new OnyxCheckpointState{std::make_shared<onyx::checkpoint::Checkpoint>(std::move(c))};
-    return Status();
-  });
-}
-
-OnyxStatus* onyx_checkpoint_load_from_buffer(const void* data, size_t size, OnyxCheckpointState** out) {
-  return guarded([&]() -> Status {
-    if (!data || !out) return null_arg("onyx_checkpoint_load_from_buffer", "argument");
-    ONYX_ASSIGN_OR_RETURN(auto c, onyx::checkpoint::load_from_memory({static_cast<const std::byte*>(data), size}));
-    *out = new OnyxCheckpointState{std::make_shared<onyx::checkpoint::Checkpoint>(std::move(c))};
-    return Status();
-  });
-}
-
-OnyxStatus* onyx_checkpoint_save(const OnyxCheckpointState* state, const char* path, bool include_optimizer_state) {
-  return guarded([&]() -> Status {
-    if (!state || !path) return null_arg("onyx_checkpoint_save", "argument");
-    if (include_optimizer_state) return onyx::checkpoint::save(*state->state, path);
-    onyx::checkpoint::Checkpoint copy = *state->state;
-    copy.optimizer.clear();
-    return onyx::checkpoint::save(copy, path);
-  });
-}
-
-void onyx_checkpoint_release(OnyxCheckpointState* state) { delete state; }
-
-bool onyx_checkpoint_is_nominal(const OnyxCheckpointState* state) { return state && state->state->nominal(); }
-
-size_t onyx_checkpoint_parameter_count(const OnyxCheckpointState* state) {
-  return state ? state->state->module.trainable.size() + state->state->module.frozen.size() : 0;
-}
-
-OnyxStatus* onyx_checkpoint_parameter_info(const OnyxCheckpointState* state, size_t index, OnyxValueMetadata* out,
-                                           bool* requires_grad) {
-  return guarded([&]() -> Status {
-    if (!state || !out) return null_arg("onyx_checkpoint_parameter_info", "argument");
-    auto list = all_parameters(*state->state);
-    if (index >= list.size())
-      return onyx::runtime::invalid_argument("parameter index " + std::to_string(index) + " out of range (" +
-                                    std::to_string(list.size()) + ")");
-    const auto& p = *list[index];
-    OnyxValueMetadata m{};
-    m.struct_size = std::min(out->struct_size, sizeof m);
-    m.name = p.name.c_str();
-    m.dtype = p.dtype;
-    m.rank = int32_t(p.shape.size());
-    m.dims = p.shape.data();
-    std::memcpy(out, &m, m.struct_size);
-    if (requires_grad) *requires_grad = index < state->state->module.trainable.size();
-    return Status();
-  });
-}
-
-OnyxStatus* onyx_checkpoint_get_parameter(const OnyxCheckpointState* state, const char* name, OnyxTensor** out) {
-  return guarded([&]() -> Status {
-    if (!state || !name || !out) return null_arg("onyx_checkpoint_get_parameter", "argument");
-    const auto* p = state->state->find_parameter(name);
-    if (!p) return onyx::runtime::not_found(std::string("no parameter named '") + name + "'");
-    if (!p->has_data()) return onyx::runtime::failed_precondition(std::string("parameter '") + name + "' has no data (nominal)");
-    *out = new OnyxTensor{p->data.clone()};
-    return Status();
-  });
-}
-
-OnyxStatus* onyx_checkpoint_update_parameter(OnyxCheckpointState* state, const char* name, const OnyxTensor* value) {
-  return guarded([&]() -> Status {
-    if (!state || !name || !value) return null_arg("onyx_checkpoint_update_parameter", "argument");
-    auto* p = state->state->find_parameter(name);
-    if (!p) return onyx::runtime::not_found(std::string("no parameter named '") + name + "'");
-    const onyx::runtime::Tensor& v = value->tensor;
-    if (v.dtype() != p->dtype || v.shape() != p->shape)
-      return onyx::runtime::invalid_argument(std::string("update_parameter: '") + name + "' is " + onyx::runtime::dtype_name(p->dtype) +
-                                    " " + onyx::runtime::shape_string(p->shape) + ", the new value is " +
-                                    onyx::runtime::dtype_name(v.dtype()) + " " + onyx::runtime::shape_string(v.shape()));
-    p->data = v.clone();
-    p->checksum.reset();
-    return Status();
-  });
-}
-
-OnyxStatus* onyx_checkpoint_set_property_int(OnyxCheckpointState* state, const char* name, int64_t value) {
-  return guarded([&]() -> Status {
-    if (!state || !name) return null_arg("onyx_checkpoint_set_property_int", "argument");
-    state->state->properties[name] = value;
-    return Status();
-  });
-}
-
-OnyxStatus* onyx_checkpoint_set_property_float(OnyxCheckpointState* state, const char* name, double value) {
-  return guarded([&]() -> Status {
-    if (!state || !name) return null_arg("onyx_checkpoint_set_property_float", "argument");
-    state->state->properties[name] = value;
-    return Status();
-  });
-}
-
-OnyxStatus* onyx_checkpoint_set_property_string(OnyxCheckpointState* state, const char* name, const char* value) {
-  return guarded([&]() -> Status {
-    if (!state || !name || !value) return null_arg("onyx_checkpoint_set_property_string", "argument");
-    state->state->properties[name] = std::string(value);
-    return Status();
-  });
-}
-
-OnyxStatus* onyx_checkpoint_get_property(const OnyxCheckpointState* state, const char* name, OnyxPropertyType* type,
-                                         int64_t* int_value, double* float_value, char** string_value) {
-  return guarded([&]() -> Status {
-    if (!state || !name) return null_arg("onyx_checkpoint_get_property", "argument");
-    auto it = state->state->properties.find(name);
-    if (it == state->state->properties.end()) return onyx::runtime::not_found(std::string("no property named '") + name + "'");
-    if (const auto* i = std::get_if<int64_t>(&it->second)) {
-      if (type) *type = ONYX_PROPERTY_INT;
-      if (int_value) *int_value = *i;
-    } else if (const auto* f = std::get_if<double>(&it->second)) {
-      if (type) *type = ONYX_PROPERTY_FLOAT;
-      if (float_value) *float_value = *f;
-    } else {
-      if (type) *type = ONYX_PROPERTY_STRING;
-      if (string_value) *string_value = copy_string(std::get<std::string>(it->second));
-    }
-    return Status();
   });
 }
 

@@ -1,7 +1,8 @@
 #include "session/partition.h"
 
+#include <onyx/util/json_writer.h>
+
 #include "core/abi_status.h"
-#include "core/json.h"
 #include "session/control_flow.h"
 #include "session/device.h"
 #include "session/fused_groups.h"
@@ -112,7 +113,7 @@ bool PartitionReport::is_fallback(const NodePlacement& place) const {
 }
 
 std::string PartitionReport::to_json(const ir::Graph& graph) const {
-  JsonWriter w;
+  util::JsonWriter w;
   w.begin_object();
   w.key("policy").value(fallback_policy_name(policy));
   w.key("devices").begin_array();

@@ -1,7 +1,9 @@
-// file_util.h: atomic file replacement for the training library's outputs
-// (exported models, loss curves): write NAME.tmp, fsync, rename over NAME,
-// fsync the folder. A crash leaves the old file or the new one, never half.
+// file_util.h: the training library's outputs (exported models, artifacts)
+// are written through the one atomic writer (onyx/util/atomic_file.h); this
+// gives its result as a Status.
 #pragma once
+
+#include <onyx/util/atomic_file.h>
 
 #include <string>
 #include <string_view>
@@ -10,6 +12,9 @@
 
 namespace onyx::runtime::training {
 
-Status write_file_atomically(const std::string& path, std::string_view bytes);
+inline Status write_file_atomically(const std::string& path, std::string_view bytes) {
+  util::WriteResult written = util::write_file_atomically(path, bytes);
+  return written.ok() ? Status() : data_loss(written.message());
+}
 
 }  // namespace onyx::runtime::training

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <onyx/onyx.hpp>
+#include <onyx/onyx_checkpoint.hpp>  // CheckpointState
 #include <onyx/onyx_training_c_api.h>
 
 #include <map>
@@ -26,42 +27,6 @@ inline void generate_artifacts(const std::string& model_path,
   check(onyx_training_generate_artifacts(model_path.c_str(), keys.data(), values.data(), keys.size(),
                                          out_dir.c_str()));
 }
-
-class CheckpointState {
- public:
-  static CheckpointState load(const std::string& path) {
-    OnyxCheckpointState* s = nullptr;
-    check(onyx_checkpoint_load(path.c_str(), &s));
-    return CheckpointState(s);
-  }
-  static CheckpointState load_from_buffer(const void* data, size_t size) {
-    OnyxCheckpointState* s = nullptr;
-    check(onyx_checkpoint_load_from_buffer(data, size, &s));
-    return CheckpointState(s);
-  }
-  void save(const std::string& path, bool include_optimizer_state = true) const {
-    check(onyx_checkpoint_save(raw_.get(), path.c_str(), include_optimizer_state));
-  }
-  bool nominal() const { return onyx_checkpoint_is_nominal(raw_.get()); }
-  Tensor parameter(const std::string& name) const {
-    OnyxTensor* t = nullptr;
-    check(onyx_checkpoint_get_parameter(raw_.get(), name.c_str(), &t));
-    return Tensor(t);
-  }
-  void update_parameter(const std::string& name, const Tensor& value) {
-    check(onyx_checkpoint_update_parameter(raw_.get(), name.c_str(), value.get()));
-  }
-  void set_property(const std::string& name, int64_t v) { check(onyx_checkpoint_set_property_int(raw_.get(), name.c_str(), v)); }
-  void set_property(const std::string& name, double v) { check(onyx_checkpoint_set_property_float(raw_.get(), name.c_str(), v)); }
-  void set_property(const std::string& name, const std::string& v) {
-    check(onyx_checkpoint_set_property_string(raw_.get(), name.c_str(), v.c_str()));
-  }
-  OnyxCheckpointState* get() const { return raw_.get(); }
-
- private:
-  explicit CheckpointState(OnyxCheckpointState* raw) : raw_(raw) {}
-  std::unique_ptr<OnyxCheckpointState, detail::Deleter<OnyxCheckpointState, onyx_checkpoint_release>> raw_;
-};
 
 class TrainingSession {
  public:

@@ -2,8 +2,9 @@
  * onyx_training_c_api.h: the Onyx training API (C), part of libonyx.
  *
  * Objects: OnyxCheckpointState (parameters, optimizer state, property bag;
- * loaded from a checkpoint file) -> OnyxTrainingSession (the training, eval
- * and optimizer models of `onyx artifacts`, run against that state) ->
+ * loaded from a checkpoint file; see onyx_checkpoint_c_api.h) ->
+ * OnyxTrainingSession (the training, eval and optimizer models of
+ * `onyx artifacts`, run against that state) ->
  * TrainStep / OptimizerStep / EvalStep; then save the state, or export an
  * inference model. The state lives apart from the session: it must outlive
  * every session created with it (the session keeps a reference and releases
@@ -24,12 +25,12 @@
 #include <stdbool.h>
 
 #include "onyx_c_api.h"
+#include "onyx_checkpoint_c_api.h" /* OnyxCheckpointState: loading, saving, parameters */
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-typedef struct OnyxCheckpointState OnyxCheckpointState;
 typedef struct OnyxTrainingSession OnyxTrainingSession;
 
 /* ---- artifacts ------------------------------------------------------------- */
@@ -50,49 +51,6 @@ typedef struct OnyxTrainingSession OnyxTrainingSession;
 ONYX_API OnyxStatus* onyx_training_generate_artifacts(const char* model_path, const char* const* keys,
                                                       const char* const* values, size_t count,
                                                       const char* out_dir);
-
-/* ---- checkpoint state ------------------------------------------------------ */
-
-ONYX_API OnyxStatus* onyx_checkpoint_load(const char* path, OnyxCheckpointState** out);
-/* The bytes are copied; the buffer may be freed after the call. */
-ONYX_API OnyxStatus* onyx_checkpoint_load_from_buffer(const void* data, size_t size, OnyxCheckpointState** out);
-/* Atomic save (tmp + fsync + rename). Without optimizer state when
- * include_optimizer_state is false. */
-ONYX_API OnyxStatus* onyx_checkpoint_save(const OnyxCheckpointState* state, const char* path,
-                                          bool include_optimizer_state);
-/* Release after every session created with it. Accepts NULL. */
-ONYX_API void onyx_checkpoint_release(OnyxCheckpointState* state);
-/* True when no parameter has data yet (a nominal checkpoint). */
-ONYX_API bool onyx_checkpoint_is_nominal(const OnyxCheckpointState* state);
-
-/* Parameters (trainable first, then frozen). The metadata's pointers are
- * valid until the state is released; `out->struct_size` must be set. */
-ONYX_API size_t onyx_checkpoint_parameter_count(const OnyxCheckpointState* state);
-ONYX_API OnyxStatus* onyx_checkpoint_parameter_info(const OnyxCheckpointState* state, size_t index,
-                                                    OnyxValueMetadata* out, bool* requires_grad);
-/* A copy of one parameter's value (a new tensor the caller releases). */
-ONYX_API OnyxStatus* onyx_checkpoint_get_parameter(const OnyxCheckpointState* state, const char* name,
-                                                   OnyxTensor** out);
-/* Replaces one parameter's value (copied); dtype and shape must match. */
-ONYX_API OnyxStatus* onyx_checkpoint_update_parameter(OnyxCheckpointState* state, const char* name,
-                                                      const OnyxTensor* value);
-
-/* The property bag: int64, double or string values by name (copied). */
-typedef enum OnyxPropertyType {
-  ONYX_PROPERTY_INT = 0,
-  ONYX_PROPERTY_FLOAT = 1,
-  ONYX_PROPERTY_STRING = 2
-} OnyxPropertyType;
-ONYX_API OnyxStatus* onyx_checkpoint_set_property_int(OnyxCheckpointState* state, const char* name, int64_t value);
-ONYX_API OnyxStatus* onyx_checkpoint_set_property_float(OnyxCheckpointState* state, const char* name, double value);
-ONYX_API OnyxStatus* onyx_checkpoint_set_property_string(OnyxCheckpointState* state, const char* name,
-                                                         const char* value);
-/* Writes the type and the matching value out-parameter (the others are left
- * alone; any may be NULL). *string_value belongs to the caller. NOT_FOUND
- * when there is no such property. */
-ONYX_API OnyxStatus* onyx_checkpoint_get_property(const OnyxCheckpointState* state, const char* name,
-                                                  OnyxPropertyType* type, int64_t* int_value,
-                                                  double* float_value, char** string_value);
 
 /* ---- training session ------------------------------------------------------ */
 

@@ -52,16 +52,16 @@ TEST(AutodiffBadInput, LabelOutOfRangeIsReportedByTheLossKernel) {
   for (auto* model : {&built.value().training, &built.value().eval}) {
     auto s = open_session(*model);
     std::vector<double> xv(8, 0.5);
-    auto x = onyx::Tensor::from<double>(ONYX_DTYPE_FLOAT64, {2, 4}, xv);
+    auto x = tensor_from<double>(ONYX_DTYPE_FLOAT64, {2, 4}, xv);
     auto w = tensor_of(built.value().initial_values[0]);
     auto b = tensor_of(built.value().initial_values[1]);
     for (int64_t bad : {3, -1, 1000000}) {
       std::vector<int64_t> labels = {1, bad};
-      auto t = onyx::Tensor::from<int64_t>(ONYX_DTYPE_INT64, {2}, labels);
+      auto t = tensor_from<int64_t>(ONYX_DTYPE_INT64, {2}, labels);
       try {
         s->run({{"x", &x}, {"labels", &t}, {"W", &w}, {"b", &b}});
         ADD_FAILURE() << "label " << bad << " was accepted";
-      } catch (const onyx::Error& e) {
+      } catch (const RunError& e) {
         EXPECT_THAT(std::string(e.what()), HasSubstr("label " + std::to_string(bad) + " at flat position 1"));
         EXPECT_THAT(std::string(e.what()), HasSubstr("3 classes"));
       }
@@ -76,14 +76,14 @@ TEST(AutodiffBadInput, IgnoredLabelMayBeOutOfRange) {
   ASSERT_TRUE(built.ok()) << built.status().to_string();
   auto s = open_session(built.value().training);
   std::vector<double> xv(8, 0.5);
-  auto x = onyx::Tensor::from<double>(ONYX_DTYPE_FLOAT64, {2, 4}, xv);
+  auto x = tensor_from<double>(ONYX_DTYPE_FLOAT64, {2, 4}, xv);
   auto w = tensor_of(built.value().initial_values[0]);
   auto b = tensor_of(built.value().initial_values[1]);
   std::vector<int64_t> labels = {-100, -100};
-  auto t = onyx::Tensor::from<int64_t>(ONYX_DTYPE_INT64, {2}, labels);
+  auto t = tensor_from<int64_t>(ONYX_DTYPE_INT64, {2}, labels);
   auto out = s->run({{"x", &x}, {"labels", &t}, {"W", &w}, {"b", &b}});
-  EXPECT_EQ(out[0].data<double>()[0], 0.0);  // nothing counted: zero loss and gradients
-  EXPECT_EQ(out[3].data<double>()[0], 0.0);
+  EXPECT_EQ(out[0].data_as<double>()[0], 0.0);  // nothing counted: zero loss and gradients
+  EXPECT_EQ(out[3].data_as<double>()[0], 0.0);
 }
 
 TEST(AutodiffBadInput, OtherSpecErrors) {

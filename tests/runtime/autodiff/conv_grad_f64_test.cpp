@@ -65,9 +65,9 @@ TEST(ConvGradKernel, Float64MatchesFiniteDifferencesOfAReferenceConv) {
     o->set_domain(kOnyxDomain);
     o->set_version(1);
     auto s = open_session(f.proto());
-    auto tdy = onyx::Tensor::from<double>(ONYX_DTYPE_FLOAT64, {g.n, g.m, oh, ow}, dy);
-    auto tx = onyx::Tensor::from<double>(ONYX_DTYPE_FLOAT64, {g.n, g.c, g.h, g.w}, x);
-    auto tw = onyx::Tensor::from<double>(ONYX_DTYPE_FLOAT64, {g.m, g.c / g.group, g.k, g.k}, w);
+    auto tdy = tensor_from<double>(ONYX_DTYPE_FLOAT64, {g.n, g.m, oh, ow}, dy);
+    auto tx = tensor_from<double>(ONYX_DTYPE_FLOAT64, {g.n, g.c, g.h, g.w}, x);
+    auto tw = tensor_from<double>(ONYX_DTYPE_FLOAT64, {g.m, g.c / g.group, g.k, g.k}, w);
     auto out = s->run({{"dy", &tdy}, {"x", &tx}, {"w", &tw}});
     const double h = 1e-3;
     double worst = 0;
@@ -79,7 +79,7 @@ TEST(ConvGradKernel, Float64MatchesFiniteDifferencesOfAReferenceConv) {
         (*values)[i] = saved - h;
         double minus = reference_loss(g, x, w, dy);
         (*values)[i] = saved;
-        worst = std::max(worst, std::fabs(grad->data<double>()[i] - (plus - minus) / (2 * h)));
+        worst = std::max(worst, std::fabs(grad->data_as<double>()[i] - (plus - minus) / (2 * h)));
       }
     EXPECT_LE(worst, 1e-9) << "group " << g.group << " dilation " << g.dilation;
   }

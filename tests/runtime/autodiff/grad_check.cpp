@@ -8,6 +8,7 @@
 #include <map>
 
 #include "autodiff/emitter.h"
+#include "ir/onnx_import.h"
 
 namespace onyx::runtime::autodiff::testing {
 
@@ -136,49 +137,50 @@ onnx::ModelProto weighted_sum_loss(const onnx::ModelProto& forward, uint32_t see
   return loss.proto();
 }
 
-onyx::Env& test_env() {
-  static onyx::Env* env = [] {
-    auto* e = new onyx::Env();
-    e->add_provider_dir(ONYX_PROVIDER_DIR);
-    return e;
+ProviderRegistry& test_registry() {
+  static ProviderRegistry* registry = [] {
+    auto* r = new ProviderRegistry();
+    r->add_search_dir(ONYX_PROVIDER_DIR);
+    return r;
   }();
-  return *env;
+  return *registry;
 }
 
-std::unique_ptr<onyx::Session> open_session(const onnx::ModelProto& model) {
+std::vector<Tensor> TestSession::run(const std::vector<std::pair<std::string, const Tensor*>>& inputs,
+                                     const std::vector<std::string>& outputs) {
+  std::vector<std::pair<std::string, Tensor>> feeds;
+  for (const auto& [name, t] : inputs) feeds.push_back({name, *t});  // shares the storage, copies no data
+  auto result = session_->run(feeds, outputs);
+  if (!result.ok()) throw RunError(result.status().to_string());
+  return std::move(result).value();
+}
+
+std::unique_ptr<TestSession> open_session(const onnx::ModelProto& model) {
   std::string bytes;
   model.SerializeToString(&bytes);
-  auto span = std::as_bytes(std::span<const char>(bytes.data(), bytes.size()));
-  return std::make_unique<onyx::Session>(test_env(), span,
-                                         onyx::SessionOptions().provider("cpu").fallback(ONYX_FALLBACK_FAIL));
+  auto imported = ir::load_model_from_bytes(bytes.data(), bytes.size(), "");
+  if (!imported.ok()) throw RunError(imported.status().to_string());
+  SessionOptions options;
+  options.providers.push_back({"cpu", {}});
+  options.fallback = FallbackPolicy::kFail;
+  auto session = Session::create(test_registry(), std::move(imported).value(), options);
+  if (!session.ok()) throw RunError(session.status().to_string());
+  return std::make_unique<TestSession>(std::move(session).value());
 }
 
-onyx::Tensor tensor_of(const onnx::TensorProto& t) {
+Tensor tensor_of(const onnx::TensorProto& t) {
   std::vector<int64_t> dims(t.dims().begin(), t.dims().end());
   switch (t.data_type()) {
-    case onnx::TensorProto::DOUBLE: {
-      auto v = onnx::ParseData<double>(&t);
-      return onyx::Tensor::from<double>(ONYX_DTYPE_FLOAT64, dims, v);
-    }
-    case onnx::TensorProto::FLOAT: {
-      auto v = onnx::ParseData<float>(&t);
-      return onyx::Tensor::from<float>(ONYX_DTYPE_FLOAT32, dims, v);
-    }
-    case onnx::TensorProto::INT64: {
-      auto v = onnx::ParseData<int64_t>(&t);
-      return onyx::Tensor::from<int64_t>(ONYX_DTYPE_INT64, dims, v);
-    }
-    case onnx::TensorProto::INT32: {
-      auto v = onnx::ParseData<int32_t>(&t);
-      return onyx::Tensor::from<int32_t>(ONYX_DTYPE_INT32, dims, v);
-    }
-    default:
-      throw std::runtime_error("tensor_of: unsupported type");
+    case onnx::TensorProto::DOUBLE: return tensor_from<double>(ONYX_DTYPE_FLOAT64, dims, onnx::ParseData<double>(&t));
+    case onnx::TensorProto::FLOAT: return tensor_from<float>(ONYX_DTYPE_FLOAT32, dims, onnx::ParseData<float>(&t));
+    case onnx::TensorProto::INT64: return tensor_from<int64_t>(ONYX_DTYPE_INT64, dims, onnx::ParseData<int64_t>(&t));
+    case onnx::TensorProto::INT32: return tensor_from<int32_t>(ONYX_DTYPE_INT32, dims, onnx::ParseData<int32_t>(&t));
+    default: throw std::runtime_error("tensor_of: unsupported type");
   }
 }
 
 GradCheckResult check_gradients(const onnx::ModelProto& forward, const TrainingSpec* spec_in,
-                                const std::vector<std::pair<std::string, std::shared_ptr<onyx::Tensor>>>& feeds,
+                                const std::vector<std::pair<std::string, std::shared_ptr<Tensor>>>& feeds,
                                 double step32) {
   TrainingSpec spec;
   if (spec_in) {
@@ -193,10 +195,10 @@ GradCheckResult check_gradients(const onnx::ModelProto& forward, const TrainingS
   auto train = open_session(m.training);
   auto eval = open_session(m.eval);
 
-  std::vector<onyx::Tensor> params;
+  std::vector<Tensor> params;
   for (const auto& t : m.initial_values) params.push_back(tensor_of(t));
-  auto run_loss = [&](onyx::Session& s, std::vector<std::string> outputs) {
-    std::vector<std::pair<std::string, const onyx::Tensor*>> in;
+  auto run_loss = [&](TestSession& s, std::vector<std::string> outputs) {
+    std::vector<std::pair<std::string, const Tensor*>> in;
     for (const auto& [name, t] : feeds) in.push_back({name, t.get()});
     for (size_t k = 0; k < params.size(); ++k) in.push_back({m.parameters[k].name, &params[k]});
     return s.run(in, outputs);
@@ -204,27 +206,27 @@ GradCheckResult check_gradients(const onnx::ModelProto& forward, const TrainingS
   std::vector<std::string> grad_names = {"loss"};
   for (const auto& p : m.parameters)
     if (p.requires_grad) grad_names.push_back(p.name + "_grad");
-  std::vector<onyx::Tensor> analytic = run_loss(*train, grad_names);
+  std::vector<Tensor> analytic = run_loss(*train, grad_names);
 
   GradCheckResult r;
   size_t g = 1;
   for (size_t k = 0; k < params.size(); ++k) {
     if (!m.parameters[k].requires_grad) continue;
-    onyx::Tensor& grad = analytic[g++];
+    Tensor& grad = analytic[g++];
     if (grad.size() != params[k].size()) throw std::runtime_error("gradient of " + m.parameters[k].name + " has the wrong size");
     const bool single = params[k].dtype() == ONYX_DTYPE_FLOAT32;
     const double h = single ? step32 : 1e-5;
-    auto value = [single](onyx::Tensor& t, int64_t i) { return single ? double(t.data<float>()[i]) : t.data<double>()[i]; };
-    auto set = [single](onyx::Tensor& t, int64_t i, double v) {
-      if (single) t.data<float>()[i] = float(v);
-      else t.data<double>()[i] = v;
+    auto value = [single](Tensor& t, int64_t i) { return single ? double(t.data_as<float>()[i]) : t.data_as<double>()[i]; };
+    auto set = [single](Tensor& t, int64_t i, double v) {
+      if (single) t.data_as<float>()[i] = float(v);
+      else t.data_as<double>()[i] = v;
     };
     for (int64_t i = 0; i < params[k].size(); ++i) {
       const double saved = value(params[k], i);
       set(params[k], i, saved + h);
-      onyx::Tensor lp = std::move(run_loss(*eval, {"loss"})[0]);
+      Tensor lp = std::move(run_loss(*eval, {"loss"})[0]);
       set(params[k], i, saved - h);
-      onyx::Tensor lm = std::move(run_loss(*eval, {"loss"})[0]);
+      Tensor lm = std::move(run_loss(*eval, {"loss"})[0]);
       set(params[k], i, saved);
       double numeric = (value(lp, 0) - value(lm, 0)) / (2 * h), a = value(grad, i);
       double err = std::fabs(a - numeric) / std::max(1.0, std::fabs(numeric));
@@ -241,7 +243,7 @@ GradCheckResult check_gradients(const onnx::ModelProto& forward, const TrainingS
 }
 
 void expect_gradients_match(const onnx::ModelProto& forward, const std::string& what, const TrainingSpec* spec,
-                            const std::vector<std::pair<std::string, std::shared_ptr<onyx::Tensor>>>& feeds,
+                            const std::vector<std::pair<std::string, std::shared_ptr<Tensor>>>& feeds,
                             double tolerance, double step32) {
   try {
     GradCheckResult r = check_gradients(forward, spec, feeds, step32);

@@ -10,14 +10,14 @@
 namespace onyx::runtime::autodiff::testing {
 namespace {
 
-std::shared_ptr<onyx::Tensor> random_doubles(std::vector<int64_t> dims, uint32_t seed, double lo = -1, double hi = 1) {
+std::shared_ptr<Tensor> random_doubles(std::vector<int64_t> dims, uint32_t seed, double lo = -1, double hi = 1) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<double> dist(lo, hi);
   int64_t n = 1;
   for (int64_t d : dims) n *= d;
   std::vector<double> v(static_cast<size_t>(n));
   for (double& x : v) x = dist(rng);
-  return std::make_shared<onyx::Tensor>(onyx::Tensor::from<double>(ONYX_DTYPE_FLOAT64, dims, v));
+  return std::make_shared<Tensor>(tensor_from<double>(ONYX_DTYPE_FLOAT64, dims, v));
 }
 
 // y = x W + b over a [4, 3] batch.
@@ -49,7 +49,7 @@ TEST(Losses, NllOverSpatialScores) {
   Forward f;
   f.param("s", {2, 3, 2}).node("LogSoftmax", {"s"}, {"y"}, {attr_int("axis", 1)}).output("y", {2, 3, 2});
   std::vector<int64_t> labels = {0, 2, 1, 1};
-  auto t = std::make_shared<onyx::Tensor>(onyx::Tensor::from<int64_t>(ONYX_DTYPE_INT64, {2, 2}, labels));
+  auto t = std::make_shared<Tensor>(tensor_from<int64_t>(ONYX_DTYPE_INT64, {2, 2}, labels));
   TrainingSpec spec;
   spec.loss.kind = LossKind::kNll;
   expect_gradients_match(f.proto(), "nll [N, C, d]", &spec, {{"labels", t}});
@@ -65,13 +65,13 @@ TEST(Losses, BceWithLogitsIsStableForLargeLogits) {
   ASSERT_TRUE(built.ok()) << built.status().to_string();
   auto s = open_session(built.value().training);
   std::vector<double> targets = {0, 1, 1, 0};
-  auto t = onyx::Tensor::from<double>(ONYX_DTYPE_FLOAT64, {4}, targets);
+  auto t = tensor_from<double>(ONYX_DTYPE_FLOAT64, {4}, targets);
   auto z = tensor_of(built.value().initial_values[0]);
   auto out = s->run({{"labels", &t}, {"z", &z}});
   // Per element max(z,0) - z t + log(1 + exp(-|z|)): 800 + 800 + ~e^-30 + ~e^-30.
   double expected = 800 + 800 + 2 * std::log1p(std::exp(-30.0));
-  EXPECT_NEAR(out[0].data<double>()[0], expected, 1e-9);
-  const double* g = out[2].data<double>();  // sigmoid(z) - t
+  EXPECT_NEAR(out[0].data_as<double>()[0], expected, 1e-9);
+  const double* g = out[2].data_as<double>();  // sigmoid(z) - t
   EXPECT_NEAR(g[0], 1, 1e-12);
   EXPECT_NEAR(g[1], -1, 1e-12);
   EXPECT_NEAR(g[2], 1 / (1 + std::exp(-30.0)) - 1, 1e-12);

@@ -48,7 +48,7 @@ TEST(GradRules, BinaryBroadcasting) {
   auto s = open_session(built.value().training);
   auto a = tensor_of(built.value().initial_values[0]), b = tensor_of(built.value().initial_values[1]);
   auto out = s->run({{"a", &a}, {"b", &b}}, {"b_grad"});
-  EXPECT_TRUE(std::isfinite(out[0].data<double>()[0]));  // log(0.5) term only
+  EXPECT_TRUE(std::isfinite(out[0].data_as<double>()[0]));  // log(0.5) term only
   check_op("Min", {{2, 3}, {3}}, {2, 3});
   check_op("Max", {{2, 3}, {2, 3}}, {2, 3});
   check_op("Sum", {{2, 3}, {3}, {2, 1}}, {2, 3});
@@ -124,7 +124,7 @@ TEST(GradRules, Dropout) {
   auto ratio = tensor_of(built.value().initial_values[1]);
   auto out = s->run({{"x", &x}, {"ratio", &ratio}});
   int zeros = 0;
-  for (int i = 0; i < 20; ++i) zeros += out[2].data<double>()[i] == 0;
+  for (int i = 0; i < 20; ++i) zeros += out[2].data_as<double>()[i] == 0;
   EXPECT_GT(zeros, 0);
   EXPECT_LT(zeros, 20);
 }

@@ -26,13 +26,13 @@ Forward mlp(int64_t batch) {
   return f;
 }
 
-std::shared_ptr<onyx::Tensor> doubles(std::vector<int64_t> dims, std::mt19937& rng) {
+std::shared_ptr<Tensor> doubles(std::vector<int64_t> dims, std::mt19937& rng) {
   int64_t n = 1;
   for (int64_t d : dims) n *= d;
   std::uniform_real_distribution<double> dist(-1, 1);
   std::vector<double> v(static_cast<size_t>(n));
   for (double& x : v) x = dist(rng);
-  return std::make_shared<onyx::Tensor>(onyx::Tensor::from<double>(ONYX_DTYPE_FLOAT64, dims, v));
+  return std::make_shared<Tensor>(tensor_from<double>(ONYX_DTYPE_FLOAT64, dims, v));
 }
 
 TEST(TrainingModel, InputsOutputsAndParameters) {
@@ -65,7 +65,7 @@ TEST(TrainingModel, MlpCrossEntropyMatchesFiniteDifferences) {
   std::mt19937 rng(7);
   std::vector<int64_t> labels = {0, 2, 1, 1, 0, 2};
   auto x = doubles({6, 4}, rng);
-  auto t = std::make_shared<onyx::Tensor>(onyx::Tensor::from<int64_t>(ONYX_DTYPE_INT64, {6}, labels));
+  auto t = std::make_shared<Tensor>(tensor_from<int64_t>(ONYX_DTYPE_INT64, {6}, labels));
   TrainingSpec spec;
   expect_gradients_match(f.proto(), "mlp + crossentropy (mean)", &spec, {{"x", x}, {"labels", t}});
   spec.loss.reduction = Reduction::kSum;
@@ -80,7 +80,7 @@ TEST(TrainingModel, DynamicBatchRunsAtAnySize) {
   for (int64_t batch : {5, 2}) {
     auto x = doubles({batch, 4}, rng);
     std::vector<int64_t> labels(static_cast<size_t>(batch), 2);
-    auto t = std::make_shared<onyx::Tensor>(onyx::Tensor::from<int64_t>(ONYX_DTYPE_INT64, {batch}, labels));
+    auto t = std::make_shared<Tensor>(tensor_from<int64_t>(ONYX_DTYPE_INT64, {batch}, labels));
     TrainingSpec spec;
     expect_gradients_match(f.proto(), "mlp, batch " + std::to_string(batch), &spec, {{"x", x}, {"labels", t}});
   }
@@ -98,13 +98,13 @@ TEST(TrainingModel, SharedWeightsAccumulateAndUnusedParametersGetZeros) {
   auto built = build_training_models(f.proto(), spec);
   ASSERT_TRUE(built.ok());
   auto s = open_session(built.value().training);
-  std::vector<onyx::Tensor> params;
-  std::vector<std::pair<std::string, const onyx::Tensor*>> in;
+  std::vector<Tensor> params;
+  std::vector<std::pair<std::string, const Tensor*>> in;
   for (const auto& p : built.value().initial_values) params.push_back(tensor_of(p));
   for (size_t k = 0; k < params.size(); ++k) in.push_back({built.value().parameters[k].name, &params[k]});
   auto out = s->run(in, {"unused_grad"});
   ASSERT_EQ(out[0].size(), 4);
-  for (int i = 0; i < 4; ++i) EXPECT_EQ(out[0].data<double>()[i], 0.0);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(out[0].data_as<double>()[i], 0.0);
 }
 
 TEST(TrainingModel, CrossEntropyInt32LabelsAndValue) {
@@ -122,16 +122,16 @@ TEST(TrainingModel, CrossEntropyInt32LabelsAndValue) {
   auto s = open_session(built.value().training);
   std::vector<double> xv = {1, 2, 3, 4};
   std::vector<int32_t> label = {2};
-  auto x = onyx::Tensor::from<double>(ONYX_DTYPE_FLOAT64, {1, 4}, xv);
-  auto t = onyx::Tensor::from<int32_t>(ONYX_DTYPE_INT32, {1}, label);
+  auto x = tensor_from<double>(ONYX_DTYPE_FLOAT64, {1, 4}, xv);
+  auto t = tensor_from<int32_t>(ONYX_DTYPE_INT32, {1}, label);
   auto w = tensor_of(built.value().initial_values[0]);
   auto b = tensor_of(built.value().initial_values[1]);
   auto out = s->run({{"x", &x}, {"labels", &t}, {"W", &w}, {"b", &b}});
   double expected = std::log(std::exp(0.5) + std::exp(-1.0) + std::exp(2.0)) - 2.0;
-  EXPECT_NEAR(out[0].data<double>()[0], expected, 1e-12);
+  EXPECT_NEAR(out[0].data_as<double>()[0], expected, 1e-12);
   // d loss / d b = softmax(b) - onehot(label)
   double z = std::exp(0.5) + std::exp(-1.0) + std::exp(2.0);
-  EXPECT_NEAR(out[3].data<double>()[2], std::exp(2.0) / z - 1, 1e-12);
+  EXPECT_NEAR(out[3].data_as<double>()[2], std::exp(2.0) / z - 1, 1e-12);
 }
 
 }  // namespace

@@ -1,51 +1,39 @@
 // cmd_checkpoint.cpp: `onyx checkpoint ACTION ...`: inspect, compare, make
 // nominal, aggregate and reshard ZeRO-1 shards, and move parameters between
-// checkpoints and ONNX models. Everything is the checkpoint library's
-// (checkpoint/include/onyx/); this file parses and prints.
-#include <onyx/checkpoint.h>
-#include <onyx/checkpoint_onnx.h>
-#include <onyx/checkpoint_tools.h>
+// checkpoints and ONNX models. Everything is the checkpoint C API's
+// (onyx/onyx_checkpoint.hpp, in libonyx); this file parses and prints.
+#include <onyx/onyx_checkpoint.hpp>
 
 #include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <sstream>
+#include <vector>
 
 #include "commands.h"
 #include "json.h"
+#include "session_setup.h"
 
 namespace onyx::cli {
 namespace {
 
-namespace ck = onyx::checkpoint;
 namespace fs = std::filesystem;
-using runtime::Status;
-using runtime::StatusOr;
-using runtime::dtype_name;
-using runtime::shape_string;
-
-template <typename T>
-T take(StatusOr<T> result) {
-  if (!result.ok()) throw CliError(result.status().message());
-  return std::move(result).value();
-}
-
-void check(const Status& status) {
-  if (!status.ok()) throw CliError(status.message());
-}
 
 void expect_positionals(const ParsedArgs& args, size_t min, size_t max, const std::string& usage) {
   size_t n = args.positionals.size() - 1;  // after the action
   if (n < min || n > max) throw CliError("usage: onyx checkpoint " + usage);
 }
 
-ck::Checkpoint load_checked(const std::string& path) {
-  return take(ck::load(path, {.mode = ck::LoadMode::kMemoryMap, .verify_data = true}));
+CheckpointState load_checked(const std::string& path) {
+  return CheckpointState::load(path, {.memory_map = true, .verify_data = true});
 }
 
-std::string property_text(const ck::PropertyValue& v) {
+std::string shape_string(const std::vector<int64_t>& dims) { return shape_text(dims, int32_t(dims.size())); }
+
+std::string property_text(const CheckpointProperty& v) {
   std::ostringstream out;
   out.precision(17);
   if (auto* i = std::get_if<int64_t>(&v)) out << *i << " (int64)";
@@ -60,18 +48,18 @@ std::string hex32(uint32_t v) {
   return buf;
 }
 
-std::string slice_text(const ck::TensorRecord& t) {
+std::string slice_text(const CheckpointTensor& t) {
   if (!t.slice) return "";
   return "elements [" + std::to_string(t.slice->offset) + ", " + std::to_string(t.slice->offset + t.shape[0]) +
          ") of " + shape_string(t.slice->full_shape);
 }
 
 // Prints tensors as aligned columns: name, dtype and shape, bytes, checksum, slice.
-void print_tensors(const std::vector<ck::TensorRecord>& list, const std::string& indent) {
+void print_tensors(const std::vector<CheckpointTensor>& list, const std::string& indent) {
   std::vector<std::array<std::string, 5>> rows;
-  for (const ck::TensorRecord& t : list)
+  for (const CheckpointTensor& t : list)
     rows.push_back({t.name, std::string(dtype_name(t.dtype)) + " " + shape_string(t.shape),
-                    std::to_string(t.bytes()) + " bytes", t.checksum ? "crc32c " + hex32(*t.checksum) : "",
+                    std::to_string(t.bytes) + " bytes", t.checksum ? "crc32c " + hex32(*t.checksum) : "",
                     slice_text(t)});
   std::array<size_t, 5> width{};
   for (const auto& row : rows)
@@ -87,10 +75,10 @@ void print_tensors(const std::vector<ck::TensorRecord>& list, const std::string&
   }
 }
 
-void json_tensor(JsonOut& j, const ck::TensorRecord& t) {
+void json_tensor(JsonWriter& j, const CheckpointTensor& t) {
   j.begin_object().key("name").value(t.name).key("dtype").value(dtype_name(t.dtype)).key("shape").begin_array();
   for (int64_t d : t.shape) j.value(d);
-  j.end_array().key("bytes").value(int64_t(t.bytes()));
+  j.end_array().key("bytes").value(int64_t(t.bytes));
   if (t.checksum) j.key("crc32c").value(hex32(*t.checksum));
   if (t.slice) {
     j.key("slice").begin_object().key("offset").value(t.slice->offset).key("full_shape").begin_array();
@@ -100,7 +88,7 @@ void json_tensor(JsonOut& j, const ck::TensorRecord& t) {
   j.end_object();
 }
 
-void json_property(JsonOut& j, const ck::PropertyValue& v) {
+void json_property(JsonWriter& j, const CheckpointProperty& v) {
   if (auto* i = std::get_if<int64_t>(&v)) j.value(*i);
   if (auto* d = std::get_if<double>(&v)) j.value(*d);
   if (auto* s = std::get_if<std::string>(&v)) j.value(*s);
@@ -109,33 +97,37 @@ void json_property(JsonOut& j, const ck::PropertyValue& v) {
 int inspect(const ParsedArgs& args) {
   expect_positionals(args, 1, 1, "inspect FILE [--json]");
   const std::string& path = args.positionals[1];
-  ck::Checkpoint c = load_checked(path);
-  const ck::Metadata& m = c.metadata;
+  CheckpointState c = load_checked(path);
+  const CheckpointMetadata m = c.metadata();
+  const bool nominal = c.nominal();
+  const std::vector<CheckpointTensor> trainable = c.trainable(), frozen = c.frozen();
+  const std::vector<CheckpointGroup> groups = c.optimizer_groups();
+  const std::map<std::string, CheckpointProperty> properties = c.properties();
   uintmax_t file_bytes = fs::file_size(path);
   if (args.has("--json")) {
-    JsonOut j;
+    JsonWriter j;
     j.begin_object().key("file").value(path).key("bytes").value(int64_t(file_bytes));
     j.key("format_version").value(int64_t(m.format_version)).key("producer").value(m.producer);
-    j.key("model_identity").value(m.model_identity).key("nominal").value(c.nominal());
+    j.key("model_identity").value(m.model_identity).key("nominal").value(nominal);
     j.key("shard_index").value(int64_t(m.shard_index)).key("shard_count").value(int64_t(m.shard_count));
-    for (auto [key, list] : {std::pair{"trainable", &c.module.trainable}, std::pair{"frozen", &c.module.frozen}}) {
+    for (auto [key, list] : {std::pair{"trainable", &trainable}, std::pair{"frozen", &frozen}}) {
       j.key(key).begin_array();
-      for (const ck::TensorRecord& t : *list) json_tensor(j, t);
+      for (const CheckpointTensor& t : *list) json_tensor(j, t);
       j.end_array();
     }
     j.key("optimizer_groups").begin_array();
-    for (const ck::OptimizerGroup& g : c.optimizer) {
+    for (const CheckpointGroup& g : groups) {
       j.begin_object().key("name").value(g.name).key("step").value(g.step);
       j.key("initial_learning_rate").value(g.initial_learning_rate).key("parameters").begin_array();
-      for (const ck::ParameterState& p : g.parameters) {
+      for (const CheckpointParameterState& p : g.parameters) {
         j.begin_object().key("parameter").value(p.parameter).key("state").begin_array();
-        for (const ck::TensorRecord& t : p.tensors) json_tensor(j, t);
+        for (const CheckpointTensor& t : p.tensors) json_tensor(j, t);
         j.end_array().end_object();
       }
       j.end_array().end_object();
     }
     j.end_array().key("properties").begin_object();
-    for (const auto& [name, value] : c.properties) {
+    for (const auto& [name, value] : properties) {
       j.key(name);
       json_property(j, value);
     }
@@ -146,37 +138,35 @@ int inspect(const ParsedArgs& args) {
   std::cout << path << ": Onyx checkpoint, format version " << m.format_version << ", " << file_bytes << " bytes\n"
             << "  producer        " << m.producer << "\n"
             << "  model identity  " << (m.model_identity.empty() ? "(none)" : m.model_identity) << "\n"
-            << "  kind            " << (c.nominal() ? "nominal (names, dtypes and shapes only)" : "complete")
-            << (c.nominal() ? "" : ", every checksum verified") << "\n";
+            << "  kind            " << (nominal ? "nominal (names, dtypes and shapes only)" : "complete")
+            << (nominal ? "" : ", every checksum verified") << "\n";
   if (m.shard_count > 1) std::cout << "  shard           rank " << m.shard_index << " of " << m.shard_count << "\n";
-  for (auto [label, list] : {std::pair{"trainable parameters", &c.module.trainable},
-                             std::pair{"frozen parameters", &c.module.frozen}}) {
+  for (auto [label, list] : {std::pair{"trainable parameters", &trainable}, std::pair{"frozen parameters", &frozen}}) {
     size_t bytes = 0;
-    for (const ck::TensorRecord& t : *list) bytes += t.bytes();
+    for (const CheckpointTensor& t : *list) bytes += t.bytes;
     std::cout << label << " (" << list->size() << ", " << bytes << " bytes):\n";
     print_tensors(*list, "  ");
   }
-  std::cout << "optimizer groups (" << c.optimizer.size() << "):\n";
-  for (const ck::OptimizerGroup& g : c.optimizer) {
+  std::cout << "optimizer groups (" << groups.size() << "):\n";
+  for (const CheckpointGroup& g : groups) {
     std::ostringstream lr;
     lr.precision(17);
     lr << g.initial_learning_rate;
     std::cout << "  " << g.name << ": step " << g.step << ", initial learning rate " << lr.str() << ", state of "
               << g.parameters.size() << " parameters\n";
-    for (const ck::ParameterState& p : g.parameters) {
+    for (const CheckpointParameterState& p : g.parameters) {
       std::cout << "    " << p.parameter << ":\n";
       print_tensors(p.tensors, "      ");
     }
   }
-  std::cout << "properties (" << c.properties.size() << "):\n";
-  for (const auto& [name, value] : c.properties) std::cout << "  " << name << " = " << property_text(value) << "\n";
+  std::cout << "properties (" << properties.size() << "):\n";
+  for (const auto& [name, value] : properties) std::cout << "  " << name << " = " << property_text(value) << "\n";
   return 0;
 }
 
 int nominal(const ParsedArgs& args) {
   expect_positionals(args, 2, 2, "nominal IN OUT");
-  ck::Checkpoint c = load_checked(args.positionals[1]);
-  check(ck::save(ck::make_nominal(c), args.positionals[2]));
+  load_checked(args.positionals[1]).make_nominal().save(args.positionals[2]);
   std::cout << "wrote nominal checkpoint " << args.positionals[2] << " (" << fs::file_size(args.positionals[2])
             << " bytes)\n";
   return 0;
@@ -188,14 +178,24 @@ std::string required_output(const ParsedArgs& args, const std::string& usage) {
   throw CliError("--output (-o) is required: onyx checkpoint " + usage);
 }
 
+std::vector<CheckpointState> load_all(const ParsedArgs& args) {
+  std::vector<CheckpointState> states;
+  for (size_t k = 1; k < args.positionals.size(); ++k) states.push_back(load_checked(args.positionals[k]));
+  return states;
+}
+
+CheckpointState aggregate_all(const std::vector<CheckpointState>& shards, bool weights_only) {
+  std::vector<const CheckpointState*> list;
+  for (const CheckpointState& s : shards) list.push_back(&s);
+  return CheckpointState::aggregate(list, weights_only);
+}
+
 int aggregate(const ParsedArgs& args) {
   const std::string usage = "aggregate SHARD... -o OUT [--weights-only]";
   expect_positionals(args, 1, size_t(-1), usage);
   std::string out = required_output(args, usage);
-  std::vector<ck::Checkpoint> shards;
-  for (size_t k = 1; k < args.positionals.size(); ++k) shards.push_back(load_checked(args.positionals[k]));
-  ck::Checkpoint merged = take(ck::aggregate(shards, {.weights_only = args.has("--weights-only")}));
-  check(ck::save(merged, out));
+  std::vector<CheckpointState> shards = load_all(args);
+  aggregate_all(shards, args.has("--weights-only")).save(out);
   std::cout << "aggregated " << shards.size() << " shards into " << out << "\n";
   return 0;
 }
@@ -206,15 +206,14 @@ int reshard(const ParsedArgs& args) {
   std::string out = required_output(args, usage);
   if (!args.has("--world-size")) throw CliError("--world-size is required: onyx checkpoint " + usage);
   uint32_t world = uint32_t(args.integer("--world-size", 1, 1, 1 << 16));
-  std::vector<ck::Checkpoint> inputs;
-  for (size_t k = 1; k < args.positionals.size(); ++k) inputs.push_back(load_checked(args.positionals[k]));
+  std::vector<CheckpointState> inputs = load_all(args);
   // Shards are aggregated first, so any world size can become any other.
-  ck::Checkpoint complete = inputs.size() == 1 && inputs[0].metadata.shard_count == 1
-                                ? std::move(inputs[0])
-                                : take(ck::aggregate(inputs, {.weights_only = args.has("--weights-only")}));
-  std::vector<ck::Checkpoint> shards = take(ck::shard(complete, world));
+  CheckpointState complete = inputs.size() == 1 && inputs[0].metadata().shard_count == 1
+                                 ? std::move(inputs[0])
+                                 : aggregate_all(inputs, args.has("--weights-only"));
+  std::vector<CheckpointState> shards = complete.shard(world);
   if (world == 1) {
-    check(ck::save(shards[0], out));
+    shards[0].save(out);
     std::cout << "wrote the complete checkpoint " << out << "\n";
     return 0;
   }
@@ -223,7 +222,7 @@ int reshard(const ParsedArgs& args) {
   if (ec) throw CliError("cannot create folder '" + out + "': " + ec.message());
   for (uint32_t r = 0; r < world; ++r) {
     fs::path path = fs::path(out) / ("rank" + std::to_string(r) + ".ckpt");
-    check(ck::save(shards[r], path));
+    shards[r].save(path.string());
     std::cout << "wrote " << path.string() << "\n";
   }
   return 0;
@@ -231,7 +230,8 @@ int reshard(const ParsedArgs& args) {
 
 int diff(const ParsedArgs& args) {
   expect_positionals(args, 2, 2, "diff A B");
-  std::vector<std::string> lines = ck::diff(load_checked(args.positionals[1]), load_checked(args.positionals[2]));
+  std::vector<std::string> lines =
+      CheckpointState::diff(load_checked(args.positionals[1]), load_checked(args.positionals[2]));
   for (const std::string& line : lines) std::cout << line << "\n";
   if (lines.empty()) std::cout << "the checkpoints are identical\n";
   return lines.empty() ? 0 : 1;
@@ -239,27 +239,19 @@ int diff(const ParsedArgs& args) {
 
 int import_model(const ParsedArgs& args) {
   expect_positionals(args, 2, 2, "import MODEL OUT [--trainable NAME ...] [--nominal]");
-  const std::string& model_path = args.positionals[1];
-  ONNX_NAMESPACE::ModelProto model = take(ck::read_onnx_model(model_path));
-  std::vector<std::string> trainable = args.all("--trainable");
-  fs::path folder = fs::path(model_path).parent_path();  // external data is read relative to it
-  ck::Checkpoint c = take(ck::import_onnx_initializers(model, folder.empty() ? "." : folder.string(), trainable));
-  if (args.has("--nominal")) c = ck::make_nominal(c);
-  check(ck::save(c, args.positionals[2]));
-  std::cout << "wrote " << args.positionals[2] << ": " << c.module.trainable.size() << " trainable and "
-            << c.module.frozen.size() << " frozen parameters\n";
+  CheckpointState c = CheckpointState::import_onnx(args.positionals[1], args.all("--trainable"));
+  if (args.has("--nominal")) c = c.make_nominal();
+  c.save(args.positionals[2]);
+  std::cout << "wrote " << args.positionals[2] << ": " << c.trainable().size() << " trainable and "
+            << c.frozen().size() << " frozen parameters\n";
   return 0;
 }
 
 int export_model(const ParsedArgs& args) {
   expect_positionals(args, 3, 3, "export CHECKPOINT MODEL OUT [--add-missing] [--external-data FILE]");
-  ck::Checkpoint c = load_checked(args.positionals[1]);
-  ONNX_NAMESPACE::ModelProto model = take(ck::read_onnx_model(args.positionals[2]));
-  check(ck::export_parameters_to_onnx(c, model, args.has("--add-missing")));
-  if (std::optional<std::string> data_file = args.last("--external-data"))
-    check(ck::write_onnx_model_with_external_data(std::move(model), args.positionals[3], *data_file));
-  else
-    check(ck::write_onnx_model(model, args.positionals[3]));
+  load_checked(args.positionals[1])
+      .export_onnx(args.positionals[2], args.positionals[3], args.has("--add-missing"),
+                   args.last("--external-data").value_or(""));
   std::cout << "wrote " << args.positionals[3] << "\n";
   return 0;
 }

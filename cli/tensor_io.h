@@ -20,12 +20,12 @@ LoadedTensor read_tensor_file(const std::string& path);
 LoadedTensor read_tensor_proto_file(const std::string& path);
 LoadedTensor read_npy_file(const std::string& path);
 
-// Write `tensor` atomically: to a temporary file in the same folder, then
-// renamed over `path`, so a reader never sees a half-written file.
+// Write `tensor` atomically (onyx/util/atomic_file.h), so a reader never
+// sees a half-written file.
 void write_tensor_proto_file(const std::string& path, const std::string& name, onyx::Tensor& tensor);
 void write_npy_file(const std::string& path, onyx::Tensor& tensor);
 
-// Writes `bytes` to `path` through a temporary file and a rename.
+// Writes `bytes` to `path` atomically; throws CliError naming the file.
 void write_file_atomically(const std::string& path, const std::string& bytes);
 
 }  // namespace onyx::cli

@@ -160,12 +160,12 @@ void print_memory(const Json& report, const std::map<std::string, std::vector<in
   std::cout << "  (planned/lower bound: arena bytes over the peak of simultaneously live tensor bytes)\n";
 }
 
-void write_values_json(JsonOut& out, const std::vector<onyx::ValueMetadata>& values, const ModelSummary& s) {
+void write_values_json(JsonWriter& out, const std::vector<onyx::ValueMetadata>& values, const ModelSummary& s) {
   out.begin_array();
   for (const auto& v : values) {
     out.begin_object().key("name").value(v.name).key("dtype").value(dtype_name(v.dtype)).key("shape");
     if (v.rank < 0) {
-      out.null_value();
+      out.null();
     } else {
       out.begin_array();
       auto params = s.dim_params.find(v.name);
@@ -173,7 +173,7 @@ void write_values_json(JsonOut& out, const std::vector<onyx::ValueMetadata>& val
         if (v.dims[k] >= 0) out.value(v.dims[k]);
         else if (params != s.dim_params.end() && k < params->second.size() && !params->second[k].empty())
           out.value(params->second[k]);
-        else out.null_value();
+        else out.null();
       }
       out.end_array();
     }
@@ -207,7 +207,7 @@ int run_info(const ParsedArgs& args) {
   std::string memory = args.has("--memory") ? memory_json(*session, shapes) : "";
 
   if (json) {
-    JsonOut out;
+    JsonWriter out;
     out.begin_object();
     out.key("path").value(path).key("ir_version").value(summary.ir_version).key("producer").value(summary.producer);
     out.key("opsets").begin_object();

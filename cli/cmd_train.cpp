@@ -21,6 +21,7 @@
 #include "commands.h"
 #include "dataset.h"
 #include "session_setup.h"
+#include "tensor_io.h"
 
 namespace onyx::cli {
 namespace {
@@ -70,19 +71,6 @@ ModelShape read_model_shape(const std::string& path) {
 std::vector<int64_t> batch_dims(const ModelShape& shape, const ImageDataset& data, int64_t batch) {
   if (shape.rank == 2) return {batch, data.pixels_per_image()};
   return {batch, 1, data.rows, data.cols};
-}
-
-// Writes `text` to `path` atomically (tmp + fsync + rename).
-void write_text_atomically(const fs::path& path, const std::string& text) {
-  fs::path tmp = path.string() + ".tmp";
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  bool ok = f && std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0 &&
-            ::fsync(fileno(f)) == 0;
-  if (f) ok = (std::fclose(f) == 0) && ok;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw CliError("cannot write " + path.string());
-  }
 }
 
 // A line chart of the per-step loss (light) and its running mean (dark).
@@ -251,8 +239,8 @@ int run_train(const ParsedArgs& args) {
   }
   double seconds = seconds_since(start);
   if (tty) std::cerr << "\n";
-  write_text_atomically(out / "loss.csv", csv.str());
-  write_text_atomically(out / "loss.svg", loss_svg(losses, "onyx train: " + fs::path(model).filename().string()));
+  write_file_atomically((out / "loss.csv").string(), csv.str());
+  write_file_atomically((out / "loss.svg").string(), loss_svg(losses, "onyx train: " + fs::path(model).filename().string()));
   state.save((out / "checkpoint.ckpt").string());
   session.export_model((out / "model.onnx").string());
   std::printf("trained %lld steps (%lld samples) in %s, %.0f samples/s\n", (long long)step, (long long)(step * batch),

@@ -2,7 +2,7 @@
 #include "tensor_io.h"
 
 #include <onnx/onnx_pb.h>
-#include <unistd.h>
+#include <onyx/util/atomic_file.h>
 
 #include <bit>
 #include <cstring>
@@ -122,27 +122,8 @@ LoadedTensor read_tensor_file(const std::string& path) {
 }
 
 void write_file_atomically(const std::string& path, const std::string& bytes) {
-  fs::path target(path);
-  fs::path tmp = target;
-  tmp += ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw CliError("cannot create '" + tmp.string() + "'");
-    out.write(bytes.data(), std::streamsize(bytes.size()));
-    out.close();
-    if (!out) {
-      std::error_code ignored;
-      fs::remove(tmp, ignored);
-      throw CliError("cannot write '" + tmp.string() + "' (disk full?)");
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
-    throw CliError("cannot rename '" + tmp.string() + "' to '" + path + "': " + ec.message());
-  }
+  util::WriteResult written = util::write_file_atomically(path, bytes);
+  if (!written.ok()) throw CliError(written.message());
 }
 
 void write_tensor_proto_file(const std::string& path, const std::string& name, onyx::Tensor& tensor) {

@@ -1,6 +1,9 @@
-// json.h: just enough JSON for the CLI: parsing the reports the C API returns
-// (providers, partition, memory) and writing `--json` output.
+// json.h: just enough JSON parsing for the CLI: the reports the C API returns
+// (providers, partition, memory). `--json` output is written with
+// onyx/util/json_writer.h (JsonWriter, included here for the commands).
 #pragma once
+
+#include <onyx/util/json_writer.h>
 
 #include <cstdint>
 #include <map>
@@ -9,6 +12,8 @@
 #include <vector>
 
 namespace onyx::cli {
+
+using util::JsonWriter;
 
 class Json {
  public:
@@ -40,32 +45,5 @@ class Json {
  private:
   std::variant<std::monostate, bool, double, std::string, Array, Object> value_;
 };
-
-// Streaming writer for the CLI's own `--json` output. `raw` splices JSON that
-// is already serialized (a report from the C API) as a value.
-class JsonOut {
- public:
-  JsonOut& begin_object();
-  JsonOut& end_object();
-  JsonOut& begin_array();
-  JsonOut& end_array();
-  JsonOut& key(const std::string& k);
-  JsonOut& value(const std::string& s);
-  JsonOut& value(const char* s) { return value(std::string(s)); }
-  JsonOut& value(int64_t i);
-  JsonOut& value(double d);
-  JsonOut& value(bool b);
-  JsonOut& null_value();
-  JsonOut& raw(const std::string& json);
-  const std::string& str() const { return out_; }
-
- private:
-  void separate();
-  std::string out_;
-  std::vector<bool> first_;  // per open container: no element written yet
-  bool after_key_ = false;
-};
-
-std::string json_quote(const std::string& s);
 
 }  // namespace onyx::cli

@@ -1,0 +1,90 @@
+# OnyxLinkCheck.cmake: one core per binary. libonyx (the shared `onyx`)
+# carries the core inside it, hidden; the static libraries below are the same
+# core for programs that use the internals. A target that links both carries
+# two cores: two provider registries, and inline code of one world silently
+# picked for the other. onyx_check_one_core_per_target() fails the configure
+# step naming any such target. tests/link checks the built binaries with nm.
+
+set(ONYX_STATIC_CORE_LIBRARIES onyx_core onyx_training onyx_checkpoint)
+
+# Every target defined in `dir` and below it.
+function(_onyx_targets_below dir out)
+  get_property(targets DIRECTORY ${dir} PROPERTY BUILDSYSTEM_TARGETS)
+  get_property(subdirs DIRECTORY ${dir} PROPERTY SUBDIRECTORIES)
+  foreach(sub IN LISTS subdirs)
+    _onyx_targets_below(${sub} more)
+    list(APPEND targets ${more})
+  endforeach()
+  set(${out} ${targets} PARENT_SCOPE)
+endfunction()
+
+# `item` as a project target name ("" for files, flags, imported targets and
+# generator expressions other than the link-only wrappers CMake writes itself).
+function(_onyx_link_item item out)
+  set(name "${item}")
+  if(name MATCHES "^\\$<LINK_ONLY:(.+)>$" OR name MATCHES "^\\$<BUILD_INTERFACE:(.+)>$")
+    set(name "${CMAKE_MATCH_1}")
+  endif()
+  if(NOT name MATCHES "^\\$<" AND TARGET "${name}")
+    get_target_property(aliased "${name}" ALIASED_TARGET)
+    if(aliased)
+      set(name "${aliased}")
+    endif()
+    get_target_property(imported "${name}" IMPORTED)
+    if(NOT imported)
+      set(${out} "${name}" PARENT_SCOPE)
+      return()
+    endif()
+  endif()
+  set(${out} "" PARENT_SCOPE)
+endfunction()
+
+# The project targets `target` links: directly, through static libraries, and
+# through the public interface of shared ones (not their private links).
+function(_onyx_link_closure target out)
+  get_target_property(queue ${target} LINK_LIBRARIES)
+  set(seen "")
+  while(queue)
+    list(POP_FRONT queue item)
+    _onyx_link_item("${item}" name)
+    if(name STREQUAL "" OR name IN_LIST seen)
+      continue()
+    endif()
+    list(APPEND seen ${name})
+    get_target_property(next ${name} INTERFACE_LINK_LIBRARIES)
+    if(next)
+      list(APPEND queue ${next})
+    endif()
+  endwhile()
+  set(${out} ${seen} PARENT_SCOPE)
+endfunction()
+
+function(onyx_check_one_core_per_target)
+  _onyx_targets_below(${PROJECT_SOURCE_DIR} targets)
+  set(offenders "")
+  foreach(target IN LISTS targets)
+    get_target_property(type ${target} TYPE)
+    if(type STREQUAL "INTERFACE_LIBRARY" OR type STREQUAL "UTILITY")
+      continue()
+    endif()
+    _onyx_link_closure(${target} linked)
+    if(NOT "onyx" IN_LIST linked)
+      continue()
+    endif()
+    set(static_core "")
+    foreach(lib IN LISTS ONYX_STATIC_CORE_LIBRARIES)
+      if(lib IN_LIST linked)
+        list(APPEND static_core ${lib})
+      endif()
+    endforeach()
+    if(static_core)
+      list(JOIN static_core ", " static_core)
+      string(APPEND offenders "\n  ${target}: libonyx and ${static_core}")
+    endif()
+  endforeach()
+  if(offenders)
+    message(FATAL_ERROR "These targets link two copies of the Onyx core, the shared libonyx and the "
+      "static libraries:${offenders}\nLink libonyx with the public headers only (a client of the API), "
+      "or the static libraries only (a user of the internals), never both.")
+  endif()
+endfunction()
