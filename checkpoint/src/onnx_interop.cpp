@@ -1,13 +1,15 @@
 // onnx_interop.cpp: parameters between ONNX initializers and checkpoints.
-// Decoding (raw_data, typed fields, external data) is the runtime's own
-// importer's (ir/tensor_proto.h), so both read models the same way.
+// TensorProtos go through the one codec (onyx/util/tensor_proto_codec.h),
+// the runtime importer's too, so both read models the same way.
+#include <onyx/util/tensor_proto_codec.h>
+
 #include <algorithm>
 #include <fstream>
 #include <limits>
 #include <set>
 #include <vector>
 
-#include "ir/tensor_proto.h"
+#include "core/decoded_tensor.h"
 #include "file_io.h"
 #include "onyx/checkpoint_onnx.h"
 
@@ -31,6 +33,15 @@ Status add_initializer(const std::string& name, Tensor tensor, bool trainable, C
   return {};
 }
 
+// A dense or sparse initializer as a tensor that adopts the decoded bytes.
+template <typename Decode, typename Proto>
+StatusOr<Tensor> decode(Decode decode_proto, const Proto& proto, const std::string& model_dir) {
+  util::DecodedTensor decoded;
+  util::CodecError error = decode_proto(proto, {model_dir, ""}, decoded);
+  if (!error.ok()) return runtime::status_of(error);
+  return runtime::tensor_of(std::move(decoded));
+}
+
 }  // namespace
 
 StatusOr<Checkpoint> import_onnx_initializers(const ONNX_NAMESPACE::ModelProto& model, const std::string& model_dir,
@@ -40,13 +51,13 @@ StatusOr<Checkpoint> import_onnx_initializers(const ONNX_NAMESPACE::ModelProto& 
   Checkpoint c;
   c.metadata.model_identity = model.graph().name();
   for (const ONNX_NAMESPACE::TensorProto& proto : model.graph().initializer()) {
-    ONYX_ASSIGN_OR_RETURN(Tensor tensor, runtime::ir::tensor_from_proto(proto, model_dir));
+    ONYX_ASSIGN_OR_RETURN(Tensor tensor, decode(util::decode_tensor_proto, proto, model_dir));
     bool is_trainable = wanted.empty() ? floating_point(tensor.dtype()) : wanted.count(proto.name()) > 0;
     found.insert(proto.name());
     ONYX_RETURN_IF_ERROR(add_initializer(proto.name(), std::move(tensor), is_trainable, c));
   }
   for (const ONNX_NAMESPACE::SparseTensorProto& proto : model.graph().sparse_initializer()) {
-    ONYX_ASSIGN_OR_RETURN(Tensor tensor, runtime::ir::sparse_to_dense(proto, model_dir));
+    ONYX_ASSIGN_OR_RETURN(Tensor tensor, decode(util::decode_sparse_tensor_proto, proto, model_dir));
     const std::string& name = proto.values().name();
     bool is_trainable = wanted.empty() ? floating_point(tensor.dtype()) : wanted.count(name) > 0;
     found.insert(name);
@@ -83,11 +94,9 @@ Status export_parameters_to_onnx(const Checkpoint& checkpoint, ONNX_NAMESPACE::M
       } else {
         return not_found("parameter '" + t.name + "' has no initializer of that name in the model");
       }
-      proto->Clear();
-      proto->set_name(t.name);
-      proto->set_data_type(t.dtype);
-      for (int64_t d : t.shape) proto->add_dims(d);
-      proto->set_raw_data(t.data.data(), t.bytes());
+      util::CodecError error = util::encode_tensor_proto(
+          t.name, t.dtype, t.shape, {static_cast<const std::byte*>(t.data.data()), t.bytes()}, *proto);
+      if (!error.ok()) return runtime::status_of(error);
     }
   }
   return {};

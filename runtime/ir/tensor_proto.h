@@ -1,19 +1,19 @@
-// tensor_proto.h: onnx TensorProto / SparseTensorProto -> onyx::runtime::Tensor.
-// Used by the importer (initializers, tensor attributes) and by tests that
-// read the backend test data (input_K.pb / output_K.pb).
+// tensor_proto.h: onnx TensorProto / SparseTensorProto -> onyx::runtime::Tensor
+// through the one codec (onyx/util/tensor_proto_codec.h). Used by the
+// importer (initializers, tensor attributes) and by tests that read the
+// backend test data (input_K.pb / output_K.pb).
 #pragma once
 
 #include <onnx/onnx_pb.h>
 
 #include <string>
-#include <vector>
 
 #include "core/tensor.h"
 
 namespace onyx::runtime::ir {
 
 // Decodes raw_data or the typed *_data fields (all element types Onyx knows,
-// 4-bit types packed two per byte, STRING as documented in ir/graph.h).
+// sub-byte types packed, STRING as documented in ir/graph.h).
 // External data (data_location EXTERNAL) is read from a file relative to
 // `base_dir`; "" forbids external data. A location that is absolute or that,
 // after resolving "..", symlinks and the like, leaves `base_dir` is refused.
@@ -25,9 +25,6 @@ StatusOr<Tensor> tensor_from_proto(const ONNX_NAMESPACE::TensorProto& proto,
 // [NNZ] linear offsets or [NNZ, rank] coordinates).
 StatusOr<Tensor> sparse_to_dense(const ONNX_NAMESPACE::SparseTensorProto& proto,
                                  const std::string& base_dir, const std::string& what = "");
-
-// A STRING tensor holding `strings` (row-major; size must match `shape`).
-Tensor make_string_tensor(Shape shape, std::vector<std::string> strings);
 
 // Reads a file holding one serialized TensorProto (e.g. output_0.pb).
 StatusOr<Tensor> load_tensor_file(const std::string& path);

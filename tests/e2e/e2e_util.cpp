@@ -1,6 +1,7 @@
 #include "e2e_util.h"
 
 #include <onnx/onnx_pb.h>
+#include <onyx/util/tensor_proto_codec.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -71,7 +72,8 @@ void write_tensor_pb(const fs::path& path, const std::string& name, const std::v
   t.set_name(name);
   t.set_data_type(onnx::TensorProto::FLOAT);
   for (int64_t d : dims) t.add_dims(d);
-  for (float v : values) t.add_float_data(v);  // typed field, unlike the CLI's raw_data output
+  // The typed field on purpose, unlike the codec's raw_data: the CLI must read both.
+  for (float v : values) t.add_float_data(v);
   std::ofstream out(path, std::ios::binary);
   if (!t.SerializeToOstream(&out)) throw std::runtime_error("cannot write " + path.string());
 }
@@ -96,17 +98,14 @@ void write_npy_f32(const fs::path& path, const std::vector<int64_t>& dims, const
 std::vector<float> read_tensor_pb(const fs::path& path, std::vector<int64_t>* dims, std::string* name) {
   onnx::TensorProto t;
   if (!t.ParseFromString(read_file(path))) throw std::runtime_error(path.string() + " is not a TensorProto");
-  if (t.data_type() != onnx::TensorProto::FLOAT) throw std::runtime_error(path.string() + " is not float32");
-  dims->assign(t.dims().begin(), t.dims().end());
+  util::DecodedTensor decoded;  // through the one codec the runtime and the CLI use
+  util::CodecError error = util::decode_tensor_proto(t, {"", path.filename().string()}, decoded);
+  if (!error.ok()) throw std::runtime_error(error.message);
+  if (decoded.dtype != onnx::TensorProto::FLOAT) throw std::runtime_error(path.string() + " is not float32");
+  *dims = decoded.dims;
   *name = t.name();
-  std::vector<float> values;
-  if (t.has_raw_data()) {
-    values.resize(t.raw_data().size() / sizeof(float));
-    std::memcpy(values.data(), t.raw_data().data(), values.size() * sizeof(float));
-  } else {
-    values.assign(t.float_data().begin(), t.float_data().end());
-  }
-  return values;
+  const float* values = static_cast<const float*>(decoded.data);
+  return std::vector<float>(values, values + decoded.bytes / sizeof(float));
 }
 
 std::string quote(const fs::path& path) {
