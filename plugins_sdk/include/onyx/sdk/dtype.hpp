@@ -5,6 +5,7 @@
 
 #include <onyx_provider.h>
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
@@ -43,6 +44,7 @@ class DTypeSet {
   }
   constexpr bool contains(int32_t dtype) const { return (bits_ & bit(dtype)) != 0; }
   constexpr bool empty() const { return bits_ == 0; }
+  constexpr int size() const { return std::popcount(bits_); }
   constexpr DTypeSet operator|(DTypeSet other) const { return from_bits(bits_ | other.bits_); }
   constexpr bool operator==(const DTypeSet&) const = default;
 

@@ -70,7 +70,7 @@ struct TypeRule {
       int32_t dtype = node.inputs[k].dtype;
       if (!allowed.empty() && !allowed.contains(dtype))
         return node.op_type + ": input " + std::to_string(k) + " has type " + dtype_name(dtype) +
-               "; supported: " + allowed.names();
+               (allowed.size() == 1 ? "; expected " : "; supported: ") + allowed.names();
       if (!same_type) continue;
       if (first == SIZE_MAX) {
         first = k;
