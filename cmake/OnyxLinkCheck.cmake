@@ -5,7 +5,7 @@
 # picked for the other. onyx_check_one_core_per_target() fails the configure
 # step naming any such target. tests/link checks the built binaries with nm.
 
-set(ONYX_STATIC_CORE_LIBRARIES onyx_core onyx_autodiff onyx_training onyx_checkpoint)
+set(ONYX_STATIC_CORE_LIBRARIES onyx_core onyx_autodiff onyx_distributed onyx_training onyx_checkpoint)
 
 # Every target defined in `dir` and below it.
 function(_onyx_targets_below dir out)

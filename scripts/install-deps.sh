@@ -17,6 +17,7 @@ test_packages=(
   libonnx-testdata                                # conformance corpus fallback
   chromium-headless-shell                         # renders the conformance HTML report in its test
   python3-numpy
+  libopenmpi-dev openmpi-bin                      # the mpi collectives plugin and its multi-process tests
 )
 case "${1:-}" in
   "") with_tests=0 ;;

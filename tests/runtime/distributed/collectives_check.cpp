@@ -1,0 +1,192 @@
+// collectives_check: every collective of a collectives plugin, checked
+// against values each rank can compute alone, in one process per rank:
+//
+//   mpirun -np 4 onyx_collectives_check mpi
+//   onyx_collectives_check loopback
+//   onyx_collectives_check mpi --stall-rank 1 --timeout-ms 3000
+//
+// Rank r contributes values that depend on r and the index, so that a
+// misplaced block, a missing rank or a wrong reduction shows as a wrong
+// element. Exit 0 when every check passed on this rank. With --stall-rank R,
+// rank R stops itself (SIGSTOP) before the third all_reduce; the others must
+// time out with an error naming that collective and end the job (exit
+// non-zero) instead of hanging.
+#include <onyx_dtype.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "distributed/communicator.h"
+
+using onyx::runtime::Collective;
+using onyx::runtime::CollectiveOptions;
+using onyx::runtime::Communicator;
+using onyx::runtime::PendingCollective;
+using onyx::runtime::Status;
+
+namespace {
+
+int g_failures = 0, g_checks = 0;
+int g_rank = 0;
+
+void expect(bool ok, const std::string& what) {
+  ++g_checks;
+  if (ok) return;
+  ++g_failures;
+  std::fprintf(stderr, "rank %d: FAILED: %s\n", g_rank, what.c_str());
+}
+
+void expect_ok(const Status& st, const std::string& what) {
+  expect(st.ok(), what + (st.ok() ? "" : ": " + st.message()));
+}
+
+float value(int rank, size_t i) { return float(rank + 1) * 0.5f + float(i % 97); }
+
+void check_all_reduce(Communicator& c, size_t count) {
+  const int n = c.size();
+  std::vector<float> send(count), recv(count, -1.f);
+  for (size_t i = 0; i < count; ++i) send[i] = value(c.rank(), i);
+  expect_ok(c.all_reduce(send.data(), recv.data(), count, ONYX_DTYPE_FLOAT32, ONYX_REDUCE_SUM), "all_reduce sum");
+  bool same = true;
+  for (size_t i = 0; i < count; ++i) {
+    double want = 0;
+    for (int r = 0; r < n; ++r) want += value(r, i);  // exact in float: small halves
+    same &= recv[i] == float(want);
+  }
+  expect(same, "all_reduce sum of " + std::to_string(count) + " float32");
+
+  // In place, max over int64.
+  std::vector<int64_t> v(count);
+  for (size_t i = 0; i < count; ++i) v[i] = int64_t(i) * 10 + c.rank();
+  expect_ok(c.all_reduce(v.data(), v.data(), count, ONYX_DTYPE_INT64, ONYX_REDUCE_MAX), "all_reduce max in place");
+  bool max_ok = true;
+  for (size_t i = 0; i < count; ++i) max_ok &= v[i] == int64_t(i) * 10 + (n - 1);
+  expect(max_ok, "all_reduce max in place of int64");
+
+  double d = c.rank() + 1.0;
+  expect_ok(c.all_reduce(&d, &d, 1, ONYX_DTYPE_FLOAT64, ONYX_REDUCE_MIN), "all_reduce min");
+  expect(d == 1.0, "all_reduce min of float64");
+}
+
+void check_reduce_scatter_all_gather(Communicator& c, size_t count) {
+  const int n = c.size(), me = c.rank();
+  std::vector<float> send(count * n), mine(count, -1.f);
+  for (size_t i = 0; i < send.size(); ++i) send[i] = value(me, i);
+  expect_ok(c.reduce_scatter(send.data(), mine.data(), count, ONYX_DTYPE_FLOAT32, ONYX_REDUCE_SUM),
+            "reduce_scatter");
+  bool rs = true;
+  for (size_t i = 0; i < count; ++i) {
+    double want = 0;
+    for (int r = 0; r < n; ++r) want += value(r, me * count + i);
+    rs &= mine[i] == float(want);
+  }
+  expect(rs, "reduce_scatter of " + std::to_string(count) + " float32 per rank");
+
+  // all_gather puts the slices back: the result is the all_reduce of send.
+  std::vector<float> gathered(count * n, -1.f);
+  expect_ok(c.all_gather(mine.data(), gathered.data(), count, ONYX_DTYPE_FLOAT32), "all_gather");
+  bool ag = true;
+  for (size_t i = 0; i < gathered.size(); ++i) {
+    double want = 0;
+    for (int r = 0; r < n; ++r) want += value(r, i);
+    ag &= gathered[i] == float(want);
+  }
+  expect(ag, "all_gather of the reduce_scatter slices");
+
+  // 16-bit types move as bytes.
+  std::vector<uint16_t> half(3, uint16_t(0x3C00 + me)), halves(3 * n);
+  expect_ok(c.all_gather(half.data(), halves.data(), 3, ONYX_DTYPE_FLOAT16), "all_gather float16");
+  bool h = true;
+  for (int r = 0; r < n; ++r)
+    for (int k = 0; k < 3; ++k) h &= halves[r * 3 + k] == uint16_t(0x3C00 + r);
+  expect(h, "all_gather of float16 bytes");
+}
+
+void check_broadcast_barrier_nonblocking(Communicator& c) {
+  const int n = c.size(), me = c.rank();
+  std::vector<int32_t> b(5, me == n - 1 ? 42 : -me);
+  expect_ok(c.broadcast(b.data(), b.size(), ONYX_DTYPE_INT32, n - 1), "broadcast");
+  expect(b == std::vector<int32_t>(5, 42), "broadcast from the last rank");
+  expect_ok(c.barrier("check"), "barrier");
+
+  // Two collectives in flight at once, completed in reverse order.
+  std::vector<float> a(1000, 1.f), ra(1000), g(1), rg(n);
+  g[0] = float(me);
+  auto first = c.start_all_reduce(a.data(), ra.data(), a.size(), ONYX_DTYPE_FLOAT32, ONYX_REDUCE_SUM);
+  auto second = c.start_all_gather(g.data(), rg.data(), 1, ONYX_DTYPE_FLOAT32);
+  expect(first.ok() && second.ok(), "two non-blocking starts");
+  if (first.ok() && second.ok()) {
+    Status st;
+    while (!first.value().test(&st)) {
+    }
+    expect_ok(st, "test() completes an all_reduce");
+    expect_ok(second.value().wait(), "wait() completes an all_gather");
+    expect(ra[999] == float(n), "non-blocking all_reduce result");
+    bool ok = true;
+    for (int r = 0; r < n; ++r) ok &= rg[r] == float(r);
+    expect(ok, "non-blocking all_gather result");
+  }
+}
+
+void check_errors(Communicator& c) {
+  uint16_t x = 0;
+  Status st = c.all_reduce(&x, &x, 1, ONYX_DTYPE_BFLOAT16, ONYX_REDUCE_SUM, "step 7");
+  expect(!st.ok() && st.code() == ONYX_STATUS_UNIMPLEMENTED, "a bfloat16 reduction is refused");
+  expect(st.message().find("all_reduce of 1 bfloat16") != std::string::npos &&
+             st.message().find("step 7") != std::string::npos,
+         "the refusal names the collective and its label: " + st.message());
+  Status root = c.broadcast(&x, 1, ONYX_DTYPE_UINT16, c.size());
+  expect(root.code() == ONYX_STATUS_INVALID_ARGUMENT, "a broadcast root outside the job is refused");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: onyx_collectives_check PLUGIN [--stall-rank R] [--timeout-ms T]\n");
+    return 2;
+  }
+  int stall_rank = -1;
+  CollectiveOptions options;
+  for (int k = 2; k + 1 < argc; k += 2) {
+    if (!std::strcmp(argv[k], "--stall-rank")) stall_rank = std::atoi(argv[k + 1]);
+    if (!std::strcmp(argv[k], "--timeout-ms")) options.timeout = std::chrono::milliseconds(std::atoi(argv[k + 1]));
+  }
+  auto loaded = Communicator::load(argv[1], {}, options);
+  if (!loaded.ok()) {
+    std::fprintf(stderr, "onyx_collectives_check: %s\n", loaded.status().message().c_str());
+    return 1;
+  }
+  Communicator& c = *loaded.value();
+  g_rank = c.rank();
+
+  if (stall_rank >= 0) {
+    float x = 1.f;
+    for (int step = 1; step <= 3; ++step) {
+      if (step == 3 && c.rank() == stall_rank) std::raise(SIGSTOP);
+      Status st = c.all_reduce(&x, &x, 1, ONYX_DTYPE_FLOAT32, ONYX_REDUCE_SUM, "step " + std::to_string(step));
+      if (!st.ok()) c.abort(st.message());
+    }
+    std::fprintf(stderr, "rank %d: the stalled rank went unnoticed\n", c.rank());
+    return 1;
+  }
+
+  for (size_t count : {size_t(1), size_t(7), size_t(1001), size_t(1 << 16)}) {
+    check_all_reduce(c, count);
+    check_reduce_scatter_all_gather(c, count);
+  }
+  check_broadcast_barrier_nonblocking(c);
+  check_errors(c);
+
+  const auto& counts = c.counters();
+  expect(counts.calls_of(Collective::kReduceScatter) == 4 && counts.calls_of(Collective::kBarrier) == 1,
+         "the counters count calls: " + counts.to_string());
+  std::printf("rank %d of %d (%s): %d checks, %d failed; %s\n", c.rank(), c.size(), c.name().c_str(), g_checks,
+              g_failures, counts.to_string().c_str());
+  return g_failures ? 1 : 0;
+}
