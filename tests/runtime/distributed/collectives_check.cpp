@@ -4,6 +4,7 @@
 //   mpirun -np 4 onyx_collectives_check mpi
 //   onyx_collectives_check loopback
 //   onyx_collectives_check mpi --stall-rank 1 --timeout-ms 3000
+//   onyx_collectives_check nccl --unavailable-ok   (no GPU: must report UNAVAILABLE)
 //
 // Rank r contributes values that depend on r and the index, so that a
 // misplaced block, a missing rank or a wrong reduction shows as a wrong
@@ -152,15 +153,23 @@ int main(int argc, char** argv) {
     return 2;
   }
   int stall_rank = -1;
+  bool unavailable_ok = false;
   CollectiveOptions options;
-  for (int k = 2; k + 1 < argc; k += 2) {
+  for (int k = 2; k < argc; ++k) {
+    if (!std::strcmp(argv[k], "--unavailable-ok")) unavailable_ok = true;
+    if (k + 1 >= argc) continue;
     if (!std::strcmp(argv[k], "--stall-rank")) stall_rank = std::atoi(argv[k + 1]);
     if (!std::strcmp(argv[k], "--timeout-ms")) options.timeout = std::chrono::milliseconds(std::atoi(argv[k + 1]));
   }
   auto loaded = Communicator::load(argv[1], {}, options);
   if (!loaded.ok()) {
-    std::fprintf(stderr, "onyx_collectives_check: %s\n", loaded.status().message().c_str());
-    return 1;
+    const Status& st = loaded.status();
+    std::fprintf(stderr, "onyx_collectives_check: %s\n", st.message().c_str());
+    // A plugin whose device is absent must say so, with its reason, and
+    // nothing else: UNAVAILABLE, naming the plugin file.
+    bool reported = st.code() == ONYX_STATUS_UNAVAILABLE && st.message().find("libonyx_collectives_") != std::string::npos;
+    if (unavailable_ok && reported) std::printf("%s is unavailable here, as it should say: %s\n", argv[1], st.message().c_str());
+    return unavailable_ok && reported ? 0 : 1;
   }
   Communicator& c = *loaded.value();
   g_rank = c.rank();
