@@ -2,6 +2,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -286,6 +287,7 @@ Status TrainingSession::optimizer_step() {
   ONYX_RETURN_IF_ERROR(check_ready("optimizer_step"));
   if (!have_grads_) return failed_precondition("optimizer_step: no gradients yet (run train_step first)");
   auto start = Clock::now();
+  if (comm_ && comm_->size() > 1) ONYX_RETURN_IF_ERROR(average_gradients());
   checkpoint::OptimizerGroup& group = optimizer_group();
   auto& trainable = state_->module.trainable;
   // State tensors: created on first use, checked when loaded from a file.
@@ -344,6 +346,79 @@ Status TrainingSession::optimizer_step() {
   }
   ++group.step;
   last_optimizer_seconds_ = seconds_since(start);
+  return Status();
+}
+
+uint64_t TrainingSession::parameters_hash() const {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  auto mix = [&h](const void* data, size_t bytes) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (size_t i = 0; i < bytes; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  };
+  for (const auto* list : {&state_->module.trainable, &state_->module.frozen})
+    for (const auto& p : *list) {
+      mix(p.name.data(), p.name.size() + 1);
+      mix(p.shape.data(), p.shape.size() * sizeof(int64_t));
+      if (p.has_data()) mix(p.data.data(), p.data.bytes());
+    }
+  mix(optimizer_info_.optimizer.data(), optimizer_info_.optimizer.size());
+  return h;
+}
+
+Status TrainingSession::join_data_parallel(std::shared_ptr<Communicator> comm, DataParallelOptions options) {
+  if (!comm) return invalid_argument("join_data_parallel: no communicator");
+  // Every rank must start from the same model, weights and optimizer: the
+  // hash's minimum and maximum over the job agree only then.
+  int64_t hash = int64_t(parameters_hash());
+  int64_t range[2] = {hash, -hash};  // max of -h is -(min of h)
+  ONYX_RETURN_IF_ERROR(comm->all_reduce(range, range, 2, ONYX_DTYPE_INT64, ONYX_REDUCE_MAX,
+                                        "data-parallel start-up: comparing the ranks' parameters"));
+  if (range[0] != -range[1])
+    return failed_precondition("data-parallel training: rank " + std::to_string(comm->rank()) + " of " +
+                               std::to_string(comm->size()) +
+                               " holds other parameters or another optimizer than some other rank: every rank "
+                               "must load the same model and checkpoint");
+  comm_ = std::move(comm);
+  data_parallel_ = options;
+  return Status();
+}
+
+Status TrainingSession::average_gradients() {
+  const auto& trainable = state_->module.trainable;
+  size_t total = 0;
+  for (size_t k = 0; k < trainable.size(); ++k) {
+    if (grads_[k].dtype() != ONYX_DTYPE_FLOAT32)
+      return unimplemented(std::string("data-parallel training of ") + dtype_name(grads_[k].dtype()) +
+                           " gradients ('" + trainable[k].name + "')");
+    total += size_t(grads_[k].size());
+  }
+  flat_grads_.resize(total);
+  size_t at = 0;
+  for (const Tensor& g : grads_) {
+    std::memcpy(flat_grads_.data() + at, g.data_as<float>(), size_t(g.size()) * sizeof(float));
+    at += size_t(g.size());
+  }
+  // Buckets in flight together: the plugin overlaps their transfers.
+  const size_t bucket = data_parallel_.bucket_bytes / sizeof(float);
+  const size_t per_bucket = bucket == 0 ? std::max<size_t>(total, 1) : bucket;
+  const std::string step = "step " + std::to_string(optimizer_steps() + 1);
+  std::vector<PendingCollective> pending;
+  for (size_t begin = 0, b = 0; begin < total; begin += per_bucket, ++b) {
+    size_t count = std::min(per_bucket, total - begin);
+    ONYX_ASSIGN_OR_RETURN(PendingCollective p,
+                          comm_->start_all_reduce(flat_grads_.data() + begin, flat_grads_.data() + begin, count,
+                                                  ONYX_DTYPE_FLOAT32, ONYX_REDUCE_SUM,
+                                                  step + ", gradient bucket " + std::to_string(b)));
+    pending.push_back(std::move(p));
+  }
+  for (PendingCollective& p : pending) ONYX_RETURN_IF_ERROR(p.wait());
+  const float scale = 1.0f / float(comm_->size());
+  at = 0;
+  for (Tensor& g : grads_) {  // the session's own buffers (train_step's outputs)
+    float* out = g.data_as<float>();
+    for (int64_t i = 0, n = g.size(); i < n; ++i) out[i] = flat_grads_[at + size_t(i)] * scale;
+    at += size_t(g.size());
+  }
   return Status();
 }
 

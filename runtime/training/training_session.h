@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "distributed/communicator.h"
 #include "onyx/checkpoint.h"
 #include "session/session.h"
 #include "training/lr_scheduler.h"
@@ -50,6 +51,14 @@ struct TrainingSessionOptions {
   double learning_rate = 1e-3;
   std::map<std::string, float> hyperparameters;  // overrides the optimizer's defaults
   float max_grad_norm = 0;                       // <= 0: no clipping
+};
+
+// Data parallelism: each rank trains on its own part of every global batch
+// and, before each optimizer step, the gradients are averaged over the ranks
+// (all-reduced in buckets of at most bucket_bytes, several in flight), so
+// that every rank applies the same update to the same weights.
+struct DataParallelOptions {
+  size_t bucket_bytes = size_t(25) << 20;  // 0: one bucket
 };
 
 struct ExportOptions {
@@ -79,7 +88,17 @@ class TrainingSession {
   // The next train_step overwrites the gradients instead of adding to them.
   void lazy_reset_grad() { reset_grads_ = true; }
   // Applies the optimizer to the accumulated gradients; step count + 1.
+  // In a data-parallel job the gradients are first averaged over the ranks.
   Status optimizer_step();
+
+  // Makes this session one rank of a data-parallel job over `comm` (shared:
+  // the caller may run its own collectives on it between steps). Checks
+  // first that every rank holds the same parameters and optimizer (a hash
+  // compared over the job): FAILED_PRECONDITION on this rank when they
+  // differ. With one rank it changes nothing.
+  Status join_data_parallel(std::shared_ptr<Communicator> comm, DataParallelOptions options = {});
+  // A hash of the parameters' names, shapes and values (trainable and frozen).
+  uint64_t parameters_hash() const;
 
   double learning_rate() const { return lr_; }
   Status set_learning_rate(double lr);
@@ -134,6 +153,7 @@ class TrainingSession {
                                           const std::vector<Tensor>& inputs, const char* what,
                                           const std::vector<Tensor>* reuse = nullptr);
   checkpoint::OptimizerGroup& optimizer_group();
+  Status average_gradients();
 
   std::shared_ptr<checkpoint::Checkpoint> state_;
   std::unique_ptr<Session> train_, eval_, optimizer_;
@@ -153,6 +173,9 @@ class TrainingSession {
   float max_grad_norm_ = 0, last_grad_norm_ = 0;
   uint64_t seed_ = 0;
   double last_train_seconds_ = 0, last_optimizer_seconds_ = 0;
+  std::shared_ptr<Communicator> comm_;
+  DataParallelOptions data_parallel_;
+  std::vector<float> flat_grads_;  // the gradients packed for their all-reduce
 };
 
 }  // namespace onyx::runtime::training

@@ -1,0 +1,162 @@
+// data_parallel_check: the test MLP (tests/training/mlp_fixture.h) trained
+// data-parallel with AdamW and gradient clipping, one process per rank:
+//
+//   onyx_data_parallel_check loopback OUT [--bucket-bytes B]
+//   mpirun -np 4 onyx_data_parallel_check mpi OUT [...]
+//   onyx_data_parallel_check --compare REFERENCE OTHER
+//   mpirun -np 2 onyx_data_parallel_check mpi OUT --different-models 1
+//     (rank r starts from other weights: start-up must refuse the job)
+//
+// Every step takes a global batch of 8 samples; rank r of N trains on
+// samples [r*8/N, (r+1)*8/N) of it (split by global index, so the result
+// does not depend on N). After every step the ranks
+// compare their weights' hashes (they must be identical), and rank 0 writes
+// the global loss of each step, the final weights and the optimizer state
+// to OUT, as text. --compare checks that OTHER equals REFERENCE within
+// 1e-6 + 1e-5 * |reference| element by element (summation order is the only
+// difference between world sizes).
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "mlp_fixture.h"
+#include "training/artifacts.h"
+#include "training/training_session.h"
+
+using namespace onyx::runtime;
+using namespace onyx::runtime::training;
+using namespace onyx::mlp_fixture;
+
+namespace {
+
+constexpr int kSteps = 50;
+constexpr int64_t kGlobalBatch = 8;
+
+int fail(const std::string& message) {
+  std::fprintf(stderr, "onyx_data_parallel_check: %s\n", message.c_str());
+  return 1;
+}
+
+std::vector<double> read_numbers(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<double> v;
+  std::string word;
+  while (in >> word)
+    if (word.find_first_of("0123456789") != std::string::npos && word.find(':') == std::string::npos)
+      v.push_back(std::strtod(word.c_str(), nullptr));
+  return v;
+}
+
+int compare(const std::string& reference, const std::string& other) {
+  std::vector<double> a = read_numbers(reference), b = read_numbers(other);
+  if (a.empty() || a.size() != b.size())
+    return fail("the files hold " + std::to_string(a.size()) + " and " + std::to_string(b.size()) + " numbers");
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    double tol = 1e-6 + 1e-5 * std::fabs(a[i]);
+    if (!(std::fabs(a[i] - b[i]) <= tol)) {
+      std::fprintf(stderr, "number %zu: %.9g vs %.9g (tolerance %.3g)\n", i, a[i], b[i], tol);
+      return fail(other + " differs from " + reference);
+    }
+    worst = std::max(worst, std::fabs(a[i] - b[i]));
+  }
+  std::printf("%s matches %s: %zu numbers, largest difference %.3g\n", other.c_str(), reference.c_str(), a.size(),
+              worst);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc == 4 && !std::strcmp(argv[1], "--compare")) return compare(argv[2], argv[3]);
+  if (argc < 3) return fail("usage: onyx_data_parallel_check PLUGIN OUT [--bucket-bytes B]");
+  DataParallelOptions dp;
+  bool different_models = false;
+  for (int k = 3; k + 1 < argc; k += 2) {
+    if (!std::strcmp(argv[k], "--bucket-bytes")) dp.bucket_bytes = std::strtoull(argv[k + 1], nullptr, 10);
+    if (!std::strcmp(argv[k], "--different-models")) different_models = std::atoi(argv[k + 1]) != 0;
+  }
+
+  auto loaded = Communicator::load(argv[1]);
+  if (!loaded.ok()) return fail(loaded.status().to_string());
+  std::shared_ptr<Communicator> comm = std::move(loaded).value();
+  const int rank = comm->rank(), size = comm->size();
+  if (kGlobalBatch % size != 0) return fail("the global batch of 8 does not split evenly");
+  const int64_t local = kGlobalBatch / size;
+
+  ProviderRegistry registry;
+  registry.add_search_dir(ONYX_PROVIDER_DIR);
+  ArtifactSpec spec;
+  spec.optimizer = "adamw";
+  spec.optimizer_search_dirs = {ONYX_OPTIMIZER_DIR};
+  auto artifacts = make_artifacts(forward_model(initial_params(different_models ? 7 + rank : 7)), "", spec);
+  if (!artifacts.ok()) return fail(artifacts.status().to_string());
+  auto state = std::make_shared<onyx::checkpoint::Checkpoint>(artifacts->checkpoint);
+  TrainingSessionOptions options;
+  options.session.fallback = FallbackPolicy::kFail;
+  options.session.intra_op_threads = 1;
+  options.learning_rate = 1e-2;
+  options.max_grad_norm = 0.5f;  // small enough to clip on the first steps
+  TrainingModelBytes bytes{artifacts->training.SerializeAsString(), artifacts->eval.SerializeAsString(),
+                           artifacts->optimizer.SerializeAsString(), ""};
+  auto created = TrainingSession::create(registry, state, bytes, options);
+  if (!created.ok()) return fail(created.status().to_string());
+  TrainingSession& session = *created.value();
+  if (Status st = session.join_data_parallel(comm, dp); !st.ok()) return fail(st.to_string());
+
+  std::vector<Batch> batches = make_batches(kSteps, kGlobalBatch, 11);
+  std::ostringstream out;
+  out.precision(9);
+  int clipped = 0;
+  for (int step = 0; step < kSteps; ++step) {
+    const Batch& global = batches[step];
+    session.lazy_reset_grad();
+    const int64_t first = int64_t(rank) * local;  // global sample index
+    std::vector<float> x(global.x.begin() + first * kIn, global.x.begin() + (first + local) * kIn);
+    std::vector<int64_t> labels(global.labels.begin() + first, global.labels.begin() + first + local);
+    auto outputs = session.train_step({Tensor::wrap(ONYX_DTYPE_FLOAT32, {local, kIn}, x.data(), nullptr),
+                                       Tensor::wrap(ONYX_DTYPE_INT64, {local}, labels.data(), nullptr)});
+    if (!outputs.ok()) return fail(outputs.status().to_string());
+    // Each rank's loss is the mean over its samples: their mean over the
+    // ranks is the global batch's mean loss.
+    double loss = *outputs->at(0).data_as<float>();
+    if (Status st = comm->all_reduce(&loss, &loss, 1, ONYX_DTYPE_FLOAT64, ONYX_REDUCE_SUM, "loss"); !st.ok())
+      return fail(st.to_string());
+    loss /= size;
+    if (Status st = session.optimizer_step(); !st.ok()) return fail(st.to_string());
+    if (session.last_grad_norm() > options.max_grad_norm) ++clipped;
+    out << "step " << step << " loss: " << loss << "\n";
+    // Every rank must hold the same weights after every step.
+    int64_t h = int64_t(session.parameters_hash());
+    int64_t range[2] = {h, -h};
+    if (Status st = comm->all_reduce(range, range, 2, ONYX_DTYPE_INT64, ONYX_REDUCE_MAX, "hash"); !st.ok())
+      return fail(st.to_string());
+    if (range[0] != -range[1]) return fail("the ranks' weights differ after step " + std::to_string(step));
+  }
+  for (const auto& p : state->module.trainable) {
+    out << p.name << ":";
+    for (int64_t i = 0; i < p.data.size(); ++i) out << " " << p.data.data_as<float>()[i];
+    out << "\n";
+  }
+  for (const auto& group : state->optimizer)
+    for (const auto& ps : group.parameters)
+      for (const auto& slot : ps.tensors) {
+        out << ps.parameter << "." << slot.name << ":";
+        for (int64_t i = 0; i < slot.data.size(); ++i) out << " " << slot.data.data_as<float>()[i];
+        out << "\n";
+      }
+  if (rank == 0) {
+    std::ofstream file(argv[2]);
+    file << out.str();
+    if (!file) return fail(std::string("cannot write ") + argv[2]);
+  }
+  std::printf("rank %d of %d: %d steps, clipped %d times, %s\n", rank, size, kSteps, clipped,
+              comm->counters().to_string().c_str());
+  if (clipped == 0) return fail("clipping never happened: the test would not cover it");
+  return 0;
+}
