@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "ir/onnx_import.h"
+#include "training/sharded_optimizer.h"
 
 namespace onyx::runtime::training {
 namespace {
@@ -106,6 +107,8 @@ StatusOr<std::unique_ptr<TrainingSession>> TrainingSession::create(
   s->state_ = std::move(state);
   s->lr_ = options.learning_rate;
   s->max_grad_norm_ = options.max_grad_norm;
+  s->registry_ = &registry;
+  s->session_options_ = options.session;
   const checkpoint::Checkpoint& ck = *s->state_;
 
   ONYX_ASSIGN_OR_RETURN(s->train_, make_session(registry, models.training, models.base_dir, options.session, "training"));
@@ -178,6 +181,8 @@ StatusOr<std::unique_ptr<TrainingSession>> TrainingSession::create(
   }
   return s;
 }
+
+TrainingSession::~TrainingSession() = default;
 
 Status TrainingSession::check_ready(const char* what) const {
   for (const auto* list : {&state_->module.trainable, &state_->module.frozen})
@@ -287,9 +292,16 @@ Status TrainingSession::optimizer_step() {
   ONYX_RETURN_IF_ERROR(check_ready("optimizer_step"));
   if (!have_grads_) return failed_precondition("optimizer_step: no gradients yet (run train_step first)");
   auto start = Clock::now();
-  if (comm_ && comm_->size() > 1) ONYX_RETURN_IF_ERROR(average_gradients());
   checkpoint::OptimizerGroup& group = optimizer_group();
   auto& trainable = state_->module.trainable;
+  if (zero_) {
+    ONYX_RETURN_IF_ERROR(zero_->step(grads_, trainable, float(lr_), group.step + 1, max_grad_norm_, hyperparameters_,
+                                     &last_grad_norm_));
+    ++group.step;
+    last_optimizer_seconds_ = seconds_since(start);
+    return Status();
+  }
+  if (comm_ && comm_->size() > 1) ONYX_RETURN_IF_ERROR(average_gradients());
   // State tensors: created on first use, checked when loaded from a file.
   if (group.parameters.empty()) {
     for (const auto& p : trainable) {
@@ -378,9 +390,37 @@ Status TrainingSession::join_data_parallel(std::shared_ptr<Communicator> comm, D
                                std::to_string(comm->size()) +
                                " holds other parameters or another optimizer than some other rank: every rank "
                                "must load the same model and checkpoint");
+  if (options.zero_stage == 1) {
+    if (!optimizer_) return failed_precondition("ZeRO stage 1: the session has no optimizer model");
+    ONYX_ASSIGN_OR_RETURN(OptimizerDescription optimizer,
+                          load_optimizer_plugin(optimizer_info_.optimizer, options.optimizer_search_dirs));
+    checkpoint::OptimizerGroup* saved = nullptr;
+    for (auto& group : state_->optimizer)
+      if (group.name == optimizer_info_.optimizer && !group.parameters.empty()) saved = &group;
+    ONYX_ASSIGN_OR_RETURN(zero_, ShardedOptimizer::create(*registry_, session_options_, comm, optimizer,
+                                                          state_->module.trainable, saved, options.bucket_bytes));
+    // The state now lives in the shards; gather_optimizer_state() puts it back.
+    if (saved) saved->parameters.clear();
+  } else if (options.zero_stage != 0) {
+    return invalid_argument("ZeRO stage " + std::to_string(options.zero_stage) + " is not supported (0 or 1)");
+  }
   comm_ = std::move(comm);
   data_parallel_ = options;
   return Status();
+}
+
+Status TrainingSession::gather_optimizer_state() {
+  if (!zero_) return Status();
+  return zero_->gather_state(state_->module.trainable, optimizer_group());
+}
+
+size_t TrainingSession::optimizer_state_bytes() const {
+  if (zero_) return zero_->state_bytes();
+  size_t bytes = 0;
+  for (const auto& group : state_->optimizer)
+    for (const auto& ps : group.parameters)
+      for (const auto& t : ps.tensors) bytes += t.data.bytes();
+  return bytes;
 }
 
 Status TrainingSession::average_gradients() {

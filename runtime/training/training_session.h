@@ -35,6 +35,8 @@
 
 namespace onyx::runtime::training {
 
+class ShardedOptimizer;  // sharded_optimizer.h
+
 // Serialized ModelProtos; eval and optimizer may be empty (no EvalStep /
 // OptimizerStep). base_dir roots external data ("" forbids it).
 struct TrainingModelBytes {
@@ -57,8 +59,13 @@ struct TrainingSessionOptions {
 // and, before each optimizer step, the gradients are averaged over the ranks
 // (all-reduced in buckets of at most bucket_bytes, several in flight), so
 // that every rank applies the same update to the same weights.
+// With zero_stage 1 the optimizer state is sharded over the ranks instead
+// (sharded_optimizer.h): gradients are reduce-scattered, each rank updates
+// its slice, and the weights are all-gathered.
 struct DataParallelOptions {
   size_t bucket_bytes = size_t(25) << 20;  // 0: one bucket
+  int zero_stage = 0;                      // 0: plain data parallelism; 1: ZeRO stage 1
+  std::vector<std::string> optimizer_search_dirs;  // ZeRO 1 loads the optimizer plugin
 };
 
 struct ExportOptions {
@@ -75,6 +82,7 @@ class TrainingSession {
                                                            std::shared_ptr<checkpoint::Checkpoint> state,
                                                            const TrainingModelBytes& models,
                                                            const TrainingSessionOptions& options);
+  ~TrainingSession();
 
   // Data and label inputs (no parameters) and outputs (no gradients).
   const std::vector<std::string>& train_input_names() const { return train_inputs_; }
@@ -99,6 +107,12 @@ class TrainingSession {
   Status join_data_parallel(std::shared_ptr<Communicator> comm, DataParallelOptions options = {});
   // A hash of the parameters' names, shapes and values (trainable and frozen).
   uint64_t parameters_hash() const;
+  // ZeRO stage 1 keeps the optimizer state in shards, not in the checkpoint:
+  // this collective (every rank calls it) gathers it into the checkpoint's
+  // per-parameter form before the checkpoint is saved. OK without ZeRO.
+  Status gather_optimizer_state();
+  // Optimizer state this rank holds, in bytes (its shard under ZeRO 1).
+  size_t optimizer_state_bytes() const;
 
   double learning_rate() const { return lr_; }
   Status set_learning_rate(double lr);
@@ -173,7 +187,10 @@ class TrainingSession {
   float max_grad_norm_ = 0, last_grad_norm_ = 0;
   uint64_t seed_ = 0;
   double last_train_seconds_ = 0, last_optimizer_seconds_ = 0;
+  ProviderRegistry* registry_ = nullptr;  // outlives the session (the C API's env)
+  SessionOptions session_options_;
   std::shared_ptr<Communicator> comm_;
+  std::unique_ptr<ShardedOptimizer> zero_;  // ZeRO stage 1, when joined with it
   DataParallelOptions data_parallel_;
   std::vector<float> flat_grads_;  // the gradients packed for their all-reduce
 };

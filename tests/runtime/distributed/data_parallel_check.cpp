@@ -1,7 +1,7 @@
 // data_parallel_check: the test MLP (tests/training/mlp_fixture.h) trained
 // data-parallel with AdamW and gradient clipping, one process per rank:
 //
-//   onyx_data_parallel_check loopback OUT [--bucket-bytes B]
+//   onyx_data_parallel_check loopback OUT [--bucket-bytes B] [--zero 1]
 //   mpirun -np 4 onyx_data_parallel_check mpi OUT [...]
 //   onyx_data_parallel_check --compare REFERENCE OTHER
 //   mpirun -np 2 onyx_data_parallel_check mpi OUT --different-models 1
@@ -80,6 +80,7 @@ int main(int argc, char** argv) {
   for (int k = 3; k + 1 < argc; k += 2) {
     if (!std::strcmp(argv[k], "--bucket-bytes")) dp.bucket_bytes = std::strtoull(argv[k + 1], nullptr, 10);
     if (!std::strcmp(argv[k], "--different-models")) different_models = std::atoi(argv[k + 1]) != 0;
+    if (!std::strcmp(argv[k], "--zero")) dp.zero_stage = std::atoi(argv[k + 1]);
   }
 
   auto loaded = Communicator::load(argv[1]);
@@ -107,6 +108,7 @@ int main(int argc, char** argv) {
   auto created = TrainingSession::create(registry, state, bytes, options);
   if (!created.ok()) return fail(created.status().to_string());
   TrainingSession& session = *created.value();
+  dp.optimizer_search_dirs = {ONYX_OPTIMIZER_DIR};
   if (Status st = session.join_data_parallel(comm, dp); !st.ok()) return fail(st.to_string());
 
   std::vector<Batch> batches = make_batches(kSteps, kGlobalBatch, 11);
@@ -138,6 +140,8 @@ int main(int argc, char** argv) {
       return fail(st.to_string());
     if (range[0] != -range[1]) return fail("the ranks' weights differ after step " + std::to_string(step));
   }
+  // Under ZeRO the state is in shards: gather it (every rank) before writing.
+  if (Status st = session.gather_optimizer_state(); !st.ok()) return fail(st.to_string());
   for (const auto& p : state->module.trainable) {
     out << p.name << ":";
     for (int64_t i = 0; i < p.data.size(); ++i) out << " " << p.data.data_as<float>()[i];
@@ -155,8 +159,8 @@ int main(int argc, char** argv) {
     file << out.str();
     if (!file) return fail(std::string("cannot write ") + argv[2]);
   }
-  std::printf("rank %d of %d: %d steps, clipped %d times, %s\n", rank, size, kSteps, clipped,
-              comm->counters().to_string().c_str());
+  std::printf("rank %d of %d: %d steps, clipped %d times, optimizer state %zu bytes, %s\n", rank, size, kSteps,
+              clipped, session.optimizer_state_bytes(), comm->counters().to_string().c_str());
   if (clipped == 0) return fail("clipping never happened: the test would not cover it");
   return 0;
 }

@@ -5,6 +5,10 @@
 #    every step's loss, the final weights and the optimizer state;
 #  - gradient buckets of 1 KiB and unlimited against the default (25 MiB):
 #    bitwise identical at np 2;
+#  - ZeRO stage 1 (--zero 1) at np 1, 2 and 4 against the same loopback run,
+#    with one reduce-scatter and one all-gather per step (one bucket) and no
+#    parameter-sized all-reduce, each rank holding at most its slice of the
+#    AdamW state; 1 KiB buckets bitwise equal to 25 MiB at np 2;
 #  - ranks that start from different weights are refused at start-up, within
 #    5 s, with an error saying so.
 #   data_parallel_test.sh MPIRUN DATA_PARALLEL_CHECK
@@ -25,6 +29,28 @@ for bytes in 1024 0; do
   cmp -s "$dir/np2.txt" "$dir/np2-bucket$bytes.txt" || fail "buckets of $bytes bytes change the result"
   echo "buckets of $bytes bytes: bitwise identical to 25 MiB buckets"
 done
+
+for np in 1 2 4; do
+  run "$mpirun" -np $np "$check" mpi "$dir/zero$np.txt" --zero 1 >"$dir/zero$np.log" 2>&1
+  cat "$dir/zero$np.log"
+  run "$check" --compare "$dir/reference.txt" "$dir/zero$np.txt"
+  # 50 steps: 50 reduce-scatters, 50 all-gathers plus 2 gathering the state's
+  # two slots; all-reduces: 1 start-up hash + per step the 8-byte norm and the
+  # test's own loss and weight-hash checks (8 + 16 bytes).
+  grep -q "reduce_scatter 50 calls" "$dir/zero$np.log" || fail "np $np: not one reduce-scatter per step"
+  grep -q "all_gather 52 calls" "$dir/zero$np.log" || fail "np $np: not one all-gather per step"
+  grep -q "all_reduce 151 calls 1616 B" "$dir/zero$np.log" || fail "np $np: all-reduces beyond the small ones"
+  # The MLP has 293 parameters; a rank's slice is ceil(293/N) rounded up to 16
+  # elements, two AdamW slots of 4 bytes each.
+  slice=$(( ( (293 + np - 1) / np + 15) / 16 * 16 ))
+  bound=$(( slice * 2 * 4 ))
+  for bytes in $(sed -n 's/.*optimizer state \([0-9]*\) bytes.*/\1/p' "$dir/zero$np.log"); do
+    [ "$bytes" -le "$bound" ] || fail "np $np: a rank holds $bytes bytes of optimizer state (bound $bound)"
+  done
+done
+run "$mpirun" -np 2 "$check" mpi "$dir/zero2-bucket1024.txt" --zero 1 --bucket-bytes 1024
+cmp -s "$dir/zero2.txt" "$dir/zero2-bucket1024.txt" || fail "ZeRO: buckets of 1 KiB change the result"
+echo "ZeRO buckets of 1024 bytes: bitwise identical to 25 MiB buckets"
 
 start=$SECONDS
 timeout -s KILL 60 "$mpirun" -np 2 "$check" mpi "$dir/refused.txt" --different-models 1 >"$dir/refused.log" 2>&1
