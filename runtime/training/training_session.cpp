@@ -107,6 +107,7 @@ StatusOr<std::unique_ptr<TrainingSession>> TrainingSession::create(
   s->state_ = std::move(state);
   s->lr_ = options.learning_rate;
   s->max_grad_norm_ = options.max_grad_norm;
+  s->average_accumulated_ = options.average_accumulated_gradients;
   s->registry_ = &registry;
   s->session_options_ = options.session;
   const checkpoint::Checkpoint& ck = *s->state_;
@@ -260,6 +261,7 @@ StatusOr<std::vector<Tensor>> TrainingSession::train_step(const std::vector<Tens
       return unimplemented(std::string("gradient accumulation for ") + dtype_name(fresh.dtype()) + " gradients");
     }
   }
+  accumulated_steps_ = reset_grads_ ? 1 : accumulated_steps_ + 1;
   reset_grads_ = false;
   have_grads_ = true;
   last_train_seconds_ = seconds_since(start);
@@ -294,6 +296,18 @@ Status TrainingSession::optimizer_step() {
   auto start = Clock::now();
   checkpoint::OptimizerGroup& group = optimizer_group();
   auto& trainable = state_->module.trainable;
+  if (average_accumulated_ && accumulated_steps_ > 1) {
+    // The sum of K micro-batches' mean gradients, divided by K. Written into
+    // the session's own buffers; the next train_step starts a new sum.
+    const float scale = 1.0f / float(accumulated_steps_);
+    for (Tensor& g : grads_) {
+      if (g.dtype() != ONYX_DTYPE_FLOAT32)
+        return unimplemented(std::string("averaging accumulated ") + dtype_name(g.dtype()) + " gradients");
+      float* p = g.data_as<float>();
+      for (int64_t i = 0, n = g.size(); i < n; ++i) p[i] *= scale;
+    }
+    accumulated_steps_ = 1;
+  }
   if (zero_) {
     ONYX_RETURN_IF_ERROR(zero_->step(grads_, trainable, float(lr_), group.step + 1, max_grad_norm_, hyperparameters_,
                                      &last_grad_norm_));

@@ -53,6 +53,10 @@ struct TrainingSessionOptions {
   double learning_rate = 1e-3;
   std::map<std::string, float> hyperparameters;  // overrides the optimizer's defaults
   float max_grad_norm = 0;                       // <= 0: no clipping
+  // Accumulated gradients (several train_steps before one optimizer_step)
+  // are summed, as ORT's lazy_reset_grad does; true makes the optimizer see
+  // their mean instead, so that K micro-batches of B equal one batch of K*B.
+  bool average_accumulated_gradients = false;
 };
 
 // Data parallelism: each rank trains on its own part of every global batch
@@ -177,6 +181,8 @@ class TrainingSession {
   std::vector<Tensor> scratch_grads_;  // per trainable parameter: this step's, when accumulating
   std::vector<size_t> grad_output_index_;  // per trainable parameter: its training-model output
   bool reset_grads_ = true;
+  bool average_accumulated_ = false;
+  int64_t accumulated_steps_ = 0;  // train_steps summed into grads_ since the last reset
   bool have_grads_ = false;
   bool optimizer_fused_ = false;
   OptimizerModelInfo optimizer_info_;

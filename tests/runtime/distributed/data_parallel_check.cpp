@@ -1,7 +1,7 @@
 // data_parallel_check: the test MLP (tests/training/mlp_fixture.h) trained
 // data-parallel with AdamW and gradient clipping, one process per rank:
 //
-//   onyx_data_parallel_check loopback OUT [--bucket-bytes B] [--zero 1]
+//   onyx_data_parallel_check loopback OUT [--bucket-bytes B] [--zero 1] [--grad-accum K]
 //   mpirun -np 4 onyx_data_parallel_check mpi OUT [...]
 //   onyx_data_parallel_check --compare REFERENCE OTHER
 //   mpirun -np 2 onyx_data_parallel_check mpi OUT --different-models 1
@@ -9,12 +9,14 @@
 //
 // Every step takes a global batch of 8 samples; rank r of N trains on
 // samples [r*8/N, (r+1)*8/N) of it (split by global index, so the result
-// does not depend on N). After every step the ranks
+// does not depend on N), in K micro-batches whose gradients the session
+// averages (average_accumulated_gradients). After every step the ranks
 // compare their weights' hashes (they must be identical), and rank 0 writes
 // the global loss of each step, the final weights and the optimizer state
 // to OUT, as text. --compare checks that OTHER equals REFERENCE within
 // 1e-6 + 1e-5 * |reference| element by element (summation order is the only
 // difference between world sizes).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -77,18 +79,20 @@ int main(int argc, char** argv) {
   if (argc < 3) return fail("usage: onyx_data_parallel_check PLUGIN OUT [--bucket-bytes B]");
   DataParallelOptions dp;
   bool different_models = false;
+  int accum = 1;
   for (int k = 3; k + 1 < argc; k += 2) {
     if (!std::strcmp(argv[k], "--bucket-bytes")) dp.bucket_bytes = std::strtoull(argv[k + 1], nullptr, 10);
     if (!std::strcmp(argv[k], "--different-models")) different_models = std::atoi(argv[k + 1]) != 0;
     if (!std::strcmp(argv[k], "--zero")) dp.zero_stage = std::atoi(argv[k + 1]);
+    if (!std::strcmp(argv[k], "--grad-accum")) accum = std::max(1, std::atoi(argv[k + 1]));
   }
 
   auto loaded = Communicator::load(argv[1]);
   if (!loaded.ok()) return fail(loaded.status().to_string());
   std::shared_ptr<Communicator> comm = std::move(loaded).value();
   const int rank = comm->rank(), size = comm->size();
-  if (kGlobalBatch % size != 0) return fail("the global batch of 8 does not split evenly");
-  const int64_t local = kGlobalBatch / size;
+  if (kGlobalBatch % (int64_t(size) * accum) != 0) return fail("the global batch of 8 does not split evenly");
+  const int64_t local = kGlobalBatch / size, micro = local / accum;
 
   ProviderRegistry registry;
   registry.add_search_dir(ONYX_PROVIDER_DIR);
@@ -103,6 +107,7 @@ int main(int argc, char** argv) {
   options.session.intra_op_threads = 1;
   options.learning_rate = 1e-2;
   options.max_grad_norm = 0.5f;  // small enough to clip on the first steps
+  options.average_accumulated_gradients = true;
   TrainingModelBytes bytes{artifacts->training.SerializeAsString(), artifacts->eval.SerializeAsString(),
                            artifacts->optimizer.SerializeAsString(), ""};
   auto created = TrainingSession::create(registry, state, bytes, options);
@@ -118,15 +123,18 @@ int main(int argc, char** argv) {
   for (int step = 0; step < kSteps; ++step) {
     const Batch& global = batches[step];
     session.lazy_reset_grad();
-    const int64_t first = int64_t(rank) * local;  // global sample index
-    std::vector<float> x(global.x.begin() + first * kIn, global.x.begin() + (first + local) * kIn);
-    std::vector<int64_t> labels(global.labels.begin() + first, global.labels.begin() + first + local);
-    auto outputs = session.train_step({Tensor::wrap(ONYX_DTYPE_FLOAT32, {local, kIn}, x.data(), nullptr),
-                                       Tensor::wrap(ONYX_DTYPE_INT64, {local}, labels.data(), nullptr)});
-    if (!outputs.ok()) return fail(outputs.status().to_string());
-    // Each rank's loss is the mean over its samples: their mean over the
-    // ranks is the global batch's mean loss.
-    double loss = *outputs->at(0).data_as<float>();
+    double loss = 0;
+    for (int m = 0; m < accum; ++m) {
+      const int64_t first = int64_t(rank) * local + m * micro;  // global sample index
+      std::vector<float> x(global.x.begin() + first * kIn, global.x.begin() + (first + micro) * kIn);
+      std::vector<int64_t> labels(global.labels.begin() + first, global.labels.begin() + first + micro);
+      auto outputs = session.train_step({Tensor::wrap(ONYX_DTYPE_FLOAT32, {micro, kIn}, x.data(), nullptr),
+                                         Tensor::wrap(ONYX_DTYPE_INT64, {micro}, labels.data(), nullptr)});
+      if (!outputs.ok()) return fail(outputs.status().to_string());
+      loss += *outputs->at(0).data_as<float>() / accum;
+    }
+    // Each micro-batch's loss is the mean over its samples: their mean over
+    // micro-batches and ranks is the global batch's mean loss.
     if (Status st = comm->all_reduce(&loss, &loss, 1, ONYX_DTYPE_FLOAT64, ONYX_REDUCE_SUM, "loss"); !st.ok())
       return fail(st.to_string());
     loss /= size;

@@ -9,6 +9,8 @@
 #    with one reduce-scatter and one all-gather per step (one bucket) and no
 #    parameter-sized all-reduce, each rank holding at most its slice of the
 #    AdamW state; 1 KiB buckets bitwise equal to 25 MiB at np 2;
+#  - gradient accumulation: 2 micro-batches per rank (np 1 and 2, with and
+#    without ZeRO) against the same run without accumulation;
 #  - ranks that start from different weights are refused at start-up, within
 #    5 s, with an error saying so.
 #   data_parallel_test.sh MPIRUN DATA_PARALLEL_CHECK
@@ -51,6 +53,13 @@ done
 run "$mpirun" -np 2 "$check" mpi "$dir/zero2-bucket1024.txt" --zero 1 --bucket-bytes 1024
 cmp -s "$dir/zero2.txt" "$dir/zero2-bucket1024.txt" || fail "ZeRO: buckets of 1 KiB change the result"
 echo "ZeRO buckets of 1024 bytes: bitwise identical to 25 MiB buckets"
+
+run "$check" loopback "$dir/accum1.txt" --grad-accum 2
+run "$check" --compare "$dir/reference.txt" "$dir/accum1.txt"
+for zero in 0 1; do
+  run "$mpirun" -np 2 "$check" mpi "$dir/accum2-zero$zero.txt" --grad-accum 2 --zero $zero
+  run "$check" --compare "$dir/reference.txt" "$dir/accum2-zero$zero.txt"
+done
 
 start=$SECONDS
 timeout -s KILL 60 "$mpirun" -np 2 "$check" mpi "$dir/refused.txt" --different-models 1 >"$dir/refused.log" 2>&1
