@@ -5,13 +5,14 @@
 //   onyx_collectives_check loopback
 //   onyx_collectives_check mpi --stall-rank 1 --timeout-ms 3000
 //   onyx_collectives_check nccl --unavailable-ok   (no GPU: must report UNAVAILABLE)
+//   onyx_collectives_check mpi --kill-rank 1      (rank 1 dies: SIGKILL)
 //
 // Rank r contributes values that depend on r and the index, so that a
 // misplaced block, a missing rank or a wrong reduction shows as a wrong
 // element. Exit 0 when every check passed on this rank. With --stall-rank R,
 // rank R stops itself (SIGSTOP) before the third all_reduce; the others must
 // time out with an error naming that collective and end the job (exit
-// non-zero) instead of hanging.
+// non-zero) instead of hanging. With --kill-rank R it dies there (SIGKILL).
 #include <onyx_dtype.h>
 
 #include <csignal>
@@ -152,13 +153,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: onyx_collectives_check PLUGIN [--stall-rank R] [--timeout-ms T]\n");
     return 2;
   }
-  int stall_rank = -1;
+  int stall_rank = -1, kill_rank = -1;
   bool unavailable_ok = false;
   CollectiveOptions options;
   for (int k = 2; k < argc; ++k) {
     if (!std::strcmp(argv[k], "--unavailable-ok")) unavailable_ok = true;
     if (k + 1 >= argc) continue;
     if (!std::strcmp(argv[k], "--stall-rank")) stall_rank = std::atoi(argv[k + 1]);
+    if (!std::strcmp(argv[k], "--kill-rank")) kill_rank = std::atoi(argv[k + 1]);
     if (!std::strcmp(argv[k], "--timeout-ms")) options.timeout = std::chrono::milliseconds(std::atoi(argv[k + 1]));
   }
   auto loaded = Communicator::load(argv[1], {}, options);
@@ -174,10 +176,11 @@ int main(int argc, char** argv) {
   Communicator& c = *loaded.value();
   g_rank = c.rank();
 
-  if (stall_rank >= 0) {
+  if (stall_rank >= 0 || kill_rank >= 0) {
     float x = 1.f;
     for (int step = 1; step <= 3; ++step) {
       if (step == 3 && c.rank() == stall_rank) std::raise(SIGSTOP);
+      if (step == 3 && c.rank() == kill_rank) std::raise(SIGKILL);
       Status st = c.all_reduce(&x, &x, 1, ONYX_DTYPE_FLOAT32, ONYX_REDUCE_SUM, "step " + std::to_string(step));
       if (!st.ok()) c.abort(st.message());
     }
