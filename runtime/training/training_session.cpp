@@ -395,11 +395,11 @@ Status TrainingSession::join_data_parallel(std::shared_ptr<Communicator> comm, D
   if (!comm) return invalid_argument("join_data_parallel: no communicator");
   // Every rank must start from the same model, weights and optimizer: the
   // hash's minimum and maximum over the job agree only then.
-  int64_t hash = int64_t(parameters_hash());
-  int64_t range[2] = {hash, -hash};  // max of -h is -(min of h)
-  ONYX_RETURN_IF_ERROR(comm->all_reduce(range, range, 2, ONYX_DTYPE_INT64, ONYX_REDUCE_MAX,
+  const uint64_t hash = parameters_hash();
+  uint64_t range[2] = {hash, ~hash};  // the max of ~h is ~(the min of h)
+  ONYX_RETURN_IF_ERROR(comm->all_reduce(range, range, 2, ONYX_DTYPE_UINT64, ONYX_REDUCE_MAX,
                                         "data-parallel start-up: comparing the ranks' parameters"));
-  if (range[0] != -range[1])
+  if (range[0] != ~range[1])
     return failed_precondition("data-parallel training: rank " + std::to_string(comm->rank()) + " of " +
                                std::to_string(comm->size()) +
                                " holds other parameters or another optimizer than some other rank: every rank "

@@ -142,11 +142,11 @@ int main(int argc, char** argv) {
     if (session.last_grad_norm() > options.max_grad_norm) ++clipped;
     out << "step " << step << " loss: " << loss << "\n";
     // Every rank must hold the same weights after every step.
-    int64_t h = int64_t(session.parameters_hash());
-    int64_t range[2] = {h, -h};
-    if (Status st = comm->all_reduce(range, range, 2, ONYX_DTYPE_INT64, ONYX_REDUCE_MAX, "hash"); !st.ok())
+    const uint64_t h = session.parameters_hash();
+    uint64_t range[2] = {h, ~h};  // the max of ~h is ~(the min of h)
+    if (Status st = comm->all_reduce(range, range, 2, ONYX_DTYPE_UINT64, ONYX_REDUCE_MAX, "hash"); !st.ok())
       return fail(st.to_string());
-    if (range[0] != -range[1]) return fail("the ranks' weights differ after step " + std::to_string(step));
+    if (range[0] != ~range[1]) return fail("the ranks' weights differ after step " + std::to_string(step));
   }
   // Under ZeRO the state is in shards: gather it (every rank) before writing.
   if (Status st = session.gather_optimizer_state(); !st.ok()) return fail(st.to_string());
