@@ -4,6 +4,9 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -15,6 +18,9 @@
 
 struct OnyxTrainingSession {
   std::unique_ptr<onyx::runtime::training::TrainingSession> session;
+};
+struct OnyxDistributedJob {
+  std::shared_ptr<onyx::runtime::Communicator> comm;
 };
 
 namespace {
@@ -293,3 +299,80 @@ OnyxStatus* onyx_training_session_set_seed(OnyxTrainingSession* s, uint64_t seed
 }
 
 }  // extern "C"
+
+// ---- data-parallel training -------------------------------------------------
+
+OnyxStatus* onyx_distributed_job_join(const char* collectives, double timeout_seconds, OnyxDistributedJob** out) {
+  return guarded([&]() -> Status {
+    if (!collectives || !out) return null_arg("onyx_distributed_job_join", "argument");
+    onyx::runtime::CollectiveOptions options;
+    if (timeout_seconds > 0)
+      options.timeout = std::chrono::milliseconds(int64_t(std::min(timeout_seconds, 86400.0) * 1000));
+    auto comm = onyx::runtime::Communicator::load(collectives, {}, options);
+    if (!comm.ok()) return comm.status();
+    *out = new OnyxDistributedJob{std::move(comm).value()};
+    return Status();
+  });
+}
+
+void onyx_distributed_job_release(OnyxDistributedJob* job) { delete job; }
+
+int32_t onyx_distributed_job_rank(const OnyxDistributedJob* job) { return job ? job->comm->rank() : -1; }
+int32_t onyx_distributed_job_size(const OnyxDistributedJob* job) { return job ? job->comm->size() : -1; }
+
+OnyxStatus* onyx_distributed_job_sum(OnyxDistributedJob* job, double* values, size_t count) {
+  return guarded([&]() -> Status {
+    if (!job || (!values && count)) return null_arg("onyx_distributed_job_sum", "argument");
+    if (count == 0) return Status();
+    return job->comm->all_reduce(values, values, count, ONYX_DTYPE_FLOAT64, ONYX_REDUCE_SUM, "a metric sum");
+  });
+}
+
+OnyxStatus* onyx_distributed_job_counters(const OnyxDistributedJob* job, char** text) {
+  return guarded([&]() -> Status {
+    if (!job || !text) return null_arg("onyx_distributed_job_counters", "argument");
+    *text = onyx::runtime::capi::copy_string(job->comm->counters().to_string());
+    return Status();
+  });
+}
+
+OnyxStatus* onyx_training_session_join(OnyxTrainingSession* s, OnyxDistributedJob* job, const char* const* keys,
+                                       const char* const* values, size_t count) {
+  return guarded([&]() -> Status {
+    if (!s || !job || (count && (!keys || !values))) return null_arg("onyx_training_session_join", "argument");
+    onyx::runtime::training::DataParallelOptions options;
+    for (size_t k = 0; k < count; ++k) {
+      if (!keys[k] || !values[k]) return null_arg("onyx_training_session_join", "option key or value");
+      std::string key = keys[k], value = values[k];
+      char* end = nullptr;
+      unsigned long long number = std::strtoull(value.c_str(), &end, 10);
+      bool is_number = !value.empty() && end && *end == 0 && value[0] != '-';
+      if (key == "zero_stage" && is_number) {
+        options.zero_stage = int(std::min<unsigned long long>(number, 1000));
+      } else if (key == "bucket_bytes" && is_number) {
+        options.bucket_bytes = size_t(number);
+      } else if (key == "optimizer_dir") {
+        options.optimizer_search_dirs.push_back(value);
+      } else {
+        return onyx::runtime::invalid_argument("onyx_training_session_join: bad option " + key + "=" + value +
+                                               " (zero_stage, bucket_bytes: whole numbers; optimizer_dir)");
+      }
+    }
+    return s->session->join_data_parallel(job->comm, options);
+  });
+}
+
+OnyxStatus* onyx_training_session_gather_optimizer_state(OnyxTrainingSession* s) {
+  return guarded([&]() -> Status {
+    if (!s) return null_arg("onyx_training_session_gather_optimizer_state", "session");
+    return s->session->gather_optimizer_state();
+  });
+}
+
+OnyxStatus* onyx_training_session_set_gradient_accumulation_mean(OnyxTrainingSession* s, bool mean) {
+  return guarded([&]() -> Status {
+    if (!s) return null_arg("onyx_training_session_set_gradient_accumulation_mean", "session");
+    s->session->set_average_accumulated_gradients(mean);
+    return Status();
+  });
+}

@@ -126,6 +126,7 @@ class TrainingSession {
   Status scheduler_step();
   Status set_hyperparameter(const std::string& name, float value);
   void set_max_grad_norm(float norm) { max_grad_norm_ = norm; }
+  void set_average_accumulated_gradients(bool mean) { average_accumulated_ = mean; }
   // The gradients' global norm measured by the last optimizer step (before clipping).
   float last_grad_norm() const { return last_grad_norm_; }
   int64_t optimizer_steps() const;

@@ -209,3 +209,86 @@ TEST(TrainingCApi, ArtifactErrorsNameTheProblem) {
 }
 
 }  // namespace
+
+// Data parallelism through the C API on the loopback plugin (a job of one):
+// a session that joined with ZeRO stage 1 and averages 2 accumulated
+// micro-batches ends where a plain session with whole batches ends.
+// (Several processes: tests/runtime/distributed.)
+TEST(TrainingCApi, DataParallelJoinOnLoopbackMatchesOneProcess) {
+  TempDir tmp;
+  std::string model = write_forward_model(tmp.path);
+  fs::path art = tmp.path / "art";
+  onyx::generate_artifacts(model, {{"optimizer", "adamw"}, {"optimizer_dir", ONYX_OPTIMIZER_DIR}}, art.string());
+  onyx::Env env;
+  env.add_provider_dir(ONYX_PROVIDER_DIR);
+  auto plain_state = onyx::CheckpointState::load((art / "checkpoint.ckpt").string());
+  auto zero_state = onyx::CheckpointState::load((art / "checkpoint.ckpt").string());
+  auto session = [&](onyx::CheckpointState& state) {
+    return onyx::TrainingSession(env, state, (art / "training.onnx").string(), "", (art / "optimizer.onnx").string(),
+                                 cpu_options());
+  };
+  onyx::TrainingSession plain = session(plain_state), zero = session(zero_state);
+
+  onyx::DistributedJob job("loopback");
+  EXPECT_EQ(job.rank(), 0);
+  EXPECT_EQ(job.size(), 1);
+  try {
+    zero.join(job, {{"zero_stage", "one"}});
+    ADD_FAILURE() << "a bad option was accepted";
+  } catch (const onyx::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("zero_stage=one"), std::string::npos) << e.what();
+  }
+  zero.join(job, {{"zero_stage", "1"}, {"optimizer_dir", ONYX_OPTIMIZER_DIR}});
+  zero.set_gradient_accumulation_mean(true);
+
+  auto batches = onyx::mlp_fixture::make_batches(10, 8, 4);
+  for (const Batch& b : batches) {
+    auto [x, y] = batch_tensors(b);
+    plain.lazy_reset_grad();
+    plain.train_step({&x, &y});
+    plain.optimizer_step();
+    zero.lazy_reset_grad();
+    for (int half = 0; half < 2; ++half) {
+      Batch part;
+      part.size = b.size / 2;
+      part.x.assign(b.x.begin() + half * part.size * kIn, b.x.begin() + (half + 1) * part.size * kIn);
+      part.labels.assign(b.labels.begin() + half * part.size, b.labels.begin() + (half + 1) * part.size);
+      auto [px, py] = batch_tensors(part);
+      zero.train_step({&px, &py});
+    }
+    zero.optimizer_step();
+  }
+  zero.gather_optimizer_state();
+  auto a = plain.parameters_to_buffer(), b = zero.parameters_to_buffer();
+  ASSERT_EQ(a.size(), b.size());
+  const float* pa = reinterpret_cast<const float*>(a.data());
+  const float* pb = reinterpret_cast<const float*>(b.data());
+  for (size_t i = 0; i < a.size() / sizeof(float); ++i)
+    ASSERT_NEAR(pb[i], pa[i], 1e-6 + 1e-5 * std::fabs(pa[i])) << "parameter element " << i;
+  // The gathered optimizer state saves like any other: a plain session
+  // resumed from it takes the same next AdamW step as the uninterrupted one
+  // (with fresh moments it would not).
+  zero_state.save((tmp.path / "zero.ckpt").string());
+  auto reloaded = onyx::CheckpointState::load((tmp.path / "zero.ckpt").string());
+  onyx::TrainingSession resumed = session(reloaded);
+  auto [x, y] = batch_tensors(batches[0]);
+  for (onyx::TrainingSession* s : {&plain, &resumed}) {
+    s->lazy_reset_grad();
+    s->train_step({&x, &y});
+    s->optimizer_step();
+  }
+  a = plain.parameters_to_buffer();
+  b = resumed.parameters_to_buffer();
+  pa = reinterpret_cast<const float*>(a.data());
+  pb = reinterpret_cast<const float*>(b.data());
+  for (size_t i = 0; i < a.size() / sizeof(float); ++i)
+    ASSERT_NEAR(pb[i], pa[i], 1e-6 + 1e-5 * std::fabs(pa[i])) << "after resuming, parameter element " << i;
+  EXPECT_NE(job.counters().find("reduce_scatter 10 calls"), std::string::npos) << job.counters();
+
+  try {
+    onyx::DistributedJob missing("no_such_plugin");
+    ADD_FAILURE() << "a missing collectives plugin was joined";
+  } catch (const onyx::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("libonyx_collectives_no_such_plugin.so"), std::string::npos) << e.what();
+  }
+}

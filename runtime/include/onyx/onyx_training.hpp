@@ -28,6 +28,29 @@ inline void generate_artifacts(const std::string& model_path,
                                          out_dir.c_str()));
 }
 
+// One process's place in a data-parallel job (onyx_distributed_job_join).
+class DistributedJob {
+ public:
+  explicit DistributedJob(const std::string& collectives, double timeout_seconds = 0) {
+    OnyxDistributedJob* j = nullptr;
+    check(onyx_distributed_job_join(collectives.c_str(), timeout_seconds, &j));
+    raw_.reset(j);
+  }
+  int rank() const { return onyx_distributed_job_rank(raw_.get()); }
+  int size() const { return onyx_distributed_job_size(raw_.get()); }
+  // Sums each value over the ranks (every rank calls it with as many values).
+  void sum(std::vector<double>& values) { check(onyx_distributed_job_sum(raw_.get(), values.data(), values.size())); }
+  std::string counters() const {
+    char* text = nullptr;
+    check(onyx_distributed_job_counters(raw_.get(), &text));
+    return detail::take_string(text);
+  }
+  OnyxDistributedJob* get() const { return raw_.get(); }
+
+ private:
+  std::unique_ptr<OnyxDistributedJob, detail::Deleter<OnyxDistributedJob, onyx_distributed_job_release>> raw_;
+};
+
 class TrainingSession {
  public:
   // eval_path / optimizer_path may be empty.
@@ -88,6 +111,20 @@ class TrainingSession {
     check(onyx_training_session_export_model(raw_.get(), path.c_str(), names.data(), names.size()));
   }
   void set_seed(uint64_t seed) { check(onyx_training_session_set_seed(raw_.get(), seed)); }
+  // Data-parallel training (onyx_training_session_join): options "zero_stage",
+  // "bucket_bytes", "optimizer_dir" (repeatable).
+  void join(DistributedJob& job, const std::vector<std::pair<std::string, std::string>>& options = {}) {
+    std::vector<const char*> keys, values;
+    for (const auto& [k, v] : options) {
+      keys.push_back(k.c_str());
+      values.push_back(v.c_str());
+    }
+    check(onyx_training_session_join(raw_.get(), job.get(), keys.data(), values.data(), keys.size()));
+  }
+  void gather_optimizer_state() { check(onyx_training_session_gather_optimizer_state(raw_.get())); }
+  void set_gradient_accumulation_mean(bool mean) {
+    check(onyx_training_session_set_gradient_accumulation_mean(raw_.get(), mean));
+  }
   OnyxTrainingSession* get() const { return raw_.get(); }
 
  private:

@@ -127,6 +127,54 @@ ONYX_API OnyxStatus* onyx_training_session_export_model(const OnyxTrainingSessio
 /* Seeds the session's random number use (recorded; see docs/training.md). */
 ONYX_API OnyxStatus* onyx_training_session_set_seed(OnyxTrainingSession* session, uint64_t seed);
 
+/* ---- data-parallel training (docs/distributed.md) -------------------------- */
+
+/* One process's place in a data-parallel job, joined through a collectives
+ * plugin: "mpi" (started by mpirun), "nccl", "loopback" (a job of one), or a
+ * plugin path. Plugins are found as libonyx_collectives_<name>.so in
+ * ONYX_COLLECTIVES_PATH, beside the executable and in
+ * <exe>/../lib/onyx/collectives. Every collective the job runs is bounded by
+ * `timeout_seconds` (<= 0: 60 s): a rank that died or stopped ends the job
+ * with an error naming the collective, instead of a hang.
+ * Ownership: the caller releases the job; a session that joined it keeps
+ * the connection alive until it is released too (any order). A process
+ * joins at most one job per plugin. Not thread-safe: use the job and its
+ * sessions from one thread at a time. */
+typedef struct OnyxDistributedJob OnyxDistributedJob;
+ONYX_API OnyxStatus* onyx_distributed_job_join(const char* collectives, double timeout_seconds,
+                                               OnyxDistributedJob** out);
+ONYX_API void onyx_distributed_job_release(OnyxDistributedJob* job);
+/* This process's rank in [0, size) and the job's size; -1 for NULL. */
+ONYX_API int32_t onyx_distributed_job_rank(const OnyxDistributedJob* job);
+ONYX_API int32_t onyx_distributed_job_size(const OnyxDistributedJob* job);
+/* values[i] = the sum over the ranks of every rank's values[i] (metrics such
+ * as a loss; every rank calls it with the same count). */
+ONYX_API OnyxStatus* onyx_distributed_job_sum(OnyxDistributedJob* job, double* values, size_t count);
+/* The collectives this process ran so far, as text: "all_reduce 3 calls 24 B,
+ * reduce_scatter ...". Free with onyx_string_release. */
+ONYX_API OnyxStatus* onyx_distributed_job_counters(const OnyxDistributedJob* job, char** text);
+
+/* Makes the session one rank of `job`. Every
+ * rank calls it; it fails on every rank when the ranks hold different
+ * parameters or optimizers. Then each rank trains on its own part of every
+ * global batch, and optimizer_step averages the gradients over the ranks.
+ * Options (key/value strings, copied):
+ *   "zero_stage": 0 (default: every rank holds the whole optimizer state) or
+ *                 1 (ZeRO stage 1: the state is sharded over the ranks)
+ *   "bucket_bytes": the largest gradient collective (default 26214400; 0: one)
+ *   "optimizer_dir" (repeatable): folders searched first for the optimizer
+ *                 plugin, which ZeRO stage 1 loads */
+ONYX_API OnyxStatus* onyx_training_session_join(OnyxTrainingSession* session, OnyxDistributedJob* job,
+                                                const char* const* keys, const char* const* values, size_t count);
+/* Under ZeRO stage 1 the optimizer state lives in shards: this collective
+ * (every rank calls it) puts the whole state back into the checkpoint state,
+ * which is then saved as usual. Does nothing otherwise. */
+ONYX_API OnyxStatus* onyx_training_session_gather_optimizer_state(OnyxTrainingSession* session);
+/* Gradients accumulated over several TrainSteps are summed (default); with
+ * `mean` true the optimizer sees their mean, so that K micro-batches of B
+ * give the update of one batch of K*B. */
+ONYX_API OnyxStatus* onyx_training_session_set_gradient_accumulation_mean(OnyxTrainingSession* session, bool mean);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
