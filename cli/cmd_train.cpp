@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
@@ -149,6 +150,20 @@ int run_train(const ParsedArgs& args) {
       throw CliError("--lr '" + *text + "' is not a number");
     }
   }
+  // Data parallelism: --batch-size is the global batch; rank r of N trains
+  // on its r-th part of each (split by position in the shuffled order, the
+  // same on every rank), in --grad-accum micro-batches.
+  int64_t accum = args.integer("--grad-accum", 1, 1, 1 << 20);
+  std::optional<onyx::DistributedJob> job;
+  if (auto collectives = args.last("--distributed")) job.emplace(*collectives);
+  const int rank = job ? job->rank() : 0, ranks = job ? job->size() : 1;
+  const bool lead = rank == 0;  // prints, and writes the outputs
+  if (batch % (int64_t(ranks) * accum) != 0)
+    throw CliError("--batch-size " + std::to_string(batch) + " does not split into " + std::to_string(ranks) +
+                   " rank(s) x " + std::to_string(accum) + " micro-batch(es)");
+  const int64_t micro = batch / ranks / accum;
+  if ((args.has("--zero") || args.has("--bucket-bytes")) && !job)
+    throw CliError("--zero and --bucket-bytes need --distributed");
   ModelShape shape = read_model_shape(model);
   ImageDataset train = load_idx_dataset(data_dir, "train");
   if (shape.classes > 0) check_labels(train, shape.classes, data_dir + " train");
@@ -160,8 +175,12 @@ int run_train(const ParsedArgs& args) {
   fs::path artifacts = out / "artifacts";
   fs::create_directories(out);
   auto options = artifact_options_from(args);
-  std::cout << "onyx train: " << model << " on " << data_dir << " (" << train.count << " images), " << epochs
-            << " epoch(s) of " << steps_per_epoch << " steps, batch " << batch << "\n";
+  if (lead)
+    std::cout << "onyx train: " << model << " on " << data_dir << " (" << train.count << " images), " << epochs
+              << " epoch(s) of " << steps_per_epoch << " steps, batch " << batch
+              << (job ? ", " + std::to_string(ranks) + " rank(s) of " + std::to_string(micro * accum) : std::string())
+              << (accum > 1 ? ", " + std::to_string(accum) + " micro-batches of " + std::to_string(micro) : std::string())
+              << "\n";
   onyx::Env env;
   try {
     onyx::generate_artifacts(model, options, artifacts.string());
@@ -172,7 +191,7 @@ int run_train(const ParsedArgs& args) {
   // (the session refuses one that does not fit the model, naming the parameter).
   std::string start_checkpoint = args.last("--resume").value_or((artifacts / "checkpoint.ckpt").string());
   auto state = onyx::CheckpointState::load(start_checkpoint);
-  if (args.has("--resume")) std::cout << "resuming from " << start_checkpoint << "\n";
+  if (args.has("--resume") && lead) std::cout << "resuming from " << start_checkpoint << "\n";
   onyx::TrainingSession session(env, state, (artifacts / "training.onnx").string(), (artifacts / "eval.onnx").string(),
                                 (artifacts / "optimizer.onnx").string(), session_options_from(args));
   for (const std::string& hp : args.all("--hp")) {
@@ -190,16 +209,23 @@ int run_train(const ParsedArgs& args) {
     schedule += std::string(schedule.find(':') == std::string::npos ? ":" : ",") + "total=" + std::to_string(total);
   session.set_lr_schedule(schedule, lr);
   session.set_seed(seed);
+  if (accum > 1) session.set_gradient_accumulation_mean(true);
+  if (job) {
+    std::vector<std::pair<std::string, std::string>> dp = {{"zero_stage", args.last("--zero").value_or("0")}};
+    if (auto bytes = args.last("--bucket-bytes")) dp.emplace_back("bucket_bytes", *bytes);
+    session.join(*job, dp);
+  }
 
   auto names = session.input_names();
   if (names.size() != 2) throw CliError("train: the training model takes " + std::to_string(names.size()) +
                                         " data inputs; onyx train feeds one image input and the labels");
-  onyx::Tensor x = onyx::Tensor::zeros(ONYX_DTYPE_FLOAT32, batch_dims(shape, train, batch));
-  onyx::Tensor labels = onyx::Tensor::zeros(ONYX_DTYPE_INT64, {batch});
+  onyx::Tensor x = onyx::Tensor::zeros(ONYX_DTYPE_FLOAT32, batch_dims(shape, train, micro));
+  onyx::Tensor labels = onyx::Tensor::zeros(ONYX_DTYPE_INT64, {micro});
   std::vector<int64_t> order(size_t(train.count));
   std::mt19937_64 rng(seed);
   bool tty = ::isatty(2);
   std::ostringstream csv;
+  csv.precision(9);
   csv << "step,epoch,loss,learning_rate\n";
   std::vector<float> losses;
   auto start = Clock::now();
@@ -210,25 +236,34 @@ int run_train(const ParsedArgs& args) {
     for (size_t i = order.size() - 1; i > 0; --i) std::swap(order[i], order[size_t(rng() % (i + 1))]);
     for (int64_t b = 0; b < steps_per_epoch && step < total; ++b) {
       const int64_t ppi = train.pixels_per_image();
-      for (int64_t k = 0; k < batch; ++k) {
-        int64_t idx = order[size_t(b * batch + k)];
-        std::copy_n(train.pixels.data() + idx * ppi, ppi, x.data<float>() + k * ppi);
-        labels.data<int64_t>()[k] = train.labels[size_t(idx)];
-      }
       double lr_now = session.learning_rate();
       session.lazy_reset_grad();
-      auto outputs = session.train_step({&x, &labels});
+      double loss = 0;  // the mean over the micro-batches, then over the ranks
+      for (int64_t m = 0; m < accum; ++m) {
+        const int64_t first = b * batch + (int64_t(rank) * accum + m) * micro;
+        for (int64_t k = 0; k < micro; ++k) {
+          int64_t idx = order[size_t(first + k)];
+          std::copy_n(train.pixels.data() + idx * ppi, ppi, x.data<float>() + k * ppi);
+          labels.data<int64_t>()[k] = train.labels[size_t(idx)];
+        }
+        auto outputs = session.train_step({&x, &labels});
+        loss += double(outputs[0].data<float>()[0]) / double(accum);
+      }
+      if (job) {
+        std::vector<double> sum = {loss};
+        job->sum(sum);  // every rank sees the global loss, so all stop together below
+        loss = sum[0] / ranks;
+      }
       session.optimizer_step();
       session.scheduler_step();
-      float loss = outputs[0].data<float>()[0];
       if (!std::isfinite(loss)) throw CliError("train: the loss became " + std::to_string(loss) + " at step " +
                                                std::to_string(step + 1) + " (lower --lr?)");
-      losses.push_back(loss);
+      losses.push_back(float(loss));
       csv << step + 1 << "," << epoch << "," << loss << "," << lr_now << "\n";
       ++step;
       double elapsed = seconds_since(start);
       bool due = std::chrono::duration<double>(Clock::now() - last_print).count() > (tty ? 0.2 : 5.0);
-      if (due || step == total) {
+      if (lead && (due || step == total)) {
         size_t window = std::min<size_t>(losses.size(), 50);
         double recent = 0;
         for (size_t i = losses.size() - window; i < losses.size(); ++i) recent += losses[i];
@@ -238,6 +273,12 @@ int run_train(const ParsedArgs& args) {
     }
   }
   double seconds = seconds_since(start);
+  // Under ZeRO each rank holds a shard of the optimizer state: gather it
+  // (every rank) before the lead rank saves the checkpoint.
+  if (job) session.gather_optimizer_state();
+  if (job && args.has("--verbose"))
+    std::cerr << "rank " << rank << " of " << ranks << ": " << job->counters() << "\n";
+  if (!lead) return 0;
   if (tty) std::cerr << "\n";
   write_file_atomically((out / "loss.csv").string(), csv.str());
   write_file_atomically((out / "loss.svg").string(), loss_svg(losses, "onyx train: " + fs::path(model).filename().string()));
@@ -291,7 +332,8 @@ Command train_command() {
   Command c;
   c.name = "train";
   c.summary = "train a model on an image dataset (IDX, e.g. Fashion-MNIST)";
-  c.usage = "onyx train MODEL [--data DIR] [--epochs N] [--batch-size N] [--lr X] [--optimizer NAME] [--out DIR]";
+  c.usage = "onyx train MODEL [--data DIR] [--epochs N] [--batch-size N] [--lr X] [--optimizer NAME] [--out DIR]\n"
+            "       mpirun -np N onyx train MODEL --distributed mpi [--zero 1] [--grad-accum K] ...";
   c.details =
       "Makes the training artifacts (as onyx artifacts), then trains on DIR/train-*-ubyte[.gz] with a progress\n"
       "bar. Writes into --out (default train-out): loss.csv, loss.svg, checkpoint.ckpt, model.onnx (the\n"
@@ -310,6 +352,11 @@ Command train_command() {
       {"--max-grad-norm", "X", "clip gradients to this global norm (default: off)"},
       {"--seed", "N", "shuffling seed (default 1)"},
       {"--resume", "CHECKPOINT", "start from this checkpoint (weights and optimizer state) instead of the model's"},
+      {"--grad-accum", "K", "average the gradients of K micro-batches per step (default 1)"},
+      {"--distributed", "PLUGIN", "train data-parallel, one rank per process (mpi under mpirun; docs/distributed.md)"},
+      {"--zero", "STAGE", "with --distributed: 1 shards the optimizer state over the ranks (ZeRO stage 1); default 0"},
+      {"--bucket-bytes", "B", "with --distributed: the largest gradient collective (default 25 MiB; 0: one)"},
+      {"--verbose", "", "with --distributed: print each rank's collective calls and bytes at the end"},
       {"--out", "DIR", "output folder (default train-out)"},
   };
   c.options.insert(c.options.end(), own.begin(), own.end());
