@@ -276,8 +276,12 @@ int run_train(const ParsedArgs& args) {
   // Under ZeRO each rank holds a shard of the optimizer state: gather it
   // (every rank) before the lead rank saves the checkpoint.
   if (job) session.gather_optimizer_state();
-  if (job && args.has("--verbose"))
-    std::cerr << "rank " << rank << " of " << ranks << ": " << job->counters() << "\n";
+  if (job && args.has("--verbose")) {
+    // One write per line, so that the ranks' lines (merged by mpirun) never interleave.
+    std::string line = "rank " + std::to_string(rank) + " of " + std::to_string(ranks) + ": " + job->counters() + "\n";
+    std::cerr << std::flush;
+    if (::write(2, line.data(), line.size()) < 0) std::cerr << line;
+  }
   if (!lead) return 0;
   if (tty) std::cerr << "\n";
   write_file_atomically((out / "loss.csv").string(), csv.str());

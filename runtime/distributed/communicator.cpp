@@ -41,7 +41,10 @@ std::string CollectiveCounters::to_string() const {
     s += std::string(s.empty() ? "" : ", ") + collective_name(Collective(k)) + " " + std::to_string(calls[k]) +
          " call" + (calls[k] == 1 ? "" : "s") + " " + std::to_string(bytes[k]) + " B";
   }
-  return s.empty() ? "no collectives" : s;
+  if (s.empty()) return "no collectives";
+  char waited[48];
+  std::snprintf(waited, sizeof waited, ", waited %.3f s", wait_seconds);
+  return s + waited;
 }
 
 namespace {
@@ -230,7 +233,9 @@ Status PendingCollective::wait() {
   auto timeout = comm_->options_.timeout.count();
   uint32_t ms = timeout < 0 ? 0 : timeout > 0xFFFFFFFF ? 0xFFFFFFFFu : uint32_t(timeout);
   bool done = false;
+  const auto start = std::chrono::steady_clock::now();
   Status st = take_status(comm_->api_->wait(comm_->comm_, request_, ms, &done));
+  comm_->counters_.wait_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!done) {
     char seconds[32];
     std::snprintf(seconds, sizeof seconds, "%.1f", timeout / 1000.0);

@@ -41,9 +41,10 @@ const char* collective_name(Collective c);  // "all_reduce", ...
 struct CollectiveCounters {
   std::array<uint64_t, kCollectiveKinds> calls{};
   std::array<uint64_t, kCollectiveKinds> bytes{};
+  double wait_seconds = 0;  // time this rank spent blocked in wait()
   uint64_t calls_of(Collective c) const { return calls[size_t(c)]; }
   uint64_t bytes_of(Collective c) const { return bytes[size_t(c)]; }
-  std::string to_string() const;  // "all_reduce 2 calls 16 B, reduce_scatter ..."
+  std::string to_string() const;  // "all_reduce 2 calls 16 B, reduce_scatter ..., waited 0.012 s"
 };
 
 struct CollectiveOptions {
