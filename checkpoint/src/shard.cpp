@@ -55,8 +55,7 @@ StatusOr<std::vector<Checkpoint>> shard(const Checkpoint& complete, uint32_t wor
     start[k] = total;
     total += element_count(t.shape);
   }
-  const int64_t unit = int64_t(world_size) * kShardAlignment;
-  const int64_t piece = (total + unit - 1) / unit * kShardAlignment;
+  const int64_t piece = shard_piece(total, world_size);
 
   std::vector<Checkpoint> shards(world_size);
   for (uint32_t rank = 0; rank < world_size; ++rank) {

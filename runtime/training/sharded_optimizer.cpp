@@ -5,12 +5,11 @@
 #include <cstring>
 
 #include "ir/onnx_import.h"
+#include "onyx/checkpoint_tools.h"
 #include "training/optimizer_model.h"
 
 namespace onyx::runtime::training {
 namespace {
-
-constexpr size_t kSliceAlignment = 16;  // elements: 64-byte slices
 
 std::string part_name(size_t k) { return "zero_part_" + std::to_string(k); }
 
@@ -46,8 +45,9 @@ StatusOr<std::unique_ptr<ShardedOptimizer>> ShardedOptimizer::create(
     z->param_offset_.push_back(z->total_);
     z->total_ += size_t(element_count(p.shape));
   }
-  size_t per_rank = (z->total_ + n - 1) / n;
-  z->slice_ = std::max<size_t>(kSliceAlignment, (per_rank + kSliceAlignment - 1) / kSliceAlignment * kSliceAlignment);
+  // The checkpoint's shard layout (checkpoint_tools.h), so that a rank's
+  // state is exactly its shard's.
+  z->slice_ = size_t(checkpoint::shard_piece(int64_t(z->total_), uint32_t(n)));
   z->padded_ = z->slice_ * n;
   z->bucket_elements_ = bucket_bytes == 0 ? z->slice_ : std::max<size_t>(1, bucket_bytes / sizeof(float) / n);
 

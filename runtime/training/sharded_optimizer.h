@@ -2,8 +2,9 @@
 // ranks of a data-parallel job (Rajbhandari et al., SC'20).
 //
 // Layout: the trainable float32 parameters, in checkpoint order, form one
-// flat vector of P elements, padded with zeros to P_pad = N * S, S a
-// multiple of 16 elements; rank r owns elements [r*S, (r+1)*S). A parameter
+// flat vector of P elements, padded with zeros to P_pad = N * S, S =
+// checkpoint::shard_piece(P, N) (a multiple of 32 elements, the checkpoint
+// shards' own rule); rank r owns elements [r*S, (r+1)*S). A parameter
 // may straddle ranks: each rank's slice is a list of parts (parameter, first
 // element, length), and the optimizer runs on the parts as 1-D parameters of
 // an optimizer model built for them (optimizer_model.h), so each rank holds

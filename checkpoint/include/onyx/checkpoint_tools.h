@@ -4,6 +4,8 @@
 // Thread-safety: as checkpoint.h (pure functions of their arguments).
 #pragma once
 
+#include <algorithm>
+
 #include <cstdint>
 #include <span>
 #include <string>
@@ -25,6 +27,15 @@ Checkpoint make_nominal(const Checkpoint& checkpoint);
 // parameter), and every other value whole. world_size 1 returns a copy.
 inline constexpr int64_t kShardAlignment = 32;
 StatusOr<std::vector<Checkpoint>> shard(const Checkpoint& complete, uint32_t world_size);
+
+// The partition's rule, shared with the training session's ZeRO stage 1 so
+// that a rank's optimizer state is exactly its shard's: each of world_size
+// ranks owns this many elements of the `total` flattened ones (a multiple of
+// kShardAlignment, at least one alignment unit).
+inline int64_t shard_piece(int64_t total, uint32_t world_size) {
+  const int64_t unit = int64_t(world_size) * kShardAlignment;
+  return std::max<int64_t>(1, (total + unit - 1) / unit) * kShardAlignment;
+}
 
 struct AggregateOptions {
   bool weights_only = false;  // drop optimizer state even when the shards have it

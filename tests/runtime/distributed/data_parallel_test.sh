@@ -42,9 +42,9 @@ for np in 1 2 4; do
   grep -q "reduce_scatter 50 calls" "$dir/zero$np.log" || fail "np $np: not one reduce-scatter per step"
   grep -q "all_gather 52 calls" "$dir/zero$np.log" || fail "np $np: not one all-gather per step"
   grep -q "all_reduce 151 calls 1616 B" "$dir/zero$np.log" || fail "np $np: all-reduces beyond the small ones"
-  # The MLP has 293 parameters; a rank's slice is ceil(293/N) rounded up to 16
-  # elements, two AdamW slots of 4 bytes each.
-  slice=$(( ( (293 + np - 1) / np + 15) / 16 * 16 ))
+  # The MLP has 293 parameters; a rank's slice is checkpoint::shard_piece:
+  # ceil(293 / (32 N)) * 32 elements, two AdamW slots of 4 bytes each.
+  slice=$(( (293 + 32 * np - 1) / (32 * np) * 32 ))
   bound=$(( slice * 2 * 4 ))
   for bytes in $(sed -n 's/.*optimizer state \([0-9]*\) bytes.*/\1/p' "$dir/zero$np.log"); do
     [ "$bytes" -le "$bound" ] || fail "np $np: a rank holds $bytes bytes of optimizer state (bound $bound)"
