@@ -62,6 +62,10 @@ StatusOr<std::unique_ptr<ShardedOptimizer>> ShardedOptimizer::create(
     model_params.push_back({part_name(z->parts_.size() - 1), ONYX_DTYPE_FLOAT32, {int64_t(b - a)}});
   }
 
+  if (state && state->parameters.size() != trainable.size())
+    return invalid_argument("checkpoint optimizer group '" + state->name + "' holds state for " +
+                            std::to_string(state->parameters.size()) + " parameters, the model trains " +
+                            std::to_string(trainable.size()));
   for (const auto& slot : optimizer.slots) z->slot_names_.push_back(slot.name);
   for (const auto& h : optimizer.hyperparameters) z->hyper_names_.push_back(h.name);
   for (const Part& part : z->parts_) {
@@ -70,7 +74,7 @@ StatusOr<std::unique_ptr<ShardedOptimizer>> ShardedOptimizer::create(
       Tensor t = Tensor::allocate(ONYX_DTYPE_FLOAT32, {int64_t(part.length)});
       float* out = t.data_as<float>();
       const Tensor* saved = nullptr;
-      if (state && part.parameter < state->parameters.size()) {
+      if (state) {
         const auto& ps = state->parameters[part.parameter];
         if (ps.parameter != trainable[part.parameter].name || s >= ps.tensors.size() ||
             ps.tensors[s].name != optimizer.slots[s].name || !ps.tensors[s].has_data() ||

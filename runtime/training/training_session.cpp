@@ -393,6 +393,7 @@ uint64_t TrainingSession::parameters_hash() const {
 
 Status TrainingSession::join_data_parallel(std::shared_ptr<Communicator> comm, DataParallelOptions options) {
   if (!comm) return invalid_argument("join_data_parallel: no communicator");
+  if (comm_) return failed_precondition("join_data_parallel: the session already belongs to a job");
   // Every rank must start from the same model, weights and optimizer: the
   // hash's minimum and maximum over the job agree only then.
   const uint64_t hash = parameters_hash();

@@ -240,6 +240,12 @@ TEST(TrainingCApi, DataParallelJoinOnLoopbackMatchesOneProcess) {
   }
   zero.join(job, {{"zero_stage", "1"}, {"optimizer_dir", ONYX_OPTIMIZER_DIR}});
   zero.set_gradient_accumulation_mean(true);
+  try {
+    zero.join(job);  // would drop the sharded state
+    ADD_FAILURE() << "a session joined a job twice";
+  } catch (const onyx::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("already belongs to a job"), std::string::npos) << e.what();
+  }
 
   auto batches = onyx::mlp_fixture::make_batches(10, 8, 4);
   for (const Batch& b : batches) {
