@@ -29,6 +29,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
+using onyx::CheckpointState;
 
 constexpr const char* kDefaultData = "/usr/share/datasets/fashion-mnist";
 
@@ -134,6 +135,35 @@ void print_progress(int64_t step, int64_t total, int64_t epoch, int64_t epochs, 
   std::cerr << (tty ? "\r" : "") << line << (tty ? "" : "\n") << std::flush;
 }
 
+// The checkpoint property holding the steps a run had taken (its data cursor).
+constexpr const char* kStepProperty = "onyx_train_steps";
+
+// A checkpoint file, or a folder of shards (--checkpoint-every's step-S, or
+// its parent with a `latest` pointer) aggregated into the complete state.
+CheckpointState load_start_state(const std::string& path) {
+  if (!fs::is_directory(path)) return CheckpointState::load(path);
+  fs::path dir = path;
+  if (fs::exists(dir / "latest")) {
+    std::ifstream in(dir / "latest");
+    std::string name;
+    in >> name;
+    if (name.empty() || name.find('/') != std::string::npos)
+      throw CliError("'" + (dir / "latest").string() + "' does not name a checkpoint folder");
+    dir /= name;
+  }
+  std::vector<std::string> files;
+  for (const auto& entry : fs::directory_iterator(dir))
+    if (entry.path().extension() == ".ckpt") files.push_back(entry.path().string());
+  std::sort(files.begin(), files.end());
+  if (files.empty()) throw CliError("no checkpoint (.ckpt) in '" + dir.string() + "'");
+  std::vector<CheckpointState> shards;
+  for (const std::string& f : files) shards.push_back(CheckpointState::load(f));
+  if (shards.size() == 1) return std::move(shards[0]);
+  std::vector<const CheckpointState*> list;
+  for (const auto& shard : shards) list.push_back(&shard);
+  return CheckpointState::aggregate(list);
+}
+
 int run_train(const ParsedArgs& args) {
   std::string model = model_path_from(args, "train");
   std::string data_dir = args.last("--data").value_or(kDefaultData);
@@ -188,10 +218,21 @@ int run_train(const ParsedArgs& args) {
     throw CliError("artifacts for '" + model + "': " + e.what());
   }
   // --resume: parameters and optimizer state from an earlier run's checkpoint
-  // (the session refuses one that does not fit the model, naming the parameter).
+  // (the session refuses one that does not fit the model, naming the parameter),
+  // or from a folder of shards written by --checkpoint-every at any world size.
   std::string start_checkpoint = args.last("--resume").value_or((artifacts / "checkpoint.ckpt").string());
-  auto state = onyx::CheckpointState::load(start_checkpoint);
+  auto state = load_start_state(start_checkpoint);
   if (args.has("--resume") && lead) std::cout << "resuming from " << start_checkpoint << "\n";
+  // The data cursor of a run's checkpoint folder (--checkpoint-every): the
+  // steps it had taken. A checkpoint file restarts the data from the start.
+  int64_t first_step = 0;
+  if (args.has("--resume") && fs::is_directory(start_checkpoint)) {
+    OnyxPropertyType type{};
+    int64_t done = 0;
+    if (onyx_checkpoint_get_property(state.get(), kStepProperty, &type, &done, nullptr, nullptr) == nullptr &&
+        type == ONYX_PROPERTY_INT)
+      first_step = std::max<int64_t>(0, done);
+  }
   onyx::TrainingSession session(env, state, (artifacts / "training.onnx").string(), (artifacts / "eval.onnx").string(),
                                 (artifacts / "optimizer.onnx").string(), session_options_from(args));
   for (const std::string& hp : args.all("--hp")) {
@@ -209,6 +250,7 @@ int run_train(const ParsedArgs& args) {
     schedule += std::string(schedule.find(':') == std::string::npos ? ":" : ",") + "total=" + std::to_string(total);
   session.set_lr_schedule(schedule, lr);
   session.set_seed(seed);
+  for (int64_t k = 0; k < first_step; ++k) session.scheduler_step();  // the schedule where the run left it
   if (accum > 1) session.set_gradient_accumulation_mean(true);
   if (job) {
     std::vector<std::pair<std::string, std::string>> dp = {{"zero_stage", args.last("--zero").value_or("0")}};
@@ -228,6 +270,25 @@ int run_train(const ParsedArgs& args) {
   csv.precision(9);
   csv << "step,epoch,loss,learning_rate\n";
   std::vector<float> losses;
+  // --checkpoint-every N: after every N steps each rank writes its shard into
+  // OUT/checkpoints/step-S/, and once every rank has, rank 0 points
+  // OUT/checkpoints/latest at that folder (written last, atomically).
+  const int64_t every = args.integer("--checkpoint-every", 0, 0, int64_t(1) << 40);
+  auto write_checkpoint = [&](int64_t steps_done) {
+    const std::string name = "step-" + std::to_string(steps_done);
+    const fs::path dir = out / "checkpoints" / name;
+    fs::create_directories(dir);
+    state.set_property(kStepProperty, steps_done);
+    const fs::path file = dir / ("rank-" + std::to_string(rank) + "-of-" + std::to_string(ranks) + ".ckpt");
+    if (job) {
+      session.save_checkpoint_shard(file.string());
+      std::vector<double> written = {1};
+      job->sum(written);  // returns once every rank has written its shard
+    } else {
+      state.save(file.string());
+    }
+    if (lead) write_file_atomically((out / "checkpoints" / "latest").string(), name + "\n");
+  };
   auto start = Clock::now();
   auto last_print = start - std::chrono::seconds(10);
   int64_t step = 0;
@@ -235,6 +296,10 @@ int run_train(const ParsedArgs& args) {
     for (size_t i = 0; i < order.size(); ++i) order[i] = int64_t(i);
     for (size_t i = order.size() - 1; i > 0; --i) std::swap(order[i], order[size_t(rng() % (i + 1))]);
     for (int64_t b = 0; b < steps_per_epoch && step < total; ++b) {
+      if (step < first_step) {  // taken before the checkpoint: same shuffle, skipped
+        ++step;
+        continue;
+      }
       const int64_t ppi = train.pixels_per_image();
       double lr_now = session.learning_rate();
       session.lazy_reset_grad();
@@ -261,13 +326,15 @@ int run_train(const ParsedArgs& args) {
       losses.push_back(float(loss));
       csv << step + 1 << "," << epoch << "," << loss << "," << lr_now << "\n";
       ++step;
+      if (every > 0 && step % every == 0) write_checkpoint(step);
       double elapsed = seconds_since(start);
       bool due = std::chrono::duration<double>(Clock::now() - last_print).count() > (tty ? 0.2 : 5.0);
       if (lead && (due || step == total)) {
         size_t window = std::min<size_t>(losses.size(), 50);
         double recent = 0;
         for (size_t i = losses.size() - window; i < losses.size(); ++i) recent += losses[i];
-        print_progress(step, total, epoch, epochs, recent / double(window), double(step * batch) / elapsed, elapsed, tty);
+        print_progress(step, total, epoch, epochs, recent / double(window),
+                       double((step - first_step) * batch) / elapsed, elapsed, tty);
         last_print = Clock::now();
       }
     }
@@ -288,8 +355,9 @@ int run_train(const ParsedArgs& args) {
   write_file_atomically((out / "loss.svg").string(), loss_svg(losses, "onyx train: " + fs::path(model).filename().string()));
   state.save((out / "checkpoint.ckpt").string());
   session.export_model((out / "model.onnx").string());
-  std::printf("trained %lld steps (%lld samples) in %s, %.0f samples/s\n", (long long)step, (long long)(step * batch),
-              clock_text(seconds).c_str(), double(step * batch) / seconds);
+  const int64_t trained = step - first_step;
+  std::printf("trained %lld steps (%lld samples) in %s, %.0f samples/s\n", (long long)trained,
+              (long long)(trained * batch), clock_text(seconds).c_str(), double(trained * batch) / seconds);
   std::cout << "wrote " << (out / "loss.csv").string() << ", " << (out / "loss.svg").string() << ", "
             << (out / "checkpoint.ckpt").string() << ", " << (out / "model.onnx").string() << "\n";
   return 0;
@@ -355,12 +423,13 @@ Command train_command() {
       {"--hp", "NAME=VALUE", "optimizer hyperparameter (momentum, beta1, weight_decay, ...); repeat"},
       {"--max-grad-norm", "X", "clip gradients to this global norm (default: off)"},
       {"--seed", "N", "shuffling seed (default 1)"},
-      {"--resume", "CHECKPOINT", "start from this checkpoint (weights and optimizer state) instead of the model's"},
+      {"--resume", "PATH", "a checkpoint file (data restarts), or OUT/checkpoints of a run (any world size; resumes there)"},
       {"--grad-accum", "K", "average the gradients of K micro-batches per step (default 1)"},
       {"--distributed", "PLUGIN", "train data-parallel, one rank per process (mpi under mpirun; docs/distributed.md)"},
       {"--zero", "STAGE", "with --distributed: 1 shards the optimizer state over the ranks (ZeRO stage 1); default 0"},
       {"--bucket-bytes", "B", "with --distributed: the largest gradient collective (default 25 MiB; 0: one)"},
       {"--verbose", "", "with --distributed: print each rank's collective calls and bytes at the end"},
+      {"--checkpoint-every", "N", "every N steps write each rank's checkpoint shard to OUT/checkpoints/step-S/"},
       {"--out", "DIR", "output folder (default train-out)"},
   };
   c.options.insert(c.options.end(), own.begin(), own.end());

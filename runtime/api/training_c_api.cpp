@@ -376,3 +376,12 @@ OnyxStatus* onyx_training_session_set_gradient_accumulation_mean(OnyxTrainingSes
     return Status();
   });
 }
+
+OnyxStatus* onyx_training_session_save_checkpoint_shard(const OnyxTrainingSession* s, const char* path) {
+  return guarded([&]() -> Status {
+    if (!s || !path) return null_arg("onyx_training_session_save_checkpoint_shard", "argument");
+    auto shard = s->session->checkpoint_shard();
+    if (!shard.ok()) return shard.status();
+    return onyx::checkpoint::save(shard.value(), path);
+  });
+}

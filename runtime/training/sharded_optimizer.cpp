@@ -214,6 +214,63 @@ Status ShardedOptimizer::step(const std::vector<Tensor>& grads, std::vector<chec
   return Status();
 }
 
+checkpoint::Checkpoint ShardedOptimizer::shard(const checkpoint::Checkpoint& state,
+                                               const checkpoint::OptimizerGroup& group) const {
+  checkpoint::Checkpoint out;
+  out.metadata = state.metadata;
+  out.metadata.producer.clear();
+  out.metadata.shard_index = uint32_t(comm_->rank());
+  out.metadata.shard_count = uint32_t(comm_->size());
+  out.properties = state.properties;
+  out.module.frozen = state.module.frozen;
+  checkpoint::OptimizerGroup& g = out.optimizer.emplace_back();
+  g.name = group.name;
+  g.step = group.step;
+  g.initial_learning_rate = group.initial_learning_rate;
+  auto slice_record = [](const std::string& name, const Shape& full, size_t first, Tensor data) {
+    checkpoint::TensorRecord r;
+    r.name = name;
+    r.dtype = ONYX_DTYPE_FLOAT32;
+    r.shape = data.shape();
+    r.slice = checkpoint::ShardSlice{full, int64_t(first)};
+    r.data = std::move(data);
+    return r;
+  };
+  const auto& trainable = state.module.trainable;
+  if (comm_->size() == 1) {  // shard() of one rank is the complete checkpoint: every part is whole
+    out.module.trainable = trainable;
+    for (size_t q = 0; q < parts_.size(); ++q) {
+      const checkpoint::TensorRecord& p = trainable[parts_[q].parameter];
+      checkpoint::ParameterState& ps = g.parameters.emplace_back();
+      ps.parameter = p.name;
+      for (size_t s = 0; s < slot_names_.size(); ++s) {
+        auto owner = std::make_shared<Tensor>(slots_[q][s]);
+        ps.tensors.push_back({slot_names_[s], ONYX_DTYPE_FLOAT32, p.shape,
+                              Tensor::wrap(ONYX_DTYPE_FLOAT32, p.shape, owner->data(), owner), std::nullopt,
+                              std::nullopt});
+      }
+    }
+    return out;
+  }
+  for (size_t k = 0, q = 0; k < trainable.size(); ++k) {
+    if (element_count(trainable[k].shape) == 0) {  // shard() keeps empty tensors whole
+      out.module.trainable.push_back(trainable[k]);
+      continue;
+    }
+    if (q >= parts_.size() || parts_[q].parameter != k) continue;  // none of it is this rank's
+    const Part& part = parts_[q];
+    Tensor w = Tensor::allocate(ONYX_DTYPE_FLOAT32, {int64_t(part.length)});
+    std::memcpy(w.data_as<float>(), trainable[k].data.data_as<float>() + part.first, part.length * sizeof(float));
+    out.module.trainable.push_back(slice_record(trainable[k].name, trainable[k].shape, part.first, std::move(w)));
+    checkpoint::ParameterState& ps = g.parameters.emplace_back();
+    ps.parameter = trainable[k].name;
+    for (size_t s = 0; s < slot_names_.size(); ++s)
+      ps.tensors.push_back(slice_record(slot_names_[s], trainable[k].shape, part.first, slots_[q][s]));
+    ++q;
+  }
+  return out;
+}
+
 Status ShardedOptimizer::gather_state(const std::vector<checkpoint::TensorRecord>& trainable,
                                       checkpoint::OptimizerGroup& group) {
   std::vector<float> slice(slice_), all(padded_);

@@ -55,6 +55,13 @@ class ShardedOptimizer {
   // checkpoint's per-parameter form (group.parameters replaced).
   Status gather_state(const std::vector<checkpoint::TensorRecord>& trainable, checkpoint::OptimizerGroup& group);
 
+  // This rank's shard of `state` (whose trainable parameters are the ones
+  // this optimizer updates and whose optimizer group `group` it keeps the
+  // step of), exactly as checkpoint::shard() cuts a complete checkpoint for
+  // this world size: the rank's slices of the parameters and of their state,
+  // everything else whole. Built from the rank's own state: nothing gathered.
+  checkpoint::Checkpoint shard(const checkpoint::Checkpoint& state, const checkpoint::OptimizerGroup& group) const;
+
   size_t padded_elements() const { return padded_; }
   size_t slice_elements() const { return slice_; }
   // Optimizer state this rank holds, in bytes.

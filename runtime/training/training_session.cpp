@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "ir/onnx_import.h"
+#include "onyx/checkpoint_tools.h"
 #include "training/sharded_optimizer.h"
 
 namespace onyx::runtime::training {
@@ -427,6 +428,20 @@ Status TrainingSession::join_data_parallel(std::shared_ptr<Communicator> comm, D
 Status TrainingSession::gather_optimizer_state() {
   if (!zero_) return Status();
   return zero_->gather_state(state_->module.trainable, optimizer_group());
+}
+
+StatusOr<checkpoint::Checkpoint> TrainingSession::checkpoint_shard() const {
+  if (!comm_) return failed_precondition("checkpoint_shard: the session has not joined a job");
+  if (zero_) {
+    const checkpoint::OptimizerGroup* group = state_->find_group(optimizer_info_.optimizer);
+    checkpoint::OptimizerGroup empty;
+    empty.name = optimizer_info_.optimizer;
+    empty.initial_learning_rate = lr_;
+    return zero_->shard(*state_, group ? *group : empty);
+  }
+  ONYX_ASSIGN_OR_RETURN(std::vector<checkpoint::Checkpoint> shards,
+                        checkpoint::shard(*state_, uint32_t(comm_->size())));
+  return std::move(shards[size_t(comm_->rank())]);
 }
 
 size_t TrainingSession::optimizer_state_bytes() const {

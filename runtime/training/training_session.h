@@ -115,6 +115,11 @@ class TrainingSession {
   // this collective (every rank calls it) gathers it into the checkpoint's
   // per-parameter form before the checkpoint is saved. OK without ZeRO.
   Status gather_optimizer_state();
+  // This rank's shard of the checkpoint state, as checkpoint::shard() would
+  // cut the complete state for the job's world size (no collective: under
+  // ZeRO 1 it is the rank's own state). Every rank writes its shard;
+  // checkpoint::aggregate() joins them at any world size. Needs a job.
+  StatusOr<checkpoint::Checkpoint> checkpoint_shard() const;
   // Optimizer state this rank holds, in bytes (its shard under ZeRO 1).
   size_t optimizer_state_bytes() const;
 

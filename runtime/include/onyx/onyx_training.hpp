@@ -122,6 +122,9 @@ class TrainingSession {
     check(onyx_training_session_join(raw_.get(), job.get(), keys.data(), values.data(), keys.size()));
   }
   void gather_optimizer_state() { check(onyx_training_session_gather_optimizer_state(raw_.get())); }
+  void save_checkpoint_shard(const std::string& path) const {
+    check(onyx_training_session_save_checkpoint_shard(raw_.get(), path.c_str()));
+  }
   void set_gradient_accumulation_mean(bool mean) {
     check(onyx_training_session_set_gradient_accumulation_mean(raw_.get(), mean));
   }

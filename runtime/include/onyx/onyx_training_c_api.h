@@ -170,6 +170,13 @@ ONYX_API OnyxStatus* onyx_training_session_join(OnyxTrainingSession* session, On
  * (every rank calls it) puts the whole state back into the checkpoint state,
  * which is then saved as usual. Does nothing otherwise. */
 ONYX_API OnyxStatus* onyx_training_session_gather_optimizer_state(OnyxTrainingSession* session);
+/* Writes this rank's shard of the checkpoint state to `path` (atomically):
+ * what onyx_checkpoint_shard would cut from the complete state for the job's
+ * world size, made from the rank's own state (under ZeRO stage 1 its
+ * optimizer shard: nothing is gathered). Every rank writes its own; the
+ * shards of any world size aggregate (onyx_checkpoint_aggregate) into the
+ * complete state. Fails on a session that has not joined a job. */
+ONYX_API OnyxStatus* onyx_training_session_save_checkpoint_shard(const OnyxTrainingSession* session, const char* path);
 /* Gradients accumulated over several TrainSteps are summed (default); with
  * `mean` true the optimizer sees their mean, so that K micro-batches of B
  * give the update of one batch of K*B. */

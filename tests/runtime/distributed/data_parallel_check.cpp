@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "mlp_fixture.h"
+#include "onyx/checkpoint_tools.h"
 #include "training/artifacts.h"
 #include "training/training_session.h"
 
@@ -148,8 +149,18 @@ int main(int argc, char** argv) {
       return fail(st.to_string());
     if (range[0] != ~range[1]) return fail("the ranks' weights differ after step " + std::to_string(step));
   }
+  // This rank's checkpoint shard, made from its own state (under ZeRO: its
+  // optimizer shard, nothing gathered), must be exactly what
+  // checkpoint::shard() cuts from the complete state for this world size.
+  auto own_shard = session.checkpoint_shard();
+  if (!own_shard.ok()) return fail(own_shard.status().to_string());
   // Under ZeRO the state is in shards: gather it (every rank) before writing.
   if (Status st = session.gather_optimizer_state(); !st.ok()) return fail(st.to_string());
+  auto shards = onyx::checkpoint::shard(*state, uint32_t(size));
+  if (!shards.ok()) return fail(shards.status().to_string());
+  std::vector<std::string> differences = onyx::checkpoint::diff(own_shard.value(), shards.value()[size_t(rank)]);
+  for (const std::string& d : differences) std::fprintf(stderr, "rank %d shard: %s\n", rank, d.c_str());
+  if (!differences.empty()) return fail("the rank's checkpoint shard differs from checkpoint::shard()'s");
   for (const auto& p : state->module.trainable) {
     out << p.name << ":";
     for (int64_t i = 0; i < p.data.size(); ++i) out << " " << p.data.data_as<float>()[i];
