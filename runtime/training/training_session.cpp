@@ -395,17 +395,35 @@ uint64_t TrainingSession::parameters_hash() const {
 Status TrainingSession::join_data_parallel(std::shared_ptr<Communicator> comm, DataParallelOptions options) {
   if (!comm) return invalid_argument("join_data_parallel: no communicator");
   if (comm_) return failed_precondition("join_data_parallel: the session already belongs to a job");
-  // Every rank must start from the same model, weights and optimizer: the
-  // hash's minimum and maximum over the job agree only then.
-  const uint64_t hash = parameters_hash();
-  uint64_t range[2] = {hash, ~hash};  // the max of ~h is ~(the min of h)
-  ONYX_RETURN_IF_ERROR(comm->all_reduce(range, range, 2, ONYX_DTYPE_UINT64, ONYX_REDUCE_MAX,
-                                        "data-parallel start-up: comparing the ranks' parameters"));
+  // Every rank must start from the same model, weights and optimizer, with
+  // the same settings (ranks that disagree would run different collectives):
+  // each hash's minimum and maximum over the job agree only then.
+  uint64_t settings = 1469598103934665603ull;  // FNV-1a over the values below
+  auto mix = [&settings](const void* data, size_t bytes) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (size_t i = 0; i < bytes; ++i) settings = (settings ^ p[i]) * 1099511628211ull;
+  };
+  const uint64_t bucket = options.bucket_bytes;
+  const int64_t zero = options.zero_stage, averaging = average_accumulated_;
+  mix(&bucket, sizeof bucket);
+  mix(&zero, sizeof zero);
+  mix(&averaging, sizeof averaging);
+  mix(&lr_, sizeof lr_);
+  mix(&max_grad_norm_, sizeof max_grad_norm_);
+  mix(hyperparameters_.data(), hyperparameters_.size() * sizeof(float));
+  const uint64_t model = parameters_hash();
+  uint64_t range[4] = {model, ~model, settings, ~settings};  // the max of ~h is ~(the min of h)
+  ONYX_RETURN_IF_ERROR(comm->all_reduce(range, range, 4, ONYX_DTYPE_UINT64, ONYX_REDUCE_MAX,
+                                        "data-parallel start-up: comparing the ranks' models and settings"));
+  const std::string who = "data-parallel training: rank " + std::to_string(comm->rank()) + " of " +
+                          std::to_string(comm->size());
   if (range[0] != ~range[1])
-    return failed_precondition("data-parallel training: rank " + std::to_string(comm->rank()) + " of " +
-                               std::to_string(comm->size()) +
-                               " holds other parameters or another optimizer than some other rank: every rank "
-                               "must load the same model and checkpoint");
+    return failed_precondition(who + " holds other parameters or another optimizer than some other rank: every "
+                                     "rank must load the same model and checkpoint");
+  if (range[2] != ~range[3])
+    return failed_precondition(who + " was given other settings than some other rank (ZeRO stage, bucket bytes, "
+                                     "learning rate, clipping, optimizer hyperparameters or gradient averaging): "
+                                     "every rank must be started with the same options");
   if (options.zero_stage == 1) {
     if (!optimizer_) return failed_precondition("ZeRO stage 1: the session has no optimizer model");
     ONYX_ASSIGN_OR_RETURN(OptimizerDescription optimizer,

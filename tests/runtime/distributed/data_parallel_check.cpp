@@ -6,6 +6,8 @@
 //   onyx_data_parallel_check --compare REFERENCE OTHER
 //   mpirun -np 2 onyx_data_parallel_check mpi OUT --different-models 1
 //     (rank r starts from other weights: start-up must refuse the job)
+//   mpirun -np 2 onyx_data_parallel_check mpi OUT --different-settings 1
+//     (rank r has another bucket size: start-up must refuse the job)
 //
 // Every step takes a global batch of 8 samples; rank r of N trains on
 // samples [r*8/N, (r+1)*8/N) of it (split by global index, so the result
@@ -79,12 +81,13 @@ int main(int argc, char** argv) {
   if (argc == 4 && !std::strcmp(argv[1], "--compare")) return compare(argv[2], argv[3]);
   if (argc < 3) return fail("usage: onyx_data_parallel_check PLUGIN OUT [--bucket-bytes B]");
   DataParallelOptions dp;
-  bool different_models = false;
+  bool different_models = false, different_settings = false;
   int accum = 1;
   for (int k = 3; k + 1 < argc; k += 2) {
     if (!std::strcmp(argv[k], "--bucket-bytes")) dp.bucket_bytes = std::strtoull(argv[k + 1], nullptr, 10);
     if (!std::strcmp(argv[k], "--different-models")) different_models = std::atoi(argv[k + 1]) != 0;
     if (!std::strcmp(argv[k], "--zero")) dp.zero_stage = std::atoi(argv[k + 1]);
+    if (!std::strcmp(argv[k], "--different-settings") && std::atoi(argv[k + 1]) != 0) different_settings = true;
     if (!std::strcmp(argv[k], "--grad-accum")) accum = std::max(1, std::atoi(argv[k + 1]));
   }
 
@@ -115,6 +118,7 @@ int main(int argc, char** argv) {
   if (!created.ok()) return fail(created.status().to_string());
   TrainingSession& session = *created.value();
   dp.optimizer_search_dirs = {ONYX_OPTIMIZER_DIR};
+  if (different_settings) dp.bucket_bytes = 1024 * size_t(rank + 1);
   if (Status st = session.join_data_parallel(comm, dp); !st.ok()) return fail(st.to_string());
 
   std::vector<Batch> batches = make_batches(kSteps, kGlobalBatch, 11);

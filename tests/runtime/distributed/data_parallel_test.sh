@@ -11,8 +11,8 @@
 #    AdamW state; 1 KiB buckets bitwise equal to 25 MiB at np 2;
 #  - gradient accumulation: 2 micro-batches per rank (np 1 and 2, with and
 #    without ZeRO) against the same run without accumulation;
-#  - ranks that start from different weights are refused at start-up, within
-#    5 s, with an error saying so.
+#  - ranks that start from different weights, or with different settings,
+#    are refused at start-up, within 5 s, with an error saying which.
 #   data_parallel_test.sh MPIRUN DATA_PARALLEL_CHECK
 set -u
 mpirun=$1 check=$2
@@ -37,11 +37,11 @@ for np in 1 2 4; do
   cat "$dir/zero$np.log"
   run "$check" --compare "$dir/reference.txt" "$dir/zero$np.txt"
   # 50 steps: 50 reduce-scatters, 50 all-gathers plus 2 gathering the state's
-  # two slots; all-reduces: 1 start-up hash + per step the 8-byte norm and the
+  # two slots; all-reduces: 1 start-up check (32 B) + per step the 8-byte norm and the
   # test's own loss and weight-hash checks (8 + 16 bytes).
   grep -q "reduce_scatter 50 calls" "$dir/zero$np.log" || fail "np $np: not one reduce-scatter per step"
   grep -q "all_gather 52 calls" "$dir/zero$np.log" || fail "np $np: not one all-gather per step"
-  grep -q "all_reduce 151 calls 1616 B" "$dir/zero$np.log" || fail "np $np: all-reduces beyond the small ones"
+  grep -q "all_reduce 151 calls 1632 B" "$dir/zero$np.log" || fail "np $np: all-reduces beyond the small ones"
   # The MLP has 293 parameters; a rank's slice is checkpoint::shard_piece:
   # ceil(293 / (32 N)) * 32 elements, two AdamW slots of 4 bytes each.
   slice=$(( (293 + 32 * np - 1) / (32 * np) * 32 ))
@@ -69,4 +69,9 @@ cat "$dir/refused.log"
 [ $((SECONDS - start)) -le 5 ] || fail "the refusal took $((SECONDS - start)) s (bound: 5 s)"
 grep -q "holds other parameters or another optimizer than some other rank" "$dir/refused.log" ||
   fail "the refusal does not say why"
+timeout -s KILL 60 "$mpirun" -np 2 "$check" mpi "$dir/refused2.txt" --different-settings 1 >"$dir/refused2.log" 2>&1
+rc=$?
+cat "$dir/refused2.log"
+[ $rc -ne 0 ] || fail "ranks with different settings trained"
+grep -q "was given other settings than some other rank" "$dir/refused2.log" || fail "the settings refusal does not say why"
 echo "data_parallel_test: passed"
