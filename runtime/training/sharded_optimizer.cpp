@@ -116,7 +116,8 @@ size_t ShardedOptimizer::state_bytes() const {
 
 Status ShardedOptimizer::step(const std::vector<Tensor>& grads, std::vector<checkpoint::TensorRecord>& trainable,
                               float lr, int64_t step, float max_grad_norm, const std::vector<float>& hyperparameters,
-                              float* grad_norm) {
+                              float* grad_norm, bool* skipped) {
+  *skipped = false;
   const size_t n = size_t(comm_->size()), rank = size_t(comm_->rank());
   const Buckets buckets{slice_, bucket_elements_};
   const std::string label = "step " + std::to_string(step);
@@ -156,6 +157,10 @@ Status ShardedOptimizer::step(const std::vector<Tensor>& grads, std::vector<chec
                                          label + ", gradient norm"));
   const float norm = float(std::sqrt(squares));
   *grad_norm = norm;
+  if (!std::isfinite(norm)) {  // every rank got the same sum: all skip together
+    *skipped = true;
+    return Status();
+  }
   float scale = 1.0f;
   if (max_grad_norm > 0 && norm > max_grad_norm) scale = max_grad_norm / (norm + 1e-6f);
 

@@ -48,8 +48,11 @@ class ShardedOptimizer {
   // parameter): replaces every trainable parameter's data with the updated
   // weights. `hyperparameters` in the optimizer's declared order; step counts
   // from 1. *grad_norm: the global norm of the mean gradient before clipping.
+  // A non-finite norm (an inf or NaN gradient on any rank) skips the update
+  // on every rank alike: *skipped = true, weights and state unchanged.
   Status step(const std::vector<Tensor>& grads, std::vector<checkpoint::TensorRecord>& trainable, float lr,
-              int64_t step, float max_grad_norm, const std::vector<float>& hyperparameters, float* grad_norm);
+              int64_t step, float max_grad_norm, const std::vector<float>& hyperparameters, float* grad_norm,
+              bool* skipped);
 
   // Collective: every rank's slices of every state slot, gathered into the
   // checkpoint's per-parameter form (group.parameters replaced).

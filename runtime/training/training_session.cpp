@@ -309,14 +309,28 @@ Status TrainingSession::optimizer_step() {
     }
     accumulated_steps_ = 1;
   }
+  last_step_skipped_ = false;
   if (zero_) {
     ONYX_RETURN_IF_ERROR(zero_->step(grads_, trainable, float(lr_), group.step + 1, max_grad_norm_, hyperparameters_,
-                                     &last_grad_norm_));
-    ++group.step;
+                                     &last_grad_norm_, &last_step_skipped_));
+    if (!last_step_skipped_) ++group.step;
     last_optimizer_seconds_ = seconds_since(start);
     return Status();
   }
   if (comm_ && comm_->size() > 1) ONYX_RETURN_IF_ERROR(average_gradients());
+  if (comm_) {
+    // The averaged gradients are the same on every rank, so is this test.
+    double squares = 0;
+    for (const Tensor& g : grads_)
+      if (g.dtype() == ONYX_DTYPE_FLOAT32)
+        for (int64_t i = 0, n = g.size(); i < n; ++i) squares += double(g.data_as<float>()[i]) * g.data_as<float>()[i];
+    if (!std::isfinite(squares)) {
+      last_grad_norm_ = float(std::sqrt(squares));
+      last_step_skipped_ = true;
+      last_optimizer_seconds_ = seconds_since(start);
+      return Status();
+    }
+  }
   // State tensors: created on first use, checked when loaded from a file.
   if (group.parameters.empty()) {
     for (const auto& p : trainable) {

@@ -134,6 +134,11 @@ class TrainingSession {
   void set_average_accumulated_gradients(bool mean) { average_accumulated_ = mean; }
   // The gradients' global norm measured by the last optimizer step (before clipping).
   float last_grad_norm() const { return last_grad_norm_; }
+  // In a data-parallel job, an optimizer step whose gradients hold an inf or
+  // NaN on any rank changes nothing on every rank (weights, state, step
+  // count); this says whether the last one did. (One process: the update
+  // runs, as before.)
+  bool last_step_skipped() const { return last_step_skipped_; }
   int64_t optimizer_steps() const;
 
   // Parameters in checkpoint order (trainable, then frozen unless trainable_only).
@@ -197,6 +202,7 @@ class TrainingSession {
   std::optional<LrSchedule> schedule_;
   int64_t schedule_steps_ = 0;
   float max_grad_norm_ = 0, last_grad_norm_ = 0;
+  bool last_step_skipped_ = false;
   uint64_t seed_ = 0;
   double last_train_seconds_ = 0, last_optimizer_seconds_ = 0;
   ProviderRegistry* registry_ = nullptr;  // outlives the session (the C API's env)

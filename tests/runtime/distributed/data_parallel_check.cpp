@@ -8,6 +8,8 @@
 //     (rank r starts from other weights: start-up must refuse the job)
 //   mpirun -np 2 onyx_data_parallel_check mpi OUT --different-settings 1
 //     (rank r has another bucket size: start-up must refuse the job)
+//   ... --poison-step S --poison-rank R
+//     (rank R's first sample of step S is NaN: every rank must skip step S)
 //
 // Every step takes a global batch of 8 samples; rank r of N trains on
 // samples [r*8/N, (r+1)*8/N) of it (split by global index, so the result
@@ -82,12 +84,15 @@ int main(int argc, char** argv) {
   if (argc < 3) return fail("usage: onyx_data_parallel_check PLUGIN OUT [--bucket-bytes B]");
   DataParallelOptions dp;
   bool different_models = false, different_settings = false;
+  int poison_step = -1, poison_rank = 0;
   int accum = 1;
   for (int k = 3; k + 1 < argc; k += 2) {
     if (!std::strcmp(argv[k], "--bucket-bytes")) dp.bucket_bytes = std::strtoull(argv[k + 1], nullptr, 10);
     if (!std::strcmp(argv[k], "--different-models")) different_models = std::atoi(argv[k + 1]) != 0;
     if (!std::strcmp(argv[k], "--zero")) dp.zero_stage = std::atoi(argv[k + 1]);
     if (!std::strcmp(argv[k], "--different-settings") && std::atoi(argv[k + 1]) != 0) different_settings = true;
+    if (!std::strcmp(argv[k], "--poison-step")) poison_step = std::atoi(argv[k + 1]);
+    if (!std::strcmp(argv[k], "--poison-rank")) poison_rank = std::atoi(argv[k + 1]);
     if (!std::strcmp(argv[k], "--grad-accum")) accum = std::max(1, std::atoi(argv[k + 1]));
   }
 
@@ -124,7 +129,7 @@ int main(int argc, char** argv) {
   std::vector<Batch> batches = make_batches(kSteps, kGlobalBatch, 11);
   std::ostringstream out;
   out.precision(9);
-  int clipped = 0;
+  int clipped = 0, skipped = 0;
   for (int step = 0; step < kSteps; ++step) {
     const Batch& global = batches[step];
     session.lazy_reset_grad();
@@ -133,6 +138,7 @@ int main(int argc, char** argv) {
       const int64_t first = int64_t(rank) * local + m * micro;  // global sample index
       std::vector<float> x(global.x.begin() + first * kIn, global.x.begin() + (first + micro) * kIn);
       std::vector<int64_t> labels(global.labels.begin() + first, global.labels.begin() + first + micro);
+      if (step == poison_step && rank == poison_rank && m == 0) x[0] = std::nanf("");
       auto outputs = session.train_step({Tensor::wrap(ONYX_DTYPE_FLOAT32, {micro, kIn}, x.data(), nullptr),
                                          Tensor::wrap(ONYX_DTYPE_INT64, {micro}, labels.data(), nullptr)});
       if (!outputs.ok()) return fail(outputs.status().to_string());
@@ -144,7 +150,8 @@ int main(int argc, char** argv) {
       return fail(st.to_string());
     loss /= size;
     if (Status st = session.optimizer_step(); !st.ok()) return fail(st.to_string());
-    if (session.last_grad_norm() > options.max_grad_norm) ++clipped;
+    if (session.last_step_skipped()) ++skipped;
+    else if (session.last_grad_norm() > options.max_grad_norm) ++clipped;
     out << "step " << step << " loss: " << loss << "\n";
     // Every rank must hold the same weights after every step.
     const uint64_t h = session.parameters_hash();
@@ -182,8 +189,8 @@ int main(int argc, char** argv) {
     file << out.str();
     if (!file) return fail(std::string("cannot write ") + argv[2]);
   }
-  std::printf("rank %d of %d: %d steps, clipped %d times, optimizer state %zu bytes, %s\n", rank, size, kSteps,
-              clipped, session.optimizer_state_bytes(), comm->counters().to_string().c_str());
+  std::printf("rank %d of %d: %d steps, clipped %d times, skipped %d, optimizer state %zu bytes, %s\n", rank, size,
+              kSteps, clipped, skipped, session.optimizer_state_bytes(), comm->counters().to_string().c_str());
   if (clipped == 0) return fail("clipping never happened: the test would not cover it");
   return 0;
 }

@@ -11,6 +11,8 @@
 #    AdamW state; 1 KiB buckets bitwise equal to 25 MiB at np 2;
 #  - gradient accumulation: 2 micro-batches per rank (np 1 and 2, with and
 #    without ZeRO) against the same run without accumulation;
+#  - a NaN in one rank's batch makes every rank skip that step alike (np 2,
+#    plain and ZeRO), as the one-process run skips it;
 #  - ranks that start from different weights, or with different settings,
 #    are refused at start-up, within 5 s, with an error saying which.
 #   data_parallel_test.sh MPIRUN DATA_PARALLEL_CHECK
@@ -60,6 +62,15 @@ for zero in 0 1; do
   run "$mpirun" -np 2 "$check" mpi "$dir/accum2-zero$zero.txt" --grad-accum 2 --zero $zero
   run "$check" --compare "$dir/reference.txt" "$dir/accum2-zero$zero.txt"
 done
+
+run "$check" loopback "$dir/poisoned.txt" --poison-step 7 --poison-rank 0
+for zero in 0 1; do
+  run "$mpirun" -np 2 "$check" mpi "$dir/poisoned2-zero$zero.txt" --poison-step 7 --poison-rank 1 --zero $zero \
+    >"$dir/poisoned2-zero$zero.log" 2>&1
+  [ "$(grep -c "skipped 1," "$dir/poisoned2-zero$zero.log")" = 2 ] || fail "zero $zero: not every rank skipped the NaN step"
+  run "$check" --compare "$dir/poisoned.txt" "$dir/poisoned2-zero$zero.txt"
+done
+echo "a NaN on rank 1: both ranks skipped the step, plain and ZeRO, as one process does"
 
 start=$SECONDS
 timeout -s KILL 60 "$mpirun" -np 2 "$check" mpi "$dir/refused.txt" --different-models 1 >"$dir/refused.log" 2>&1
