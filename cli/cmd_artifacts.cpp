@@ -37,6 +37,7 @@ std::vector<OptionSpec> artifact_option_specs() {
       {"--loss", "KIND", "mse | l1 | crossentropy | bcewithlogits | nll (default crossentropy)"},
       {"--reduction", "mean|sum", "how the loss reduces over the batch (default mean)"},
       {"--ignore-index", "N", "crossentropy/nll: label value that contributes nothing"},
+      {"--class-axis", "1|-1", "crossentropy/nll: scores [N, C, ...] (1, default) or [..., C] (-1, language models)"},
       {"--label-dtype", "int64|int32", "crossentropy/nll label type (default int64)"},
       {"--optimizer", "NAME", "sgd | adamw | lamb, or an optimizer plugin path (default adamw)"},
   };
@@ -50,6 +51,7 @@ std::vector<std::pair<std::string, std::string>> artifact_options_from(const Par
     else if (name == "--loss") options.emplace_back("loss", value);
     else if (name == "--reduction") options.emplace_back("reduction", value);
     else if (name == "--ignore-index") options.emplace_back("ignore_index", value);
+    else if (name == "--class-axis") options.emplace_back("class_axis", value);
     else if (name == "--label-dtype") options.emplace_back("label_dtype", value);
     else if (name == "--optimizer") options.emplace_back("optimizer", value);
   }

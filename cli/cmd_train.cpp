@@ -21,6 +21,8 @@
 #include "artifact_options.h"
 #include "commands.h"
 #include "dataset.h"
+#include "loss_plot.h"
+#include "scores.h"
 #include "session_setup.h"
 #include "tensor_io.h"
 
@@ -40,84 +42,6 @@ std::string clock_text(double seconds) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%d:%02d", s / 60, s % 60);
   return buf;
-}
-
-// The forward model's first input rank and its first output's class count.
-struct ModelShape {
-  int rank = 2;
-  int64_t classes = -1;
-};
-
-ModelShape read_model_shape(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  ONNX_NAMESPACE::ModelProto model;
-  if (!in || !model.ParseFromIstream(&in)) throw CliError("cannot read '" + path + "' as an ONNX model");
-  std::set<std::string> initializers;
-  for (const auto& init : model.graph().initializer()) initializers.insert(init.name());
-  ModelShape shape;
-  for (const auto& input : model.graph().input()) {
-    if (initializers.count(input.name())) continue;
-    shape.rank = input.type().tensor_type().shape().dim_size();
-    break;
-  }
-  if (model.graph().output_size() > 0) {
-    const auto& dims = model.graph().output(0).type().tensor_type().shape();
-    if (dims.dim_size() == 2 && dims.dim(1).has_dim_value()) shape.classes = dims.dim(1).dim_value();
-  }
-  if (shape.rank != 2 && shape.rank != 4)
-    throw CliError("'" + path + "': the image input must be [batch, pixels] or [batch, 1, rows, cols]; it has rank " +
-                   std::to_string(shape.rank));
-  return shape;
-}
-
-std::vector<int64_t> batch_dims(const ModelShape& shape, const ImageDataset& data, int64_t batch) {
-  if (shape.rank == 2) return {batch, data.pixels_per_image()};
-  return {batch, 1, data.rows, data.cols};
-}
-
-// A line chart of the per-step loss (light) and its running mean (dark).
-std::string loss_svg(const std::vector<float>& losses, const std::string& title) {
-  const double width = 800, height = 420, left = 60, right = 20, top = 40, bottom = 50;
-  double hi = 0;
-  for (float l : losses) hi = std::max(hi, double(l));
-  hi = hi > 0 ? hi * 1.05 : 1;
-  size_t n = std::max<size_t>(losses.size(), 2);
-  auto x = [&](size_t i) { return left + (width - left - right) * double(i) / double(n - 1); };
-  auto y = [&](double v) { return top + (height - top - bottom) * (1 - v / hi); };
-  std::ostringstream svg;
-  svg.precision(5);
-  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
-      << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
-      << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      << "<text x=\"" << width / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">" << title << "</text>\n"
-      << "<line x1=\"" << left << "\" y1=\"" << y(0) << "\" x2=\"" << width - right << "\" y2=\"" << y(0)
-      << "\" stroke=\"black\"/>\n<line x1=\"" << left << "\" y1=\"" << top << "\" x2=\"" << left << "\" y2=\"" << y(0)
-      << "\" stroke=\"black\"/>\n";
-  for (int k = 0; k <= 4; ++k) {
-    double v = hi * k / 4;
-    svg << "<text x=\"" << left - 6 << "\" y=\"" << y(v) + 4 << "\" text-anchor=\"end\">" << v << "</text>\n";
-  }
-  svg << "<text x=\"" << left << "\" y=\"" << height - 15 << "\">step 0</text>\n<text x=\"" << width - right
-      << "\" y=\"" << height - 15 << "\" text-anchor=\"end\">step " << losses.size() << "</text>\n";
-  auto polyline = [&](const std::vector<double>& values, const char* style) {
-    svg << "<polyline fill=\"none\" " << style << " points=\"";
-    size_t stride = std::max<size_t>(1, values.size() / 2000);  // at most ~2000 points
-    for (size_t i = 0; i < values.size(); i += stride) svg << x(i) << "," << y(values[i]) << " ";
-    svg << "\"/>\n";
-  };
-  std::vector<double> raw(losses.begin(), losses.end()), mean(losses.size());
-  double sum = 0;
-  const size_t window = std::max<size_t>(1, losses.size() / 50);
-  for (size_t i = 0; i < raw.size(); ++i) {
-    sum += raw[i];
-    if (i >= window) sum -= raw[i - window];
-    mean[i] = sum / double(std::min(i + 1, window));
-  }
-  polyline(raw, "stroke=\"#9ecae1\" stroke-width=\"1\"");
-  polyline(mean, "stroke=\"#08519c\" stroke-width=\"2\"");
-  svg << "<text x=\"" << width - right << "\" y=\"" << top << "\" text-anchor=\"end\" fill=\"#08519c\">loss (mean of "
-      << window << " steps)</text>\n</svg>\n";
-  return svg.str();
 }
 
 // One progress line: step, epoch, bar, loss, throughput, ETA.
@@ -164,6 +88,76 @@ CheckpointState load_start_state(const std::string& path) {
   return CheckpointState::aggregate(list);
 }
 
+// The options that say how scores meet labels: --class-axis, --ignore-index,
+// and whether the loss is a classifier's (then accuracy means something).
+struct LabelOptions {
+  bool classifier = true;
+  int64_t class_axis = 1;
+  std::optional<int64_t> ignore_index;
+};
+
+LabelOptions label_options_from(const ParsedArgs& args) {
+  LabelOptions o;
+  std::string loss = args.last("--loss").value_or("crossentropy");
+  o.classifier = loss == "crossentropy" || loss == "nll";
+  o.class_axis = args.integer("--class-axis", 1, -1, 1);
+  if (args.has("--ignore-index")) o.ignore_index = args.integer("--ignore-index", 0, INT64_MIN, INT64_MAX);
+  return o;
+}
+
+// How many of `labels` are not the ignore index.
+int64_t count_targets(onyx::Tensor& labels, std::optional<int64_t> ignore_index) {
+  if (!ignore_index || (labels.dtype() != ONYX_DTYPE_INT64 && labels.dtype() != ONYX_DTYPE_INT32)) return labels.size();
+  int64_t n = 0;
+  for (int64_t i = 0; i < labels.size(); ++i)
+    n += (labels.dtype() == ONYX_DTYPE_INT64 ? labels.data<int64_t>()[i] : labels.data<int32_t>()[i]) != *ignore_index;
+  return n;
+}
+
+// The validation loss (and accuracy, for a classifier) of the eval model on
+// `data`: rank r of N takes every N-th batch, and the ranks' sums are added.
+ValidationPoint validate(onyx::TrainingSession& session, Dataset& data, int64_t batch, const LabelOptions& labels,
+                         const std::string& scores_output, onyx::DistributedJob* job, int rank, int ranks) {
+  auto names = session.input_names(true);
+  auto outputs_named = session.output_names(true);
+  size_t scores_at = 1;
+  if (!scores_output.empty())
+    scores_at = size_t(std::find(outputs_named.begin(), outputs_named.end(), scores_output) - outputs_named.begin());
+  if (scores_at >= outputs_named.size()) throw CliError("the eval model has no output '" + scores_output + "'");
+  const size_t labels_at = size_t(std::find(names.begin(), names.end(), "labels") - names.begin());
+  if (labels.classifier && labels_at == names.size()) throw CliError("the eval model takes no labels");
+  ScoreTally tally;
+  double loss_sum = 0, samples = 0;
+  std::vector<int64_t> indices(static_cast<size_t>(batch));
+  for (int64_t first = int64_t(rank) * batch; first < data.count; first += int64_t(ranks) * batch) {
+    const int64_t n = std::min(batch, data.count - first);
+    for (int64_t k = 0; k < n; ++k) indices[size_t(k)] = first + k;
+    std::vector<onyx::Tensor> inputs;
+    std::vector<const onyx::Tensor*> pointers;
+    for (const auto& name : names) {
+      inputs.push_back(data.batch_for(name, n));
+      data.gather(name, indices.data(), n, inputs.back());
+    }
+    for (const auto& t : inputs) pointers.push_back(&t);
+    auto outputs = session.eval_step(pointers);
+    loss_sum += double(outputs[0].data<float>()[0]) * double(n);
+    samples += double(n);
+    if (labels.classifier)
+      tally.add(outputs[scores_at], inputs[labels_at], labels.class_axis, labels.ignore_index, data.source);
+  }
+  std::vector<double> sums = {loss_sum, samples, double(tally.counted), double(tally.correct), tally.nll};
+  if (job) job->sum(sums);
+  ValidationPoint point;
+  if (labels.classifier) {  // the token- (or sample-) weighted mean, exactly
+    point.loss = sums[2] > 0 ? sums[4] / sums[2] : 0;
+    point.accuracy = sums[2] > 0 ? sums[3] / sums[2] : 0;
+  } else {
+    point.loss = sums[1] > 0 ? sums[0] / sums[1] : 0;
+    point.accuracy = -1;
+  }
+  return point;
+}
+
 int run_train(const ParsedArgs& args) {
   std::string model = model_path_from(args, "train");
   std::string data_dir = args.last("--data").value_or(kDefaultData);
@@ -171,7 +165,10 @@ int run_train(const ParsedArgs& args) {
   int64_t epochs = args.integer("--epochs", 1, 1, 100000);
   int64_t batch = args.integer("--batch-size", 64, 1, 1 << 20);
   int64_t max_steps = args.integer("--max-steps", 0, 0, int64_t(1) << 40);
+  int64_t eval_every = args.integer("--eval-every", 0, 0, int64_t(1) << 40);
   uint64_t seed = uint64_t(args.integer("--seed", 1, 0, int64_t(1) << 62));
+  const bool shuffle = !args.has("--no-shuffle");
+  const LabelOptions label_options = label_options_from(args);
   double lr = 1e-3;
   if (auto text = args.last("--lr")) {
     try {
@@ -194,9 +191,20 @@ int run_train(const ParsedArgs& args) {
   const int64_t micro = batch / ranks / accum;
   if ((args.has("--zero") || args.has("--bucket-bytes")) && !job)
     throw CliError("--zero and --bucket-bytes need --distributed");
-  ModelShape shape = read_model_shape(model);
-  ImageDataset train = load_idx_dataset(data_dir, "train");
-  if (shape.classes > 0) check_labels(train, shape.classes, data_dir + " train");
+  ModelInterface interface = read_model_interface(model);
+  Dataset train = load_dataset(data_dir, "train", interface.first_input, interface.first_input_rank);
+  const bool arrays = is_array_dataset(data_dir, "train");
+  // Validation: the IDX sets' t10k split, or an array set's valid/ folder.
+  std::string valid_split = args.last("--valid-split").value_or(arrays ? "valid" : "t10k");
+  std::optional<Dataset> valid;
+  if (has_split(data_dir, valid_split))
+    valid = load_dataset(data_dir, valid_split, interface.first_input, interface.first_input_rank);
+  else if (args.has("--valid-split"))
+    throw CliError("--valid-split: " + data_dir + " has no split '" + valid_split + "'");
+  if (label_options.classifier) {
+    check_labels(train, interface.classes, label_options.ignore_index);
+    if (valid) check_labels(*valid, interface.classes, label_options.ignore_index);
+  }
   int64_t steps_per_epoch = train.count / batch;  // the last partial batch is dropped
   if (steps_per_epoch == 0) throw CliError("--batch-size " + std::to_string(batch) + " exceeds the training set");
   int64_t total = epochs * steps_per_epoch;
@@ -206,10 +214,12 @@ int run_train(const ParsedArgs& args) {
   fs::create_directories(out);
   auto options = artifact_options_from(args);
   if (lead)
-    std::cout << "onyx train: " << model << " on " << data_dir << " (" << train.count << " images), " << epochs
+    std::cout << "onyx train: " << model << " on " << train.source << " (" << train.count << " samples), " << epochs
               << " epoch(s) of " << steps_per_epoch << " steps, batch " << batch
               << (job ? ", " + std::to_string(ranks) + " rank(s) of " + std::to_string(micro * accum) : std::string())
               << (accum > 1 ? ", " + std::to_string(accum) + " micro-batches of " + std::to_string(micro) : std::string())
+              << (valid ? "; validation on " + valid->source + " (" + std::to_string(valid->count) + " samples)"
+                        : std::string())
               << "\n";
   onyx::Env env;
   try {
@@ -258,18 +268,40 @@ int run_train(const ParsedArgs& args) {
     session.join(*job, dp);
   }
 
-  auto names = session.input_names();
-  if (names.size() != 2) throw CliError("train: the training model takes " + std::to_string(names.size()) +
-                                        " data inputs; onyx train feeds one image input and the labels");
-  onyx::Tensor x = onyx::Tensor::zeros(ONYX_DTYPE_FLOAT32, batch_dims(shape, train, micro));
-  onyx::Tensor labels = onyx::Tensor::zeros(ONYX_DTYPE_INT64, {micro});
+  // One batch tensor per training input, filled from the dataset's column of
+  // the same name (an IDX set's images feed the first input).
+  const auto names = session.input_names();
+  std::vector<onyx::Tensor> inputs;
+  std::vector<const onyx::Tensor*> pointers;
+  for (const auto& name : names) inputs.push_back(train.batch_for(name, micro));
+  for (const auto& t : inputs) pointers.push_back(&t);
+  const size_t labels_at = size_t(std::find(names.begin(), names.end(), "labels") - names.begin());
   std::vector<int64_t> order(size_t(train.count));
   std::mt19937_64 rng(seed);
   bool tty = ::isatty(2);
-  std::ostringstream csv;
+  std::ostringstream csv, valid_csv;
   csv.precision(9);
+  valid_csv.precision(9);
   csv << "step,epoch,loss,learning_rate\n";
+  valid_csv << "step,epoch,validation_loss,validation_accuracy\n";
   std::vector<float> losses;
+  std::vector<ValidationPoint> validation;
+  auto evaluate = [&](int64_t steps_done, int64_t epoch) {
+    if (!valid) return;
+    ValidationPoint p = validate(session, *valid, std::max<int64_t>(micro, 64), label_options,
+                                 args.last("--loss-output").value_or(""), job ? &*job : nullptr, rank, ranks);
+    p.step = steps_done;
+    validation.push_back(p);
+    valid_csv << steps_done << "," << epoch << "," << p.loss << "," << (p.accuracy >= 0 ? p.accuracy : NAN) << "\n";
+    if (!lead) return;
+    char line[160];
+    if (p.accuracy >= 0)
+      std::snprintf(line, sizeof line, "validation after step %lld: loss %.4f, accuracy %.2f%%", (long long)steps_done,
+                    p.loss, 100 * p.accuracy);
+    else
+      std::snprintf(line, sizeof line, "validation after step %lld: loss %.4f", (long long)steps_done, p.loss);
+    std::cerr << (tty ? "\n" : "") << line << "\n" << std::flush;
+  };
   // --checkpoint-every N: after every N steps each rank writes its shard into
   // OUT/checkpoints/step-S/, and once every rank has, rank 0 points
   // OUT/checkpoints/latest at that folder (written last, atomically).
@@ -294,26 +326,34 @@ int run_train(const ParsedArgs& args) {
   int64_t step = 0;
   for (int64_t epoch = 1; epoch <= epochs && step < total; ++epoch) {
     for (size_t i = 0; i < order.size(); ++i) order[i] = int64_t(i);
-    for (size_t i = order.size() - 1; i > 0; --i) std::swap(order[i], order[size_t(rng() % (i + 1))]);
+    if (shuffle)
+      for (size_t i = order.size() - 1; i > 0; --i) std::swap(order[i], order[size_t(rng() % (i + 1))]);
     for (int64_t b = 0; b < steps_per_epoch && step < total; ++b) {
       if (step < first_step) {  // taken before the checkpoint: same shuffle, skipped
         ++step;
         continue;
       }
-      const int64_t ppi = train.pixels_per_image();
       double lr_now = session.learning_rate();
       session.lazy_reset_grad();
-      double loss = 0;  // the mean over the micro-batches, then over the ranks
+      // Micro-batches weigh by their labelled targets (all but --ignore-index),
+      // so K of them make the gradient of one batch's mean over its targets.
+      double loss = 0, weights = 0;  // the weighted mean over the micro-batches, then over the ranks
       for (int64_t m = 0; m < accum; ++m) {
         const int64_t first = b * batch + (int64_t(rank) * accum + m) * micro;
-        for (int64_t k = 0; k < micro; ++k) {
-          int64_t idx = order[size_t(first + k)];
-          std::copy_n(train.pixels.data() + idx * ppi, ppi, x.data<float>() + k * ppi);
-          labels.data<int64_t>()[k] = train.labels[size_t(idx)];
-        }
-        auto outputs = session.train_step({&x, &labels});
-        loss += double(outputs[0].data<float>()[0]) / double(accum);
+        for (size_t k = 0; k < names.size(); ++k) train.gather(names[k], order.data() + first, micro, inputs[k]);
+        const double weight = accum > 1 && labels_at < inputs.size()
+                                  ? double(count_targets(inputs[labels_at], label_options.ignore_index))
+                                  : 1.0;
+        if (weight == 0) continue;  // nothing to learn from; a mean over no targets is undefined
+        if (accum > 1) session.set_step_weight(weight);
+        auto outputs = session.train_step(pointers);
+        loss += double(outputs[0].data<float>()[0]) * weight;
+        weights += weight;
       }
+      if (weights == 0)
+        throw CliError("train: step " + std::to_string(step + 1) + " has no labelled target on rank " +
+                       std::to_string(rank) + " (every label is --ignore-index)");
+      loss /= weights;
       if (job) {
         std::vector<double> sum = {loss};
         job->sum(sum);  // every rank sees the global loss, so all stop together below
@@ -337,7 +377,9 @@ int run_train(const ParsedArgs& args) {
                        double((step - first_step) * batch) / elapsed, elapsed, tty);
         last_print = Clock::now();
       }
+      if (eval_every > 0 && step % eval_every == 0 && step != total) evaluate(step, epoch);
     }
+    evaluate(step, epoch);  // after every epoch, and the last step
   }
   double seconds = seconds_since(start);
   // Under ZeRO each rank holds a shard of the optimizer state: gather it
@@ -352,49 +394,17 @@ int run_train(const ParsedArgs& args) {
   if (!lead) return 0;
   if (tty) std::cerr << "\n";
   write_file_atomically((out / "loss.csv").string(), csv.str());
-  write_file_atomically((out / "loss.svg").string(), loss_svg(losses, "onyx train: " + fs::path(model).filename().string()));
+  if (valid) write_file_atomically((out / "validation.csv").string(), valid_csv.str());
+  write_file_atomically((out / "loss.svg").string(),
+                        loss_svg(losses, validation, "onyx train: " + fs::path(model).filename().string()));
   state.save((out / "checkpoint.ckpt").string());
   session.export_model((out / "model.onnx").string());
   const int64_t trained = step - first_step;
   std::printf("trained %lld steps (%lld samples) in %s, %.0f samples/s\n", (long long)trained,
               (long long)(trained * batch), clock_text(seconds).c_str(), double(trained * batch) / seconds);
-  std::cout << "wrote " << (out / "loss.csv").string() << ", " << (out / "loss.svg").string() << ", "
-            << (out / "checkpoint.ckpt").string() << ", " << (out / "model.onnx").string() << "\n";
-  return 0;
-}
-
-int run_eval(const ParsedArgs& args) {
-  std::string model = model_path_from(args, "eval");
-  std::string data_dir = args.last("--data").value_or(kDefaultData);
-  std::string split = args.last("--split").value_or("t10k");
-  int64_t batch = args.integer("--batch-size", 500, 1, 1 << 20);
-  ModelShape shape = read_model_shape(model);
-  ImageDataset data = load_idx_dataset(data_dir, split);
-  onyx::Env env;
-  auto session = open_session(env, model, session_options_from(args));
-  auto inputs = session->inputs();
-  if (inputs.size() != 1) throw CliError("eval: '" + model + "' must take one image input; it takes " +
-                                         std::to_string(inputs.size()));
-  auto start = Clock::now();
-  int64_t correct = 0;
-  for (int64_t first = 0; first < data.count; first += batch) {
-    int64_t n = std::min(batch, data.count - first);
-    onyx::Tensor x = onyx::Tensor::zeros(ONYX_DTYPE_FLOAT32, batch_dims(shape, data, n));
-    std::copy_n(data.pixels.data() + first * data.pixels_per_image(), n * data.pixels_per_image(), x.data<float>());
-    auto out = session->run({{inputs[0].name, &x}});
-    auto dims = out[0].shape();
-    if (dims.size() != 2 || dims[0] != n || out[0].dtype() != ONYX_DTYPE_FLOAT32)
-      throw CliError("eval: the model's first output must be float32 scores [batch, classes]");
-    if (first == 0) check_labels(data, dims[1], data_dir + " " + split);
-    const float* scores = out[0].data<float>();
-    for (int64_t i = 0; i < n; ++i) {
-      int64_t best = std::max_element(scores + i * dims[1], scores + (i + 1) * dims[1]) - (scores + i * dims[1]);
-      correct += best == data.labels[size_t(first + i)];
-    }
-  }
-  double seconds = seconds_since(start);
-  std::printf("accuracy: %.2f%% (%lld/%lld) on %s %s, %.0f images/s\n", 100.0 * double(correct) / double(data.count),
-              (long long)correct, (long long)data.count, data_dir.c_str(), split.c_str(), double(data.count) / seconds);
+  std::cout << "wrote " << (out / "loss.csv").string() << (valid ? ", " + (out / "validation.csv").string() : "")
+            << ", " << (out / "loss.svg").string() << ", " << (out / "checkpoint.ckpt").string() << ", "
+            << (out / "model.onnx").string() << "\n";
   return 0;
 }
 
@@ -403,18 +413,21 @@ int run_eval(const ParsedArgs& args) {
 Command train_command() {
   Command c;
   c.name = "train";
-  c.summary = "train a model on an image dataset (IDX, e.g. Fashion-MNIST)";
+  c.summary = "train a model on an image dataset (IDX, e.g. Fashion-MNIST) or on NumPy arrays";
   c.usage = "onyx train MODEL [--data DIR] [--epochs N] [--batch-size N] [--lr X] [--optimizer NAME] [--out DIR]\n"
             "       mpirun -np N onyx train MODEL --distributed mpi [--zero 1] [--grad-accum K] ...";
   c.details =
-      "Makes the training artifacts (as onyx artifacts), then trains on DIR/train-*-ubyte[.gz] with a progress\n"
-      "bar. Writes into --out (default train-out): loss.csv, loss.svg, checkpoint.ckpt, model.onnx (the\n"
-      "trained inference model; evaluate it with onyx eval) and artifacts/. The image input may be\n"
-      "[batch, pixels] or [batch, 1, rows, cols]; pixels are scaled to [0, 1]. Batches are shuffled each\n"
-      "epoch (--seed); a final partial batch is dropped.\n";
+      "Makes the training artifacts (as onyx artifacts), then trains with a progress bar on DIR's train\n"
+      "split: IDX files (DIR/train-*-ubyte[.gz]; the image input may be [batch, pixels] or [batch, 1, rows,\n"
+      "cols]; pixels are scaled to [0, 1]), or NumPy arrays DIR/train/<input>.npy, one per model input,\n"
+      "and DIR/train/labels.npy, each [samples, ...]. After every epoch (and every --eval-every steps) the\n"
+      "eval model measures the loss and, for crossentropy/nll, the accuracy on the validation split (t10k,\n"
+      "or valid/ for arrays). Writes into --out (default train-out): loss.csv, validation.csv, loss.svg,\n"
+      "checkpoint.ckpt, model.onnx (the trained inference model; measure it with onyx eval) and\n"
+      "artifacts/. Batches are shuffled each epoch (--seed); a final partial batch is dropped.\n";
   c.options = artifact_option_specs();
   std::vector<OptionSpec> own = {
-      {"--data", "DIR", std::string("folder of IDX files (default ") + kDefaultData + ")"},
+      {"--data", "DIR", std::string("IDX files or split folders of .npy arrays (default ") + kDefaultData + ")"},
       {"--epochs", "N", "passes over the training set (default 1)"},
       {"--batch-size", "N", "examples per step (default 64)"},
       {"--max-steps", "N", "stop after N steps (default: all epochs)"},
@@ -423,6 +436,9 @@ Command train_command() {
       {"--hp", "NAME=VALUE", "optimizer hyperparameter (momentum, beta1, weight_decay, ...); repeat"},
       {"--max-grad-norm", "X", "clip gradients to this global norm (default: off)"},
       {"--seed", "N", "shuffling seed (default 1)"},
+      {"--no-shuffle", "", "take the samples in their order (to compare with another framework step by step)"},
+      {"--valid-split", "NAME", "the split validated on (default t10k for IDX, valid for arrays)"},
+      {"--eval-every", "N", "also validate every N steps (default: after each epoch only)"},
       {"--resume", "PATH", "a checkpoint file (data restarts), or OUT/checkpoints of a run (any world size; resumes there)"},
       {"--grad-accum", "K", "average the gradients of K micro-batches per step (default 1)"},
       {"--distributed", "PLUGIN", "train data-parallel, one rank per process (mpi under mpirun; docs/distributed.md)"},
@@ -436,23 +452,6 @@ Command train_command() {
   auto session_specs = session_option_specs();
   c.options.insert(c.options.end(), session_specs.begin(), session_specs.end());
   c.handler = run_train;
-  return c;
-}
-
-Command eval_command() {
-  Command c;
-  c.name = "eval";
-  c.summary = "classification accuracy of a model on an image dataset (IDX)";
-  c.usage = "onyx eval MODEL [--data DIR] [--split t10k|train] [--batch-size N]";
-  c.details = "Runs MODEL on every image of the split and compares the argmax of its first output with the labels.\n";
-  c.options = {
-      {"--data", "DIR", std::string("folder of IDX files (default ") + kDefaultData + ")"},
-      {"--split", "NAME", "t10k (default) or train"},
-      {"--batch-size", "N", "images per run (default 500)"},
-  };
-  auto session_specs = session_option_specs();
-  c.options.insert(c.options.end(), session_specs.begin(), session_specs.end());
-  c.handler = run_eval;
   return c;
 }
 

@@ -1,10 +1,15 @@
 #include "dataset.h"
 
+#include <onnx/onnx_pb.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <set>
 
 #include "command.h"
+#include "tensor_io.h"
 
 namespace onyx::cli {
 namespace {
@@ -67,11 +72,111 @@ ImageDataset load_idx_dataset(const std::string& dir, const std::string& split) 
   return d;
 }
 
-void check_labels(const ImageDataset& data, int64_t classes, const std::string& what) {
-  for (int64_t i = 0; i < data.count; ++i)
-    if (data.labels[size_t(i)] < 0 || data.labels[size_t(i)] >= classes)
-      throw CliError(what + ": label " + std::to_string(data.labels[size_t(i)]) + " of example " + std::to_string(i) +
+onyx::Tensor& Dataset::column(const std::string& name) {
+  auto it = columns.find(name);
+  if (it == columns.end()) {
+    std::string have;
+    for (const auto& [n, t] : columns) have += (have.empty() ? "" : ", ") + n;
+    throw CliError(source + " has no data for the model's input '" + name + "' (it has: " + have + ")");
+  }
+  return it->second;
+}
+
+onyx::Tensor Dataset::batch_for(const std::string& name, int64_t n) {
+  std::vector<int64_t> dims = column(name).shape();
+  dims[0] = n;
+  return onyx::Tensor::zeros(column(name).dtype(), dims);
+}
+
+void Dataset::gather(const std::string& name, const int64_t* indices, int64_t n, onyx::Tensor& batch) {
+  onyx::Tensor& all = column(name);
+  const size_t sample_bytes = all.byte_size() / size_t(count);
+  if (batch.byte_size() != sample_bytes * size_t(n)) throw CliError("internal: batch of '" + name + "' has the wrong size");
+  const auto* from = all.data<unsigned char>();
+  auto* to = batch.data<unsigned char>();
+  for (int64_t k = 0; k < n; ++k)
+    std::copy_n(from + size_t(indices[k]) * sample_bytes, sample_bytes, to + size_t(k) * sample_bytes);
+}
+
+bool is_array_dataset(const std::string& dir, const std::string& split) {
+  std::error_code ec;
+  fs::path folder = fs::path(dir) / split;
+  if (!fs::is_directory(folder, ec)) return false;
+  for (const auto& entry : fs::directory_iterator(folder, ec))
+    if (entry.path().extension() == ".npy") return true;
+  return false;
+}
+
+bool has_split(const std::string& dir, const std::string& split) {
+  std::error_code ec;
+  for (const char* suffix : {"", ".gz"})
+    if (fs::exists(fs::path(dir) / (split + "-labels-idx1-ubyte" + suffix), ec)) return true;
+  return is_array_dataset(dir, split);
+}
+
+Dataset load_dataset(const std::string& dir, const std::string& split, const std::string& image_input, int image_rank) {
+  Dataset d;
+  d.source = (fs::path(dir) / split).string();
+  if (is_array_dataset(dir, split)) {
+    std::vector<fs::path> files;
+    for (const auto& entry : fs::directory_iterator(fs::path(dir) / split))
+      if (entry.path().extension() == ".npy") files.push_back(entry.path());
+    std::sort(files.begin(), files.end());
+    for (const fs::path& file : files) {
+      onyx::Tensor t = read_npy_file(file.string()).tensor;
+      std::vector<int64_t> dims = t.shape();
+      if (dims.empty()) throw CliError(file.string() + " is a scalar; a dataset array is [samples, ...]");
+      if (d.columns.empty()) d.count = dims[0];
+      if (dims[0] != d.count)
+        throw CliError(file.string() + " holds " + std::to_string(dims[0]) + " samples but " + files[0].string() +
+                       " holds " + std::to_string(d.count));
+      d.columns.emplace(file.stem().string(), std::move(t));
+    }
+    if (d.count == 0) throw CliError(d.source + " holds no samples");
+    return d;
+  }
+  if (image_rank != 2 && image_rank != 4)
+    throw CliError(dir + " is an IDX image set: the model's image input must be [batch, pixels] or "
+                   "[batch, 1, rows, cols]; it has rank " + std::to_string(image_rank));
+  ImageDataset images = load_idx_dataset(dir, split);
+  d.count = images.count;
+  std::vector<int64_t> dims = image_rank == 2 ? std::vector<int64_t>{images.count, images.pixels_per_image()}
+                                              : std::vector<int64_t>{images.count, 1, images.rows, images.cols};
+  d.columns.emplace(image_input, onyx::Tensor::from<float>(ONYX_DTYPE_FLOAT32, dims, images.pixels));
+  d.columns.emplace("labels", onyx::Tensor::from<int64_t>(ONYX_DTYPE_INT64, {images.count}, images.labels));
+  return d;
+}
+
+ModelInterface read_model_interface(const std::string& model_path) {
+  std::ifstream in(model_path, std::ios::binary);
+  ONNX_NAMESPACE::ModelProto model;
+  if (!in || !model.ParseFromIstream(&in)) throw CliError("cannot read '" + model_path + "' as an ONNX model");
+  std::set<std::string> initializers;
+  for (const auto& init : model.graph().initializer()) initializers.insert(init.name());
+  ModelInterface m;
+  for (const auto& input : model.graph().input()) {
+    if (initializers.count(input.name())) continue;
+    m.first_input = input.name();
+    m.first_input_rank = input.type().tensor_type().shape().dim_size();
+    break;
+  }
+  if (model.graph().output_size() > 0) {
+    const auto& dims = model.graph().output(0).type().tensor_type().shape();
+    if (dims.dim_size() == 2 && dims.dim(1).has_dim_value()) m.classes = dims.dim(1).dim_value();
+  }
+  return m;
+}
+
+void check_labels(Dataset& data, int64_t classes, std::optional<int64_t> ignore_index) {
+  onyx::Tensor& labels = data.column("labels");
+  if (classes <= 0 || (labels.dtype() != ONYX_DTYPE_INT64 && labels.dtype() != ONYX_DTYPE_INT32)) return;
+  const int64_t per_sample = labels.size() / data.count;
+  for (int64_t i = 0; i < labels.size(); ++i) {
+    int64_t label = labels.dtype() == ONYX_DTYPE_INT64 ? labels.data<int64_t>()[i] : labels.data<int32_t>()[i];
+    if ((label < 0 || label >= classes) && !(ignore_index && label == *ignore_index))
+      throw CliError(data.source + ": label " + std::to_string(label) + " of sample " + std::to_string(i / per_sample) +
                      " is outside the model's " + std::to_string(classes) + " classes");
+  }
 }
 
 }  // namespace onyx::cli

@@ -19,6 +19,12 @@ test_packages=(
   python3-numpy
   libopenmpi-dev openmpi-bin                      # the mpi collectives plugin and its multi-process tests
 )
+# Installed without their recommended packages (python3-torch's would add
+# libtorch-dev and a toolchain): the oracle and data of the transformer tests.
+reference_packages=(
+  python3-torch python3-onnx                      # PyTorch reference and torch.onnx.export; ONNX model scripts
+  python3-sentencepiece wordnet-base              # examples/bert_mlm: BPE tokenizer, English text
+)
 case "${1:-}" in
   "") with_tests=0 ;;
   --test) with_tests=1 ;;
@@ -31,17 +37,22 @@ missing() {  # prints the arguments that are not installed
 }
 mapfile -t missing_main < <(missing "${main_packages[@]}")
 missing_test=()
-[ "$with_tests" = 1 ] && mapfile -t missing_test < <(missing "${test_packages[@]}")
-if [ ${#missing_main[@]} -eq 0 ] && [ ${#missing_test[@]} -eq 0 ]; then
+missing_reference=()
+if [ "$with_tests" = 1 ]; then
+  mapfile -t missing_test < <(missing "${test_packages[@]}")
+  mapfile -t missing_reference < <(missing "${reference_packages[@]}")
+fi
+if [ ${#missing_main[@]} -eq 0 ] && [ ${#missing_test[@]} -eq 0 ] && [ ${#missing_reference[@]} -eq 0 ]; then
   echo "install-deps: all packages present"
   exit 0
 fi
 SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 apt_install() { DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$@"; }
-echo "install-deps: installing ${missing_main[*]} ${missing_test[*]}"
+echo "install-deps: installing ${missing_main[*]} ${missing_test[*]} ${missing_reference[*]}"
 $SUDO apt-get update -qq
 # The demo's packages without their recommended ones (documentation, other
 # toolchains): the build uses none of them, and they would double the download.
 [ ${#missing_main[@]} -eq 0 ] || apt_install --no-install-recommends "${missing_main[@]}"
 [ ${#missing_test[@]} -eq 0 ] || apt_install "${missing_test[@]}"
+[ ${#missing_reference[@]} -eq 0 ] || apt_install --no-install-recommends "${missing_reference[@]}"

@@ -59,6 +59,9 @@ Status parse_artifact_options(const char* const* keys, const char* const* values
       } catch (const std::exception&) {
         return onyx::runtime::invalid_argument("ignore_index '" + value + "' is not an integer");
       }
+    } else if (key == "class_axis") {
+      if (value != "1" && value != "-1") return onyx::runtime::invalid_argument("class_axis '" + value + "': 1 or -1");
+      loss.class_axis = value == "1" ? 1 : -1;
     } else if (key == "label_dtype") {
       if (value != "int64" && value != "int32") return onyx::runtime::invalid_argument("label_dtype '" + value + "': int64 or int32");
       loss.label_dtype = value == "int32" ? ONNX_NAMESPACE::TensorProto::INT32 : ONNX_NAMESPACE::TensorProto::INT64;
@@ -374,6 +377,13 @@ OnyxStatus* onyx_training_session_set_gradient_accumulation_mean(OnyxTrainingSes
     if (!s) return null_arg("onyx_training_session_set_gradient_accumulation_mean", "session");
     s->session->set_average_accumulated_gradients(mean);
     return Status();
+  });
+}
+
+OnyxStatus* onyx_training_session_set_step_weight(OnyxTrainingSession* s, double weight) {
+  return guarded([&]() -> Status {
+    if (!s) return null_arg("onyx_training_session_set_step_weight", "session");
+    return s->session->set_step_weight(weight);
   });
 }
 

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "ir/onnx_import.h"
+
 namespace onyx::runtime::autodiff {
 
 namespace onnx = ONNX_NAMESPACE;
@@ -86,6 +88,19 @@ void Emitter::infer_types(const onnx::GraphProto& graph) {
     // Partial information is still useful; the rules check what they need.
   }
   learn_types(m.graph());
+  // onnx's inference gives up on values whose rank is still certain, e.g. the
+  // output of a Slice with computed bounds or a Reshape to a computed shape,
+  // which exporters write (PyTorch's position embeddings). Onyx's own
+  // inference, the one sessions use, fills in what onnx's left unknown.
+  const std::string bytes = m.SerializeAsString();
+  auto imported = ir::load_model_from_bytes(bytes.data(), bytes.size(), "");
+  if (!imported.ok()) return;
+  for (const ir::Value& v : imported->graph->values) {
+    if (v.rank < 0 || v.dtype == ONYX_DTYPE_UNDEFINED) continue;
+    auto known = types_.find(v.name);
+    if (known != types_.end() && known->second.rank >= 0) continue;
+    types_[v.name] = ValueType{v.dtype, v.rank, {v.dims.begin(), v.dims.end()}};
+  }
 }
 
 std::optional<ValueType> Emitter::type(const std::string& value) const {

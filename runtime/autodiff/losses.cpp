@@ -112,19 +112,34 @@ StatusOr<LossNodes> add_loss(onnx::GraphProto* graph, Emitter& e, const LossSpec
         return invalid_argument("the " + std::string(spec.kind == LossKind::kNll ? "nll" : "crossentropy") +
                                 " loss needs scores of shape [N, C, ...]; output '" + y + "' has rank " +
                                 std::to_string(t.rank));
+      const bool classes_last = spec.class_axis == -1;
+      if (classes_last && t.rank < 0)
+        return invalid_argument("class_axis -1 needs the rank of output '" + y + "', which is unknown");
       std::vector<int64_t> label_dims = t.dims;
-      if (t.rank >= 2) label_dims.erase(label_dims.begin() + 1);
+      if (t.rank >= 2) label_dims.erase(label_dims.begin() + (classes_last ? t.rank - 1 : 1));
       out.label_inputs.push_back(tensor_input(labels, spec.label_dtype, label_dims, t.rank < 0 ? -1 : t.rank - 1));
       e.set_type(labels, {spec.label_dtype, t.rank < 0 ? -1 : t.rank - 1, label_dims});
-      std::string log_prob = y;
+      std::string log_prob = y, targets = labels;
       if (spec.kind == LossKind::kCrossEntropy) {
-        log_prob = e.op("LogSoftmax", {y}, {attr_int("axis", 1)});
+        log_prob = e.op("LogSoftmax", {y}, {attr_int("axis", classes_last ? -1 : 1)});
         e.set_type(log_prob, t);
+      }
+      if (classes_last && t.rank > 2) {
+        // [..., C] -> [M, C] and labels [...] -> [M]: both are views, so the
+        // loss and its gradient cost no transpose.
+        std::string classes = int(t.dims.size()) == t.rank && t.dims.back() > 0
+                                  ? e.ints({-1, t.dims.back()})
+                                  : e.op("Concat", {e.ints({-1}), e.op("Shape", {y}, {attr_int("start", -1)})},
+                                         {attr_int("axis", 0)});
+        log_prob = e.op("Reshape", {log_prob, classes});
+        e.set_type(log_prob, {t.dtype, 2, {}});
+        targets = e.op("Reshape", {labels, e.ints({-1})});
+        e.set_type(targets, {spec.label_dtype, 1, {}});
       }
       std::vector<onnx::AttributeProto> attrs = {
           attr_string("reduction", spec.reduction == Reduction::kMean ? "mean" : "sum")};
       if (spec.ignore_index) attrs.push_back(attr_int("ignore_index", *spec.ignore_index));
-      out.loss = e.op("NegativeLogLikelihoodLoss", {log_prob, labels}, std::move(attrs), kOnyxDomain);
+      out.loss = e.op("NegativeLogLikelihoodLoss", {log_prob, targets}, std::move(attrs), kOnyxDomain);
       break;
     }
     case LossKind::kCustom:

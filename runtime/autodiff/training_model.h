@@ -34,6 +34,10 @@ struct LossSpec {
   // kCustom: a model whose graph inputs are forward outputs (matched by name)
   // and label inputs (any other name), and whose single output is the loss.
   ONNX_NAMESPACE::ModelProto custom;
+  // crossentropy and nll: where the scores keep their classes. 1 is ONNX's
+  // [N, C, d1...]; -1 is the last axis, [N, d1..., C], as sequence models
+  // write them (PyTorch users flatten those to [-1, C] before the loss).
+  int64_t class_axis = 1;
 };
 
 // Parses "mse", "l1", "crossentropy", "bcewithlogits", "nll" (the CLI's names).

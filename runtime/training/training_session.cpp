@@ -64,6 +64,21 @@ Status check_parameter_input(const ir::Value& input, const checkpoint::TensorRec
 
 // Splits a model's inputs into parameters (checked against the checkpoint)
 // and data inputs (everything else, in order).
+// g *= scale, in place (float32 and float64 gradients).
+Status scale_gradient(Tensor& g, double scale, const std::string& parameter) {
+  if (g.dtype() == ONYX_DTYPE_FLOAT32) {
+    float* p = g.data_as<float>();
+    for (int64_t i = 0, n = g.size(); i < n; ++i) p[i] = float(double(p[i]) * scale);
+  } else if (g.dtype() == ONYX_DTYPE_FLOAT64) {
+    double* p = g.data_as<double>();
+    for (int64_t i = 0, n = g.size(); i < n; ++i) p[i] *= scale;
+  } else {
+    return unimplemented("weighting or averaging the " + std::string(dtype_name(g.dtype())) + " gradient of '" +
+                         parameter + "'");
+  }
+  return Status();
+}
+
 StatusOr<std::vector<std::string>> data_inputs(const Session& session, const checkpoint::Checkpoint& state,
                                                const char* what) {
   std::vector<std::string> data;
@@ -212,6 +227,13 @@ StatusOr<std::vector<Tensor>> TrainingSession::run_model(Session& session, const
   return outputs;
 }
 
+Status TrainingSession::set_step_weight(double weight) {
+  if (!(weight > 0) || !std::isfinite(weight))
+    return invalid_argument("the step weight must be a finite number > 0; got " + std::to_string(weight));
+  step_weight_ = weight;
+  return Status();
+}
+
 StatusOr<std::vector<Tensor>> TrainingSession::train_step(const std::vector<Tensor>& inputs) {
   auto start = Clock::now();
   // Gradient buffers are reused across steps: a step that starts a new sum
@@ -239,8 +261,11 @@ StatusOr<std::vector<Tensor>> TrainingSession::train_step(const std::vector<Tens
   }
   const auto& trainable = state_->module.trainable;
   grads_.resize(trainable.size());
+  const double weight = step_weight_;
+  step_weight_ = 1;
   for (size_t k = 0; k < trainable.size(); ++k) {
     Tensor& fresh = grads.at(gradient_name(trainable[k].name));
+    if (weight != 1) ONYX_RETURN_IF_ERROR(scale_gradient(fresh, weight, trainable[k].name));
     Tensor& sum = grads_[k];
     if (reset_grads_ || sum.empty()) {
       sum = std::move(fresh);
@@ -263,6 +288,7 @@ StatusOr<std::vector<Tensor>> TrainingSession::train_step(const std::vector<Tens
     }
   }
   accumulated_steps_ = reset_grads_ ? 1 : accumulated_steps_ + 1;
+  accumulated_weight_ = reset_grads_ ? weight : accumulated_weight_ + weight;
   reset_grads_ = false;
   have_grads_ = true;
   last_train_seconds_ = seconds_since(start);
@@ -297,17 +323,15 @@ Status TrainingSession::optimizer_step() {
   auto start = Clock::now();
   checkpoint::OptimizerGroup& group = optimizer_group();
   auto& trainable = state_->module.trainable;
-  if (average_accumulated_ && accumulated_steps_ > 1) {
-    // The sum of K micro-batches' mean gradients, divided by K. Written into
-    // the session's own buffers; the next train_step starts a new sum.
-    const float scale = 1.0f / float(accumulated_steps_);
-    for (Tensor& g : grads_) {
-      if (g.dtype() != ONYX_DTYPE_FLOAT32)
-        return unimplemented(std::string("averaging accumulated ") + dtype_name(g.dtype()) + " gradients");
-      float* p = g.data_as<float>();
-      for (int64_t i = 0, n = g.size(); i < n; ++i) p[i] *= scale;
-    }
+  if (average_accumulated_ && (accumulated_steps_ > 1 || accumulated_weight_ != 1)) {
+    // The weighted sum of K micro-batches' mean gradients, divided by the sum
+    // of the weights (K when all are 1). Written into the session's own
+    // buffers; the next train_step starts a new sum.
+    auto& trainable_now = state_->module.trainable;
+    for (size_t k = 0; k < grads_.size(); ++k)
+      ONYX_RETURN_IF_ERROR(scale_gradient(grads_[k], 1 / accumulated_weight_, trainable_now[k].name));
     accumulated_steps_ = 1;
+    accumulated_weight_ = 1;
   }
   last_step_skipped_ = false;
   if (zero_) {

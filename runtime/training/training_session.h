@@ -132,6 +132,11 @@ class TrainingSession {
   Status set_hyperparameter(const std::string& name, float value);
   void set_max_grad_norm(float norm) { max_grad_norm_ = norm; }
   void set_average_accumulated_gradients(bool mean) { average_accumulated_ = mean; }
+  // The weight of the next train_step's gradients in the accumulated mean
+  // (default 1): with averaging on, the optimizer sees sum(w g) / sum(w). A
+  // micro-batch's count of labelled tokens makes K micro-batches equal one
+  // batch whose loss is the mean over all its tokens. Must be > 0 and finite.
+  Status set_step_weight(double weight);
   // The gradients' global norm measured by the last optimizer step (before clipping).
   float last_grad_norm() const { return last_grad_norm_; }
   // In a data-parallel job, an optimizer step whose gradients hold an inf or
@@ -194,6 +199,8 @@ class TrainingSession {
   bool reset_grads_ = true;
   bool average_accumulated_ = false;
   int64_t accumulated_steps_ = 0;  // train_steps summed into grads_ since the last reset
+  double step_weight_ = 1;         // of the next train_step (set_step_weight)
+  double accumulated_weight_ = 0;  // the sum of those train_steps' weights
   bool have_grads_ = false;
   bool optimizer_fused_ = false;
   OptimizerModelInfo optimizer_info_;

@@ -125,6 +125,7 @@ class TrainingSession {
   void save_checkpoint_shard(const std::string& path) const {
     check(onyx_training_session_save_checkpoint_shard(raw_.get(), path.c_str()));
   }
+  void set_step_weight(double weight) { check(onyx_training_session_set_step_weight(raw_.get(), weight)); }
   void set_gradient_accumulation_mean(bool mean) {
     check(onyx_training_session_set_gradient_accumulation_mean(raw_.get(), mean));
   }

@@ -44,6 +44,8 @@ typedef struct OnyxTrainingSession OnyxTrainingSession;
  *   "loss": mse | l1 | crossentropy (default) | bcewithlogits | nll
  *   "reduction": mean (default) | sum;  "ignore_index": an integer
  *   "label_dtype": int64 (default) | int32;  "loss_output": a forward output
+ *   "class_axis": 1 (default: scores [N, C, ...]) | -1 (scores [..., C], labels
+ *                 [...], e.g. a language model's [batch, sequence, vocab])
  *   "optimizer": sgd | adamw (default) | lamb | a plugin path
  *   "optimizer_dir" (repeatable): a folder searched first for optimizer plugins
  *   "nominal": "1" writes a checkpoint without data (names, types, shapes)
@@ -181,6 +183,13 @@ ONYX_API OnyxStatus* onyx_training_session_save_checkpoint_shard(const OnyxTrain
  * `mean` true the optimizer sees their mean, so that K micro-batches of B
  * give the update of one batch of K*B. */
 ONYX_API OnyxStatus* onyx_training_session_set_gradient_accumulation_mean(OnyxTrainingSession* session, bool mean);
+/* The weight (finite, > 0; default 1) of the next TrainStep's gradients in
+ * that mean: the optimizer sees sum(w g) / sum(w). Give each micro-batch its
+ * count of labelled tokens, and micro-batches whose loss is a mean over
+ * their tokens add up to the gradient of the whole batch's token mean. Applies
+ * to one TrainStep, then returns to 1. Not thread-safe with other calls on
+ * the same session. */
+ONYX_API OnyxStatus* onyx_training_session_set_step_weight(OnyxTrainingSession* session, double weight);
 
 #ifdef __cplusplus
 } /* extern "C" */
