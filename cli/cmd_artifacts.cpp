@@ -40,6 +40,7 @@ std::vector<OptionSpec> artifact_option_specs() {
       {"--class-axis", "1|-1", "crossentropy/nll: scores [N, C, ...] (1, default) or [..., C] (-1, language models)"},
       {"--label-dtype", "int64|int32", "crossentropy/nll label type (default int64)"},
       {"--optimizer", "NAME", "sgd | adamw | lamb, or an optimizer plugin path (default adamw)"},
+      {"--param-group", "REGEX:HP=V,...", "parameters matching REGEX use these hyperparameters (e.g. 'bias$:weight_decay=0'); repeat"},
   };
 }
 
@@ -54,6 +55,7 @@ std::vector<std::pair<std::string, std::string>> artifact_options_from(const Par
     else if (name == "--class-axis") options.emplace_back("class_axis", value);
     else if (name == "--label-dtype") options.emplace_back("label_dtype", value);
     else if (name == "--optimizer") options.emplace_back("optimizer", value);
+    else if (name == "--param-group") options.emplace_back("param_group", value);
   }
   return options;
 }

@@ -69,6 +69,10 @@ Status parse_artifact_options(const char* const* keys, const char* const* values
       loss.output = value;
     } else if (key == "optimizer") {
       spec.optimizer = value;
+    } else if (key == "param_group") {
+      auto group = onyx::runtime::training::parse_parameter_group(value);
+      if (!group.ok()) return group.status();
+      spec.parameter_groups.push_back(std::move(group).value());
     } else if (key == "optimizer_dir") {
       spec.optimizer_search_dirs.push_back(value);
     } else if (key == "nominal") {

@@ -32,7 +32,10 @@ StatusOr<Artifacts> make_artifacts(const ONNX_NAMESPACE::ModelProto& forward, co
   if (trainable.empty()) return invalid_argument("artifacts: no parameter requires a gradient");
   ONYX_ASSIGN_OR_RETURN(OptimizerDescription optimizer,
                         load_optimizer_plugin(spec.optimizer, spec.optimizer_search_dirs));
-  ONYX_ASSIGN_OR_RETURN(a.optimizer, build_optimizer_model(optimizer, trainable));
+  std::vector<ParameterGroup> groups = {ParameterGroup{}};
+  groups.insert(groups.end(), spec.parameter_groups.begin(), spec.parameter_groups.end());
+  ONYX_RETURN_IF_ERROR(assign_parameter_groups(optimizer, groups, trainable));
+  ONYX_ASSIGN_OR_RETURN(a.optimizer, build_optimizer_model(optimizer, trainable, groups));
   a.checkpoint.metadata.model_identity = forward.graph().name();
   return a;
 }

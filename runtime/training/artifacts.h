@@ -12,6 +12,7 @@
 
 #include "autodiff/training_model.h"
 #include "onyx/checkpoint.h"
+#include "training/optimizer_model.h"
 
 namespace onyx::runtime::training {
 
@@ -19,6 +20,9 @@ struct ArtifactSpec {
   autodiff::TrainingSpec training;
   std::string optimizer = "adamw";                // plugin name or path
   std::vector<std::string> optimizer_search_dirs;  // searched first
+  // Hyperparameter overrides by parameter name (optimizer_model.h), in
+  // priority order; the default group is implied.
+  std::vector<ParameterGroup> parameter_groups;
 };
 
 struct Artifacts {

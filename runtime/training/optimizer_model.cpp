@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <map>
+#include <regex>
 #include <sstream>
 
 namespace onyx::runtime::training {
@@ -116,10 +118,88 @@ std::vector<std::string> split(const std::string& s, char sep) {
   return parts;
 }
 
+const std::vector<ParameterGroup>& default_groups() {
+  static const std::vector<ParameterGroup> groups = {ParameterGroup{}};
+  return groups;
+}
+
 }  // namespace
 
+StatusOr<ParameterGroup> parse_parameter_group(const std::string& text) {
+  size_t colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0)
+    return invalid_argument("parameter group '" + text + "' is not PATTERN:NAME=VALUE[,NAME=VALUE...]");
+  ParameterGroup group;
+  group.pattern = text.substr(0, colon);
+  for (const std::string& item : split(text.substr(colon + 1), ',')) {
+    size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return invalid_argument("parameter group '" + text + "': '" + item + "' is not NAME=VALUE");
+    try {
+      size_t used = 0;
+      float value = std::stof(item.substr(eq + 1), &used);
+      if (used != item.size() - eq - 1) throw std::invalid_argument(item);
+      group.overrides.emplace_back(item.substr(0, eq), value);
+    } catch (const std::exception&) {
+      return invalid_argument("parameter group '" + text + "': the value of '" + item + "' is not a number");
+    }
+  }
+  if (group.overrides.empty()) return invalid_argument("parameter group '" + text + "' sets no hyperparameter");
+  return group;
+}
+
+Status assign_parameter_groups(const OptimizerDescription& optimizer, const std::vector<ParameterGroup>& groups,
+                               std::vector<OptimizerParameter>& params) {
+  std::vector<std::regex> patterns(groups.size());
+  std::vector<size_t> members(groups.size(), 0);
+  for (size_t g = 1; g < groups.size(); ++g) {
+    try {
+      patterns[g] = std::regex(groups[g].pattern);
+    } catch (const std::regex_error& e) {
+      return invalid_argument("parameter group '" + groups[g].pattern + "': not a regular expression (" + e.what() + ")");
+    }
+    for (const auto& [name, value] : groups[g].overrides) {
+      bool known = false;
+      std::string names;
+      for (const auto& h : optimizer.hyperparameters) {
+        known = known || h.name == name;
+        names += (names.empty() ? "" : ", ") + h.name;
+      }
+      if (!known)
+        return invalid_argument("parameter group '" + groups[g].pattern + "': optimizer " + optimizer.name +
+                                " has no hyperparameter '" + name + "' (it has " + names + ")");
+    }
+  }
+  for (auto& p : params) {
+    p.group = 0;
+    for (size_t g = 1; g < groups.size() && p.group == 0; ++g)
+      if (std::regex_search(p.name, patterns[g])) p.group = g;
+    ++members[p.group];
+  }
+  for (size_t g = 1; g < groups.size(); ++g)
+    if (members[g] == 0)
+      return invalid_argument("parameter group '" + groups[g].pattern + "' matches no trainable parameter");
+  return Status();
+}
+
+std::vector<std::pair<std::string, float>> group_override_inputs(const std::vector<ParameterGroup>& groups) {
+  std::vector<std::pair<std::string, float>> inputs;
+  for (size_t k = 1; k < groups.size(); ++k)
+    for (const auto& [name, value] : groups[k].overrides) inputs.emplace_back(name + "@" + std::to_string(k), value);
+  return inputs;
+}
+
+std::string hyperparameter_input(const std::vector<ParameterGroup>& groups, size_t group, const std::string& name) {
+  if (group == 0 || group >= groups.size()) return name;
+  for (const auto& [overridden, value] : groups[group].overrides)
+    if (overridden == name) return name + "@" + std::to_string(group);
+  return name;
+}
+
 StatusOr<onnx::ModelProto> build_optimizer_model(const OptimizerDescription& optimizer,
-                                                 const std::vector<OptimizerParameter>& params) {
+                                                 const std::vector<OptimizerParameter>& params,
+                                                 const std::vector<ParameterGroup>& given_groups) {
+  const std::vector<ParameterGroup>& groups = given_groups.empty() ? default_groups() : given_groups;
   onnx::FunctionProto fn;
   auto parsed = onnx::OnnxParser::Parse(fn, optimizer.update_function.c_str());
   if (!parsed.IsOK())
@@ -150,7 +230,11 @@ StatusOr<onnx::ModelProto> build_optimizer_model(const OptimizerDescription& opt
 
   for (const char* name : kGlobalInputs) add_value_info(g.add_input(), name, {});
   for (const auto& h : optimizer.hyperparameters) add_value_info(g.add_input(), h.name, {});
+  for (const auto& [name, value] : group_override_inputs(groups)) add_value_info(g.add_input(), name, {});
   for (const auto& p : params) {
+    if (p.group >= groups.size())
+      return internal_error("optimizer model: parameter '" + p.name + "' is in group " + std::to_string(p.group) +
+                            " of " + std::to_string(groups.size()));
     if (p.dtype != ONYX_DTYPE_FLOAT32)
       return unimplemented("optimizer " + optimizer.name + ": parameter '" + p.name + "' is " +
                            dtype_name(p.dtype) + "; optimizer updates are float32 only (freeze it)");
@@ -168,7 +252,7 @@ StatusOr<onnx::ModelProto> build_optimizer_model(const OptimizerDescription& opt
     for (const auto& s : optimizer.slots) actual_in.push_back(slot_name(p.name, s.name));
     actual_in.push_back("lr");
     actual_in.push_back("step");
-    for (const auto& h : optimizer.hyperparameters) actual_in.push_back(h.name);
+    for (const auto& h : optimizer.hyperparameters) actual_in.push_back(hyperparameter_input(groups, p.group, h.name));
     for (size_t i = 0; i < actual_in.size(); ++i) actual[fn.input(int(i))] = actual_in[i];
     actual[fn.output(0)] = updated_name(p.name);
     add_value_info(g.add_output(), updated_name(p.name), p.shape);
@@ -193,6 +277,18 @@ StatusOr<onnx::ModelProto> build_optimizer_model(const OptimizerDescription& opt
     hps += (hps.empty() ? "" : ",") + h.name + "=" + format_float(h.default_value);
   meta("onyx.optimizer.slots", slots);
   meta("onyx.optimizer.hyperparameters", hps);
+  if (groups.size() > 1) {
+    std::string members;
+    for (const auto& p : params) members += (members.empty() ? "" : ",") + std::to_string(p.group);
+    meta("onyx.optimizer.parameter_groups", members);
+    for (size_t k = 1; k < groups.size(); ++k) {
+      std::string overrides;
+      for (const auto& [name, value] : groups[k].overrides)
+        overrides += (overrides.empty() ? "" : ",") + name + "=" + format_float(value);
+      meta("onyx.optimizer.group." + std::to_string(k) + ".pattern", groups[k].pattern);
+      meta("onyx.optimizer.group." + std::to_string(k) + ".overrides", overrides);
+    }
+  }
   if (!optimizer.fused_op_type.empty()) meta("onyx.optimizer.fused_op", optimizer.fused_op_domain + " " + optimizer.fused_op_type);
   return model;
 }
@@ -220,7 +316,7 @@ StatusOr<onnx::ModelProto> fuse_optimizer_model(const onnx::ModelProto& inlined)
     }
     in.push_back("lr");
     in.push_back("step");
-    for (const auto& h : info.hyperparameters) in.push_back(h.name);
+    for (const auto& h : info.hyperparameters) in.push_back(hyperparameter_input(info.groups, info.parameter_groups[k], h.name));
     onnx::NodeProto* n = add_node(g, info.fused_op_type, in, out);
     n->set_domain(info.fused_op_domain);
     n->set_name(p + "/" + info.optimizer);
@@ -263,17 +359,51 @@ StatusOr<OptimizerModelInfo> read_optimizer_model_info(const onnx::ModelProto& m
       ONYX_RETURN_IF_ERROR(parse_pairs(prop.value(), [&](std::string n, float v) {
         info.hyperparameters.push_back({std::move(n), v, ""});
       }).with_context("optimizer model hyperparameters"));
+    } else if (prop.key() == "onyx.optimizer.parameter_groups") {
+      for (const std::string& g : split(prop.value(), ',')) {
+        if (g.empty() || g.find_first_not_of("0123456789") != std::string::npos || g.size() > 6)
+          return invalid_argument("optimizer model: malformed onyx.optimizer.parameter_groups");
+        info.parameter_groups.push_back(size_t(std::stoul(g)));
+      }
+    } else if (prop.key().starts_with("onyx.optimizer.group.")) {
+      // onyx.optimizer.group.<k>.pattern | .overrides
+      std::string rest = prop.key().substr(std::strlen("onyx.optimizer.group."));
+      size_t dot = rest.find('.');
+      std::string index = rest.substr(0, dot);
+      if (dot == std::string::npos || index.empty() || index.size() > 6 ||
+          index.find_first_not_of("0123456789") != std::string::npos)
+        return invalid_argument("optimizer model: malformed metadata key '" + prop.key() + "'");
+      size_t k = size_t(std::stoul(index));
+      if (k == 0) return invalid_argument("optimizer model: group 0 is the default group; '" + prop.key() + "'");
+      if (info.groups.size() <= k) info.groups.resize(k + 1);
+      if (rest.substr(dot + 1) == "pattern") {
+        info.groups[k].pattern = prop.value();
+      } else if (rest.substr(dot + 1) == "overrides") {
+        ONYX_RETURN_IF_ERROR(parse_pairs(prop.value(), [&](std::string n, float v) {
+          info.groups[k].overrides.emplace_back(std::move(n), v);
+        }).with_context("optimizer model group " + index));
+      } else {
+        return invalid_argument("optimizer model: unknown metadata key '" + prop.key() + "'");
+      }
     }
   }
   if (!found) return invalid_argument("not an Onyx optimizer model: metadata 'onyx.optimizer' is missing");
   const auto& inputs = model.graph().input();
   size_t globals = std::size(kGlobalInputs) + info.hyperparameters.size();
+  for (const auto& group : info.groups) globals += group.overrides.size();
   size_t stride = 2 + info.slots.size();
   if (size_t(inputs.size()) < globals || (size_t(inputs.size()) - globals) % stride != 0)
     return invalid_argument("optimizer model: " + std::to_string(inputs.size()) +
                             " inputs do not match its metadata (" + std::to_string(info.slots.size()) +
                             " slots, " + std::to_string(info.hyperparameters.size()) + " hyperparameters)");
   for (size_t i = globals; i < size_t(inputs.size()); i += stride) info.parameters.push_back(inputs[int(i)].name());
+  if (info.parameter_groups.empty()) info.parameter_groups.assign(info.parameters.size(), 0);
+  if (info.parameter_groups.size() != info.parameters.size())
+    return invalid_argument("optimizer model: onyx.optimizer.parameter_groups lists " +
+                            std::to_string(info.parameter_groups.size()) + " groups for " +
+                            std::to_string(info.parameters.size()) + " parameters");
+  for (size_t g : info.parameter_groups)
+    if (g >= info.groups.size()) return invalid_argument("optimizer model: parameter group " + std::to_string(g) + " is not described");
   return info;
 }
 

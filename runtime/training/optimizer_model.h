@@ -18,6 +18,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/tensor.h"
@@ -29,13 +30,44 @@ struct OptimizerParameter {
   std::string name;
   int32_t dtype = ONYX_DTYPE_FLOAT32;
   Shape shape;
+  size_t group = 0;  // index into the model's parameter groups; 0: the default group
 };
+
+// A parameter group: the parameters whose names match `pattern` (an
+// ECMAScript regular expression, searched) take `overrides` instead of the
+// session's hyperparameters, e.g. BERT's biases and LayerNorm weights with
+// weight_decay 0. Group 0 is the default group (no pattern, no overrides);
+// a parameter belongs to the first group whose pattern matches it.
+struct ParameterGroup {
+  std::string pattern;
+  std::vector<std::pair<std::string, float>> overrides;
+};
+
+// Parses "PATTERN:NAME=VALUE[,NAME=VALUE...]" (the CLI's --param-group and the
+// "param_group" artifact option), the pattern being what precedes the last ':'.
+StatusOr<ParameterGroup> parse_parameter_group(const std::string& text);
+
+// Assigns each parameter its group (the first of groups[1..] whose pattern it
+// matches, else 0). Errors: a pattern that does not compile, an override that
+// names no hyperparameter of `optimizer`, a group that matches no parameter.
+Status assign_parameter_groups(const OptimizerDescription& optimizer, const std::vector<ParameterGroup>& groups,
+                               std::vector<OptimizerParameter>& params);
+
+// The inputs that carry the groups' overrides, with their values, as the
+// session feeds them.
+std::vector<std::pair<std::string, float>> group_override_inputs(const std::vector<ParameterGroup>& groups);
+
+// The input that carries hyperparameter `name` for `group`: "name" where the
+// group does not override it, else "name@group".
+std::string hyperparameter_input(const std::vector<ParameterGroup>& groups, size_t group, const std::string& name);
 
 struct OptimizerModelInfo {
   std::string optimizer;  // "adamw"
   std::vector<OptimizerSlotInfo> slots;
   std::vector<OptimizerHyperparameterInfo> hyperparameters;  // with defaults
   std::vector<std::string> parameters;
+  std::vector<ParameterGroup> groups = {ParameterGroup{}};  // [0]: the default group
+  std::vector<size_t> parameter_groups;                     // per parameter
   std::string fused_op_domain, fused_op_type;  // empty: the plugin names no fused op
 };
 
@@ -45,8 +77,11 @@ inline std::string updated_name(const std::string& value) { return value + ".upd
 
 // Errors: a parameter that is not float32, an update function that does not
 // parse or whose signature does not match the plugin's declarations.
+// `groups` (with [0] the default group; empty means just that) adds one input
+// per group override, fed by the session with the override's value.
 StatusOr<ONNX_NAMESPACE::ModelProto> build_optimizer_model(const OptimizerDescription& optimizer,
-                                                           const std::vector<OptimizerParameter>& params);
+                                                           const std::vector<OptimizerParameter>& params,
+                                                           const std::vector<ParameterGroup>& groups = {});
 
 // The same model with each parameter's update as one node of the plugin's
 // fused op (a provider that implements it claims it; see the session).

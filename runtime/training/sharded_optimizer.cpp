@@ -31,7 +31,8 @@ struct Buckets {
 
 StatusOr<std::unique_ptr<ShardedOptimizer>> ShardedOptimizer::create(
     ProviderRegistry& registry, const SessionOptions& options, std::shared_ptr<Communicator> comm,
-    const OptimizerDescription& optimizer, const std::vector<checkpoint::TensorRecord>& trainable,
+    const OptimizerDescription& optimizer, const std::vector<ParameterGroup>& groups,
+    const std::vector<size_t>& parameter_groups, const std::vector<checkpoint::TensorRecord>& trainable,
     const checkpoint::OptimizerGroup* state, size_t bucket_bytes) {
   if (optimizer.name == "lamb")
     return unimplemented("ZeRO stage 1 with lamb: its trust ratio needs each parameter whole; use "
@@ -59,7 +60,8 @@ StatusOr<std::unique_ptr<ShardedOptimizer>> ShardedOptimizer::create(
     size_t a = std::max(begin, lo), b = std::min(end, hi);
     if (a >= b) continue;
     z->parts_.push_back({k, a - begin, b - a, a - lo});
-    model_params.push_back({part_name(z->parts_.size() - 1), ONYX_DTYPE_FLOAT32, {int64_t(b - a)}});
+    size_t group = k < parameter_groups.size() ? parameter_groups[k] : 0;
+    model_params.push_back({part_name(z->parts_.size() - 1), ONYX_DTYPE_FLOAT32, {int64_t(b - a)}, group});
   }
 
   if (state && state->parameters.size() != trainable.size())
@@ -93,7 +95,8 @@ StatusOr<std::unique_ptr<ShardedOptimizer>> ShardedOptimizer::create(
   }
 
   if (!model_params.empty()) {
-    ONYX_ASSIGN_OR_RETURN(ONNX_NAMESPACE::ModelProto proto, build_optimizer_model(optimizer, model_params));
+    ONYX_ASSIGN_OR_RETURN(ONNX_NAMESPACE::ModelProto proto, build_optimizer_model(optimizer, model_params, groups));
+    z->group_inputs_ = group_override_inputs(groups);
     std::string bytes = proto.SerializeAsString();
     auto model = ir::load_model_from_bytes(bytes.data(), bytes.size(), "");
     if (!model.ok()) return model.status().with_context("ZeRO optimizer model");
@@ -179,6 +182,7 @@ Status ShardedOptimizer::step(const std::vector<Tensor>& grads, std::vector<chec
       return invalid_argument("ZeRO optimizer step: " + std::to_string(hyperparameters.size()) +
                               " hyperparameters given, the optimizer has " + std::to_string(hyper_names_.size()));
     for (size_t h = 0; h < hyper_names_.size(); ++h) feed.emplace_back(hyper_names_[h], scalar(hyperparameters[h]));
+    for (const auto& [name, value] : group_inputs_) feed.emplace_back(name, scalar(value));
     for (size_t q = 0; q < parts_.size(); ++q) {
       const Part& part = parts_[q];
       Tensor w = Tensor::allocate(ONYX_DTYPE_FLOAT32, {int64_t(part.length)});

@@ -31,6 +31,7 @@
 #include "onyx/checkpoint.h"
 #include "plugin/provider.h"
 #include "session/session.h"
+#include "training/optimizer_model.h"
 #include "training/optimizer_plugin.h"
 
 namespace onyx::runtime::training {
@@ -41,7 +42,8 @@ class ShardedOptimizer {
   // from (each rank takes its parts of it), or null to start fresh.
   static StatusOr<std::unique_ptr<ShardedOptimizer>> create(
       ProviderRegistry& registry, const SessionOptions& options, std::shared_ptr<Communicator> comm,
-      const OptimizerDescription& optimizer, const std::vector<checkpoint::TensorRecord>& trainable,
+      const OptimizerDescription& optimizer, const std::vector<ParameterGroup>& groups,
+      const std::vector<size_t>& parameter_groups, const std::vector<checkpoint::TensorRecord>& trainable,
       const checkpoint::OptimizerGroup* state, size_t bucket_bytes);
 
   // One optimizer step over `grads` (this rank's, one per trainable
@@ -84,6 +86,7 @@ class ShardedOptimizer {
   std::vector<size_t> param_offset_;  // each parameter's first element in the flat vector
   size_t total_ = 0, padded_ = 0, slice_ = 0, bucket_elements_ = 0;
   std::vector<std::string> slot_names_, hyper_names_;
+  std::vector<std::pair<std::string, float>> group_inputs_;  // the groups' overrides (optimizer_model.h)
   std::vector<std::vector<Tensor>> slots_;  // [part][slot]: this rank's state
   std::unique_ptr<Session> model_;          // the optimizer over the parts
   std::vector<float> flat_, slice_grad_, slice_param_;

@@ -382,6 +382,7 @@ Status TrainingSession::optimizer_step() {
                                                       {"max_grad_norm", scalar(max_grad_norm_)}};
   for (size_t h = 0; h < hyperparameters_.size(); ++h)
     feed.emplace_back(optimizer_info_.hyperparameters[h].name, scalar(hyperparameters_[h]));
+  for (const auto& [name, value] : group_override_inputs(optimizer_info_.groups)) feed.emplace_back(name, scalar(value));
   for (size_t k = 0; k < trainable.size(); ++k) {
     const auto& p = trainable[k];
     const auto& ps = group.parameters[k];
@@ -470,6 +471,7 @@ Status TrainingSession::join_data_parallel(std::shared_ptr<Communicator> comm, D
     for (auto& group : state_->optimizer)
       if (group.name == optimizer_info_.optimizer && !group.parameters.empty()) saved = &group;
     ONYX_ASSIGN_OR_RETURN(zero_, ShardedOptimizer::create(*registry_, session_options_, comm, optimizer,
+                                                          optimizer_info_.groups, optimizer_info_.parameter_groups,
                                                           state_->module.trainable, saved, options.bucket_bytes));
     // The state now lives in the shards; gather_optimizer_state() puts it back.
     if (saved) saved->parameters.clear();

@@ -14,6 +14,11 @@ and over 200 steps they grow to about 1e-5 here. A wrong gradient anywhere
 (one parameter, the tied embedding, the mask) moves the loss by far more
 within a few steps.
 
+BERT's recipe, the same way: LAMB (written out below from the paper's update,
+as Onyx's lamb plugin documents it; PyTorch has none), parameter groups (no
+weight decay on biases and LayerNorm weights), linear warmup and decay, and
+global-norm clipping at 1.0; 100 steps, same bound.
+
 Also: gradient accumulation of 4 micro-batches of 8 equals batches of 32
 (loss per step within 1e-5 relative, final weights within 1e-5 + 1e-4 |w|).
 
@@ -30,7 +35,7 @@ import tempfile
 ONYX, SOURCE = sys.argv[1], sys.argv[2]
 EXAMPLE = os.path.join(SOURCE, "examples", "bert_mlm")
 CONFIG = ["--vocab", "1000", "--hidden", "64", "--layers", "2", "--heads", "2", "--max-positions", "64"]
-STEPS, BATCH, LR = 200, 8, 1e-3
+STEPS, BATCH, LR, LAMB_LR = 200, 8, 1e-3, 5e-3
 
 try:
     import numpy as np
@@ -59,26 +64,72 @@ def run(*args):
 def onyx_train(model, data, out, *extra, steps=STEPS):
     run(ONYX, "train", model, "--data", data, "--out", out, "--class-axis", "-1", "--ignore-index", "-100",
         "--optimizer", "adamw", "--lr", str(LR), "--no-shuffle", "--max-steps", str(steps), *extra)
+    # (the later --optimizer and --lr in `extra` win: the CLI takes an option's last value)
     with open(os.path.join(out, "loss.csv")) as f:
         return [float(row["loss"]) for row in csv.DictReader(f)]
 
 
-def torch_losses(cfg, weights_from, data):
+NO_DECAY = r"(bias|norm\.weight)$"  # BERT's parameter groups: no weight decay on these
+
+
+class Lamb(torch.optim.Optimizer):
+    """LAMB (You et al. 2019) as Onyx's plugin states it: Adam moments with bias
+    correction, r = m_hat / (sqrt(v_hat) + eps) + wd * p, trust = |p| / |r| when
+    both are > 0 (else 1), p -= lr * trust * r."""
+
+    def __init__(self, params, lr, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01):
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay))
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            b1, b2 = group["betas"]
+            for p in group["params"]:
+                state = self.state[p]
+                if not state:
+                    state["step"], state["m"], state["v"] = 0, torch.zeros_like(p), torch.zeros_like(p)
+                state["step"] += 1
+                t, m, v = state["step"], state["m"], state["v"]
+                m.mul_(b1).add_(p.grad, alpha=1 - b1)
+                v.mul_(b2).addcmul_(p.grad, p.grad, value=1 - b2)
+                r = (m / (1 - b1 ** t)) / ((v / (1 - b2 ** t)).sqrt() + group["eps"]) + group["weight_decay"] * p
+                p_norm, r_norm = p.norm(), r.norm()
+                trust = (p_norm / r_norm).item() if p_norm > 0 and r_norm > 0 else 1.0
+                p.sub_(group["lr"] * trust * r)
+
+
+def linear_schedule(step, base, warmup, total):  # Onyx's "linear:warmup=W" (lr_scheduler.h)
+    if step < warmup:
+        return base * (step + 1) / warmup
+    return base * (1 - min(1.0, (step - warmup) / (total - warmup)))
+
+
+def torch_losses(cfg, weights_from, data, steps=STEPS, recipe="adamw"):
+    import re
     torch.manual_seed(0)
     torch.set_num_threads(2)
     model = bert_torch.BertMLM(cfg)
     model.load_onnx_initializers(weights_from)
-    opt = torch.optim.AdamW(model.parameters(), lr=LR, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
+    if recipe == "adamw":
+        opt = torch.optim.AdamW(model.parameters(), lr=LR, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
+    else:
+        named = list(model.named_parameters())
+        opt = Lamb([{"params": [p for n, p in named if not re.search(NO_DECAY, n)]},
+                    {"params": [p for n, p in named if re.search(NO_DECAY, n)], "weight_decay": 0.0}], lr=LAMB_LR)
     arrays = {n: torch.from_numpy(np.load(os.path.join(data, "train", n + ".npy")))
               for n in ("input_ids", "attention_mask", "labels")}
     losses = []
-    for step in range(STEPS):
+    for step in range(steps):
         batch = {n: a[step * BATCH:(step + 1) * BATCH] for n, a in arrays.items()}
         logits = model(batch["input_ids"], batch["attention_mask"])
         loss = torch.nn.functional.cross_entropy(logits.reshape(-1, cfg["vocab"]), batch["labels"].reshape(-1),
                                                  ignore_index=-100)
         opt.zero_grad()
         loss.backward()
+        if recipe == "lamb":
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            for group in opt.param_groups:
+                group["lr"] = linear_schedule(step, LAMB_LR, 10, steps)
         opt.step()
         losses.append(loss.item())
     return losses
@@ -124,6 +175,18 @@ def check(tmp):
             failures.append(name)
     if reference[-1] > reference[0] - 0.5:
         failures.append("the loss did not fall by at least 0.5 nats in 200 steps")
+
+    lamb_steps = 100
+    reference = torch_losses(cfg, script_model, data, steps=lamb_steps, recipe="lamb")
+    losses = onyx_train(script_model, data, os.path.join(tmp, "lamb"), "--batch-size", str(BATCH), "--optimizer",
+                        "lamb", "--lr", str(LAMB_LR), "--lr-schedule", "linear:warmup=10", "--max-grad-norm", "1.0",
+                        "--param-group", NO_DECAY + ":weight_decay=0", steps=lamb_steps)
+    worst = worst_relative(losses, reference)
+    print(f"LAMB, parameter groups, warmup and linear decay, clipping: {lamb_steps} steps, loss {losses[0]:.5f} -> "
+          f"{losses[-1]:.5f} (PyTorch {reference[0]:.5f} -> {reference[-1]:.5f}), worst relative difference "
+          f"{worst:.2e} (bound 1e-4)")
+    if worst > 1e-4:
+        failures.append("LAMB with parameter groups")
 
     # Gradient accumulation: 4 micro-batches of 8 against batches of 32.
     steps = 25

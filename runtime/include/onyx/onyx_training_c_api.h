@@ -48,6 +48,10 @@ typedef struct OnyxTrainingSession OnyxTrainingSession;
  *                 [...], e.g. a language model's [batch, sequence, vocab])
  *   "optimizer": sgd | adamw (default) | lamb | a plugin path
  *   "optimizer_dir" (repeatable): a folder searched first for optimizer plugins
+ *   "param_group" (repeatable): "REGEX:NAME=VALUE[,NAME=VALUE...]": parameters
+ *                 whose names match REGEX (searched; the first matching group
+ *                 wins) use these optimizer hyperparameters instead of the
+ *                 session's, e.g. "(bias|norm\.weight)$:weight_decay=0"
  *   "nominal": "1" writes a checkpoint without data (names, types, shapes)
  * Errors name the parameter, op or option at fault. Thread-safe. */
 ONYX_API OnyxStatus* onyx_training_generate_artifacts(const char* model_path, const char* const* keys,
