@@ -38,7 +38,7 @@ grep -v '^step ' "$dir/killed.log"
 grep -q "kill_during_write: SIGKILL while writing" "$dir/killed.log" || fail "rank 1 was not killed while writing its shard"
 ckpt=$dir/killed/checkpoints
 partial=$(ls "$ckpt"/step-20/rank-1-of-2.ckpt.tmp-* 2>/dev/null)
-[ -n "$partial" ] && [ "$(stat -c %s $partial)" = 65536 ] || fail "no partly written (64 KiB) shard of rank 1 at step 20"
+[ -n "$partial" ] && [ "$(stat -c %s "$partial")" = 65536 ] || fail "no partly written (64 KiB) shard of rank 1 at step 20"
 [ ! -e "$ckpt/step-20/rank-1-of-2.ckpt" ] || fail "rank 1's step-20 shard exists although its write was cut short"
 [ "$(cat "$ckpt/latest")" = step-10 ] || fail "latest names '$(cat "$ckpt/latest")', not step-10"
 cmp -s "$ckpt/step-10/rank-0-of-2.ckpt" "$dir/full/checkpoints/step-10/rank-0-of-2.ckpt" &&
