@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <random>
 #include <set>
@@ -62,6 +63,37 @@ void print_progress(int64_t step, int64_t total, int64_t epoch, int64_t epochs, 
 // The checkpoint property holding the steps a run had taken (its data cursor).
 constexpr const char* kStepProperty = "onyx_train_steps";
 
+// A folder of --checkpoint-every's shards (rank-R-of-W.ckpt) must hold one
+// per rank of one world size: a save cut short (a rank killed mid-write
+// leaves only its rank-R-of-W.ckpt.tmp-*) is refused, naming what is missing.
+void check_shard_set(const fs::path& dir, const std::vector<std::string>& files) {
+  std::map<int64_t, std::set<int64_t>> ranks;  // world size -> ranks present
+  for (const std::string& f : files) {
+    long long r = -1, w = -1;
+    char end = 0;
+    const std::string name = fs::path(f).filename().string();
+    if (std::sscanf(name.c_str(), "rank-%lld-of-%lld.ckp%c", &r, &w, &end) == 3 && end == 't' && w > 0 && r >= 0 &&
+        r < w && name == "rank-" + std::to_string(r) + "-of-" + std::to_string(w) + ".ckpt")
+      ranks[w].insert(r);
+  }
+  if (ranks.empty()) return;  // not --checkpoint-every's names: aggregation checks the shards themselves
+  if (ranks.size() > 1)
+    throw CliError("checkpoint folder '" + dir.string() + "' mixes shards of world sizes " +
+                   std::to_string(ranks.begin()->first) + " and " + std::to_string(ranks.rbegin()->first));
+  const auto& [world, present] = *ranks.begin();
+  for (int64_t r = 0; r < world; ++r) {
+    if (present.count(r)) continue;
+    const std::string missing = "rank-" + std::to_string(r) + "-of-" + std::to_string(world) + ".ckpt";
+    std::string partial;
+    for (const auto& entry : fs::directory_iterator(dir))
+      if (entry.path().filename().string().starts_with(missing + ".tmp-")) partial = entry.path().filename().string();
+    throw CliError("checkpoint folder '" + dir.string() + "' is incomplete: shard " + missing + " is missing (" +
+                   std::to_string(present.size()) + " of " + std::to_string(world) + " shards" +
+                   (partial.empty() ? "" : "; " + partial + " is a write that never finished") +
+                   "); resume from its parent folder to take the last complete checkpoint ('latest')");
+  }
+}
+
 // A checkpoint file, or a folder of shards (--checkpoint-every's step-S, or
 // its parent with a `latest` pointer) aggregated into the complete state.
 CheckpointState load_start_state(const std::string& path) {
@@ -80,6 +112,7 @@ CheckpointState load_start_state(const std::string& path) {
     if (entry.path().extension() == ".ckpt") files.push_back(entry.path().string());
   std::sort(files.begin(), files.end());
   if (files.empty()) throw CliError("no checkpoint (.ckpt) in '" + dir.string() + "'");
+  check_shard_set(dir, files);
   std::vector<CheckpointState> shards;
   for (const std::string& f : files) shards.push_back(CheckpointState::load(f));
   if (shards.size() == 1) return std::move(shards[0]);

@@ -1,5 +1,7 @@
 /*
- * onyx_collectives.h: the collective-communication plugin C ABI, version 1.0.
+ * onyx_collectives.h: the collective-communication plugin C ABI, version 1.1
+ * (1.1 adds `peer_states` and lets `wait` report a collective that can never
+ * complete; provider_api/CHANGELOG.md).
  *
  * A collectives plugin is a shared library (libonyx_collectives_<name>.so)
  * that connects the processes of one training job ("ranks") through a
@@ -45,12 +47,23 @@ extern "C" {
 #endif
 
 #define ONYX_COLLECTIVES_ABI_VERSION_MAJOR 1
-#define ONYX_COLLECTIVES_ABI_VERSION_MINOR 0
+#define ONYX_COLLECTIVES_ABI_VERSION_MINOR 1
 /* "OCOL" read as a little-endian uint32. */
 #define ONYX_COLLECTIVES_MAGIC 0x4C4F434Fu
 
 typedef struct OnyxCommunicator OnyxCommunicator;   /* plugin-owned: one rank's view of the job */
 typedef struct OnyxCollectiveRequest OnyxCollectiveRequest; /* plugin-owned: one started collective */
+
+/* Where a rank stands with a collective another rank is waiting for
+ * (OnyxCollectivesApi.peer_states, 1.1). A host reads a value it does not
+ * know as ONYX_PEER_SILENT. */
+typedef enum OnyxPeerState {
+  ONYX_PEER_ARRIVED = 0,  /* has started this collective (the asking rank always has) */
+  ONYX_PEER_LATE = 1,     /* answered, so alive and inside a collective, but has not started this one */
+  ONYX_PEER_SILENT = 2,   /* did not answer in time: dead, stopped, hung or busy outside collectives */
+  ONYX_PEER_STOPPED = 3,  /* its process exists but is stopped (SIGSTOP, a debugger); same host only */
+  ONYX_PEER_EXITED = 4    /* its process has ended; same host only */
+} OnyxPeerState;
 
 typedef enum OnyxReduceOp {
   ONYX_REDUCE_SUM = 0,
@@ -112,22 +125,51 @@ typedef struct OnyxCollectivesApi {
   /* Waits up to `timeout_ms` (0: only polls) for a request. Completed:
    * *done = true, the request is released, and the returned status is the
    * operation's result. Not completed in time: *done = false, NULL status,
-   * and the request stays pending (wait again, or abort). */
+   * and the request stays pending (wait again, or abort).
+   * From 1.1 (negotiated): *done = false with a non-NULL status (UNAVAILABLE,
+   * saying why) means the collective can never complete, e.g. the process
+   * is being terminated by its launcher because a rank died; the request
+   * stays pending and the host should end the job with `abort`, after
+   * `peer_states` if it wants to say who is missing. A 1.0 host never sees
+   * that form. */
   OnyxStatus* (*wait)(OnyxCommunicator* comm, OnyxCollectiveRequest* request, uint32_t timeout_ms, bool* done);
 
   /* Ends the whole job: every rank's process terminates with a non-zero
    * exit status (MPI_Abort, ncclCommAbort and exit). `reason` is logged
    * first. Called when the host gives up on a collective (a rank is gone)
    * so that no rank is left waiting. Does not return. Callable from any
-   * thread at any time. */
+   * thread at any time. (1.1: when the launcher is already terminating the
+   * job, a plugin may end this process only, as the launcher asked.) */
   void (*abort)(OnyxCommunicator* comm, const char* reason);
 
   /* Destroys the communicator after its pending requests completed (the
    * host waits for them first). May be collective (every rank destroys its
    * communicator); the host calls it on every rank, or aborts. */
   void (*destroy)(OnyxCommunicator* comm);
+
+  /* ---- 1.1 ---------------------------------------------------------------
+   * A host reads the fields below only when the negotiated version is 1.1
+   * or later and struct_size covers them. */
+
+  /* OPTIONAL (NULL, or a status with code UNIMPLEMENTED, where the plugin
+   * cannot tell). Says which ranks have not reached the collective of
+   * `request`, a request this communicator started that `wait` has not yet
+   * reported done; the host asks after such a wait failed, to name the
+   * missing ranks in its error. Fills states[r] (OnyxPeerState) for every
+   * rank r in [0, size): states is the caller's array of size() entries,
+   * written during the call only; `request` stays pending and the
+   * plugin's. Ranks answer such questions only while they are themselves
+   * inside `wait` or `peer_states`, so a rank busy elsewhere for longer
+   * than `timeout_ms` reads as ONYX_PEER_SILENT. Returns within
+   * `timeout_ms` (sooner when every rank answered or the process is being
+   * terminated); never blocks on another rank. On an error status `states`
+   * is unspecified. Thread-safety: as the collectives (one thread per
+   * communicator at a time). */
+  OnyxStatus* (*peer_states)(OnyxCommunicator* comm, const OnyxCollectiveRequest* request, uint32_t timeout_ms,
+                             int32_t* states);
 } OnyxCollectivesApi;
 #define ONYX_COLLECTIVES_API_SIZE_1_0 ONYX_STRUCT_SIZE(OnyxCollectivesApi, destroy)
+#define ONYX_COLLECTIVES_API_SIZE_1_1 ONYX_STRUCT_SIZE(OnyxCollectivesApi, peer_states)
 
 /* The static description a plugin exports (immutable, static storage). */
 typedef struct OnyxCollectivesEntry {

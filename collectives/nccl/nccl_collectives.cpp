@@ -262,9 +262,14 @@ void destroy(OnyxCommunicator* c) {
   delete c;
 }
 
+// NCCL has no side channel to ask the other ranks where they are.
+OnyxStatus* peer_states(OnyxCommunicator* c, const OnyxCollectiveRequest*, uint32_t, int32_t*) {
+  return error(c->host, ONYX_STATUS_UNIMPLEMENTED, "cannot tell which rank is missing");
+}
+
 const OnyxCollectivesApi kApi = {
     sizeof(OnyxCollectivesApi), rank_of, size_of, all_reduce, reduce_scatter, all_gather, broadcast, barrier,
-    wait, abort_job, destroy,
+    wait, abort_job, destroy, peer_states,
 };
 
 // Rank 0 creates the id and publishes it by an atomic rename; others poll.

@@ -2,8 +2,10 @@
 
 #include <onyx_dtype.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 
 #include "core/abi_status.h"
 #include "plugin/host_api.h"
@@ -90,6 +92,8 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::load(const std::string& na
     c->comm_ = nullptr;
     return table;
   }
+  c->has_peer_states_ = c->library_.abi_version() >= ONYX_ABI_VERSION(1, 1) &&
+                        c->api_->struct_size >= ONYX_COLLECTIVES_API_SIZE_1_1 && c->api_->peer_states;
   c->rank_ = c->api_->rank(c->comm_);
   c->size_ = c->api_->size(c->comm_);
   if (c->size_ < 1 || c->rank_ < 0 || c->rank_ >= c->size_)
@@ -111,13 +115,14 @@ std::string Communicator::describe(Collective kind, size_t count, int32_t dtype,
 }
 
 StatusOr<PendingCollective> Communicator::started(OnyxStatus* status, OnyxCollectiveRequest* request,
-                                                  Collective kind, uint64_t bytes, std::string what) {
+                                                  Collective kind, uint64_t bytes, std::string what,
+                                                  const std::string& label) {
   Status st = take_status(status);
   if (!st.ok()) return st.with_context(what);
   if (!request) return internal_error(what + ": the plugin started no request");
   counters_.calls[size_t(kind)] += 1;
   counters_.bytes[size_t(kind)] += bytes;
-  return PendingCollective(this, request, std::move(what));
+  return PendingCollective(this, request, std::move(what), label);
 }
 
 StatusOr<PendingCollective> Communicator::start_all_reduce(const void* send, void* recv, size_t count,
@@ -125,7 +130,7 @@ StatusOr<PendingCollective> Communicator::start_all_reduce(const void* send, voi
   OnyxCollectiveRequest* r = nullptr;
   OnyxStatus* st = api_->all_reduce(comm_, send, recv, count, dtype, op, &r);
   return started(st, r, Collective::kAllReduce, onyx_dtype_storage_bytes(dtype, int64_t(count)),
-                 describe(Collective::kAllReduce, count, dtype, label));
+                 describe(Collective::kAllReduce, count, dtype, label), label);
 }
 
 StatusOr<PendingCollective> Communicator::start_reduce_scatter(const void* send, void* recv, size_t count,
@@ -134,7 +139,7 @@ StatusOr<PendingCollective> Communicator::start_reduce_scatter(const void* send,
   OnyxCollectiveRequest* r = nullptr;
   OnyxStatus* st = api_->reduce_scatter(comm_, send, recv, count, dtype, op, &r);
   return started(st, r, Collective::kReduceScatter, onyx_dtype_storage_bytes(dtype, int64_t(count) * size_),
-                 describe(Collective::kReduceScatter, count, dtype, label));
+                 describe(Collective::kReduceScatter, count, dtype, label), label);
 }
 
 StatusOr<PendingCollective> Communicator::start_all_gather(const void* send, void* recv, size_t count,
@@ -142,7 +147,7 @@ StatusOr<PendingCollective> Communicator::start_all_gather(const void* send, voi
   OnyxCollectiveRequest* r = nullptr;
   OnyxStatus* st = api_->all_gather(comm_, send, recv, count, dtype, &r);
   return started(st, r, Collective::kAllGather, onyx_dtype_storage_bytes(dtype, int64_t(count) * size_),
-                 describe(Collective::kAllGather, count, dtype, label));
+                 describe(Collective::kAllGather, count, dtype, label), label);
 }
 
 StatusOr<PendingCollective> Communicator::start_broadcast(void* buffer, size_t count, int32_t dtype, int root,
@@ -153,13 +158,13 @@ StatusOr<PendingCollective> Communicator::start_broadcast(void* buffer, size_t c
   OnyxCollectiveRequest* r = nullptr;
   OnyxStatus* st = api_->broadcast(comm_, buffer, count, dtype, root, &r);
   return started(st, r, Collective::kBroadcast, onyx_dtype_storage_bytes(dtype, int64_t(count)),
-                 describe(Collective::kBroadcast, count, dtype, label));
+                 describe(Collective::kBroadcast, count, dtype, label), label);
 }
 
 StatusOr<PendingCollective> Communicator::start_barrier(const std::string& label) {
   OnyxCollectiveRequest* r = nullptr;
   OnyxStatus* st = api_->barrier(comm_, &r);
-  return started(st, r, Collective::kBarrier, 0, describe(Collective::kBarrier, 0, 0, label));
+  return started(st, r, Collective::kBarrier, 0, describe(Collective::kBarrier, 0, 0, label), label);
 }
 
 namespace {
@@ -188,6 +193,85 @@ Status Communicator::broadcast(void* buffer, size_t count, int32_t dtype, int ro
 }
 Status Communicator::barrier(const std::string& label) { return wait_for(start_barrier(label)); }
 
+namespace {
+
+// "rank 3", "ranks 1 and 3", "ranks 1, 2 and 3", at most 8 named.
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string s = ranks.size() == 1 ? "rank " : "ranks ";
+  const size_t named = std::min<size_t>(ranks.size(), 8);
+  for (size_t k = 0; k < named; ++k) {
+    if (k > 0) s += k + 1 == ranks.size() ? " and " : ", ";
+    s += std::to_string(ranks[k]);
+  }
+  if (named < ranks.size()) s += " and " + std::to_string(ranks.size() - named) + " more";
+  return s;
+}
+
+std::string seconds_text(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f", seconds);
+  return text;
+}
+
+}  // namespace
+
+StatusOr<std::vector<int32_t>> Communicator::peer_states(const PendingCollective& pending,
+                                                         std::chrono::milliseconds bound) {
+  if (pending.comm_ != this || !pending.request_)
+    return invalid_argument("peer_states: the collective is not pending on this communicator");
+  if (!has_peer_states_) return unimplemented(library_.describe() + ": cannot tell where the other ranks are");
+  auto ms = std::clamp<int64_t>(bound.count(), 0, 0xFFFFFFFF);
+  std::vector<int32_t> states(size_t(size_), ONYX_PEER_SILENT);
+  Status st = take_status(api_->peer_states(comm_, pending.request_, uint32_t(ms), states.data()));
+  if (!st.ok()) return st.with_context(pending.what_);
+  return states;
+}
+
+std::string Communicator::who_is_missing(OnyxCollectiveRequest* request) {
+  const std::string unknown = ": a rank has died or stopped calling collectives";
+  if (!has_peer_states_) return unknown;
+  // Long enough for ranks waiting in the same collective to answer.
+  const auto bound = std::clamp<std::chrono::milliseconds>(options_.timeout / 10, std::chrono::milliseconds(500),
+                                                           std::chrono::milliseconds(5000));
+  std::vector<int32_t> states(size_t(size_), ONYX_PEER_SILENT);
+  const auto start = std::chrono::steady_clock::now();
+  Status st = take_status(api_->peer_states(comm_, request, uint32_t(bound.count()), states.data()));
+  const double asked = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!st.ok()) return unknown + (st.code() == ONYX_STATUS_UNIMPLEMENTED ? "" : " (" + st.message() + ")");
+  std::map<int32_t, std::vector<int>> missing;  // by state
+  for (int r = 0; r < size_; ++r) {
+    int32_t state = states[size_t(r)];
+    if (r == rank_ || state == ONYX_PEER_ARRIVED) continue;
+    if (state != ONYX_PEER_LATE && state != ONYX_PEER_STOPPED && state != ONYX_PEER_EXITED) state = ONYX_PEER_SILENT;
+    missing[state].push_back(r);
+  }
+  if (missing.empty()) return ": every rank answered that it has started this collective";
+  std::string out;
+  for (int32_t state : {ONYX_PEER_EXITED, ONYX_PEER_STOPPED, ONYX_PEER_SILENT, ONYX_PEER_LATE}) {
+    auto it = missing.find(state);
+    if (it == missing.end()) continue;
+    const bool one = it->second.size() == 1;
+    out += "; " + rank_list(it->second);
+    switch (state) {
+      case ONYX_PEER_EXITED: out += one ? " did not arrive: its process has exited" : " did not arrive: their processes have exited"; break;
+      case ONYX_PEER_STOPPED: out += one ? " did not arrive: its process is stopped" : " did not arrive: their processes are stopped"; break;
+      case ONYX_PEER_SILENT:
+        out += " did not respond within " + seconds_text(asked) + " s (dead, hung, or busy outside collectives)";
+        break;
+      default: out += one ? " is alive but has not reached this collective" : " are alive but have not reached this collective";
+    }
+  }
+  return out;
+}
+
+Status Communicator::break_job(const std::string& message) {
+  // Where this rank was, for collectives whose own label names no step.
+  std::string text = message;
+  if (!last_completed_.empty()) text += "; this rank's last completed collective: " + last_completed_;
+  if (broken_.empty()) broken_ = text;
+  return unavailable(text);
+}
+
 void Communicator::abort(const std::string& reason) {
   api_->abort(comm_, reason.c_str());
   std::fprintf(stderr, "onyx: %s\n", reason.c_str());  // the plugin's abort does not return; if it did:
@@ -202,6 +286,7 @@ PendingCollective& PendingCollective::operator=(PendingCollective&& other) noexc
     comm_ = std::exchange(other.comm_, nullptr);
     request_ = std::exchange(other.request_, nullptr);
     what_ = std::move(other.what_);
+    label_ = std::move(other.label_);
   }
   return *this;
 }
@@ -213,36 +298,50 @@ void PendingCollective::finish() {
   Status st = wait();
   // Still pending: the buffers are about to go away while the plugin may
   // still write them; the only safe way out of a stuck collective is to end
-  // the job.
-  if (request_) comm_->abort(st.message());
+  // the job, with the failure that broke it.
+  if (request_) comm_->abort(comm_->broken_.empty() ? st.message() : comm_->broken_);
 }
 
 bool PendingCollective::test(Status* status) {
   *status = Status();
   if (!request_) return true;
+  if (!comm_->broken_.empty()) {
+    *status = unavailable(what_ + ": not waited for, the job is broken: " + comm_->broken_);
+    return true;
+  }
   bool done = false;
   Status st = take_status(comm_->api_->wait(comm_->comm_, request_, 0, &done));
-  if (!done) return false;
+  if (!done) {
+    if (st.ok()) return false;
+    // 1.1: it can never complete (the plugin says why).
+    *status = comm_->break_job(what_ + ": " + st.message() + comm_->who_is_missing(request_));
+    return true;
+  }
   request_ = nullptr;  // released by the plugin
   if (!st.ok()) *status = st.with_context(what_);
+  if (st.ok() && !label_.empty()) comm_->last_completed_ = label_;
   return true;
 }
 
 Status PendingCollective::wait() {
   if (!request_) return Status();
+  // No collective can be matched after a failure: waiting would only delay the end.
+  if (!comm_->broken_.empty()) return unavailable(what_ + ": not waited for, the job is broken: " + comm_->broken_);
   auto timeout = comm_->options_.timeout.count();
   uint32_t ms = timeout < 0 ? 0 : timeout > 0xFFFFFFFF ? 0xFFFFFFFFu : uint32_t(timeout);
   bool done = false;
   const auto start = std::chrono::steady_clock::now();
   Status st = take_status(comm_->api_->wait(comm_->comm_, request_, ms, &done));
-  comm_->counters_.wait_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  comm_->counters_.wait_seconds += waited;
   if (!done) {
-    char seconds[32];
-    std::snprintf(seconds, sizeof seconds, "%.1f", timeout / 1000.0);
-    return unavailable(what_ + ": not complete after " + seconds +
-                       " s: a rank has died or stopped calling collectives");
+    // Timed out (OK status), or (1.1) the plugin knows it can never complete.
+    std::string cause = st.ok() ? "not complete after " + seconds_text(timeout / 1000.0) + " s"
+                                : "not complete after " + seconds_text(waited) + " s: " + st.message();
+    return comm_->break_job(what_ + ": " + cause + comm_->who_is_missing(request_));
   }
   request_ = nullptr;
+  if (st.ok() && !label_.empty()) comm_->last_completed_ = label_;
   return st.ok() ? st : st.with_context(what_);
 }
 

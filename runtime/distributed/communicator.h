@@ -4,8 +4,13 @@
 // The core names no communication library: `Communicator::load("mpi")`
 // opens libonyx_collectives_mpi.so like a provider. Every wait is bounded
 // (CollectiveOptions::timeout): a collective that does not complete in time
-// is an UNAVAILABLE error naming the collective, its size and the label the
-// caller gave it (e.g. "step 12, gradient bucket 3"), never a hang. The
+// is an UNAVAILABLE error naming the collective, its size, the label the
+// caller gave it (e.g. "step 12, gradient bucket 3") and, where the plugin
+// can tell (ABI 1.1 peer_states), the ranks that did not arrive ("rank 1
+// did not arrive: its process has exited"), never a hang. After such a
+// failure the communicator is broken: no collective can be matched any
+// more, further waits fail at once, and a pending collective destroyed
+// unfinished ends the job with the first failure's message. The
 // communicator counts the calls and bytes of each kind of collective, which
 // the training session reports.
 //
@@ -65,19 +70,23 @@ class PendingCollective {
   ~PendingCollective();
 
   bool pending() const { return request_ != nullptr; }
-  // True when done (ok() or the operation's error in *status).
+  // True when done (ok() or the operation's error in *status), and also
+  // when it can never complete (the error in *status; it stays pending, and
+  // destroying it ends the job).
   bool test(Status* status);
-  // Waits up to the communicator's timeout.
+  // Waits up to the communicator's timeout. An error names the missing
+  // ranks where the plugin can tell; the request then stays pending.
   Status wait();
 
  private:
   friend class Communicator;
   void finish();  // waits for a pending request; aborts the job if it stays stuck
-  PendingCollective(Communicator* comm, OnyxCollectiveRequest* request, std::string what)
-      : comm_(comm), request_(request), what_(std::move(what)) {}
+  PendingCollective(Communicator* comm, OnyxCollectiveRequest* request, std::string what, std::string label)
+      : comm_(comm), request_(request), what_(std::move(what)), label_(std::move(label)) {}
   Communicator* comm_ = nullptr;
   OnyxCollectiveRequest* request_ = nullptr;
-  std::string what_;  // "all_reduce of 8 float32 (step 3)": for messages
+  std::string what_;   // "all_reduce of 8 float32 (step 3)": for messages
+  std::string label_;  // "step 3"
 };
 
 class Communicator {
@@ -122,12 +131,27 @@ class Communicator {
   // Ends the whole job (every rank exits non-zero) after logging `reason`.
   [[noreturn]] void abort(const std::string& reason);
 
+  // Where every rank stands with `pending`'s collective (OnyxPeerState per
+  // rank, this one ARRIVED), asking the others for at most `bound`: ranks
+  // answer only while they wait in a collective themselves. UNIMPLEMENTED
+  // where the plugin cannot tell (ABI 1.0, nccl). `pending` must be this
+  // communicator's and still pending.
+  StatusOr<std::vector<int32_t>> peer_states(const PendingCollective& pending, std::chrono::milliseconds bound);
+  // The first failure that broke the job ("" while none did).
+  const std::string& broken() const { return broken_; }
+
  private:
   friend class PendingCollective;
   explicit Communicator(PluginLibrary library) : library_(std::move(library)) {}
   StatusOr<PendingCollective> started(OnyxStatus* status, OnyxCollectiveRequest* request, Collective kind,
-                                      uint64_t bytes, std::string what);
+                                      uint64_t bytes, std::string what, const std::string& label);
   std::string describe(Collective kind, size_t count, int32_t dtype, const std::string& label) const;
+  // "; rank 1 did not arrive: its process has exited" (peer_states), or a
+  // generic cause where the plugin cannot tell.
+  std::string who_is_missing(OnyxCollectiveRequest* request);
+  // Records the failure that breaks the job (with the label of the last
+  // collective this rank completed); returns it as the error.
+  Status break_job(const std::string& message);
 
   PluginLibrary library_;  // destroyed last: unloads the code
   OnyxHostApi host_{};
@@ -136,6 +160,9 @@ class Communicator {
   int rank_ = 0, size_ = 1;
   CollectiveOptions options_;
   CollectiveCounters counters_;
+  bool has_peer_states_ = false;  // ABI 1.1 and the plugin's table has it
+  std::string broken_;
+  std::string last_completed_;  // the label of the last labelled collective completed here
 };
 
 }  // namespace onyx::runtime

@@ -6,13 +6,21 @@
 //   onyx_collectives_check mpi --stall-rank 1 --timeout-ms 3000
 //   onyx_collectives_check nccl --unavailable-ok   (no GPU: must report UNAVAILABLE)
 //   onyx_collectives_check mpi --kill-rank 1      (rank 1 dies: SIGKILL)
+//   onyx_collectives_check mpi --busy-rank 1 --timeout-ms 3000
 //
 // Rank r contributes values that depend on r and the index, so that a
 // misplaced block, a missing rank or a wrong reduction shows as a wrong
-// element. Exit 0 when every check passed on this rank. With --stall-rank R,
-// rank R stops itself (SIGSTOP) before the third all_reduce; the others must
-// time out with an error naming that collective and end the job (exit
-// non-zero) instead of hanging. With --kill-rank R it dies there (SIGKILL).
+// element; peer_states must find every rank arrived at a collective all
+// have started. Exit 0 when every check passed on this rank.
+//
+// Failures: with --stall-rank R, rank R stops itself (SIGSTOP) before the
+// third all_reduce; the others must time out with an error naming that
+// collective and the missing rank, and end the job (exit non-zero) instead
+// of hanging. With --kill-rank R it dies there (SIGKILL). With --busy-rank R
+// it sleeps there, alive but outside collectives, for 10 timeouts, while
+// rank 0 runs one collective ahead (starts steps 3 and 4, waits for 4) and
+// the other ranks poll step 3 with test() for 3 timeouts: rank 0's error
+// must call R silent and the others late.
 #include <onyx_dtype.h>
 
 #include <csignal>
@@ -21,6 +29,7 @@
 #include <cstring>
 #include <numeric>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "distributed/communicator.h"
@@ -135,6 +144,28 @@ void check_broadcast_barrier_nonblocking(Communicator& c) {
   }
 }
 
+// Every rank starts a barrier and asks where the others are: all have
+// started it. The second barrier keeps every rank waiting (so answering)
+// until the last one has its answers.
+void check_peer_states(Communicator& c) {
+  auto started = c.start_barrier("peer states");
+  expect(started.ok(), "start a barrier");
+  if (!started.ok()) return;
+  auto states = c.peer_states(started.value(), std::chrono::seconds(20));
+  if (states.ok()) {
+    std::string seen;
+    for (int32_t s : states.value()) seen += " " + std::to_string(s);
+    expect(states.value() == std::vector<int32_t>(size_t(c.size()), ONYX_PEER_ARRIVED),
+           "peer_states: every rank has started the barrier:" + seen);
+  } else {
+    expect_ok(states.status(), "peer_states");
+  }
+  expect_ok(started.value().wait(), "the barrier after peer_states");
+  expect_ok(c.barrier("after peer states"), "a barrier after peer_states");
+  auto again = c.peer_states(started.value(), std::chrono::seconds(1));
+  expect(again.status().code() == ONYX_STATUS_INVALID_ARGUMENT, "peer_states of a finished collective is refused");
+}
+
 void check_errors(Communicator& c) {
   uint16_t x = 0;
   Status st = c.all_reduce(&x, &x, 1, ONYX_DTYPE_BFLOAT16, ONYX_REDUCE_SUM, "step 7");
@@ -150,10 +181,10 @@ void check_errors(Communicator& c) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: onyx_collectives_check PLUGIN [--stall-rank R] [--timeout-ms T]\n");
+    std::fprintf(stderr, "usage: onyx_collectives_check PLUGIN [--stall-rank R | --kill-rank R | --busy-rank R] [--timeout-ms T]\n");
     return 2;
   }
-  int stall_rank = -1, kill_rank = -1;
+  int stall_rank = -1, kill_rank = -1, busy_rank = -1;
   bool unavailable_ok = false;
   CollectiveOptions options;
   for (int k = 2; k < argc; ++k) {
@@ -161,6 +192,7 @@ int main(int argc, char** argv) {
     if (k + 1 >= argc) continue;
     if (!std::strcmp(argv[k], "--stall-rank")) stall_rank = std::atoi(argv[k + 1]);
     if (!std::strcmp(argv[k], "--kill-rank")) kill_rank = std::atoi(argv[k + 1]);
+    if (!std::strcmp(argv[k], "--busy-rank")) busy_rank = std::atoi(argv[k + 1]);
     if (!std::strcmp(argv[k], "--timeout-ms")) options.timeout = std::chrono::milliseconds(std::atoi(argv[k + 1]));
   }
   auto loaded = Communicator::load(argv[1], {}, options);
@@ -176,15 +208,38 @@ int main(int argc, char** argv) {
   Communicator& c = *loaded.value();
   g_rank = c.rank();
 
-  if (stall_rank >= 0 || kill_rank >= 0) {
-    float x = 1.f;
+  if (stall_rank >= 0 || kill_rank >= 0 || busy_rank >= 0) {
+    float x = 1.f, y = 1.f;
     for (int step = 1; step <= 3; ++step) {
       if (step == 3 && c.rank() == stall_rank) std::raise(SIGSTOP);
       if (step == 3 && c.rank() == kill_rank) std::raise(SIGKILL);
+      if (step == 3 && c.rank() == busy_rank) {
+        std::this_thread::sleep_for(c.options().timeout * 10);
+        break;
+      }
+      if (step == 3 && busy_rank >= 0 && c.rank() == 0) {  // one collective ahead
+        auto third = c.start_all_reduce(&x, &x, 1, ONYX_DTYPE_FLOAT32, ONYX_REDUCE_SUM, "step 3");
+        auto fourth = c.start_all_reduce(&y, &y, 1, ONYX_DTYPE_FLOAT32, ONYX_REDUCE_SUM, "step 4");
+        if (!third.ok() || !fourth.ok()) c.abort("cannot start steps 3 and 4");
+        Status st = fourth.value().wait();
+        if (!st.ok()) c.abort(st.message());
+        break;
+      }
+      if (step == 3 && busy_rank >= 0) {  // polls, answering probes, longer than rank 0 waits
+        auto third = c.start_all_reduce(&x, &x, 1, ONYX_DTYPE_FLOAT32, ONYX_REDUCE_SUM, "step 3");
+        if (!third.ok()) c.abort(third.status().message());
+        const auto until = std::chrono::steady_clock::now() + c.options().timeout * 3;
+        Status st;
+        while (!third.value().test(&st) && std::chrono::steady_clock::now() < until)
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        if (!st.ok()) c.abort(st.message());
+        if (third.value().pending()) c.abort("step 3 was not complete after 3 timeouts");
+        break;
+      }
       Status st = c.all_reduce(&x, &x, 1, ONYX_DTYPE_FLOAT32, ONYX_REDUCE_SUM, "step " + std::to_string(step));
       if (!st.ok()) c.abort(st.message());
     }
-    std::fprintf(stderr, "rank %d: the stalled rank went unnoticed\n", c.rank());
+    std::fprintf(stderr, "rank %d: the failed rank went unnoticed\n", c.rank());
     return 1;
   }
 
@@ -193,10 +248,11 @@ int main(int argc, char** argv) {
     check_reduce_scatter_all_gather(c, count);
   }
   check_broadcast_barrier_nonblocking(c);
+  check_peer_states(c);
   check_errors(c);
 
   const auto& counts = c.counters();
-  expect(counts.calls_of(Collective::kReduceScatter) == 4 && counts.calls_of(Collective::kBarrier) == 1,
+  expect(counts.calls_of(Collective::kReduceScatter) == 4 && counts.calls_of(Collective::kBarrier) == 3,
          "the counters count calls: " + counts.to_string());
   std::printf("rank %d of %d (%s): %d checks, %d failed; %s\n", c.rank(), c.size(), c.name().c_str(), g_checks,
               g_failures, counts.to_string().c_str());
