@@ -64,6 +64,9 @@ struct Value {
   bool is_graph_input = false;
   bool is_graph_output = false;
   ValueKind kind = ValueKind::kTensor;
+  // Graph inputs: each declared dim's dim_param ("batch", "sequence"; "" for
+  // none). Dims that share one are the same size in any one run.
+  std::vector<std::string> dim_params;
   // True when rank >= 0 and every dim is >= 0.
   bool shape_known() const;
 };

@@ -163,6 +163,8 @@ Status Importer::add_inputs(const pb::GraphProto& proto, GraphState& st) {
     // An initializer that is also an input is a default the caller may
     // override; its declared type (often with symbolic dims) is the contract.
     if (info.has_type()) apply_type(info.type(), value);
+    if (info.type().has_tensor_type() && info.type().tensor_type().has_shape())
+      for (const auto& dim : info.type().tensor_type().shape().dim()) value.dim_params.push_back(dim.dim_param());
     if (value.constant && value.rank < 0) set_from_tensor(*value.constant, value);
     value.is_graph_input = true;
     st.g.inputs.push_back(v);

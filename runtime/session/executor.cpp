@@ -18,10 +18,25 @@ void release_slot(const Session& session, RunSlot& slot) {
   slot = RunSlot{};
 }
 
+// "'a' [2, 3], 'b' [4]": a failing node's inputs, so that an error deep in
+// the graph still names the values (often the model's inputs) it came from.
+std::string describe_inputs(const RunState& run, const Step& step) {
+  std::string text;
+  for (int v : step.inputs) {
+    if (v < 0) continue;
+    const RunSlot& slot = run.slots[size_t(v)];
+    text += (text.empty() ? "'" : ", '") + run.session->graph().values[size_t(v)].name + "'" +
+            (slot.present ? " " + shape_string(slot.dims) : "");
+  }
+  return text;
+}
+
 Status run_kernel(RunState& run, const Step& step) {
   const Device& device = *run.session->devices()[size_t(step.device)];
   KernelContext ctx(run, step);
-  return take_status(device.provider->api().kernel_compute(step.kernel, &ctx)).with_context("node " + step.name);
+  Status status = take_status(device.provider->api().kernel_compute(step.kernel, &ctx));
+  if (status.ok()) return status;
+  return status.with_context("node " + step.name + " (inputs " + describe_inputs(run, step) + ")");
 }
 
 Status run_copy(RunState& run, const Step& step) {

@@ -1,6 +1,7 @@
 #include "session/session.h"
 
 #include <algorithm>
+#include <map>
 
 #include "core/abi_status.h"
 #include "ir/onnx_import.h"
@@ -167,6 +168,38 @@ StatusOr<std::shared_ptr<const ExecutionPlan>> Session::plan_for(const std::vect
   return plan;
 }
 
+namespace {
+
+// Dims that the model names alike ("sequence" of input_ids and of
+// attention_mask) must agree: otherwise a mask of the wrong length could
+// broadcast silently, or fail deep inside the graph far from its cause.
+Status check_dim_params(const ir::Graph& graph, const std::vector<Tensor>& bound) {
+  struct Binding {
+    int64_t size;
+    std::string input;
+    size_t dim;
+  };
+  std::map<std::string, Binding> seen;
+  for (size_t k = 0; k < bound.size(); ++k) {
+    const ir::Value& decl = graph.values[size_t(graph.inputs[k])];
+    const Shape& shape = bound[k].shape();
+    for (size_t d = 0; d < decl.dim_params.size() && d < shape.size(); ++d) {
+      const std::string& symbol = decl.dim_params[d];
+      if (symbol.empty()) continue;
+      auto [it, first] = seen.emplace(symbol, Binding{shape[d], decl.name, d});
+      if (!first && it->second.size != shape[d])
+        return invalid_argument("input '" + decl.name + "' has shape " + shape_string(shape) + ": its dimension " +
+                                std::to_string(d) + " ('" + symbol + "') is " + std::to_string(shape[d]) +
+                                ", but input '" + it->second.input + "' gives '" + symbol + "' = " +
+                                std::to_string(it->second.size) + " (dimension " + std::to_string(it->second.dim) +
+                                "); the model declares them the same size");
+    }
+  }
+  return Status();
+}
+
+}  // namespace
+
 StatusOr<std::vector<Tensor>> Session::run(const std::vector<std::pair<std::string, Tensor>>& inputs,
                                            const std::vector<std::string>& output_names,
                                            const std::vector<Tensor>* reuse) {
@@ -197,6 +230,7 @@ StatusOr<std::vector<Tensor>> Session::run(const std::vector<std::pair<std::stri
     if (!decl.constant) return invalid_argument("missing input '" + decl.name + "'");
     bound[k] = *decl.constant;  // an initializer's default value
   }
+  ONYX_RETURN_IF_ERROR(check_dim_params(graph, bound));
   std::vector<int> returned;
   if (output_names.empty()) {
     returned = output_values_;
@@ -208,13 +242,27 @@ StatusOr<std::vector<Tensor>> Session::run(const std::vector<std::pair<std::stri
       returned.push_back(output_values_[size_t(it - graph.outputs.begin())]);
     }
   }
-  std::vector<Shape> shapes;
-  for (const Tensor& t : bound) shapes.push_back(t.shape());
-  ONYX_ASSIGN_OR_RETURN(std::shared_ptr<const ExecutionPlan> plan, plan_for(shapes));
   if (reuse && reuse->size() != returned.size())
     return invalid_argument("run: " + std::to_string(reuse->size()) + " output buffers to reuse for " +
                             std::to_string(returned.size()) + " outputs");
-  return Executor::run(*this, *plan, bound, returned, reuse);
+  // A failure names the run's inputs too: the failing node may be far from
+  // them (a sequence longer than a position table fails in the table's Gather).
+  auto with_inputs = [&](const Status& failed) {
+    std::string given;
+    for (size_t k = 0; k < bound.size(); ++k) {
+      const ir::Value& decl = graph.values[size_t(graph.inputs[k])];
+      if (decl.constant) continue;  // initializers
+      given += (given.empty() ? "" : ", ") + decl.name + " " + shape_string(bound[k].shape());
+    }
+    return given.empty() ? failed : Status(failed.code(), failed.message() + " (this run's inputs: " + given + ")");
+  };
+  std::vector<Shape> shapes;
+  for (const Tensor& t : bound) shapes.push_back(t.shape());
+  auto plan = plan_for(shapes);
+  if (!plan.ok()) return with_inputs(plan.status());
+  auto outputs = Executor::run(*this, **plan, bound, returned, reuse);
+  if (!outputs.ok()) return with_inputs(outputs.status());
+  return outputs;
 }
 
 StatusOr<std::vector<MemoryReport>> Session::memory_report(const std::map<std::string, Shape>& input_shapes) {
