@@ -230,7 +230,9 @@ int run_train(const ParsedArgs& args) {
   // Validation: the IDX sets' t10k split, or an array set's valid/ folder.
   std::string valid_split = args.last("--valid-split").value_or(arrays ? "valid" : "t10k");
   std::optional<Dataset> valid;
-  if (has_split(data_dir, valid_split))
+  if (valid_split == "none")
+    ;  // no validation
+  else if (has_split(data_dir, valid_split))
     valid = load_dataset(data_dir, valid_split, interface.first_input, interface.first_input_rank);
   else if (args.has("--valid-split"))
     throw CliError("--valid-split: " + data_dir + " has no split '" + valid_split + "'");
@@ -470,7 +472,7 @@ Command train_command() {
       {"--max-grad-norm", "X", "clip gradients to this global norm (default: off)"},
       {"--seed", "N", "shuffling seed (default 1)"},
       {"--no-shuffle", "", "take the samples in their order (to compare with another framework step by step)"},
-      {"--valid-split", "NAME", "the split validated on (default t10k for IDX, valid for arrays)"},
+      {"--valid-split", "NAME", "the split validated on (default t10k for IDX, valid for arrays; none: no validation)"},
       {"--eval-every", "N", "also validate every N steps (default: after each epoch only)"},
       {"--resume", "PATH", "a checkpoint file (data restarts), or OUT/checkpoints of a run (any world size; resumes there)"},
       {"--grad-accum", "K", "average the gradients of K micro-batches per step (default 1)"},
