@@ -23,6 +23,7 @@ test_packages=(
 # libtorch-dev and a toolchain): the oracle and data of the transformer tests.
 reference_packages=(
   python3-torch python3-onnx                      # PyTorch reference and torch.onnx.export; ONNX model scripts
+  libopenblas0-pthread                            # an optimized BLAS for PyTorch (the default libblas.so.3 is the reference one)
   python3-sentencepiece wordnet-base              # examples/bert_mlm: BPE tokenizer, English text
 )
 case "${1:-}" in
