@@ -96,6 +96,7 @@ const RuleTable& gradient_rules() {
     add_reduce_rules(t);
     add_nn_rules(t);
     add_norm_rules(t);
+    add_attention_rules(t);
     add_loss_rules(t);
     return t;
   }();

@@ -78,6 +78,7 @@ void add_shape_rules(RuleTable& table);
 void add_reduce_rules(RuleTable& table);
 void add_nn_rules(RuleTable& table);
 void add_norm_rules(RuleTable& table);
+void add_attention_rules(RuleTable& table);
 void add_loss_rules(RuleTable& table);
 
 // All rules (built once).

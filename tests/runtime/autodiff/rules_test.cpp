@@ -235,6 +235,27 @@ TEST(GradRules, Normalization) {
   expect_gradients_match(train.proto(), "BatchNormalization (training mode)");
 }
 
+// ONNX Attention (opset 23): 4-D and 3-D (heads packed) Q, K, V, an explicit
+// scale, an additive float mask (which gets a gradient too), a bool mask
+// with causal masking on top, and query and key lengths that differ.
+TEST(GradRules, Attention) {
+  check_op("Attention", {{2, 2, 3, 4}, {2, 2, 5, 4}, {2, 2, 5, 3}}, {2, 2, 3, 3}, {}, -1, 1, 23);
+  check_op("Attention", {{2, 3, 8}, {2, 5, 8}, {2, 5, 6}}, {2, 3, 6},
+           {attr_int("q_num_heads", 2), attr_int("kv_num_heads", 2), attr_float("scale", 0.7f)}, -1, 1, 23);
+  check_op("Attention", {{1, 2, 3, 4}, {1, 2, 3, 4}, {1, 2, 3, 2}, {1, 1, 3, 3}}, {1, 2, 3, 2}, {}, -1, 1, 23);
+  Forward masked(23);
+  masked.param("q", {2, 2, 4, 3}).param("k", {2, 2, 4, 3}).param("v", {2, 2, 4, 3}).param("m", {2, 1, 1, 4});
+  masked.node("Greater", {"m", "zero"}, {"keep"})
+      .param_values("zero", {}, {-0.5})
+      .node("Attention", {"q", "k", "v", "keep"}, {"y"}, {attr_int("is_causal", 1)})
+      .output("y", {2, 2, 4, 3});
+  TrainingSpec qkv;
+  qkv.requires_grad = {"q", "k", "v"};
+  qkv.loss.kind = LossKind::kCustom;
+  qkv.loss.custom = weighted_sum_loss(masked.proto());
+  expect_gradients_match(masked.proto(), "Attention (bool mask, causal)", &qkv);
+}
+
 // Conv and ConvTranspose end to end in float64 like every other op: groups,
 // strides, asymmetric pads, dilation, 1-D to 3-D.
 TEST(GradRules, Conv) {
