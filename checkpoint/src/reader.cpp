@@ -101,10 +101,11 @@ class TocDecoder {
     uint32_t crc = r_.u32();
     if (!r_.ok()) return {};  // reported once by decode()
     if (!fixed_size_dtype(t.dtype)) return corrupt(where + " has unknown dtype " + std::to_string(t.dtype));
-    int64_t count = 1;
-    for (int64_t d : t.shape)
-      if (d < 0 || __builtin_mul_overflow(count, d, &count))
-        return corrupt(where + " has an invalid shape " + shape_string(t.shape));
+    if (!runtime::checked_storage_bytes(t.dtype, t.shape))
+      return corrupt(where + " has an invalid shape " + shape_string(t.shape) + " (a negative dim, or its " +
+                     dtype_name(t.dtype) + " element count or bytes overflow)");
+    if (t.slice && !runtime::checked_storage_bytes(t.dtype, t.slice->full_shape))
+      return corrupt(where + " is a slice of an invalid shape " + shape_string(t.slice->full_shape));
     if (header_.flags & kFlagNominal) {
       if (offset != 0 || bytes != 0) return corrupt(where + " has data in a nominal checkpoint");
       return {};

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <stdexcept>
 
 namespace onyx::runtime {
 
@@ -10,6 +11,22 @@ int64_t element_count(std::span<const int64_t> dims) {
   int64_t n = 1;
   for (int64_t d : dims) n *= d;
   return n;
+}
+
+std::optional<int64_t> checked_element_count(std::span<const int64_t> dims) {
+  int64_t n = 1;
+  for (int64_t d : dims)
+    if (d < 0 || __builtin_mul_overflow(n, d, &n)) return std::nullopt;
+  return n;
+}
+
+std::optional<size_t> checked_storage_bytes(int32_t dtype, std::span<const int64_t> dims) {
+  std::optional<int64_t> count = checked_element_count(dims);
+  if (!count) return std::nullopt;
+  size_t per = dtype_size(dtype), bytes = 0;
+  if (per == 0) return storage_bytes(dtype, *count);  // sub-byte types pack: no larger than the count
+  if (__builtin_mul_overflow(size_t(*count), per, &bytes)) return std::nullopt;
+  return bytes;
 }
 
 std::string shape_string(std::span<const int64_t> dims) {
@@ -25,7 +42,11 @@ Tensor Tensor::allocate(int32_t dtype, Shape shape) {
   Tensor t;
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);
-  size_t bytes = t.bytes();
+  std::optional<size_t> checked = checked_storage_bytes(dtype, t.shape_);
+  if (!checked || *checked > SIZE_MAX - 64)
+    throw std::length_error(std::string("a ") + dtype_name(dtype) + " tensor of shape " + shape_string(t.shape_) +
+                            " has no valid size (a negative dim, or its element count or bytes overflow)");
+  size_t bytes = *checked;
   size_t rounded = (bytes + 63) / 64 * 64;
   if (rounded == 0) rounded = 64;
   void* p = std::aligned_alloc(64, rounded);

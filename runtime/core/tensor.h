@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -26,6 +27,11 @@ inline const char* dtype_name(int32_t dtype) {
   return name ? name : "unknown";
 }
 int64_t element_count(std::span<const int64_t> dims);
+// The checked forms, for sizes that come from files and models: nullopt when
+// a dim is negative or the count (int64) or the bytes (size_t) overflow, so a
+// wrapped size never reaches an allocation or a kernel.
+std::optional<int64_t> checked_element_count(std::span<const int64_t> dims);
+std::optional<size_t> checked_storage_bytes(int32_t dtype, std::span<const int64_t> dims);
 // "[2, 3, ?]" (negative dims print as ?)
 std::string shape_string(std::span<const int64_t> dims);
 

@@ -24,7 +24,7 @@ struct Num {
   std::vector<int64_t> i;
   std::vector<double> f;
   bool real() const { return dtype == ONYX_DTYPE_FLOAT32 || dtype == ONYX_DTYPE_FLOAT64; }
-  int64_t size() const { return element_count(dims); }
+  int64_t size() const { return checked_element_count(dims).value_or(-1); }  // -1: overflows
 };
 
 bool foldable_dtype(int32_t t) {
@@ -71,7 +71,7 @@ void write_as(const std::vector<Src>& src, Tensor& t) {
 
 // Converts `n`'s values to `dtype` (a Cast) and stores them in a Tensor.
 std::optional<Tensor> write(const Num& n, int32_t dtype) {
-  if (!foldable_dtype(dtype) || n.size() > kMaxFoldElements) return std::nullopt;
+  if (!foldable_dtype(dtype) || n.size() < 0 || n.size() > kMaxFoldElements) return std::nullopt;
   if (int64_t(n.real() ? n.f.size() : n.i.size()) != n.size()) return std::nullopt;  // never overrun
   Tensor t = Tensor::allocate(dtype, n.dims);
   const bool to_real = dtype == ONYX_DTYPE_FLOAT32 || dtype == ONYX_DTYPE_FLOAT64;
@@ -193,16 +193,23 @@ std::optional<Num> fold_binary(const std::string& op, const std::vector<Num>& in
   if (op == "Max" || op == "Min" ? in.empty() : in.size() != arity) return std::nullopt;
   IntFn fi;
   RealFn fr;
-  if (op == "Add") fi = [](const I& a) { return a[0] + a[1]; }, fr = [](const R& a) { return a[0] + a[1]; };
-  else if (op == "Sub") fi = [](const I& a) { return a[0] - a[1]; }, fr = [](const R& a) { return a[0] - a[1]; };
-  else if (op == "Mul") fi = [](const I& a) { return a[0] * a[1]; }, fr = [](const R& a) { return a[0] * a[1]; };
+  // Integer results wrap as two's complement, as the kernels' do (numpy
+  // too): signed overflow is undefined in C++, and INT64_MIN / -1 traps.
+  auto wrap = [](uint64_t v) { return int64_t(v); };
+  if (op == "Add") fi = [wrap](const I& a) { return wrap(uint64_t(a[0]) + uint64_t(a[1])); }, fr = [](const R& a) { return a[0] + a[1]; };
+  else if (op == "Sub") fi = [wrap](const I& a) { return wrap(uint64_t(a[0]) - uint64_t(a[1])); }, fr = [](const R& a) { return a[0] - a[1]; };
+  else if (op == "Mul") fi = [wrap](const I& a) { return wrap(uint64_t(a[0]) * uint64_t(a[1])); }, fr = [](const R& a) { return a[0] * a[1]; };
   else if (op == "Div") {
     // Integer division truncates toward zero (ONNX reference: numpy then astype).
-    fi = [](const I& a) -> std::optional<int64_t> { if (a[1] == 0) return std::nullopt; return a[0] / a[1]; };
+    fi = [wrap](const I& a) -> std::optional<int64_t> {
+      if (a[1] == 0) return std::nullopt;
+      return a[1] == -1 ? wrap(0 - uint64_t(a[0])) : a[0] / a[1];
+    };
     fr = [](const R& a) { return a[0] / a[1]; };
   } else if (op == "Mod") {
     fi = [fmod](const I& a) -> std::optional<int64_t> {
       if (a[1] == 0) return std::nullopt;
+      if (a[1] == -1) return 0;  // x % -1 is 0 in either convention (and INT64_MIN % -1 traps)
       return fmod ? a[0] % a[1] : floor_mod(a[0], a[1]);
     };
     if (fmod) fr = [](const R& a) { return std::fmod(a[0], a[1]); };
@@ -353,7 +360,8 @@ std::vector<std::optional<Tensor>> fold_constants(const InferContext& ctx,
   auto known = [](const TypeShape& t) {
     return t.rank_known() && std::all_of(t.dims.begin(), t.dims.end(), [](int64_t d) { return d >= 0; });
   };
-  if (!known(out) || !foldable_dtype(out.dtype) || dim_product(out.dims) > kMaxFoldElements) return result;
+  const int64_t out_count = dim_product(out.dims);
+  if (!known(out) || !foldable_dtype(out.dtype) || out_count < 0 || out_count > kMaxFoldElements) return result;
 
   // Ops that need only their input's shape.
   if (op == "Shape" || op == "Size") {

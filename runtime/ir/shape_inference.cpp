@@ -384,9 +384,26 @@ Status infer_node(Graph& g, int n) {
   return Status();
 }
 
+// A tensor whose known dims alone overflow its element count or bytes cannot
+// exist: say so by name here, before a kernel or an allocation trusts a
+// wrapped size (a declared [2^62 + 1, 4] would otherwise count 4 elements).
+Status check_size(const Value& v, const std::string& where) {
+  if (v.kind != ValueKind::kTensor || v.rank <= 0) return Status();
+  Shape known;
+  for (int64_t d : v.dims) known.push_back(d < 0 ? 1 : d);
+  if (checked_storage_bytes(v.dtype == ONYX_DTYPE_UNDEFINED ? ONYX_DTYPE_UINT8 : v.dtype, known)) return Status();
+  return invalid_argument(where + ": '" + v.name + "' of shape " + shape_string(v.dims) +
+                          " has more elements or bytes than any machine can address");
+}
+
 Status infer_graph(Graph& g) {
+  for (int v : g.inputs) ONYX_RETURN_IF_ERROR(check_size(g.values[size_t(v)], "graph input"));
   ONYX_ASSIGN_OR_RETURN(std::vector<int> order, g.topological_order());
-  for (int n : order) ONYX_RETURN_IF_ERROR(infer_node(g, n));
+  for (int n : order) {
+    ONYX_RETURN_IF_ERROR(infer_node(g, n));
+    for (int out : g.nodes[size_t(n)].outputs)
+      if (out >= 0) ONYX_RETURN_IF_ERROR(check_size(g.values[size_t(out)], g.nodes[size_t(n)].describe()));
+  }
   return Status();
 }
 

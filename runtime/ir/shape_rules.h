@@ -88,12 +88,11 @@ const RuleTable& rules();
 // unknown rank makes the result's rank unknown.
 StatusOr<TypeShape> broadcast(const InferContext& ctx, std::span<const TypeShape> shapes);
 // Dim helpers: -1 stays unknown.
+// The element count of `dims`; kUnknown for an unknown dim or an overflow.
 inline int64_t dim_product(std::span<const int64_t> dims) {
   int64_t p = 1;
-  for (int64_t d : dims) {
-    if (d < 0) return kUnknown;
-    p *= d;
-  }
+  for (int64_t d : dims)
+    if (d < 0 || __builtin_mul_overflow(p, d, &p)) return kUnknown;
   return p;
 }
 // "[1, -1, 0]": a list of attribute or input values (shape_string would

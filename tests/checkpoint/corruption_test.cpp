@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <thread>
@@ -146,6 +147,38 @@ TEST(CheckpointCorruption, ResealedGarbageInTheTableIsRefusedSafely) {
   }
   std::printf("%d of 3000 damaged tables refused\n", refused);
   EXPECT_GT(refused, 1500);  // most changes break the structure; some only rename or renumber
+}
+
+// bad-inputs.md, class 1: a float64 tensor whose shape was rewritten from [1]
+// to [2^61 + 1] (8 * (2^61 + 1) bytes wraps to the 8 stored), checksums
+// re-sealed, is refused as an invalid shape, not accepted with a wrapped size.
+TEST(CheckpointCorruption, ShapeWhoseByteSizeWrapsIsRefused) {
+  Checkpoint c;
+  runtime::Tensor value = runtime::Tensor::allocate(ONYX_DTYPE_FLOAT64, {1});
+  c.module.trainable.push_back({"wraps", ONYX_DTYPE_FLOAT64, {1}, value, std::nullopt, std::nullopt});
+  StatusOr<std::vector<std::byte>> clean = serialize(c);
+  ASSERT_TRUE(clean.ok()) << clean.status().to_string();
+  std::vector<std::byte> bytes = *clean;
+  uint64_t toc_offset = 0;
+  std::memcpy(&toc_offset, bytes.data() + 16, 8);
+  // dtype 11 (float64), rank 1, dim 1: the record's type, in the table.
+  const uint32_t dtype = ONYX_DTYPE_FLOAT64, rank = 1;
+  const int64_t dim = 1, wrapping = (int64_t(1) << 61) + 1;
+  std::vector<std::byte> pattern(16);
+  std::memcpy(pattern.data(), &dtype, 4);
+  std::memcpy(pattern.data() + 4, &rank, 4);
+  std::memcpy(pattern.data() + 8, &dim, 8);
+  auto at = std::search(bytes.begin() + std::ptrdiff_t(toc_offset), bytes.end(), pattern.begin(), pattern.end());
+  ASSERT_NE(at, bytes.end()) << "the record's dims were not found in the table";
+  std::memcpy(&*(at + 8), &wrapping, 8);
+  uint32_t toc_crc = crc32c(std::span<const std::byte>(bytes).subspan(toc_offset));
+  std::memcpy(bytes.data() + 40, &toc_crc, 4);
+  uint32_t header_crc = crc32c(std::span<const std::byte>(bytes).first(60));
+  std::memcpy(bytes.data() + 60, &header_crc, 4);
+  StatusOr<Checkpoint> loaded = load_from_memory(bytes);
+  ASSERT_FALSE(loaded.ok()) << "a [2^61 + 1] float64 tensor of 8 bytes was accepted";
+  EXPECT_NE(loaded.status().message().find("'wraps' has an invalid shape [2305843009213693953]"), std::string::npos)
+      << loaded.status().to_string();
 }
 
 // Rewrites a file's version field and re-seals the header checksum, as a

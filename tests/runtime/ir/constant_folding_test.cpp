@@ -3,6 +3,8 @@
 // nodes stay in the graph; their outputs are only annotated.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "ir/shape_inference.h"
 #include "ir_test_util.h"
 
@@ -139,6 +141,28 @@ pb::TensorProto bool_tensor(std::vector<int> values) {
   t.add_dims(int64_t(values.size()));
   for (int v : values) t.add_int32_data(v);
   return t;
+}
+
+// bad-inputs.md, class 1: INT64_MIN / -1 and INT64_MIN % -1 trap on x86
+// (SIGFPE) when computed with idiv; they fold to the wrapped result as the
+// kernels compute it (and as numpy does), and sums wrap, not overflow.
+TEST(ConstantFolding, IntegerEdgeCasesFoldWithoutTrapping) {
+  const int64_t min = std::numeric_limits<int64_t>::min(), max = std::numeric_limits<int64_t>::max();
+  GraphBuilder g;
+  g.initializer(int64_tensor("a", {2}, {min, 7}))
+      .initializer(int64_tensor("minus_one", {1}, {-1}))
+      .initializer(int64_tensor("big", {1}, {max}))
+      .node("Div", {"a", "minus_one"}, {"q"})
+      .node("Mod", {"a", "minus_one"}, {"r"})
+      .node("Mod", {"a", "minus_one"}, {"rf"}, {attr_int("fmod", 1)})
+      .node("Add", {"big", "big"}, {"sum"})
+      .output("q").output("r").output("rf").output("sum");
+  auto m = import(make_model(g.proto()));
+  ASSERT_OK(m);
+  EXPECT_EQ(int64s(find(*m, "q")), std::vector<int64_t>({min, -7}));
+  EXPECT_EQ(int64s(find(*m, "r")), std::vector<int64_t>({0, 0}));
+  EXPECT_EQ(int64s(find(*m, "rf")), std::vector<int64_t>({0, 0}));
+  EXPECT_EQ(int64s(find(*m, "sum")), std::vector<int64_t>({-2}));
 }
 
 TEST(ConstantFolding, RangeConstantOfShapeWhereExpand) {

@@ -115,6 +115,27 @@ TEST(ShapeInference, MatMul) {
   EXPECT_TRUE(error_has(m, "cannot broadcast"));
 }
 
+// Sizes that overflow (shared/docs/bad-inputs.md, class 1): a declared input,
+// a Reshape, ConstantOfShape or Expand whose element count or bytes wrap is
+// refused by name at load, before a kernel or an allocation trusts it.
+TEST(ShapeInference, SizesThatOverflowAreRefused) {
+  const int64_t huge = (int64_t(1) << 62) + 1;
+  auto m = OpTest("MatMul").in("a", F, {huge, 4}).in("b", F, {4, 4}).run();
+  EXPECT_TRUE(error_has(m, "graph input: 'a' of shape [4611686018427387905, 4] has more elements or bytes"));
+  m = OpTest("Relu").in("x", F, {int64_t(1) << 31, int64_t(1) << 31, 4}).run();  // count 2^64: wraps to 0
+  EXPECT_TRUE(error_has(m, "'x' of shape"));
+  m = OpTest("Reshape").in("x", F, {4}).ints("s", {huge, 4}).run();
+  EXPECT_TRUE(error_has(m, "Reshape 'n'"));
+  m = OpTest("ConstantOfShape").ints("s", {int64_t(1) << 62, 4}).run();
+  EXPECT_TRUE(error_has(m, "ConstantOfShape 'n'"));
+  m = OpTest("Expand").in("x", F, {4}).ints("s", {int64_t(1) << 31, int64_t(1) << 31, 4}).run();
+  EXPECT_TRUE(error_has(m, "Expand 'n'"));
+  // Big but addressable stays legal: [2^40, 4] float is 16 TiB, and sizes
+  // are the memory planner's business, not inference's.
+  m = OpTest("Relu").in("x", F, {int64_t(1) << 40, 4}).run();
+  EXPECT_TRUE(m.ok()) << m.status().to_string();
+}
+
 TEST(ShapeInference, Gemm) {
   auto m = OpTest("Gemm").in("a", F, {4, 3}).in("b", F, {3, 5}).run();
   EXPECT_EQ(out(m).dims, Shape({4, 5}));
