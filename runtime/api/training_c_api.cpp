@@ -3,13 +3,12 @@
 #include <onyx/onyx_training_c_api.h>
 
 #include <onnx/onnx_pb.h>
+#include <onyx/util/read_file.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "api/c_api_internal.h"
 #include "api/checkpoint_state.h"
@@ -31,11 +30,11 @@ using onyx::runtime::capi::null_arg;
 namespace tr = onyx::runtime::training;
 
 onyx::runtime::StatusOr<std::string> read_file(const char* path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return onyx::runtime::not_found(std::string("cannot open ") + path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
+  std::string bytes;
+  int error = 0;
+  std::string failure = onyx::util::read_regular_file(path, &bytes, &error);
+  if (failure.empty()) return bytes;
+  return error == ENOENT ? onyx::runtime::not_found(failure) : onyx::runtime::invalid_argument(failure);
 }
 
 Status parse_artifact_options(const char* const* keys, const char* const* values, size_t count,

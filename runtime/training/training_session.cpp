@@ -1,15 +1,15 @@
 #include "training/training_session.h"
 
 #include <onnx/onnx_pb.h>
+#include <onyx/util/read_file.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "ir/onnx_import.h"
 #include "onyx/checkpoint_tools.h"
@@ -26,12 +26,11 @@ double seconds_since(Clock::time_point start) {
 }
 
 StatusOr<std::string> read_whole_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return not_found("cannot open " + path.string());
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  if (!in.good() && !in.eof()) return data_loss("error reading " + path.string());
-  return buffer.str();
+  std::string bytes;
+  int error = 0;
+  std::string failure = util::read_regular_file(path, &bytes, &error);
+  if (failure.empty()) return bytes;
+  return error == ENOENT ? not_found(failure) : invalid_argument(failure);
 }
 
 StatusOr<std::unique_ptr<Session>> make_session(ProviderRegistry& registry, const std::string& bytes,
@@ -62,8 +61,6 @@ Status check_parameter_input(const ir::Value& input, const checkpoint::TensorRec
   return Status();
 }
 
-// Splits a model's inputs into parameters (checked against the checkpoint)
-// and data inputs (everything else, in order).
 // g *= scale, in place (float32 and float64 gradients).
 Status scale_gradient(Tensor& g, double scale, const std::string& parameter) {
   if (g.dtype() == ONYX_DTYPE_FLOAT32) {
@@ -79,6 +76,8 @@ Status scale_gradient(Tensor& g, double scale, const std::string& parameter) {
   return Status();
 }
 
+// Splits a model's inputs into parameters (checked against the checkpoint)
+// and data inputs (everything else, in order).
 StatusOr<std::vector<std::string>> data_inputs(const Session& session, const checkpoint::Checkpoint& state,
                                                const char* what) {
   std::vector<std::string> data;
@@ -119,6 +118,14 @@ StatusOr<std::unique_ptr<TrainingSession>> TrainingSession::create(
     const TrainingSessionOptions& options) {
   if (!state) return invalid_argument("training session: no checkpoint state");
   ONYX_RETURN_IF_ERROR(checkpoint::validate(*state).with_context("training session checkpoint"));
+  // One rank's shard holds slices of the parameters and state: training on
+  // it as if it were the whole would be silently wrong.
+  if (state->metadata.shard_count > 1)
+    return failed_precondition("training session checkpoint: it is shard " +
+                               std::to_string(state->metadata.shard_index) + " of " +
+                               std::to_string(state->metadata.shard_count) +
+                               ", not a complete state: aggregate the shards first (onyx checkpoint aggregate, "
+                               "onyx_checkpoint_aggregate), or resume from the folder of all shards");
   std::unique_ptr<TrainingSession> s(new TrainingSession());
   s->state_ = std::move(state);
   s->lr_ = options.learning_rate;

@@ -5,6 +5,7 @@
 // naming both versions.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -179,6 +180,34 @@ TEST(CheckpointCorruption, ShapeWhoseByteSizeWrapsIsRefused) {
   ASSERT_FALSE(loaded.ok()) << "a [2^61 + 1] float64 tensor of 8 bytes was accepted";
   EXPECT_NE(loaded.status().message().find("'wraps' has an invalid shape [2305843009213693953]"), std::string::npos)
       << loaded.status().to_string();
+}
+
+// bad-inputs.md, class 3: a checkpoint path that is a FIFO blocked open(2)
+// forever. It is refused, naming the path, without waiting for a writer (in
+// a child process, so that a regression fails the test instead of hanging it).
+TEST(CheckpointCorruption, FifoPathIsRefusedWithoutBlocking) {
+  TempDir dir;
+  const std::filesystem::path fifo = dir / "state.ckpt";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    Status s = load_status(fifo);
+    ::_exit(s.ok() ? 1 : s.message().find("is not a regular file") != std::string::npos ? 0 : 2);
+  }
+  int status = 0;
+  bool ended = false;
+  for (int waited = 0; waited < 100 && !ended; ++waited) {
+    ended = ::waitpid(child, &status, WNOHANG) == child;
+    if (!ended) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (!ended) {
+    ::kill(child, SIGKILL);
+    ::waitpid(child, &status, 0);
+    FAIL() << "loading a FIFO blocked for 10 s";
+  }
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: accepted, 2: refused without saying it is not a regular file";
 }
 
 // Rewrites a file's version field and re-seals the header checksum, as a

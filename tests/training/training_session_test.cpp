@@ -197,6 +197,22 @@ TEST(TrainingSession, CheckpointShapeMismatchNamesTheParameterAndBothShapes) {
   EXPECT_NE(s.status().message().find("[16, 12]"), std::string::npos) << s.status().message();
 }
 
+// bad-inputs.md, class 5: one rank's shard is not a complete state. Cut by
+// checkpoint::shard() itself (rank 0 of 2), it is refused with what to do.
+TEST(TrainingSession, OneShardIsRefusedAsAStartingState) {
+  ProviderRegistry registry;
+  registry.add_search_dir(ONYX_PROVIDER_DIR);
+  Artifacts a = make_mlp_artifacts(initial_params(7), "sgd");
+  auto shards = checkpoint::shard(a.checkpoint, 2);
+  ASSERT_TRUE(shards.ok()) << shards.status().to_string();
+  auto s = TrainingSession::create(registry, std::make_shared<checkpoint::Checkpoint>((*shards)[0]), model_bytes(a), {});
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), ONYX_STATUS_FAILED_PRECONDITION);
+  EXPECT_NE(s.status().message().find("it is shard 0 of 2, not a complete state: aggregate the shards first"),
+            std::string::npos)
+      << s.status().message();
+}
+
 TEST(TrainingSession, WrongInputCountIsAClearError) {
   Fixture f("sgd", 0.1);
   ASSERT_TRUE(f.session);
