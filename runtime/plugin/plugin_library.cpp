@@ -1,13 +1,19 @@
 #include "plugin/plugin_library.h"
 
+#include <elf.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <onyx_optimizer.h>
 #include <onyx_provider.h>
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdio>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <vector>
 
 #include "plugin/search_dirs.h"
 
@@ -90,6 +96,59 @@ StatusOr<std::string> find_plugin_file(const PluginKind& kind, const std::string
                    (searched.empty() ? std::string(" (no folders)") : searched));
 }
 
+namespace {
+
+// dlopen maps a library's segments as its headers describe them; a file cut
+// short (a partial download or copy) then faults (SIGBUS) on the first touch
+// past its end. So the ELF headers are read and every table and loadable
+// segment checked against the file's size first. "" when the layout fits.
+std::string elf_layout_problem(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return "cannot open it: " + std::string(std::strerror(errno));
+  struct stat st {};
+  std::vector<char> head;
+  std::string problem;
+  auto read_at = [&](uint64_t offset, size_t count) {
+    head.assign(count, 0);
+    return ::pread(fd, head.data(), count, off_t(offset)) == ssize_t(count);
+  };
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) problem = "it is not a regular file";
+  const uint64_t size = problem.empty() ? uint64_t(st.st_size) : 0;
+  Elf64_Ehdr header{};
+  if (problem.empty()) {
+    if (size < sizeof header || !read_at(0, sizeof header) || std::memcmp(head.data(), ELFMAG, SELFMAG) != 0)
+      problem = "not an ELF shared library (" + std::to_string(size) + " bytes)";
+    else if (head[EI_CLASS] != ELFCLASS64)
+      problem = "not a 64-bit ELF library";
+    else
+      std::memcpy(&header, head.data(), sizeof header);
+  }
+  auto table_fits = [&](uint64_t offset, uint64_t entry, uint64_t count) {
+    return offset <= size && entry <= size && count <= size && entry * count <= size - offset;
+  };
+  if (problem.empty() &&
+      (header.e_phentsize < sizeof(Elf64_Phdr) || !table_fits(header.e_phoff, header.e_phentsize, header.e_phnum)))
+    problem = "its program headers lie outside its " + std::to_string(size) + " bytes (truncated?)";
+  if (problem.empty() && header.e_shoff != 0 && !table_fits(header.e_shoff, header.e_shentsize, header.e_shnum))
+    problem = "its section headers lie outside its " + std::to_string(size) + " bytes (truncated?)";
+  for (uint64_t k = 0; problem.empty() && k < header.e_phnum; ++k) {
+    Elf64_Phdr segment{};
+    if (!read_at(header.e_phoff + k * header.e_phentsize, sizeof segment)) {
+      problem = "cannot read its program header " + std::to_string(k);
+      break;
+    }
+    std::memcpy(&segment, head.data(), sizeof segment);
+    if (segment.p_type == PT_LOAD && (segment.p_offset > size || segment.p_filesz > size - segment.p_offset))
+      problem = "its loadable segment " + std::to_string(k) + " ends at byte " +
+                std::to_string(segment.p_offset + segment.p_filesz) + ", past its " + std::to_string(size) +
+                " bytes (truncated?)";
+  }
+  ::close(fd);
+  return problem;
+}
+
+}  // namespace
+
 StatusOr<PluginLibrary> PluginLibrary::open(const PluginKind& kind, const std::string& path) {
   PluginLibrary p;
   p.noun_ = kind.noun;
@@ -98,6 +157,8 @@ StatusOr<PluginLibrary> PluginLibrary::open(const PluginKind& kind, const std::s
   const std::string what = std::string("an Onyx ") + kind.noun + " plugin";
   std::error_code ec;
   if (!fs::exists(where, ec)) return not_found(std::string(kind.noun) + " plugin " + where + ": no such file");
+  if (std::string problem = elf_layout_problem(where); !problem.empty())
+    return incompatible("cannot load " + std::string(kind.noun) + " plugin " + where + ": " + problem);
   try {
     // RTLD_NOW: unresolved symbols fail here, not in the middle of a run.
     p.library_.load(where, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);

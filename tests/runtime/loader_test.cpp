@@ -1,6 +1,7 @@
 // Loading plugins from disk: negotiation, refusals, unavailability, missing
 // dependencies. Uses the purpose-built plugins in tests/plugins.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 
@@ -85,6 +86,27 @@ TEST(Loader, ALibraryThatIsNotAPluginIsRefused) {
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.status().code(), ONYX_STATUS_INCOMPATIBLE);
   EXPECT_NE(p.status().message().find("not an Onyx provider plugin"), std::string::npos);
+}
+
+// bad-inputs.md, class 6: a plugin cut short (its first 1,000 bytes, its
+// first half) made dlopen fault (SIGBUS) in every scan of its folder. Its ELF
+// layout is checked against the file's size first, and it is refused.
+TEST(Loader, ATruncatedLibraryIsRefusedBeforeLoading) {
+  namespace fs = std::filesystem;
+  const fs::path real = fs::path(ONYX_TEST_PLUGIN_DIR) / "libonyx_test_dependency.so";
+  const uintmax_t size = fs::file_size(real);
+  const fs::path dir = fs::temp_directory_path() / ("onyx_truncated_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  for (uintmax_t keep : {uintmax_t(1000), size / 2, size - 1}) {
+    const fs::path cut = dir / ("libonyx_provider_cut" + std::to_string(keep) + ".so");
+    fs::copy_file(real, cut, fs::copy_options::overwrite_existing);
+    fs::resize_file(cut, keep);
+    auto p = Provider::load(cut.string());
+    ASSERT_FALSE(p.ok()) << keep << " bytes loaded";
+    EXPECT_EQ(p.status().code(), ONYX_STATUS_INCOMPATIBLE) << p.status().to_string();
+    EXPECT_NE(p.status().message().find("(truncated?)"), std::string::npos) << p.status().to_string();
+  }
+  fs::remove_all(dir);
 }
 
 TEST(Loader, AProviderTableSmallerThanAbi10IsRefusedNamingTheSizes) {
