@@ -3,6 +3,7 @@
 #include "onyx/util/atomic_file.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -101,6 +102,29 @@ WriteResult TemporaryFile::write_at(uint64_t offset, std::span<const std::byte> 
   return {};
 }
 
+namespace {
+
+// Temporary files of `path` left by writers that were killed mid-write
+// ("<name>.tmp-<pid>-<n>" whose process no longer exists): removed at the
+// next successful write, so crashes do not pile them up. A live process's
+// (or a reused pid's) are left alone.
+void remove_stale_temporaries(const fs::path& path) {
+  const std::string prefix = path.filename().string() + ".tmp-";
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(path.parent_path().empty() ? fs::path(".") : path.parent_path(), ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.starts_with(prefix)) continue;
+    const std::string rest = name.substr(prefix.size());
+    const size_t dash = rest.find('-');
+    if (dash == 0 || dash == std::string::npos || rest.find_first_not_of("0123456789") != dash || dash > 9) continue;
+    const pid_t pid = pid_t(std::stol(rest.substr(0, dash)));
+    if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
+    fs::remove(entry.path(), ec);
+  }
+}
+
+}  // namespace
+
 WriteResult write_file_atomically(const fs::path& path, const std::function<WriteResult(TemporaryFile&)>& write) {
   const fs::path tmp = temporary_name(path);
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -113,6 +137,7 @@ WriteResult write_file_atomically(const fs::path& path, const std::function<Writ
   if (::rename(tmp.c_str(), path.c_str()) != 0)
     return system_failure("cannot rename '" + tmp.string() + "' to", path, errno);
   guard.commit();
+  remove_stale_temporaries(path);
   return flush_folder(path.parent_path());
 }
 

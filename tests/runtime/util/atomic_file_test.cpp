@@ -1,6 +1,8 @@
 #include <onyx/util/atomic_file.h>
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -42,6 +44,27 @@ TEST_F(AtomicFileTest, WritesAndReplaces) {
   ASSERT_TRUE(write_file_atomically(target, "second, longer").ok());
   EXPECT_EQ(contents(target), "second, longer");
   EXPECT_EQ(files(), 1u);
+}
+
+// bad-inputs.md, class 5: killed saves left their temporary files behind
+// (59 after 65 kills). The next write of the same file removes those of
+// processes that no longer exist, and keeps a live process's.
+TEST_F(AtomicFileTest, StaleTemporariesOfDeadWritersAreRemoved) {
+  fs::path target = dir_ / "state.ckpt";
+  pid_t dead = ::fork();
+  ASSERT_GE(dead, 0);
+  if (dead == 0) ::_exit(0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(dead, &status, 0), dead);  // reaped: the pid no longer exists
+  const fs::path stale = dir_ / ("state.ckpt.tmp-" + std::to_string(dead) + "-3");
+  const fs::path live = dir_ / ("state.ckpt.tmp-" + std::to_string(::getppid()) + "-0");
+  const fs::path other = dir_ / ("other.ckpt.tmp-" + std::to_string(dead) + "-0");
+  for (const fs::path& p : {stale, live, other}) std::ofstream(p) << "partial";
+  ASSERT_TRUE(write_file_atomically(target, "complete").ok());
+  EXPECT_FALSE(fs::exists(stale)) << "a dead writer's temporary file was left";
+  EXPECT_TRUE(fs::exists(live)) << "a live process's temporary file was removed";
+  EXPECT_TRUE(fs::exists(other)) << "another file's temporary file was removed";
+  EXPECT_EQ(contents(target), "complete");
 }
 
 TEST_F(AtomicFileTest, CallbackAppendsAndPatches) {
