@@ -2,7 +2,10 @@
 // the file is trusted before it is checked: the header and table checksums
 // first, then every tensor's dtype, shape, offset and length against the
 // file, and (when asked) every tensor's checksum.
+#include <algorithm>
 #include <limits>
+#include <tuple>
+#include <vector>
 
 #include "byte_io.h"
 #include "file_io.h"
@@ -61,6 +64,16 @@ class TocDecoder {
     }
     if (!r_.ok()) return corrupt("the table of contents ends early (at byte " + std::to_string(r_.position()) + ")");
     if (r_.remaining() != 0) return corrupt(std::to_string(r_.remaining()) + " unread bytes end the table of contents");
+    // Each tensor owns its bytes: two records that point into the same range
+    // (a small one inside a big one) would alias, and a write to one change the other.
+    std::sort(ranges_.begin(), ranges_.end());
+    for (size_t k = 1; k < ranges_.size(); ++k) {
+      const auto& [offset, bytes, where] = ranges_[k];
+      const auto& [prev_offset, prev_bytes, prev_where] = ranges_[k - 1];
+      if (bytes > 0 && prev_bytes > 0 && offset < prev_offset + prev_bytes)
+        return corrupt(prev_where + " and " + where + " share data bytes [" + std::to_string(offset) + ", " +
+                       std::to_string(std::min(offset + bytes, prev_offset + prev_bytes)) + ")");
+    }
     bool nominal = header_.flags & kFlagNominal;
     if (nominal != c.nominal())
       return corrupt(nominal ? "the header says nominal but tensors carry data"
@@ -118,6 +131,7 @@ class TocDecoder {
       return corrupt(where + " has data at [" + std::to_string(offset) + ", +" + std::to_string(bytes) +
                      ") outside the data section [" + std::to_string(kHeaderSize) + ", " +
                      std::to_string(header_.toc_offset) + ") or misaligned");
+    ranges_.emplace_back(offset, bytes, where);
     t.data = Tensor::wrap(t.dtype, t.shape, file_.data + offset, file_.owner);
     t.checksum = crc;
     return {};
@@ -126,6 +140,7 @@ class TocDecoder {
   const FileBytes& file_;
   const Header& header_;
   ByteReader r_;
+  std::vector<std::tuple<uint64_t, uint64_t, std::string>> ranges_;  // data offset, bytes, record
 };
 
 StatusOr<Checkpoint> parse(const FileBytes& file, bool verify) {

@@ -182,6 +182,41 @@ TEST(CheckpointCorruption, ShapeWhoseByteSizeWrapsIsRefused) {
       << loaded.status().to_string();
 }
 
+// bad-inputs.md, class 5: two tensors whose records point at one data range
+// (equal values, so each checksum still matches) are refused: they alias.
+TEST(CheckpointCorruption, TensorsSharingDataBytesAreRefused) {
+  Checkpoint c;
+  for (const char* name : {"first", "second"}) {
+    runtime::Tensor value = runtime::Tensor::allocate(ONYX_DTYPE_FLOAT32, {4});
+    for (int i = 0; i < 4; ++i) value.data_as<float>()[i] = float(i);
+    c.module.trainable.push_back({name, ONYX_DTYPE_FLOAT32, {4}, value, std::nullopt, std::nullopt});
+  }
+  StatusOr<std::vector<std::byte>> clean = serialize(c);
+  ASSERT_TRUE(clean.ok()) << clean.status().to_string();
+  std::vector<std::byte> bytes = *clean;
+  uint64_t toc_offset = 0;
+  std::memcpy(&toc_offset, bytes.data() + 16, 8);
+  // Each record stores (data offset u64, bytes u64 = 16); point the second at the first's data.
+  std::vector<uint64_t> offsets;
+  for (size_t at = toc_offset; at + 16 <= bytes.size(); ++at) {
+    uint64_t offset = 0, size = 0;
+    std::memcpy(&offset, bytes.data() + at, 8);
+    std::memcpy(&size, bytes.data() + at + 8, 8);
+    if (size == 16 && offset >= 64 && offset < toc_offset) offsets.push_back(at);
+  }
+  ASSERT_EQ(offsets.size(), 2u) << "the records' data ranges were not found in the table";
+  std::memcpy(bytes.data() + offsets[1], bytes.data() + offsets[0], 8);
+  uint32_t toc_crc = crc32c(std::span<const std::byte>(bytes).subspan(toc_offset));
+  std::memcpy(bytes.data() + 40, &toc_crc, 4);
+  uint32_t header_crc = crc32c(std::span<const std::byte>(bytes).first(60));
+  std::memcpy(bytes.data() + 60, &header_crc, 4);
+  StatusOr<Checkpoint> loaded = load_from_memory(bytes);
+  ASSERT_FALSE(loaded.ok()) << "two tensors sharing one data range were accepted";
+  EXPECT_NE(loaded.status().message().find("'first' and trainable parameter 'second' share data bytes"),
+            std::string::npos)
+      << loaded.status().to_string();
+}
+
 // bad-inputs.md, class 3: a checkpoint path that is a FIFO blocked open(2)
 // forever. It is refused, naming the path, without waiting for a writer (in
 // a child process, so that a regression fails the test instead of hanging it).
