@@ -1,6 +1,7 @@
 #include "session/kernel_context.h"
 
 #include <cstring>
+#include <new>
 
 #include "core/log.h"
 #include "session/plan.h"
@@ -105,14 +106,29 @@ Status KernelContext::output(size_t index, int32_t dtype, std::span<const int64_
                             dtype_name(dtype));
   const Device& device = device_of(run_, step_.device);
   int v = step_.outputs[index];
-  size_t bytes = storage_bytes(dtype, element_count(shape));
+  const std::optional<size_t> checked = checked_storage_bytes(dtype, shape);
+  if (!checked)
+    return invalid_argument(step_.name + ": output " + std::to_string(index) + " of shape " + shape_string(shape) +
+                            " has more elements or bytes than any machine can address");
+  const size_t bytes = *checked;
+  // An allocation that fails names the node and the tensor it was for.
+  auto for_output = [&](auto&& allocate) {
+    Status s;
+    try {
+      s = allocate();
+    } catch (const std::bad_alloc&) {
+      s = Status(ONYX_STATUS_OUT_OF_MEMORY, "out of memory");
+    }
+    return s.with_context(step_.name + ": output " + std::to_string(index) + " (" + dtype_name(dtype) + " " +
+                          shape_string(shape) + ", " + std::to_string(bytes) + " bytes)");
+  };
   RunSlot slot;
   slot.present = true;
   slot.dtype = dtype;
   slot.dims = shape;
   slot.device = step_.device;
   if (v < 0) {  // omitted optional output: scratch the kernel may write
-    ONYX_RETURN_IF_ERROR(device.allocate(bytes, &slot.data));
+    ONYX_RETURN_IF_ERROR(for_output([&] { return device.allocate(bytes, &slot.data); }));
     scratch_.emplace_back(step_.device, slot.data);
     fill_view(run_, omitted_outputs_.emplace_back(std::move(slot)), out);
     return Status();
@@ -129,7 +145,7 @@ Status KernelContext::output(size_t index, int32_t dtype, std::span<const int64_
   if (viewed >= 0 && (!source || slot_bytes(*source) != bytes))
     return invalid_argument(step_.name + ": output " + std::to_string(index) +
                             " declared as a view of its input but the sizes differ");
-  ONYX_RETURN_IF_ERROR(place(v, slot, bytes));
+  ONYX_RETURN_IF_ERROR(for_output([&] { return place(v, slot, bytes); }));
   RunSlot& placed = run_.slots[size_t(v)] = std::move(slot);  // the run frees it, also on error
   // A view the plan could not place in its input's bytes: the host copies them.
   if (source && bytes && placed.data != source->data) {
