@@ -2,12 +2,18 @@
 // the ABI's one dtype table (onyx_dtype.h).
 #include "onyx/util/tensor_proto_codec.h"
 
+#include <fcntl.h>
+#include <linux/openat2.h>
 #include <onyx_dtype.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <bit>
 #include <charconv>
 #include <cstdlib>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -124,11 +130,19 @@ CodecError parse_size(const std::string& text, const std::string& key, const std
   return {};
 }
 
+// A location as messages quote it: at most 200 characters.
+std::string shortened(const std::string& text) {
+  return text.size() <= 200 ? text : text.substr(0, 200) + "... (" + std::to_string(text.size()) + " characters)";
+}
+
 // The file `location` names, checked to lie inside `base_dir`.
 CodecError resolve_external_path(const std::string& location, const std::string& base_dir, const std::string& who,
                                  fs::path& out) {
-  const std::string where = who + ": external data location '" + location + "'";
+  const std::string where = who + ": external data location '" + shortened(location) + "'";
   if (location.empty()) return invalid(where + " is empty");
+  // A NUL ends the path the system sees: "inside.bin\0/../../secret" would
+  // be checked as one path and opened as another.
+  if (location.find('\0') != std::string::npos) return invalid(where + " contains a NUL byte");
   if (base_dir.empty())
     return invalid(where + " cannot be read: the model was loaded from memory, so it "
                            "has no folder to resolve it against");
@@ -151,6 +165,31 @@ CodecError resolve_external_path(const std::string& location, const std::string&
   return {};
 }
 
+// Opens `location` below `base` as one step, so that the file checked is the
+// file read: openat2's RESOLVE_BENEATH makes the kernel refuse any path
+// ("..", a symlink) that leaves the folder, even one swapped in after the
+// check above. Without openat2 (Linux < 5.6): O_NOFOLLOW on the last part.
+// Returns the descriptor, or -errno.
+int open_beneath(const fs::path& base, const std::string& location) {
+  int dir = ::open(base.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) return -errno;
+#ifdef SYS_openat2
+  open_how how{};
+  how.flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK;
+  how.resolve = RESOLVE_BENEATH;
+  long resolved = ::syscall(SYS_openat2, dir, location.c_str(), &how, sizeof how);
+  if (resolved >= 0 || errno != ENOSYS) {
+    int error = errno;
+    ::close(dir);
+    return resolved >= 0 ? int(resolved) : -error;
+  }
+#endif
+  int fd = ::openat(dir, location.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+  int error = errno;
+  ::close(dir);
+  return fd >= 0 ? fd : -error;
+}
+
 // Reads external data into `t` (dtype and dims set), after checking the
 // location and that the file holds exactly the tensor's bytes.
 CodecError read_external(const TensorProto& proto, const std::string& base_dir, int64_t count, const std::string& who,
@@ -167,30 +206,48 @@ CodecError read_external(const TensorProto& proto, const std::string& base_dir, 
   const uint64_t expected = onyx_dtype_storage_bytes(t.dtype, count);
   fs::path path;
   if (CodecError e = resolve_external_path(location, base_dir, who, path); !e.ok()) return e;
-  const std::string where = who + ": external data '" + location + "'";
+  const std::string where = who + ": external data '" + shortened(location) + "'";
   uint64_t offset = 0;
   if (!offset_text.empty())
     if (CodecError e = parse_size(offset_text, "offset", who, offset); !e.ok()) return e;
   std::error_code ec;
-  const uint64_t file_size = fs::file_size(path, ec);
-  if (ec) return error(CodecError::kNotFound, where + ": cannot stat the file (" + ec.message() + ")");
+  const int fd = open_beneath(fs::weakly_canonical(fs::absolute(base_dir, ec), ec), location);
+  if (fd < 0)
+    return error(-fd == ENOENT ? CodecError::kNotFound : CodecError::kInvalid,
+                 where + ": cannot open it inside the model's folder (" + std::strerror(-fd) + ")");
+  struct stat st {};
+  const bool stat_ok = ::fstat(fd, &st) == 0;
+  auto close_with = [fd](CodecError e) {
+    ::close(fd);
+    return e;
+  };
+  if (!stat_ok || !S_ISREG(st.st_mode)) return close_with(invalid(where + " is not a regular file"));
+  // A hard link makes a file outside the folder look like one inside it.
+  if (st.st_nlink > 1)
+    return close_with(invalid(where + " has " + std::to_string(st.st_nlink) +
+                              " hard links; a linked file may live outside the model's folder, so it is refused"));
+  const uint64_t file_size = uint64_t(st.st_size);
   if (offset > file_size)
-    return invalid(where + ": offset " + std::to_string(offset) + " is past the end of the " +
-                   std::to_string(file_size) + "-byte file");
+    return close_with(invalid(where + ": offset " + std::to_string(offset) + " is past the end of the " +
+                              std::to_string(file_size) + "-byte file"));
   uint64_t length = file_size - offset;
   if (has_length)
-    if (CodecError e = parse_size(length_text, "length", who, length); !e.ok()) return e;
+    if (CodecError e = parse_size(length_text, "length", who, length); !e.ok()) return close_with(e);
   if (length > file_size - offset)
-    return invalid(where + ": offset " + std::to_string(offset) + " + length " + std::to_string(length) +
-                   " exceeds the file size " + std::to_string(file_size));
+    return close_with(invalid(where + ": offset " + std::to_string(offset) + " + length " + std::to_string(length) +
+                              " exceeds the file size " + std::to_string(file_size)));
   if (length != expected)
-    return invalid(where + ": holds " + std::to_string(length) + " bytes but " + name_of(t.dtype) + " " +
-                   shape_text(t.dims) + " needs " + std::to_string(expected));
-  if (CodecError e = allocate(t, expected, who); !e.ok()) return e;
-  std::ifstream in(path, std::ios::binary);
-  in.seekg(std::streamoff(offset));
-  if (length && !in.read(static_cast<char*>(t.data), std::streamsize(length)))
-    return error(CodecError::kReadFailed, where + ": read failed");
+    return close_with(invalid(where + ": holds " + std::to_string(length) + " bytes but " + name_of(t.dtype) + " " +
+                              shape_text(t.dims) + " needs " + std::to_string(expected)));
+  if (CodecError e = allocate(t, expected, who); !e.ok()) return close_with(e);
+  for (uint64_t done = 0; done < length;) {
+    ssize_t n = ::pread(fd, static_cast<char*>(t.data) + done, std::min<uint64_t>(length - done, uint64_t(1) << 30),
+                        off_t(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return close_with(error(CodecError::kReadFailed, where + ": read failed"));
+    done += uint64_t(n);
+  }
+  ::close(fd);
   return {};
 }
 

@@ -105,6 +105,24 @@ TEST(TensorProtoCodec, ExternalDataStaysInsideItsFolder) {
   EXPECT_NE(e.message.find("outside the model's folder"), std::string::npos) << e.message;
   location->set_value("absent.bin");
   EXPECT_EQ(decode_tensor_proto(p, {dir.string(), ""}, t).kind, CodecError::kNotFound);
+  // bad-inputs.md, class 4: a NUL that would cut the path the system sees,
+  // a hard link (to a file that may live anywhere), and a symlink out of the
+  // folder are refused; the check and the open are one step (openat2).
+  location->set_value(std::string("w.bin\0/../../secret.bin", 24));
+  e = decode_tensor_proto(p, {dir.string(), ""}, t);
+  EXPECT_NE(e.message.find("contains a NUL byte"), std::string::npos) << e.message;
+  fs::create_directories(dir / "outside");
+  std::ofstream(dir / "outside" / "secret.bin", std::ios::binary).write(reinterpret_cast<const char*>(values), sizeof values);
+  fs::create_directories(dir / "model");
+  fs::create_hard_link(dir / "outside" / "secret.bin", dir / "model" / "linked.bin");
+  location->set_value("linked.bin");
+  e = decode_tensor_proto(p, {(dir / "model").string(), ""}, t);
+  EXPECT_NE(e.message.find("has 2 hard links"), std::string::npos) << e.message;
+  fs::create_symlink(dir / "outside" / "secret.bin", dir / "model" / "symlinked.bin");
+  location->set_value("symlinked.bin");
+  e = decode_tensor_proto(p, {(dir / "model").string(), ""}, t);
+  EXPECT_FALSE(e.ok());
+  EXPECT_NE(e.message.find("outside the model's folder"), std::string::npos) << e.message;
   fs::remove_all(dir);
 }
 
