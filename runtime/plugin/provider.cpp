@@ -87,10 +87,20 @@ Provider::~Provider() {
 }
 
 Status Provider::availability() const {
-  return take_status(api_->plugin_availability(plugin_));
+  ONYX_RETURN_IF_ERROR(take_status(api_->plugin_availability(plugin_)));
+  const size_t count = api_->device_count(plugin_);
+  if (count > kMaxDevices)
+    return incompatible(library_.describe() + " reports " + std::to_string(count) + " devices; no machine has more than " +
+                        std::to_string(kMaxDevices) + ", so the plugin is refused");
+  return Status();
 }
 
-size_t Provider::device_count() const { return api_->device_count(plugin_); }
+// Bounded: a count past any machine (SIZE_MAX) is a broken plugin, whose
+// devices the host would otherwise enumerate for hours (availability() says so).
+size_t Provider::device_count() const {
+  const size_t count = api_->device_count(plugin_);
+  return count > kMaxDevices ? 0 : count;
+}
 
 StatusOr<OnyxDeviceProperties> Provider::device_properties(size_t index) const {
   OnyxDeviceProperties props{};

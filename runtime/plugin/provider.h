@@ -49,6 +49,9 @@ class Provider {
   size_t device_count() const;
   StatusOr<OnyxDeviceProperties> device_properties(size_t index) const;
 
+  // More devices than any machine has: the plugin's count is not believed.
+  static constexpr size_t kMaxDevices = 4096;
+
  private:
   explicit Provider(PluginLibrary library) : library_(std::move(library)) {}
   PluginLibrary library_;  // destroyed last: unloads the code

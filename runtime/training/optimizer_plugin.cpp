@@ -31,6 +31,23 @@ StatusOr<OptimizerDescription> describe(const PluginLibrary& library) {
   if (!is_plain_name(e.name) || !e.update_function || (e.slot_count && !e.slots) ||
       (e.hyperparameter_count && !e.hyperparameters))
     return incompatible(path + ": optimizer entry lacks a valid name, update function or lists");
+  // The counts index static arrays the host cannot measure: bound them, and
+  // check each element's struct_size, so a count past its array is refused
+  // rather than read.
+  constexpr size_t kMaxSlots = 16, kMaxHyperparameters = 64;
+  if (e.slot_count > kMaxSlots || e.hyperparameter_count > kMaxHyperparameters)
+    return incompatible(path + ": optimizer entry declares " + std::to_string(e.slot_count) + " slots and " +
+                        std::to_string(e.hyperparameter_count) + " hyperparameters; at most " +
+                        std::to_string(kMaxSlots) + " and " + std::to_string(kMaxHyperparameters));
+  for (size_t i = 0; i < e.slot_count; ++i)
+    if (e.slots[i].struct_size < sizeof(OnyxOptimizerSlot))
+      return incompatible(path + ": slot " + std::to_string(i) + " has struct_size " +
+                          std::to_string(e.slots[i].struct_size) + " (the slot count may exceed its array)");
+  for (size_t i = 0; i < e.hyperparameter_count; ++i)
+    if (e.hyperparameters[i].struct_size < sizeof(OnyxOptimizerHyperparameter))
+      return incompatible(path + ": hyperparameter " + std::to_string(i) + " has struct_size " +
+                          std::to_string(e.hyperparameters[i].struct_size) +
+                          " (the hyperparameter count may exceed its array)");
 
   OptimizerDescription d;
   d.name = e.name;

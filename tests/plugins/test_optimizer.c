@@ -3,6 +3,7 @@
  *   TEST_OPTIMIZER_WRONG_MAGIC  the entry carries a provider's magic
  *   TEST_OPTIMIZER_TRUNCATED    struct_size stops before update_function
  *   TEST_OPTIMIZER_MAJOR_TWO    speaks only optimizer ABI 2.0 to 2.1
+ *   TEST_OPTIMIZER_SLOT_COUNT   declares 2^40 slots for its array of one
  * Apart from that the entry is a valid plain-SGD optimizer. */
 #include <onyx_optimizer.h>
 #include <onyx_provider.h>
@@ -35,8 +36,15 @@ static const char kUpdate[] =
     "  new_param = Sub (param, delta)\n"
     "}\n";
 
+#if defined(TEST_OPTIMIZER_SLOT_COUNT)
+static const OnyxOptimizerSlot kSlots[] = {{sizeof(OnyxOptimizerSlot), "m", 0.0f}};
+#define TEST_SLOTS (size_t)1 << 40, kSlots
+#else
+#define TEST_SLOTS 0, 0
+#endif
+
 static const OnyxOptimizerEntry kEntry = {
-    TEST_MAGIC, TEST_SIZE, TEST_MIN_ABI, TEST_MAX_ABI, TEST_OPTIMIZER_NAME, "test", 0, 0, 0, 0, kUpdate, 0, 0,
+    TEST_MAGIC, TEST_SIZE, TEST_MIN_ABI, TEST_MAX_ABI, TEST_OPTIMIZER_NAME, "test", TEST_SLOTS, 0, 0, kUpdate, 0, 0,
 };
 
 ONYX_OPTIMIZER_EXPORT const OnyxOptimizerEntry* OnyxGetOptimizerEntry(void) { return &kEntry; }

@@ -7,6 +7,7 @@
 //                               table has functions this host doesn't know
 //   TEST_PLUGIN_SHORT_TABLE     a provider table smaller than ABI 1.0's
 //   TEST_PLUGIN_TRUNCATED_ENTRY an entry whose struct_size stops before create
+//   TEST_PLUGIN_DEVICE_COUNT_LIES device_count returns SIZE_MAX
 // Its only kernel is float32 Relu; every other node is declined with a reason.
 #include <onyx/plugin_sdk.hpp>
 
@@ -69,6 +70,12 @@ OnyxStatus* create(const OnyxPluginCreateArgs* args, OnyxPlugin** plugin,
   grown.future_function_a = [] {};
   grown.future_function_b = [] {};
   *api = &grown.base;
+#endif
+#ifdef TEST_PLUGIN_DEVICE_COUNT_LIES
+  static OnyxProviderApi lying;
+  lying = **api;
+  lying.device_count = [](OnyxPlugin*) -> size_t { return SIZE_MAX; };
+  *api = &lying;
 #endif
 #ifdef TEST_PLUGIN_SHORT_TABLE
   static OnyxProviderApi short_table;

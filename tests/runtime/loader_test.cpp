@@ -109,6 +109,17 @@ TEST(Loader, ATruncatedLibraryIsRefusedBeforeLoading) {
   fs::remove_all(dir);
 }
 
+// bad-inputs.md, class 6: device_count returning SIZE_MAX took 3 GB and hung
+// the host enumerating; the count is not believed and availability says why.
+TEST(Loader, ADeviceCountPastAnyMachineIsNotBelieved) {
+  auto p = Provider::load(test_plugin("device_count_lies"));
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  EXPECT_EQ((*p)->device_count(), 0u);
+  Status available = (*p)->availability();
+  EXPECT_EQ(available.code(), ONYX_STATUS_INCOMPATIBLE);
+  EXPECT_NE(available.message().find("reports 18446744073709551615 devices"), std::string::npos) << available.to_string();
+}
+
 TEST(Loader, AProviderTableSmallerThanAbi10IsRefusedNamingTheSizes) {
   auto p = Provider::load(test_plugin("short_table"));
   ASSERT_FALSE(p.ok());

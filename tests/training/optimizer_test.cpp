@@ -227,6 +227,16 @@ TEST(Optimizers, AnotherMajorVersionIsRefusedNamingBothRanges) {
   EXPECT_NE(m.find("speaks optimizer ABI 2.0 to 2.1, but this Onyx host speaks 1.0"), std::string::npos) << m;
 }
 
+// bad-inputs.md, class 6: a slot count past its array (2^40 for one) was
+// read element by element until it faulted; counts are bounded first.
+TEST(Optimizers, ASlotCountPastItsArrayIsRefused) {
+  auto desc = load_optimizer_plugin(broken_optimizer("slot_count"));
+  ASSERT_FALSE(desc.ok());
+  EXPECT_EQ(desc.status().code(), ONYX_STATUS_INCOMPATIBLE);
+  const std::string& m = desc.status().message();
+  EXPECT_NE(m.find("declares 1099511627776 slots"), std::string::npos) << m;
+}
+
 TEST(Optimizers, ANameThatIsNotPlainIsRefused) {
   auto desc = load_optimizer_plugin("adam w", {ONYX_OPTIMIZER_DIR});
   ASSERT_FALSE(desc.ok());
