@@ -41,6 +41,7 @@ std::vector<OptionSpec> artifact_option_specs() {
       {"--label-dtype", "int64|int32", "crossentropy/nll label type (default int64)"},
       {"--optimizer", "NAME", "sgd | adamw | lamb, or an optimizer plugin path (default adamw)"},
       {"--param-group", "REGEX:HP=V,...", "parameters matching REGEX use these hyperparameters (e.g. 'bias$:weight_decay=0'); repeat"},
+      {"--precision", "fp32|bf16|fp16", "mixed precision: matrix products in bf16/fp16, float32 master weights (default fp32)"},
   };
 }
 
@@ -56,6 +57,7 @@ std::vector<std::pair<std::string, std::string>> artifact_options_from(const Par
     else if (name == "--label-dtype") options.emplace_back("label_dtype", value);
     else if (name == "--optimizer") options.emplace_back("optimizer", value);
     else if (name == "--param-group") options.emplace_back("param_group", value);
+    else if (name == "--precision") options.emplace_back("precision", value);
   }
   return options;
 }

@@ -290,6 +290,18 @@ int run_train(const ParsedArgs& args) {
     }
   }
   if (auto norm = args.last("--max-grad-norm")) session.set_max_grad_norm(std::stof(*norm));
+  if (args.has("--loss-scale") || args.has("--loss-scale-growth-interval")) {
+    double initial = 65536;
+    if (auto text = args.last("--loss-scale")) {
+      try {
+        initial = std::stod(*text);
+      } catch (const std::exception&) {
+        throw CliError("--loss-scale '" + *text + "' is not a number");
+      }
+    }
+    // The session refuses these unless the artifacts are --precision fp16.
+    session.set_loss_scaling(initial, args.integer("--loss-scale-growth-interval", 2000, 1, int64_t(1) << 40));
+  }
   std::string schedule = args.last("--lr-schedule").value_or("constant");
   if ((schedule.starts_with("linear") || schedule.starts_with("cosine")) && schedule.find("total=") == std::string::npos)
     schedule += std::string(schedule.find(':') == std::string::npos ? ":" : ",") + "total=" + std::to_string(total);
@@ -358,7 +370,8 @@ int run_train(const ParsedArgs& args) {
   };
   auto start = Clock::now();
   auto last_print = start - std::chrono::seconds(10);
-  int64_t step = 0;
+  int64_t step = 0, skipped_steps = 0;
+  const bool fp16 = args.last("--precision").value_or("fp32") == "fp16";
   for (int64_t epoch = 1; epoch <= epochs && step < total; ++epoch) {
     for (size_t i = 0; i < order.size(); ++i) order[i] = int64_t(i);
     if (shuffle)
@@ -396,8 +409,12 @@ int run_train(const ParsedArgs& args) {
       }
       session.optimizer_step();
       session.scheduler_step();
-      if (!std::isfinite(loss)) throw CliError("train: the loss became " + std::to_string(loss) + " at step " +
-                                               std::to_string(step + 1) + " (lower --lr?)");
+      // fp16 loss scaling skips a step that overflowed (and halves the scale): that is not a failure.
+      const bool skipped = session.last_step_skipped();
+      skipped_steps += skipped;
+      if (!std::isfinite(loss) && !(skipped && fp16))
+        throw CliError("train: the loss became " + std::to_string(loss) + " at step " + std::to_string(step + 1) +
+                       " (lower --lr?)");
       losses.push_back(float(loss));
       csv << step + 1 << "," << epoch << "," << loss << "," << lr_now << "\n";
       ++step;
@@ -437,6 +454,9 @@ int run_train(const ParsedArgs& args) {
   const int64_t trained = step - first_step;
   std::printf("trained %lld steps (%lld samples) in %s, %.0f samples/s\n", (long long)trained,
               (long long)(trained * batch), clock_text(seconds).c_str(), double(trained * batch) / seconds);
+  if (fp16)
+    std::printf("loss scaling: %lld step(s) skipped on overflow, final scale %g\n", (long long)skipped_steps,
+                session.loss_scale());
   std::cout << "wrote " << (out / "loss.csv").string() << (valid ? ", " + (out / "validation.csv").string() : "")
             << ", " << (out / "loss.svg").string() << ", " << (out / "checkpoint.ckpt").string() << ", "
             << (out / "model.onnx").string() << "\n";
@@ -470,6 +490,8 @@ Command train_command() {
       {"--lr-schedule", "SPEC", "constant | linear | cosine | step, with :warmup=N,total=N,final=F,step_size=N,gamma=G"},
       {"--hp", "NAME=VALUE", "optimizer hyperparameter (momentum, beta1, weight_decay, ...); repeat"},
       {"--max-grad-norm", "X", "clip gradients to this global norm (default: off)"},
+      {"--loss-scale", "X", "with --precision fp16: the initial loss scale (default 65536)"},
+      {"--loss-scale-growth-interval", "N", "with --precision fp16: double the scale after N clean steps (default 2000)"},
       {"--seed", "N", "shuffling seed (default 1)"},
       {"--no-shuffle", "", "take the samples in their order (to compare with another framework step by step)"},
       {"--valid-split", "NAME", "the split validated on (default t10k for IDX, valid for arrays; none: no validation)"},

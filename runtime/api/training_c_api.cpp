@@ -74,6 +74,8 @@ Status parse_artifact_options(const char* const* keys, const char* const* values
       spec.parameter_groups.push_back(std::move(group).value());
     } else if (key == "optimizer_dir") {
       spec.optimizer_search_dirs.push_back(value);
+    } else if (key == "precision") {
+      ONYX_ASSIGN_OR_RETURN(spec.training.precision, onyx::runtime::autodiff::parse_precision(value));
     } else if (key == "nominal") {
       nominal = value == "1" || value == "true";
     } else {
@@ -253,6 +255,30 @@ OnyxStatus* onyx_training_session_set_max_grad_norm(OnyxTrainingSession* s, floa
   return guarded([&]() -> Status {
     if (!s) return null_arg("onyx_training_session_set_max_grad_norm", "session");
     s->session->set_max_grad_norm(max_norm);
+    return Status();
+  });
+}
+
+OnyxStatus* onyx_training_session_set_loss_scaling(OnyxTrainingSession* s, double initial_scale,
+                                                   int64_t growth_interval) {
+  return guarded([&]() -> Status {
+    if (!s) return null_arg("onyx_training_session_set_loss_scaling", "session");
+    return s->session->set_loss_scaling({initial_scale, growth_interval});
+  });
+}
+
+OnyxStatus* onyx_training_session_get_loss_scale(const OnyxTrainingSession* s, double* scale) {
+  return guarded([&]() -> Status {
+    if (!s || !scale) return null_arg("onyx_training_session_get_loss_scale", "argument");
+    *scale = s->session->loss_scale();
+    return Status();
+  });
+}
+
+OnyxStatus* onyx_training_session_last_step_skipped(const OnyxTrainingSession* s, bool* skipped) {
+  return guarded([&]() -> Status {
+    if (!s || !skipped) return null_arg("onyx_training_session_last_step_skipped", "argument");
+    *skipped = s->session->last_step_skipped();
     return Status();
   });
 }

@@ -177,6 +177,12 @@ std::string Emitter::scalar(double value, int32_t dtype) {
   int32_t stored = t.data_type();
   std::string out = op("Constant", {}, {tensor_attr(std::move(t))});
   set_type(out, {stored, 0, {}});
+  if (dtype == onnx::TensorProto::FLOAT16 || dtype == onnx::TensorProto::BFLOAT16) {
+    // 16-bit values (autocast's) meet constants of their own type; a Cast
+    // rounds the float, so no bit conversion lives here.
+    out = op("Cast", {out}, {attr_int("to", dtype)});
+    set_type(out, {dtype, 0, {}});
+  }
   return out;
 }
 

@@ -149,7 +149,7 @@ Status inline_function_ops(onnx::GraphProto* graph, Emitter& e, const std::vecto
 
 StatusOr<std::vector<std::string>> build_gradients(onnx::GraphProto* graph, Emitter& e,
                                                    const std::vector<std::string>& wrt,
-                                                   const std::string& loss) {
+                                                   const std::string& loss, const std::string& seed) {
   ONYX_RETURN_IF_ERROR(inline_function_ops(graph, e, wrt, loss));
   e.infer_types(*graph);  // inlined bodies bring new values
   ONYX_ASSIGN_OR_RETURN(Paths p, find_paths(*graph, e, wrt, loss));
@@ -163,7 +163,7 @@ StatusOr<std::vector<std::string>> build_gradients(onnx::GraphProto* graph, Emit
   for (const auto& [name, t] : constant_values) constants[name] = &t;
 
   std::map<std::string, std::vector<std::string>> grads;
-  grads[loss].push_back(e.scalar_like(1.0, loss));
+  grads[loss].push_back(seed.empty() ? e.scalar_like(1.0, loss) : seed);
   for (auto it = p.order.rbegin(); it != p.order.rend(); ++it) {
     const onnx::NodeProto& node = forward[size_t(*it)];
     if (!p.on_path(node)) continue;

@@ -22,10 +22,12 @@ Status inline_function_ops(ONNX_NAMESPACE::GraphProto* graph, Emitter& e,
 // Walks the nodes in reverse topological order, asks each node's rule for its
 // inputs' gradients and sums gradients that reach one value. Every op on a
 // path from wrt to loss without a rule is listed in one error. A wrt that
-// the loss does not depend on gets zeros.
+// the loss does not depend on gets zeros. `seed` names the value d loss / d
+// loss starts from (a scalar of the loss's type, e.g. fp16 training's
+// "loss_scale" input); empty means the constant 1.
 StatusOr<std::vector<std::string>> build_gradients(ONNX_NAMESPACE::GraphProto* graph, Emitter& e,
                                                    const std::vector<std::string>& wrt,
-                                                   const std::string& loss);
+                                                   const std::string& loss, const std::string& seed = "");
 
 // Renames value `from` to `to` everywhere in the graph's nodes and outputs.
 void rename_value(ONNX_NAMESPACE::GraphProto* graph, const std::string& from, const std::string& to);

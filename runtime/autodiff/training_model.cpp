@@ -212,9 +212,11 @@ StatusOr<TrainingModels> build_training_models(const onnx::ModelProto& forward, 
   expose_dropout_masks(g, e);
   e.infer_types(*g);
 
+  const int forward_nodes = g->node_size();  // the loss's nodes follow: autocast leaves them float32
   ONYX_ASSIGN_OR_RETURN(LossNodes loss, add_loss(g, e, spec.loss));
   e.infer_types(*g);  // the loss nodes' types
   std::vector<std::string> reserved = {"loss"};
+  if (spec.precision == Precision::kFp16) reserved.push_back(kLossScaleInput);
   for (const auto& l : loss.label_inputs) reserved.push_back(l.name());
   for (const auto* t : params.trainable) reserved.push_back(t->name() + "_grad");
   for (const auto& name : reserved)
@@ -237,9 +239,27 @@ StatusOr<TrainingModels> build_training_models(const onnx::ModelProto& forward, 
   out.eval = m;
   set_outputs(out.eval.mutable_graph(), eval_outputs);
 
+  // Only the training model computes in 16 bits: eval (and so the exported
+  // inference model, cut from it) is the user's float32 graph.
+  ONYX_RETURN_IF_ERROR(autocast(g, e, spec.precision, forward_nodes).status());
+  std::string seed;
+  if (spec.precision != Precision::kFp32) {
+    auto* meta = m.add_metadata_props();
+    meta->set_key("onyx.precision");
+    meta->set_value(precision_name(spec.precision));
+    e.infer_types(*g);  // the casts' types, for the rules
+  }
+  if (spec.precision == Precision::kFp16) {
+    if (loss_dtype != onnx::TensorProto::FLOAT)
+      return invalid_argument("fp16 training scales a float32 loss; this model's loss is element type " +
+                              std::to_string(loss_dtype));
+    *g->add_input() = scalar_output(kLossScaleInput, loss_dtype);
+    e.set_type(kLossScaleInput, {loss_dtype, 0, {}});
+    seed = kLossScaleInput;
+  }
   std::vector<std::string> wrt;
   for (const auto* t : params.trainable) wrt.push_back(t->name());
-  ONYX_ASSIGN_OR_RETURN(std::vector<std::string> grads, build_gradients(g, e, wrt, "loss"));
+  ONYX_ASSIGN_OR_RETURN(std::vector<std::string> grads, build_gradients(g, e, wrt, "loss", seed));
   std::vector<onnx::ValueInfoProto> train_outputs = eval_outputs;
   for (size_t k = 0; k < wrt.size(); ++k) {
     onnx::ValueInfoProto v = value_info_of(*params.trainable[k]);

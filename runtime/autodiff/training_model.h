@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "autodiff/autocast.h"
 #include "core/status.h"
 
 namespace onyx::runtime::autodiff {
@@ -50,7 +51,16 @@ struct TrainingSpec {
   // Initializers that become parameters without gradients.
   std::vector<std::string> frozen;
   LossSpec loss;
+  // Mixed precision (autocast.h): bf16 and fp16 rewrite the training model's
+  // forward part; the eval model stays float32. fp16 also gives the training
+  // model a float32 scalar input "loss_scale" that seeds the backward pass
+  // (d loss / d loss = loss_scale), so every gradient comes out multiplied
+  // by it: the session's dynamic loss scaling (training_session.h).
+  Precision precision = Precision::kFp32;
 };
+
+// The training model input that carries fp16's loss scale.
+inline constexpr const char* kLossScaleInput = "loss_scale";
 
 struct Parameter {
   std::string name;
@@ -69,7 +79,8 @@ struct TrainingModels {
 };
 
 // Graph inputs of both models: the forward data inputs, the labels, then the
-// parameters (no initializers). Training outputs: "loss", the forward
+// parameters (no initializers); with fp16 the training model's last input is
+// "loss_scale". Training outputs: "loss", the forward
 // outputs, then "<param>_grad" per trainable parameter. Eval outputs: "loss",
 // the forward outputs. Errors name the parameter, node or op at fault; ops
 // without a gradient rule are all listed in one error.

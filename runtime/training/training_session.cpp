@@ -9,8 +9,11 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <set>
+#include <variant>
 
+#include "autodiff/training_model.h"  // kLossScaleInput
 #include "ir/onnx_import.h"
 #include "onyx/checkpoint_tools.h"
 #include "training/sharded_optimizer.h"
@@ -157,6 +160,13 @@ StatusOr<std::unique_ptr<TrainingSession>> TrainingSession::create(
       if (tg.values[tg.outputs[i]].name == gradient_name(p.name)) s->grad_output_index_.push_back(i);
   if (s->train_outputs_.empty() || s->train_outputs_.front() != "loss")
     return invalid_argument("training model: the first output must be \"loss\" (docs/training.md)");
+  // fp16 artifacts: the session feeds "loss_scale" itself (dynamic loss scaling).
+  auto scale_input = std::find(s->train_inputs_.begin(), s->train_inputs_.end(), autodiff::kLossScaleInput);
+  if (scale_input != s->train_inputs_.end()) {
+    s->train_inputs_.erase(scale_input);
+    s->loss_scaled_ = true;
+    ONYX_RETURN_IF_ERROR(s->restore_loss_scale(options.loss_scale));
+  }
 
   if (!models.eval.empty()) {
     ONYX_ASSIGN_OR_RETURN(s->eval_, make_session(registry, models.eval, models.base_dir, options.session, "eval"));
@@ -253,8 +263,15 @@ StatusOr<std::vector<Tensor>> TrainingSession::train_step(const std::vector<Tens
     const std::vector<Tensor>& pool = reset_grads_ ? grads_ : scratch_grads_;
     if (k < pool.size() && k < params.size()) reuse[grad_output_index_[k]] = pool[k];
   }
-  ONYX_ASSIGN_OR_RETURN(std::vector<Tensor> outputs,
-                        run_model(*train_, train_inputs_, inputs, "train_step", &reuse));
+  std::vector<std::string> names = train_inputs_;
+  std::vector<Tensor> feed = inputs;
+  if (loss_scaled_ && inputs.size() == train_inputs_.size()) {
+    Tensor scale = Tensor::allocate(ONYX_DTYPE_FLOAT32, {});
+    *scale.data_as<float>() = float(loss_scale_);
+    names.push_back(autodiff::kLossScaleInput);
+    feed.push_back(std::move(scale));
+  }
+  ONYX_ASSIGN_OR_RETURN(std::vector<Tensor> outputs, run_model(*train_, names, feed, "train_step", &reuse));
   // Outputs come in model order: loss, forward outputs and gradients
   // interleaved as the model lists them; gradients are matched by name.
   std::vector<Tensor> user;
@@ -341,6 +358,14 @@ Status TrainingSession::optimizer_step() {
     accumulated_weight_ = 1;
   }
   last_step_skipped_ = false;
+  if (loss_scaled_) {
+    ONYX_ASSIGN_OR_RETURN(bool finite, unscale_gradients());
+    if (!finite) {
+      after_scaled_step(true);
+      last_optimizer_seconds_ = seconds_since(start);
+      return Status();
+    }
+  }
   if (zero_) {
     ONYX_RETURN_IF_ERROR(zero_->step(grads_, trainable, float(lr_), group.step + 1, max_grad_norm_, hyperparameters_,
                                      &last_grad_norm_, &last_step_skipped_));
@@ -418,8 +443,87 @@ Status TrainingSession::optimizer_step() {
     for (auto& slot : group.parameters[k].tensors) slot.data = std::move(out[i++]);
   }
   ++group.step;
+  if (loss_scaled_) after_scaled_step(false);
   last_optimizer_seconds_ = seconds_since(start);
   return Status();
+}
+
+Status TrainingSession::set_loss_scaling(const LossScaleOptions& options) {
+  if (!loss_scaled_)
+    return failed_precondition("loss scaling: the training model has no \"loss_scale\" input; only artifacts made "
+                               "with precision fp16 are loss-scaled");
+  if (!(options.initial_scale > 0) || !std::isfinite(options.initial_scale))
+    return invalid_argument("loss scaling: the initial scale must be finite and > 0; got " +
+                            std::to_string(options.initial_scale));
+  if (options.growth_interval < 1)
+    return invalid_argument("loss scaling: the growth interval must be >= 1 step; got " +
+                            std::to_string(options.growth_interval));
+  loss_scale_ = options.initial_scale;
+  growth_interval_ = options.growth_interval;
+  clean_steps_ = 0;
+  state_->properties[kLossScaleProperty] = loss_scale_;
+  state_->properties[kCleanStepsProperty] = clean_steps_;
+  return Status();
+}
+
+Status TrainingSession::restore_loss_scale(const LossScaleOptions& options) {
+  // Read the checkpoint's values before set_loss_scaling writes the options'.
+  std::optional<double> scale;
+  int64_t clean = 0;
+  if (auto it = state_->properties.find(kLossScaleProperty); it != state_->properties.end()) {
+    const double* value = std::get_if<double>(&it->second);
+    if (!value || !(*value > 0) || !std::isfinite(*value))
+      return invalid_argument(std::string("checkpoint property '") + kLossScaleProperty +
+                              "' must be a finite number > 0 (the fp16 loss scale)");
+    scale = *value;
+  }
+  if (auto it = state_->properties.find(kCleanStepsProperty); scale && it != state_->properties.end()) {
+    const int64_t* steps = std::get_if<int64_t>(&it->second);
+    if (!steps || *steps < 0)
+      return invalid_argument(std::string("checkpoint property '") + kCleanStepsProperty +
+                              "' must be an integer >= 0 (clean steps since the loss scale last changed)");
+    clean = *steps;
+  }
+  ONYX_RETURN_IF_ERROR(set_loss_scaling(options));
+  if (!scale) return Status();
+  loss_scale_ = *scale;
+  clean_steps_ = clean;
+  state_->properties[kLossScaleProperty] = loss_scale_;
+  state_->properties[kCleanStepsProperty] = clean_steps_;
+  return Status();
+}
+
+StatusOr<bool> TrainingSession::unscale_gradients() {
+  const auto& trainable = state_->module.trainable;
+  for (size_t k = 0; k < grads_.size(); ++k) {
+    const Tensor& g = grads_[k];
+    if (g.dtype() != ONYX_DTYPE_FLOAT32)
+      return unimplemented(std::string("loss scaling of ") + dtype_name(g.dtype()) + " gradients ('" +
+                           trainable[k].name + "'): fp16 training keeps float32 master weights");
+    const float* p = g.data_as<float>();
+    for (int64_t i = 0, n = g.size(); i < n; ++i)
+      if (!std::isfinite(p[i])) return false;
+  }
+  // The default scales are powers of two: the division is then exact
+  // (short of subnormals) and adds no rounding of its own.
+  for (size_t k = 0; k < grads_.size(); ++k)
+    ONYX_RETURN_IF_ERROR(scale_gradient(grads_[k], 1 / loss_scale_, trainable[k].name));
+  return true;
+}
+
+void TrainingSession::after_scaled_step(bool skipped) {
+  last_step_skipped_ = skipped;
+  if (skipped) {
+    loss_scale_ /= 2;
+    clean_steps_ = 0;
+    last_grad_norm_ = std::numeric_limits<float>::infinity();
+    reset_grads_ = true;  // an overflowed sum must not carry into the next step
+  } else if (++clean_steps_ >= growth_interval_) {
+    loss_scale_ *= 2;
+    clean_steps_ = 0;
+  }
+  state_->properties[kLossScaleProperty] = loss_scale_;
+  state_->properties[kCleanStepsProperty] = clean_steps_;
 }
 
 uint64_t TrainingSession::parameters_hash() const {
@@ -441,6 +545,9 @@ uint64_t TrainingSession::parameters_hash() const {
 Status TrainingSession::join_data_parallel(std::shared_ptr<Communicator> comm, DataParallelOptions options) {
   if (!comm) return invalid_argument("join_data_parallel: no communicator");
   if (comm_) return failed_precondition("join_data_parallel: the session already belongs to a job");
+  if (loss_scaled_)
+    return unimplemented("join_data_parallel: fp16 training with dynamic loss scaling is not supported "
+                         "data-parallel yet (the ranks would have to agree on every skipped step); use bf16");
   // Every rank must start from the same model, weights and optimizer, with
   // the same settings (ranks that disagree would run different collectives):
   // each hash's minimum and maximum over the job agree only then.

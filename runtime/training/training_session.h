@@ -48,6 +48,22 @@ struct TrainingModelBytes {
 // artifacts` output); the eval and optimizer files are optional.
 StatusOr<TrainingModelBytes> read_artifacts(const std::string& dir);
 
+// Dynamic loss scaling, for training models made with precision fp16 (their
+// input "loss_scale" seeds the backward pass, so the float16 gradients of
+// small losses do not flush to zero). Before the optimizer sees them the
+// gradients are divided by the scale; a step whose gradients hold an inf or
+// NaN is skipped instead (weights, optimizer state and step count unchanged;
+// the gradients are dropped) and the scale halves; after growth_interval
+// clean steps in a row it doubles. The scale and the clean-step count live
+// in the checkpoint's properties (kLossScaleProperty, kCleanStepsProperty),
+// so a saved checkpoint resumes where it stopped.
+struct LossScaleOptions {
+  double initial_scale = 65536;
+  int64_t growth_interval = 2000;
+};
+inline constexpr const char* kLossScaleProperty = "onyx_loss_scale";
+inline constexpr const char* kCleanStepsProperty = "onyx_loss_scale_clean_steps";
+
 struct TrainingSessionOptions {
   SessionOptions session;
   double learning_rate = 1e-3;
@@ -57,6 +73,9 @@ struct TrainingSessionOptions {
   // are summed, as ORT's lazy_reset_grad does; true makes the optimizer see
   // their mean instead, so that K micro-batches of B equal one batch of K*B.
   bool average_accumulated_gradients = false;
+  // Used when the training model is loss-scaled and the checkpoint holds no
+  // scale yet; otherwise the checkpoint's scale continues.
+  LossScaleOptions loss_scale;
 };
 
 // Data parallelism: each rank trains on its own part of every global batch
@@ -141,9 +160,20 @@ class TrainingSession {
   float last_grad_norm() const { return last_grad_norm_; }
   // In a data-parallel job, an optimizer step whose gradients hold an inf or
   // NaN on any rank changes nothing on every rank (weights, state, step
-  // count); this says whether the last one did. (One process: the update
-  // runs, as before.)
+  // count); so does one of a loss-scaled (fp16) session. This says whether
+  // the last one did. (One process without loss scaling: the update runs.)
   bool last_step_skipped() const { return last_step_skipped_; }
+  // fp16 dynamic loss scaling (LossScaleOptions). True when the training
+  // model takes "loss_scale".
+  bool loss_scaled() const { return loss_scaled_; }
+  // The scale the next train_step multiplies the gradients by (1 when not
+  // loss-scaled).
+  double loss_scale() const { return loss_scaled_ ? loss_scale_ : 1.0; }
+  // Restarts scaling at options.initial_scale with no clean steps counted
+  // (replacing a scale restored from the checkpoint). FAILED_PRECONDITION on
+  // a session whose training model is not loss-scaled; INVALID_ARGUMENT for
+  // a scale that is not finite and > 0 or an interval < 1.
+  Status set_loss_scaling(const LossScaleOptions& options);
   int64_t optimizer_steps() const;
 
   // Parameters in checkpoint order (trainable, then frozen unless trainable_only).
@@ -188,6 +218,13 @@ class TrainingSession {
                                           const std::vector<Tensor>* reuse = nullptr);
   checkpoint::OptimizerGroup& optimizer_group();
   Status average_gradients();
+  // Loss scaling's part of optimizer_step: false when the step must be
+  // skipped (non-finite gradients); otherwise the gradients are unscaled.
+  StatusOr<bool> unscale_gradients();
+  void after_scaled_step(bool skipped);
+  // Loss scaling from the checkpoint's properties when it has them, else
+  // from `options` (whose growth interval applies either way).
+  Status restore_loss_scale(const LossScaleOptions& options);
 
   std::shared_ptr<checkpoint::Checkpoint> state_;
   std::unique_ptr<Session> train_, eval_, optimizer_;
@@ -210,6 +247,9 @@ class TrainingSession {
   int64_t schedule_steps_ = 0;
   float max_grad_norm_ = 0, last_grad_norm_ = 0;
   bool last_step_skipped_ = false;
+  bool loss_scaled_ = false;
+  double loss_scale_ = 1;
+  int64_t clean_steps_ = 0, growth_interval_ = 2000;
   uint64_t seed_ = 0;
   double last_train_seconds_ = 0, last_optimizer_seconds_ = 0;
   ProviderRegistry* registry_ = nullptr;  // outlives the session (the C API's env)

@@ -298,3 +298,50 @@ TEST(TrainingCApi, DataParallelJoinOnLoopbackMatchesOneProcess) {
     EXPECT_NE(std::string(e.what()).find("libonyx_collectives_no_such_plugin.so"), std::string::npos) << e.what();
   }
 }
+
+// Mixed precision through the C API: the "precision" option (an unknown value
+// is named), an fp16 session's loss scale and skipped steps, and the refusal
+// of fp16 data parallelism.
+TEST(TrainingCApi, PrecisionOptionAndLossScaling) {
+  TempDir tmp;
+  std::string model = write_forward_model(tmp.path);
+  try {
+    onyx::generate_artifacts(model, {{"precision", "fp8"}}, (tmp.path / "bad").string());
+    ADD_FAILURE() << "precision fp8 was accepted";
+  } catch (const onyx::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("precision 'fp8' is not one of fp32, bf16, fp16"), std::string::npos)
+        << e.what();
+  }
+  fs::path art = tmp.path / "art";
+  onyx::generate_artifacts(model, {{"precision", "fp16"}, {"optimizer", "sgd"}, {"optimizer_dir", ONYX_OPTIMIZER_DIR}},
+                           art.string());
+  onyx::Env env;
+  env.add_provider_dir(ONYX_PROVIDER_DIR);
+  auto state = onyx::CheckpointState::load((art / "checkpoint.ckpt").string());
+  onyx::TrainingSession session(env, state, (art / "training.onnx").string(), (art / "eval.onnx").string(),
+                                (art / "optimizer.onnx").string(), cpu_options());
+  EXPECT_EQ(session.input_names(), (std::vector<std::string>{"x", "labels"}));  // loss_scale is the session's
+  EXPECT_EQ(session.loss_scale(), 65536.0);
+  session.set_loss_scaling(256, 1);
+  auto batches = onyx::mlp_fixture::make_batches(2, 8, 1);
+  Batch huge = batches[1];
+  for (float& v : huge.x) v *= 1e6f;  // beyond float16's range: inf in the Gemm
+  for (const Batch* b : {&batches[0], &huge}) {
+    auto [x, labels] = batch_tensors(*b);
+    session.lazy_reset_grad();
+    session.train_step({&x, &labels});
+    session.optimizer_step();
+  }
+  EXPECT_TRUE(session.last_step_skipped());
+  EXPECT_EQ(session.loss_scale(), 256.0);  // doubled after the clean step (interval 1), halved by the overflow
+
+  onyx::DistributedJob job("loopback");
+  try {
+    session.join(job);
+    ADD_FAILURE() << "an fp16 session joined a data-parallel job";
+  } catch (const onyx::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("fp16 training with dynamic loss scaling is not supported data-parallel"),
+              std::string::npos)
+        << e.what();
+  }
+}

@@ -133,6 +133,20 @@ void floats_to_halves(int32_t dtype, const float* in, uint16_t* out, size_t n) {
     for (size_t k = 0; k < n; ++k) out[k] = float_to_bfloat16(in[k]);
 }
 
+Widened widen(const sdk::Tensor& t, bool copy_values) {
+  Widened w;
+  w.values.resize(size_t(t.size()));
+  if (copy_values && t.raw) halves_to_floats(t.dtype, t.data<uint16_t>(), w.values.data(), w.values.size());
+  w.tensor = t;
+  w.tensor.dtype = ONYX_DTYPE_FLOAT32;
+  w.tensor.raw = t.raw ? w.values.data() : nullptr;  // an output left out stays absent
+  return w;
+}
+
+void narrow_to(const Widened& w, const sdk::Tensor& out) {
+  if (out.raw) floats_to_halves(out.dtype, w.values.data(), out.data<uint16_t>(), w.values.size());
+}
+
 std::vector<int64_t> strides_of(std::span<const int64_t> dims) {
   std::vector<int64_t> s(dims.size(), 1);
   for (size_t k = dims.size(); k-- > 1;) s[k - 1] = s[k] * dims[k];

@@ -82,6 +82,19 @@ inline uint16_t half_bits(int32_t dtype, float value) {
 void halves_to_floats(int32_t dtype, const uint16_t* in, float* out, size_t n);
 void floats_to_halves(int32_t dtype, const float* in, uint16_t* out, size_t n);
 
+// A float32 stand-in for a float16/bfloat16 tensor, for kernels without
+// 16-bit arithmetic: they widen the inputs, compute in float32 and round
+// each result once (narrow_to). `tensor` views `values`: keep the Widened
+// alive (and unmoved-from) while it is used.
+struct Widened {
+  std::vector<float> values;
+  sdk::Tensor tensor;
+};
+// The values of `t` (copy_values) or uninitialized space of its shape.
+Widened widen(const sdk::Tensor& t, bool copy_values = true);
+// Rounds w's values into `out` (of out.dtype, float16 or bfloat16).
+void narrow_to(const Widened& w, const sdk::Tensor& out);
+
 inline bool in_set(int32_t dtype, unsigned set) { return (set & type_bit(dtype)) != 0; }
 
 // The SDK's DTypeSet of `set`, for the type constraints of kernel

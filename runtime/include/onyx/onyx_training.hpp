@@ -92,6 +92,20 @@ class TrainingSession {
     check(onyx_training_session_set_hyperparameter(raw_.get(), name.c_str(), value));
   }
   void set_max_grad_norm(float norm) { check(onyx_training_session_set_max_grad_norm(raw_.get(), norm)); }
+  // fp16 dynamic loss scaling (onyx_training_session_set_loss_scaling).
+  void set_loss_scaling(double initial_scale, int64_t growth_interval = 2000) {
+    check(onyx_training_session_set_loss_scaling(raw_.get(), initial_scale, growth_interval));
+  }
+  double loss_scale() const {
+    double scale = 1;
+    check(onyx_training_session_get_loss_scale(raw_.get(), &scale));
+    return scale;
+  }
+  bool last_step_skipped() const {
+    bool skipped = false;
+    check(onyx_training_session_last_step_skipped(raw_.get(), &skipped));
+    return skipped;
+  }
   size_t parameters_bytes(bool trainable_only = false) const {
     size_t bytes = 0;
     check(onyx_training_session_parameters_size(raw_.get(), trainable_only, nullptr, &bytes));

@@ -52,6 +52,13 @@ typedef struct OnyxTrainingSession OnyxTrainingSession;
  *                 whose names match REGEX (searched; the first matching group
  *                 wins) use these optimizer hyperparameters instead of the
  *                 session's, e.g. "(bias|norm\.weight)$:weight_decay=0"
+ *   "precision": fp32 (default) | bf16 | fp16: mixed-precision training. The
+ *                 training model computes MatMul, Gemm, Conv and ConvTranspose
+ *                 in bfloat16 or float16 (casts inserted around them); every
+ *                 other op, the loss, the parameters (master weights), their
+ *                 gradients and the optimizer stay float32, and so do the eval
+ *                 model and exported models. fp16 adds the input "loss_scale",
+ *                 which the session feeds (dynamic loss scaling, below).
  *   "nominal": "1" writes a checkpoint without data (names, types, shapes)
  * Errors name the parameter, op or option at fault. Thread-safe. */
 ONYX_API OnyxStatus* onyx_training_generate_artifacts(const char* model_path, const char* const* keys,
@@ -111,6 +118,27 @@ ONYX_API OnyxStatus* onyx_training_session_set_hyperparameter(OnyxTrainingSessio
                                                               float value);
 /* Gradient clipping by global norm; <= 0 turns it off (the default). */
 ONYX_API OnyxStatus* onyx_training_session_set_max_grad_norm(OnyxTrainingSession* session, float max_norm);
+
+/* fp16 dynamic loss scaling (sessions whose training model was made with
+ * precision fp16; it takes the input "loss_scale", which the session feeds
+ * itself). Each TrainStep's gradients come out multiplied by the scale;
+ * OptimizerStep divides them by it before clipping and the update, or, when
+ * any gradient is inf or NaN, skips the step (weights, optimizer state and
+ * step count unchanged; the gradients are dropped) and halves the scale.
+ * After `growth_interval` clean steps in a row the scale doubles. Defaults:
+ * initial scale 65536, growth interval 2000. The scale and the clean-step
+ * count are checkpoint properties ("onyx_loss_scale",
+ * "onyx_loss_scale_clean_steps"), restored when a session is created.
+ * set_loss_scaling restarts at `initial_scale` (finite, > 0) with no clean
+ * steps counted; FAILED_PRECONDITION on a session that is not loss-scaled.
+ * fp16 sessions cannot join a data-parallel job yet (UNIMPLEMENTED). */
+ONYX_API OnyxStatus* onyx_training_session_set_loss_scaling(OnyxTrainingSession* session, double initial_scale,
+                                                            int64_t growth_interval);
+/* The scale the next TrainStep uses (1 when the session is not loss-scaled). */
+ONYX_API OnyxStatus* onyx_training_session_get_loss_scale(const OnyxTrainingSession* session, double* scale);
+/* Whether the last OptimizerStep was skipped (non-finite gradients under
+ * loss scaling, or on any rank of a data-parallel job). */
+ONYX_API OnyxStatus* onyx_training_session_last_step_skipped(const OnyxTrainingSession* session, bool* skipped);
 
 /* Element and byte counts of all (or only trainable) parameters. The flat
  * buffer holds every parameter's bytes in checkpoint order, packed, each in

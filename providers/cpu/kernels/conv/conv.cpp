@@ -241,7 +241,15 @@ class ConvTransposeKernel final : public ConvBase {
     if (y.size() == 0) return nullptr;
     nn::lift_to_3d(&win);
     if (x.dtype == ONYX_DTYPE_FLOAT64) return run<double>(ctx, x, w, b, ch, win, y);
-    return run<float>(ctx, x, w, b, ch, win, y);
+    if (!util::is_half(x.dtype)) return run<float>(ctx, x, w, b, ch, win, y);
+    // float16/bfloat16 (mixed-precision training): widened, rounded back once.
+    util::Widened x32 = util::widen(x), w32 = util::widen(w), y32 = util::widen(y, false);
+    std::optional<util::Widened> b32;
+    if (b) b32 = util::widen(*b);
+    ONYX_SDK_RETURN_IF_ERROR(
+        run<float>(ctx, x32.tensor, w32.tensor, b32 ? std::optional(b32->tensor) : std::nullopt, ch, win, y32.tensor));
+    util::narrow_to(y32, y);
+    return nullptr;
   }
 
  private:
@@ -334,14 +342,14 @@ std::string check_conv_node(const sdk::NodeInfo& node, bool transposed) {
 }  // namespace
 
 void register_conv_kernels(sdk::KernelRegistry& registry) {
-  // float32 or float64; Conv also float16/bfloat16 (via float32). All inputs
-  // of one type.
+  // float32 or float64, and float16/bfloat16 (via float32). All inputs of
+  // one type.
   registry.add(sdk::KernelDefBuilder("Conv")
                    .type_constraint("T", {0, 1, 2}, sdk::dtypes::kFloat | sdk::dtypes::kHalf)
                    .check([](const sdk::NodeInfo& node) { return check_conv_node(node, false); })
                    .create<ConvKernel>());
   registry.add(sdk::KernelDefBuilder("ConvTranspose")
-                   .type_constraint("T", {0, 1, 2}, sdk::dtypes::kFloat)
+                   .type_constraint("T", {0, 1, 2}, sdk::dtypes::kFloat | sdk::dtypes::kHalf)
                    .check([](const sdk::NodeInfo& node) { return check_conv_node(node, true); })
                    .create<ConvTransposeKernel>());
 }

@@ -70,8 +70,17 @@ class ConvGradKernel final : public sdk::Kernel {
     sdk::Tensor dx, dw;
     if (want_dx_) ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, x.dtype, x.dims, &dx));
     if (want_dw_) ONYX_SDK_RETURN_IF_ERROR(ctx.output(1, w.dtype, w.dims, &dw));
-    if (x.dtype == ONYX_DTYPE_FLOAT64) run<double>(ctx, dy, x, w, dx, dw, win);
-    else run<float>(ctx, dy, x, w, dx, dw, win);
+    if (x.dtype == ONYX_DTYPE_FLOAT64) {
+      run<double>(ctx, dy, x, w, dx, dw, win);
+    } else if (util::is_half(x.dtype)) {  // mixed-precision training: widened, rounded back once
+      util::Widened dy32 = util::widen(dy), x32 = util::widen(x), w32 = util::widen(w);
+      util::Widened dx32 = util::widen(dx, false), dw32 = util::widen(dw, false);
+      run<float>(ctx, dy32.tensor, x32.tensor, w32.tensor, dx32.tensor, dw32.tensor, win);
+      util::narrow_to(dx32, dx);
+      util::narrow_to(dw32, dw);
+    } else {
+      run<float>(ctx, dy, x, w, dx, dw, win);
+    }
     return nullptr;
   }
 
@@ -135,7 +144,7 @@ class ConvGradKernel final : public sdk::Kernel {
 void register_conv_grad_kernels(sdk::KernelRegistry& registry) {
   registry.add(sdk::KernelDefBuilder("ConvGrad", kOnyxDomain)
                    .inputs(3)
-                   .input_types({0, 1, 2}, sdk::dtypes::kFloat)
+                   .input_types({0, 1, 2}, sdk::dtypes::kFloat | sdk::dtypes::kHalf)
                    .create<ConvGradKernel>());
 }
 

@@ -32,8 +32,15 @@ class SumToShapeKernel final : public sdk::Kernel {
                           util::dims_str(g.dims).c_str(), util::dims_str(target).c_str(), d);
     sdk::Tensor y;
     ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, g.dtype, target, &y));
-    if (g.dtype == ONYX_DTYPE_FLOAT64) run<double>(g, y, padded);
-    else run<float>(g, y, padded);
+    if (g.dtype == ONYX_DTYPE_FLOAT64) {
+      run<double>(g, y, padded);
+    } else if (util::is_half(g.dtype)) {  // summed in float32, rounded once
+      util::Widened g32 = util::widen(g), y32 = util::widen(y, false);
+      run<float>(g32.tensor, y32.tensor, padded);
+      util::narrow_to(y32, y);
+    } else {
+      run<float>(g, y, padded);
+    }
     return nullptr;
   }
 
@@ -88,7 +95,7 @@ class SumToShapeKernel final : public sdk::Kernel {
 void register_sum_to_shape_kernels(sdk::KernelRegistry& registry) {
   registry.add(sdk::KernelDefBuilder("SumToShape", kOnyxDomain)
                    .inputs(2)
-                   .input_type(0, sdk::dtypes::kFloat)
+                   .input_type(0, sdk::dtypes::kFloat | sdk::dtypes::kHalf)
                    .create<SumToShapeKernel>());
 }
 

@@ -226,20 +226,17 @@ class GemmKernel final : public sdk::Kernel {
     if (y.size() == 0) return nullptr;
     bool add_c = c && beta_ != 0;  // beta = 0 ignores C, as other runtimes do
     switch (a.dtype) {
-      case ONYX_DTYPE_FLOAT32: {
-        if (add_c) fill_c<float>(*c, y, m, n);
-        if (k == 0) {  // an empty product: Y is beta * C (or 0)
-          if (!add_c) std::fill(y.data<float>(), y.data<float>() + y.size(), 0.0f);
-          break;
-        }
-        ParallelFor pf = nn::host_parallel_for(ctx);
-        float beta = add_c ? 1.0f : 0.0f;
-        if (uses_packed(k, n))
-          sgemm_packed(trans_a_, m, n, k, float(alpha_), a.data<float>(), a.dim(1), *packed_b_,
-                       beta, y.data<float>(), n, pf);
-        else
-          sgemm(trans_a_, trans_b_, m, n, k, float(alpha_), a.data<float>(), a.dim(1),
-                b.data<float>(), b.dim(1), beta, y.data<float>(), n, pf);
+      case ONYX_DTYPE_FLOAT32:
+        run_float(ctx, a, b, c, y, m, n, k, add_c);
+        break;
+      case ONYX_DTYPE_FLOAT16:
+      case ONYX_DTYPE_BFLOAT16: {  // widened to float32, multiplied, rounded back once
+        util::Widened a32 = util::widen(a), b32 = util::widen(b), y32 = util::widen(y, false);
+        std::optional<util::Widened> c32;
+        if (c) c32 = util::widen(*c);
+        run_float(ctx, a32.tensor, b32.tensor, c32 ? std::optional(c32->tensor) : std::nullopt, y32.tensor, m, n,
+                  k, add_c);
+        util::narrow_to(y32, y);
         break;
       }
       case ONYX_DTYPE_FLOAT64:
@@ -290,6 +287,24 @@ class GemmKernel final : public sdk::Kernel {
         yd[i * n + j] = T(beta_ * double(cd[(rows == 1 ? 0 : i) * cols + (cols == 1 ? 0 : j)]));
   }
 
+  void run_float(sdk::ComputeContext& ctx, const sdk::Tensor& a, const sdk::Tensor& b,
+                 const std::optional<sdk::Tensor>& c, const sdk::Tensor& y, int64_t m, int64_t n, int64_t k,
+                 bool add_c) const {
+    if (add_c) fill_c<float>(*c, y, m, n);
+    if (k == 0) {  // an empty product: Y is beta * C (or 0)
+      if (!add_c) std::fill(y.data<float>(), y.data<float>() + y.size(), 0.0f);
+      return;
+    }
+    ParallelFor pf = nn::host_parallel_for(ctx);
+    float beta = add_c ? 1.0f : 0.0f;
+    if (uses_packed(k, n))
+      sgemm_packed(trans_a_, m, n, k, float(alpha_), a.data<float>(), a.dim(1), *packed_b_, beta,
+                   y.data<float>(), n, pf);
+    else
+      sgemm(trans_a_, trans_b_, m, n, k, float(alpha_), a.data<float>(), a.dim(1), b.data<float>(), b.dim(1),
+            beta, y.data<float>(), n, pf);
+  }
+
   template <typename T>
   void run_loop(sdk::ComputeContext& ctx, const sdk::Tensor& a, const sdk::Tensor& b,
                 const std::optional<sdk::Tensor>& c, const sdk::Tensor& y, int64_t m, int64_t n,
@@ -326,7 +341,10 @@ void register_matmul_kernels(sdk::KernelRegistry& registry) {
                      return sdk::TypeRule{"", {0, 1}, kTypes}.check(node);
                    })
                    .create<MatMulKernel>());
-  registry.add(sdk::KernelDefBuilder("Gemm").input_types({0, 1, 2}, kTypes).create<GemmKernel>());
+  // Gemm: float16/bfloat16 too (widened, as MatMul's), which mixed-precision
+  // training's MatMul gradients and autocast Gemms need.
+  registry.add(
+      sdk::KernelDefBuilder("Gemm").input_types({0, 1, 2}, kTypes | sdk::dtypes::kHalf).create<GemmKernel>());
 }
 
 }  // namespace onyx::cpu
