@@ -28,47 +28,24 @@ same ops as the fp32 run's, no 16-bit type anywhere).
 Usage: bert_mlm_precision_test.py ONYX_CLI SOURCE_DIR. Exits 77 (skipped) with
 a reason when onnx, sentencepiece or WordNet are missing.
 """
-import csv
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mlm_test_util as util  # noqa: E402
+
 ONYX, SOURCE = sys.argv[1], sys.argv[2]
-EXAMPLE = os.path.join(SOURCE, "examples", "bert_mlm")
-CONFIG = ["--vocab", "1000", "--hidden", "64", "--layers", "2", "--heads", "2", "--max-positions", "64"]
 STEPS, BATCH, WINDOW, BOUND = 1000, 8, 50, 0.02
-
-try:
-    import onnx
-    import sentencepiece  # noqa: F401
-except ImportError as e:
-    print(f"SKIPPED: {e.name} is not installed (Debian: python3-onnx python3-sentencepiece)")
-    sys.exit(77)
-if not os.path.exists("/usr/share/wordnet/data.noun"):
-    print("SKIPPED: WordNet is not installed (Debian: wordnet-base)")
-    sys.exit(77)
-
-
-def run(*args):
-    result = subprocess.run(list(args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if result.returncode != 0:
-        print(result.stdout)
-        sys.exit(f"FAILED: {' '.join(args)} exited {result.returncode}")
-    return result.stdout
+util.require("onnx", "sentencepiece")
+import onnx  # noqa: E402
 
 
 def onyx_train(model, data, out, precision):
-    output = run(ONYX, "train", model, "--data", data, "--out", out, "--class-axis", "-1", "--ignore-index", "-100",
-                 "--optimizer", "adamw", "--lr", "1e-3", "--no-shuffle", "--valid-split", "none", "--batch-size",
-                 str(BATCH), "--epochs", "1000", "--max-steps", str(STEPS), "--precision", precision)
-    with open(os.path.join(out, "loss.csv")) as f:
-        losses = [float(row["loss"]) for row in csv.DictReader(f)]
-    if len(losses) != STEPS:
-        sys.exit(f"FAILED: {precision} trained {len(losses)} steps, not {STEPS}")
-    return losses, output
+    return util.onyx_train(ONYX, model, data, out, STEPS, "--optimizer", "adamw", "--lr", "1e-3", "--batch-size",
+                           str(BATCH), "--precision", precision)
 
 
 def moving_average(curve):
@@ -106,10 +83,7 @@ def main():
 
 
 def check(tmp):
-    data, model = os.path.join(tmp, "data"), os.path.join(tmp, "bert.onnx")
-    run(sys.executable, os.path.join(EXAMPLE, "prepare_data.py"), "--out", data, "--limit", "6000", "--vocab-size",
-        "1000", "--seq-len", "64")
-    run(sys.executable, os.path.join(EXAMPLE, "bert_onnx.py"), "--out", model, *CONFIG)
+    data, model = util.small_mlm(SOURCE, tmp)
     curves, outputs = {}, {}
     for precision in ("fp32", "bf16", "fp16"):
         curves[precision], outputs[precision] = onyx_train(model, data, os.path.join(tmp, precision), precision)

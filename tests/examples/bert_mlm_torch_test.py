@@ -25,48 +25,30 @@ Also: gradient accumulation of 4 micro-batches of 8 equals batches of 32
 Usage: bert_mlm_torch_test.py ONYX_CLI SOURCE_DIR. Exits 77 (skipped) with a
 reason when torch, onnx, sentencepiece or WordNet are missing.
 """
-import csv
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mlm_test_util as util  # noqa: E402
+
 ONYX, SOURCE = sys.argv[1], sys.argv[2]
 EXAMPLE = os.path.join(SOURCE, "examples", "bert_mlm")
-CONFIG = ["--vocab", "1000", "--hidden", "64", "--layers", "2", "--heads", "2", "--max-positions", "64"]
 STEPS, BATCH, LR, LAMB_LR = 200, 8, 1e-3, 5e-3
+util.require("numpy", "onnx", "sentencepiece", "torch")
+import numpy as np  # noqa: E402
+import onnx  # noqa: E402
+import torch  # noqa: E402
 
-try:
-    import numpy as np
-    import onnx  # noqa: F401
-    import sentencepiece  # noqa: F401
-    import torch
-except ImportError as e:
-    print(f"SKIPPED: {e.name} is not installed (Debian: python3-torch python3-onnx python3-sentencepiece)")
-    sys.exit(77)
-if not os.path.exists("/usr/share/wordnet/data.noun"):
-    print("SKIPPED: WordNet is not installed (Debian: wordnet-base)")
-    sys.exit(77)
 sys.path.insert(0, EXAMPLE)
 import bert_onnx  # noqa: E402
 import bert_torch  # noqa: E402
 
 
-def run(*args):
-    result = subprocess.run(list(args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if result.returncode != 0:
-        print(result.stdout)
-        sys.exit(f"FAILED: {' '.join(args)} exited {result.returncode}")
-    return result.stdout
-
-
 def onyx_train(model, data, out, *extra, steps=STEPS):
-    run(ONYX, "train", model, "--data", data, "--out", out, "--class-axis", "-1", "--ignore-index", "-100",
-        "--optimizer", "adamw", "--lr", str(LR), "--no-shuffle", "--max-steps", str(steps), *extra)
     # (the later --optimizer and --lr in `extra` win: the CLI takes an option's last value)
-    with open(os.path.join(out, "loss.csv")) as f:
-        return [float(row["loss"]) for row in csv.DictReader(f)]
+    return util.onyx_train(ONYX, model, data, out, steps, "--optimizer", "adamw", "--lr", str(LR), *extra)[0]
 
 
 NO_DECAY = r"(bias|norm\.weight)$"  # BERT's parameter groups: no weight decay on these
@@ -154,15 +136,12 @@ def main():
 
 
 def check(tmp):
-    data = os.path.join(tmp, "data")
-    run(sys.executable, os.path.join(EXAMPLE, "prepare_data.py"), "--out", data, "--limit", "6000", "--vocab-size",
-        "1000", "--seq-len", "64")
-    script_model, exported_model = os.path.join(tmp, "bert_onnx.onnx"), os.path.join(tmp, "bert_torch.onnx")
-    run(sys.executable, os.path.join(EXAMPLE, "bert_onnx.py"), "--out", script_model, *CONFIG)
-    run(sys.executable, os.path.join(EXAMPLE, "bert_torch.py"), "--out", exported_model, *CONFIG)
+    data, script_model = util.small_mlm(SOURCE, tmp)
+    exported_model = os.path.join(tmp, "bert_torch.onnx")
+    util.run(sys.executable, os.path.join(EXAMPLE, "bert_torch.py"), "--out", exported_model, *util.CONFIG)
     parser = bert_onnx.argparse.ArgumentParser()
     bert_onnx.add_config_arguments(parser)
-    cfg = bert_onnx.config_from(parser.parse_args(CONFIG))
+    cfg = bert_onnx.config_from(parser.parse_args(util.CONFIG))
 
     reference = torch_losses(cfg, script_model, data)
     failures = []
