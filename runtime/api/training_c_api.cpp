@@ -13,6 +13,7 @@
 #include "api/c_api_internal.h"
 #include "api/checkpoint_state.h"
 #include "training/artifacts.h"
+#include "training/file_util.h"
 #include "training/training_session.h"
 
 struct OnyxTrainingSession {
@@ -78,6 +79,13 @@ Status parse_artifact_options(const char* const* keys, const char* const* values
       ONYX_ASSIGN_OR_RETURN(spec.training.precision, onyx::runtime::autodiff::parse_precision(value));
     } else if (key == "nominal") {
       nominal = value == "1" || value == "true";
+    } else if (key == "forward_outputs") {
+      auto& kept = spec.training.forward_outputs.emplace();
+      for (size_t start = 0; start < value.size();) {
+        size_t end = std::min(value.find(',', start), value.size());
+        if (end > start) kept.push_back(value.substr(start, end - start));
+        start = end + 1;
+      }
     } else {
       return onyx::runtime::invalid_argument("unknown artifact option '" + key + "'");
     }
@@ -135,6 +143,32 @@ OnyxStatus* onyx_training_generate_artifacts(const char* model_path, const char*
     std::string dir = std::filesystem::absolute(model_path).parent_path().string();
     ONYX_ASSIGN_OR_RETURN(tr::Artifacts artifacts, tr::make_artifacts(forward, dir, spec));
     return tr::write_artifacts(artifacts, out_dir, nominal);
+  });
+}
+
+OnyxStatus* onyx_training_build_gradient_model(const char* model_path, const char* const* wrt, size_t count,
+                                               const char* out_path) {
+  return guarded([&]() -> Status {
+    if (!model_path || !out_path || (count && !wrt)) return null_arg("onyx_training_build_gradient_model", "argument");
+    std::vector<std::string> names;
+    for (size_t i = 0; i < count; ++i) {
+      if (!wrt[i]) return null_arg("onyx_training_build_gradient_model", "a wrt name");
+      names.push_back(wrt[i]);
+    }
+    ONYX_ASSIGN_OR_RETURN(std::string bytes, read_file(model_path));
+    ONNX_NAMESPACE::ModelProto forward;
+    if (!forward.ParseFromString(bytes)) return onyx::runtime::invalid_argument(std::string(model_path) + " is not an ONNX model");
+    for (const auto& t : forward.graph().initializer())
+      if (t.data_location() == ONNX_NAMESPACE::TensorProto::EXTERNAL)
+        return onyx::runtime::invalid_argument(std::string(model_path) + ": initializer '" + t.name() +
+                                               "' keeps its data in an external file; the gradient model needs "
+                                               "every initializer inline");
+    auto model = onyx::runtime::autodiff::build_gradient_model(forward, names);
+    if (!model.ok()) return model.status().with_context(model_path);
+    std::string out;
+    if (!model.value().SerializeToString(&out))
+      return onyx::runtime::invalid_argument(std::string(model_path) + ": the gradient model does not serialize (over 2 GB?)");
+    return tr::write_file_atomically(out_path, out);
   });
 }
 

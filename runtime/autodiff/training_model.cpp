@@ -235,7 +235,16 @@ StatusOr<TrainingModels> build_training_models(const onnx::ModelProto& forward, 
   for (const auto& p : out.initial_values) *g->add_input() = value_info_of(p);
 
   std::vector<onnx::ValueInfoProto> eval_outputs = {scalar_output("loss", loss_dtype)};
-  eval_outputs.insert(eval_outputs.end(), forward_outputs.begin(), forward_outputs.end());
+  if (spec.forward_outputs) {
+    for (const auto& name : *spec.forward_outputs) {
+      auto it = std::find_if(forward_outputs.begin(), forward_outputs.end(),
+                             [&](const onnx::ValueInfoProto& o) { return o.name() == name; });
+      if (it == forward_outputs.end()) return not_found("forward output '" + name + "' does not exist in the model");
+      eval_outputs.push_back(*it);
+    }
+  } else {
+    eval_outputs.insert(eval_outputs.end(), forward_outputs.begin(), forward_outputs.end());
+  }
   out.eval = m;
   set_outputs(out.eval.mutable_graph(), eval_outputs);
 
@@ -274,6 +283,71 @@ StatusOr<TrainingModels> build_training_models(const onnx::ModelProto& forward, 
     declare_onyx_outputs(model->mutable_graph(), e);
   }
   return out;
+}
+
+StatusOr<onnx::ModelProto> build_gradient_model(const onnx::ModelProto& forward, const std::vector<std::string>& wrt) {
+  const int64_t opset = onnx_opset(forward);
+  if (opset < kMinOpset)
+    return invalid_argument("building a gradient model needs ai.onnx opset >= " + std::to_string(kMinOpset) +
+                            "; the forward model imports opset " + std::to_string(opset));
+  onnx::ModelProto m = forward;
+  onnx::GraphProto* g = m.mutable_graph();
+  const std::vector<onnx::ValueInfoProto> outputs(g->output().begin(), g->output().end());
+  std::set<std::string> taken;
+  for (const auto& n : g->node())
+    for (const auto& o : n.output()) taken.insert(o);
+  for (const auto& i : g->input()) taken.insert(i.name());
+  for (const auto& t : g->initializer()) taken.insert(t.name());
+  for (const auto& name : wrt)
+    if (!taken.count(name)) return not_found("gradient with respect to '" + name + "': the model has no such value");
+
+  Emitter e(g, opset, "onyx/");
+  expose_dropout_masks(g, e);
+  e.infer_types(*g);
+  // The scalar whose gradient is the vector-Jacobian product.
+  std::string total;
+  for (const auto& o : outputs) {
+    const int32_t dtype = o.type().tensor_type().elem_type();
+    if (!is_float(dtype)) continue;  // indices, masks: no gradient flows back through them
+    const std::string seed = o.name() + "_grad";
+    if (taken.count(seed))
+      return invalid_argument("the model already has a value named '" + seed +
+                              "', the name of the gradient input of output '" + o.name() + "'");
+    onnx::ValueInfoProto in = o;
+    in.set_name(seed);
+    *g->add_input() = in;
+    if (auto t = e.type(o.name())) e.set_type(seed, *t);
+    std::string term = e.reduce("ReduceSum", e.op("Mul", {o.name(), seed}), {}, false);
+    if (dtype != onnx::TensorProto::FLOAT) term = e.op("Cast", {term}, {attr_int("to", onnx::TensorProto::FLOAT)});
+    total = total.empty() ? term : e.op("Add", {total, term});
+  }
+  if (total.empty()) return invalid_argument("the model has no floating-point output to differentiate");
+  e.infer_types(*g);
+  ONYX_ASSIGN_OR_RETURN(std::vector<std::string> grads, build_gradients(g, e, wrt, total));
+  std::vector<onnx::ValueInfoProto> grad_outputs = outputs;
+  for (size_t k = 0; k < wrt.size(); ++k) {
+    onnx::ValueInfoProto v;
+    v.set_name(wrt[k] + "_grad");
+    if (taken.count(v.name()))
+      return invalid_argument("the model already has a value named '" + v.name() + "', the name of a gradient output");
+    if (auto t = e.type(wrt[k])) {
+      auto* tt = v.mutable_type()->mutable_tensor_type();
+      tt->set_elem_type(t->dtype);
+      if (t->rank >= 0) {
+        auto* shape = tt->mutable_shape();
+        for (int64_t d : t->dims) {
+          auto* dim = shape->add_dim();
+          if (d >= 0) dim->set_dim_value(d);
+        }
+      }
+    }
+    name_gradient(g, e, grads, k, v.name());
+    grad_outputs.push_back(std::move(v));
+  }
+  set_outputs(g, grad_outputs);
+  import_onyx_domain_if_used(&m);
+  declare_onyx_outputs(g, e);
+  return m;
 }
 
 }  // namespace onyx::runtime::autodiff

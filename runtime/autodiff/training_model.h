@@ -57,6 +57,10 @@ struct TrainingSpec {
   // (d loss / d loss = loss_scale), so every gradient comes out multiplied
   // by it: the session's dynamic loss scaling (training_session.h).
   Precision precision = Precision::kFp32;
+  // Which forward outputs the training and eval models return beside the
+  // loss: all of them when unset (Onyx's default), only these when set (an
+  // empty list gives the loss alone, as ONNX Runtime's artifacts do).
+  std::optional<std::vector<std::string>> forward_outputs;
 };
 
 // The training model input that carries fp16's loss scale.
@@ -86,5 +90,16 @@ struct TrainingModels {
 // without a gradient rule are all listed in one error.
 StatusOr<TrainingModels> build_training_models(const ONNX_NAMESPACE::ModelProto& forward,
                                                const TrainingSpec& spec);
+
+// A model computing vector-Jacobian products of `forward` (what a framework's
+// autograd calls in its backward pass, e.g. onyx.torch.OnyxModule). Inputs:
+// the forward inputs (initializers stay initializers), then "<output>_grad"
+// for each floating-point forward output, the upstream gradient of its shape
+// and type. Outputs: the forward outputs, then "<name>_grad" for each name in
+// `wrt` (graph inputs or initializers, floating point). Built as the gradient
+// of sum_k ReduceSum(output_k * output_k_grad), so every gradient rule of the
+// training models applies. Errors name the value or op at fault.
+StatusOr<ONNX_NAMESPACE::ModelProto> build_gradient_model(const ONNX_NAMESPACE::ModelProto& forward,
+                                                          const std::vector<std::string>& wrt);
 
 }  // namespace onyx::runtime::autodiff

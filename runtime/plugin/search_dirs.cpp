@@ -1,5 +1,6 @@
 #include "plugin/search_dirs.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 
@@ -24,6 +25,13 @@ std::vector<std::string> plugin_search_dirs(std::vector<std::string> dirs, const
   if (!ec) {
     dirs.push_back(exe_dir.string());
     dirs.push_back((exe_dir / ".." / "lib" / "onyx" / kind_folder).lexically_normal().string());
+  }
+  // Beside the library this code is in (libonyx): an installed tree or the
+  // Python package, whose executable (python3) is elsewhere.
+  std::filesystem::path lib_dir = boost::dll::this_line_location(ec).parent_path().string();
+  if (!ec) {
+    std::string beside = (lib_dir / "onyx" / kind_folder).lexically_normal().string();
+    if (std::find(dirs.begin(), dirs.end(), beside) == dirs.end()) dirs.push_back(beside);
   }
   return dirs;
 }

@@ -1,6 +1,7 @@
 // search_dirs.h: where plugins of one kind (providers, optimizers) are looked
 // for, in order: the caller's folders, the colon-separated folders of an
-// environment variable, the executable's folder, and <exe>/../lib/onyx/<kind>.
+// environment variable, the executable's folder, <exe>/../lib/onyx/<kind>, and
+// <folder of libonyx>/onyx/<kind>.
 #pragma once
 
 #include <string>

@@ -103,8 +103,16 @@ Status TrainingSession::export_inference_model(const std::string& path, const Ex
     add_entry("length", std::to_string(p->bytes()));
     side.append(bytes, p->bytes());
   }
-  for (const auto& o : g.output())
-    if (std::find(outputs.begin(), outputs.end(), o.name()) != outputs.end()) *pruned.add_output() = o;
+  // In the order asked for; a value inside the graph (the eval model need not
+  // return it) gets its declared type where one is known.
+  for (const auto& name : outputs) {
+    onnx::ValueInfoProto out;
+    out.set_name(name);
+    for (const auto* list : {&g.output(), &g.value_info()})
+      for (const auto& v : *list)
+        if (v.name() == name && !out.has_type()) out = v;
+    *pruned.add_output() = std::move(out);
+  }
   for (const auto& vi : g.value_info())
     if (needed.count(vi.name())) *pruned.add_value_info() = vi;
   *model.mutable_graph() = std::move(pruned);

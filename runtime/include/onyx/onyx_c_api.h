@@ -55,7 +55,8 @@ ONYX_API const char* onyx_version(void);
 
 /* Creates an environment. Providers are searched in folders added with
  * onyx_env_add_provider_dir, then ONYX_PROVIDER_PATH (':'-separated), then
- * the executable's folder and <exe>/../lib/onyx/providers. */
+ * the executable's folder, <exe>/../lib/onyx/providers and
+ * <folder of libonyx>/onyx/providers (an installed tree, the Python package). */
 ONYX_API OnyxStatus* onyx_env_create(OnyxEnv** out);
 /* Release after every session created from it. */
 ONYX_API void onyx_env_release(OnyxEnv* env);

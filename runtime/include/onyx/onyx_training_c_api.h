@@ -60,10 +60,24 @@ typedef struct OnyxTrainingSession OnyxTrainingSession;
  *                 model and exported models. fp16 adds the input "loss_scale",
  *                 which the session feeds (dynamic loss scaling, below).
  *   "nominal": "1" writes a checkpoint without data (names, types, shapes)
+ *   "forward_outputs": comma-separated forward outputs the training and eval
+ *                 models return after "loss" ("" for none: the loss alone, as
+ *                 ONNX Runtime's artifacts); default: every forward output
  * Errors name the parameter, op or option at fault. Thread-safe. */
 ONYX_API OnyxStatus* onyx_training_generate_artifacts(const char* model_path, const char* const* keys,
                                                       const char* const* values, size_t count,
                                                       const char* out_dir);
+
+/* Writes to `out_path` (atomically) a model of the vector-Jacobian products
+ * of the model at `model_path`, for frameworks whose own autograd drives the
+ * backward pass (onyx.torch.OnyxModule). Its inputs are the forward inputs,
+ * then "<output>_grad" for each floating-point forward output (the upstream
+ * gradient, same shape and type); its outputs are the forward outputs, then
+ * "<name>_grad" for each of the `count` names in `wrt` (floating-point graph
+ * inputs or initializers). Initializers must be inline (no external data).
+ * Errors name the model and the value or op at fault. Thread-safe. */
+ONYX_API OnyxStatus* onyx_training_build_gradient_model(const char* model_path, const char* const* wrt,
+                                                        size_t count, const char* out_path);
 
 /* ---- training session ------------------------------------------------------ */
 

@@ -1,0 +1,234 @@
+"""Inference with the API of ONNX Runtime's InferenceSession.
+
+A script written for onnxruntime runs unchanged after ``import onyx as
+onnxruntime`` for what is here: InferenceSession, SessionOptions, RunOptions,
+get_available_providers and friends. Provider names may be Onyx's ("cpu",
+"onednn", a plugin path) or ONNX Runtime's ("CPUExecutionProvider", ...).
+What ONNX Runtime lacks: an explicit fallback policy and the partition and
+memory reports.
+"""
+from __future__ import annotations
+
+import enum
+import json
+import os
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import _onyx
+from ._errors import InvalidArgument
+
+# ONNX Runtime's provider names for Onyx's in-tree providers.
+ORT_PROVIDER_NAMES = {
+    "CPUExecutionProvider": "cpu",
+    "DnnlExecutionProvider": "onednn",
+    "CUDAExecutionProvider": "cuda",
+    "ROCMExecutionProvider": "rocm",
+}
+FALLBACK_POLICIES = {"fail": 0, "warn": 1, "allow": 2}
+
+_env: Optional[_onyx.Env] = None
+
+
+def environment() -> _onyx.Env:
+    """The process's one Onyx environment (created on first use)."""
+    global _env
+    if _env is None:
+        _env = _onyx.Env()
+    return _env
+
+
+def set_default_logger_severity(level: int) -> None:
+    """ONNX Runtime's levels: 0 verbose, 1 info, 2 warning, 3 error, 4 fatal."""
+    environment().set_log_level(min(max(int(level), 0), 3))
+
+
+def _providers_json() -> List[Dict[str, Any]]:
+    return json.loads(environment().providers_json())
+
+
+def get_all_providers() -> List[str]:
+    """Every provider plugin found on disk, available or not."""
+    return [p["name"] for p in _providers_json()]
+
+
+def get_available_providers() -> List[str]:
+    """The providers that found a device here, in Onyx's names ("cpu", ...)."""
+    return [p["name"] for p in _providers_json() if p.get("available")]
+
+
+def get_device() -> str:
+    return "GPU" if any(p in get_available_providers() for p in ("cuda", "rocm")) else "CPU"
+
+
+class GraphOptimizationLevel(enum.IntEnum):
+    """Accepted for compatibility: Onyx always applies its graph rewrites (fusions, constant folding)."""
+
+    ORT_DISABLE_ALL = 0
+    ORT_ENABLE_BASIC = 1
+    ORT_ENABLE_EXTENDED = 2
+    ORT_ENABLE_ALL = 99
+
+
+class ExecutionMode(enum.IntEnum):
+    """Accepted for compatibility: Onyx runs nodes in order, each on the intra-op threads."""
+
+    ORT_SEQUENTIAL = 0
+    ORT_PARALLEL = 1
+
+
+class SessionOptions:
+    """Options of an InferenceSession.
+
+    intra_op_num_threads: threads inside one kernel (0: one per core).
+    fallback: "fail", "warn" (default) or "allow": what happens to a node the
+        first provider declines (Onyx's own; see docs/python.md).
+    allow_reduced_precision: let providers compute in bf16 where they can.
+    The other attributes are ONNX Runtime's and accepted for compatibility.
+    """
+
+    def __init__(self) -> None:
+        self.intra_op_num_threads = 0
+        self.inter_op_num_threads = 0
+        self.fallback = "warn"
+        self.allow_reduced_precision = False
+        self.graph_optimization_level = GraphOptimizationLevel.ORT_ENABLE_ALL
+        self.execution_mode = ExecutionMode.ORT_SEQUENTIAL
+        self.log_severity_level = 2
+        self.log_verbosity_level = 0
+        self.logid = ""
+        self.enable_cpu_mem_arena = True
+        self.enable_mem_pattern = True
+        self.enable_profiling = False
+        self.optimized_model_filepath = ""
+
+    def add_session_config_entry(self, key: str, value: str) -> None:
+        self.__dict__.setdefault("_config", {})[key] = value
+
+    def get_session_config_entry(self, key: str) -> str:
+        return self.__dict__.get("_config", {})[key]
+
+
+class RunOptions:
+    """Accepted for compatibility (tags and log levels of one run)."""
+
+    def __init__(self) -> None:
+        self.log_severity_level = 2
+        self.log_verbosity_level = 0
+        self.logid = ""
+        self.run_tag = ""
+        self.terminate = False
+
+
+_ORT_TYPE_NAMES = {"float32": "float", "float64": "double"}
+
+
+def type_string(dtype: int) -> str:
+    """ONNX Runtime's type string of an Onyx element type: "tensor(float)"."""
+    name = _onyx.dtype_name(dtype)
+    return f"tensor({_ORT_TYPE_NAMES.get(name, name)})"
+
+
+class NodeArg:
+    """An input or output of a model: name, type ("tensor(float)") and shape
+    (ints, None for a dimension that is symbolic or unknown; None when the
+    rank is unknown)."""
+
+    def __init__(self, name: str, dtype: int, dims: Optional[Sequence[int]]) -> None:
+        self.name = name
+        self.type = type_string(dtype)
+        self.shape = None if dims is None else [d if d >= 0 else None for d in dims]
+        self.dtype = dtype
+
+    def __repr__(self) -> str:
+        return f"NodeArg(name='{self.name}', type='{self.type}', shape={self.shape})"
+
+
+ProviderSpec = Union[str, Tuple[str, Mapping[str, Any]]]
+
+
+def _provider_list(providers: Optional[Sequence[ProviderSpec]],
+                   provider_options: Optional[Sequence[Mapping[str, Any]]]) -> List[Tuple[str, List[Tuple[str, str]]]]:
+    if not providers:
+        return [("cpu", [])]
+    if provider_options is not None and len(provider_options) != len(providers):
+        raise InvalidArgument("provider_options must have one entry per provider")
+    out = []
+    for k, spec in enumerate(providers):
+        name, options = (spec, {}) if isinstance(spec, str) else spec
+        if provider_options is not None:
+            options = {**options, **provider_options[k]}
+        name = ORT_PROVIDER_NAMES.get(name, name)
+        out.append((name, [(str(key), str(value)) for key, value in options.items()]))
+    return out
+
+
+class InferenceSession:
+    """A model placed on providers, ready to run.
+
+    InferenceSession(path_or_bytes, sess_options=None, providers=None,
+    provider_options=None, *, fallback=None): ``providers`` lists providers
+    in priority order (names, or (name, options) pairs); the default is
+    ["cpu"]. ``fallback`` ("fail", "warn", "allow") overrides
+    sess_options.fallback.
+    """
+
+    def __init__(self, path_or_bytes: Union[str, bytes, os.PathLike], sess_options: Optional[SessionOptions] = None,
+                 providers: Optional[Sequence[ProviderSpec]] = None,
+                 provider_options: Optional[Sequence[Mapping[str, Any]]] = None, *, fallback: Optional[str] = None,
+                 **kwargs: Any) -> None:
+        self._options = sess_options or SessionOptions()
+        policy = fallback or getattr(self._options, "fallback", "warn")
+        if policy not in FALLBACK_POLICIES:
+            raise InvalidArgument(f"fallback '{policy}': one of fail, warn, allow")
+        self._providers = _provider_list(providers, provider_options)
+        model = path_or_bytes if isinstance(path_or_bytes, bytes) else os.fspath(path_or_bytes)
+        self._model_path = None if isinstance(model, bytes) else model
+        self._session = _onyx.Session(environment(), model, self._providers, FALLBACK_POLICIES[policy],
+                                      int(self._options.intra_op_num_threads or 0),
+                                      bool(getattr(self._options, "allow_reduced_precision", False)))
+        self._inputs = [NodeArg(*m) for m in self._session.metadata(True)]
+        self._outputs = [NodeArg(*m) for m in self._session.metadata(False)]
+        unavailable = {u["provider"] for u in self.partition_report().get("unavailable", [])}
+        self._active = [name for name, _ in self._providers if name not in unavailable]
+
+    def run(self, output_names: Optional[Sequence[str]], input_feed: Mapping[str, Any],
+            run_options: Optional[RunOptions] = None) -> List[np.ndarray]:
+        """Runs the model; returns the named outputs (all, in model order, when
+        output_names is None or empty) as numpy arrays. Inputs are not copied:
+        they must be C-contiguous. The GIL is released while the model runs."""
+        if not isinstance(input_feed, dict):
+            input_feed = dict(input_feed)
+        feed = {name: value if isinstance(value, np.ndarray) or hasattr(value, "__dlpack__") else np.asarray(value)
+                for name, value in input_feed.items()}
+        return self._session.run(list(output_names) if output_names else None, feed)
+
+    def get_inputs(self) -> List[NodeArg]:
+        return list(self._inputs)
+
+    def get_outputs(self) -> List[NodeArg]:
+        return list(self._outputs)
+
+    def get_overridable_initializers(self) -> List[NodeArg]:
+        return []
+
+    def get_providers(self) -> List[str]:
+        """The session's providers in priority order (those unavailable here left out)."""
+        return list(self._active)
+
+    def get_provider_options(self) -> Dict[str, Dict[str, str]]:
+        return {name: dict(options) for name, options in self._providers}
+
+    def get_session_options(self) -> SessionOptions:
+        return self._options
+
+    def partition_report(self) -> Dict[str, Any]:
+        """Which node went to which provider and why, and the copies inserted."""
+        return json.loads(self._session.partition_report())
+
+    def memory_report(self, input_shapes: Optional[Mapping[str, Sequence[int]]] = None) -> Dict[str, Any]:
+        """The static memory plan by device ({"cpu": {"arena_bytes", "lower_bound_bytes", ...}}) for these
+        input shapes (declared shapes, unknown dims 1, for the rest)."""
+        shapes = {name: [int(d) for d in dims] for name, dims in (input_shapes or {}).items()}
+        return {entry["device"]: entry for entry in json.loads(self._session.memory_report(shapes))}

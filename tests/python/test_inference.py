@@ -1,0 +1,138 @@
+"""onyx.InferenceSession: the ONNX Runtime-compatible API, Onyx's reports,
+zero-copy arrays, and clear errors for what cannot be fed."""
+import threading
+
+import numpy as np
+import pytest
+
+import onyx
+
+
+def test_providers_are_listed():
+    assert "cpu" in onyx.get_available_providers()
+    assert set(onyx.get_available_providers()) <= set(onyx.get_all_providers())
+
+
+def test_mlp_matches_numpy_float64(mlp_path):
+    import onnx
+    from onnx import numpy_helper
+    weights = {t.name: numpy_helper.to_array(t).astype(np.float64) for t in onnx.load(mlp_path).graph.initializer}
+    session = onyx.InferenceSession(mlp_path, providers=["cpu"])
+    x = np.random.default_rng(1).standard_normal((5, 784)).astype(np.float32)
+    (logits,) = session.run(None, {"x": x})
+    h = np.maximum(x.astype(np.float64) @ weights["w1"].T + weights["b1"], 0)
+    reference = h @ weights["w2"].T + weights["b2"]
+    # float32 GEMMs over 784 and 256 terms: about sqrt(784) float32 roundings of |x w| ~ 1.
+    np.testing.assert_allclose(logits, reference, rtol=1e-4, atol=1e-4)
+    assert logits.dtype == np.float32 and logits.shape == (5, 10)
+
+
+def test_metadata_and_reports(cnn_path):
+    options = onyx.SessionOptions()
+    options.intra_op_num_threads = 1
+    session = onyx.InferenceSession(cnn_path, options, providers=["CPUExecutionProvider"], fallback="fail")
+    (x,) = session.get_inputs()
+    assert (x.name, x.type, x.shape) == ("x", "tensor(float)", [None, 1, 28, 28])
+    assert session.get_outputs()[0].name == "logits"
+    assert session.get_providers() == ["cpu"]
+    report = session.partition_report()
+    assert report["policy"] == "fail" and {n["op"] for n in report["nodes"]} >= {"Conv", "MaxPool", "Gemm"}
+    assert all(n["device"].startswith("cpu") for n in report["nodes"])
+    memory = session.memory_report({"x": [8, 1, 28, 28]})
+    assert memory["cpu"]["arena_bytes"] >= memory["cpu"]["lower_bound_bytes"] > 8 * 8 * 28 * 28 * 4
+
+
+def test_outputs_by_name_and_bytes_model(mlp_path):
+    with open(mlp_path, "rb") as f:
+        session = onyx.InferenceSession(f.read())
+    x = np.ones((2, 784), np.float32)
+    assert np.array_equal(session.run(["logits"], {"x": x})[0], session.run(None, {"x": x})[0])
+
+
+def test_inputs_are_read_in_place_and_outputs_own_their_memory(mlp_path):
+    session = onyx.InferenceSession(mlp_path)
+    x = np.zeros((3, 784), np.float32)
+    first = session.run(None, {"x": x})[0]
+    x[:] = 1  # the next run sees the new values: the array itself was read
+    second = session.run(None, {"x": x})[0]
+    assert not np.array_equal(first, second)
+    del session  # outputs outlive the session
+    assert np.isfinite(second).all() and second.flags["OWNDATA"] is False
+
+
+def test_runs_concurrently_from_threads(mlp_path):
+    session = onyx.InferenceSession(mlp_path)
+    xs = [np.random.default_rng(k).standard_normal((4, 784)).astype(np.float32) for k in range(4)]
+    expected = [session.run(None, {"x": x})[0] for x in xs]
+    results = [None] * 4
+
+    def work(k):
+        for _ in range(20):
+            results[k] = session.run(None, {"x": xs[k]})[0]
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for k in range(4):
+        assert np.array_equal(results[k], expected[k])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float16, np.int8, np.uint8, np.int16, np.uint16, np.int32,
+                                   np.uint32, np.int64, np.uint64, np.bool_, np.complex64, np.complex128])
+def test_every_numpy_dtype_round_trips(tmp_path, dtype):
+    import onnx
+    from onnx import helper, mapping
+    elem = mapping.NP_TYPE_TO_TENSOR_TYPE[np.dtype(dtype)]
+    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "id",
+                              [helper.make_tensor_value_info("x", elem, [2, 3])],
+                              [helper.make_tensor_value_info("y", elem, [2, 3])])
+    path = str(tmp_path / "identity.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    x = (np.arange(6).reshape(2, 3) % 2 == 1) if dtype is np.bool_ else np.arange(6).reshape(2, 3).astype(dtype)
+    (y,) = onyx.InferenceSession(path).run(None, {"x": x})
+    assert y.dtype == x.dtype and np.array_equal(y, x)
+
+
+def test_bfloat16_travels_as_uint16_view(tmp_path):
+    import onnx
+    from onnx import TensorProto, helper
+    graph = helper.make_graph([helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT)], "bf16",
+                              [helper.make_tensor_value_info("x", TensorProto.BFLOAT16, [3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])])
+    path = str(tmp_path / "bf16.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    values = np.array([1.5, -2.0, 0.25], np.float32)
+    raw = (values.view(np.uint32) >> 16).astype(np.uint16)  # exact in bfloat16
+    (y,) = onyx.InferenceSession(path).run(None, {"x": raw})
+    assert np.array_equal(y, values)
+
+
+def test_bad_feeds_raise_clear_errors(mlp_path):
+    session = onyx.InferenceSession(mlp_path)
+    good = np.zeros((2, 784), np.float32)
+    with pytest.raises(onyx.InvalidArgument, match="'nope' is not an input of the model.*x"):
+        session.run(None, {"nope": good})
+    with pytest.raises(onyx.OnyxError, match="x") as wrong_dtype:
+        session.run(None, {"x": good.astype(np.float64)})
+    assert "float64" in str(wrong_dtype.value) or "element type" in str(wrong_dtype.value)
+    with pytest.raises(onyx.OnyxError, match="x"):
+        session.run(None, {"x": np.zeros((2, 100), np.float32)})
+    with pytest.raises(ValueError, match="not C-contiguous.*ascontiguousarray"):
+        session.run(None, {"x": np.zeros((784, 2), np.float32).T})
+    with pytest.raises(TypeError, match="strings or Python objects"):
+        session.run(None, {"x": np.array([["a"] * 784], dtype=object)})
+    with pytest.raises(onyx.OnyxError, match="x"):
+        session.run(None, {})
+    with pytest.raises(onyx.OnyxError, match="missing_output"):
+        session.run(["missing_output"], {"x": good})
+
+
+def test_bad_models_raise_clear_errors(tmp_path):
+    with pytest.raises(onyx.NotFound, match="does_not_exist.onnx"):
+        onyx.InferenceSession(str(tmp_path / "does_not_exist.onnx"))
+    with pytest.raises(onyx.OnyxError):
+        onyx.InferenceSession(b"this is not a model")
+    with pytest.raises(onyx.InvalidArgument, match="fallback"):
+        onyx.InferenceSession(b"", fallback="sometimes")
