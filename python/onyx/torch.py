@@ -81,6 +81,12 @@ class _Compiled:
         finally:
             module.training = was_training
         model = onnx.load_from_string(buffer.getvalue())
+        graph_inputs = {i.name for i in model.graph.input}
+        lost = [k for k, name in enumerate(self.input_names) if name not in graph_inputs]
+        if lost:
+            raise OnyxError(f"OnyxModule: the graph torch.onnx.export traced from {type(module).__name__} does not "
+                            f"read argument {lost[0]}: its forward leaves the traced graph (numpy, .item(), Python "
+                            "control flow on values), so the exporter recorded a constant in its place")
 
         # Parameters become graph inputs, fed from the torch tensors each call.
         params = dict(module.named_parameters())
