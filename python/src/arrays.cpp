@@ -67,6 +67,39 @@ nb::dlpack::dtype numpy_dtype_of(int32_t dtype) {
   }
 }
 
+// The 2- and 4-bit types: numpy holds one element per byte (int8 for the
+// signed ones, uint8 for the others); Onyx packs them, lowest bits first.
+bool is_signed_packed(int32_t dtype) { return dtype == ONYX_DTYPE_INT4 || dtype == ONYX_DTYPE_INT2; }
+
+TensorPtr pack(const nb::ndarray<nb::ro>& array, int32_t dtype, const std::vector<int64_t>& dims) {
+  OnyxTensor* raw = nullptr;
+  check(onyx_tensor_create(dtype, dims.data(), dims.size(), &raw));
+  TensorPtr tensor(raw);
+  const size_t per_byte = onyx_dtype_elements_per_byte(dtype), bits = 8 / per_byte;
+  const uint8_t mask = uint8_t((1u << bits) - 1);
+  const auto* in = static_cast<const uint8_t*>(array.data());
+  auto* out = static_cast<uint8_t*>(onyx_tensor_data(raw));
+  for (size_t i = 0; i < array.size(); ++i) out[i / per_byte] |= uint8_t((in[i] & mask) << (bits * (i % per_byte)));
+  return tensor;
+}
+
+nb::object unpack(OnyxTensor* t, int32_t dtype) {
+  const size_t per_byte = onyx_dtype_elements_per_byte(dtype), bits = 8 / per_byte;
+  const int64_t* dims = onyx_tensor_dims(t);
+  std::vector<size_t> shape(dims, dims + onyx_tensor_rank(t));
+  const size_t count = size_t(onyx_tensor_element_count(t));
+  auto* values = new uint8_t[count ? count : 1];
+  const auto* in = static_cast<const uint8_t*>(onyx_tensor_data(t));
+  for (size_t i = 0; i < count; ++i) {
+    unsigned v = (in[i / per_byte] >> (bits * (i % per_byte))) & ((1u << bits) - 1);
+    if (is_signed_packed(dtype) && (v >> (bits - 1))) v |= ~0u << bits;  // sign-extend
+    values[i] = uint8_t(v);
+  }
+  nb::capsule owner(values, [](void* p) noexcept { delete[] static_cast<uint8_t*>(p); });
+  nb::dlpack::dtype type{uint8_t(is_signed_packed(dtype) ? Code::Int : Code::UInt), 8, 1};
+  return nb::ndarray<nb::numpy>(values, shape.size(), shape.data(), owner, nullptr, type).cast();
+}
+
 }  // namespace
 
 std::string dtype_name(int32_t dtype) {
@@ -112,6 +145,12 @@ void borrow_input(BorrowedInputs& inputs, const std::string& name, nb::handle va
     throw nb::value_error((what + ": the array is not C-contiguous (element strides " + strides +
                            "); pass numpy.ascontiguousarray(x) or x.contiguous()").c_str());
   }
+  if (onyx_dtype_elements_per_byte(expected) &&
+      (dtype == ONYX_DTYPE_UINT8 || dtype == ONYX_DTYPE_INT8)) {  // one element per byte in, packed for Onyx
+    inputs.tensors.push_back(pack(array, expected, dims));
+    inputs.arrays.push_back(std::move(array));
+    return;
+  }
   OnyxTensor* tensor = nullptr;
   check(onyx_tensor_create_borrowed(dtype, dims.data(), dims.size(), const_cast<void*>(array.data()),
                                     array.nbytes(), &tensor));
@@ -124,13 +163,10 @@ nb::object to_numpy(TensorPtr tensor) {
   const int32_t dtype = onyx_tensor_dtype(t);
   if (dtype == ONYX_DTYPE_STRING || onyx_dtype_storage_bytes(dtype, 1) == 0)
     throw nb::type_error(("an output of element type " + dtype_name(dtype) + " cannot become a numpy array yet").c_str());
+  if (onyx_dtype_elements_per_byte(dtype)) return unpack(t, dtype);  // `tensor` releases t
   std::vector<size_t> shape;
-  if (onyx_dtype_elements_per_byte(dtype)) {
-    shape.push_back(onyx_tensor_byte_size(t));  // packed: the bytes as they are
-  } else {
-    const int64_t* dims = onyx_tensor_dims(t);
-    for (size_t k = 0; k < onyx_tensor_rank(t); ++k) shape.push_back(size_t(dims[k]));
-  }
+  const int64_t* dims = onyx_tensor_dims(t);
+  for (size_t k = 0; k < onyx_tensor_rank(t); ++k) shape.push_back(size_t(dims[k]));
   nb::capsule owner(tensor.release(), [](void* p) noexcept { onyx_tensor_release(static_cast<OnyxTensor*>(p)); });
   nb::ndarray<nb::numpy> array(onyx_tensor_data(t), shape.size(), shape.data(), owner, nullptr, numpy_dtype_of(dtype));
   return array.cast();

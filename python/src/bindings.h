@@ -90,15 +90,17 @@ struct BorrowedInputs {
 // Adds `value` (anything with the buffer protocol or DLPack on the CPU: numpy
 // arrays, torch tensors) as the input `name`. `expected` is the element type
 // the model declares (0 when unknown): raw views are taken for the types
-// numpy lacks (uint16 for bfloat16, uint8 for the 8-bit floats). Raises
+// numpy lacks (uint16 for bfloat16, uint8 for the 8-bit floats), and the 2-
+// and 4-bit types come one element per byte (int8/uint8) and are packed (a
+// copy). Raises
 // TypeError/ValueError naming the input for what cannot be fed: strings and
 // objects, a non-contiguous array, memory on another device.
 void borrow_input(BorrowedInputs& inputs, const std::string& name, nb::handle value, int32_t expected);
 
 // A numpy array over the tensor's memory: the array owns the tensor and
 // releases it when collected. bfloat16 comes out as a uint16 view, the 8-bit
-// floats as uint8 views, the packed 2- and 4-bit types as their bytes (uint8,
-// 1-D).
+// floats as uint8 views; the packed 2- and 4-bit types are unpacked into a new
+// array, one element per byte (int8 for int4/int2, uint8 for the others).
 nb::object to_numpy(TensorPtr tensor);
 
 // "float32", "bfloat16", ... (onyx_dtype.h's names).
