@@ -15,6 +15,7 @@ python=${ONYX_PYTHON:-/usr/bin/python3}
 rm -rf "$venv"
 "$python" -m venv --system-site-packages "$venv"
 # The package's CMake build shares ccache with the tests' build (python/pyproject.toml).
+export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/onyx-ccache}
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$repo} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}
 export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
 export CC=${CC:-cc} CXX=${CXX:-c++}
