@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 
 #include "commands.h"
 #include "run_inputs.h"
@@ -39,6 +40,8 @@ int run_bench(const ParsedArgs& args) {
     }
   };
   for (long long k = 0; k < warmup; ++k) run();
+  std::optional<std::string> profile = args.last("--profile");
+  if (profile) session->start_profiling();  // the timed runs only
 
   std::vector<double> ms;
   ms.reserve(size_t(iterations));
@@ -59,6 +62,7 @@ int run_bench(const ParsedArgs& args) {
   std::printf("latency ms: p50 %.3f  p90 %.3f  p99 %.3f  min %.3f  mean %.3f  max %.3f\n", percentile(sorted, 50),
               percentile(sorted, 90), percentile(sorted, 99), sorted.front(), mean, sorted.back());
   std::printf("throughput: %.1f runs/s\n", double(iterations) / total_s);
+  if (profile) write_profile(*session, *profile);
   return 0;
 }
 
@@ -69,6 +73,7 @@ Command bench_command() {
   for (OptionSpec& o : input_option_specs()) options.push_back(std::move(o));
   options.push_back({"--warmup", "K", "untimed runs first (default 5)"});
   options.push_back({"--iterations", "N", "timed runs (default 50)"});
+  options.push_back(profile_option_spec());
   return {"bench",
           "time repeated runs: latency p50/p90/p99/min/mean and throughput",
           "onyx bench MODEL [--threads N] [--warmup K] [--iterations N] [--provider P ...] [--shape NAME=DIMS ...]",

@@ -49,12 +49,15 @@ int run_run(const ParsedArgs& args) {
   std::unique_ptr<onyx::Session> session = open_session(env, path, session_options_from(args));
   RunInputs inputs = prepare_inputs(*session, args);
   for (const std::string& note : inputs.notes) std::cout << note << "\n";
+  std::optional<std::string> profile = args.last("--profile");
+  if (profile) session->start_profiling();
 
   auto start = std::chrono::steady_clock::now();
   std::vector<onyx::Tensor> outputs = run_once(*session, inputs);
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   std::printf("ran in %.3f ms\n", ms);
   std::fflush(stdout);
+  if (profile) write_profile(*session, *profile);
 
   std::vector<onyx::ValueMetadata> declared = session->outputs();
   if (output_dir) {
@@ -84,6 +87,7 @@ Command run_command() {
   for (OptionSpec& o : input_option_specs()) options.push_back(std::move(o));
   options.push_back({"--output-dir", "DIR", "write each output to DIR/<output name>.pb (created if missing)"});
   options.push_back({"--output-format", "pb|npy", "file format for --output-dir (default pb, an ONNX TensorProto)"});
+  options.push_back(profile_option_spec());
   return {"run",
           "run a model once and summarize (or save) its outputs",
           "onyx run MODEL [--provider P ...] [--input NAME=FILE ...] [--output-dir DIR] [--threads N]",

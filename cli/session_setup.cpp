@@ -1,7 +1,10 @@
 #include "session_setup.h"
 
 #include <charconv>
+#include <cstdio>
 #include <filesystem>
+
+#include "tensor_io.h"
 
 namespace onyx::cli {
 
@@ -56,6 +59,21 @@ std::unique_ptr<onyx::Session> open_session(onyx::Env& env, const std::string& m
     if (message.find(model_path) != std::string::npos) throw CliError("cannot load model: " + message);
     throw CliError("cannot load model '" + model_path + "': " + message);
   }
+}
+
+OptionSpec profile_option_spec() {
+  return {"--profile", "FILE", "write the timed runs' Chrome trace (one event per kernel; chrome://tracing, Perfetto)"};
+}
+
+void write_profile(onyx::Session& session, const std::string& path) {
+  std::string trace;
+  try {
+    trace = session.end_profiling();
+  } catch (const onyx::Error& e) {
+    throw CliError(std::string("profiling failed: ") + e.what());
+  }
+  write_file_atomically(path, trace);
+  std::printf("wrote profile %s\n", path.c_str());
 }
 
 namespace {

@@ -37,6 +37,11 @@ std::vector<int64_t> concrete_shape(const onyx::ValueMetadata& input,
                                     bool* assumed);
 
 // "float32"; "dtype(N)" for codes the CLI does not name.
+// --profile FILE (run, bench): the runs' Chrome trace (onyx_session_start_profiling).
+OptionSpec profile_option_spec();
+// Ends the session's profiling and writes the trace to `path` atomically.
+void write_profile(onyx::Session& session, const std::string& path);
+
 std::string dtype_name(int32_t dtype);
 // Bytes per element; 0 for types the CLI cannot handle (strings, sub-byte types).
 size_t dtype_size(int32_t dtype);

@@ -12,6 +12,7 @@ from __future__ import annotations
 import enum
 import json
 import os
+import time
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -101,6 +102,7 @@ class SessionOptions:
         self.enable_cpu_mem_arena = True
         self.enable_mem_pattern = True
         self.enable_profiling = False
+        self.profile_file_prefix = "onyx_profile"
         self.optimized_model_filepath = ""
 
     def add_session_config_entry(self, key: str, value: str) -> None:
@@ -192,6 +194,8 @@ class InferenceSession:
         self._outputs = [NodeArg(*m) for m in self._session.metadata(False)]
         unavailable = {u["provider"] for u in self.partition_report().get("unavailable", [])}
         self._active = [name for name, _ in self._providers if name not in unavailable]
+        if getattr(self._options, "enable_profiling", False):
+            self.start_profiling()
 
     def run(self, output_names: Optional[Sequence[str]], input_feed: Mapping[str, Any],
             run_options: Optional[RunOptions] = None) -> List[np.ndarray]:
@@ -222,6 +226,23 @@ class InferenceSession:
 
     def get_session_options(self) -> SessionOptions:
         return self._options
+
+    def start_profiling(self) -> None:
+        """Records a timing event per kernel (and per run) of the runs that follow (Onyx's)."""
+        self._session.start_profiling()
+
+    def end_profiling(self, path: Optional[str] = None) -> str:
+        """Stops profiling and writes the Chrome trace (chrome://tracing, Perfetto) to ``path``, by default
+        ``<sess_options.profile_file_prefix>_<date>_<time>.json`` as ONNX Runtime names it; returns the path."""
+        trace = self._session.end_profiling()
+        if path is None:
+            prefix = getattr(self._options, "profile_file_prefix", "onyx_profile")
+            path = f"{prefix}_{time.strftime('%Y-%m-%d_%H-%M-%S')}.json"
+        scratch = f"{path}.tmp{os.getpid()}"
+        with open(scratch, "w") as f:
+            f.write(trace)
+        os.replace(scratch, path)  # readers see the old file or the whole new one
+        return path
 
     def partition_report(self) -> Dict[str, Any]:
         """Which node went to which provider and why, and the copies inserted."""

@@ -107,6 +107,13 @@ class Session {
     return result;
   }
 
+  void start_profiling() { check(onyx_session_start_profiling(session_.get())); }
+  std::string end_profiling() {
+    char* json = nullptr;
+    check(onyx_session_end_profiling(session_.get(), &json));
+    return take_string(json);
+  }
+
   std::string partition_report() const {
     char* json = nullptr;
     check(onyx_session_partition_report(session_.get(), &json));
@@ -170,6 +177,8 @@ void bind_inference(nb::module_& m) {
            nb::arg("providers"), nb::arg("fallback"), nb::arg("threads"), nb::arg("reduced_precision"))
       .def("metadata", &Session::metadata, nb::arg("input"))
       .def("run", &Session::run, nb::arg("output_names").none(), nb::arg("feed"))
+      .def("start_profiling", &Session::start_profiling)
+      .def("end_profiling", &Session::end_profiling, "the Chrome trace of the runs since start_profiling")
       .def("partition_report", &Session::partition_report)
       .def("memory_report", &Session::memory_report, nb::arg("shapes"));
 }

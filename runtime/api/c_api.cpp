@@ -281,6 +281,24 @@ OnyxStatus* onyx_session_memory_report(OnyxSession* s, const char* const* names,
   });
 }
 
+OnyxStatus* onyx_session_start_profiling(OnyxSession* s) {
+  return guarded([&] {
+    if (!s) return null_arg("onyx_session_start_profiling", "session");
+    s->session->start_profiling();
+    return Status();
+  });
+}
+
+OnyxStatus* onyx_session_end_profiling(OnyxSession* s, char** json) {
+  return guarded([&] {
+    if (!s || !json) return null_arg("onyx_session_end_profiling", "argument");
+    auto trace = s->session->end_profiling();
+    if (!trace.ok()) return trace.status();
+    *json = copy_string(trace.value());
+    return Status();
+  });
+}
+
 OnyxStatus* onyx_tensor_create(int32_t dtype, const int64_t* dims, size_t rank, OnyxTensor** out) {
   return guarded([&] {
     if (!out || (rank && !dims)) return null_arg("onyx_tensor_create", "argument");

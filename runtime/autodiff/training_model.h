@@ -60,7 +60,7 @@ struct TrainingSpec {
   // Which forward outputs the training and eval models return beside the
   // loss: all of them when unset (Onyx's default), only these when set (an
   // empty list gives the loss alone, as ONNX Runtime's artifacts do).
-  std::optional<std::vector<std::string>> forward_outputs;
+  std::optional<std::vector<std::string>> forward_outputs{};
 };
 
 // The training model input that carries fp16's loss scale.

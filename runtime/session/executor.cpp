@@ -104,6 +104,25 @@ StatusOr<Tensor> hand_over(const RunState& run, int v) {
   return t;
 }
 
+// The profiler's event for a step that began at `start`.
+void record_step(Profiler& profiler, const RunState& run, const Step& step, int64_t start) {
+  Profiler::Event e;
+  e.name = step.name;
+  e.category = step.kind == Step::kKernel ? "kernel" : step.kind == Step::kCopy ? "copy" : "control_flow";
+  e.start_ns = start;
+  e.duration_ns = profiler.now_ns() - start;
+  e.thread = Profiler::thread_id();
+  if (step.device >= 0) e.args.emplace_back("provider", run.session->devices()[size_t(step.device)]->label);
+  std::string ops;
+  for (int n : step.nodes) ops += (ops.empty() ? "" : ",") + run.session->graph().nodes[size_t(n)].op_type;
+  if (!ops.empty()) e.args.emplace_back("op", ops);
+  std::string shapes;
+  for (int v : step.inputs)
+    if (v >= 0 && run.slots[size_t(v)].present) shapes += (shapes.empty() ? "" : " ") + shape_string(run.slots[size_t(v)].dims);
+  e.args.emplace_back("input_shapes", shapes);
+  profiler.record(std::move(e));
+}
+
 }  // namespace
 
 StatusOr<std::vector<Tensor>> Executor::run(Session& session, const ExecutionPlan& plan,
@@ -127,6 +146,8 @@ StatusOr<std::vector<Tensor>> Executor::run(Session& session, const ExecutionPla
   } free_dynamic{run};
   bind_inputs(graph, inputs, run);
 
+  const std::shared_ptr<Profiler> profiler = session.profiler();  // null: not profiling
+  const int64_t run_start = profiler ? profiler->now_ns() : 0;
   const std::vector<Step>& steps = session.steps();
   for (size_t s = 0; s < steps.size(); ++s) {
     const Step& step = steps[s];
@@ -137,9 +158,11 @@ StatusOr<std::vector<Tensor>> Executor::run(Session& session, const ExecutionPla
         return failed_precondition("node " + step.name + ": input " + std::to_string(i) + " ('" +
                                    graph.values[size_t(v)].name + "') was not produced");
     }
+    const int64_t step_start = profiler ? profiler->now_ns() : 0;
     ONYX_RETURN_IF_ERROR(step.kind == Step::kKernel        ? run_kernel(run, step)
                          : step.kind == Step::kControlFlow ? run_control_flow(run, step)
                                                            : run_copy(run, step));
+    if (profiler) record_step(*profiler, run, step, step_start);
     for (int v : step.inputs)  // free dynamic buffers whose storage group is done
       if (v >= 0 && plan.last_use[size_t(v)] == int(s) && run.slots[size_t(v)].dynamic &&
           plan.values[size_t(v)].storage != ExecutionPlan::kOutput)
@@ -151,6 +174,9 @@ StatusOr<std::vector<Tensor>> Executor::run(Session& session, const ExecutionPla
     ONYX_ASSIGN_OR_RETURN(Tensor t, hand_over(run, v));
     outputs.push_back(std::move(t));
   }
+  if (profiler)
+    profiler->record({"run", "run", run_start, profiler->now_ns() - run_start, Profiler::thread_id(),
+                      {{"steps", std::to_string(steps.size())}}});
   return outputs;
 }
 

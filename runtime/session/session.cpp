@@ -283,4 +283,12 @@ StatusOr<std::vector<MemoryReport>> Session::memory_report(const std::map<std::s
   return plan->report;
 }
 
+void Session::start_profiling() { std::atomic_store(&profiler_, std::make_shared<Profiler>()); }
+
+StatusOr<std::string> Session::end_profiling() {
+  std::shared_ptr<Profiler> profiler = std::atomic_exchange(&profiler_, std::shared_ptr<Profiler>());
+  if (!profiler) return failed_precondition("end_profiling: the session is not profiling (start_profiling first)");
+  return profiler->chrome_trace();
+}
+
 }  // namespace onyx::runtime

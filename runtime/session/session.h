@@ -30,6 +30,7 @@
 #include "session/device.h"
 #include "session/partition.h"
 #include "session/plan.h"
+#include "session/profiler.h"
 #include "session/step.h"
 
 namespace onyx::runtime {
@@ -83,6 +84,14 @@ class Session {
   // unknown dims set from `input_shapes` or to 1), per device.
   StatusOr<std::vector<MemoryReport>> memory_report(const std::map<std::string, Shape>& input_shapes);
 
+  // Profiling (profiler.h): while on, every run records an event per step
+  // and one for itself. start restarts with an empty trace; end stops and
+  // returns the trace (FAILED_PRECONDITION when off). Thread-safe, also while
+  // runs are in flight (each run records into the profiler it began with).
+  void start_profiling();
+  StatusOr<std::string> end_profiling();
+  std::shared_ptr<Profiler> profiler() const { return std::atomic_load(&profiler_); }
+
   ThreadPool& thread_pool() { return *pool_; }
   ArenaPool& arena_pool() { return *arenas_; }
   // The registry's logger: the session's warnings and its plugins' lines.
@@ -109,6 +118,7 @@ class Session {
   std::vector<int> output_values_;
   PartitionReport partition_;
   std::shared_ptr<ThreadPool> pool_;  // shared with child sessions
+  std::shared_ptr<Profiler> profiler_;  // null when off; read and swapped atomically
   std::mutex plans_mutex_;
   std::map<std::vector<Shape>, std::shared_ptr<const ExecutionPlan>> plans_;
 };

@@ -136,3 +136,23 @@ def test_bad_models_raise_clear_errors(tmp_path):
         onyx.InferenceSession(b"this is not a model")
     with pytest.raises(onyx.InvalidArgument, match="fallback"):
         onyx.InferenceSession(b"", fallback="sometimes")
+
+
+def test_profiling_writes_a_chrome_trace(cnn_path, tmp_path, monkeypatch):
+    import json
+    monkeypatch.chdir(tmp_path)
+    options = onyx.SessionOptions()
+    options.enable_profiling = True  # ONNX Runtime's switch: profiles from creation
+    session = onyx.InferenceSession(cnn_path, options)
+    x = np.zeros((2, 1, 28, 28), np.float32)
+    session.run(None, {"x": x})
+    session.run(None, {"x": x})
+    path = session.end_profiling()
+    assert path.startswith("onyx_profile_") and path.endswith(".json")
+    events = json.load(open(path))["traceEvents"]
+    runs = [e for e in events if e["cat"] == "run"]
+    kernels = [e for e in events if e["cat"] == "kernel"]
+    assert len(runs) == 2 and len(kernels) == 2 * int(runs[0]["args"]["steps"])
+    assert {e["args"]["op"] for e in kernels} >= {"Conv", "Gemm"} and all(e["ph"] == "X" for e in events)
+    with pytest.raises(onyx.FailedPrecondition, match="not profiling"):
+        session.end_profiling()

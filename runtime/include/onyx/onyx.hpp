@@ -196,6 +196,13 @@ class Session {
     check(onyx_session_memory_report(raw_.get(), nullptr, nullptr, nullptr, 0, &json));
     return detail::take_string(json);
   }
+  // Chrome-trace profiling of the runs between the two calls (onyx_session_start_profiling).
+  void start_profiling() { check(onyx_session_start_profiling(raw_.get())); }
+  std::string end_profiling() {
+    char* json = nullptr;
+    check(onyx_session_end_profiling(raw_.get(), &json));
+    return detail::take_string(json);
+  }
   OnyxSession* get() const { return raw_.get(); }
 
  private:

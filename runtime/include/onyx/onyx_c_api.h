@@ -176,6 +176,19 @@ ONYX_API OnyxStatus* onyx_session_memory_report(OnyxSession* session, const char
                                                 const size_t* input_ranks, size_t input_count,
                                                 char** json);
 
+/* Profiling: from start to end, every run of the session records one timing
+ * event per step (a kernel, which may be a fused group of nodes; a copy
+ * between devices; a control-flow node) with its provider, ops and input
+ * shapes, and one event per run. end stops and returns what was recorded as
+ * a Chrome trace (Trace Event Format, "X" events, ts and dur in
+ * microseconds), which chrome://tracing and Perfetto load; *json belongs to
+ * the caller. start while profiling restarts with an empty trace; end when
+ * not profiling is FAILED_PRECONDITION. Profiling costs two clock reads and
+ * one locked append per step. Thread-safe, also while runs are in flight: a
+ * run records into the trace that was current when it began. */
+ONYX_API OnyxStatus* onyx_session_start_profiling(OnyxSession* session);
+ONYX_API OnyxStatus* onyx_session_end_profiling(OnyxSession* session, char** json);
+
 /* ---- tensors (host memory) ------------------------------------------------- */
 
 /* A new zero-filled tensor. dims may be NULL when rank is 0 (a scalar). */
