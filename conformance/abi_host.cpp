@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -180,12 +181,31 @@ void host_ctx_parallel_for(OnyxComputeContext* ctx, size_t n, size_t grain, Onyx
 }
 size_t host_ctx_thread_count(const OnyxComputeContext* ctx) { return std::max<size_t>(1, ctx_of(ctx)->threads); }
 
+// ABI 1.1: the runner never profiles, so a plugin's own events go nowhere.
+bool host_ctx_profiling(const OnyxComputeContext*) { return false; }
+void host_ctx_profile_event(const OnyxComputeContext*, const char*, int64_t, int64_t) {}
+// Planted beyond a 1.0 table's struct_size: a plugin that reads past the
+// size its host gave ends the case loudly instead of calling garbage.
+bool host_beyond_1_0_profiling(const OnyxComputeContext*) {
+  std::fprintf(stderr, "plugin called ctx_profiling, which a 1.0 host's table (struct_size %zu) does not have\n",
+               size_t(ONYX_HOST_API_SIZE_1_0));
+  std::abort();
+}
+void host_beyond_1_0_profile_event(const OnyxComputeContext* ctx, const char*, int64_t, int64_t) {
+  host_beyond_1_0_profiling(ctx);
+}
+
+uint32_t g_host_max_abi = kHostMaxAbi;
+
 std::string dl_error() {
   const char* e = dlerror();
   return e ? e : "unknown dlopen error";
 }
 
 }  // namespace
+
+void set_host_max_abi(uint32_t version) { g_host_max_abi = version; }
+uint32_t host_max_abi() { return g_host_max_abi; }
 
 const OnyxHostApi* host_api() {
   static const OnyxHostApi table = [] {
@@ -205,9 +225,20 @@ const OnyxHostApi* host_api() {
     h.ctx_scratch = host_ctx_scratch;
     h.ctx_parallel_for = host_ctx_parallel_for;
     h.ctx_thread_count = host_ctx_thread_count;
+    h.ctx_profiling = host_ctx_profiling;
+    h.ctx_profile_event = host_ctx_profile_event;
     return h;
   }();
-  return &table;
+  // A host that speaks only 1.0: its table ends at 1.0's size.
+  static const OnyxHostApi table_1_0 = [] {
+    OnyxHostApi h = table;
+    h.struct_size = ONYX_HOST_API_SIZE_1_0;
+    h.abi_version = ONYX_ABI_VERSION(1, 0);
+    h.ctx_profiling = host_beyond_1_0_profiling;
+    h.ctx_profile_event = host_beyond_1_0_profile_event;
+    return h;
+  }();
+  return g_host_max_abi < ONYX_ABI_VERSION(1, 1) ? &table_1_0 : &table;
 }
 
 long live_status_count() {
@@ -278,11 +309,11 @@ std::unique_ptr<LoadedPlugin> LoadedPlugin::load(const std::string& path, size_t
   if (!e->create) throw CaseError("entry has no create function");
   p->entry_ = e;
   const uint32_t low = std::max(kHostMinAbi, e->min_abi_version);
-  const uint32_t high = std::min(kHostMaxAbi, e->max_abi_version);
+  const uint32_t high = std::min(g_host_max_abi, e->max_abi_version);
   if (low > high || ONYX_ABI_VERSION_GET_MAJOR(low) != ONYX_ABI_VERSION_GET_MAJOR(high))
     throw CaseError("incompatible: the plugin speaks ABI " + version_string(e->min_abi_version) + "-" +
                     version_string(e->max_abi_version) + ", this host " + version_string(kHostMinAbi) +
-                    "-" + version_string(kHostMaxAbi));
+                    "-" + version_string(g_host_max_abi));
   p->abi_version_ = high;
   // A newer host passes a larger args struct: zero-filled beyond the 1.0 fields.
   std::vector<unsigned char> storage(std::max(args_size, sizeof(OnyxPluginCreateArgs)), 0);

@@ -20,7 +20,14 @@ namespace onyx::conformance {
 constexpr uint32_t kHostMinAbi = ONYX_ABI_VERSION(1, 0);
 constexpr uint32_t kHostMaxAbi = ONYX_ABI_VERSION(ONYX_ABI_VERSION_MAJOR, ONYX_ABI_VERSION_MINOR);
 
-// The host's function table (static: it outlives every plugin).
+// The newest ABI version this host offers (default kHostMaxAbi). Set to 1.0
+// (onyx-conformance --host-abi 1.0) before any plugin loads, the host
+// negotiates at most 1.0 and hands plugins a table of 1.0's size: how a newer
+// plugin must behave under an older host. Not thread-safe; set it first.
+void set_host_max_abi(uint32_t version);
+uint32_t host_max_abi();
+
+// The host's function table for host_max_abi() (static: it outlives every plugin).
 const OnyxHostApi* host_api();
 
 // Statuses created by the host table and not yet released (leak checks),

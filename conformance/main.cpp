@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "abi_host.h"
 #include "compare.h"
 #include "report.h"
 #include "suites.h"
@@ -45,6 +46,7 @@ const char* kUsage =
     "  --jobs          worker processes (default: the number of cores)\n"
     "  --timeout       per-case time limit in seconds (default 60)\n"
     "  --verbose       print every case, and let workers print the runtime's own logs\n"
+    "  --host-abi      1.0 makes the runner a host that speaks only ABI 1.0 (default: 1.1)\n"
     "  --memory-limit  address-space limit per worker process in GiB (default: none; GPU\n"
     "                  runtimes reserve large address ranges, so set it for host-memory plugins)\n"
     "\n"
@@ -121,6 +123,10 @@ Args parse_args(int argc, char** argv) {
     } else if (arg == "--memory-limit") {
       a.memory_limit_gib = std::atof(value().c_str());
       if (a.memory_limit_gib <= 0) usage_error("--memory-limit needs a positive number of GiB");
+    } else if (arg == "--host-abi") {
+      std::string v = value();
+      if (v == "1.0") set_host_max_abi(ONYX_ABI_VERSION(1, 0));
+      else if (v != "1.1") usage_error("--host-abi: 1.0 or 1.1");
     } else if (arg == "--strict-declines") {
       a.strict_declines = true;
     } else if (arg == "--verbose") {

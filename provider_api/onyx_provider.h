@@ -70,7 +70,7 @@ extern "C" {
 /* The ABI version this header describes. A minor version only appends fields
  * and functions; a major version may change anything. */
 #define ONYX_ABI_VERSION_MAJOR 1
-#define ONYX_ABI_VERSION_MINOR 0
+#define ONYX_ABI_VERSION_MINOR 1
 
 /* Packs a version into one comparable integer. */
 #define ONYX_ABI_VERSION(major, minor) (((uint32_t)(major) << 16) | (uint32_t)(minor))
@@ -431,8 +431,27 @@ typedef struct OnyxHostApi {
   /* Number of threads ctx_parallel_for may use (>= 1), constant for the
    * ctx. Thread-safe. */
   size_t (*ctx_thread_count)(const OnyxComputeContext* ctx);
+
+  /* --- ABI 1.1 ------------------------------------------------------------
+   * Present when struct_size >= ONYX_HOST_API_SIZE_1_1 and abi_version >=
+   * ONYX_ABI_VERSION(1, 1); a plugin must check both before calling them
+   * (a 1.0 host's table ends above). */
+
+  /* Whether the run this kernel_compute belongs to is being profiled
+   * (onyx_session_start_profiling). A plugin that measures its own work
+   * (device-side kernel times, compilation, transfers) records it only then.
+   * Thread-safe. */
+  bool (*ctx_profiling)(const OnyxComputeContext* ctx);
+  /* Adds one event of the plugin's own to the run's trace, beside the host's
+   * event for the kernel: `name` (read during the call) on the calling
+   * thread's timeline, from `start_ns` to `end_ns` of the monotonic clock
+   * (CLOCK_MONOTONIC, which std::chrono::steady_clock reads on Linux), for
+   * work already finished. Does nothing when the run is not profiled or the
+   * times are not ordered. Thread-safe, also from ctx_parallel_for bodies. */
+  void (*ctx_profile_event)(const OnyxComputeContext* ctx, const char* name, int64_t start_ns, int64_t end_ns);
 } OnyxHostApi;
 #define ONYX_HOST_API_SIZE_1_0 ONYX_STRUCT_SIZE(OnyxHostApi, ctx_thread_count)
+#define ONYX_HOST_API_SIZE_1_1 ONYX_STRUCT_SIZE(OnyxHostApi, ctx_profile_event)
 
 /* ------------------------------------------------------------------------ */
 /* The plugin's functions                                                   */

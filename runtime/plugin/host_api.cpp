@@ -68,6 +68,16 @@ void ctx_parallel_for(OnyxComputeContext* ctx, size_t n, size_t grain, OnyxParal
 
 size_t ctx_thread_count(const OnyxComputeContext* ctx) { return ctx->thread_count(); }
 
+bool ctx_profiling(const OnyxComputeContext* ctx) { return ctx->profiling(); }
+
+void ctx_profile_event(const OnyxComputeContext* ctx, const char* name, int64_t start_ns, int64_t end_ns) {
+  if (!name || end_ns < start_ns) return;
+  try {
+    ctx->profile_event(name, start_ns, end_ns);
+  } catch (...) {  // nothing may cross the ABI; a lost event is the lesser harm
+  }
+}
+
 }  // namespace
 
 const OnyxHostApi* host_api() {
@@ -85,6 +95,8 @@ const OnyxHostApi* host_api() {
     a.ctx_scratch = ctx_scratch;
     a.ctx_parallel_for = ctx_parallel_for;
     a.ctx_thread_count = ctx_thread_count;
+    a.ctx_profiling = ctx_profiling;
+    a.ctx_profile_event = ctx_profile_event;
     return a;
   }();
   return &api;

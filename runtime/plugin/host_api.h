@@ -30,6 +30,9 @@ struct OnyxComputeContext {
   virtual onyx::runtime::Status scratch(size_t bytes, void** out) = 0;
   virtual void parallel_for(size_t n, size_t grain, OnyxParallelBody body, void* user) = 0;
   virtual size_t thread_count() const = 0;
+  // ABI 1.1: the run's profiler, if it is profiled (ctx_profiling, ctx_profile_event).
+  virtual bool profiling() const = 0;
+  virtual void profile_event(const char* name, int64_t start_ns, int64_t end_ns) const = 0;
 
  protected:
   ~OnyxComputeContext() = default;  // owned by whoever calls kernel_compute

@@ -146,7 +146,8 @@ StatusOr<std::vector<Tensor>> Executor::run(Session& session, const ExecutionPla
   } free_dynamic{run};
   bind_inputs(graph, inputs, run);
 
-  const std::shared_ptr<Profiler> profiler = session.profiler();  // null: not profiling
+  run.profiler = session.profiler();  // null: not profiling
+  Profiler* const profiler = run.profiler.get();
   const int64_t run_start = profiler ? profiler->now_ns() : 0;
   const std::vector<Step>& steps = session.steps();
   for (size_t s = 0; s < steps.size(); ++s) {

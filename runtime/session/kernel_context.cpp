@@ -167,10 +167,22 @@ Status KernelContext::scratch(size_t bytes, void** out) {
 
 void KernelContext::parallel_for(size_t n, size_t grain, OnyxParallelBody body, void* user) {
   const Logger* route = LogRoute::route();  // the pool's threads log where this one does
+  Profiler* profiler = run_.profiler.get();
   run_.session->thread_pool().parallel_for(n, grain, [&](size_t b, size_t e) {
     LogRoute chunk(route);
+    const int64_t start = profiler ? profiler->now_ns() : 0;
     body(user, b, e);
+    if (profiler)  // one event per chunk: the threads a kernel ran on, in the trace
+      profiler->record({step_.name, "thread", start, profiler->now_ns() - start, Profiler::thread_id(),
+                        {{"items", std::to_string(b) + ".." + std::to_string(e)}}});
   });
+}
+
+void KernelContext::profile_event(const char* name, int64_t start_ns, int64_t end_ns) const {
+  Profiler* profiler = run_.profiler.get();
+  if (!profiler) return;
+  profiler->record({name, "provider", profiler->from_monotonic_ns(start_ns), end_ns - start_ns, Profiler::thread_id(),
+                    {{"provider", device_of(run_, step_.device).label}, {"kernel", step_.name}}});
 }
 
 size_t KernelContext::thread_count() const { return run_.session->thread_pool().thread_count(); }

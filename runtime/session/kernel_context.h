@@ -41,6 +41,8 @@ class KernelContext final : public OnyxComputeContext {
   Status scratch(size_t bytes, void** out) override;
   void parallel_for(size_t n, size_t grain, OnyxParallelBody body, void* user) override;
   size_t thread_count() const override;
+  bool profiling() const override { return run_.profiler != nullptr; }
+  void profile_event(const char* name, int64_t start_ns, int64_t end_ns) const override;
 
  private:
   Status check_planned(size_t index, int v, int32_t dtype, const Shape& shape) const;

@@ -10,6 +10,10 @@ int64_t Profiler::now_ns() const {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - origin_).count();
 }
 
+int64_t Profiler::from_monotonic_ns(int64_t monotonic_ns) const {
+  return monotonic_ns - std::chrono::duration_cast<std::chrono::nanoseconds>(origin_.time_since_epoch()).count();
+}
+
 void Profiler::record(Event event) {
   std::lock_guard<std::mutex> lock(mutex_);
   events_.push_back(std::move(event));

@@ -1,5 +1,6 @@
 // profiler.h: timings of a session's runs, one event per step (kernel, copy,
-// control-flow node) and one per run, written as a Chrome trace (the Trace
+// control-flow node), per chunk of a kernel's parallel loop (its thread), per
+// event a plugin reports (ABI 1.1 ctx_profile_event) and per run, written as a Chrome trace (the Trace
 // Event Format's complete "X" events), which chrome://tracing and Perfetto
 // load. Session::start_profiling/end_profiling switch it on and off.
 //
@@ -20,7 +21,7 @@ class Profiler {
  public:
   struct Event {
     std::string name;      // "Relu 'relu0'", "run"
-    std::string category;  // "kernel", "copy", "control_flow", "run"
+    std::string category;  // "kernel", "copy", "control_flow", "thread", "provider", "run"
     int64_t start_ns = 0;  // since the profiler started
     int64_t duration_ns = 0;
     uint32_t thread = 0;   // thread_id() of the thread that ran it
@@ -30,6 +31,9 @@ class Profiler {
   Profiler() : origin_(std::chrono::steady_clock::now()) {}
   // Nanoseconds since the profiler started.
   int64_t now_ns() const;
+  // The same scale for a time read from the monotonic clock (steady_clock's
+  // nanoseconds since its epoch: CLOCK_MONOTONIC on Linux), as plugins give it.
+  int64_t from_monotonic_ns(int64_t monotonic_ns) const;
   void record(Event event);
   size_t event_count() const;
   // {"traceEvents": [...], "displayTimeUnit": "ns", "otherData": {...}}; ts

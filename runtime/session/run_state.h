@@ -4,10 +4,12 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <vector>
 
 #include "core/tensor.h"
 #include "session/arena_pool.h"
+#include "session/profiler.h"
 
 namespace onyx::runtime {
 
@@ -31,6 +33,7 @@ struct RunState {
   ArenaLease arenas;            // one per device, from the session's pool
   std::vector<RunSlot> slots;   // per value
   std::map<int, Tensor> reuse;  // output value -> caller's buffer (Session::run)
+  std::shared_ptr<Profiler> profiler;  // null: this run is not profiled
 };
 
 }  // namespace onyx::runtime

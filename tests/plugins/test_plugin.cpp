@@ -8,6 +8,7 @@
 //   TEST_PLUGIN_SHORT_TABLE     a provider table smaller than ABI 1.0's
 //   TEST_PLUGIN_TRUNCATED_ENTRY an entry whose struct_size stops before create
 //   TEST_PLUGIN_DEVICE_COUNT_LIES device_count returns SIZE_MAX
+//   TEST_PLUGIN_PROFILES        reports its Relu's time as its own event (ABI 1.1)
 // Its only kernel is float32 Relu; every other node is declined with a reason.
 #include <onyx/plugin_sdk.hpp>
 
@@ -26,7 +27,13 @@ class Relu final : public onyx::sdk::Kernel {
     ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, x.dtype, x.dims, &y));
     const float* in = x.data<float>();
     float* out = y.data<float>();
+    const int64_t start = onyx::sdk::ComputeContext::monotonic_ns();
     for (int64_t i = 0; i < x.size(); ++i) out[i] = in[i] > 0 ? in[i] : 0;
+#ifdef TEST_PLUGIN_PROFILES
+    if (ctx.profiling()) ctx.profile_event("test device: Relu", start, onyx::sdk::ComputeContext::monotonic_ns());
+#else
+    (void)start;
+#endif
     return nullptr;
   }
 };

@@ -6,6 +6,8 @@
 
 #include <onyx_provider.h>
 
+#include <chrono>
+
 #include <optional>
 #include <span>
 #include <type_traits>
@@ -64,6 +66,18 @@ class ComputeContext {
   OnyxStream* stream() const { return host_->ctx_stream(ctx_); }
   size_t thread_count() const { return host_->ctx_thread_count(ctx_); }
 
+  // ABI 1.1, safe under a 1.0 host (false / nothing there): whether this run
+  // is profiled, and an event of the plugin's own (device time, a compile)
+  // in its trace, timed with monotonic_ns().
+  bool profiling() const { return has_1_1() && host_->ctx_profiling(ctx_); }
+  void profile_event(const char* name, int64_t start_ns, int64_t end_ns) const {
+    if (has_1_1()) host_->ctx_profile_event(ctx_, name, start_ns, end_ns);
+  }
+  static int64_t monotonic_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch()).count();
+  }
+
   // Runs fn(begin, end) over [0, n) on the host's pool; chunks hold at least
   // `grain` items. fn must not throw. On the pool's threads this host is the
   // calling host while fn runs.
@@ -90,6 +104,11 @@ class ComputeContext {
   OnyxComputeContext* raw() { return ctx_; }
 
  private:
+  bool has_1_1() const {
+    return host_->struct_size >= ONYX_HOST_API_SIZE_1_1 && host_->abi_version >= ONYX_ABI_VERSION(1, 1) &&
+           host_->ctx_profiling && host_->ctx_profile_event;
+  }
+
   const OnyxHostApi* host_;
   OnyxComputeContext* ctx_;
 };
