@@ -29,12 +29,12 @@ int run_bench(const ParsedArgs& args) {
   std::unique_ptr<onyx::Session> session = open_session(env, path, session_options_from(args));
   RunInputs inputs = prepare_inputs(*session, args);
   for (const std::string& note : inputs.notes) std::cout << note << "\n";
-  std::vector<std::pair<std::string, const onyx::Tensor*>> named;
-  for (size_t k = 0; k < inputs.names.size(); ++k) named.emplace_back(inputs.names[k], &inputs.tensors[k]);
+  std::vector<std::pair<std::string, const onyx::Value*>> named;
+  for (size_t k = 0; k < inputs.names.size(); ++k) named.emplace_back(inputs.names[k], &inputs.values[k]);
 
   auto run = [&] {
     try {
-      session->run(named);
+      session->run_values(named);
     } catch (const onyx::Error& e) {
       throw CliError(std::string("run failed: ") + e.what());
     }

@@ -9,6 +9,7 @@
 #include "session_setup.h"
 #include "tensor_io.h"
 #include "tensor_values.h"
+#include "value_io.h"
 
 namespace onyx::cli {
 namespace {
@@ -28,11 +29,11 @@ std::string file_stem(const std::string& name) {
   return stem;
 }
 
-std::vector<onyx::Tensor> run_once(onyx::Session& session, const RunInputs& inputs) {
-  std::vector<std::pair<std::string, const onyx::Tensor*>> named;
-  for (size_t k = 0; k < inputs.names.size(); ++k) named.emplace_back(inputs.names[k], &inputs.tensors[k]);
+std::vector<onyx::Value> run_once(onyx::Session& session, const RunInputs& inputs) {
+  std::vector<std::pair<std::string, const onyx::Value*>> named;
+  for (size_t k = 0; k < inputs.names.size(); ++k) named.emplace_back(inputs.names[k], &inputs.values[k]);
   try {
-    return session.run(named);
+    return session.run_values(named);
   } catch (const onyx::Error& e) {
     throw CliError(std::string("run failed: ") + e.what());
   }
@@ -53,7 +54,7 @@ int run_run(const ParsedArgs& args) {
   if (profile) session->start_profiling();
 
   auto start = std::chrono::steady_clock::now();
-  std::vector<onyx::Tensor> outputs = run_once(*session, inputs);
+  std::vector<onyx::Value> outputs = run_once(*session, inputs);
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   std::printf("ran in %.3f ms\n", ms);
   std::fflush(stdout);
@@ -67,7 +68,16 @@ int run_run(const ParsedArgs& args) {
   }
   for (size_t k = 0; k < outputs.size(); ++k) {
     std::string name = k < declared.size() ? declared[k].name : "output" + std::to_string(k);
-    onyx::Tensor& t = outputs[k];
+    if (outputs[k].kind() != ONYX_VALUE_TENSOR) {  // a sequence or optional: a SequenceProto / OptionalProto
+      std::cout << name << "  " << value_summary(outputs[k]) << "\n";
+      if (!output_dir) continue;
+      if (format != "pb") throw CliError("output '" + name + "' is not a tensor: only --output-format pb can hold it");
+      fs::path file = fs::path(*output_dir) / (file_stem(name) + ".pb");
+      write_value_proto_file(file.string(), name, outputs[k]);
+      std::cout << "    wrote " << file.string() << "\n";
+      continue;
+    }
+    onyx::Tensor t = outputs[k].as_tensor();
     std::vector<int64_t> shape = t.shape();
     std::cout << name << "  " << dtype_name(t.dtype()) << "  " << shape_text(shape, int32_t(shape.size())) << "\n"
               << "    " << summary_text(summarize(t), t.dtype()) << "\n";
@@ -86,7 +96,9 @@ Command run_command() {
   std::vector<OptionSpec> options = session_option_specs();
   for (OptionSpec& o : input_option_specs()) options.push_back(std::move(o));
   options.push_back({"--output-dir", "DIR", "write each output to DIR/<output name>.pb (created if missing)"});
-  options.push_back({"--output-format", "pb|npy", "file format for --output-dir (default pb, an ONNX TensorProto)"});
+  options.push_back({"--output-format", "pb|npy",
+                     "file format for --output-dir (default pb: an ONNX TensorProto, or a SequenceProto/OptionalProto "
+                     "for a sequence or optional output)"});
   options.push_back(profile_option_spec());
   return {"run",
           "run a model once and summarize (or save) its outputs",

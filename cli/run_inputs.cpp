@@ -7,6 +7,7 @@
 #include "session_setup.h"
 #include "tensor_io.h"
 #include "tensor_values.h"
+#include "value_io.h"
 
 namespace onyx::cli {
 namespace {
@@ -47,6 +48,16 @@ RunInputs prepare_inputs(const onyx::Session& session, const ParsedArgs& args) {
     std::string name = eq == std::string::npos ? "" : value.substr(0, eq);
     std::string file = eq == std::string::npos ? value : value.substr(eq + 1);
     if (file.empty()) throw CliError("--input '" + value + "': missing file name (expected NAME=FILE)");
+    if (const onyx::ValueMetadata* named = name.empty() ? nullptr : find_input(inputs, name);
+        named && named->kind != ONYX_VALUE_TENSOR) {  // a SequenceProto or OptionalProto file
+      for (const std::string& seen : out.names)
+        if (seen == name) throw CliError("input '" + name + "' given twice with --input");
+      LoadedValue loaded = read_value_proto_file(file, named->kind);
+      out.notes.push_back("input " + name + ": " + value_summary(loaded.value) + " from " + file);
+      out.names.push_back(name);
+      out.values.push_back(std::move(loaded.value));
+      continue;
+    }
     LoadedTensor loaded = read_tensor_file(file);
     if (name.empty()) name = loaded.name;
     if (name.empty())
@@ -62,17 +73,24 @@ RunInputs prepare_inputs(const onyx::Session& session, const ParsedArgs& args) {
     out.notes.push_back("input " + name + ": " + dtype_name(loaded.tensor.dtype()) + " " +
                         shape_text(loaded.tensor.shape(), int32_t(loaded.tensor.shape().size())) + " from " + file);
     out.names.push_back(name);
-    out.tensors.push_back(std::move(loaded.tensor));
+    out.values.push_back(onyx::Value::tensor(loaded.tensor));
   }
 
   for (size_t k = 0; k < inputs.size(); ++k) {
     const onyx::ValueMetadata& input = inputs[k];
     if (std::find(out.names.begin(), out.names.end(), input.name) != out.names.end()) continue;
+    if (input.kind == ONYX_VALUE_OPTIONAL) {
+      out.notes.push_back("input " + input.name + " not given: an empty optional");
+      continue;
+    }
+    if (input.kind != ONYX_VALUE_TENSOR)
+      throw CliError("input '" + input.name + "' is a sequence; give it with --input " + input.name +
+                     "=FILE (an ONNX SequenceProto .pb)");
     if (input.dtype == ONYX_DTYPE_UNDEFINED)
       throw CliError("input '" + input.name + "' has no declared element type; give it with --input " + input.name + "=FILE");
     bool assumed = false;
     std::vector<int64_t> dims = concrete_shape(input, shapes, &assumed);
-    out.tensors.push_back(random_tensor(input.dtype, dims, input_seed(seed, k)));
+    out.values.push_back(onyx::Value::tensor(random_tensor(input.dtype, dims, input_seed(seed, k))));
     out.names.push_back(input.name);
     out.notes.push_back("input " + input.name + " not given: using random " + dtype_name(input.dtype) + " " +
                         shape_text(dims, int32_t(dims.size())) + ", " + random_fill_description(input.dtype) +
@@ -84,7 +102,9 @@ RunInputs prepare_inputs(const onyx::Session& session, const ParsedArgs& args) {
 
 std::vector<OptionSpec> input_option_specs() {
   return {
-      {"--input", "NAME=FILE", "input from a TensorProto .pb or .npy file (repeatable; FILE alone uses the .pb's name)"},
+      {"--input", "NAME=FILE",
+       "input from a TensorProto .pb or .npy file, or a SequenceProto/OptionalProto .pb for a sequence or optional "
+       "input (repeatable; FILE alone uses a TensorProto's name)"},
       {"--shape", "NAME=D1,D2,...", "shape of a generated input (default: declared, symbolic dims = 1)"},
       {"--seed", "N", "seed for generated inputs (default 0)"},
   };

@@ -22,8 +22,6 @@ namespace fs = std::filesystem;
 static_assert(std::endian::native == std::endian::little,
               "raw_data and .npy handling assume a little-endian host");
 
-namespace {
-
 std::string read_whole_file(const std::string& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) throw CliError("tensor file '" + path + "' does not exist");
@@ -35,10 +33,7 @@ std::string read_whole_file(const std::string& path) {
   return bytes.str();
 }
 
-}  // namespace
-
-LoadedTensor read_tensor_proto_file(const std::string& path) {
-  std::string bytes = read_whole_file(path);
+LoadedTensor tensor_from_proto_bytes(const std::string& bytes, const std::string& path) {
   onnx::TensorProto proto;
   if (!proto.ParseFromString(bytes))
     throw CliError("tensor file '" + path + "' is not a valid ONNX TensorProto (protobuf parse failed)");
@@ -55,6 +50,10 @@ LoadedTensor read_tensor_proto_file(const std::string& path) {
     throw CliError(where + ": " + dtype_name(decoded.dtype) + " tensors are not supported by the runtime");
   if (decoded.bytes) std::memcpy(tensor.data<void>(), decoded.data, decoded.bytes);
   return {proto.name(), std::move(tensor)};
+}
+
+LoadedTensor read_tensor_proto_file(const std::string& path) {
+  return tensor_from_proto_bytes(read_whole_file(path), path);
 }
 
 LoadedTensor read_tensor_file(const std::string& path) {
@@ -75,7 +74,7 @@ void write_file_atomically(const std::string& path, const std::string& bytes) {
   if (!written.ok()) throw CliError(written.message());
 }
 
-void write_tensor_proto_file(const std::string& path, const std::string& name, onyx::Tensor& tensor) {
+std::string tensor_proto_bytes(const std::string& name, onyx::Tensor& tensor) {
   onnx::TensorProto proto;
   util::CodecError error = util::encode_tensor_proto(
       name, tensor.dtype(), tensor.shape(), {static_cast<const std::byte*>(tensor.data<void>()), tensor.byte_size()},
@@ -85,7 +84,11 @@ void write_tensor_proto_file(const std::string& path, const std::string& name, o
   if (!proto.SerializeToString(&bytes))
     throw CliError("cannot serialize output '" + name + "' (" + std::to_string(tensor.byte_size()) +
                    " bytes; TensorProto files are limited to 2 GiB)");
-  write_file_atomically(path, bytes);
+  return bytes;
+}
+
+void write_tensor_proto_file(const std::string& path, const std::string& name, onyx::Tensor& tensor) {
+  write_file_atomically(path, tensor_proto_bytes(name, tensor));
 }
 
 }  // namespace onyx::cli

@@ -47,18 +47,39 @@ struct OptionsDeleter {
   void operator()(OnyxSessionOptions* o) const { onyx_session_options_release(o); }
 };
 
+struct ValueDeleter {
+  void operator()(OnyxValue* v) const { onyx_value_release(v); }
+};
+using ValuePtr = std::unique_ptr<OnyxValue, ValueDeleter>;
+
 // What the C API cannot carry in a model's declared input/output type, or "".
+// Tensors (string tensors too), and sequences and optionals of them, it
+// carries (onyx_session_run_values); maps not yet.
 std::string type_limit(const onnx::TypeProto& type) {
-  if (type.has_sequence_type()) return "sequence";
-  if (type.has_optional_type()) return "optional";
+  if (type.has_sequence_type()) {
+    std::string inner = type_limit(type.sequence_type().elem_type());
+    return inner.empty() ? "" : "sequence of " + inner;
+  }
+  if (type.has_optional_type()) {
+    std::string inner = type_limit(type.optional_type().elem_type());
+    return inner.empty() ? "" : "optional of " + inner;
+  }
   if (type.has_map_type()) return "map";
-  if (type.has_tensor_type() && type.tensor_type().elem_type() == onnx::TensorProto::STRING)
-    return "string tensor";
   return "";
 }
 
 TensorPtr to_onyx(const HostTensor& t, const std::string& where) {
   OnyxTensor* out = nullptr;
+  if (t.dtype == onnx::TensorProto::STRING) {
+    std::vector<const char*> data;
+    std::vector<size_t> lengths;
+    for (const std::string& s : t.strings) {
+      data.push_back(s.data());
+      lengths.push_back(s.size());
+    }
+    check(onyx_tensor_create_strings(data.data(), lengths.data(), t.dims.data(), t.dims.size(), &out), where);
+    return TensorPtr(out);
+  }
   check(onyx_tensor_create(t.dtype, t.dims.data(), t.dims.size(), &out), where);
   TensorPtr tensor(out);
   if (onyx_tensor_byte_size(out) != t.bytes.size())
@@ -67,6 +88,95 @@ TensorPtr to_onyx(const HostTensor& t, const std::string& where) {
                     std::to_string(t.bytes.size()));
   if (!t.bytes.empty()) std::copy(t.bytes.begin(), t.bytes.end(), static_cast<char*>(onyx_tensor_data(out)));
   return tensor;
+}
+
+// A test value as an OnyxValue (tensors, sequences, optionals).
+ValuePtr to_onyx_value(const TestValue& v, const std::string& where) {
+  OnyxValue* out = nullptr;
+  switch (v.kind) {
+    case TestValue::Kind::kTensor: {
+      TensorPtr t = to_onyx(v.tensor, where);
+      check(onyx_value_create_tensor(t.get(), &out), where);
+      break;
+    }
+    case TestValue::Kind::kSequence: {
+      std::vector<ValuePtr> items;
+      std::vector<const OnyxValue*> ptrs;
+      for (const TestValue& e : v.elements) {
+        items.push_back(to_onyx_value(e, where));
+        ptrs.push_back(items.back().get());
+      }
+      check(onyx_value_create_sequence(ONYX_DTYPE_UNDEFINED, ptrs.data(), ptrs.size(), &out), where);
+      break;
+    }
+    case TestValue::Kind::kOptional: {
+      ValuePtr element = v.elements.empty() ? nullptr : to_onyx_value(v.elements[0], where);
+      check(onyx_value_create_optional(element.get(), &out), where);
+      break;
+    }
+    case TestValue::Kind::kMap: throw CaseError(where + ": maps cannot be fed through the C API");
+  }
+  return ValuePtr(out);
+}
+
+const char* kind_name(int32_t kind) {
+  switch (kind) {
+    case ONYX_VALUE_SEQUENCE: return "sequence";
+    case ONYX_VALUE_OPTIONAL: return "optional";
+    case ONYX_VALUE_MAP: return "map";
+    default: return "tensor";
+  }
+}
+
+// A produced tensor against expected strings: type, shape, then each element.
+std::string compare_strings(const HostTensor& expected, const OnyxTensor* got) {
+  if (onyx_tensor_dtype(got) != onnx::TensorProto::STRING)
+    return std::string("expected a string tensor, got ") + dtype_name(onyx_tensor_dtype(got));
+  std::vector<int64_t> dims(onyx_tensor_dims(got), onyx_tensor_dims(got) + onyx_tensor_rank(got));
+  if (dims != expected.dims) return "shape differs from the expected";
+  for (size_t i = 0; i < expected.strings.size(); ++i) {
+    const char* data = nullptr;
+    size_t length = 0;
+    check(onyx_tensor_string(got, int64_t(i), &data, &length), "output string");
+    if (std::string(data, length) != expected.strings[i])
+      return "element " + std::to_string(i) + " is '" + std::string(data, length) + "', expected '" +
+             expected.strings[i] + "'";
+  }
+  return "";
+}
+
+// Compares a produced value with the expected one, item by item; "" when
+// they match, else what differs. `max_error` takes the largest tensor error.
+std::string compare_value(const TestValue& expected, const OnyxValue* got, const std::string& op,
+                          double& max_error) {
+  const int32_t want = expected.kind == TestValue::Kind::kSequence   ? ONYX_VALUE_SEQUENCE
+                       : expected.kind == TestValue::Kind::kOptional ? ONYX_VALUE_OPTIONAL
+                       : expected.kind == TestValue::Kind::kMap      ? ONYX_VALUE_MAP
+                                                                     : ONYX_VALUE_TENSOR;
+  if (onyx_value_kind(got) != want)
+    return std::string("expected a ") + kind_name(want) + ", got a " + kind_name(onyx_value_kind(got));
+  if (want == ONYX_VALUE_TENSOR) {
+    OnyxTensor* raw = nullptr;
+    check(onyx_value_tensor(got, &raw), "output tensor");
+    TensorPtr t(raw);
+    if (expected.tensor.dtype == onnx::TensorProto::STRING) return compare_strings(expected.tensor, raw);
+    Comparison cmp = compare_tensor(expected.tensor, onyx_tensor_dtype(raw), onyx_tensor_dims(raw),
+                                    onyx_tensor_rank(raw), onyx_tensor_data(raw),
+                                    tolerance_for(op, expected.tensor.dtype));
+    max_error = std::max(max_error, cmp.max_error);
+    return cmp.ok ? std::string() : cmp.message;
+  }
+  if (onyx_value_count(got) != expected.elements.size())
+    return std::string(kind_name(want)) + " holds " + std::to_string(onyx_value_count(got)) + " items, expected " +
+           std::to_string(expected.elements.size());
+  for (size_t i = 0; i < expected.elements.size(); ++i) {
+    OnyxValue* raw = nullptr;
+    check(onyx_value_item(got, i, &raw), "output item");
+    ValuePtr item(raw);
+    std::string why = compare_value(expected.elements[i], item.get(), op, max_error);
+    if (!why.empty()) return "item " + std::to_string(i) + ": " + why;
+  }
+  return "";
 }
 
 // Session creation failed because the provider declined a node (its
@@ -145,7 +255,7 @@ void run_case_body(OnyxEnv* env, const std::string& provider, const NodeCase& c,
       if (limit.empty()) continue;
       result.status = RunStatus::kUnsupported;
       result.error = "unsupported: " + limit + (list == &inputs ? " inputs" : " outputs") +
-                     " ('" + value->name() + "') cannot be carried by the C API 1.0";
+                     " ('" + value->name() + "') are not carried by the C API yet";
       return;
     }
   }
@@ -184,36 +294,32 @@ void run_case_body(OnyxEnv* env, const std::string& provider, const NodeCase& c,
   if (sets.empty()) throw CaseError(c.dir + " has no test_data_set_* folder");
   for (const std::string& set : sets) {
     const std::string set_name = fs::path(set).filename().string();
-    std::vector<TensorPtr> input_tensors;
+    std::vector<ValuePtr> input_values;
     std::vector<const char*> input_names;
     for (size_t k = 0; k < inputs.size(); ++k) {
       const std::string file = set + "/input_" + std::to_string(k) + ".pb";
       if (!fs::exists(file)) break;  // trailing optional inputs left out
       TestValue value = read_value_file(file, inputs[k]->type());
-      input_tensors.push_back(to_onyx(value.tensor, file));
+      input_values.push_back(to_onyx_value(value, file));
       input_names.push_back(inputs[k]->name().c_str());
     }
-    std::vector<OnyxTensor*> produced(outputs.size(), nullptr);
-    std::vector<const OnyxTensor*> input_ptrs;
-    for (const auto& t : input_tensors) input_ptrs.push_back(t.get());
-    check(onyx_session_run(session.get(), input_names.data(), input_ptrs.data(), input_ptrs.size(),
-                           output_name_ptrs.data(), output_name_ptrs.size(), produced.data()),
+    std::vector<OnyxValue*> produced(outputs.size(), nullptr);
+    std::vector<const OnyxValue*> input_ptrs;
+    for (const auto& v : input_values) input_ptrs.push_back(v.get());
+    check(onyx_session_run_values(session.get(), input_names.data(), input_ptrs.data(), input_ptrs.size(),
+                                  output_name_ptrs.data(), output_name_ptrs.size(), produced.data()),
           "run (" + set_name + ")");
-    std::vector<TensorPtr> owned;
-    for (OnyxTensor* t : produced) owned.emplace_back(t);
+    std::vector<ValuePtr> owned;
+    for (OnyxValue* v : produced) owned.emplace_back(v);
     for (size_t k = 0; k < outputs.size(); ++k) {
       const std::string file = set + "/output_" + std::to_string(k) + ".pb";
       if (!fs::exists(file)) continue;
       TestValue expected = read_value_file(file, outputs[k]->type());
-      OnyxTensor* got = owned[k].get();
-      if (!got) throw CaseError("output '" + output_names[k] + "' was not produced");
-      Comparison cmp = compare_tensor(expected.tensor, onyx_tensor_dtype(got), onyx_tensor_dims(got),
-                                      onyx_tensor_rank(got), onyx_tensor_data(got),
-                                      tolerance_for(result.op, expected.tensor.dtype));
-      result.max_error = std::max(result.max_error, cmp.max_error);
-      if (!cmp.ok) {
+      if (!owned[k]) throw CaseError("output '" + output_names[k] + "' was not produced");
+      std::string why = compare_value(expected, owned[k].get(), result.op, result.max_error);
+      if (!why.empty()) {
         result.status = RunStatus::kFailed;
-        result.error = "output '" + output_names[k] + "' (" + set_name + "): " + cmp.message;
+        result.error = "output '" + output_names[k] + "' (" + set_name + "): " + why;
         return;
       }
     }

@@ -128,6 +128,23 @@ typedef enum OnyxStatusCode {
 /* Data types: OnyxDataType and its size/name table are in onyx_dtype.h.    */
 /* ------------------------------------------------------------------------ */
 
+/* Unknown element types. A later ABI minor may add codes to OnyxDataType
+ * (as ONNX adds types). A plugin that meets a code its onyx_dtype.h does not
+ * define (onyx_dtype_name returns NULL) in a node's inputs or outputs MUST
+ * decline that node in get_capability with a reason naming the code, and
+ * never size or read such a value (the SDK's registry does this for every
+ * plugin built with it). The host then places the node elsewhere or fails
+ * with that reason under the session's fallback policy.
+ *
+ * Values that are not numeric tensors (ABI 1.x). Sequences, optionals, maps
+ * and STRING tensors are carried by the host only: a node that reads or
+ * writes one runs on the host's built-in kernels, like If/Loop/Scan. Such
+ * nodes may appear in the graph view given to get_capability (a value that
+ * is not a tensor has dtype UNDEFINED and rank -1; a string tensor has
+ * ONYX_DTYPE_STRING and no constant data), but the host ignores any claim of
+ * them and never creates a kernel for them, so no ctx_* call ever hands a
+ * plugin such a value. The partition report names their device "host". */
+
 /* Where a buffer lives. Device memory may not be readable by the host: the
  * host only touches it through OnyxProviderApi.copy. */
 typedef enum OnyxMemoryKind {

@@ -9,6 +9,7 @@ main_packages=(
   libboost-dev libboost-filesystem-dev            # Boost.DLL plugin loading
   dataset-fashion-mnist                           # the demo's data
   zlib1g-dev                                      # reads the dataset's .gz files
+  libre2-dev                                      # RegexFullMatch's regular expressions (RE2 syntax)
 )
 test_packages=(
   libdnnl-dev ocl-icd-opencl-dev                  # oneDNN (provider, GEMM baseline)

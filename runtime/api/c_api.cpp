@@ -42,6 +42,10 @@ Status metadata(const OnyxSession* session, size_t index, bool input, OnyxValueM
   m.dtype = v.dtype;
   m.rank = v.rank;
   m.dims = v.dims.data();
+  m.kind = v.kind == onyx::runtime::ir::ValueKind::kSequence   ? ONYX_VALUE_SEQUENCE
+           : v.kind == onyx::runtime::ir::ValueKind::kOptional ? ONYX_VALUE_OPTIONAL
+           : v.kind == onyx::runtime::ir::ValueKind::kMap      ? ONYX_VALUE_MAP
+                                                                : ONYX_VALUE_TENSOR;
   std::memcpy(out, &m, m.struct_size);
   return Status();
 }

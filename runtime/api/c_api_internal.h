@@ -26,6 +26,9 @@ struct OnyxSession {
 struct OnyxTensor {
   onyx::runtime::Tensor tensor;
 };
+struct OnyxValue {
+  onyx::runtime::Value value;
+};
 
 namespace onyx::runtime::capi {
 

@@ -47,7 +47,8 @@ struct Attribute {
 };
 
 // What a value holds. Only tensors have dtype/rank/dims; the others keep
-// dtype UNDEFINED and rank -1 so that nothing sizes them as tensors.
+// dtype UNDEFINED and rank -1 so that nothing sizes them as tensors, and
+// describe their contents with elem_kind/elem_dtype (ir/value_kinds.h).
 enum class ValueKind { kTensor, kSequence, kMap, kOptional, kSparseTensor };
 
 struct Value {
@@ -64,6 +65,10 @@ struct Value {
   bool is_graph_input = false;
   bool is_graph_output = false;
   ValueKind kind = ValueKind::kTensor;
+  // Sequences: their tensors' element type; optionals: what they hold
+  // (a tensor or a sequence) and its element type. UNDEFINED: not known.
+  ValueKind elem_kind = ValueKind::kTensor;
+  int32_t elem_dtype = ONYX_DTYPE_UNDEFINED;
   // Graph inputs: each declared dim's dim_param ("batch", "sequence"; "" for
   // none). Dims that share one are the same size in any one run.
   std::vector<std::string> dim_params;

@@ -14,6 +14,7 @@
 
 #include "ir/shape_inference.h"
 #include "ir/tensor_proto.h"
+#include "ir/value_kinds.h"
 
 namespace onyx::runtime::ir {
 
@@ -39,9 +40,25 @@ void apply_type(const pb::TypeProto& type, Value& v) {
       }
       return;
     }
-    case pb::TypeProto::kSequenceType: v.kind = ValueKind::kSequence; return;
+    case pb::TypeProto::kSequenceType: {
+      v.kind = ValueKind::kSequence;
+      const pb::TypeProto& elem = type.sequence_type().elem_type();
+      if (elem.has_tensor_type()) v.elem_dtype = elem.tensor_type().elem_type();
+      return;
+    }
     case pb::TypeProto::kMapType: v.kind = ValueKind::kMap; return;
-    case pb::TypeProto::kOptionalType: v.kind = ValueKind::kOptional; return;
+    case pb::TypeProto::kOptionalType: {
+      v.kind = ValueKind::kOptional;
+      const pb::TypeProto& elem = type.optional_type().elem_type();
+      if (elem.has_tensor_type()) {
+        v.elem_dtype = elem.tensor_type().elem_type();
+      } else if (elem.has_sequence_type()) {
+        v.elem_kind = ValueKind::kSequence;
+        if (elem.sequence_type().elem_type().has_tensor_type())
+          v.elem_dtype = elem.sequence_type().elem_type().tensor_type().elem_type();
+      }
+      return;
+    }
     case pb::TypeProto::kSparseTensorType: v.kind = ValueKind::kSparseTensor; return;
     default: return;
   }
@@ -364,8 +381,11 @@ StatusOr<Model> import_model(const pb::ModelProto& proto, const std::string& bas
   if (opsets.empty()) opsets[""] = 1;
   Importer importer(base_dir, opsets);
   ONYX_ASSIGN_OR_RETURN(model.graph, importer.import_graph(proto.graph(), false, ""));
-  if (options.infer_shapes)
+  infer_value_kinds(*model.graph);
+  if (options.infer_shapes) {
     ONYX_RETURN_IF_ERROR(infer_shapes(*model.graph).with_context(what));
+    infer_value_kinds(*model.graph);  // element types that shape inference found
+  }
   return model;
 }
 

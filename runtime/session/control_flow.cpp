@@ -5,12 +5,14 @@
 #include <algorithm>
 
 #include "ir/shape_inference.h"
+#include "ir/value_kinds.h"
 #include "session/session.h"
 
 namespace onyx::runtime {
 
 bool is_control_flow(const ir::Node& node) {
-  return node.domain.empty() && (node.op_type == "If" || node.op_type == "Loop" || node.op_type == "Scan");
+  return node.domain.empty() && (node.op_type == "If" || node.op_type == "Loop" || node.op_type == "Scan" ||
+                                 node.op_type == "SequenceMap");
 }
 
 namespace {
@@ -38,7 +40,7 @@ std::vector<int32_t> formal_input_dtypes(const ir::Graph& graph, const ir::Node&
   auto dtype_of = [&](int v) { return v >= 0 ? graph.values[size_t(v)].dtype : ONYX_DTYPE_UNDEFINED; };
   std::vector<int32_t> dtypes;
   size_t first = 0;
-  if (node.op_type == "If") return dtypes;
+  if (node.op_type == "If" || node.op_type == "SequenceMap") return dtypes;  // declared by the body
   if (node.op_type == "Loop") {
     dtypes = {ONYX_DTYPE_INT64, ONYX_DTYPE_BOOL};
     first = 2;
@@ -53,14 +55,13 @@ std::vector<int32_t> formal_input_dtypes(const ir::Graph& graph, const ir::Node&
 Status check_signature(const ir::Graph& g, const ir::Node& node, int64_t opset, const std::string& attr) {
   const size_t inputs = g.inputs.size(), outputs = g.outputs.size();
   const size_t node_in = node.inputs.size(), node_out = node.outputs.size();
-  // Only tensors flow through the host's control flow.
+  // Tensors, sequences and optionals flow through the host's control flow.
   for (const std::vector<int>* list : {&g.inputs, &g.outputs})
     for (int v : *list)
-      if (g.values[size_t(v)].kind != ir::ValueKind::kTensor)
+      if (g.values[size_t(v)].kind == ir::ValueKind::kMap || g.values[size_t(v)].kind == ir::ValueKind::kSparseTensor)
         return unimplemented(node.describe() + ": subgraph '" + attr + "' " +
                              (list == &g.inputs ? "input '" : "output '") + g.values[size_t(v)].name +
-                             "' is not a tensor; sequence and optional values in control flow "
-                             "are not supported");
+                             "' is a map or sparse tensor; control flow carries tensors, sequences and optionals");
   auto mismatch = [&](const std::string& what) {
     return invalid_argument(node.describe() + ": subgraph '" + attr + "' has " + std::to_string(inputs) +
                             " inputs and " + std::to_string(outputs) + " outputs; " + what);
@@ -76,6 +77,10 @@ Status check_signature(const ir::Graph& g, const ir::Node& node, int64_t opset, 
       return mismatch("the body takes (iteration, cond, " + std::to_string(carried) +
                       " loop-carried values) and returns cond, the carried values, then one value per "
                       "scan output (the node has " + std::to_string(node_out) + " outputs)");
+  } else if (node.op_type == "SequenceMap") {
+    if (node_in < 1 || inputs != node_in || outputs != node_out)
+      return mismatch("the body takes one value per node input (" + std::to_string(node_in) +
+                      ") and returns one per node output (" + std::to_string(node_out) + ")");
   } else {  // Scan
     const bool batched = opset < 9;
     const int64_t scans = node.attr_int("num_scan_inputs", -1);
@@ -133,13 +138,16 @@ Status Session::compile_subgraphs(ProviderRegistry& registry, const SessionOptio
         if (int e = graph.find_value(v.name); e >= 0) {
           const ir::Value& outer = graph.values[size_t(e)];
           v.dtype = outer.dtype, v.rank = outer.rank, v.dims = outer.dims, v.kind = outer.kind;
+          v.elem_kind = outer.elem_kind, v.elem_dtype = outer.elem_dtype;
         }
         v.is_graph_input = true;
         g.inputs.push_back(r);
       }
       g.outer_refs.clear();
       const std::string where = step.name + " subgraph '" + attr + "'";
+      ir::infer_value_kinds(g);  // what the captured values and formal inputs tell
       ONYX_RETURN_IF_ERROR(ir::infer_shapes(g).with_context(where));
+      ir::infer_value_kinds(g);
       auto created = Session::create(registry, std::move(child), child_options);
       if (!created.ok()) return created.status().with_context(where);
       sub.session = std::move(created).value();

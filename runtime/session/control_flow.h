@@ -1,4 +1,5 @@
-// control_flow.h: If, Loop and Scan, run by the host rather than a provider.
+// control_flow.h: If, Loop, Scan and SequenceMap, run by the host rather
+// than a provider.
 //
 // The partitioner places these nodes on the host (no provider is asked);
 // each becomes a Step of kind kControlFlow whose inputs are the node's inputs
@@ -6,8 +7,8 @@
 // in control_flow_captures() order). At session creation every subgraph is
 // compiled once into a child Session over the same providers and fallback
 // policy; its captured values become extra graph inputs. At run time the
-// step runs the children per branch / iteration / scan slice on host
-// tensors. Sequence- and optional-typed values are not supported.
+// step runs the children per branch / iteration / scan slice / sequence
+// item on host values: tensors, sequences and optionals (core/value.h).
 #pragma once
 
 #include <memory>

@@ -18,28 +18,22 @@ const ir::Node& node_of(const RunState& run, const Step& step) {
   return run.session->graph().nodes[size_t(step.nodes[0])];
 }
 
-// Step input `k` as a host tensor (empty when omitted).
-Tensor input(const RunState& run, const Step& step, size_t k) {
-  int v = k < step.inputs.size() ? step.inputs[k] : -1;
-  if (v < 0 || !run.slots[size_t(v)].present) return Tensor();
-  const RunSlot& slot = run.slots[size_t(v)];
-  if (!slot.host.empty() && slot.host.data() == slot.data) return slot.host;
-  // Device memory that the host can read (build_steps copies the rest).
-  Tensor t = Tensor::allocate(slot.dtype, slot.dims);
-  if (t.bytes()) std::memcpy(t.data(), slot.data, t.bytes());
-  return t;
+// Step input `k` as a host value (an empty Value when omitted).
+Value input_value(const RunState& run, const Step& step, size_t k) {
+  return slot_value(run, k < step.inputs.size() ? step.inputs[k] : -1);
 }
 
-void set_output(RunState& run, const Step& step, size_t k, Tensor t) {
-  int v = step.outputs[k];
-  if (v < 0) return;
-  RunSlot& slot = run.slots[size_t(v)];
-  slot = RunSlot{};
-  slot.present = true;
-  slot.dtype = t.dtype();
-  slot.dims = t.shape();
-  slot.data = t.data();
-  slot.host = std::move(t);
+// Step input `k` as a host tensor (empty when omitted or not a tensor).
+Tensor input(const RunState& run, const Step& step, size_t k) { return input_value(run, step, k).tensor(); }
+
+// `what` (a body output that is stacked or sliced) as a tensor.
+StatusOr<Tensor> as_tensor(const Value& v, const std::string& what) {
+  if (!v.is_tensor()) return invalid_argument(what + " must be a tensor, got a " + v.describe());
+  return v.tensor();
+}
+
+void set_output(RunState& run, const Step& step, size_t k, Value value) {
+  set_slot_value(run, step.outputs[k], std::move(value));
 }
 
 Tensor scalar_int64(int64_t value) {
@@ -129,11 +123,11 @@ Tensor empty_stack(const CompiledSubgraph& sub, size_t output) {
 }
 
 // Runs a subgraph with its own inputs followed by its captured values.
-StatusOr<std::vector<Tensor>> run_child(const RunState& run, const Step& step, const CompiledSubgraph& sub,
-                                        std::vector<Tensor> inputs) {
+StatusOr<std::vector<Value>> run_child(const RunState& run, const Step& step, const CompiledSubgraph& sub,
+                                       std::vector<Value> inputs) {
   for (size_t k : sub.capture_inputs) {
-    inputs.push_back(input(run, step, k));
-    if (inputs.back().empty())
+    inputs.push_back(input_value(run, step, k));
+    if (inputs.back().is_tensor() && inputs.back().tensor().empty())
       return failed_precondition(step.name + ": subgraph '" + sub.attribute + "' reads '" +
                                  sub.session->graph().values[size_t(sub.session->graph().inputs[inputs.size() - 1])].name +
                                  "', which was not produced");
@@ -153,7 +147,7 @@ const CompiledSubgraph& subgraph(const Step& step, const std::string& attr) {
 
 Status run_if(RunState& run, const Step& step) {
   ONYX_ASSIGN_OR_RETURN(bool taken, read_bool(input(run, step, 0), step.name + ": cond"));
-  ONYX_ASSIGN_OR_RETURN(std::vector<Tensor> outs,
+  ONYX_ASSIGN_OR_RETURN(std::vector<Value> outs,
                         run_child(run, step, subgraph(step, taken ? "then_branch" : "else_branch"), {}));
   for (size_t k = 0; k < step.outputs.size(); ++k) set_output(run, step, k, std::move(outs[k]));
   return Status();
@@ -175,21 +169,23 @@ Status run_loop(RunState& run, const Step& step) {
   }
   const size_t carried = node.inputs.size() - 2;
   const size_t scan_outputs = node.outputs.size() - carried;
-  std::vector<Tensor> state;
+  std::vector<Value> state;
   for (size_t k = 0; k < carried; ++k) {
-    state.push_back(input(run, step, 2 + k));
-    if (state.back().empty())
-      return invalid_argument(step.name + ": loop-carried input " + std::to_string(k) +
-                              " is missing (sequence and optional values are not supported)");
+    state.push_back(input_value(run, step, 2 + k));
+    if (state.back().is_tensor() && state.back().tensor().empty())
+      return invalid_argument(step.name + ": loop-carried input " + std::to_string(k) + " is missing");
   }
   std::vector<std::vector<Tensor>> scans(scan_outputs);
   for (int64_t i = 0; (trip_count < 0 || i < trip_count) && cond; ++i) {
-    std::vector<Tensor> in = {scalar_int64(i), scalar_bool(cond)};
+    std::vector<Value> in = {scalar_int64(i), scalar_bool(cond)};
     in.insert(in.end(), state.begin(), state.end());
-    ONYX_ASSIGN_OR_RETURN(std::vector<Tensor> outs, run_child(run, step, body, std::move(in)));
-    ONYX_ASSIGN_OR_RETURN(cond, read_bool(outs[0], step.name + ": the body's cond output"));
+    ONYX_ASSIGN_OR_RETURN(std::vector<Value> outs, run_child(run, step, body, std::move(in)));
+    ONYX_ASSIGN_OR_RETURN(cond, read_bool(outs[0].tensor(), step.name + ": the body's cond output"));
     for (size_t k = 0; k < carried; ++k) state[k] = std::move(outs[1 + k]);
-    for (size_t k = 0; k < scan_outputs; ++k) scans[k].push_back(std::move(outs[1 + carried + k]));
+    for (size_t k = 0; k < scan_outputs; ++k) {
+      ONYX_ASSIGN_OR_RETURN(Tensor t, as_tensor(outs[1 + carried + k], step.name + ": scan output " + std::to_string(k)));
+      scans[k].push_back(std::move(t));
+    }
   }
   for (size_t k = 0; k < carried; ++k) set_output(run, step, k, std::move(state[k]));
   for (size_t k = 0; k < scan_outputs; ++k) {
@@ -215,8 +211,8 @@ std::vector<int64_t> ints_or(const ir::Node& node, const std::string& name, size
 }
 
 // One scan over `length` slices: returns the final states, then the stacked scan outputs.
-StatusOr<std::vector<Tensor>> scan_once(const RunState& run, const Step& step, const CompiledSubgraph& body,
-                                        std::vector<Tensor> states, const std::vector<Tensor>& scans,
+StatusOr<std::vector<Value>> scan_once(const RunState& run, const Step& step, const CompiledSubgraph& body,
+                                       std::vector<Value> states, const std::vector<Tensor>& scans,
                                         const ScanAxes& axes, int64_t length, size_t scan_outputs) {
   std::vector<size_t> in_axes, esizes;
   for (size_t j = 0; j < scans.size(); ++j) {
@@ -234,12 +230,15 @@ StatusOr<std::vector<Tensor>> scan_once(const RunState& run, const Step& step, c
   const size_t n = states.size();
   std::vector<std::vector<Tensor>> slices(scan_outputs);
   for (int64_t t = 0; t < length; ++t) {
-    std::vector<Tensor> in = states;
+    std::vector<Value> in = states;
     for (size_t j = 0; j < scans.size(); ++j)
       in.push_back(slice_axis(scans[j], in_axes[j], axes.in_reverse[j] ? length - 1 - t : t, esizes[j]));
-    ONYX_ASSIGN_OR_RETURN(std::vector<Tensor> outs, run_child(run, step, body, std::move(in)));
+    ONYX_ASSIGN_OR_RETURN(std::vector<Value> outs, run_child(run, step, body, std::move(in)));
     for (size_t k = 0; k < n; ++k) states[k] = std::move(outs[k]);
-    for (size_t k = 0; k < scan_outputs; ++k) slices[k].push_back(std::move(outs[n + k]));
+    for (size_t k = 0; k < scan_outputs; ++k) {
+      ONYX_ASSIGN_OR_RETURN(Tensor slice, as_tensor(outs[n + k], step.name + ": scan output " + std::to_string(k)));
+      slices[k].push_back(std::move(slice));
+    }
   }
   for (size_t k = 0; k < scan_outputs; ++k) {
     if (slices[k].empty()) {
@@ -272,8 +271,9 @@ Status run_scan(RunState& run, const Step& step) {
     return invalid_argument(step.name + ": scan input 0 of shape " + shape_string(scans[0].shape()) +
                             " has no axis " + std::to_string(axes.in_axes[0]));
   const int64_t length = scans[0].shape()[size_t(axis0)];
-  ONYX_ASSIGN_OR_RETURN(std::vector<Tensor> outs,
-                        scan_once(run, step, subgraph(step, "body"), states, scans, axes, length, k));
+  ONYX_ASSIGN_OR_RETURN(std::vector<Value> outs,
+                        scan_once(run, step, subgraph(step, "body"), {states.begin(), states.end()}, scans, axes,
+                                  length, k));
   for (size_t o = 0; o < outs.size(); ++o) set_output(run, step, o, std::move(outs[o]));
   return Status();
 }
@@ -315,23 +315,57 @@ Status run_scan8(RunState& run, const Step& step) {
       ONYX_ASSIGN_OR_RETURN(size_t esize, element_bytes(t, step.name));
       item_scans.push_back(slice_axis(t, 0, b, esize));
     }
-    ONYX_ASSIGN_OR_RETURN(std::vector<Tensor> outs, scan_once(run, step, subgraph(step, "body"), item_states,
-                                                              item_scans, axes, length, k));
+    ONYX_ASSIGN_OR_RETURN(std::vector<Value> outs,
+                          scan_once(run, step, subgraph(step, "body"), {item_states.begin(), item_states.end()},
+                                    item_scans, axes, length, k));
     for (size_t o = 0; o < outs.size(); ++o) {
+      ONYX_ASSIGN_OR_RETURN(Tensor out, as_tensor(outs[o], step.name + ": output " + std::to_string(o)));
       // Per batch item: a state, or [length, ...] scan output padded to max_length.
-      Shape item_dims = outs[o].shape();
+      Shape item_dims = out.shape();
       if (o >= n) item_dims[0] = max_length;
       Shape dims = item_dims;
       dims.insert(dims.begin(), batch);
-      if (outputs[o].empty()) outputs[o] = Tensor::allocate(outs[o].dtype(), dims);
-      if (outputs[o].shape() != dims || outputs[o].dtype() != outs[o].dtype())
+      if (outputs[o].empty()) outputs[o] = Tensor::allocate(out.dtype(), dims);
+      if (outputs[o].shape() != dims || outputs[o].dtype() != out.dtype())
         return invalid_argument(step.name + ": output " + std::to_string(o) + " differs between batch items");
-      const size_t item_bytes = storage_bytes(outs[o].dtype(), element_count(item_dims));
-      std::memcpy(static_cast<char*>(outputs[o].data()) + size_t(b) * item_bytes, outs[o].data(),
-                  outs[o].bytes());
+      const size_t item_bytes = storage_bytes(out.dtype(), element_count(item_dims));
+      std::memcpy(static_cast<char*>(outputs[o].data()) + size_t(b) * item_bytes, out.data(),
+                  out.bytes());
     }
   }
   for (size_t o = 0; o < outputs.size(); ++o) set_output(run, step, o, std::move(outputs[o]));
+  return Status();
+}
+
+// SequenceMap: the body per position of the input sequence; additional
+// inputs that are sequences (of the same length) give their item at that
+// position, tensors are passed whole. Each body output becomes a sequence.
+Status run_sequence_map(RunState& run, const Step& step) {
+  const ir::Node& node = node_of(run, step);
+  const CompiledSubgraph& body = subgraph(step, "body");
+  std::vector<Value> inputs;
+  for (size_t k = 0; k < node.inputs.size(); ++k) inputs.push_back(input_value(run, step, k));
+  if (inputs[0].kind() != Value::Kind::kSequence)
+    return invalid_argument(step.name + ": input 0 must be a sequence, got a " + inputs[0].describe());
+  const size_t length = inputs[0].items().size();
+  for (size_t k = 1; k < inputs.size(); ++k)
+    if (inputs[k].kind() == Value::Kind::kSequence && inputs[k].items().size() != length)
+      return invalid_argument(step.name + ": input " + std::to_string(k) + " is a sequence of " +
+                              std::to_string(inputs[k].items().size()) + " items, input 0 of " +
+                              std::to_string(length));
+  std::vector<std::vector<Value>> results(node.outputs.size());
+  for (size_t i = 0; i < length; ++i) {
+    std::vector<Value> in;
+    for (const Value& v : inputs) in.push_back(v.kind() == Value::Kind::kSequence ? v.items()[i] : v);
+    ONYX_ASSIGN_OR_RETURN(std::vector<Value> outs, run_child(run, step, body, std::move(in)));
+    for (size_t k = 0; k < outs.size() && k < results.size(); ++k) results[k].push_back(std::move(outs[k]));
+  }
+  const ir::Graph& g = body.session->graph();
+  for (size_t k = 0; k < results.size(); ++k) {
+    auto seq = Value::sequence(g.values[size_t(g.outputs[k])].dtype, std::move(results[k]));
+    if (!seq.ok()) return seq.status().with_context(step.name + ": output " + std::to_string(k));
+    set_output(run, step, k, std::move(seq).value());
+  }
   return Status();
 }
 
@@ -340,17 +374,18 @@ Status run_scan8(RunState& run, const Step& step) {
 Status run_control_flow(RunState& run, const Step& step) {
   const ir::Node& node = node_of(run, step);
   if (node.op_type == "If") return run_if(run, step);
+  if (node.op_type == "SequenceMap") return run_sequence_map(run, step);
   if (node.op_type == "Loop") return run_loop(run, step);
   return run.session->graph().opset("") < 9 ? run_scan8(run, step) : run_scan(run, step);
 }
 
-StatusOr<std::vector<Tensor>> Session::run_subgraph(const std::vector<Tensor>& inputs) {
+StatusOr<std::vector<Value>> Session::run_subgraph(const std::vector<Value>& inputs) {
   const ir::Graph& graph = *model_.graph;
   if (inputs.size() != graph.inputs.size())
     return internal_error("subgraph run with " + std::to_string(inputs.size()) + " inputs for " +
                           std::to_string(graph.inputs.size()));
   std::vector<Shape> shapes;
-  for (const Tensor& t : inputs) shapes.push_back(t.shape());
+  for (const Value& v : inputs) shapes.push_back(v.tensor().shape());
   ONYX_ASSIGN_OR_RETURN(std::shared_ptr<const ExecutionPlan> plan, plan_for(shapes));
   return Executor::run(*this, *plan, inputs, output_values_);
 }

@@ -7,6 +7,7 @@
 
 #include "core/abi_status.h"
 #include "session/control_flow.h"
+#include "session/host_kernels.h"
 #include "session/kernel_context.h"
 #include "session/session.h"
 
@@ -68,40 +69,35 @@ Status run_copy(RunState& run, const Step& step) {
 }
 
 // Binds the graph inputs and the constants (initializers) to their slots.
-void bind_inputs(const ir::Graph& graph, const std::vector<Tensor>& inputs, RunState& run) {
-  auto bind = [](RunSlot& slot, const Tensor& t) {
-    slot.present = true;
-    slot.dtype = t.dtype();
-    slot.dims = t.shape();
-    slot.data = t.data();
-    slot.host = t;
-  };
-  for (size_t k = 0; k < graph.inputs.size(); ++k) bind(run.slots[size_t(graph.inputs[k])], inputs[k]);
+void bind_inputs(const ir::Graph& graph, const std::vector<Value>& inputs, RunState& run) {
+  for (size_t k = 0; k < graph.inputs.size(); ++k) set_slot_value(run, graph.inputs[k], inputs[k]);
   for (size_t v = 0; v < graph.values.size(); ++v) {
     const ir::Value& value = graph.values[v];
     // Folded constants (producer >= 0) are computed by their node like any value.
-    if (value.constant && value.producer < 0 && !run.slots[v].present) bind(run.slots[v], *value.constant);
+    if (value.constant && value.producer < 0 && !run.slots[v].present) set_slot_value(run, int(v), *value.constant);
   }
 }
 
-// The value of slot `v` as a host tensor the caller owns.
-StatusOr<Tensor> hand_over(const RunState& run, int v) {
+// The value of slot `v` as a host value the caller owns.
+StatusOr<Value> hand_over(const RunState& run, int v) {
   const ir::Graph& graph = run.session->graph();
   const RunSlot& slot = run.slots[size_t(v)];
   if (!slot.present) return failed_precondition("output '" + graph.values[size_t(v)].name + "' was not produced");
+  if (!slot.composite.is_tensor()) return slot.composite;  // immutable: shared, not copied
+  if (slot.dtype == ONYX_DTYPE_STRING) return Value(slot.host);  // host only, never written after: shared
   // A buffer the run made for the caller is handed over; inputs and constants are copied.
   if (!slot.host.empty() && slot.host.data() == slot.data && !graph.values[size_t(v)].is_graph_input &&
       !graph.values[size_t(v)].constant)
-    return slot.host;
+    return Value(slot.host);
   Tensor t = Tensor::allocate(slot.dtype, slot.dims);
-  if (!t.bytes()) return t;
+  if (!t.bytes()) return Value(t);
   if (host_readable(run.session->devices(), slot.device)) {
     std::memcpy(t.data(), slot.data, t.bytes());
   } else {
     ONYX_RETURN_IF_ERROR(run.session->devices()[size_t(slot.device)]->copy(ONYX_COPY_DEVICE_TO_HOST, t.data(),
                                                                           slot.data, t.bytes()));
   }
-  return t;
+  return Value(t);
 }
 
 // The profiler's event for a step that began at `start`.
@@ -125,8 +121,8 @@ void record_step(Profiler& profiler, const RunState& run, const Step& step, int6
 
 }  // namespace
 
-StatusOr<std::vector<Tensor>> Executor::run(Session& session, const ExecutionPlan& plan,
-                                            const std::vector<Tensor>& inputs,
+StatusOr<std::vector<Value>> Executor::run(Session& session, const ExecutionPlan& plan,
+                                            const std::vector<Value>& inputs,
                                             const std::vector<int>& returned,
                                             const std::vector<Tensor>* reuse) {
   const ir::Graph& graph = session.graph();
@@ -162,6 +158,7 @@ StatusOr<std::vector<Tensor>> Executor::run(Session& session, const ExecutionPla
     const int64_t step_start = profiler ? profiler->now_ns() : 0;
     ONYX_RETURN_IF_ERROR(step.kind == Step::kKernel        ? run_kernel(run, step)
                          : step.kind == Step::kControlFlow ? run_control_flow(run, step)
+                         : step.kind == Step::kHostKernel  ? run_host_kernel(run, step)
                                                            : run_copy(run, step));
     if (profiler) record_step(*profiler, run, step, step_start);
     for (int v : step.inputs)  // free dynamic buffers whose storage group is done
@@ -170,9 +167,9 @@ StatusOr<std::vector<Tensor>> Executor::run(Session& session, const ExecutionPla
         release_slot(session, run.slots[size_t(v)]);
   }
 
-  std::vector<Tensor> outputs;
+  std::vector<Value> outputs;
   for (int v : returned) {
-    ONYX_ASSIGN_OR_RETURN(Tensor t, hand_over(run, v));
+    ONYX_ASSIGN_OR_RETURN(Value t, hand_over(run, v));
     outputs.push_back(std::move(t));
   }
   if (profiler)

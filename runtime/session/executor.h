@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "core/tensor.h"
+#include "core/value.h"
 
 namespace onyx::runtime {
 
@@ -15,8 +15,8 @@ class Executor {
   // Runs every step; `inputs` are bound to the graph inputs in order, and
   // the values `returned` are handed back (Session::output_values entries).
   // `reuse`: null, or one host tensor per returned value (see Session::run).
-  static StatusOr<std::vector<Tensor>> run(Session& session, const ExecutionPlan& plan,
-                                           const std::vector<Tensor>& inputs,
+  static StatusOr<std::vector<Value>> run(Session& session, const ExecutionPlan& plan,
+                                           const std::vector<Value>& inputs,
                                            const std::vector<int>& returned,
                                            const std::vector<Tensor>* reuse = nullptr);
 };

@@ -4,6 +4,7 @@
 
 #include "core/abi_status.h"
 #include "session/control_flow.h"
+#include "session/host_kernels.h"
 #include "session/device.h"
 #include "session/fused_groups.h"
 #include "session/graph_view.h"
@@ -26,7 +27,7 @@ Status partition_graph(const ir::Graph& graph, const std::vector<std::unique_ptr
   report.nodes.assign(graph.nodes.size(), NodePlacement{});
   report.dissolved.clear();
   for (size_t n = 0; n < graph.nodes.size(); ++n)
-    report.nodes[n].on_host = is_control_flow(graph.nodes[n]);
+    report.nodes[n].on_host = is_control_flow(graph.nodes[n]) || runs_on_host_kernels(graph, graph.nodes[n]);
   GraphView view(graph);
   // Unavailable providers decline every node still unplaced at their rank.
   auto decline_unavailable = [&](size_t rank) {

@@ -24,7 +24,7 @@ struct Device;
 
 struct NodePlacement {
   int device = -1;
-  bool on_host = false;      // control flow (If/Loop/Scan): run by the host, device stays -1
+  bool on_host = false;      // control flow, or an op on sequences/optionals: run by the host, device stays -1
   uint32_t fused_group = 0;  // 0: own kernel; else group id within the device
   uint32_t dissolved_group = 0;  // the group the device claimed it in, when the host dissolved it
   std::vector<std::pair<std::string, std::string>> declined;  // (device label, reason)

@@ -64,7 +64,8 @@ StatusOr<std::shared_ptr<const ExecutionPlan>> build_execution_plan(
       const ir::Value& value = graph.values[v];
       size_t bytes = 0;
       bool sized = known_bytes(v, &bytes);
-      if (sized && step.kind != Step::kControlFlow) {
+      const bool host_step = step.kind == Step::kControlFlow || step.kind == Step::kHostKernel;
+      if (sized && !host_step) {
         vp.shape_known = true;
         vp.dtype = value.dtype;
         vp.dims = value.dims;
@@ -73,8 +74,8 @@ StatusOr<std::shared_ptr<const ExecutionPlan>> build_execution_plan(
         vp.storage = ExecutionPlan::kOutput;
         continue;
       }
-      // The host writes control-flow outputs as host tensors, freed at the end of the run.
-      if (step.kind == Step::kControlFlow) {
+      // The host writes its steps' outputs as host values, freed at the end of the run.
+      if (host_step) {
         vp.storage = ExecutionPlan::kDynamic;
         continue;
       }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "core/value.h"
 #include "session/arena_pool.h"
 #include "session/profiler.h"
 
@@ -25,6 +26,8 @@ struct RunSlot {
   int device = -1;       // -1: host memory not owned by a device (inputs, constants)
   bool dynamic = false;  // allocated at run time on `device`: freed after its last use
   Tensor host;           // keeps host storage (inputs, constants, graph outputs) alive
+  // A sequence or optional (host memory only); the fields above stay unset.
+  Value composite;
 };
 
 struct RunState {
@@ -35,5 +38,12 @@ struct RunState {
   std::map<int, Tensor> reuse;  // output value -> caller's buffer (Session::run)
   std::shared_ptr<Profiler> profiler;  // null: this run is not profiled
 };
+
+// Value `v` as the host sees it: the sequence or optional, or the tensor
+// (a host tensor sharing the slot's bytes, or a host copy of bytes that a
+// host-readable device holds). An empty Value when omitted or not produced.
+Value slot_value(const RunState& run, int v);
+// Makes value `v` hold `value` (a tensor in host memory, or a composite).
+void set_slot_value(RunState& run, int v, Value value);
 
 }  // namespace onyx::runtime

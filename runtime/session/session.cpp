@@ -4,12 +4,15 @@
 #include <map>
 
 #include "core/abi_status.h"
+#include "core/string_tensor.h"
 #include "ir/onnx_import.h"
+#include "ir/value_kinds.h"
 #include "session/control_flow.h"
 #include "session/copy_insertion.h"
 #include "session/executor.h"
 #include "session/fused_groups.h"
 #include "session/graph_view.h"
+#include "session/host_kernels.h"
 
 namespace onyx::runtime {
 
@@ -110,7 +113,13 @@ Status Session::build_steps() {
     Step& step = steps.emplace_back();
     step.device = place.device;
     step.name = first.op_type + " '" + first.name + "'";
-    if (place.on_host) step.kind = Step::kControlFlow;
+    if (place.on_host) {
+      step.kind = is_control_flow(first) ? Step::kControlFlow : Step::kHostKernel;
+      if (step.kind == Step::kHostKernel && !find_host_kernel(first))
+        return unimplemented("no provider supports op " + first.op_type + " (node '" + first.name +
+                             "'): it reads or writes a sequence, an optional or a string tensor, which only "
+                             "the host carries, and the host has no kernel for it");
+    }
     step.nodes = std::move(nodes);
     for (int n : step.nodes) {
       const ir::Node& node = graph.nodes[size_t(n)];
@@ -200,37 +209,94 @@ Status check_dim_params(const ir::Graph& graph, const std::vector<Tensor>& bound
 
 }  // namespace
 
+namespace {
+
+// Fails unless `given` may be bound to the graph input `decl`.
+Status check_input(const ir::Value& decl, const Value& given) {
+  const std::string& name = decl.name;
+  const bool want_tensor = !ir::is_host_only_kind(decl.kind);
+  if (want_tensor != given.is_tensor() ||
+      (!want_tensor && decl.kind == ir::ValueKind::kSequence && given.kind() != Value::Kind::kSequence) ||
+      (!want_tensor && decl.kind == ir::ValueKind::kOptional && given.kind() != Value::Kind::kOptional))
+    return invalid_argument("input '" + name + "' is a " + given.describe() + ", the model expects " +
+                            (want_tensor ? "a tensor"
+                             : decl.kind == ir::ValueKind::kSequence ? "a sequence"
+                             : decl.kind == ir::ValueKind::kOptional ? "an optional"
+                                                                     : "a map"));
+  if (!given.is_tensor()) {
+    const int32_t have = given.elem_dtype();
+    if (decl.elem_dtype != ONYX_DTYPE_UNDEFINED && have != ONYX_DTYPE_UNDEFINED && have != decl.elem_dtype &&
+        (given.kind() == Value::Kind::kSequence || given.has_element()))
+      return invalid_argument("input '" + name + "' is a " + given.describe() + ", the model expects element type " +
+                              dtype_name(decl.elem_dtype));
+    return Status();
+  }
+  const Tensor& tensor = given.tensor();
+  if (decl.dtype != ONYX_DTYPE_UNDEFINED && tensor.dtype() != decl.dtype)
+    return invalid_argument(std::string("input '") + name + "' has type " + dtype_name(tensor.dtype()) +
+                            ", the model expects " + dtype_name(decl.dtype));
+  bool shape_ok = decl.rank < 0 || size_t(decl.rank) == tensor.shape().size();
+  for (size_t i = 0; shape_ok && decl.rank > 0 && i < decl.dims.size(); ++i)
+    shape_ok = decl.dims[i] < 0 || decl.dims[i] == tensor.shape()[i];
+  if (!shape_ok)
+    return invalid_argument("input '" + name + "' has shape " + shape_string(tensor.shape()) +
+                            ", the model expects " + shape_string(decl.dims));
+  if (tensor.dtype() == ONYX_DTYPE_STRING) return check_utf8(tensor, "input '" + name + "'");
+  return Status();
+}
+
+}  // namespace
+
 StatusOr<std::vector<Tensor>> Session::run(const std::vector<std::pair<std::string, Tensor>>& inputs,
                                            const std::vector<std::string>& output_names,
                                            const std::vector<Tensor>* reuse) {
+  std::vector<std::pair<std::string, Value>> values(inputs.begin(), inputs.end());
+  ONYX_ASSIGN_OR_RETURN(std::vector<Value> outputs, run_impl(values, output_names, reuse));
+  std::vector<Tensor> tensors;
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    if (!outputs[k].is_tensor())
+      return invalid_argument("output " + std::to_string(k) + " is a " + outputs[k].describe() +
+                              ": read it with run_values (onyx_session_run_values)");
+    tensors.push_back(outputs[k].tensor());
+  }
+  return tensors;
+}
+
+StatusOr<std::vector<Value>> Session::run_values(const std::vector<std::pair<std::string, Value>>& inputs,
+                                                 const std::vector<std::string>& output_names) {
+  return run_impl(inputs, output_names, nullptr);
+}
+
+StatusOr<std::vector<Value>> Session::run_impl(const std::vector<std::pair<std::string, Value>>& inputs,
+                                               const std::vector<std::string>& output_names,
+                                               const std::vector<Tensor>* reuse) {
   LogRoute route(logger_.get());
   const ir::Graph& graph = *model_.graph;
-  std::vector<Tensor> bound(graph.inputs.size());
-  for (const auto& [name, tensor] : inputs) {
+  std::vector<Value> bound(graph.inputs.size());
+  std::vector<bool> given(graph.inputs.size(), false);
+  for (const auto& [name, value] : inputs) {
     auto it = std::find_if(graph.inputs.begin(), graph.inputs.end(),
                            [&](int v) { return graph.values[size_t(v)].name == name; });
     if (it == graph.inputs.end()) return invalid_argument("model has no input named '" + name + "'");
     size_t k = size_t(it - graph.inputs.begin());
-    const ir::Value& decl = graph.values[size_t(*it)];
-    if (!bound[k].empty()) return invalid_argument("input '" + name + "' given twice");
-    if (decl.dtype != ONYX_DTYPE_UNDEFINED && tensor.dtype() != decl.dtype)
-      return invalid_argument(std::string("input '") + name + "' has type " + dtype_name(tensor.dtype()) +
-                              ", the model expects " + dtype_name(decl.dtype));
-    bool shape_ok = decl.rank < 0 || size_t(decl.rank) == tensor.shape().size();
-    for (size_t i = 0; shape_ok && decl.rank > 0 && i < decl.dims.size(); ++i)
-      shape_ok = decl.dims[i] < 0 || decl.dims[i] == tensor.shape()[i];
-    if (!shape_ok)
-      return invalid_argument("input '" + name + "' has shape " + shape_string(tensor.shape()) +
-                              ", the model expects " + shape_string(decl.dims));
-    bound[k] = tensor;
+    if (given[k]) return invalid_argument("input '" + name + "' given twice");
+    ONYX_RETURN_IF_ERROR(check_input(graph.values[size_t(*it)], value));
+    bound[k] = value;
+    given[k] = true;
   }
   for (size_t k = 0; k < bound.size(); ++k) {
-    if (!bound[k].empty()) continue;
+    if (given[k]) continue;
     const ir::Value& decl = graph.values[size_t(graph.inputs[k])];
+    if (decl.kind == ir::ValueKind::kOptional) {  // an optional input left out: an empty optional
+      bound[k] = Value::optional(nullptr, Value::Kind::kTensor, decl.dtype);
+      continue;
+    }
     if (!decl.constant) return invalid_argument("missing input '" + decl.name + "'");
     bound[k] = *decl.constant;  // an initializer's default value
   }
-  ONYX_RETURN_IF_ERROR(check_dim_params(graph, bound));
+  std::vector<Tensor> bound_tensors;  // for the dim_param check: composites count as rank 0
+  for (const Value& v : bound) bound_tensors.push_back(v.tensor());
+  ONYX_RETURN_IF_ERROR(check_dim_params(graph, bound_tensors));
   std::vector<int> returned;
   if (output_names.empty()) {
     returned = output_values_;
@@ -248,16 +314,17 @@ StatusOr<std::vector<Tensor>> Session::run(const std::vector<std::pair<std::stri
   // A failure names the run's inputs too: the failing node may be far from
   // them (a sequence longer than a position table fails in the table's Gather).
   auto with_inputs = [&](const Status& failed) {
-    std::string given;
+    std::string text;
     for (size_t k = 0; k < bound.size(); ++k) {
       const ir::Value& decl = graph.values[size_t(graph.inputs[k])];
       if (decl.constant) continue;  // initializers
-      given += (given.empty() ? "" : ", ") + decl.name + " " + shape_string(bound[k].shape());
+      text += (text.empty() ? "" : ", ") + decl.name + " " +
+              (bound[k].is_tensor() ? shape_string(bound[k].tensor().shape()) : bound[k].describe());
     }
-    return given.empty() ? failed : Status(failed.code(), failed.message() + " (this run's inputs: " + given + ")");
+    return text.empty() ? failed : Status(failed.code(), failed.message() + " (this run's inputs: " + text + ")");
   };
   std::vector<Shape> shapes;
-  for (const Tensor& t : bound) shapes.push_back(t.shape());
+  for (const Value& v : bound) shapes.push_back(v.tensor().shape());
   auto plan = plan_for(shapes);
   if (!plan.ok()) return with_inputs(plan.status());
   auto outputs = Executor::run(*this, **plan, bound, returned, reuse);

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "core/value.h"
 #include "ir/graph.h"
 #include "plugin/provider.h"
 #include "session/arena_pool.h"
@@ -76,9 +77,15 @@ class Session {
   // shape is written into and returned, instead of a fresh buffer; a training
   // loop passes last step's gradients. The caller must not read or share them
   // during the run.
+  // Fails when a requested output is a sequence or optional (run_values).
   StatusOr<std::vector<Tensor>> run(const std::vector<std::pair<std::string, Tensor>>& inputs,
                                     const std::vector<std::string>& output_names = {},
                                     const std::vector<Tensor>* reuse = nullptr);
+  // As run, for models whose inputs or outputs are sequences or optionals
+  // (core/value.h). A graph input declared optional and not given is an
+  // empty optional.
+  StatusOr<std::vector<Value>> run_values(const std::vector<std::pair<std::string, Value>>& inputs,
+                                          const std::vector<std::string>& output_names = {});
 
   // The memory plan for the given input shapes (declared shapes, with
   // unknown dims set from `input_shapes` or to 1), per device.
@@ -99,10 +106,13 @@ class Session {
 
   // Runs a control-flow subgraph's session: `inputs` in graph-input order
   // (captured values last), no checks against declared types; all outputs.
-  StatusOr<std::vector<Tensor>> run_subgraph(const std::vector<Tensor>& inputs);
+  StatusOr<std::vector<Value>> run_subgraph(const std::vector<Value>& inputs);
 
  private:
   Session() = default;
+  StatusOr<std::vector<Value>> run_impl(const std::vector<std::pair<std::string, Value>>& inputs,
+                                        const std::vector<std::string>& output_names,
+                                        const std::vector<Tensor>* reuse);
   Status open_devices(ProviderRegistry& registry, const SessionOptions& options);
   Status build_steps();
   Status create_kernels();

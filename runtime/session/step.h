@@ -1,5 +1,6 @@
 // step.h: one step of a session's execution: a kernel (one node or a fused
-// group), a copy between memories, or a control-flow node the host runs.
+// group), a copy between memories, or a node the host runs (control flow,
+// or an op on sequences and optionals).
 #pragma once
 
 #include <onyx_provider.h>
@@ -13,9 +14,11 @@ namespace onyx::runtime {
 struct ControlFlow;  // session/control_flow.h
 
 struct Step {
-  enum Kind { kKernel, kCopy, kControlFlow } kind = kKernel;
-  int device = 0;          // index into the session's devices; -1: the host (kControlFlow)
-  std::vector<int> nodes;  // graph nodes, in topological order (kKernel, kControlFlow)
+  // kHostKernel: a node on sequences or optionals, run by the host's
+  // built-in kernels (session/host_kernels.h).
+  enum Kind { kKernel, kCopy, kControlFlow, kHostKernel } kind = kKernel;
+  int device = 0;          // index into the session's devices; -1: the host (kControlFlow, kHostKernel)
+  std::vector<int> nodes;  // graph nodes, in topological order (kKernel, kControlFlow, kHostKernel)
   // Value indices (-1: omitted). A kernel's inputs are its nodes' inputs in
   // node order, less the values computed inside the group; its outputs are
   // its nodes' outputs in node order. This is the order the ABI's ctx_*

@@ -231,12 +231,16 @@ TEST(Expectations, MalformedLineIsRefusedWithItsPlace) {
   EXPECT_NE(r.output.find("bad.txt:1: 'test_relu' has no reason"), std::string::npos) << r.output;
 }
 
-TEST(Runner, SequenceValuesAreReportedUnsupported) {
-  RunnerOutput r = run_runner("--provider cpu --suite onnx-node --filter '^test_sequence_insert_at_back$'", "sequence");
+// Sequences, optionals and string tensors are fed through OnyxValue and
+// compared item by item (onyx_session_run_values).
+TEST(Runner, SequenceOptionalAndStringValuesAreFedAndCompared) {
+  RunnerOutput r = run_runner("--provider cpu --suite onnx-node --filter "
+                              "'^test_(sequence_insert_at_back|optional_get_element_optional_sequence|string_concat)$'",
+                              "sequence");
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(status_of(r, "onnx-node", "test_sequence_insert_at_back"), "unsupported");
-  EXPECT_NE(case_line(r, "onnx-node", "test_sequence_insert_at_back").find("unsupported: sequence inputs"),
-            std::string::npos);
+  for (const char* name : {"test_sequence_insert_at_back", "test_optional_get_element_optional_sequence",
+                           "test_string_concat"})
+    EXPECT_EQ(status_of(r, "onnx-node", name), "pass") << name << "\n" << r.output;
 }
 
 TEST(Runner, MissingProviderAndCorpusAreClearErrors) {

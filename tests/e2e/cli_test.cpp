@@ -199,5 +199,31 @@ TEST_F(Cli, UnknownCommandAndOption) {
   EXPECT_THAT(r.output, Not(HasSubstr("logits")));
 }
 
+// `onyx run` reads a SequenceProto input and writes a SequenceProto output,
+// which it reads back in turn (ONNX's node test data as input).
+TEST_F(Cli, RunReadsAndWritesSequenceProtoFiles) {
+  const fs::path corpus = ONYX_CONFORMANCE_CORPUS;
+  const fs::path insert = corpus / "test_sequence_insert_at_back", identity = corpus / "test_identity_sequence";
+  if (!fs::exists(insert / "model.onnx") || !fs::exists(identity / "model.onnx"))
+    GTEST_SKIP() << "the ONNX node tests are not at " << corpus;
+  const fs::path data = insert / "test_data_set_0", out_dir = dir_ / "seq_out";
+  CliResult r = run_cli("run " + quote(insert / "model.onnx") + " --input sequence=" + quote(data / "input_0.pb") +
+                        " --input tensor=" + quote(data / "input_1.pb") + " --output-dir " + quote(out_dir));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("input sequence: sequence of 3 tensors"));
+  EXPECT_THAT(r.output, HasSubstr("output_sequence  sequence of 4 tensors: int64 tensor [4], int64 tensor [3], "
+                                  "int64 tensor [2], int64 tensor [3]"));
+  ASSERT_TRUE(fs::exists(out_dir / "output_sequence.pb"));
+  CliResult again = run_cli("run " + quote(insert / "model.onnx") + " --input sequence=" +
+                            quote(out_dir / "output_sequence.pb") + " --input tensor=" + quote(data / "input_1.pb"));
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_THAT(again.output, HasSubstr("output_sequence  sequence of 5 tensors"));
+  // The identity model takes float32 sequences: an int64 one is refused, naming both.
+  expect_error(run_cli("run " + quote(identity / "model.onnx") + " --input x=" + quote(out_dir / "output_sequence.pb")),
+               "input 'x' is a sequence of 4 int64 tensors, the model expects element type float32");
+  // A sequence input cannot be made up: the tool says how to give it.
+  expect_error(run_cli("run " + quote(identity / "model.onnx")), "give it with --input x=FILE");
+}
+
 }  // namespace
 }  // namespace onyx::e2e

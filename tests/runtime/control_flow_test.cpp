@@ -243,10 +243,12 @@ TEST(ControlFlow, LoopBodyWithTheWrongNumberOfInputsIsRefused) {
       << s.status().to_string();
 }
 
-TEST(ControlFlow, SequenceCarriedByALoopIsRefusedAsUnsupported) {
+// A sequence carried by a Loop, grown by SequenceInsert in the body from a
+// captured tensor: the host carries it through the iterations.
+TEST(ControlFlow, SequenceCarriedByALoopGrowsPerIteration) {
   ModelBuilder body;
   body.input("i", {}, kInt64).input("c_in", {}, kBool)
-      .node("Identity", {"c_in"}, {"c_out"}).node("Identity", {"seq_in"}, {"seq_out"})
+      .node("Identity", {"c_in"}, {"c_out"}).node("SequenceInsert", {"seq_in", "x"}, {"seq_out"})
       .output("c_out", {}, kBool);
   auto make_sequence = [](pb::ValueInfoProto* v, const std::string& name) {
     v->set_name(name);
@@ -256,15 +258,47 @@ TEST(ControlFlow, SequenceCarriedByALoopIsRefusedAsUnsupported) {
   make_sequence(g->add_input(), "seq_in");
   make_sequence(g->add_output(), "seq_out");
   ModelBuilder m(13);
-  m.input("M", {}, kInt64).node("Loop", {"M", "", "seq"}, {"seq_final"}, "loop0");
+  m.input("M", {}, kInt64).input("x", {2}).node("Loop", {"M", "", "seq"}, {"seq_final"}, "loop0");
   make_sequence(m.proto().mutable_graph()->add_input(), "seq");
   make_sequence(m.proto().mutable_graph()->add_output(), "seq_final");
   add_graph(node_at(m, 0), "body", body);
   ProviderRegistry registry;
   auto s = make_session(registry, m);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  auto seq = Value::sequence(ONYX_DTYPE_FLOAT32, {floats({2}, {1, 2})});
+  ASSERT_TRUE(seq.ok());
+  auto out = (*s)->run_values({{"M", int64s({}, {3})}, {"x", floats({2}, {5, 6})}, {"seq", *seq}});
+  ASSERT_TRUE(out.ok()) << out.status().to_string();
+  const Value& result = out.value()[0];
+  ASSERT_EQ(result.kind(), Value::Kind::kSequence);
+  ASSERT_EQ(result.items().size(), 4u);
+  expect_tensor(result.items()[0].tensor(), {2}, {1, 2});
+  expect_tensor(result.items()[3].tensor(), {2}, {5, 6});
+}
+
+// A map in a subgraph's signature is refused with the reason.
+TEST(ControlFlow, MapInASubgraphIsRefused) {
+  ModelBuilder body;
+  body.input("i", {}, kInt64).input("c_in", {}, kBool).node("Identity", {"c_in"}, {"c_out"})
+      .node("Identity", {"m_in"}, {"m_out"}).output("c_out", {}, kBool);
+  auto make_map = [](pb::ValueInfoProto* v, const std::string& name) {
+    v->set_name(name);
+    auto* map = v->mutable_type()->mutable_map_type();
+    map->set_key_type(kInt64);
+    map->mutable_value_type()->mutable_tensor_type()->set_elem_type(kFloat);
+  };
+  pb::GraphProto* g = body.proto().mutable_graph();
+  make_map(g->add_input(), "m_in");
+  make_map(g->add_output(), "m_out");
+  ModelBuilder m(13);
+  m.input("M", {}, kInt64).node("Loop", {"M", "", "m"}, {"m_final"}, "loop0");
+  make_map(m.proto().mutable_graph()->add_input(), "m");
+  make_map(m.proto().mutable_graph()->add_output(), "m_final");
+  add_graph(node_at(m, 0), "body", body);
+  ProviderRegistry registry;
+  auto s = make_session(registry, m);
   ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.status().code(), ONYX_STATUS_UNIMPLEMENTED) << s.status().to_string();
-  EXPECT_NE(s.status().message().find("input 'seq_in' is not a tensor"), std::string::npos)
+  EXPECT_NE(s.status().message().find("'m_in' is a map or sparse tensor"), std::string::npos)
       << s.status().to_string();
 }
 

@@ -67,6 +67,41 @@ TEST(Partition, FailPolicyNamesOpNodeAndReason) {
   EXPECT_NE(m.find("decliner: no kernel for op Add"), std::string::npos) << m;
 }
 
+// The ABI's rule for element types (onyx_provider.h): a plugin meeting a
+// dtype code its header does not define declines with a reason naming it.
+// The decliner speaks exactly ABI 1.0; code 40 is beyond every 1.x table.
+TEST(Partition, PluginDeclinesAnElementTypeItDoesNotKnow) {
+  std::string bytes = testing::ModelBuilder()
+                          .input("x", {2}, 40)
+                          .output("y", {2}, 40)
+                          .node("Relu", {"x"}, {"y"}, "relu_future")
+                          .bytes();
+  ProviderRegistry registry;
+  auto s = make_session(bytes, {"decliner"}, FallbackPolicy::kFail, registry);
+  ASSERT_FALSE(s.ok());
+  const std::string& m = s.status().message();
+  EXPECT_NE(m.find("relu_future"), std::string::npos) << m;
+  EXPECT_NE(m.find("decliner: input 0 has element type 40, which this plugin's ABI header does not define"),
+            std::string::npos)
+      << m;
+}
+
+// int2 (ONNX 26) is known to a 1.0 plugin: the decliner reaches its own
+// check (float32 only) instead of the unknown-type rule.
+TEST(Partition, Int2IsAKnownElementTypeForAnAbi10Plugin) {
+  std::string bytes = testing::ModelBuilder()
+                          .input("x", {4}, ONYX_DTYPE_INT2)
+                          .output("y", {4}, ONYX_DTYPE_INT2)
+                          .node("Relu", {"x"}, {"y"}, "relu_int2")
+                          .bytes();
+  ProviderRegistry registry;
+  auto s = make_session(bytes, {"decliner"}, FallbackPolicy::kFail, registry);
+  ASSERT_FALSE(s.ok());
+  const std::string& m = s.status().message();
+  EXPECT_NE(m.find("test plugin: Relu is float32 only"), std::string::npos) << m;
+  EXPECT_EQ(m.find("does not define"), std::string::npos) << m;
+}
+
 TEST(Partition, OpNoProviderSupportsAlwaysFails) {
   std::string bytes = testing::ModelBuilder()
                           .opset("com.example", 1)

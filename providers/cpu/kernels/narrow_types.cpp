@@ -1,9 +1,10 @@
-// narrow_types.cpp: float8 / float4 / 4-bit integer element access.
+// narrow_types.cpp: float8 / float4 / 4-bit and 2-bit integer element access.
 #include "kernels/narrow_types.h"
 
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "kernels/kernel_util.h"
@@ -83,22 +84,67 @@ uint8_t encode(const Format& f, double v, bool saturate) {
   return uint8_t(code | sign);
 }
 
-bool is_int4(int32_t dtype) { return dtype == ONYX_DTYPE_INT4 || dtype == ONYX_DTYPE_UINT4; }
+bool is_small_int(int32_t dtype) {
+  return dtype == ONYX_DTYPE_INT4 || dtype == ONYX_DTYPE_UINT4 || dtype == ONYX_DTYPE_INT2 || dtype == ONYX_DTYPE_UINT2;
+}
+
+// float8e8m0: the code is a float32 exponent, 2^(code - 127); 0xFF is NaN.
+double decode_e8m0(uint8_t code) {
+  return code == 0xFF ? std::numeric_limits<double>::quiet_NaN() : std::ldexp(1.0, int(code) - 127);
+}
+
+// As ONNX's to_float8e8m0: the float32's exponent field, rounded by its
+// fraction (the sign is dropped; float32 subnormals have exponent 0).
+uint8_t encode_e8m0(double v, bool saturate, E8m0Round round) {
+  float f = float(v);
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  uint32_t exponent = (bits >> 23) & 0xFF;
+  if (exponent == 0xFF) return 0xFF;
+  bool up = false;
+  if (round == E8m0Round::kUp) {
+    up = (bits & 0x7FFFFF) != 0;
+  } else if (round == E8m0Round::kNearest) {
+    bool guard = bits & 0x400000, rest = bits & 0x3FFFFF, odd = exponent > 0;
+    up = guard && (rest || odd);
+  }
+  if (up && saturate && exponent == 0xFE) up = false;
+  return uint8_t(exponent + (up ? 1 : 0));
+}
+
+// Bits per element of a packed type (4 or 2), 0 for the others.
+int packed_bits(int32_t dtype) {
+  size_t per_byte = onyx_dtype_elements_per_byte(dtype);
+  return per_byte ? int(8 / per_byte) : 0;
+}
 
 }  // namespace
 
-bool is_narrow(int32_t dtype) { return format_of(dtype) || is_int4(dtype); }
+bool is_narrow(int32_t dtype) {
+  return format_of(dtype) || is_small_int(dtype) || dtype == ONYX_DTYPE_FLOAT8E8M0;
+}
+
+bool parse_e8m0_round(const std::string& name, E8m0Round* out) {
+  if (name == "up") *out = E8m0Round::kUp;
+  else if (name == "down") *out = E8m0Round::kDown;
+  else if (name == "nearest") *out = E8m0Round::kNearest;
+  else return false;
+  return true;
+}
 
 uint8_t encode_float(int32_t dtype, double v, bool saturate) { return encode(*format_of(dtype), v, saturate); }
 double decode_float(int32_t dtype, uint8_t code) { return decode(*format_of(dtype), code); }
 
 double load(int32_t dtype, const void* data, int64_t i) {
   const auto* bytes = static_cast<const uint8_t*>(data);
-  if (dtype == ONYX_DTYPE_FLOAT4E2M1 || is_int4(dtype)) {
-    uint8_t nibble = (i % 2 ? bytes[i / 2] >> 4 : bytes[i / 2]) & 0xF;
-    if (dtype == ONYX_DTYPE_FLOAT4E2M1) return decode(*format_of(dtype), nibble);
-    return dtype == ONYX_DTYPE_INT4 && nibble >= 8 ? double(int(nibble) - 16) : double(nibble);
+  if (int bits = packed_bits(dtype)) {
+    int64_t per_byte = 8 / bits;
+    unsigned code = (bytes[i / per_byte] >> (bits * (i % per_byte))) & ((1u << bits) - 1);
+    if (dtype == ONYX_DTYPE_FLOAT4E2M1) return decode(*format_of(dtype), uint8_t(code));
+    bool is_signed = dtype == ONYX_DTYPE_INT4 || dtype == ONYX_DTYPE_INT2;
+    return is_signed && code >= (1u << (bits - 1)) ? double(int(code) - (1 << bits)) : double(code);
   }
+  if (dtype == ONYX_DTYPE_FLOAT8E8M0) return decode_e8m0(bytes[i]);
   if (const Format* f = format_of(dtype)) return decode(*f, bytes[i]);
   if (util::is_half(dtype)) return util::half_value(dtype, static_cast<const uint16_t*>(data)[i]);
   double out = 0;
@@ -109,18 +155,24 @@ double load(int32_t dtype, const void* data, int64_t i) {
   return out;
 }
 
-void store(int32_t dtype, void* data, int64_t i, double v, bool saturate) {
+void store(int32_t dtype, void* data, int64_t i, double v, bool saturate, E8m0Round round) {
   auto* bytes = static_cast<uint8_t*>(data);
-  if (dtype == ONYX_DTYPE_FLOAT4E2M1 || is_int4(dtype)) {
-    uint8_t nibble;
+  if (int bits = packed_bits(dtype)) {
+    unsigned mask = (1u << bits) - 1, code;
     if (dtype == ONYX_DTYPE_FLOAT4E2M1) {
-      nibble = encode(*format_of(dtype), v, saturate);
+      code = encode(*format_of(dtype), v, saturate);
     } else {
       // Like the other integer casts: truncate, then wrap around.
-      nibble = std::isnan(v) || std::isinf(v) ? 0 : uint8_t(int64_t(std::trunc(v)) & 0xF);
+      code = std::isnan(v) || std::isinf(v) ? 0 : unsigned(int64_t(std::trunc(v)) & mask);
     }
-    uint8_t& b = bytes[i / 2];
-    b = i % 2 ? uint8_t((b & 0x0F) | (nibble << 4)) : uint8_t((b & 0xF0) | nibble);
+    int64_t per_byte = 8 / bits;
+    int shift = int(bits * (i % per_byte));
+    uint8_t& b = bytes[i / per_byte];
+    b = uint8_t((b & ~(mask << shift)) | (code << shift));
+    return;
+  }
+  if (dtype == ONYX_DTYPE_FLOAT8E8M0) {
+    bytes[i] = encode_e8m0(v, saturate, round);
     return;
   }
   if (const Format* f = format_of(dtype)) {

@@ -75,6 +75,53 @@ class Tensor {
   std::unique_ptr<OnyxTensor, detail::Deleter<OnyxTensor, onyx_tensor_release>> raw_;
 };
 
+// A tensor, sequence or optional (onyx_c_api.h, "values"). Immutable once
+// made; what it holds is shared, not copied.
+class Value {
+ public:
+  Value() = default;
+  explicit Value(OnyxValue* raw) : raw_(raw) {}
+  // Shares the tensor's memory: don't write to the tensor while the value lives.
+  static Value tensor(const Tensor& t) {
+    OnyxValue* v = nullptr;
+    check(onyx_value_create_tensor(t.get(), &v));
+    return Value(v);
+  }
+  // Tensors of one element type (UNDEFINED: item 0's); throws on a mismatch.
+  static Value sequence(const std::vector<Value>& items, OnyxDataType elem_dtype = ONYX_DTYPE_UNDEFINED) {
+    std::vector<const OnyxValue*> raw;
+    for (const Value& item : items) raw.push_back(item.get());
+    OnyxValue* v = nullptr;
+    check(onyx_value_create_sequence(elem_dtype, raw.data(), raw.size(), &v));
+    return Value(v);
+  }
+  // An optional holding `element`, or an empty one for nullptr.
+  static Value optional(const Value* element) {
+    OnyxValue* v = nullptr;
+    check(onyx_value_create_optional(element ? element->get() : nullptr, &v));
+    return Value(v);
+  }
+  OnyxValueKind kind() const { return OnyxValueKind(onyx_value_kind(raw_.get())); }
+  OnyxDataType elem_dtype() const { return OnyxDataType(onyx_value_elem_dtype(raw_.get())); }
+  // Sequence items; 1 or 0 for an optional.
+  size_t count() const { return onyx_value_count(raw_.get()); }
+  Value item(size_t index) const {
+    OnyxValue* v = nullptr;
+    check(onyx_value_item(raw_.get(), index, &v));
+    return Value(v);
+  }
+  // The tensor of a tensor value, sharing its memory (read it; don't write).
+  Tensor as_tensor() const {
+    OnyxTensor* t = nullptr;
+    check(onyx_value_tensor(raw_.get(), &t));
+    return Tensor(t);
+  }
+  OnyxValue* get() const { return raw_.get(); }
+
+ private:
+  std::unique_ptr<OnyxValue, detail::Deleter<OnyxValue, onyx_value_release>> raw_;
+};
+
 class Env {
  public:
   Env() {
@@ -151,6 +198,7 @@ struct ValueMetadata {
   OnyxDataType dtype;
   int32_t rank;
   std::vector<int64_t> dims;
+  OnyxValueKind kind = ONYX_VALUE_TENSOR;
 };
 
 class Session {
@@ -186,6 +234,24 @@ class Session {
     for (OnyxTensor* t : raw) out.emplace_back(t);
     return out;
   }
+  // As run, for models with sequence or optional inputs or outputs.
+  std::vector<Value> run_values(const std::vector<std::pair<std::string, const Value*>>& inputs,
+                                const std::vector<std::string>& output_names = {}) {
+    std::vector<const char*> in_names, out_names;
+    std::vector<const OnyxValue*> in_values;
+    for (const auto& [name, v] : inputs) {
+      in_names.push_back(name.c_str());
+      in_values.push_back(v->get());
+    }
+    for (const std::string& n : output_names) out_names.push_back(n.c_str());
+    size_t count = output_names.empty() ? onyx_session_output_count(raw_.get()) : output_names.size();
+    std::vector<OnyxValue*> raw(count, nullptr);
+    check(onyx_session_run_values(raw_.get(), in_names.data(), in_values.data(), in_names.size(),
+                                  output_names.empty() ? nullptr : out_names.data(), count, raw.data()));
+    std::vector<Value> out;
+    for (OnyxValue* v : raw) out.emplace_back(v);
+    return out;
+  }
   std::string partition_report() const {
     char* json = nullptr;
     check(onyx_session_partition_report(raw_.get(), &json));
@@ -215,7 +281,8 @@ class Session {
       check(input ? onyx_session_input_metadata(raw_.get(), k, &m)
                   : onyx_session_output_metadata(raw_.get(), k, &m));
       out.push_back({m.name, OnyxDataType(m.dtype), m.rank,
-                     m.rank > 0 ? std::vector<int64_t>(m.dims, m.dims + m.rank) : std::vector<int64_t>{}});
+                     m.rank > 0 ? std::vector<int64_t>(m.dims, m.dims + m.rank) : std::vector<int64_t>{},
+                     OnyxValueKind(m.kind)});
     }
     return out;
   }

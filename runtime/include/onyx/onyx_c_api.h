@@ -18,6 +18,8 @@
  *  - Thread-safety: an OnyxEnv and an OnyxSession may be used from several
  *    threads at once (concurrent runs are supported). OnyxSessionOptions and
  *    OnyxTensor are not synchronized: don't modify one from two threads.
+ *    An OnyxValue never changes once made: it may be read from several
+ *    threads at once.
  *  - No C++ exception crosses this API.
  */
 #ifndef ONYX_C_API_H_
@@ -39,6 +41,7 @@ typedef struct OnyxEnv OnyxEnv;
 typedef struct OnyxSessionOptions OnyxSessionOptions;
 typedef struct OnyxSession OnyxSession;
 typedef struct OnyxTensor OnyxTensor;
+typedef struct OnyxValue OnyxValue;
 
 /* ---- status ------------------------------------------------------------ */
 
@@ -143,9 +146,13 @@ ONYX_API void onyx_session_release(OnyxSession* session);
 typedef struct OnyxValueMetadata {
   size_t struct_size;
   const char* name;
-  int32_t dtype; /* OnyxDataType */
+  int32_t dtype; /* OnyxDataType; UNDEFINED for a sequence or optional */
   int32_t rank;
   const int64_t* dims;
+  /* Since 2026-11-26 (read when struct_size covers it): what the value is,
+   * an OnyxValueKind. Sequences and optionals are run with
+   * onyx_session_run_values. */
+  int32_t kind;
 } OnyxValueMetadata;
 
 ONYX_API size_t onyx_session_input_count(const OnyxSession* session);
@@ -164,6 +171,16 @@ ONYX_API OnyxStatus* onyx_session_run(OnyxSession* session, const char* const* i
                                       const OnyxTensor* const* inputs, size_t input_count,
                                       const char* const* output_names, size_t output_count,
                                       OnyxTensor** outputs);
+
+/* As onyx_session_run, with OnyxValue inputs and outputs: for models whose
+ * inputs or outputs are sequences or optionals (tensors work too). outputs[k]
+ * receives a new value (the caller releases it). A model input declared
+ * optional and not given is an empty optional. Thread-safe as
+ * onyx_session_run. */
+ONYX_API OnyxStatus* onyx_session_run_values(OnyxSession* session, const char* const* input_names,
+                                             const OnyxValue* const* inputs, size_t input_count,
+                                             const char* const* output_names, size_t output_count,
+                                             OnyxValue** outputs);
 
 /* Which node went to which provider and why, and the copies inserted, as JSON
  * (see docs/architecture.md, "Partition report"). *json belongs to the caller. */
@@ -205,8 +222,67 @@ ONYX_API size_t onyx_tensor_rank(const OnyxTensor* tensor);
 ONYX_API const int64_t* onyx_tensor_dims(const OnyxTensor* tensor);
 ONYX_API int64_t onyx_tensor_element_count(const OnyxTensor* tensor);
 ONYX_API size_t onyx_tensor_byte_size(const OnyxTensor* tensor);
-/* The tensor's bytes, row-major; valid while the tensor lives. */
+/* The tensor's bytes, row-major; valid while the tensor lives. STRING
+ * tensors have no dense bytes (onyx_tensor_byte_size is 0): read their
+ * elements with onyx_tensor_string. */
 ONYX_API void* onyx_tensor_data(OnyxTensor* tensor);
+/* A STRING tensor of `rank` dims with one string per element, copied:
+ * strings[k] has lengths[k] bytes (lengths NULL: NUL-terminated strings).
+ * Every string must be valid UTF-8 (ONNX strings are): otherwise
+ * INVALID_ARGUMENT naming the element and byte. The tensor belongs to the
+ * caller; it is never written by a run, so it may be read concurrently. */
+ONYX_API OnyxStatus* onyx_tensor_create_strings(const char* const* strings, const size_t* lengths,
+                                                const int64_t* dims, size_t rank, OnyxTensor** out);
+/* Element `index` (row-major) of a STRING tensor: *data points to its bytes
+ * (NUL-terminated, but the string may hold NULs: use *length), valid while
+ * the tensor lives. INVALID_ARGUMENT for other types or an index out of
+ * range. Thread-safe for concurrent readers. */
+ONYX_API OnyxStatus* onyx_tensor_string(const OnyxTensor* tensor, int64_t index, const char** data,
+                                        size_t* length);
+
+/* ---- values: tensors, sequences, optionals (host memory) ------------------- */
+
+/* What an OnyxValue holds. Maps (ai.onnx.ml) are reserved: no function
+ * makes or returns one yet. */
+typedef enum OnyxValueKind {
+  ONYX_VALUE_TENSOR = 0,
+  ONYX_VALUE_SEQUENCE = 1,
+  ONYX_VALUE_OPTIONAL = 2,
+  ONYX_VALUE_MAP = 3
+} OnyxValueKind;
+
+/* Ownership: every OnyxValue** out receives a new value that belongs to the
+ * caller (onyx_value_release). Values given to these functions are not
+ * retained: what they hold is shared, so they may be released right after.
+ * Values are immutable, and thread-safe to read concurrently. */
+
+/* A value holding `tensor`. The value shares the tensor's memory: don't
+ * write to the tensor while the value (or a run reading it) lives. */
+ONYX_API OnyxStatus* onyx_value_create_tensor(const OnyxTensor* tensor, OnyxValue** out);
+/* A sequence of `count` tensor values (items may be NULL only when count is
+ * 0). `elem_dtype` is the tensors' element type: every item must have it
+ * (ONYX_DTYPE_UNDEFINED: take item 0's); a mismatch is an
+ * INVALID_ARGUMENT naming the item. */
+ONYX_API OnyxStatus* onyx_value_create_sequence(int32_t elem_dtype, const OnyxValue* const* items, size_t count,
+                                                OnyxValue** out);
+/* An optional holding `element` (a tensor or sequence value), or an empty
+ * optional when `element` is NULL. */
+ONYX_API OnyxStatus* onyx_value_create_optional(const OnyxValue* element, OnyxValue** out);
+ONYX_API void onyx_value_release(OnyxValue* value);
+/* The value's OnyxValueKind (ONYX_VALUE_TENSOR for NULL). */
+ONYX_API int32_t onyx_value_kind(const OnyxValue* value);
+/* Sequence: the element type of its tensors; optional: its element's
+ * (UNDEFINED when not known); tensor: the tensor's. */
+ONYX_API int32_t onyx_value_elem_dtype(const OnyxValue* value);
+/* Sequence: its item count; optional: 1 when it holds a value, else 0;
+ * tensor: 0. */
+ONYX_API size_t onyx_value_count(const OnyxValue* value);
+/* Item `index` of a sequence, or an optional's element (index 0), as a new
+ * value. INVALID_ARGUMENT when out of range. */
+ONYX_API OnyxStatus* onyx_value_item(const OnyxValue* value, size_t index, OnyxValue** out);
+/* The tensor of a tensor value, as a new OnyxTensor sharing its memory
+ * (read it; don't write to it). INVALID_ARGUMENT for other kinds. */
+ONYX_API OnyxStatus* onyx_value_tensor(const OnyxValue* value, OnyxTensor** out);
 
 #ifdef __cplusplus
 } /* extern "C" */

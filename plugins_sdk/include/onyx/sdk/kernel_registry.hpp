@@ -233,6 +233,22 @@ class BasicKernelDefBuilder {
 };
 using KernelDefBuilder = BasicKernelDefBuilder<>;
 
+// The ABI's rule for element types (onyx_provider.h): a plugin meeting a
+// dtype code its header does not define declines the node with this reason
+// instead of guessing a size. "" when every present input and output has a
+// known code (UNDEFINED counts as known: an omitted or untyped value).
+inline std::string unknown_dtype_reason(const NodeInfo& n) {
+  for (const auto* list : {&n.inputs, &n.outputs}) {
+    for (size_t k = 0; k < list->size(); ++k) {
+      const ValueDesc& v = (*list)[k];
+      if (!v.present || onyx_dtype_name(v.dtype)) continue;
+      return std::string(list == &n.inputs ? "input " : "output ") + std::to_string(k) + " has element type " +
+             std::to_string(v.dtype) + ", which this plugin's ABI header does not define";
+    }
+  }
+  return {};
+}
+
 // The kernels of a provider, searched in registration order.
 template <typename Device = void>
 class BasicKernelRegistry {
@@ -249,6 +265,10 @@ class BasicKernelRegistry {
   // Finds the kernel for a node, or explains why there is none. The first
   // definition whose op, domain and opset match decides.
   const Def* find(const NodeInfo& node, std::string* reason) const {
+    if (std::string why = unknown_dtype_reason(node); !why.empty()) {
+      *reason = std::move(why);
+      return nullptr;
+    }
     const std::string_view domain = node.domain == "ai.onnx" ? std::string_view() : node.domain;
     bool op_known = false;
     for (const Def& d : defs_) {

@@ -1,6 +1,7 @@
 // cast.cpp: Cast and CastLike between every pair of numeric types, bool,
-// float16, bfloat16 and float64. float8, 4-bit, string and complex types are
-// declined with the reason.
+// float16, bfloat16 and float64, and to and from the narrow types (float8,
+// float8e8m0, float4, 4-bit and 2-bit integers). String and complex types
+// are declined with the reason.
 //
 // Conversions follow numpy: to bool is "!= 0" (NaN is true); float to
 // integer truncates toward zero through int64 and wraps into narrower
@@ -55,7 +56,8 @@ int32_t dtype_from_name(const std::string& name) {
       {"COMPLEX128", ONYX_DTYPE_COMPLEX128}, {"BFLOAT16", ONYX_DTYPE_BFLOAT16},
       {"FLOAT8E4M3FN", ONYX_DTYPE_FLOAT8E4M3FN}, {"FLOAT8E4M3FNUZ", ONYX_DTYPE_FLOAT8E4M3FNUZ},
       {"FLOAT8E5M2", ONYX_DTYPE_FLOAT8E5M2}, {"FLOAT8E5M2FNUZ", ONYX_DTYPE_FLOAT8E5M2FNUZ},
-      {"UINT4", ONYX_DTYPE_UINT4}, {"INT4", ONYX_DTYPE_INT4}, {"FLOAT4E2M1", ONYX_DTYPE_FLOAT4E2M1}};
+      {"UINT4", ONYX_DTYPE_UINT4}, {"INT4", ONYX_DTYPE_INT4}, {"FLOAT4E2M1", ONYX_DTYPE_FLOAT4E2M1},
+      {"FLOAT8E8M0", ONYX_DTYPE_FLOAT8E8M0}, {"UINT2", ONYX_DTYPE_UINT2}, {"INT2", ONYX_DTYPE_INT2}};
   for (auto [n, dtype] : names)
     if (name == n) return dtype;
   return ONYX_DTYPE_UNDEFINED;
@@ -109,6 +111,7 @@ class CastKernel final : public sdk::Kernel {
       : label_(util::node_label(node)),
         to_(target_type(node, like)),
         saturate_(node.get_int("saturate", 1) != 0) {
+    narrow::parse_e8m0_round(node.get_string("round_mode", "up"), &round_);  // checked at claim time
     same_size_ = sdk::dtype_size(node.input_dtype(0)) == sdk::dtype_size(to_) &&
                  !narrow::is_narrow(node.input_dtype(0)) && !narrow::is_narrow(to_);
   }
@@ -120,16 +123,15 @@ class CastKernel final : public sdk::Kernel {
     sdk::Tensor y;
     ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, to_, x.dims, &y));
     if (x.dtype == to_) {
-      size_t bytes = narrow::is_narrow(x.dtype) && !sdk::dtype_size(x.dtype) ? size_t(x.size() + 1) / 2
-                                                                            : shape::byte_size(x);
+      size_t bytes = onyx_dtype_storage_bytes(x.dtype, x.size());
       if (y.raw != x.raw && bytes) std::memcpy(y.raw, x.raw, bytes);
       return nullptr;
     }
     if (narrow::is_narrow(x.dtype) || narrow::is_narrow(to_)) {
-      // One thread: 4-bit stores share bytes. The pad nibble of an odd count is 0.
-      if (!sdk::dtype_size(to_)) std::memset(y.raw, 0, size_t(x.size() + 1) / 2);
+      // One thread: packed stores share bytes. The padding bits are 0.
+      if (!sdk::dtype_size(to_)) std::memset(y.raw, 0, onyx_dtype_storage_bytes(to_, x.size()));
       for (int64_t i = 0; i < x.size(); ++i)
-        narrow::store(to_, y.raw, i, narrow::load(x.dtype, x.raw, i), saturate_);
+        narrow::store(to_, y.raw, i, narrow::load(x.dtype, x.raw, i), saturate_, round_);
       return nullptr;
     }
     ctx.parallel_for(size_t(x.size()), util::kGrain,
@@ -147,6 +149,7 @@ class CastKernel final : public sdk::Kernel {
   std::string label_;
   int32_t to_;
   bool saturate_;
+  narrow::E8m0Round round_ = narrow::E8m0Round::kUp;
   bool same_size_ = false;
 };
 
@@ -161,6 +164,10 @@ void register_cast_kernels(sdk::KernelRegistry& registry) {
                        int32_t to = target_type(node, like);
                        if (to == ONYX_DTYPE_UNDEFINED)
                          return node.op_type + ": the target type (attribute to) is missing or unknown";
+                       narrow::E8m0Round round;
+                       std::string mode = node.get_string("round_mode", "up");
+                       if (!narrow::parse_e8m0_round(mode, &round))
+                         return node.op_type + ": round_mode '" + mode + "' is not up, down or nearest";
                        return cast_support(node.input_dtype(0), to);
                      })
                      .create([like](const sdk::NodeInfo& node) { return std::make_unique<CastKernel>(node, like); }));

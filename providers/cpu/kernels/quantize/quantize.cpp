@@ -1,5 +1,5 @@
 // quantize.cpp: QuantizeLinear and DequantizeLinear (opsets 10-24) for
-// 8/16-bit integers, 4-bit integers, float8 and float4, with per-tensor,
+// 8/16-bit integers, 4-bit and 2-bit integers, float8 and float4, with per-tensor,
 // per-axis and blocked (block_size) scales, and DynamicQuantizeLinear.
 //
 //   QuantizeLinear:   y = saturate(round_half_even(x / scale) + zero_point)
@@ -36,6 +36,8 @@ bool int_range(int32_t dtype, double* lo, double* hi) {
     case ONYX_DTYPE_INT32: *lo = -2147483648.0, *hi = 2147483647.0; return true;
     case ONYX_DTYPE_INT4: *lo = -8, *hi = 7; return true;
     case ONYX_DTYPE_UINT4: *lo = 0, *hi = 15; return true;
+    case ONYX_DTYPE_INT2: *lo = -2, *hi = 1; return true;
+    case ONYX_DTYPE_UINT2: *lo = 0, *hi = 3; return true;
     default: return false;
   }
 }
@@ -104,7 +106,7 @@ class QuantizeKernel final : public sdk::Kernel {
                                      : scale.dtype;
     sdk::Tensor y;
     ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, out_type, x.dims, &y));
-    if (!sdk::dtype_size(out_type)) std::memset(y.raw, 0, size_t(y.size() + 1) / 2);  // 4-bit pad nibble
+    if (!sdk::dtype_size(out_type)) std::memset(y.raw, 0, onyx_dtype_storage_bytes(out_type, y.size()));  // packed padding
     double lo = 0, hi = 0;
     if (quantize_ && !is_float_code(out_type) && !int_range(out_type, &lo, &hi))
       return util::fail(label_, "cannot quantize to %s", sdk::dtype_name(out_type));

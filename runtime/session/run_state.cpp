@@ -1,0 +1,35 @@
+// run_state.cpp: reading and writing a run's slots as host values.
+#include "session/run_state.h"
+
+#include <cstring>
+
+namespace onyx::runtime {
+
+Value slot_value(const RunState& run, int v) {
+  if (v < 0 || !run.slots[size_t(v)].present) return Value();
+  const RunSlot& slot = run.slots[size_t(v)];
+  if (!slot.composite.is_tensor()) return slot.composite;
+  if (!slot.host.empty() && slot.host.data() == slot.data) return slot.host;
+  // Device memory that the host can read (copy insertion copies the rest).
+  Tensor t = Tensor::allocate(slot.dtype, slot.dims);
+  if (t.bytes()) std::memcpy(t.data(), slot.data, t.bytes());
+  return t;
+}
+
+void set_slot_value(RunState& run, int v, Value value) {
+  if (v < 0) return;
+  RunSlot& slot = run.slots[size_t(v)];
+  slot = RunSlot{};
+  slot.present = true;
+  if (!value.is_tensor()) {
+    slot.composite = std::move(value);
+    return;
+  }
+  Tensor t = value.tensor();
+  slot.dtype = t.dtype();
+  slot.dims = t.shape();
+  slot.data = t.data();
+  slot.host = std::move(t);
+}
+
+}  // namespace onyx::runtime
