@@ -31,6 +31,7 @@ struct RunState {
   ArenaLease arenas;            // one per device, from the session's pool
   std::vector<RunSlot> slots;   // per value
   std::map<int, Tensor> reuse;  // output value -> caller's buffer (Session::run)
+  uint64_t cancel_generation = 0;  // Session::cancel_generation() when the run started
 };
 
 }  // namespace onyx::runtime
