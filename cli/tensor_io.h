@@ -20,6 +20,14 @@ LoadedTensor read_tensor_file(const std::string& path);
 LoadedTensor read_tensor_proto_file(const std::string& path);
 LoadedTensor read_npy_file(const std::string& path);
 
+// A tensor file's bytes (a regular file only, read without blocking); throws
+// CliError naming the file.
+std::string read_tensor_bytes(const std::string& path);
+// The tensor in a file's bytes; `path` names it in errors and roots a .pb's
+// external data.
+LoadedTensor tensor_proto_from_bytes(const std::string& bytes, const std::string& path);
+LoadedTensor npy_from_bytes(const std::string& bytes, const std::string& path);
+
 // Write `tensor` atomically (onyx/util/atomic_file.h), so a reader never
 // sees a half-written file.
 void write_tensor_proto_file(const std::string& path, const std::string& name, onyx::Tensor& tensor);
