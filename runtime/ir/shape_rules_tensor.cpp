@@ -50,8 +50,15 @@ Status reshape(InferContext& ctx) {
   }
   const int64_t total = ctx.rank(0) >= 0 ? dim_product(in) : kUnknown;
   int64_t rest = 1;  // product of the output dims other than the -1
-  for (size_t i = 0; i < out.size(); ++i)
-    if (int(i) != infer_at) rest = (out[i] < 0 || rest < 0) ? kUnknown : rest * out[i];
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (int(i) == infer_at) continue;
+    if (out[i] < 0 || rest < 0) {
+      rest = kUnknown;
+      continue;
+    }
+    const int64_t factors[] = {rest, out[i]};
+    ONYX_ASSIGN_OR_RETURN(rest, ctx.product(factors, "shape " + list_string(*target) + ": its dims"));
+  }
   if (infer_at >= 0) {
     out[size_t(infer_at)] = kUnknown;
     if (total >= 0 && rest > 0) {
