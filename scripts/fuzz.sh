@@ -56,8 +56,9 @@ run() {
     nice -n 19 "$(binary "$name")" "${limits[@]}" -max_total_time="$seconds" -print_final_stats=1 \
     ${ONYX_FUZZ_FORK:+-fork=1 -ignore_crashes=1 -ignore_ooms=1 -ignore_timeouts=1} \
     -artifact_prefix="$findings/" "$corpus" >"$build/logs/$name.log" 2>&1 || status=$?
-  # Fork mode exits 0 past findings: the folder says what was found.
-  if ls "$findings"/* >/dev/null 2>&1; then
+  # Fork mode exits 0 past findings: the folder says what was found
+  # (slow-unit-* files only note the slowest input, which a busy machine inflates).
+  if ls "$findings" | grep -qv '^slow-unit-'; then
     echo "$name: findings in $findings:" >&2
     ls "$findings" >&2
     return 1
