@@ -27,8 +27,10 @@ void expect_positionals(const ParsedArgs& args, size_t min, size_t max, const st
   if (n < min || n > max) throw CliError("usage: onyx checkpoint " + usage);
 }
 
+// Read, never mapped: another process may truncate the file while we look at
+// it, and a mapped file that shrinks faults (SIGBUS) instead of failing.
 CheckpointState load_checked(const std::string& path) {
-  return CheckpointState::load(path, {.memory_map = true, .verify_data = true});
+  return CheckpointState::load(path, {.memory_map = false, .verify_data = true});
 }
 
 std::string shape_string(const std::vector<int64_t>& dims) { return shape_text(dims, int32_t(dims.size())); }

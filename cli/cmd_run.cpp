@@ -1,8 +1,11 @@
 // cmd_run.cpp: `onyx run`: one inference, outputs summarized and optionally saved.
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <mutex>
+#include <thread>
 
 #include "commands.h"
 #include "run_inputs.h"
@@ -29,13 +32,39 @@ std::string file_stem(const std::string& name) {
   return stem;
 }
 
-std::vector<onyx::Value> run_once(onyx::Session& session, const RunInputs& inputs) {
+// Runs once; with `timeout_s` > 0 a watchdog cancels the run after that many
+// seconds (a valid model may loop for years: Loop nested 25 deep).
+std::vector<onyx::Value> run_once(onyx::Session& session, const RunInputs& inputs, long long timeout_s) {
   std::vector<std::pair<std::string, const onyx::Value*>> named;
   for (size_t k = 0; k < inputs.names.size(); ++k) named.emplace_back(inputs.names[k], &inputs.values[k]);
+  std::mutex mutex;
+  std::condition_variable finished_cv;
+  bool finished = false;
+  std::thread watchdog;
+  if (timeout_s > 0)
+    watchdog = std::thread([&] {
+      std::unique_lock lock(mutex);
+      if (!finished_cv.wait_for(lock, std::chrono::seconds(timeout_s), [&] { return finished; }))
+        session.cancel_runs();
+    });
+  auto stop_watchdog = [&] {
+    {
+      std::lock_guard lock(mutex);
+      finished = true;
+    }
+    finished_cv.notify_all();
+    if (watchdog.joinable()) watchdog.join();
+  };
   try {
-    return session.run_values(named);
+    std::vector<onyx::Value> outputs = session.run_values(named);
+    stop_watchdog();
+    return outputs;
   } catch (const onyx::Error& e) {
-    throw CliError(std::string("run failed: ") + e.what());
+    stop_watchdog();
+    std::string message = std::string("run failed: ") + e.what();
+    if (message.find("run cancelled") != std::string::npos)
+      message += " (--timeout " + std::to_string(timeout_s) + " s)";
+    throw CliError(message);
   }
 }
 
@@ -54,7 +83,7 @@ int run_run(const ParsedArgs& args) {
   if (profile) session->start_profiling();
 
   auto start = std::chrono::steady_clock::now();
-  std::vector<onyx::Value> outputs = run_once(*session, inputs);
+  std::vector<onyx::Value> outputs = run_once(*session, inputs, args.integer("--timeout", 0, 0, 365LL * 24 * 3600));
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   std::printf("ran in %.3f ms\n", ms);
   std::fflush(stdout);
@@ -100,6 +129,7 @@ Command run_command() {
                      "file format for --output-dir (default pb: an ONNX TensorProto, or a SequenceProto/OptionalProto "
                      "for a sequence or optional output)"});
   options.push_back(profile_option_spec());
+  options.push_back({"--timeout", "SECONDS", "cancel the run after SECONDS (default: no limit)"});
   return {"run",
           "run a model once and summarize (or save) its outputs",
           "onyx run MODEL [--provider P ...] [--input NAME=FILE ...] [--output-dir DIR] [--threads N]",

@@ -3,14 +3,14 @@
 
 #include <onnx/onnx_pb.h>
 #include <onyx/util/atomic_file.h>
+#include <onyx/util/read_file.h>
 #include <onyx/util/tensor_proto_codec.h>
 
 #include <bit>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <limits>
-#include <sstream>
 
 #include "command.h"
 #include "session_setup.h"
@@ -22,22 +22,19 @@ namespace fs = std::filesystem;
 static_assert(std::endian::native == std::endian::little,
               "raw_data and .npy handling assume a little-endian host");
 
-std::string read_whole_file(const std::string& path) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) throw CliError("tensor file '" + path + "' does not exist");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw CliError("cannot open tensor file '" + path + "'");
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  if (in.bad()) throw CliError("cannot read tensor file '" + path + "'");
-  return bytes.str();
+std::string read_tensor_bytes(const std::string& path) {
+  std::string bytes;
+  int error = 0;
+  const std::string failure = util::read_regular_file(path, &bytes, &error);
+  if (error == ENOENT) throw CliError("tensor file '" + path + "' does not exist");
+  if (!failure.empty()) throw CliError("tensor file: " + failure);
+  return bytes;
 }
 
-LoadedTensor tensor_from_proto_bytes(const std::string& bytes, const std::string& path) {
-  onnx::TensorProto proto;
-  if (!proto.ParseFromString(bytes))
-    throw CliError("tensor file '" + path + "' is not a valid ONNX TensorProto (protobuf parse failed)");
+LoadedTensor tensor_proto_from_bytes(const std::string& bytes, const std::string& path) {
   const std::string where = "tensor file '" + path + "'";
+  onnx::TensorProto proto;
+  if (!proto.ParseFromString(bytes)) throw CliError(where + " is not a valid ONNX TensorProto (protobuf parse failed)");
   // Decoded by the one codec; external data is read beside the file.
   util::DecodedTensor decoded;
   util::CodecError error =
@@ -53,20 +50,15 @@ LoadedTensor tensor_from_proto_bytes(const std::string& bytes, const std::string
 }
 
 LoadedTensor read_tensor_proto_file(const std::string& path) {
-  return tensor_from_proto_bytes(read_whole_file(path), path);
+  return tensor_proto_from_bytes(read_tensor_bytes(path), path);
 }
 
+// One read of the file (a FIFO is refused, not waited on), then the format
+// its first bytes say.
 LoadedTensor read_tensor_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    std::error_code ec;
-    if (!fs::exists(path, ec)) throw CliError("tensor file '" + path + "' does not exist");
-    throw CliError("cannot open tensor file '" + path + "'");
-  }
-  char magic[6] = {};
-  in.read(magic, sizeof magic);
-  if (in.gcount() == 6 && std::memcmp(magic, "\x93NUMPY", 6) == 0) return read_npy_file(path);
-  return read_tensor_proto_file(path);
+  const std::string bytes = read_tensor_bytes(path);
+  if (bytes.size() >= 6 && std::memcmp(bytes.data(), "\x93NUMPY", 6) == 0) return npy_from_bytes(bytes, path);
+  return tensor_proto_from_bytes(bytes, path);
 }
 
 void write_file_atomically(const std::string& path, const std::string& bytes) {

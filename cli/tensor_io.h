@@ -18,14 +18,18 @@ struct LoadedTensor {
 LoadedTensor read_tensor_file(const std::string& path);
 
 LoadedTensor read_tensor_proto_file(const std::string& path);
-// Decodes one serialized TensorProto read from `path` (the whole file, or an
-// element of a SequenceProto/OptionalProto in it).
-LoadedTensor tensor_from_proto_bytes(const std::string& bytes, const std::string& path);
 // `tensor` as a serialized TensorProto named `name`.
 std::string tensor_proto_bytes(const std::string& name, onyx::Tensor& tensor);
-// A whole file's bytes; throws CliError naming the file.
-std::string read_whole_file(const std::string& path);
 LoadedTensor read_npy_file(const std::string& path);
+
+// A tensor file's bytes (a regular file only, read without blocking); throws
+// CliError naming the file.
+std::string read_tensor_bytes(const std::string& path);
+// The tensor in a serialized TensorProto (a whole file, or an element of a
+// SequenceProto/OptionalProto in it); `path` names it in errors and roots a
+// .pb's external data.
+LoadedTensor tensor_proto_from_bytes(const std::string& bytes, const std::string& path);
+LoadedTensor npy_from_bytes(const std::string& bytes, const std::string& path);
 
 // Write `tensor` atomically (onyx/util/atomic_file.h), so a reader never
 // sees a half-written file.

@@ -13,7 +13,7 @@ namespace onyx::cli {
 namespace {
 
 onyx::Value tensor_value(const onnx::TensorProto& proto, const std::string& path) {
-  return onyx::Value::tensor(tensor_from_proto_bytes(proto.SerializeAsString(), path).tensor);
+  return onyx::Value::tensor(tensor_proto_from_bytes(proto.SerializeAsString(), path).tensor);
 }
 
 onyx::Value sequence_value(const onnx::SequenceProto& seq, const std::string& path) {
@@ -36,7 +36,7 @@ std::string tensor_summary(onyx::Tensor t) {
 }  // namespace
 
 LoadedValue read_value_proto_file(const std::string& path, OnyxValueKind kind) {
-  const std::string bytes = read_whole_file(path);
+  const std::string bytes = read_tensor_bytes(path);
   if (kind == ONYX_VALUE_SEQUENCE) {
     onnx::SequenceProto seq;
     if (!seq.ParseFromString(bytes))

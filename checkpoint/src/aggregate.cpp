@@ -124,7 +124,9 @@ class ListMerger {
     const int64_t count = element_count(full.shape);
     const size_t element = dtype_size(full.dtype);
     if (element == 0) return invalid_argument(where + ": " + dtype_name(full.dtype) + " tensors cannot be sliced");
-    if (first.has_data()) full.data = Tensor::allocate(full.dtype, full.shape);
+    // First check that the slices tile the tensor, then allocate: a 10-element
+    // slice of a [2^30] tensor made aggregate allocate 4 GiB before finding
+    // that the rest was missing.
     int64_t next = 0;
     for (const auto& [rank, t] : pieces) {
       std::string at = where + " in rank " + std::to_string(rank);
@@ -137,13 +139,16 @@ class ListMerger {
         return invalid_argument(at + " starts at element " + std::to_string(t->slice->offset) + " but the ranks before it end at " +
                                 std::to_string(next) + (t->slice->offset < next ? " (overlap)" : " (gap)"));
       if (t->has_data() != first.has_data()) return invalid_argument(at + " has data in some ranks only");
-      if (t->has_data())
-        std::memcpy(static_cast<std::byte*>(full.data.data()) + size_t(next) * element, t->data.data(), t->bytes());
       next += t->shape[0];
     }
     if (next != count)
       return invalid_argument(where + ": the slices cover " + std::to_string(next) + " of its " + std::to_string(count) +
                               " elements (a shard is missing)");
+    if (!first.has_data()) return full;
+    full.data = Tensor::allocate(full.dtype, full.shape);
+    for (const auto& [rank, t] : pieces)
+      std::memcpy(static_cast<std::byte*>(full.data.data()) + size_t(t->slice->offset) * element, t->data.data(),
+                  t->bytes());
     return full;
   }
 

@@ -56,7 +56,7 @@ extern "C" {
 
 OnyxStatusCode onyx_status_code(const OnyxStatus* s) { return s ? s->status.code() : ONYX_STATUS_OK; }
 const char* onyx_status_message(const OnyxStatus* s) { return s ? s->status.message().c_str() : ""; }
-void onyx_status_release(OnyxStatus* s) { delete s; }
+void onyx_status_release(OnyxStatus* s) { onyx::runtime::release_abi_status(s); }
 void onyx_string_release(char* s) { std::free(s); }
 const char* onyx_version(void) { return "0.1.0"; }
 
@@ -245,6 +245,10 @@ OnyxStatus* onyx_session_run(OnyxSession* s, const char* const* input_names,
     for (size_t k = 0; k < output_count; ++k) outputs[k] = new OnyxTensor{result.value()[k]};
     return Status();
   });
+}
+
+void onyx_session_cancel_runs(OnyxSession* s) {
+  if (s) s->session->cancel_runs();
 }
 
 OnyxStatus* onyx_session_partition_report(const OnyxSession* s, char** json) {

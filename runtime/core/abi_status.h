@@ -17,9 +17,13 @@ struct OnyxStatus {
 namespace onyx::runtime {
 
 // Takes ownership of an ABI status (NULL = OK) and returns it as a Status.
+// A pointer the host did not create (a plugin's lie) is never read: it gives
+// an internal error saying so, which the caller names the plugin in.
 Status take_status(OnyxStatus* status);
 // Makes an ABI status from a Status (nullptr for OK); ownership to the caller.
 OnyxStatus* make_abi_status(const Status& status);
+// Frees a status the host made; ignores NULL and pointers it did not make.
+void release_abi_status(OnyxStatus* status);
 
 // Fills the host table's status functions: status_create, status_release,
 // status_code and status_message.

@@ -5,10 +5,11 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <onnx/onnx_pb.h>
+#include <onyx/util/read_file.h>
 
+#include <cerrno>
 #include <climits>
 #include <filesystem>
-#include <fstream>
 #include <set>
 #include <unordered_map>
 
@@ -408,13 +409,16 @@ StatusOr<Model> parse_and_import(const void* data, size_t size, const std::strin
 }  // namespace
 
 StatusOr<Model> load_model(const std::string& path, const ImportOptions& options) {
+  // One open, then fstat of that descriptor: no FIFO blocks, nothing swapped between check and read.
+  std::string bytes;
+  int error = 0;
+  std::string failure = util::read_regular_file(path, &bytes, &error);
+  if (!failure.empty()) {
+    if (error == ENOENT) return not_found("model file '" + path + "' does not exist");
+    if (error == EINVAL) return invalid_argument("model path '" + path + "' is not a regular file");
+    return data_loss("model file: " + failure);
+  }
   std::error_code ec;
-  if (!fs::exists(path, ec)) return not_found("model file '" + path + "' does not exist");
-  if (!fs::is_regular_file(path, ec)) return invalid_argument("model path '" + path + "' is not a file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return not_found("cannot open model file '" + path + "'");
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return data_loss("error reading model file '" + path + "'");
   std::string base_dir = fs::absolute(fs::path(path), ec).parent_path().string();
   return parse_and_import(bytes.data(), bytes.size(), base_dir, options, "'" + path + "'");
 }

@@ -132,6 +132,29 @@ StatusOr<int64_t> InferContext::axis(int64_t value, int64_t rank, const std::str
   return value < 0 ? value + rank : value;
 }
 
+StatusOr<int64_t> InferContext::sum(std::span<const int64_t> terms, const std::string& what) const {
+  int64_t total = 0;
+  for (int64_t t : terms)
+    if (__builtin_add_overflow(total, t, &total))
+      return error(what + " " + list_string(terms) + " overflows a 64-bit size when added");
+  return total;
+}
+
+StatusOr<int64_t> InferContext::product(std::span<const int64_t> factors, const std::string& what) const {
+  int64_t total = 1;
+  for (int64_t f : factors)
+    if (__builtin_mul_overflow(total, f, &total))
+      return error(what + " " + list_string(factors) + " overflows a 64-bit size when multiplied");
+  return total;
+}
+
+StatusOr<int64_t> InferContext::dim_from_real(double value, const std::string& what) const {
+  // 2^63 as a double is exact; anything at or past it (or NaN) has no int64.
+  if (!(value >= 0 && value < 9223372036854775808.0))
+    return error(what + " " + std::to_string(value) + " is not a dim (0 to 2^63 - 1)");
+  return int64_t(value);
+}
+
 std::string list_string(std::span<const int64_t> values) {
   std::string s = "[";
   for (size_t k = 0; k < values.size(); ++k) s += (k ? ", " : "") + std::to_string(values[k]);
@@ -408,7 +431,11 @@ Status infer_graph(Graph& g) {
 }
 
 Status apply_input_shapes(Graph& g, const std::map<std::string, Shape>& input_shapes) {
-  for (const auto& [name, dims] : input_shapes) {
+  for (const auto& entry : input_shapes) {
+    // Plain references, not a structured binding: clang 15 (the fuzz build)
+    // cannot capture those in the lambda below.
+    const std::string& name = entry.first;
+    const Shape& dims = entry.second;
     auto it = std::find_if(g.inputs.begin(), g.inputs.end(),
                            [&](int v) { return g.values[size_t(v)].name == name; });
     if (it == g.inputs.end())

@@ -65,6 +65,13 @@ class InferContext {
   Status error(const std::string& message) const;
   // Normalizes a possibly negative axis against `rank`, or fails naming it.
   StatusOr<int64_t> axis(int64_t value, int64_t rank, const std::string& what = "axis") const;
+  // Dim arithmetic on values a model chose (pads of 2^62, strides of 2^40):
+  // the result, or an error naming the node and `what` when int64 overflows.
+  StatusOr<int64_t> sum(std::span<const int64_t> terms, const std::string& what) const;
+  StatusOr<int64_t> product(std::span<const int64_t> factors, const std::string& what) const;
+  // A dim computed in floating point (Range's count, Resize's scales, OneHot's
+  // depth): refused naming `what` unless finite and in [0, 2^63).
+  StatusOr<int64_t> dim_from_real(double value, const std::string& what) const;
 
  private:
   const Graph& graph_;

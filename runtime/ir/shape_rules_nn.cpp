@@ -1,6 +1,7 @@
 // shape_rules_nn.cpp: matrix products, convolutions, pooling and
 // normalizations.
 #include <algorithm>
+#include <cstdint>
 #include <vector>
 
 #include "ir/shape_rules.h"
@@ -110,31 +111,47 @@ StatusOr<Window> read_window(InferContext& ctx, size_t spatial, std::vector<int6
   return w;
 }
 
-// Output size of one spatial axis of a convolution or pooling window.
+// Output size of one spatial axis of a convolution or pooling window. Every
+// step is checked: kernel, dilation, strides and pads are the model's choice.
 StatusOr<int64_t> window_output(InferContext& ctx, const Window& w, size_t i, int64_t in, bool ceil_mode) {
   if (in < 0 || w.kernel[i] < 0) return kUnknown;
-  const int64_t s = w.strides[i];
-  if (w.auto_pad == "SAME_UPPER" || w.auto_pad == "SAME_LOWER") return (in + s - 1) / s;
-  const int64_t effective_kernel = (w.kernel[i] - 1) * w.dilations[i] + 1;
-  const int64_t span = in + w.pads[i] + w.pads[i + w.spatial] - effective_kernel;
+  const int64_t s = w.strides[i];  // > 0 (read_window)
+  auto ceil_div = [](int64_t a, int64_t b) { return a / b + (a % b != 0 ? 1 : 0); };  // a >= 0, b > 0
+  if (w.auto_pad == "SAME_UPPER" || w.auto_pad == "SAME_LOWER") return ceil_div(in, s);
+  const std::string axis = "spatial axis " + std::to_string(i);
+  const int64_t dilated[] = {w.kernel[i] - 1, w.dilations[i]};
+  ONYX_ASSIGN_OR_RETURN(const int64_t reach, ctx.product(dilated, axis + ": kernel - 1 and dilation"));
+  const int64_t extent_terms[] = {reach, 1};
+  ONYX_ASSIGN_OR_RETURN(const int64_t effective_kernel, ctx.sum(extent_terms, axis + ": kernel extent"));
+  const int64_t padded_terms[] = {in, w.pads[i], w.pads[i + w.spatial]};
+  ONYX_ASSIGN_OR_RETURN(const int64_t padded, ctx.sum(padded_terms, axis + ": input and pads"));
+  const int64_t span_terms[] = {padded, -effective_kernel};
+  ONYX_ASSIGN_OR_RETURN(const int64_t span, ctx.sum(span_terms, axis + ": padded input less the kernel extent"));
   if (span < 0)
-    return ctx.error("spatial axis " + std::to_string(i) + ": kernel extent " +
-                     std::to_string(effective_kernel) + " exceeds the padded input " +
-                     std::to_string(in + w.pads[i] + w.pads[i + w.spatial]));
-  int64_t out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+    return ctx.error(axis + ": kernel extent " + std::to_string(effective_kernel) + " exceeds the padded input " +
+                     std::to_string(padded));
+  int64_t out = (ceil_mode ? ceil_div(span, s) : span / s) + 1;
   // ceil_mode: a last window that would start in the end padding is dropped.
-  if (ceil_mode && (out - 1) * s >= in + w.pads[i]) --out;
+  if (ceil_mode) {
+    int64_t last_start = 0;
+    const int64_t begin_terms[] = {in, w.pads[i]};
+    ONYX_ASSIGN_OR_RETURN(const int64_t padded_begin, ctx.sum(begin_terms, axis + ": input and begin pad"));
+    if (__builtin_mul_overflow(out - 1, s, &last_start) || last_start >= padded_begin) --out;
+  }
   return out;
 }
 
-Status conv(InferContext& ctx) {
-  const int32_t dtype = ctx.dtype(0);
-  const int32_t rank = ctx.rank(0) >= 0 ? ctx.rank(0) : ctx.rank(1);
+// A convolution of input `ix` by weight `iw` whose output has `dtype`:
+// Conv (0, 1), ConvInteger (0, 1; int32) and QLinearConv (0, 3). onnx 1.12's
+// convPoolShapeInference reads past its arrays when W's rank differs from
+// X's, so these three never reach the onnx fallback.
+Status conv_shape(InferContext& ctx, size_t ix, size_t iw, int32_t dtype) {
+  const int32_t rank = ctx.rank(ix) >= 0 ? ctx.rank(ix) : ctx.rank(iw);
   if (rank < 0) return ctx.set_output_dtype(0, dtype), Status();
   if (rank < 3) return ctx.error("input must have rank >= 3 (N, C, spatial...), got rank " + std::to_string(rank));
   const size_t spatial = size_t(rank - 2);
-  Shape x = ctx.rank(0) >= 0 ? ctx.dims(0) : Shape(size_t(rank), kUnknown);
-  Shape w = ctx.rank(1) >= 0 ? ctx.dims(1) : Shape(size_t(rank), kUnknown);
+  Shape x = ctx.rank(ix) >= 0 ? ctx.dims(ix) : Shape(size_t(rank), kUnknown);
+  Shape w = ctx.rank(iw) >= 0 ? ctx.dims(iw) : Shape(size_t(rank), kUnknown);
   if (w.size() != size_t(rank))
     return ctx.error("weight " + shape_string(w) + " and input " + shape_string(x) + " ranks differ");
   const int64_t group = ctx.attr_int("group", 1);
@@ -157,6 +174,11 @@ Status conv(InferContext& ctx) {
   ctx.set_output(0, dtype, out);
   return Status();
 }
+
+Status conv(InferContext& ctx) { return conv_shape(ctx, 0, 1, ctx.dtype(0)); }
+Status conv_integer(InferContext& ctx) { return conv_shape(ctx, 0, 1, ONYX_DTYPE_INT32); }
+// QLinearConv(x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B?): y is y_zero_point's type.
+Status qlinear_conv(InferContext& ctx) { return conv_shape(ctx, 0, 3, ctx.dtype(7)); }
 
 Status conv_transpose(InferContext& ctx) {
   const int32_t dtype = ctx.dtype(0);
@@ -189,10 +211,18 @@ Status conv_transpose(InferContext& ctx) {
     if (in < 0 || k < 0) {
       out.push_back(kUnknown);
     } else if (win.auto_pad == "SAME_UPPER" || win.auto_pad == "SAME_LOWER") {
-      out.push_back(in * s);
+      const int64_t factors[] = {in, s};
+      ONYX_ASSIGN_OR_RETURN(int64_t d, ctx.product(factors, "spatial axis " + std::to_string(i) + " and stride"));
+      out.push_back(d);
     } else {
-      int64_t d = s * (in - 1) + output_padding[i] + (k - 1) * win.dilations[i] + 1 - win.pads[i] -
-                  win.pads[i + spatial];
+      const std::string axis = "spatial axis " + std::to_string(i);
+      const int64_t strided[] = {s, in - 1}, dilated[] = {k - 1, win.dilations[i]};
+      ONYX_ASSIGN_OR_RETURN(const int64_t spread, ctx.product(strided, axis + ": stride and input - 1"));
+      ONYX_ASSIGN_OR_RETURN(const int64_t reach, ctx.product(dilated, axis + ": kernel - 1 and dilation"));
+      if (win.pads[i] == INT64_MIN || win.pads[i + spatial] == INT64_MIN)
+        return ctx.error(axis + ": pads " + list_string(win.pads) + " are out of range");
+      const int64_t terms[] = {spread, output_padding[i], reach, 1, -win.pads[i], -win.pads[i + spatial]};
+      ONYX_ASSIGN_OR_RETURN(int64_t d, ctx.sum(terms, axis + ": output size terms"));
       if (d < 0) return ctx.error("pads make spatial axis " + std::to_string(i) + " negative");
       out.push_back(d);
     }
@@ -267,11 +297,17 @@ Status depth_to_space(InferContext& ctx) {
   if (ctx.rank(0) < 0) return ctx.set_output_rank(0, ctx.dtype(0), 4), Status();
   if (ctx.rank(0) != 4) return ctx.error("input must be 4-D");
   Shape x = ctx.dims(0);
-  if (x[1] >= 0 && x[1] % (b * b) != 0)
+  const int64_t block[] = {b, b};
+  ONYX_ASSIGN_OR_RETURN(const int64_t b2, ctx.product(block, "blocksize^2"));
+  if (x[1] >= 0 && x[1] % b2 != 0)
     return ctx.error("channels " + std::to_string(x[1]) + " are not divisible by blocksize^2");
-  ctx.set_output(0, ctx.dtype(0),
-                 {x[0], x[1] < 0 ? kUnknown : x[1] / (b * b), x[2] < 0 ? kUnknown : x[2] * b,
-                  x[3] < 0 ? kUnknown : x[3] * b});
+  Shape out = {x[0], x[1] < 0 ? kUnknown : x[1] / b2, kUnknown, kUnknown};
+  for (size_t a : {size_t(2), size_t(3)}) {
+    if (x[a] < 0) continue;
+    const int64_t factors[] = {x[a], b};
+    ONYX_ASSIGN_OR_RETURN(out[a], ctx.product(factors, "dim " + std::to_string(a) + " and blocksize"));
+  }
+  ctx.set_output(0, ctx.dtype(0), out);
   return Status();
 }
 
@@ -284,9 +320,12 @@ Status space_to_depth(InferContext& ctx) {
   for (int a : {2, 3})
     if (x[size_t(a)] >= 0 && x[size_t(a)] % b != 0)
       return ctx.error("spatial dims " + shape_string(x) + " are not divisible by blocksize");
-  ctx.set_output(0, ctx.dtype(0),
-                 {x[0], x[1] < 0 ? kUnknown : x[1] * b * b, x[2] < 0 ? kUnknown : x[2] / b,
-                  x[3] < 0 ? kUnknown : x[3] / b});
+  int64_t channels = kUnknown;
+  if (x[1] >= 0) {
+    const int64_t factors[] = {x[1], b, b};
+    ONYX_ASSIGN_OR_RETURN(channels, ctx.product(factors, "channels and blocksize^2"));
+  }
+  ctx.set_output(0, ctx.dtype(0), {x[0], channels, x[2] < 0 ? kUnknown : x[2] / b, x[3] < 0 ? kUnknown : x[3] / b});
   return Status();
 }
 
@@ -376,6 +415,8 @@ void add_nn_rules(RuleTable& table) {
   table["MatMulInteger"] = matmul_integer;
   table["Gemm"] = gemm;
   table["Conv"] = conv;
+  table["ConvInteger"] = conv_integer;
+  table["QLinearConv"] = qlinear_conv;
   table["ConvTranspose"] = conv_transpose;
   table["MaxPool"] = pool;
   table["AveragePool"] = pool;

@@ -50,8 +50,15 @@ Status reshape(InferContext& ctx) {
   }
   const int64_t total = ctx.rank(0) >= 0 ? dim_product(in) : kUnknown;
   int64_t rest = 1;  // product of the output dims other than the -1
-  for (size_t i = 0; i < out.size(); ++i)
-    if (int(i) != infer_at) rest = (out[i] < 0 || rest < 0) ? kUnknown : rest * out[i];
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (int(i) == infer_at) continue;
+    if (out[i] < 0 || rest < 0) {
+      rest = kUnknown;
+      continue;
+    }
+    const int64_t factors[] = {rest, out[i]};
+    ONYX_ASSIGN_OR_RETURN(rest, ctx.product(factors, "shape " + list_string(*target) + ": its dims"));
+  }
   if (infer_at >= 0) {
     out[size_t(infer_at)] = kUnknown;
     if (total >= 0 && rest > 0) {
@@ -127,7 +134,12 @@ Status concat(InferContext& ctx) {
                          std::to_string(k));
       out[k] = d[k];
     }
-    total = (total < 0 || d[size_t(axis)] < 0) ? kUnknown : total + d[size_t(axis)];
+    if (total < 0 || d[size_t(axis)] < 0) {
+      total = kUnknown;
+    } else {
+      const int64_t terms[] = {total, d[size_t(axis)]};
+      ONYX_ASSIGN_OR_RETURN(total, ctx.sum(terms, "the inputs' sizes along axis " + std::to_string(axis)));
+    }
   }
   out[size_t(axis)] = total;
   ctx.set_output(0, ctx.dtype(0), out);
@@ -160,7 +172,8 @@ Status split(InferContext& ctx) {
     int64_t sum = 0;
     for (int64_t s : *sizes) {
       if (s < 0) return ctx.error("split " + list_string(*sizes) + " has a negative size");
-      sum += s;
+      const int64_t terms[] = {sum, s};
+      ONYX_ASSIGN_OR_RETURN(sum, ctx.sum(terms, "split"));
     }
     if (d >= 0 && sum != d)
       return ctx.error("split " + list_string(*sizes) + " sums to " + std::to_string(sum) +
@@ -376,7 +389,9 @@ Status tile(InferContext& ctx) {
       return ctx.error("repeats " + list_string(*repeats) + " does not match rank " + std::to_string(out.size()));
     for (size_t k = 0; k < out.size(); ++k) {
       if ((*repeats)[k] < 0) return ctx.error("repeats must not be negative");
-      if (out[k] >= 0) out[k] *= (*repeats)[k];
+      if (out[k] < 0) continue;
+      const int64_t factors[] = {out[k], (*repeats)[k]};
+      ONYX_ASSIGN_OR_RETURN(out[k], ctx.product(factors, "dim " + std::to_string(k) + " and its repeats"));
     }
   }
   ctx.set_output(0, dtype, out);
@@ -392,7 +407,8 @@ Status range(InferContext& ctx) {
   }
   if ((*delta)[0] == 0) return ctx.error("delta must not be 0");
   const double n = std::ceil(((*limit)[0] - (*start)[0]) / (*delta)[0]);
-  ctx.set_output(0, dtype, {n > 0 ? int64_t(n) : 0});
+  ONYX_ASSIGN_OR_RETURN(int64_t count, ctx.dim_from_real(n > 0 ? n : 0, "the element count"));
+  ctx.set_output(0, dtype, {count});
   return Status();
 }
 
@@ -434,7 +450,8 @@ Status pad(InferContext& ctx) {
   for (size_t k = 0; k < ax.size(); ++k) {
     int64_t& d = out[size_t(ax[k])];
     if (d < 0) continue;
-    d += (*pads)[k] + (*pads)[k + ax.size()];
+    const int64_t terms[] = {d, (*pads)[k], (*pads)[k + ax.size()]};
+    ONYX_ASSIGN_OR_RETURN(d, ctx.sum(terms, "axis " + std::to_string(ax[k]) + " and its pads"));
     if (d < 0) return ctx.error("pads " + list_string(*pads) + " remove more than axis " +
                                 std::to_string(ax[k]) + " holds");
   }
@@ -449,7 +466,11 @@ Status one_hot(InferContext& ctx) {
   ONYX_ASSIGN_OR_RETURN(int64_t axis, ctx.axis(ctx.attr_int("axis", -1), rank));
   auto depth = ctx.reals(1);
   Shape out = ctx.dims(0);
-  out.insert(out.begin() + axis, depth && depth->size() == 1 ? int64_t((*depth)[0]) : kUnknown);
+  int64_t classes = kUnknown;
+  if (depth && depth->size() == 1) {
+    ONYX_ASSIGN_OR_RETURN(classes, ctx.dim_from_real((*depth)[0], "depth"));
+  }
+  out.insert(out.begin() + axis, classes);
   ctx.set_output(0, dtype, out);
   return Status();
 }
@@ -509,12 +530,17 @@ Status resize(InferContext& ctx) {
       const double s = (*sizes)[k] / double(d);
       scale = policy == "not_larger" ? std::min(scale, s) : std::max(scale, s);
     }
-    for (int64_t a : axes) out[size_t(a)] = int64_t(scale * double(out[size_t(a)]) + 0.5);
+    for (int64_t a : axes) {
+      ONYX_ASSIGN_OR_RETURN(out[size_t(a)], ctx.dim_from_real(scale * double(out[size_t(a)]) + 0.5, "a resized size"));
+    }
   } else {
     for (size_t k = 0; k < axes.size(); ++k) {
       int64_t& d = out[size_t(axes[k])];
-      if (sizes) d = int64_t((*given)[k]);
-      else if (d >= 0) d = int64_t(std::floor(double(d) * (*given)[k]));  // numpy: (scales * shape).astype(int)
+      if (sizes) {
+        ONYX_ASSIGN_OR_RETURN(d, ctx.dim_from_real((*given)[k], "sizes entry"));
+      } else if (d >= 0) {  // numpy: (scales * shape).astype(int)
+        ONYX_ASSIGN_OR_RETURN(d, ctx.dim_from_real(std::floor(double(d) * (*given)[k]), "a scaled size"));
+      }
     }
   }
   ctx.set_output(0, dtype, out);

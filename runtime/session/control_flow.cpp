@@ -104,6 +104,14 @@ std::vector<int> control_flow_captures(const ir::Graph& graph, const ir::Node& n
   return values;
 }
 
+// A child and all its descendants count this session's cancel_runs() calls.
+void Session::share_cancels(const std::shared_ptr<std::atomic<uint64_t>>& cancels) {
+  cancels_ = cancels;
+  for (Step& step : steps_)
+    if (step.control_flow)
+      for (CompiledSubgraph& sub : step.control_flow->subgraphs) sub.session->share_cancels(cancels);
+}
+
 Status Session::compile_subgraphs(ProviderRegistry& registry, const SessionOptions& options) {
   const ir::Graph& graph = *model_.graph;
   SessionOptions child_options = options;
@@ -152,6 +160,7 @@ Status Session::compile_subgraphs(ProviderRegistry& registry, const SessionOptio
       if (!created.ok()) return created.status().with_context(where);
       sub.session = std::move(created).value();
       sub.session->pool_ = pool_;
+      sub.session->share_cancels(cancels_);
       flow->subgraphs.push_back(std::move(sub));
     }
     step.control_flow = std::move(flow);

@@ -32,6 +32,24 @@ std::string describe_inputs(const RunState& run, const Step& step) {
   return text;
 }
 
+// Input `i` (value `v`) of `consumer` is missing although a node produces it:
+// that node's kernel returned success without writing it (a plugin bug).
+// Names the kernel's node and provider, which is where the fault lies.
+Status not_produced(const RunState& run, const Step& consumer, size_t i, int v) {
+  const Session& session = *run.session;
+  const ir::Value& value = session.graph().values[size_t(v)];
+  std::string producer;
+  for (const Step& step : session.steps()) {
+    if (step.kind != Step::kKernel) continue;
+    for (int out : step.outputs)
+      if (out == v)
+        producer = "; " + step.name + " on provider '" + session.devices()[size_t(step.device)]->provider->name() +
+                   "' returned success without writing it";
+  }
+  return failed_precondition("node " + consumer.name + ": input " + std::to_string(i) + " ('" + value.name +
+                             "') was not produced" + producer);
+}
+
 Status run_kernel(RunState& run, const Step& step) {
   const Device& device = *run.session->devices()[size_t(step.device)];
   KernelContext ctx(run, step);
@@ -43,6 +61,7 @@ Status run_kernel(RunState& run, const Step& step) {
 Status run_copy(RunState& run, const Step& step) {
   const Device& device = *run.session->devices()[size_t(step.device)];
   const RunSlot& src = run.slots[size_t(step.inputs[0])];
+  if (!src.present) return not_produced(run, step, 0, step.inputs[0]);
   const int v = step.outputs[0];
   RunSlot dst;
   dst.present = true;
@@ -130,6 +149,7 @@ StatusOr<std::vector<Value>> Executor::run(Session& session, const ExecutionPlan
   run.session = &session;
   run.plan = &plan;
   run.slots.resize(graph.values.size());
+  run.cancel_generation = session.cancel_generation();
   if (reuse)
     for (size_t k = 0; k < returned.size(); ++k)
       if (!(*reuse)[k].empty() && (*reuse)[k].data()) run.reuse.emplace(returned[k], (*reuse)[k]);
@@ -148,12 +168,13 @@ StatusOr<std::vector<Value>> Executor::run(Session& session, const ExecutionPlan
   const std::vector<Step>& steps = session.steps();
   for (size_t s = 0; s < steps.size(); ++s) {
     const Step& step = steps[s];
+    if (session.cancel_generation() != run.cancel_generation)
+      return failed_precondition("run cancelled (cancel_runs) before node " + step.name);
     for (size_t i = 0; i < step.inputs.size(); ++i) {
       int v = step.inputs[i];
       if (v >= 0 && !run.slots[size_t(v)].present && step.kind == Step::kKernel &&
           graph.values[size_t(v)].producer >= 0)
-        return failed_precondition("node " + step.name + ": input " + std::to_string(i) + " ('" +
-                                   graph.values[size_t(v)].name + "') was not produced");
+        return not_produced(run, step, i, v);
     }
     const int64_t step_start = profiler ? profiler->now_ns() : 0;
     ONYX_RETURN_IF_ERROR(step.kind == Step::kKernel        ? run_kernel(run, step)

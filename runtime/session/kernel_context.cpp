@@ -1,5 +1,7 @@
 #include "session/kernel_context.h"
 
+#include <unistd.h>
+
 #include <cstring>
 #include <new>
 
@@ -24,6 +26,17 @@ void fill_view(const RunState& run, const RunSlot& slot, OnyxTensorView* out) {
 }
 
 size_t slot_bytes(const RunSlot& slot) { return storage_bytes(slot.dtype, element_count(slot.dims)); }
+
+// The host's physical memory: an output in host memory larger than this
+// cannot be held, whatever the allocator would promise (Pad with pads of 2^40
+// overcommitted gigabytes and hung filling them).
+size_t host_memory_bytes() {
+  static const size_t bytes = [] {
+    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? size_t(pages) * size_t(page) : SIZE_MAX;
+  }();
+  return bytes;
+}
 
 std::string typed_shape(int32_t dtype, const Shape& dims) {
   return std::string(dtype_name(dtype)) + " " + shape_string(dims);
@@ -111,6 +124,11 @@ Status KernelContext::output(size_t index, int32_t dtype, std::span<const int64_
     return invalid_argument(step_.name + ": output " + std::to_string(index) + " of shape " + shape_string(shape) +
                             " has more elements or bytes than any machine can address");
   const size_t bytes = *checked;
+  if (host_readable(run_.session->devices(), step_.device) && bytes > host_memory_bytes())
+    return Status(ONYX_STATUS_OUT_OF_MEMORY,
+                  step_.name + ": output " + std::to_string(index) + " (" + typed_shape(dtype, shape) + ") needs " +
+                      std::to_string(bytes) + " bytes, more than this machine's " +
+                      std::to_string(host_memory_bytes()) + " bytes of memory");
   // An allocation that fails names the node and the tensor it was for.
   auto for_output = [&](auto&& allocate) {
     Status s;

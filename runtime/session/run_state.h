@@ -37,6 +37,7 @@ struct RunState {
   std::vector<RunSlot> slots;   // per value
   std::map<int, Tensor> reuse;  // output value -> caller's buffer (Session::run)
   std::shared_ptr<Profiler> profiler;  // null: this run is not profiled
+  uint64_t cancel_generation = 0;  // Session::cancel_generation() when the run started
 };
 
 // Value `v` as the host sees it: the sequence or optional, or the tensor

@@ -16,6 +16,36 @@
 
 namespace onyx::runtime {
 
+namespace {
+
+// Every input an application must feed is a tensor of a declared element type:
+// else no provider can claim its readers, and "no provider supports op ..."
+// would name the wrong problem.
+Status check_graph_inputs(const ir::Graph& graph) {
+  for (int v : graph.inputs) {
+    const ir::Value& value = graph.values[size_t(v)];
+    if (value.constant) continue;  // an initializer's default gives the type
+    const std::string where = "graph '" + graph.name + "' input '" + value.name + "'";
+    switch (value.kind) {
+      case ir::ValueKind::kTensor:
+        if (value.dtype == ONYX_DTYPE_UNDEFINED)
+          return invalid_argument(where + " declares no element type; a model's inputs must be typed tensors");
+        break;
+      case ir::ValueKind::kSequence:
+        return unimplemented(where + " is a sequence; Onyx takes tensor inputs only");
+      case ir::ValueKind::kMap:
+        return unimplemented(where + " is a map; Onyx takes tensor inputs only");
+      case ir::ValueKind::kOptional:
+        return unimplemented(where + " is an optional; Onyx takes tensor inputs only");
+      case ir::ValueKind::kSparseTensor:
+        return unimplemented(where + " is a sparse tensor; Onyx takes dense tensor inputs only");
+    }
+  }
+  return Status();
+}
+
+}  // namespace
+
 StatusOr<std::unique_ptr<Session>> Session::create(ProviderRegistry& registry, ir::Model model,
                                                    const SessionOptions& options) {
   if (!model.graph) return invalid_argument("model has no graph");
@@ -37,12 +67,14 @@ StatusOr<std::unique_ptr<Session>> Session::create(ProviderRegistry& registry, i
 StatusOr<std::unique_ptr<Session>> Session::create_from_file(ProviderRegistry& registry, const std::string& path,
                                                              const SessionOptions& options) {
   ONYX_ASSIGN_OR_RETURN(ir::Model model, ir::load_model(path));
+  ONYX_RETURN_IF_ERROR(check_graph_inputs(*model.graph).with_context("'" + path + "'"));
   return create(registry, std::move(model), options);
 }
 
 StatusOr<std::unique_ptr<Session>> Session::create_from_bytes(ProviderRegistry& registry, const void* data,
                                                               size_t size, const SessionOptions& options) {
   ONYX_ASSIGN_OR_RETURN(ir::Model model, ir::load_model_from_bytes(data, size, ""));
+  ONYX_RETURN_IF_ERROR(check_graph_inputs(*model.graph));
   return create(registry, std::move(model), options);
 }
 
@@ -274,7 +306,9 @@ StatusOr<std::vector<Value>> Session::run_impl(const std::vector<std::pair<std::
   const ir::Graph& graph = *model_.graph;
   std::vector<Value> bound(graph.inputs.size());
   std::vector<bool> given(graph.inputs.size(), false);
-  for (const auto& [name, value] : inputs) {
+  for (const auto& input : inputs) {
+    const std::string& name = input.first;  // not a structured binding: clang 15 cannot capture one
+    const Value& value = input.second;
     auto it = std::find_if(graph.inputs.begin(), graph.inputs.end(),
                            [&](int v) { return graph.values[size_t(v)].name == name; });
     if (it == graph.inputs.end()) return invalid_argument("model has no input named '" + name + "'");

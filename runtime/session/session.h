@@ -17,6 +17,7 @@
 // plugins log while working for the session (core/log.h).
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -104,6 +105,15 @@ class Session {
   // The registry's logger: the session's warnings and its plugins' lines.
   const Logger& logger() const { return *logger_; }
 
+  // Stops every run of this session now in progress, and the control-flow
+  // subgraphs they run, at their next step or loop iteration, with an error
+  // naming where it stopped; runs that start later are not affected. The way
+  // to bound a run that is valid but too long (a Loop of 3^25 iterations).
+  // Thread-safe; callable from any thread, e.g. a watchdog.
+  void cancel_runs() { cancels_->fetch_add(1, std::memory_order_relaxed); }
+  // Changes whenever cancel_runs() is called: a run remembers it at its start.
+  uint64_t cancel_generation() const { return cancels_->load(std::memory_order_relaxed); }
+
   // Runs a control-flow subgraph's session: `inputs` in graph-input order
   // (captured values last), no checks against declared types; all outputs.
   StatusOr<std::vector<Value>> run_subgraph(const std::vector<Value>& inputs);
@@ -118,6 +128,7 @@ class Session {
   Status create_kernels();
   // Compiles the subgraphs of kControlFlow steps into child sessions (control_flow.cpp).
   Status compile_subgraphs(ProviderRegistry& registry, const SessionOptions& options);
+  void share_cancels(const std::shared_ptr<std::atomic<uint64_t>>& cancels);
   StatusOr<std::shared_ptr<const ExecutionPlan>> plan_for(const std::vector<Shape>& input_shapes);
 
   ir::Model model_;
@@ -129,6 +140,8 @@ class Session {
   PartitionReport partition_;
   std::shared_ptr<ThreadPool> pool_;  // shared with child sessions
   std::shared_ptr<Profiler> profiler_;  // null when off; read and swapped atomically
+  // cancel_runs() count, shared with child sessions so that one call stops them all.
+  std::shared_ptr<std::atomic<uint64_t>> cancels_ = std::make_shared<std::atomic<uint64_t>>(0);
   std::mutex plans_mutex_;
   std::map<std::vector<Shape>, std::shared_ptr<const ExecutionPlan>> plans_;
 };

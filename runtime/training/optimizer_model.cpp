@@ -1,6 +1,7 @@
 #include "training/optimizer_model.h"
 
 #include <onnx/defs/parser.h>
+#include <onnx/defs/schema.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -15,6 +16,8 @@ namespace {
 namespace onnx = ONNX_NAMESPACE;
 
 constexpr const char* kGlobalInputs[] = {"lr", "step", "max_grad_norm"};
+// The one ai.onnx opset the optimizer model imports.
+constexpr int kOptimizerOpset = 17;
 
 void add_value_info(onnx::ValueInfoProto* info, const std::string& name, const Shape& shape) {
   info->set_name(name);
@@ -196,6 +199,35 @@ std::string hyperparameter_input(const std::vector<ParameterGroup>& groups, size
   return name;
 }
 
+namespace {
+
+// The optimizer model imports ai.onnx 17 only: every op of the update
+// function (and of its subgraphs) must be one of that opset's, or the update
+// would pass `onyx artifacts` and fail at the first training step.
+Status check_update_ops(const OptimizerDescription& optimizer, const onnx::FunctionProto& fn) {
+  std::vector<const onnx::NodeProto*> nodes;
+  for (const auto& n : fn.node()) nodes.push_back(&n);
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    const onnx::NodeProto& n = *nodes[k];
+    const std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
+    if (!domain.empty() || !onnx::OpSchemaRegistry::Schema(n.op_type(), kOptimizerOpset, ""))
+      return invalid_argument("optimizer " + optimizer.name + " (" + optimizer.path + "): update function " +
+                              fn.name() + ", node " + std::to_string(k) + " (output '" +
+                              (n.output_size() ? n.output(0) : std::string()) + "'): op " +
+                              (domain.empty() ? "" : domain + "::") + n.op_type() + " is not an ai.onnx opset " +
+                              std::to_string(kOptimizerOpset) + " operator");
+    for (const auto& a : n.attribute()) {
+      if (a.has_g())
+        for (const auto& sub : a.g().node()) nodes.push_back(&sub);
+      for (const auto& g : a.graphs())
+        for (const auto& sub : g.node()) nodes.push_back(&sub);
+    }
+  }
+  return Status();
+}
+
+}  // namespace
+
 StatusOr<onnx::ModelProto> build_optimizer_model(const OptimizerDescription& optimizer,
                                                  const std::vector<OptimizerParameter>& params,
                                                  const std::vector<ParameterGroup>& given_groups) {
@@ -205,6 +237,7 @@ StatusOr<onnx::ModelProto> build_optimizer_model(const OptimizerDescription& opt
   if (!parsed.IsOK())
     return invalid_argument("optimizer " + optimizer.name + " (" + optimizer.path +
                             "): update function does not parse: " + parsed.ErrorMessage());
+  ONYX_RETURN_IF_ERROR(check_update_ops(optimizer, fn));
   // The signature the ABI promises.
   std::vector<std::string> formal_in = {"param", "grad"};
   for (const auto& s : optimizer.slots) formal_in.push_back(s.name);
@@ -224,7 +257,7 @@ StatusOr<onnx::ModelProto> build_optimizer_model(const OptimizerDescription& opt
   model.set_producer_name("onyx");
   auto* opset = model.add_opset_import();
   opset->set_domain("");
-  opset->set_version(17);
+  opset->set_version(kOptimizerOpset);
   onnx::GraphProto& g = *model.mutable_graph();
   g.set_name(optimizer.name + "_optimizer");
 

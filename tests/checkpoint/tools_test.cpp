@@ -205,5 +205,15 @@ TEST(CheckpointTools, AggregationRefusesInconsistentShards) {
   expect_message(shard(c, 0).status(), "world size must be at least 1");
 }
 
+// bad-inputs.md class 3: slices of a [2^30] tensor that cover 10 elements made
+// aggregate allocate the whole tensor (4 GiB, 13 s) before finding the gap.
+// The tiling is checked first; here the full tensor would be 4 TiB.
+TEST(CheckpointTools, AggregationChecksTheSlicesBeforeAllocatingTheTensor) {
+  std::vector<Checkpoint> shards = shard(training_checkpoint(), 2).value();
+  for (Checkpoint& s : shards) s.module.trainable[0].slice->full_shape = {int64_t(1) << 40};
+  expect_message(aggregate_error(shards),
+                 "trainable parameter 'conv.weight': the slices cover 1275 of its 1099511627776 elements");
+}
+
 }  // namespace
 }  // namespace onyx::checkpoint

@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <regex>
 
 #include "e2e_util.h"
@@ -68,6 +70,16 @@ TEST_F(Cli, RunMlpWithNpyInput) {
   EXPECT_EQ(dims, (std::vector<int64_t>{batch, 10}));
   Comparison c = compare(logits, tm::mlp_reference(tm::make_mlp_weights(), x, batch));
   EXPECT_LE(c.normalized_error, kTolerance) << "max |err| " << c.max_abs_error;
+}
+
+// --input files are read once as regular files: a FIFO (which the old reader
+// opened with ifstream, waiting forever for a writer) is refused at once.
+TEST_F(Cli, RunRefusesATensorFileThatIsAFifo) {
+  const fs::path fifo = dir_ / "x.npy";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  CliResult r = run_cli("run " + model("mlp.onnx") + " --input x=" + quote(fifo));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("tensor file: '" + fifo.string() + "' is not a regular file"));
 }
 
 TEST_F(Cli, RunWithoutInputsSaysItGeneratesThem) {

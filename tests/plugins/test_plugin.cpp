@@ -9,6 +9,8 @@
 //   TEST_PLUGIN_TRUNCATED_ENTRY an entry whose struct_size stops before create
 //   TEST_PLUGIN_DEVICE_COUNT_LIES device_count returns SIZE_MAX
 //   TEST_PLUGIN_PROFILES        reports its Relu's time as its own event (ABI 1.1)
+//   TEST_PLUGIN_BOGUS_STATUS    plugin_availability returns the pointer 0x10
+//   TEST_PLUGIN_LAZY_KERNEL     Relu returns success without writing its output
 // Its only kernel is float32 Relu; every other node is declined with a reason.
 #include <onyx/plugin_sdk.hpp>
 
@@ -24,6 +26,9 @@ class Relu final : public onyx::sdk::Kernel {
  public:
   OnyxStatus* compute(onyx::sdk::ComputeContext& ctx) override {
     onyx::sdk::Tensor x = ctx.in(0), y;
+#ifdef TEST_PLUGIN_LAZY_KERNEL
+    return nullptr;
+#endif
     ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, x.dtype, x.dims, &y));
     const float* in = x.data<float>();
     float* out = y.data<float>();
@@ -83,6 +88,12 @@ OnyxStatus* create(const OnyxPluginCreateArgs* args, OnyxPlugin** plugin,
   lying = **api;
   lying.device_count = [](OnyxPlugin*) -> size_t { return SIZE_MAX; };
   *api = &lying;
+#endif
+#ifdef TEST_PLUGIN_BOGUS_STATUS
+  static OnyxProviderApi bogus;
+  bogus = **api;
+  bogus.plugin_availability = [](OnyxPlugin*) { return reinterpret_cast<OnyxStatus*>(uintptr_t(0x10)); };
+  *api = &bogus;
 #endif
 #ifdef TEST_PLUGIN_SHORT_TABLE
   static OnyxProviderApi short_table;

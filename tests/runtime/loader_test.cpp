@@ -120,6 +120,19 @@ TEST(Loader, ADeviceCountPastAnyMachineIsNotBelieved) {
   EXPECT_NE(available.message().find("reports 18446744073709551615 devices"), std::string::npos) << available.to_string();
 }
 
+// bad-inputs.md, class 6: plugin_availability returning the pointer 0x10
+// as a status made the host read it (segfault). Only statuses the host made
+// are read; any other pointer is named as a plugin bug.
+TEST(Loader, AStatusTheHostDidNotCreateIsNotRead) {
+  auto p = Provider::load(test_plugin("bogus_status"));
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  Status available = (*p)->availability();
+  EXPECT_EQ(available.code(), ONYX_STATUS_INTERNAL);
+  EXPECT_NE(available.message().find("a plugin returned 0x10 as a status, which the host did not create"),
+            std::string::npos)
+      << available.to_string();
+}
+
 TEST(Loader, AProviderTableSmallerThanAbi10IsRefusedNamingTheSizes) {
   auto p = Provider::load(test_plugin("short_table"));
   ASSERT_FALSE(p.ok());

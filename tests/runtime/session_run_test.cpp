@@ -1,6 +1,9 @@
 // Session::run with caller-provided output buffers (reused across steps).
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 #include "ir/onnx_import.h"
 #include "model_builder.h"
 #include "session/session.h"
@@ -63,6 +66,173 @@ TEST(SessionRun, MismatchedReuseBufferIsIgnoredOrRefused) {
   auto refused = s->run({{"x", input(1)}}, {}, &too_few);
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("output buffers"), std::string::npos);
+}
+
+// bad-inputs.md class 7: an input without a type, or of sequence type, was
+// reported as "no provider supports op ..." for the node reading it.
+TEST(SessionCreate, AnInputThatIsNotATypedTensorIsNamed) {
+  ProviderRegistry registry;
+  registry.add_search_dir(ONYX_PROVIDER_DIR);
+  SessionOptions options;
+  options.providers.push_back({"cpu", {}});
+  auto create = [&](testing::ModelBuilder& model) {
+    std::string bytes = model.bytes();
+    return Session::create_from_bytes(registry, bytes.data(), bytes.size(), options);
+  };
+  testing::ModelBuilder untyped;
+  untyped.input("x", {2}).output("y", {2}).node("Relu", {"x"}, {"y"}, "relu0");
+  untyped.proto().mutable_graph()->mutable_input(0)->clear_type();
+  auto refused = create(untyped);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), ONYX_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(refused.status().message().find("graph 'test' input 'x' declares no element type"), std::string::npos)
+      << refused.status().message();
+
+  testing::ModelBuilder sequence;
+  sequence.input("x", {2}).output("y", {2}).node("Relu", {"x"}, {"y"}, "relu0");
+  auto* type = sequence.proto().mutable_graph()->mutable_input(0)->mutable_type();
+  type->clear_tensor_type();
+  type->mutable_sequence_type()->mutable_elem_type()->mutable_tensor_type()->set_elem_type(1);
+  refused = create(sequence);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), ONYX_STATUS_UNIMPLEMENTED);
+  EXPECT_NE(refused.status().message().find("graph 'test' input 'x' is a sequence; Onyx takes tensor inputs only"),
+            std::string::npos)
+      << refused.status().message();
+}
+
+// bad-inputs.md class 7: a plugin kernel that returned success without its
+// output left the consumer saying only "input 0 ('h') was not produced".
+TEST(SessionRun, AKernelThatLeavesItsOutputUnsetIsNamed) {
+  ProviderRegistry registry;
+  registry.add_search_dir(ONYX_PROVIDER_DIR);
+  registry.add_search_dir(ONYX_TEST_PLUGIN_DIR);
+  std::string bytes = testing::ModelBuilder()
+                          .input("x", {2, 3})
+                          .output("y", {2, 3})
+                          .node("Relu", {"x"}, {"h"}, "relu0")
+                          .node("Neg", {"h"}, {"y"}, "neg0")
+                          .bytes();
+  SessionOptions options;
+  options.providers = {{"lazy_kernel", {}}, {"cpu", {}}};
+  options.fallback = FallbackPolicy::kAllow;
+  auto s = Session::create_from_bytes(registry, bytes.data(), bytes.size(), options);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  auto run = (*s)->run({{"x", input(1.0f)}});
+  ASSERT_FALSE(run.ok());
+  EXPECT_NE(run.status().message().find("('h') was not produced; Relu 'relu0' on provider 'lazy_kernel' "
+                                        "returned success without writing it"),
+            std::string::npos)
+      << run.status().to_string();
+}
+
+// bad-inputs.md class 3: Pad with pads [2^40, 0, 0, 0] was accepted, and
+// run allocated gigabytes and hung. An output past the machine's memory
+// fails before anything is allocated, naming the node.
+TEST(SessionRun, AnOutputPastTheMachinesMemoryFailsBeforeAllocating) {
+  ProviderRegistry registry;
+  registry.add_search_dir(ONYX_PROVIDER_DIR);
+  testing::ModelBuilder model;
+  model.input("x", {2, 3}).output("y", {-1, 3}).node("Pad", {"x", "pads"}, {"y"}, "pad0");
+  auto* pads = model.proto().mutable_graph()->add_initializer();
+  pads->set_name("pads");
+  pads->set_data_type(7);  // int64
+  pads->add_dims(4);
+  for (int64_t p : {int64_t(1) << 40, int64_t(0), int64_t(0), int64_t(0)}) pads->add_int64_data(p);
+  const std::string bytes = model.bytes();
+  SessionOptions options;
+  options.providers.push_back({"cpu", {}});
+  auto s = Session::create_from_bytes(registry, bytes.data(), bytes.size(), options);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  auto run = (*s)->run({{"x", input(1.0f)}});
+  ASSERT_FALSE(run.ok());
+  EXPECT_EQ(run.status().code(), ONYX_STATUS_OUT_OF_MEMORY) << run.status().to_string();
+  EXPECT_NE(run.status().message().find("Pad 'pad0'"), std::string::npos) << run.status().to_string();
+  EXPECT_NE(run.status().message().find("[1099511627778, 3]"), std::string::npos) << run.status().to_string();
+}
+
+// bad-inputs.md class 3: a Loop nested 25 deep with 3 trips each is a valid
+// model that runs 3^25 iterations; cancel_runs() stops it from any thread.
+TEST(SessionRun, CancelRunsStopsALoopThatWouldRunForYears) {
+  namespace pb = ONNX_NAMESPACE;
+  // Loop(M, cond, v) whose body is another such loop, three levels deep,
+  // each of 10^6 trips: v' = v + 1 at the innermost level.
+  auto value = [](pb::ValueInfoProto* v, const std::string& name, int dtype) {
+    v->set_name(name);
+    v->mutable_type()->mutable_tensor_type()->set_elem_type(dtype);
+    v->mutable_type()->mutable_tensor_type()->mutable_shape();
+  };
+  auto loop_body = [&](const pb::GraphProto* inner, const std::string& name) {
+    pb::GraphProto body;
+    body.set_name(name);
+    value(body.add_input(), name + "_i", 7);
+    value(body.add_input(), name + "_c", 9);
+    value(body.add_input(), name + "_v", 1);
+    auto* keep = body.add_node();
+    keep->set_op_type("Identity");
+    keep->add_input(name + "_c");
+    keep->add_output(name + "_c_out");
+    auto* step = body.add_node();
+    if (inner) {
+      step->set_op_type("Loop");
+      step->add_input("trips");
+      step->add_input("");
+      step->add_input(name + "_v");
+      auto* a = step->add_attribute();
+      a->set_name("body");
+      a->set_type(pb::AttributeProto::GRAPH);
+      *a->mutable_g() = *inner;
+    } else {
+      step->set_op_type("Add");
+      step->add_input(name + "_v");
+      step->add_input("one");
+    }
+    step->add_output(name + "_v_out");
+    value(body.add_output(), name + "_c_out", 9);
+    value(body.add_output(), name + "_v_out", 1);
+    return body;
+  };
+  pb::GraphProto level2 = loop_body(nullptr, "l2");
+  pb::GraphProto level1 = loop_body(&level2, "l1");
+  pb::GraphProto level0 = loop_body(&level1, "l0");
+  testing::ModelBuilder model(17);
+  model.input("v", {}).output("w", {}).initializer("one", {}, {1.0f});
+  auto* trips = model.proto().mutable_graph()->add_initializer();
+  trips->set_name("trips");
+  trips->set_data_type(7);
+  trips->add_int64_data(1000000);
+  auto* loop = model.proto().mutable_graph()->add_node();
+  loop->set_op_type("Loop");
+  loop->set_name("outer");
+  loop->add_input("trips");
+  loop->add_input("");
+  loop->add_input("v");
+  loop->add_output("w");
+  auto* a = loop->add_attribute();
+  a->set_name("body");
+  a->set_type(pb::AttributeProto::GRAPH);
+  *a->mutable_g() = level0;
+  ProviderRegistry registry;
+  registry.add_search_dir(ONYX_PROVIDER_DIR);
+  const std::string bytes = model.bytes();
+  SessionOptions options;
+  options.providers.push_back({"cpu", {}});
+  auto s = Session::create_from_bytes(registry, bytes.data(), bytes.size(), options);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  Tensor v = Tensor::allocate(ONYX_DTYPE_FLOAT32, {});
+  v.data_as<float>()[0] = 0;
+  std::thread watchdog([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    (*s)->cancel_runs();
+  });
+  const auto start = std::chrono::steady_clock::now();
+  auto run = (*s)->run({{"v", v}});
+  watchdog.join();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_FALSE(run.ok());
+  EXPECT_NE(run.status().message().find("run cancelled"), std::string::npos) << run.status().to_string();
+  EXPECT_NE(run.status().message().find("Loop 'outer'"), std::string::npos) << run.status().to_string();
+  EXPECT_LT(seconds, 5.0);
 }
 
 }  // namespace

@@ -251,5 +251,22 @@ TEST(Optimizers, NonFloatParametersAreRefusedByName) {
   EXPECT_NE(proto.status().message().find("'steps'"), std::string::npos);
 }
 
+// bad-inputs.md class 6: an update function calling an op that does not
+// exist passed `onyx artifacts` and failed at the first step. It is refused
+// when the optimizer model is built, naming the op.
+TEST(Optimizers, AnUpdateFunctionCallingANonexistentOpIsRefused) {
+  auto desc = load_optimizer_plugin("adamw", {ONYX_OPTIMIZER_DIR});
+  ASSERT_TRUE(desc.ok()) << desc.status().to_string();
+  OptimizerDescription broken = *desc;
+  const size_t at = broken.update_function.find("Sqrt");
+  ASSERT_NE(at, std::string::npos);
+  broken.update_function.replace(at, 4, "NoSuchOp");
+  auto proto = build_optimizer_model(broken, {{"w", ONYX_DTYPE_FLOAT32, {2}}});
+  ASSERT_FALSE(proto.ok());
+  EXPECT_EQ(proto.status().code(), ONYX_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(proto.status().message().find("op NoSuchOp is not an ai.onnx opset 17 operator"), std::string::npos)
+      << proto.status().message();
+}
+
 }  // namespace
 }  // namespace onyx::runtime::training

@@ -252,6 +252,8 @@ class Session {
     for (OnyxValue* v : raw) out.emplace_back(v);
     return out;
   }
+  // Stops the runs now in progress at their next step (onyx_session_cancel_runs).
+  void cancel_runs() { onyx_session_cancel_runs(raw_.get()); }
   std::string partition_report() const {
     char* json = nullptr;
     check(onyx_session_partition_report(raw_.get(), &json));

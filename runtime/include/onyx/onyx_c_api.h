@@ -182,6 +182,14 @@ ONYX_API OnyxStatus* onyx_session_run_values(OnyxSession* session, const char* c
                                              const char* const* output_names, size_t output_count,
                                              OnyxValue** outputs);
 
+/* Stops every run of `session` now in progress (and the control-flow
+ * subgraphs they run) at its next step or loop iteration: each returns
+ * ONYX_STATUS_FAILED_PRECONDITION saying "run cancelled" and where. Runs that
+ * start later are not affected. The way to bound a valid but too long run (a
+ * Loop of 3^25 iterations): call it from a watchdog thread. Thread-safe;
+ * NULL is ignored. */
+ONYX_API void onyx_session_cancel_runs(OnyxSession* session);
+
 /* Which node went to which provider and why, and the copies inserted, as JSON
  * (see docs/architecture.md, "Partition report"). *json belongs to the caller. */
 ONYX_API OnyxStatus* onyx_session_partition_report(const OnyxSession* session, char** json);

@@ -49,7 +49,10 @@ ONYX_API OnyxStatus* onyx_checkpoint_load(const char* path, OnyxCheckpointState*
 typedef struct OnyxCheckpointLoadOptions {
   size_t struct_size;
   /* Map the file privately (copy-on-write) instead of reading it: tensors are
-   * views of the mapping, which lives as long as the state. */
+   * views of the mapping, which lives as long as the state. The file must not
+   * be truncated or rewritten in place while mapped: touching pages it lost
+   * raises SIGBUS in this process (docs/checkpoint-format.md). Read instead
+   * (false) when another process may change the file. */
   bool memory_map;
   /* Check every tensor's checksum now (the header and table are always
    * checked). Off makes a mapped load touch no tensor data; see

@@ -1,6 +1,7 @@
 // tensor_proto_codec.cpp: see tensor_proto_codec.h. Sizes and names come from
 // the ABI's one dtype table (onyx_dtype.h).
 #include "onyx/util/tensor_proto_codec.h"
+#include "onyx/util/read_file.h"
 
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -316,6 +317,12 @@ CodecError decode_sparse_tensor_proto(const ONNX_NAMESPACE::SparseTensorProto& p
   if (!linear && !coords)
     return invalid(who + ": indices " + shape_text(ishape) + " must be [" + std::to_string(nnz) + "] or [" +
                    std::to_string(nnz) + ", " + std::to_string(rank) + "]");
+  // Checked before allocating: one value with dims [2^30] asked for 4 GiB.
+  if (uint64_t(total) > kMaxDensifiedBytes / elem)
+    return invalid(who + ": its dense form " + shape_text(dense.dims) + " of " + name_of(values.dtype) + " needs " +
+                   std::to_string(uint64_t(total)) + " x " + std::to_string(elem) + " bytes, past the " +
+                   std::to_string(kMaxDensifiedBytes) + "-byte budget for densifying a sparse tensor (" +
+                   std::to_string(nnz) + " values stored)");
   if (CodecError e = allocate(dense, size_t(total) * elem, who); !e.ok()) return e;
   const int64_t* idx = static_cast<const int64_t*>(indices.data);
   for (int64_t k = 0; k < nnz; ++k) {
@@ -343,10 +350,11 @@ CodecError decode_sparse_tensor_proto(const ONNX_NAMESPACE::SparseTensorProto& p
 }
 
 CodecError decode_tensor_proto_file(const std::string& path, DecodedTensor& out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return error(CodecError::kNotFound, "cannot open tensor file '" + path + "'");
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return error(CodecError::kReadFailed, "cannot read tensor file '" + path + "'");
+  std::string bytes;
+  int read_error = 0;
+  const std::string failure = read_regular_file(path, &bytes, &read_error);
+  if (read_error == ENOENT) return error(CodecError::kNotFound, "cannot open tensor file '" + path + "'");
+  if (!failure.empty()) return error(CodecError::kReadFailed, "tensor file: " + failure);
   TensorProto proto;
   if (!proto.ParseFromString(bytes))
     return invalid("'" + path + "' is not a valid TensorProto (protobuf parse failed)");

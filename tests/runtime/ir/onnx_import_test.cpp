@@ -1,7 +1,11 @@
 // ONNX import: model structure, names, attributes, subgraphs, and errors.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstring>
+#include <filesystem>
 
 #include "ir/onnx_import.h"
 #include "ir_test_util.h"
@@ -352,6 +356,21 @@ TEST(Import, TruncatedAndGarbageProtobuf) {
   auto missing = load_model("/nonexistent/folder/model.onnx");
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().code(), ONYX_STATUS_NOT_FOUND);
+}
+
+// The loader reads like the checkpoint reader (util::read_regular_file): one
+// open with O_NONBLOCK, then fstat of that descriptor. A FIFO as the model
+// path was opened with ifstream, which waits forever for a writer.
+TEST(Import, AModelPathThatIsAFifoIsRefusedWithoutBlocking) {
+  const std::filesystem::path fifo =
+      std::filesystem::temp_directory_path() / ("onyx_import_fifo_" + std::to_string(::getpid()) + ".onnx");
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto m = load_model(fifo.string());
+  std::filesystem::remove(fifo);
+  EXPECT_EQ(m.status().code(), ONYX_STATUS_INVALID_ARGUMENT);
+  EXPECT_TRUE(fails_with(m, "is not a regular file"));
+  EXPECT_TRUE(fails_with(m, fifo.filename().string()));
 }
 
 TEST(Import, CorruptedBytesNeverCrash) {

@@ -136,6 +136,31 @@ TEST(ShapeInference, SizesThatOverflowAreRefused) {
   EXPECT_TRUE(m.ok()) << m.status().to_string();
 }
 
+// Found by tests/fuzz (model_loader): dim arithmetic with values a model
+// chose overflowed int64 (undefined behaviour) before any size check.
+TEST(ShapeInference, DimArithmeticThatOverflowsIsRefused) {
+  const int64_t big = int64_t(1) << 62;
+  auto m = OpTest("Pad").in("x", F, {4}).ints("pads", {big, big}).run();
+  EXPECT_TRUE(error_has(m, "Pad 'n': axis 0 and its pads [4, 4611686018427387904, 4611686018427387904] overflows"));
+  // The same family, found by reading the rules the fuzzer pointed at.
+  m = OpTest("Concat").in("a", ONYX_DTYPE_INT8, {big + 1}).in("b", ONYX_DTYPE_INT8, {big + 1})
+          .attr(attr_int("axis", 0)).run();
+  EXPECT_TRUE(error_has(m, "Concat 'n': the inputs' sizes along axis 0"));
+  m = OpTest("Tile").in("x", F, {4}).ints("r", {big}).run();
+  EXPECT_TRUE(error_has(m, "Tile 'n': dim 0 and its repeats [4, 4611686018427387904] overflows"));
+  m = OpTest("Range").floats("start", {0.f}, std::vector<int64_t>{}).floats("limit", {1e30f}, std::vector<int64_t>{})
+          .floats("delta", {1.f}, std::vector<int64_t>{}).run();
+  EXPECT_TRUE(error_has(m, "Range 'n': the element count"));
+  m = OpTest("Conv").in("x", F, {1, 1, 4, 4}).in("w", F, {1, 1, 2, 2})
+          .attr(attr_ints("pads", {big, 0, big, 0})).run();
+  EXPECT_TRUE(error_has(m, "Conv 'n': spatial axis 0: input and pads"));
+  m = OpTest("ConvTranspose").in("x", F, {1, 1, 4, 4}).in("w", F, {1, 1, 2, 2})
+          .attr(attr_ints("strides", {big, 1})).run();
+  EXPECT_TRUE(error_has(m, "ConvTranspose 'n': spatial axis 0: stride and input - 1"));
+  m = OpTest("DepthToSpace").in("x", F, {1, 4, 2, 2}).attr(attr_int("blocksize", int64_t(1) << 32)).run();
+  EXPECT_TRUE(error_has(m, "DepthToSpace 'n': blocksize^2"));
+}
+
 TEST(ShapeInference, Gemm) {
   auto m = OpTest("Gemm").in("a", F, {4, 3}).in("b", F, {3, 5}).run();
   EXPECT_EQ(out(m).dims, Shape({4, 5}));
@@ -183,6 +208,38 @@ TEST(ShapeInference, Conv) {
   EXPECT_TRUE(error_has(m, "exceeds the padded input"));
   m = OpTest("Conv").in("x", F, {1, 3, 8, 8}).in("w", F, {8, 3, 3, 3}).attr(attr_ints("pads", {1, 1})).run();
   EXPECT_TRUE(error_has(m, "pads has 2 entries, expected 4"));
+}
+
+TEST(ShapeInference, QuantizedConvolutionsCheckRanksBeforeAnyOnnxCode) {
+  // bad-inputs.md class 2: W of rank 5 with X of rank 4 made onnx 1.12's
+  // convPoolShapeInference read past its arrays (segfault in info and run).
+  constexpr int32_t U8 = ONYX_DTYPE_UINT8;
+  auto qlinear = [](std::vector<int64_t> x, std::vector<int64_t> w, bool x_known = true) {
+    OpTest t("QLinearConv", 17);
+    x_known ? t.in("x", U8, x) : t.in_unknown("x", U8);
+    return t.floats("xs", {1.f}, std::vector<int64_t>{}).in("xz", U8, {}).in("w", U8, w)
+        .floats("ws", {1.f}, std::vector<int64_t>{}).in("wz", U8, {})
+        .floats("ys", {1.f}, std::vector<int64_t>{}).in("yz", U8, {});
+  };
+  auto m = qlinear({1, 1, 5, 5}, {1, 1, 3, 3, 3}).run();
+  EXPECT_TRUE(error_has(m, "QLinearConv 'n': weight [1, 1, 3, 3, 3] and input [1, 1, 5, 5] ranks differ"));
+  m = qlinear({1, 1, 5, 5}, {2, 1, 3, 3}).run();
+  ASSERT_OK(m);
+  EXPECT_EQ(out(m).dims, Shape({1, 2, 3, 3}));
+  EXPECT_EQ(out(m).dtype, U8);
+  // X's rank unknown: the rank comes from W, and concrete input shapes are checked later.
+  m = qlinear({}, {1, 1, 3, 3, 3}, false).run();
+  ASSERT_OK(m);
+  EXPECT_EQ(out(m).rank, 5);
+  m = OpTest("ConvInteger").in("x", U8, {1, 1, 5, 5}).in("w", U8, {1, 1, 3, 3, 3}).run();
+  EXPECT_TRUE(error_has(m, "ConvInteger 'n': weight [1, 1, 3, 3, 3] and input [1, 1, 5, 5] ranks differ"));
+  m = OpTest("ConvInteger").in("x", U8, {1, 1, 5, 5}).in("w", U8, {4, 1, 2, 2}).run();
+  ASSERT_OK(m);
+  EXPECT_EQ(out(m).dims, Shape({1, 4, 4, 4}));
+  EXPECT_EQ(out(m).dtype, ONYX_DTYPE_INT32);
+  m = OpTest("ConvInteger").in("x", U8, {1, 1, 5, 5}).in("w", U8, {4, 1, 2, 2})
+          .attr(attr_ints("kernel_shape", {2, 2, 2})).run();
+  EXPECT_TRUE(error_has(m, "kernel_shape has 3 entries for 2 spatial dims"));
 }
 
 TEST(ShapeInference, ConvTranspose) {

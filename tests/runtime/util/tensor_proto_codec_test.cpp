@@ -10,6 +10,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 namespace onyx::util {
 namespace {
 
@@ -144,6 +147,38 @@ TEST(TensorProtoCodec, SparseToDense) {
   EXPECT_EQ(v[5], 8.f);
   s.mutable_indices()->set_int64_data(1, 6);
   EXPECT_NE(decode_sparse_tensor_proto(s, {}, t).message.find("out of range"), std::string::npos);
+}
+
+// bad-inputs.md class 3: one value with dense dims [2^30] float was densified
+// at load (5 GB, killed at 20 s). The dense size is checked before allocating.
+TEST(TensorProtoCodec, ASparseTensorsDenseFormIsBoundedBeforeAllocating) {
+  ONNX_NAMESPACE::SparseTensorProto s;
+  s.add_dims(int64_t(1) << 30);
+  *s.mutable_values() = proto_of(TensorProto::FLOAT, {1});
+  s.mutable_values()->set_name("huge");
+  s.mutable_values()->add_float_data(7.f);
+  *s.mutable_indices() = proto_of(TensorProto::INT64, {1});
+  s.mutable_indices()->add_int64_data(5);
+  DecodedTensor t;
+  CodecError e = decode_sparse_tensor_proto(s, {}, t);
+  EXPECT_EQ(e.kind, CodecError::kInvalid);
+  EXPECT_NE(e.message.find("sparse tensor 'huge': its dense form [1073741824] of float32 needs 1073741824 x 4 "
+                           "bytes, past the 1073741824-byte budget"),
+            std::string::npos)
+      << e.message;
+  EXPECT_EQ(t.data, nullptr);
+}
+
+// A tensor file that is a FIFO is refused at once, not waited on.
+TEST(TensorProtoCodec, ATensorFileThatIsAFifoIsRefusedWithoutBlocking) {
+  const fs::path fifo = fs::temp_directory_path() / ("onyx_codec_fifo_" + std::to_string(::getpid()));
+  fs::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  DecodedTensor t;
+  CodecError e = decode_tensor_proto_file(fifo.string(), t);
+  fs::remove(fifo);
+  EXPECT_EQ(e.kind, CodecError::kReadFailed);
+  EXPECT_NE(e.message.find("is not a regular file"), std::string::npos) << e.message;
 }
 
 }  // namespace

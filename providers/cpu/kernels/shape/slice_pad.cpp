@@ -180,17 +180,18 @@ class PadKernel final : public sdk::Kernel {
     }
     // Per dim: the source index of every output index, or -1 for padding.
     std::vector<int64_t> out_dims(rank);
-    std::vector<std::vector<int64_t>> maps(rank);
     for (size_t d = 0; d < rank; ++d) {
       int64_t dim = x.dim(d);
-      out_dims[d] = dim + begin[d] + end[d];
+      if (__builtin_add_overflow(dim, begin[d], &out_dims[d]) || __builtin_add_overflow(out_dims[d], end[d], &out_dims[d]))
+        return util::fail(label_, "pads %s overflow axis %zu", util::dims_str(pads).c_str(), d);
       if (out_dims[d] < 0)
         return util::fail(label_, "pads %s crop more than the %lld elements of axis %zu",
                           util::dims_str(pads).c_str(), (long long)dim, d);
       if (dim == 0 && out_dims[d] > 0 && mode_ != PadMode::kConstant)
         return util::fail(label_, "cannot pad the empty axis %zu in this mode", d);
-      for (int64_t i = 0; i < out_dims[d]; ++i) maps[d].push_back(source(i - begin[d], dim));
     }
+    // The output first: the host refuses a size past the machine before the
+    // maps below (one entry per output index of each axis) are built.
     sdk::Tensor y;
     ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, x.dtype, out_dims, &y));
     int64_t count = sdk::element_count(out_dims);
@@ -199,6 +200,9 @@ class PadKernel final : public sdk::Kernel {
       std::memcpy(y.raw, x.raw, esize);
       return nullptr;
     }
+    std::vector<std::vector<int64_t>> maps(rank);
+    for (size_t d = 0; d < rank; ++d)
+      for (int64_t i = 0; i < out_dims[d]; ++i) maps[d].push_back(source(i - begin[d], x.dim(d)));
     std::vector<int64_t> strides = util::strides_of(x.dims);
     int64_t row = out_dims[rank - 1], rows = count / row;
     const std::vector<int64_t>& last = maps[rank - 1];

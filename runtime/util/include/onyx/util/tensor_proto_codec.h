@@ -62,8 +62,14 @@ struct DecodeOptions {
 CodecError decode_tensor_proto(const ONNX_NAMESPACE::TensorProto& proto, const DecodeOptions& options,
                                DecodedTensor& out);
 
+// The most bytes a sparse tensor's dense form may take (1 GiB): a file of a
+// few bytes may declare dims of 2^30 or more, and densifying is the one place
+// where a small input turns into a large allocation.
+constexpr uint64_t kMaxDensifiedBytes = uint64_t(1) << 30;
+
 // A dense tensor from a sparse one: zeros except at the indices (either
-// [NNZ] linear offsets or [NNZ, rank] coordinates).
+// [NNZ] linear offsets or [NNZ, rank] coordinates). A dense form past
+// kMaxDensifiedBytes is refused before anything is allocated.
 CodecError decode_sparse_tensor_proto(const ONNX_NAMESPACE::SparseTensorProto& proto, const DecodeOptions& options,
                                       DecodedTensor& out);
 
