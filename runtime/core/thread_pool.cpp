@@ -1,88 +1,120 @@
 #include "core/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 namespace onyx::runtime {
 namespace {
+
 thread_local bool t_inside_loop = false;
+
+// How long an idle worker keeps polling for the next loop before sleeping.
+constexpr auto kSpin = std::chrono::microseconds(100);
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#else
+  std::this_thread::yield();
+#endif
 }
+
+bool published(uint64_t generation, uint64_t seen) { return generation % 2 == 0 && generation != seen; }
+
+}  // namespace
 
 ThreadPool::ThreadPool(size_t threads) {
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  for (size_t k = 1; k < threads; ++k) workers_.emplace_back([this, k] { worker_main(k); });
+  for (size_t k = 1; k < threads; ++k) workers_.emplace_back([this] { worker_main(); });
 }
 
 ThreadPool::~ThreadPool() {
   {
-    std::lock_guard lock(mutex_);
-    stop_ = true;
+    std::lock_guard lock(sleep_mutex_);
+    stop_.store(true);
   }
   wake_.notify_all();
   for (auto& t : workers_) t.join();
 }
 
-bool ThreadPool::run_chunks() {
-  bool ran = false;
+void ThreadPool::run_chunks(uint64_t generation) {
   for (;;) {
-    size_t begin, end;
-    const std::function<void(size_t, size_t)>* body;
-    {
-      std::lock_guard lock(mutex_);
-      if (!body_ || next_ >= n_) return ran;
-      begin = next_;
-      end = std::min(n_, begin + chunk_);
-      next_ = end;
-      ++pending_;
-      body = body_;
+    // Sequentially consistent, with the caller's generation store and
+    // pending_ load: either the caller sees this thread inside, or this
+    // thread sees the job changing and leaves without reading it.
+    pending_.fetch_add(1);
+    if (generation_.load() != generation) {
+      pending_.fetch_sub(1);
+      return;
+    }
+    const size_t begin = next_.fetch_add(chunk_);
+    if (begin >= n_) {
+      pending_.fetch_sub(1);
+      return;
     }
     t_inside_loop = true;
-    (*body)(begin, end);
+    (*body_)(begin, std::min(n_, begin + chunk_));
     t_inside_loop = false;
-    ran = true;
-    {
-      std::lock_guard lock(mutex_);
-      if (--pending_ == 0 && next_ >= n_) done_.notify_all();
-    }
+    pending_.fetch_sub(1);
   }
 }
 
-void ThreadPool::worker_main(size_t) {
+void ThreadPool::worker_main() {
   uint64_t seen = 0;
   for (;;) {
-    {
-      std::unique_lock lock(mutex_);
-      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
+    // Spin for the next loop, then sleep until one is published.
+    const auto spin_until = std::chrono::steady_clock::now() + kSpin;
+    uint64_t now = generation_.load();
+    for (int k = 0; !published(now, seen) && !stop_.load(std::memory_order_relaxed); ++k) {
+      cpu_relax();
+      if ((k & 63) == 63 && std::chrono::steady_clock::now() > spin_until) break;
+      now = generation_.load();
     }
-    run_chunks();
+    if (!published(now, seen)) {
+      std::unique_lock lock(sleep_mutex_);
+      sleepers_.fetch_add(1);
+      wake_.wait(lock, [&] { return stop_.load() || published(generation_.load(), seen); });
+      sleepers_.fetch_sub(1);
+      now = generation_.load();
+    }
+    if (stop_.load()) return;
+    if (!published(now, seen)) continue;
+    seen = now;
+    run_chunks(now);
   }
 }
 
-void ThreadPool::parallel_for(size_t n, size_t grain,
-                              const std::function<void(size_t, size_t)>& body) {
+void ThreadPool::parallel_for(size_t n, size_t grain, const std::function<void(size_t, size_t)>& body) {
   if (n == 0) return;
   grain = std::max<size_t>(grain, 1);
-  if (workers_.empty() || n <= grain || t_inside_loop) {
+  std::unique_lock job(job_mutex_, std::defer_lock);
+  if (workers_.empty() || n <= grain || t_inside_loop || !job.try_lock()) {
     body(0, n);
     return;
   }
-  std::lock_guard job(job_mutex_);
-  size_t chunks = std::min(thread_count(), (n + grain - 1) / grain);
-  {
-    std::lock_guard lock(mutex_);
-    body_ = &body;
-    n_ = n;
-    chunk_ = (n + chunks - 1) / chunks;
-    next_ = 0;
-    pending_ = 0;
-    ++generation_;
+  const size_t chunks = std::min(thread_count(), (n + grain - 1) / grain);
+  const uint64_t previous = generation_.load();  // only the job_mutex_ holder changes it
+  generation_.store(previous + 1);               // odd: the job is being rewritten
+  while (pending_.load() != 0) cpu_relax();     // stragglers of the last job leave
+  body_ = &body;
+  n_ = n;
+  chunk_ = (n + chunks - 1) / chunks;
+  next_.store(0);
+  const uint64_t generation = previous + 2;
+  generation_.store(generation);
+  if (sleepers_.load() > 0) {
+    std::lock_guard lock(sleep_mutex_);  // a worker between its check and its wait sees the new job
+    wake_.notify_all();
   }
-  wake_.notify_all();
-  run_chunks();
-  std::unique_lock lock(mutex_);
-  done_.wait(lock, [&] { return pending_ == 0 && next_ >= n_; });
-  body_ = nullptr;
+  run_chunks(generation);
+  // Every chunk is claimed once run_chunks returns; wait for those others run.
+  for (int k = 0; pending_.load() != 0; ++k)
+    if (k < 4096) cpu_relax();
+    else std::this_thread::yield();
 }
 
 }  // namespace onyx::runtime

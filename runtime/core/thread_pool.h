@@ -1,10 +1,16 @@
 // thread_pool.h: the core's intra-op thread pool. Persistent workers; the
 // calling thread takes part in every loop, so a pool of N threads has N-1
 // workers. Providers reach it through OnyxHostApi.ctx_parallel_for.
+//
+// Kernels of one run follow each other within microseconds, so a worker that
+// finished a loop spins briefly for the next before it sleeps: waking a
+// sleeping thread costs tens of microseconds, more than a small kernel takes.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -22,22 +28,34 @@ class ThreadPool {
   size_t thread_count() const { return workers_.size() + 1; }
 
   // Runs body(begin, end) over chunks of [0, n) (each >= grain items, about
-  // one per thread), returning when all are done. Loops from different
-  // threads are serialized; a loop started from inside a body runs inline.
+  // one per thread), returning when all are done. A loop started while
+  // another caller's loop holds the workers runs inline on its own thread
+  // (concurrent runs never wait for each other); a loop started from inside
+  // a body runs inline too. Thread-safe.
   void parallel_for(size_t n, size_t grain, const std::function<void(size_t, size_t)>& body);
 
  private:
-  void worker_main(size_t index);
-  bool run_chunks();  // claims and runs chunks of the current job; true if any ran
+  void worker_main();
+  // Claims and runs chunks of job `generation` until none is left, or
+  // returns at once when that job is no longer the current one.
+  void run_chunks(uint64_t generation);
 
   std::vector<std::thread> workers_;
-  std::mutex job_mutex_;  // one loop at a time
-  std::mutex mutex_;
-  std::condition_variable wake_, done_;
+  std::mutex job_mutex_;  // held by the caller whose loop the workers serve
+  // The current job, published like a seqlock: the caller makes generation_
+  // odd, waits until no thread is inside run_chunks, writes the fields, then
+  // makes generation_ even again. A thread enters run_chunks (pending_ + 1)
+  // before it checks the generation, so it never reads fields being written.
   const std::function<void(size_t, size_t)>* body_ = nullptr;
-  size_t n_ = 0, chunk_ = 0, next_ = 0, pending_ = 0;
-  uint64_t generation_ = 0;
-  bool stop_ = false;
+  size_t n_ = 0, chunk_ = 0;
+  std::atomic<size_t> next_{0};     // first unclaimed index
+  std::atomic<size_t> pending_{0};  // threads inside run_chunks
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<bool> stop_{false};
+  // Sleeping workers wait here; the caller notifies only when one sleeps.
+  std::mutex sleep_mutex_;
+  std::condition_variable wake_;
+  std::atomic<int> sleepers_{0};
 };
 
 }  // namespace onyx::runtime
