@@ -11,10 +11,13 @@
 //   TEST_PLUGIN_PROFILES        reports its Relu's time as its own event (ABI 1.1)
 //   TEST_PLUGIN_BOGUS_STATUS    plugin_availability returns the pointer 0x10
 //   TEST_PLUGIN_LAZY_KERNEL     Relu returns success without writing its output
+//   TEST_PLUGIN_SLOW_KERNEL_MS  Relu takes (sleeps) this many milliseconds
 // Its only kernel is float32 Relu; every other node is declined with a reason.
 #include <onyx/plugin_sdk.hpp>
 
+#include <chrono>
 #include <cmath>
+#include <thread>
 
 #ifdef TEST_PLUGIN_NEEDS_DEPENDENCY
 extern "C" int onyx_test_dependency_value(void);
@@ -28,6 +31,9 @@ class Relu final : public onyx::sdk::Kernel {
     onyx::sdk::Tensor x = ctx.in(0), y;
 #ifdef TEST_PLUGIN_LAZY_KERNEL
     return nullptr;
+#endif
+#ifdef TEST_PLUGIN_SLOW_KERNEL_MS
+    std::this_thread::sleep_for(std::chrono::milliseconds(TEST_PLUGIN_SLOW_KERNEL_MS));
 #endif
     ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, x.dtype, x.dims, &y));
     const float* in = x.data<float>();
