@@ -68,6 +68,18 @@ std::vector<onyx::Value> run_once(onyx::Session& session, const RunInputs& input
   }
 }
 
+// The first strings of a STRING tensor, quoted.
+std::string strings_text(const onyx::Tensor& t) {
+  if (t.size() == 0) return "(empty)";
+  std::string text = "first: [";
+  for (int64_t k = 0; k < t.size() && k < 8; ++k) {
+    std::string s = t.string_at(k);
+    if (s.size() > 40) s = s.substr(0, 40) + "...";
+    text += (k ? ", \"" : "\"") + s + "\"";
+  }
+  return text + (t.size() > 8 ? ", ...]" : "]");
+}
+
 int run_run(const ParsedArgs& args) {
   std::string path = model_path_from(args, "run");
   std::string format = args.last("--output-format").value_or("pb");
@@ -109,8 +121,11 @@ int run_run(const ParsedArgs& args) {
     onyx::Tensor t = outputs[k].as_tensor();
     std::vector<int64_t> shape = t.shape();
     std::cout << name << "  " << dtype_name(t.dtype()) << "  " << shape_text(shape, int32_t(shape.size())) << "\n"
-              << "    " << summary_text(summarize(t), t.dtype()) << "\n";
+              << "    " << (t.dtype() == ONYX_DTYPE_STRING ? strings_text(t) : summary_text(summarize(t), t.dtype()))
+              << "\n";
     if (!output_dir) continue;
+    if (t.dtype() == ONYX_DTYPE_STRING && format != "pb")
+      throw CliError("output '" + name + "' is a string tensor: only --output-format pb can hold it");
     fs::path file = fs::path(*output_dir) / (file_stem(name) + "." + format);
     if (format == "pb") write_tensor_proto_file(file.string(), name, t);
     else write_npy_file(file.string(), t);

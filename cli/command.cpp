@@ -96,6 +96,7 @@ std::vector<OptionSpec> session_option_specs() {
       {"--provider", "NAME", "provider to use, by name (cpu) or plugin path; repeat in priority order"},
       {"--provider-option", "KEY=VALUE", "device option for the preceding --provider"},
       {"--fallback", "fail|warn|allow", "what to do with nodes the first provider declines (default warn)"},
+      {"--optimize", "off|basic|all", "graph rewrites before partitioning (default all; see the partition report)"},
       {"--threads", "N", "intra-op threads (default: one per core)"},
   };
 }

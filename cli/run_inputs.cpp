@@ -86,6 +86,9 @@ RunInputs prepare_inputs(const onyx::Session& session, const ParsedArgs& args) {
     if (input.kind != ONYX_VALUE_TENSOR)
       throw CliError("input '" + input.name + "' is a sequence; give it with --input " + input.name +
                      "=FILE (an ONNX SequenceProto .pb)");
+    if (input.dtype == ONYX_DTYPE_STRING)
+      throw CliError("input '" + input.name + "' is a string tensor; give it with --input " + input.name +
+                     "=FILE (an ONNX TensorProto .pb)");
     if (input.dtype == ONYX_DTYPE_UNDEFINED)
       throw CliError("input '" + input.name + "' has no declared element type; give it with --input " + input.name + "=FILE");
     bool assumed = false;

@@ -33,6 +33,12 @@ onyx::SessionOptions session_options_from(const ParsedArgs& args) {
     else if (*policy == "allow") options.fallback(ONYX_FALLBACK_ALLOW);
     else throw CliError("--fallback must be fail, warn or allow, got '" + *policy + "'");
   }
+  if (std::optional<std::string> level = args.last("--optimize")) {
+    if (*level == "off") options.graph_optimization(ONYX_GRAPH_OPTIMIZATION_OFF);
+    else if (*level == "basic") options.graph_optimization(ONYX_GRAPH_OPTIMIZATION_BASIC);
+    else if (*level == "all") options.graph_optimization(ONYX_GRAPH_OPTIMIZATION_ALL);
+    else throw CliError("--optimize must be off, basic or all, got '" + *level + "'");
+  }
   if (args.has("--threads")) options.threads(size_t(args.integer("--threads", 0, 0, 4096)));
   return options;
 }

@@ -22,6 +22,18 @@ namespace fs = std::filesystem;
 static_assert(std::endian::native == std::endian::little,
               "raw_data and .npy handling assume a little-endian host");
 
+namespace {
+
+// The element count of `dims`, or -1 when a dim is negative or it overflows.
+int64_t element_count_or_minus_one(const std::vector<int64_t>& dims) {
+  int64_t count = 1;
+  for (int64_t d : dims)
+    if (d < 0 || __builtin_mul_overflow(count, d, &count)) return -1;
+  return count;
+}
+
+}  // namespace
+
 std::string read_tensor_bytes(const std::string& path) {
   std::string bytes;
   int error = 0;
@@ -41,7 +53,17 @@ LoadedTensor tensor_proto_from_bytes(const std::string& bytes, const std::string
       util::decode_tensor_proto(proto, {fs::path(path).parent_path().string(), fs::path(path).filename().string()},
                                 decoded);
   if (!error.ok()) throw CliError(where + ": " + error.message);
-  if (decoded.dtype == ONYX_DTYPE_STRING) throw CliError(where + ": string tensors are not supported");
+  if (decoded.dtype == ONYX_DTYPE_STRING) {
+    if (int64_t(decoded.strings.size()) != element_count_or_minus_one(decoded.dims))
+      throw CliError(where + ": the string tensor holds " + std::to_string(decoded.strings.size()) +
+                     " strings, its dims " + shape_text(decoded.dims, int32_t(decoded.dims.size())) + " need " +
+                     std::to_string(element_count_or_minus_one(decoded.dims)));
+    try {
+      return {proto.name(), onyx::Tensor::strings(decoded.strings, decoded.dims)};
+    } catch (const onyx::Error& e) {
+      throw CliError(where + ": " + e.what());  // e.g. a string that is not UTF-8, named by element
+    }
+  }
   onyx::Tensor tensor = onyx::Tensor::zeros(OnyxDataType(decoded.dtype), decoded.dims);
   if (tensor.byte_size() != decoded.bytes)
     throw CliError(where + ": " + dtype_name(decoded.dtype) + " tensors are not supported by the runtime");
@@ -68,6 +90,13 @@ void write_file_atomically(const std::string& path, const std::string& bytes) {
 
 std::string tensor_proto_bytes(const std::string& name, onyx::Tensor& tensor) {
   onnx::TensorProto proto;
+  if (tensor.dtype() == ONYX_DTYPE_STRING) {  // string_data, one entry per element
+    proto.set_name(name);
+    proto.set_data_type(onnx::TensorProto::STRING);
+    for (int64_t d : tensor.shape()) proto.add_dims(d);
+    for (int64_t k = 0; k < tensor.size(); ++k) proto.add_string_data(tensor.string_at(k));
+    return proto.SerializeAsString();
+  }
   util::CodecError error = util::encode_tensor_proto(
       name, tensor.dtype(), tensor.shape(), {static_cast<const std::byte*>(tensor.data<void>()), tensor.byte_size()},
       proto);

@@ -64,7 +64,9 @@ def get_device() -> str:
 
 
 class GraphOptimizationLevel(enum.IntEnum):
-    """Accepted for compatibility: Onyx always applies its graph rewrites (fusions, constant folding)."""
+    """ONNX Runtime's levels, mapped onto Onyx's: DISABLE_ALL runs the graph as written, ENABLE_BASIC
+    applies the rewrites that hold for any input shape, EXTENDED and ALL also fold values that follow from
+    the declared input shapes (docs/architecture.md, "Graph optimization")."""
 
     ORT_DISABLE_ALL = 0
     ORT_ENABLE_BASIC = 1
@@ -77,6 +79,14 @@ class ExecutionMode(enum.IntEnum):
 
     ORT_SEQUENTIAL = 0
     ORT_PARALLEL = 1
+
+
+def _optimization(level: int) -> int:
+    """Onyx's level (0 off, 1 basic, 2 all) for an ONNX Runtime GraphOptimizationLevel."""
+    level = int(level)
+    if level < 0:
+        raise InvalidArgument(f"graph_optimization_level {level} is negative")
+    return min(level, 2)
 
 
 class SessionOptions:
@@ -126,8 +136,14 @@ class RunOptions:
 _ORT_TYPE_NAMES = {"float32": "float", "float64": "double"}
 
 
-def type_string(dtype: int) -> str:
-    """ONNX Runtime's type string of an Onyx element type: "tensor(float)"."""
+_KIND_NAMES = {1: "seq", 2: "optional", 3: "map"}
+
+
+def type_string(dtype: int, kind: int = 0) -> str:
+    """ONNX Runtime's type string of an Onyx element type: "tensor(float)"; "seq", "optional" or "map"
+    for the values the host carries (their element types are known only when a run returns them)."""
+    if kind in _KIND_NAMES:
+        return _KIND_NAMES[kind]
     name = _onyx.dtype_name(dtype)
     return f"tensor({_ORT_TYPE_NAMES.get(name, name)})"
 
@@ -137,9 +153,10 @@ class NodeArg:
     (ints, None for a dimension that is symbolic or unknown; None when the
     rank is unknown)."""
 
-    def __init__(self, name: str, dtype: int, dims: Optional[Sequence[int]]) -> None:
+    def __init__(self, name: str, dtype: int, dims: Optional[Sequence[int]], kind: int = 0) -> None:
         self.name = name
-        self.type = type_string(dtype)
+        self.type = type_string(dtype, kind)
+        self.kind = kind
         self.shape = None if dims is None else [d if d >= 0 else None for d in dims]
         self.dtype = dtype
 
@@ -189,7 +206,8 @@ class InferenceSession:
         self._model_path = None if isinstance(model, bytes) else model
         self._session = _onyx.Session(environment(), model, self._providers, FALLBACK_POLICIES[policy],
                                       int(self._options.intra_op_num_threads or 0),
-                                      bool(getattr(self._options, "allow_reduced_precision", False)))
+                                      bool(getattr(self._options, "allow_reduced_precision", False)),
+                                      _optimization(self._options.graph_optimization_level))
         self._inputs = [NodeArg(*m) for m in self._session.metadata(True)]
         self._outputs = [NodeArg(*m) for m in self._session.metadata(False)]
         unavailable = {u["provider"] for u in self.partition_report().get("unavailable", [])}
@@ -201,12 +219,21 @@ class InferenceSession:
             run_options: Optional[RunOptions] = None) -> List[np.ndarray]:
         """Runs the model; returns the named outputs (all, in model order, when
         output_names is None or empty) as numpy arrays. Inputs are not copied:
-        they must be C-contiguous. The GIL is released while the model runs."""
+        they must be C-contiguous. A sequence is a list of arrays, an empty
+        optional None, a string tensor a numpy array of str (dtype object).
+        The GIL is released while the model runs."""
         if not isinstance(input_feed, dict):
             input_feed = dict(input_feed)
-        feed = {name: value if isinstance(value, np.ndarray) or hasattr(value, "__dlpack__") else np.asarray(value)
-                for name, value in input_feed.items()}
+        feed = {name: self._as_input(name, value) for name, value in input_feed.items()}
         return self._session.run(list(output_names) if output_names else None, feed)
+
+    def _as_input(self, name: str, value: Any) -> Any:
+        """Tensor inputs given as lists or scalars become arrays; sequences and optionals stay as given."""
+        if value is None or isinstance(value, np.ndarray) or hasattr(value, "__dlpack__"):
+            return value
+        if any(a.name == name and a.kind != 0 for a in self._inputs):
+            return value
+        return np.asarray(value)
 
     def get_inputs(self) -> List[NodeArg]:
         return list(self._inputs)

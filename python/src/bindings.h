@@ -71,7 +71,9 @@ struct OptionsDeleter {
   void operator()(OnyxSessionOptions* o) const { onyx_session_options_release(o); }
 };
 using OptionsPtr = std::unique_ptr<OnyxSessionOptions, OptionsDeleter>;
-OptionsPtr make_session_options(const ProviderList& providers, int fallback, size_t threads, bool reduced_precision);
+// optimization: an OnyxGraphOptimization level (0 off, 1 basic, 2 all).
+OptionsPtr make_session_options(const ProviderList& providers, int fallback, size_t threads, bool reduced_precision,
+                                int optimization = ONYX_GRAPH_OPTIMIZATION_ALL);
 
 // An OnyxTensor owned by a unique_ptr.
 struct TensorDeleter {
@@ -102,6 +104,25 @@ void borrow_input(BorrowedInputs& inputs, const std::string& name, nb::handle va
 // floats as uint8 views; the packed 2- and 4-bit types are unpacked into a new
 // array, one element per byte (int8 for int4/int2, uint8 for the others).
 nb::object to_numpy(TensorPtr tensor);
+
+// Sequences, optionals and string tensors (values.cpp). An OnyxValue owned by
+// a unique_ptr.
+struct ValueDeleter {
+  void operator()(OnyxValue* v) const { onyx_value_release(v); }
+};
+using ValuePtr = std::unique_ptr<OnyxValue, ValueDeleter>;
+
+// The input `name` as a value of the declared OnyxValueKind `kind`: a list or
+// tuple is a sequence, None an empty optional, a numpy array of str (or of
+// Python objects holding str/bytes) a STRING tensor, anything else an array
+// borrowed as borrow_input does (kept alive by `inputs`). Raises
+// TypeError/ValueError naming the input.
+ValuePtr value_from_python(BorrowedInputs& inputs, const std::string& name, nb::handle value, int32_t kind,
+                           int32_t dtype);
+// A run's output: a numpy array (STRING tensors as arrays of str, dtype
+// object, as ONNX Runtime returns them), a list for a sequence, None for an
+// empty optional.
+nb::object value_to_python(ValuePtr value);
 
 // "float32", "bfloat16", ... (onyx_dtype.h's names).
 std::string dtype_name(int32_t dtype);

@@ -22,15 +22,16 @@ struct Metadata {
   std::string name;
   int32_t dtype;
   std::optional<std::vector<int64_t>> dims;  // none: rank unknown; -1: a dim unknown
+  int32_t kind;                              // OnyxValueKind
 };
 
 class Session {
  public:
   // `model` is a path (str) or the serialized model (bytes).
   Session(Env& env, nb::object model, const ProviderList& providers, int fallback, size_t threads,
-          bool reduced_precision)
+          bool reduced_precision, int optimization)
       : env_(env.get()) {
-    OptionsPtr options = make_session_options(providers, fallback, threads, reduced_precision);
+    OptionsPtr options = make_session_options(providers, fallback, threads, reduced_precision, optimization);
     const OnyxSessionOptions* raw = options.get();
     OnyxSession* session = nullptr;
     OnyxStatus* status = nullptr;
@@ -51,16 +52,18 @@ class Session {
         OnyxValueMetadata m{};
         m.struct_size = sizeof m;
         check(input ? onyx_session_input_metadata(session, k, &m) : onyx_session_output_metadata(session, k, &m));
-        Metadata md{m.name, m.dtype, std::nullopt};
+        Metadata md{m.name, m.dtype, std::nullopt, m.kind};
         if (m.rank >= 0) md.dims = std::vector<int64_t>(m.dims, m.dims + m.rank);
+        values_ = values_ || m.kind != ONYX_VALUE_TENSOR || m.dtype == ONYX_DTYPE_STRING;
         (input ? inputs_ : outputs_).push_back(std::move(md));
       }
     }
   }
 
-  std::vector<std::tuple<std::string, int32_t, std::optional<std::vector<int64_t>>>> metadata(bool input) const {
-    std::vector<std::tuple<std::string, int32_t, std::optional<std::vector<int64_t>>>> out;
-    for (const auto& m : input ? inputs_ : outputs_) out.emplace_back(m.name, m.dtype, m.dims);
+  std::vector<std::tuple<std::string, int32_t, std::optional<std::vector<int64_t>>, int32_t>> metadata(
+      bool input) const {
+    std::vector<std::tuple<std::string, int32_t, std::optional<std::vector<int64_t>>, int32_t>> out;
+    for (const auto& m : input ? inputs_ : outputs_) out.emplace_back(m.name, m.dtype, m.dims, m.kind);
     return out;
   }
 
@@ -68,22 +71,12 @@ class Session {
   // in model order, for None) as numpy arrays. The GIL is released while the
   // model runs, so other Python threads (and other runs) go on.
   nb::list run(std::optional<std::vector<std::string>> output_names, nb::dict feed) {
+    if (values_) return run_values(output_names, feed);
     BorrowedInputs inputs;
     std::vector<std::string> names;
     for (auto [key, value] : feed) {
-      if (!nb::isinstance<nb::str>(key)) throw nb::type_error("feed keys must be input names (str)");
-      std::string name = nb::cast<std::string>(key);
-      int32_t expected = 0;
-      bool known = false;
-      for (const auto& m : inputs_)
-        if (m.name == name) expected = m.dtype, known = true;
-      if (!known) {
-        std::string list;
-        for (const auto& m : inputs_) list += (list.empty() ? "" : ", ") + m.name;
-        fail(ONYX_STATUS_INVALID_ARGUMENT, "input '" + name + "' is not an input of the model (its inputs: " +
-                                               (list.empty() ? "none" : list) + ")");
-      }
-      borrow_input(inputs, name, value, expected);
+      std::string name = input_name(key);
+      borrow_input(inputs, name, value, declared_input(name).dtype);
       names.push_back(std::move(name));
     }
     std::vector<const char*> in_names, out_names;
@@ -104,6 +97,40 @@ class Session {
     for (OnyxTensor* t : outputs) owned.emplace_back(t);
     nb::list result;
     for (auto& t : owned) result.append(to_numpy(std::move(t)));
+    return result;
+  }
+
+  // As run, for models with sequence, optional or string inputs or outputs:
+  // through OnyxValues (values.cpp).
+  nb::list run_values(const std::optional<std::vector<std::string>>& output_names, nb::dict feed) {
+    BorrowedInputs inputs;  // numeric arrays inside the values, kept alive for the run
+    std::vector<std::string> names;
+    std::vector<ValuePtr> values;
+    for (auto [key, value] : feed) {
+      std::string name = input_name(key);
+      const Metadata& m = declared_input(name);
+      values.push_back(value_from_python(inputs, name, value, m.kind, m.dtype));
+      names.push_back(std::move(name));
+    }
+    std::vector<const char*> in_names, out_names;
+    for (const auto& n : names) in_names.push_back(n.c_str());
+    if (output_names)
+      for (const auto& n : *output_names) out_names.push_back(n.c_str());
+    std::vector<const OnyxValue*> in;
+    for (const auto& v : values) in.push_back(v.get());
+    const size_t count = output_names ? output_names->size() : outputs_.size();
+    std::vector<OnyxValue*> outputs(count, nullptr);
+    OnyxStatus* status = nullptr;
+    {
+      nb::gil_scoped_release unlocked;
+      status = onyx_session_run_values(session_.get(), in_names.data(), in.data(), in.size(),
+                                       output_names ? out_names.data() : nullptr, count, outputs.data());
+    }
+    std::vector<ValuePtr> owned;
+    for (OnyxValue* v : outputs) owned.emplace_back(v);
+    check(status);
+    nb::list result;
+    for (auto& v : owned) result.append(value_to_python(std::move(v)));
     return result;
   }
 
@@ -136,9 +163,24 @@ class Session {
   }
 
  private:
+  static std::string input_name(nb::handle key) {
+    if (!nb::isinstance<nb::str>(key)) throw nb::type_error("feed keys must be input names (str)");
+    return nb::cast<std::string>(key);
+  }
+
+  const Metadata& declared_input(const std::string& name) const {
+    for (const auto& m : inputs_)
+      if (m.name == name) return m;
+    std::string list;
+    for (const auto& m : inputs_) list += (list.empty() ? "" : ", ") + m.name;
+    fail(ONYX_STATUS_INVALID_ARGUMENT,
+         "input '" + name + "' is not an input of the model (its inputs: " + (list.empty() ? "none" : list) + ")");
+  }
+
   EnvPtr env_;  // outlives the session
   std::unique_ptr<OnyxSession, void (*)(OnyxSession*)> session_{nullptr, onyx_session_release};
   std::vector<Metadata> inputs_, outputs_;
+  bool values_ = false;  // some input or output is a sequence, an optional or a string tensor
 };
 
 }  // namespace
@@ -148,7 +190,8 @@ void log_to_stderr(void*, int32_t level, const char* message) {
   std::fprintf(stderr, "onyx [%s] %s\n", level >= 0 && level <= 3 ? names[level] : "?", message);
 }
 
-OptionsPtr make_session_options(const ProviderList& providers, int fallback, size_t threads, bool reduced_precision) {
+OptionsPtr make_session_options(const ProviderList& providers, int fallback, size_t threads, bool reduced_precision,
+                                int optimization) {
   OnyxSessionOptions* raw = nullptr;
   check(onyx_session_options_create(&raw));
   OptionsPtr options(raw);
@@ -163,6 +206,7 @@ OptionsPtr make_session_options(const ProviderList& providers, int fallback, siz
   check(onyx_session_options_set_fallback(raw, OnyxFallbackPolicy(fallback)));
   check(onyx_session_options_set_intra_op_threads(raw, threads));
   check(onyx_session_options_set_allow_reduced_precision(raw, reduced_precision));
+  check(onyx_session_options_set_graph_optimization(raw, OnyxGraphOptimization(optimization)));
   return options;
 }
 
@@ -173,8 +217,9 @@ void bind_inference(nb::module_& m) {
       .def("providers_json", &Env::providers_json, "[{name, path, version, abi, available, reason, devices}] as JSON")
       .def("set_log_level", &Env::set_log_level);
   nb::class_<Session>(m, "Session")
-      .def(nb::init<Env&, nb::object, const ProviderList&, int, size_t, bool>(), nb::arg("env"), nb::arg("model"),
-           nb::arg("providers"), nb::arg("fallback"), nb::arg("threads"), nb::arg("reduced_precision"))
+      .def(nb::init<Env&, nb::object, const ProviderList&, int, size_t, bool, int>(), nb::arg("env"), nb::arg("model"),
+           nb::arg("providers"), nb::arg("fallback"), nb::arg("threads"), nb::arg("reduced_precision"),
+           nb::arg("optimization") = int(ONYX_GRAPH_OPTIMIZATION_ALL))
       .def("metadata", &Session::metadata, nb::arg("input"))
       .def("run", &Session::run, nb::arg("output_names").none(), nb::arg("feed"))
       .def("start_profiling", &Session::start_profiling)

@@ -185,6 +185,22 @@ OnyxStatus* onyx_session_options_set_allow_reduced_precision(OnyxSessionOptions*
   });
 }
 
+OnyxStatus* onyx_session_options_set_graph_optimization(OnyxSessionOptions* o, OnyxGraphOptimization level) {
+  return guarded([&] {
+    using Level = onyx::runtime::GraphOptimization;
+    if (!o) return null_arg("onyx_session_options_set_graph_optimization", "options");
+    switch (level) {
+      case ONYX_GRAPH_OPTIMIZATION_OFF: o->options.graph_optimization = Level::kOff; break;
+      case ONYX_GRAPH_OPTIMIZATION_BASIC: o->options.graph_optimization = Level::kBasic; break;
+      case ONYX_GRAPH_OPTIMIZATION_ALL: o->options.graph_optimization = Level::kAll; break;
+      default:
+        return onyx::runtime::invalid_argument("onyx_session_options_set_graph_optimization: level " + std::to_string(int(level)) +
+                                " is not OFF (0), BASIC (1) or ALL (2)");
+    }
+    return Status();
+  });
+}
+
 OnyxStatus* onyx_session_create(OnyxEnv* env, const char* path, const OnyxSessionOptions* options,
                                 OnyxSession** out) {
   return guarded([&] {

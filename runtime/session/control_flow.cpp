@@ -116,6 +116,9 @@ Status Session::compile_subgraphs(ProviderRegistry& registry, const SessionOptio
   const ir::Graph& graph = *model_.graph;
   SessionOptions child_options = options;
   child_options.intra_op_threads = 1;  // children use this session's pool
+  // A body's input shapes may change between iterations: fold nothing from them.
+  if (child_options.graph_optimization == GraphOptimization::kAll)
+    child_options.graph_optimization = GraphOptimization::kBasic;
   for (Step& step : steps_) {
     if (step.kind != Step::kControlFlow) continue;
     const ir::Node& node = graph.nodes[size_t(step.nodes[0])];

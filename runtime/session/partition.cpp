@@ -172,6 +172,15 @@ std::string PartitionReport::to_json(const ir::Graph& graph) const {
     w.end_object();
   }
   w.end_array();
+  w.key("graph_optimization").begin_object();
+  w.key("level").value(optimization_level == GraphOptimization::kOff     ? "off"
+                       : optimization_level == GraphOptimization::kBasic ? "basic"
+                                                                         : "all");
+  w.key("constants_hoisted").value(int64_t(optimization.constants_hoisted));
+  w.key("nodes_bypassed").value(int64_t(optimization.nodes_bypassed));
+  w.key("batchnorms_folded").value(int64_t(optimization.batchnorms_folded));
+  w.key("nodes_removed").value(int64_t(optimization.nodes_removed));
+  w.end_object();
   w.end_object();
   return w.str();
 }

@@ -14,6 +14,7 @@
 #include "core/log.h"
 #include "core/status.h"
 #include "ir/graph.h"
+#include "optimize/graph_optimizer.h"
 
 namespace onyx::runtime {
 
@@ -58,10 +59,12 @@ struct PartitionReport {
   std::vector<CopyRecord> copies;
   std::vector<UnavailableProvider> unavailable;
   std::vector<DissolvedGroup> dissolved;
+  GraphOptimization optimization_level = GraphOptimization::kOff;
+  OptimizationReport optimization;  // what optimize_graph did before partitioning
   // True when a provider listed ahead of the node's device declined it or was unavailable.
   bool is_fallback(const NodePlacement& place) const;
   // Machine-readable: {"policy", "devices", "nodes": [{node, op, device, ...}],
-  // "unavailable", "dissolved_groups", "copies"} (docs/architecture.md)
+  // "unavailable", "dissolved_groups", "copies", "graph_optimization"} (docs/architecture.md)
   std::string to_json(const ir::Graph& graph) const;
 };
 

@@ -18,9 +18,9 @@ namespace onyx::runtime {
 
 namespace {
 
-// Every input an application must feed is a tensor of a declared element type:
-// else no provider can claim its readers, and "no provider supports op ..."
-// would name the wrong problem.
+// Every input an application must feed is a typed tensor, a sequence or an
+// optional (which the host carries): else no provider can claim its readers,
+// and "no provider supports op ..." would name the wrong problem.
 Status check_graph_inputs(const ir::Graph& graph) {
   for (int v : graph.inputs) {
     const ir::Value& value = graph.values[size_t(v)];
@@ -32,11 +32,10 @@ Status check_graph_inputs(const ir::Graph& graph) {
           return invalid_argument(where + " declares no element type; a model's inputs must be typed tensors");
         break;
       case ir::ValueKind::kSequence:
-        return unimplemented(where + " is a sequence; Onyx takes tensor inputs only");
-      case ir::ValueKind::kMap:
-        return unimplemented(where + " is a map; Onyx takes tensor inputs only");
       case ir::ValueKind::kOptional:
-        return unimplemented(where + " is an optional; Onyx takes tensor inputs only");
+        break;  // carried by the host (core/value.h)
+      case ir::ValueKind::kMap:
+        return unimplemented(where + " is a map; Onyx takes tensor, sequence and optional inputs only");
       case ir::ValueKind::kSparseTensor:
         return unimplemented(where + " is a sparse tensor; Onyx takes dense tensor inputs only");
     }
@@ -53,6 +52,12 @@ StatusOr<std::unique_ptr<Session>> Session::create(ProviderRegistry& registry, i
   s->logger_ = registry.logger();
   LogRoute route(s->logger_.get());
   s->model_ = std::move(model);
+  if (options.graph_optimization != GraphOptimization::kOff) {
+    // The caller may share the graph; the session rewrites its own copy.
+    if (s->model_.graph.use_count() > 1) s->model_.graph = std::make_shared<ir::Graph>(*s->model_.graph);
+    ONYX_RETURN_IF_ERROR(optimize_graph(*s->model_.graph, options.graph_optimization, &s->partition_.optimization));
+    s->partition_.optimization_level = options.graph_optimization;
+  }
   s->pool_ = std::make_unique<ThreadPool>(options.intra_op_threads);
   ONYX_RETURN_IF_ERROR(s->open_devices(registry, options));
   s->arenas_ = std::make_unique<ArenaPool>(s->devices_);

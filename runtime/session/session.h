@@ -49,6 +49,8 @@ struct SessionOptions {
   // Given to every device as allow_reduced_precision=1 (unless its request
   // sets the key): providers may then compute in e.g. bf16.
   bool allow_reduced_precision = false;
+  // Provider-neutral rewrites before partitioning (optimize/graph_optimizer.h).
+  GraphOptimization graph_optimization = GraphOptimization::kAll;
 };
 
 class Session {

@@ -156,3 +156,53 @@ def test_profiling_writes_a_chrome_trace(cnn_path, tmp_path, monkeypatch):
     assert {e["args"]["op"] for e in kernels} >= {"Conv", "Gemm"} and all(e["ph"] == "X" for e in events)
     with pytest.raises(onyx.FailedPrecondition, match="not profiling"):
         session.end_profiling()
+
+
+def _values_model() -> bytes:
+    """seq (sequence of float tensors), opt (optional float tensor) and s (strings) in; their
+    length, presence, concatenation and the sequence itself out."""
+    from onnx import TensorProto, helper
+    seq_type = helper.make_sequence_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, None))
+    opt_type = helper.make_optional_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, [None]))
+    graph = helper.make_graph(
+        [helper.make_node("SequenceLength", ["seq"], ["n"]),
+         helper.make_node("OptionalHasElement", ["opt"], ["has"]),
+         helper.make_node("StringConcat", ["s", "s"], ["ss"]),
+         helper.make_node("Identity", ["seq"], ["seq_out"])],
+        "values",
+        [helper.make_value_info("seq", seq_type), helper.make_value_info("opt", opt_type),
+         helper.make_tensor_value_info("s", TensorProto.STRING, [2])],
+        [helper.make_tensor_value_info("n", TensorProto.INT64, []),
+         helper.make_tensor_value_info("has", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("ss", TensorProto.STRING, [2]),
+         helper.make_value_info("seq_out", seq_type)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)]).SerializeToString()
+
+
+def test_sequences_optionals_and_strings_in_and_out():
+    session = onyx.InferenceSession(_values_model(), providers=["cpu"])
+    kinds = {a.name: a.type for a in session.get_inputs()}
+    assert kinds == {"seq": "seq", "opt": "optional", "s": "tensor(string)"}
+    items = [np.arange(3, dtype=np.float32), np.full((2, 2), 7, np.float32)]
+    strings = np.array(["né", "b"], dtype=object)
+    n, has, ss, seq_out = session.run(None, {"seq": items, "opt": None, "s": strings})
+    assert int(n) == 2 and not bool(has)
+    assert ss.dtype == object and ss.tolist() == ["néné", "bb"]
+    assert isinstance(seq_out, list) and len(seq_out) == 2
+    for got, want in zip(seq_out, items):
+        np.testing.assert_array_equal(got, want)
+    _, has, _, _ = session.run(None, {"seq": [], "opt": np.ones(4, np.float32), "s": np.array(["x", "y"])})
+    assert bool(has)
+
+
+def test_values_that_do_not_fit_are_named():
+    session = onyx.InferenceSession(_values_model(), providers=["cpu"])
+    good = {"seq": [np.ones(2, np.float32)], "opt": None, "s": np.array(["a", "b"], dtype=object)}
+    with pytest.raises(TypeError, match="input 'seq' is a sequence: pass a list"):
+        session.run(None, {**good, "seq": np.ones(2, np.float32)})
+    with pytest.raises(onyx.InvalidArgument, match="element type"):
+        session.run(None, {**good, "seq": [np.ones(2, np.float32), np.ones(2, np.int64)]})
+    with pytest.raises(TypeError, match="element 1 is a <class 'int'>"):
+        session.run(None, {**good, "s": np.array(["a", 3], dtype=object)})
+    with pytest.raises(onyx.InvalidArgument, match="UTF-8"):
+        session.run(None, {**good, "s": np.array([b"a", b"\xff"], dtype=object)})

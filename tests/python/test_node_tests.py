@@ -1,7 +1,8 @@
 """On every ONNX node test the CPU provider passes, the Python API gives
 exactly (bitwise) what the C++ API gives: the same model, inputs and thread
 count through onyx.InferenceSession and through `onyx run`, the C++ tool
-bundled in the package."""
+bundled in the package. Sequences (lists), optionals (None when empty) and
+string tensors (numpy arrays of str) included."""
 import concurrent.futures
 import fnmatch
 import os
@@ -11,7 +12,7 @@ import subprocess
 
 import numpy as np
 import pytest
-from onnx import ModelProto, TensorProto
+from onnx import ModelProto, OptionalProto, SequenceProto, TensorProto
 
 import onyx
 from conftest import REPO, node_test_corpus
@@ -78,6 +79,58 @@ def to_numpy(t: TensorProto):
     raise TypeError(f"element type {t.data_type}")
 
 
+def tensor_value(t: TensorProto):
+    """What the Python API takes and returns for a TensorProto: strings as a numpy array of str."""
+    if t.data_type == TensorProto.STRING:
+        return np.array([s.decode("utf-8") for s in t.string_data] or [], dtype=object).reshape(tuple(t.dims))
+    return to_numpy(t)
+
+
+def value_of(kind: str, data: bytes):
+    """The Python value of a value file of the declared kind (tensor, sequence or optional)."""
+    if kind == "sequence_type":
+        s = SequenceProto()
+        s.ParseFromString(data)
+        return [tensor_value(t) for t in s.tensor_values]
+    if kind == "optional_type":
+        o = OptionalProto()
+        o.ParseFromString(data)
+        if o.HasField("tensor_value"):
+            return tensor_value(o.tensor_value)
+        if o.HasField("sequence_value"):
+            return [tensor_value(t) for t in o.sequence_value.tensor_values]
+        return None
+    t = TensorProto()
+    t.ParseFromString(data)
+    return t
+
+
+def same(py, cpp, where: str):
+    """None when the Python value equals the C++ one (a TensorProto, or lists and None around them)."""
+    if isinstance(cpp, list) or cpp is None:
+        if (cpp is None) != (py is None) or (cpp is not None and (not isinstance(py, list) or len(py) != len(cpp))):
+            return f"{where}: {type(py).__name__} in Python, {type(cpp).__name__} in C++"
+        for k, (p, c) in enumerate(zip(py or [], cpp or [])):
+            why = same(p, c, f"{where}[{k}]")
+            if why:
+                return why
+        return None
+    if isinstance(cpp, np.ndarray):  # an element read back from a sequence or optional file
+        if py.dtype == object or cpp.dtype == object:
+            return None if py.shape == cpp.shape and py.tolist() == cpp.tolist() else f"{where}: strings differ"
+        return None if py.shape == cpp.shape and py.tobytes() == cpp.tobytes() else f"{where}: values differ"
+    t = cpp
+    if t.data_type == TensorProto.STRING:
+        want = [s.decode("utf-8") for s in t.string_data]
+        ok = tuple(py.shape) == tuple(t.dims) and py.reshape(-1).tolist() == want
+        return None if ok else f"{where}: strings differ"
+    if tuple(t.dims) != tuple(py.shape) and t.data_type not in PACKED_BITS:
+        return f"{where}: shape {py.shape} in Python, {tuple(t.dims)} in C++"
+    if as_stored_bytes(np.ascontiguousarray(py), t.data_type) != tensor_bytes(t):
+        return f"{where}: bytes differ"
+    return None
+
+
 def as_stored_bytes(array: np.ndarray, data_type: int) -> bytes:
     """What Onyx stores for a Python output: packed types repacked, others as they are."""
     if data_type not in PACKED_BITS:
@@ -96,18 +149,19 @@ def compare_case(case: pathlib.Path, scratch: pathlib.Path):
     model = ModelProto()
     model.ParseFromString((case / "model.onnx").read_bytes())
     initialized = {t.name for t in model.graph.initializer}
-    input_names = [i.name for i in model.graph.input if i.name not in initialized]
-    output_names = [o.name for o in model.graph.output]
+    inputs = [(i.name, i.type.WhichOneof("value")) for i in model.graph.input if i.name not in initialized]
+    outputs = [(o.name, o.type.WhichOneof("value")) for o in model.graph.output]
     options = onyx.SessionOptions()
     options.intra_op_num_threads = 1
     session = onyx.InferenceSession(str(case / "model.onnx"), options, providers=["cpu"], fallback="fail")
     for data_set in sorted(case.glob("test_data_set_*")):
         feed, args = {}, []
-        for k, name in enumerate(input_names):
+        for k, (name, kind) in enumerate(inputs):
             path = data_set / f"input_{k}.pb"
-            t = TensorProto()
-            t.ParseFromString(path.read_bytes())
-            feed[name] = to_numpy(t)
+            if not path.exists():
+                continue  # an optional input the data set leaves out
+            value = value_of(kind, path.read_bytes())
+            feed[name] = tensor_value(value) if isinstance(value, TensorProto) else value
             args += ["--input", f"{name}={path}"]
         out_dir = scratch / case.name / data_set.name
         run = subprocess.run([cli(), "run", str(case / "model.onnx"), "--provider", "cpu", "--fallback", "fail",
@@ -116,13 +170,11 @@ def compare_case(case: pathlib.Path, scratch: pathlib.Path):
         if run.returncode != 0:
             return f"onyx run failed: {run.stderr.strip()[-300:]}"
         ours = session.run(None, feed)
-        for name, value in zip(output_names, ours):
-            t = TensorProto()
-            t.ParseFromString((out_dir / f"{name}.pb").read_bytes())
-            if tuple(t.dims) != tuple(value.shape) and t.data_type not in PACKED_BITS:
-                return f"{data_set.name} output '{name}': shape {value.shape} in Python, {tuple(t.dims)} in C++"
-            if as_stored_bytes(np.ascontiguousarray(value), t.data_type) != tensor_bytes(t):
-                return f"{data_set.name} output '{name}': bytes differ"
+        for (name, kind), value in zip(outputs, ours):
+            cpp = value_of(kind, (out_dir / f"{name}.pb").read_bytes())
+            why = same(value, cpp, f"{data_set.name} output '{name}'")
+            if why:
+                return why
     shutil.rmtree(scratch / case.name, ignore_errors=True)
     return None
 

@@ -68,8 +68,8 @@ TEST(SessionRun, MismatchedReuseBufferIsIgnoredOrRefused) {
   EXPECT_NE(refused.status().message().find("output buffers"), std::string::npos);
 }
 
-// bad-inputs.md class 7: an input without a type, or of sequence type, was
-// reported as "no provider supports op ..." for the node reading it.
+// bad-inputs.md class 7: an input without a type, or a sequence read by a
+// tensor op, was reported as "no provider supports op ..." without the reason.
 TEST(SessionCreate, AnInputThatIsNotATypedTensorIsNamed) {
   ProviderRegistry registry;
   registry.add_search_dir(ONYX_PROVIDER_DIR);
@@ -96,9 +96,47 @@ TEST(SessionCreate, AnInputThatIsNotATypedTensorIsNamed) {
   refused = create(sequence);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), ONYX_STATUS_UNIMPLEMENTED);
-  EXPECT_NE(refused.status().message().find("graph 'test' input 'x' is a sequence; Onyx takes tensor inputs only"),
+  EXPECT_NE(refused.status().message().find("no provider supports op Relu (node 'relu0'): it reads or writes a "
+                                            "sequence, an optional or a string tensor"),
             std::string::npos)
       << refused.status().message();
+}
+
+// cancel_runs() from another thread ends a run of slow kernels (50 ms each,
+// ten in a chain) within 100 ms of the next kernel boundary: the executor
+// checks between steps. Bound: the kernel in flight (<= 50 ms) + 100 ms.
+TEST(SessionRun, CancelRunsEndsARunAtTheNextKernelBoundary) {
+  ProviderRegistry registry;
+  registry.add_search_dir(ONYX_PROVIDER_DIR);
+  registry.add_search_dir(ONYX_TEST_PLUGIN_DIR);
+  testing::ModelBuilder model;
+  model.input("x", {2, 3}).output("y", {2, 3});
+  for (int k = 0; k < 10; ++k)
+    model.node("Relu", {k == 0 ? "x" : "h" + std::to_string(k - 1)}, {k == 9 ? "y" : "h" + std::to_string(k)},
+               "relu" + std::to_string(k));
+  const std::string bytes = model.bytes();
+  SessionOptions options;
+  options.providers = {{"slow_kernel", {}}};
+  options.fallback = FallbackPolicy::kFail;
+  auto s = Session::create_from_bytes(registry, bytes.data(), bytes.size(), options);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point cancelled_at;
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(120));  // inside the third kernel
+    cancelled_at = Clock::now();
+    (*s)->cancel_runs();
+  });
+  auto run = (*s)->run({{"x", input(1.0f)}});
+  const Clock::time_point ended = Clock::now();
+  canceller.join();
+  ASSERT_FALSE(run.ok()) << "the run finished before it was cancelled";
+  EXPECT_NE(run.status().message().find("run cancelled"), std::string::npos) << run.status().to_string();
+  const double ms = std::chrono::duration<double, std::milli>(ended - cancelled_at).count();
+  EXPECT_LT(ms, 150.0) << "the run ended " << ms << " ms after cancel_runs";
+  // The session stays usable: the next run is not cancelled.
+  auto again = (*s)->run({{"x", input(1.0f)}});
+  EXPECT_TRUE(again.ok()) << again.status().to_string();
 }
 
 // bad-inputs.md class 7: a plugin kernel that returned success without its

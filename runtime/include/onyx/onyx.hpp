@@ -60,6 +60,26 @@ class Tensor {
     std::copy(values.begin(), values.end(), t.data<T>());
     return t;
   }
+  // A STRING tensor holding copies of `values` (valid UTF-8 each; throws
+  // naming the element otherwise).
+  static Tensor strings(const std::vector<std::string>& values, std::vector<int64_t> dims) {
+    std::vector<const char*> data;
+    std::vector<size_t> lengths;
+    for (const std::string& s : values) {
+      data.push_back(s.data());
+      lengths.push_back(s.size());
+    }
+    OnyxTensor* t = nullptr;
+    check(onyx_tensor_create_strings(data.data(), lengths.data(), dims.data(), dims.size(), &t));
+    return Tensor(t);
+  }
+  // Element `index` (row-major) of a STRING tensor.
+  std::string string_at(int64_t index) const {
+    const char* data = nullptr;
+    size_t length = 0;
+    check(onyx_tensor_string(raw_.get(), index, &data, &length));
+    return std::string(data, length);
+  }
   OnyxDataType dtype() const { return OnyxDataType(onyx_tensor_dtype(raw_.get())); }
   std::vector<int64_t> shape() const {
     const int64_t* d = onyx_tensor_dims(raw_.get());
@@ -185,6 +205,10 @@ class SessionOptions {
   }
   SessionOptions& allow_reduced_precision(bool allow = true) {
     check(onyx_session_options_set_allow_reduced_precision(raw_.get(), allow));
+    return *this;
+  }
+  SessionOptions& graph_optimization(OnyxGraphOptimization level) {
+    check(onyx_session_options_set_graph_optimization(raw_.get(), level));
     return *this;
   }
   const OnyxSessionOptions* get() const { return raw_.get(); }

@@ -128,6 +128,24 @@ ONYX_API OnyxStatus* onyx_session_options_set_intra_op_threads(OnyxSessionOption
 ONYX_API OnyxStatus* onyx_session_options_set_allow_reduced_precision(OnyxSessionOptions* options,
                                                                       bool allow);
 
+typedef enum OnyxGraphOptimization {
+  ONYX_GRAPH_OPTIMIZATION_OFF = 0,   /* the graph runs as written */
+  ONYX_GRAPH_OPTIMIZATION_BASIC = 1, /* rewrites that hold for any input shape */
+  ONYX_GRAPH_OPTIMIZATION_ALL = 2    /* basic, plus values folded from declared input shapes (default) */
+} OnyxGraphOptimization;
+
+/* Provider-neutral graph rewrites done before partitioning (docs/
+ * architecture.md, "Graph optimization"): Constant nodes become initializers,
+ * Identity / same-type Cast / inference Dropout are bypassed, inference
+ * BatchNormalization is folded into the Conv before it, unread nodes are
+ * removed; ALL also replaces nodes whose outputs follow from the declared
+ * input shapes (Shape -> Gather -> Concat) by their values. Results may differ
+ * from OFF by float rounding (BatchNormalization folding). The partition
+ * report's "graph_optimization" says what was done. Default ALL. Not
+ * thread-safe with other uses of the same options object. */
+ONYX_API OnyxStatus* onyx_session_options_set_graph_optimization(OnyxSessionOptions* options,
+                                                                 OnyxGraphOptimization level);
+
 /* ---- sessions -------------------------------------------------------------- */
 
 /* Loads a model file (external data resolved in its folder) and prepares it.

@@ -1,0 +1,43 @@
+// graph_optimizer.h: provider-neutral rewrites of a graph before it is
+// partitioned. Each keeps the graph's meaning (up to float rounding where
+// stated) and removes work every provider would otherwise do:
+//   - Constant nodes become initializers, so that no provider has to claim
+//     them and a fused group never waits on a node that has not run;
+//   - (level kAll) nodes whose outputs shape inference folded from the
+//     declared input shapes (Shape -> Gather -> Concat chains) become
+//     initializers too; sound because a run refuses inputs whose shape
+//     disagrees with a declared fixed dim;
+//   - Identity, Cast to the same type and inference-mode Dropout are
+//     bypassed where their output is not a graph output;
+//   - an inference-mode BatchNormalization after a Conv whose weights are
+//     constant is folded into the Conv's weights and bias (computed in
+//     float64, rounded once);
+//   - nodes whose outputs nothing reads are removed, then unused values.
+// Values read by name from a subgraph (If/Loop/Scan bodies) and graph
+// outputs are never renamed or removed.
+#pragma once
+
+#include "core/status.h"
+#include "ir/graph.h"
+
+namespace onyx::runtime {
+
+enum class GraphOptimization {
+  kOff,    // the graph runs as written
+  kBasic,  // rewrites that hold for any input shape
+  kAll,    // kBasic plus values folded from the declared input shapes
+};
+
+struct OptimizationReport {
+  int constants_hoisted = 0;  // nodes replaced by initializers
+  int nodes_bypassed = 0;     // Identity, no-op Cast, inference Dropout
+  int batchnorms_folded = 0;
+  int nodes_removed = 0;      // unread nodes
+};
+
+// Rewrites `graph` in place (not its subgraphs: each control-flow child
+// session optimizes its own copy). Fails only on a graph that is already
+// malformed (a node reading a value index out of range).
+Status optimize_graph(ir::Graph& graph, GraphOptimization level, OptimizationReport* report = nullptr);
+
+}  // namespace onyx::runtime

@@ -1,0 +1,34 @@
+// graph_rewrite.h: the bookkeeping the optimizer's passes share (internal to
+// runtime/optimize).
+#pragma once
+
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace onyx::runtime::optimize {
+
+struct GraphRewrite {
+  explicit GraphRewrite(ir::Graph& g);
+
+  ir::Graph& graph;
+  std::vector<int> readers;   // per value: how many node inputs read it
+  std::vector<bool> pinned;   // graph outputs and values a subgraph reads by name
+  std::vector<bool> removed;  // per node
+
+  // Every node input reading `from` reads `to` instead.
+  void replace_uses(int from, int to);
+  // Drops node `n` (its outputs lose their producer).
+  void remove_node(int n);
+  // The single live node reading `v`, or -1.
+  int only_reader(int v) const;
+  // An initializer nobody may override: constant, produced by no node, not a
+  // graph input.
+  const Tensor* fixed_constant(int v) const;
+};
+
+// batchnorm_folding.cpp: BatchNormalization (inference) after a Conv with
+// constant weights, folded into them; returns how many.
+int fold_batchnorms(GraphRewrite& rw);
+
+}  // namespace onyx::runtime::optimize
