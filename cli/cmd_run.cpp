@@ -109,7 +109,7 @@ int run_run(const ParsedArgs& args) {
   }
   for (size_t k = 0; k < outputs.size(); ++k) {
     std::string name = k < declared.size() ? declared[k].name : "output" + std::to_string(k);
-    if (outputs[k].kind() != ONYX_VALUE_TENSOR) {  // a sequence or optional: a SequenceProto / OptionalProto
+    if (outputs[k].kind() != ONYX_VALUE_TENSOR) {  // a SequenceProto / OptionalProto / MapProto
       std::cout << name << "  " << value_summary(outputs[k]) << "\n";
       if (!output_dir) continue;
       if (format != "pb") throw CliError("output '" + name + "' is not a tensor: only --output-format pb can hold it");
@@ -141,8 +141,8 @@ Command run_command() {
   for (OptionSpec& o : input_option_specs()) options.push_back(std::move(o));
   options.push_back({"--output-dir", "DIR", "write each output to DIR/<output name>.pb (created if missing)"});
   options.push_back({"--output-format", "pb|npy",
-                     "file format for --output-dir (default pb: an ONNX TensorProto, or a SequenceProto/OptionalProto "
-                     "for a sequence or optional output)"});
+                     "file format for --output-dir (default pb: an ONNX TensorProto, or a SequenceProto/OptionalProto/MapProto "
+                     "for a sequence, optional or map output)"});
   options.push_back(profile_option_spec());
   options.push_back({"--timeout", "SECONDS", "cancel the run after SECONDS (default: no limit)"});
   return {"run",

@@ -84,8 +84,9 @@ RunInputs prepare_inputs(const onyx::Session& session, const ParsedArgs& args) {
       continue;
     }
     if (input.kind != ONYX_VALUE_TENSOR)
-      throw CliError("input '" + input.name + "' is a sequence; give it with --input " + input.name +
-                     "=FILE (an ONNX SequenceProto .pb)");
+      throw CliError("input '" + input.name + "' is a " + (input.kind == ONYX_VALUE_MAP ? "map" : "sequence") +
+                     "; give it with --input " + input.name + "=FILE (an ONNX " +
+                     (input.kind == ONYX_VALUE_MAP ? "MapProto" : "SequenceProto") + " .pb)");
     if (input.dtype == ONYX_DTYPE_STRING)
       throw CliError("input '" + input.name + "' is a string tensor; give it with --input " + input.name +
                      "=FILE (an ONNX TensorProto .pb)");
@@ -106,8 +107,8 @@ RunInputs prepare_inputs(const onyx::Session& session, const ParsedArgs& args) {
 std::vector<OptionSpec> input_option_specs() {
   return {
       {"--input", "NAME=FILE",
-       "input from a TensorProto .pb or .npy file, or a SequenceProto/OptionalProto .pb for a sequence or optional "
-       "input (repeatable; FILE alone uses a TensorProto's name)"},
+       "input from a TensorProto .pb or .npy file, or a SequenceProto/OptionalProto/MapProto .pb for a sequence, "
+       "optional or map input (repeatable; FILE alone uses a TensorProto's name)"},
       {"--shape", "NAME=D1,D2,...", "shape of a generated input (default: declared, symbolic dims = 1)"},
       {"--seed", "N", "seed for generated inputs (default 0)"},
   };

@@ -1,5 +1,6 @@
-// value_io.h: sequences and optionals in files, as ONNX's test data holds
-// them: a SequenceProto or an OptionalProto (.pb) of tensors.
+// value_io.h: sequences, optionals and maps in files, as ONNX's test data
+// holds them: a SequenceProto (of tensors or maps), an OptionalProto or a
+// MapProto (.pb).
 #pragma once
 
 #include <onyx/onyx.hpp>
@@ -13,12 +14,13 @@ struct LoadedValue {
   onyx::Value value;
 };
 
-// Reads a SequenceProto (kind ONYX_VALUE_SEQUENCE) or an OptionalProto
-// (ONYX_VALUE_OPTIONAL) of tensors. Throws CliError naming the file.
+// Reads a SequenceProto (kind ONYX_VALUE_SEQUENCE), an OptionalProto
+// (ONYX_VALUE_OPTIONAL) or a MapProto (ONYX_VALUE_MAP). Throws CliError
+// naming the file (and a map's repeated key).
 LoadedValue read_value_proto_file(const std::string& path, OnyxValueKind kind);
 
-// Writes a sequence or optional value as a SequenceProto / OptionalProto,
-// atomically.
+// Writes a sequence, optional or map value as a SequenceProto /
+// OptionalProto / MapProto, atomically.
 void write_value_proto_file(const std::string& path, const std::string& name, const onyx::Value& value);
 
 // "sequence of 3 float32 tensors", "optional holding a float32 tensor [2]",

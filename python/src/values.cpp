@@ -1,6 +1,7 @@
 // values.cpp: sequences, optionals and string tensors between Python objects
 // and OnyxValues (bindings.h). Numeric tensors inside them go through
 // arrays.cpp, so they are borrowed and returned without copies as usual.
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -32,7 +33,7 @@ ValuePtr wrap(OnyxTensor* tensor) {
 
 // A STRING tensor from a numpy array of str, bytes or objects holding them
 // (copied: Onyx keeps its own UTF-8 strings, and says which one is not UTF-8).
-ValuePtr string_tensor(const std::string& what, nb::handle value) {
+TensorPtr strings_tensor(const std::string& what, nb::handle value) {
   nb::module_ np = nb::module_::import_("numpy");
   nb::object array = np.attr("asarray")(value, "dtype"_a = nb::none());
   std::vector<int64_t> dims;
@@ -55,9 +56,63 @@ ValuePtr string_tensor(const std::string& what, nb::handle value) {
   }
   OnyxTensor* tensor = nullptr;
   check(onyx_tensor_create_strings(data.data(), lengths.data(), dims.data(), dims.size(), &tensor));
-  TensorPtr owned(tensor);
-  return wrap(owned.get());
+  return TensorPtr(tensor);
 }
+
+ValuePtr string_tensor(const std::string& what, nb::handle value) { return wrap(strings_tensor(what, value).get()); }
+
+// One column of a dict as a 1-D tensor (copied; maps are small): str or
+// bytes -> STRING; ints -> int64; floats -> float32, or float64 when every
+// value is a numpy float64 (the types ai.onnx.ml maps hold).
+TensorPtr column_tensor(const std::string& what, const std::vector<nb::handle>& items, bool keys) {
+  nb::module_ np = nb::module_::import_("numpy");
+  nb::list list;
+  for (nb::handle item : items) list.append(item);
+  if (!items.empty() && (nb::isinstance<nb::str>(items[0]) || nb::isinstance<nb::bytes>(items[0])))
+    return strings_tensor(what, np.attr("array")(list, "dtype"_a = "object"));
+  nb::object array = np.attr("asarray")(list);
+  const char kind = items.empty() ? 'f' : numpy_kind(array);
+  int32_t dtype = ONYX_DTYPE_UNDEFINED;
+  if (kind == 'i' || kind == 'u') {
+    dtype = ONYX_DTYPE_INT64;
+  } else if (kind == 'f' && !keys) {
+    bool doubles = !items.empty();
+    nb::object float64 = np.attr("float64"), isinstance = nb::module_::import_("builtins").attr("isinstance");
+    for (nb::handle item : items) doubles = doubles && nb::cast<bool>(isinstance(item, float64));
+    dtype = doubles ? ONYX_DTYPE_FLOAT64 : ONYX_DTYPE_FLOAT32;
+  }
+  if (dtype == ONYX_DTYPE_UNDEFINED)
+    throw nb::type_error((what + ": map " + (keys ? "keys are int or str" : "values are int, float or str") +
+                          ", got numpy kind '" + std::string(1, kind) + "'").c_str());
+  array = np.attr("ascontiguousarray")(array, "dtype"_a = dtype == ONYX_DTYPE_INT64     ? "int64"
+                                                          : dtype == ONYX_DTYPE_FLOAT64 ? "float64"
+                                                                                        : "float32");
+  const int64_t n = int64_t(items.size());
+  OnyxTensor* tensor = nullptr;
+  check(onyx_tensor_create(dtype, &n, 1, &tensor));
+  TensorPtr owned(tensor);
+  if (n) {
+    nb::ndarray<nb::ro> view = nb::cast<nb::ndarray<nb::ro>>(array);
+    std::memcpy(onyx_tensor_data(tensor), view.data(), onyx_tensor_byte_size(tensor));
+  }
+  return owned;
+}
+
+// A dict as a map (a repeated key cannot happen in a dict, but 1 and 1.0
+// could not either; Onyx checks anyway).
+ValuePtr map_value(const std::string& what, nb::handle value) {
+  std::vector<nb::handle> keys, values;
+  for (auto [k, v] : nb::borrow<nb::dict>(value)) {
+    keys.push_back(k);
+    values.push_back(v);
+  }
+  TensorPtr k = column_tensor(what, keys, true), v = column_tensor(what, values, false);
+  OnyxValue* map = nullptr;
+  check(onyx_value_create_map(k.get(), v.get(), &map));
+  return ValuePtr(map);
+}
+
+
 
 nb::object strings_to_numpy(TensorPtr tensor) {
   OnyxTensor* t = tensor.get();
@@ -93,6 +148,11 @@ ValuePtr value_from_python(BorrowedInputs& inputs, const std::string& name, nb::
     }
     return ValuePtr(optional);
   }
+  if (kind == ONYX_VALUE_MAP || nb::isinstance<nb::dict>(value)) {
+    if (!nb::isinstance<nb::dict>(value))
+      throw nb::type_error((what + " is a map: pass a dict, got " + std::string(nb::str(value.type()).c_str())).c_str());
+    return map_value(what, value);
+  }
   if (kind == ONYX_VALUE_SEQUENCE || is_sequence_object(value)) {
     if (!is_sequence_object(value))
       throw nb::type_error((what + " is a sequence: pass a list of arrays, got " +
@@ -101,7 +161,8 @@ ValuePtr value_from_python(BorrowedInputs& inputs, const std::string& name, nb::
     std::vector<const OnyxValue*> raw;
     size_t k = 0;
     for (nb::handle item : value) {
-      items.push_back(value_from_python(inputs, name + "[" + std::to_string(k++) + "]", item, ONYX_VALUE_TENSOR,
+      items.push_back(value_from_python(inputs, name + "[" + std::to_string(k++) + "]", item,
+                                        nb::isinstance<nb::dict>(item) ? ONYX_VALUE_MAP : ONYX_VALUE_TENSOR,
                                         ONYX_DTYPE_UNDEFINED));
       raw.push_back(items.back().get());
     }
@@ -128,6 +189,20 @@ nb::object value_to_python(ValuePtr value) {
         items.append(value_to_python(ValuePtr(item)));
       }
       return items;
+    }
+    case ONYX_VALUE_MAP: {  // a dict, as ONNX Runtime returns ZipMap's rows
+      OnyxTensor* k = nullptr;
+      OnyxTensor* v = nullptr;
+      check(onyx_value_map_columns(value.get(), &k, &v));
+      TensorPtr keys(k), values(v);
+      nb::object key_list = onyx_tensor_dtype(k) == ONYX_DTYPE_STRING ? strings_to_numpy(std::move(keys)).attr("tolist")()
+                                                                      : to_numpy(std::move(keys)).attr("tolist")();
+      nb::object value_list = onyx_tensor_dtype(v) == ONYX_DTYPE_STRING
+                                  ? strings_to_numpy(std::move(values)).attr("tolist")()
+                                  : to_numpy(std::move(values)).attr("tolist")();
+      nb::dict dict;
+      for (size_t i = 0; i < nb::len(key_list); ++i) dict[key_list[i]] = value_list[i];
+      return dict;
     }
     case ONYX_VALUE_OPTIONAL: {
       if (onyx_value_count(value.get()) == 0) return nb::none();

@@ -1,4 +1,4 @@
-// value_c_api.cpp: OnyxValue (tensors, sequences, optionals) and
+// value_c_api.cpp: OnyxValue (tensors, sequences, optionals, maps) and
 // onyx_session_run_values (see onyx_c_api.h).
 #include "api/c_api_internal.h"
 
@@ -24,9 +24,9 @@ OnyxStatus* onyx_value_create_sequence(int32_t elem_dtype, const OnyxValue* cons
     std::vector<Value> values;
     for (size_t k = 0; k < count; ++k) {
       if (!items[k]) return null_arg("onyx_value_create_sequence", "item");
-      if (!items[k]->value.is_tensor())
+      if (!items[k]->value.is_tensor() && items[k]->value.kind() != Value::Kind::kMap)
         return onyx::runtime::invalid_argument("onyx_value_create_sequence: item " + std::to_string(k) + " is a " +
-                                               items[k]->value.describe() + "; sequence items are tensors");
+                                               items[k]->value.describe() + "; sequence items are tensors or maps");
       values.push_back(items[k]->value);
     }
     auto seq = Value::sequence(elem_dtype, std::move(values));
@@ -61,11 +61,38 @@ int32_t onyx_value_kind(const OnyxValue* value) {
 
 int32_t onyx_value_elem_dtype(const OnyxValue* value) { return value ? value->value.elem_dtype() : 0; }
 
-size_t onyx_value_count(const OnyxValue* value) { return value ? value->value.items().size() : 0; }
+size_t onyx_value_count(const OnyxValue* value) {
+  if (!value) return 0;
+  if (value->value.kind() == Value::Kind::kMap) return size_t(value->value.map_keys().size());
+  return value->value.items().size();
+}
+
+OnyxStatus* onyx_value_create_map(const OnyxTensor* keys, const OnyxTensor* values, OnyxValue** out) {
+  return guarded([&] {
+    if (!keys || !values || !out) return null_arg("onyx_value_create_map", "argument");
+    auto map = Value::map(keys->tensor, values->tensor);
+    if (!map.ok()) return map.status().with_context("onyx_value_create_map");
+    *out = new OnyxValue{std::move(map).value()};
+    return Status();
+  });
+}
+
+OnyxStatus* onyx_value_map_columns(const OnyxValue* value, OnyxTensor** keys, OnyxTensor** values) {
+  return guarded([&] {
+    if (!value || !keys || !values) return null_arg("onyx_value_map_columns", "argument");
+    if (value->value.kind() != Value::Kind::kMap)
+      return onyx::runtime::invalid_argument("onyx_value_map_columns: the value is a " + value->value.describe());
+    *keys = new OnyxTensor{value->value.map_keys()};
+    *values = new OnyxTensor{value->value.map_values()};
+    return Status();
+  });
+}
 
 OnyxStatus* onyx_value_item(const OnyxValue* value, size_t index, OnyxValue** out) {
   return guarded([&] {
     if (!value || !out) return null_arg("onyx_value_item", "argument");
+    if (value->value.kind() == Value::Kind::kMap)
+      return onyx::runtime::invalid_argument("onyx_value_item: the value is a map: read it with onyx_value_map_columns");
     const std::vector<Value>& items = value->value.items();
     if (index >= items.size())
       return onyx::runtime::invalid_argument("onyx_value_item: index " + std::to_string(index) + " is out of range for a " +

@@ -1,6 +1,10 @@
 // value.cpp: run-time values that are not plain tensors (see value.h).
 #include "core/value.h"
 
+#include <set>
+
+#include "core/string_tensor.h"
+
 namespace onyx::runtime {
 
 namespace {
@@ -55,6 +59,34 @@ Value Value::optional(const Value* element, Kind elem_kind, int32_t elem_dtype) 
   return v;
 }
 
+StatusOr<Value> Value::map(Tensor keys, Tensor values) {
+  const int32_t k = keys.dtype(), v = values.dtype();
+  if (k != ONYX_DTYPE_INT64 && k != ONYX_DTYPE_STRING)
+    return invalid_argument(std::string("map keys are int64 or string, not ") + dtype_name(k));
+  if (v != ONYX_DTYPE_FLOAT32 && v != ONYX_DTYPE_FLOAT64 && v != ONYX_DTYPE_INT64 && v != ONYX_DTYPE_STRING)
+    return invalid_argument(std::string("map values are float32, float64, int64 or string, not ") + dtype_name(v));
+  if (keys.shape().size() != 1 || values.shape().size() != 1 || keys.shape()[0] != values.shape()[0])
+    return invalid_argument("a map's keys and values are 1-D and of one length, not " + shape_string(keys.shape()) +
+                            " and " + shape_string(values.shape()));
+  if (k == ONYX_DTYPE_STRING) {
+    std::set<std::string> seen;
+    for (const std::string& key : strings_of(keys))
+      if (!seen.insert(key).second) return invalid_argument("map key '" + key + "' appears twice");
+  } else {
+    std::set<int64_t> seen;
+    for (int64_t i = 0; i < keys.size(); ++i)
+      if (!seen.insert(keys.data_as<int64_t>()[i]).second)
+        return invalid_argument("map key " + std::to_string(keys.data_as<int64_t>()[i]) + " appears twice");
+  }
+  auto c = std::make_shared<Composite>();
+  c->kind = Kind::kMap;
+  c->elem_dtype = v;
+  c->items = {Value(std::move(keys)), Value(std::move(values))};
+  Value out;
+  out.composite_ = std::move(c);
+  return out;
+}
+
 const std::vector<Value>& Value::items() const { return composite_ ? composite_->items : no_items(); }
 
 std::string Value::describe() const {
@@ -68,7 +100,9 @@ std::string Value::describe() const {
              value_kind_name(elem_kind()) + "s";
     case Kind::kOptional:
       return has_element() ? "optional holding a " + items()[0].describe() : std::string("empty optional");
-    case Kind::kMap: return "map";
+    case Kind::kMap:
+      return std::string("map(") + dtype_name(map_keys().dtype()) + ", " + dtype_name(elem_dtype()) + ") of " +
+             std::to_string(map_keys().size()) + " entries";
   }
   return "value";
 }

@@ -1,7 +1,7 @@
-// value.h: what a graph value holds at run time: a tensor, a sequence or an
-// optional. (Maps of ai.onnx.ml are not carried yet: Kind::kMap is reserved.)
+// value.h: what a graph value holds at run time: a tensor, a sequence, an
+// optional or a map (ai.onnx.ml).
 //
-// Sequences and optionals live in host memory only (the ABI carries
+// Sequences, optionals and maps live in host memory only (the ABI carries
 // tensors; see onyx_provider.h, "Values that are not numeric tensors").
 // A Value is immutable once made and cheap to copy: copies share the
 // tensors and the composite. Thread-safety: as Tensor (distinct Values may
@@ -33,6 +33,13 @@ class Value {
   // An optional: `element` is the value, or nullptr for an empty optional.
   // `elem_kind`/`elem_dtype` describe what it holds (or would hold).
   static Value optional(const Value* element, Kind elem_kind, int32_t elem_dtype);
+  // A map (ai.onnx.ml's map(K, V)) as two 1-D tensors of equal length: keys
+  // (int64 or STRING, each at most once) and their values (float32,
+  // float64, int64 or STRING). Two columns rather than a node per entry:
+  // the ops that read maps (DictVectorizer, CastMap) walk them whole, and
+  // tensors already carry every element type. An INVALID_ARGUMENT names a
+  // repeated key or a wrong type.
+  static StatusOr<Value> map(Tensor keys, Tensor values);
 
   Kind kind() const { return composite_ ? composite_->kind : Kind::kTensor; }
   bool is_tensor() const { return !composite_; }
@@ -40,11 +47,14 @@ class Value {
   const Tensor& tensor() const { return tensor_; }
   // kSequence: the items; kOptional: none or the element.
   const std::vector<Value>& items() const;
-  // kSequence: its tensors' element type; kOptional: the element's.
+  // kSequence: its tensors' element type; kOptional: the element's; kMap: its values'.
   int32_t elem_dtype() const { return composite_ ? composite_->elem_dtype : tensor_.dtype(); }
   // kOptional: what the element is (or would be).
   Kind elem_kind() const { return composite_ ? composite_->elem_kind : Kind::kTensor; }
   bool has_element() const { return kind() == Kind::kOptional && !items().empty(); }
+  // kMap: the keys and values columns (see map()).
+  const Tensor& map_keys() const { return items()[0].tensor(); }
+  const Tensor& map_values() const { return items()[1].tensor(); }
 
   // "float32 tensor [2, 3]", "sequence of 3 float32 tensors", "empty
   // optional": for error messages.

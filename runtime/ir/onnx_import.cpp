@@ -45,9 +45,18 @@ void apply_type(const pb::TypeProto& type, Value& v) {
       v.kind = ValueKind::kSequence;
       const pb::TypeProto& elem = type.sequence_type().elem_type();
       if (elem.has_tensor_type()) v.elem_dtype = elem.tensor_type().elem_type();
+      if (elem.has_map_type()) {  // ZipMap's seq(map(K, float))
+        v.elem_kind = ValueKind::kMap;
+        if (elem.map_type().value_type().has_tensor_type())
+          v.elem_dtype = elem.map_type().value_type().tensor_type().elem_type();
+      }
       return;
     }
-    case pb::TypeProto::kMapType: v.kind = ValueKind::kMap; return;
+    case pb::TypeProto::kMapType:  // elem_dtype: the values' type
+      v.kind = ValueKind::kMap;
+      if (type.map_type().value_type().has_tensor_type())
+        v.elem_dtype = type.map_type().value_type().tensor_type().elem_type();
+      return;
     case pb::TypeProto::kOptionalType: {
       v.kind = ValueKind::kOptional;
       const pb::TypeProto& elem = type.optional_type().elem_type();

@@ -113,6 +113,14 @@ void infer_node(Graph& graph, const Node& node) {
     f.tensor(1, ONYX_DTYPE_INT64);
   } else if (op == "Identity") {
     f.same_as(0, f.in(0));
+  } else if (node.domain == "ai.onnx.ml" && op == "ZipMap") {
+    f.composite(0, ValueKind::kSequence, ValueKind::kMap, ONYX_DTYPE_FLOAT32);
+  } else if (node.domain == "ai.onnx.ml" && op == "CastMap") {
+    const Attribute* to = node.attr("cast_to");
+    const std::string cast_to = to ? to->s : "TO_FLOAT";
+    f.tensor(0, cast_to == "TO_STRING" ? ONYX_DTYPE_STRING : cast_to == "TO_INT64" ? ONYX_DTYPE_INT64 : ONYX_DTYPE_FLOAT32);
+  } else if (node.domain == "ai.onnx.ml" && op == "DictVectorizer") {
+    if (f.in(0) && f.in(0)->kind == ValueKind::kMap) f.tensor(0, f.in(0)->elem_dtype);
   } else if (op == "If") {
     std::vector<const Value*> outs = subgraph_outputs(node, "then_branch", 0);
     for (size_t k = 0; k < outs.size(); ++k) f.same_as(k, outs[k]);
@@ -136,7 +144,8 @@ void infer_value_kinds(Graph& graph) {
   auto order = graph.topological_order();
   if (!order.ok()) return;  // the importer reports cycles
   for (int n : order.value())
-    if (graph.nodes[size_t(n)].domain.empty()) infer_node(graph, graph.nodes[size_t(n)]);
+    if (graph.nodes[size_t(n)].domain.empty() || graph.nodes[size_t(n)].domain == "ai.onnx.ml")
+      infer_node(graph, graph.nodes[size_t(n)]);
 }
 
 }  // namespace onyx::runtime::ir

@@ -37,7 +37,8 @@ StatusOr<int64_t> HostKernelCall::scalar_int(size_t k) const {
 HostKernelFn find_host_kernel(const ir::Node& node) {
   static const std::map<std::string, HostKernelFn> kernels = [] {
     std::map<std::string, HostKernelFn> m;
-    for (auto family : {sequence_host_kernels, optional_host_kernels, string_host_kernels, ml_host_kernels})
+    for (auto family : {sequence_host_kernels, optional_host_kernels, string_host_kernels, ml_host_kernels,
+                        map_host_kernels})
       for (const HostKernelEntry& e : family()) m[e.op_type] = e.fn;
     return m;
   }();

@@ -1,5 +1,5 @@
 // host_kernels.h: the host's built-in kernels for ops on sequences,
-// optionals and STRING tensors (ABI 1.x carries only numeric tensors to
+// optionals, maps and STRING tensors (ABI 1.x carries only numeric tensors to
 // providers; onyx_provider.h, "Values that are not numeric tensors").
 //
 // The partitioner places a node on the host when it reads or writes a value
@@ -57,5 +57,6 @@ std::vector<HostKernelEntry> sequence_host_kernels();
 std::vector<HostKernelEntry> optional_host_kernels();
 std::vector<HostKernelEntry> string_host_kernels();
 std::vector<HostKernelEntry> ml_host_kernels();
+std::vector<HostKernelEntry> map_host_kernels();
 
 }  // namespace onyx::runtime

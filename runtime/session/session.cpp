@@ -18,8 +18,8 @@ namespace onyx::runtime {
 
 namespace {
 
-// Every input an application must feed is a typed tensor, a sequence or an
-// optional (which the host carries): else no provider can claim its readers,
+// Every input an application must feed is a typed tensor, or a sequence,
+// optional or map (which the host carries): else no provider can claim its readers,
 // and "no provider supports op ..." would name the wrong problem.
 Status check_graph_inputs(const ir::Graph& graph) {
   for (int v : graph.inputs) {
@@ -33,9 +33,8 @@ Status check_graph_inputs(const ir::Graph& graph) {
         break;
       case ir::ValueKind::kSequence:
       case ir::ValueKind::kOptional:
-        break;  // carried by the host (core/value.h)
       case ir::ValueKind::kMap:
-        return unimplemented(where + " is a map; Onyx takes tensor, sequence and optional inputs only");
+        break;  // carried by the host (core/value.h)
       case ir::ValueKind::kSparseTensor:
         return unimplemented(where + " is a sparse tensor; Onyx takes dense tensor inputs only");
     }
@@ -254,7 +253,8 @@ Status check_input(const ir::Value& decl, const Value& given) {
   const bool want_tensor = !ir::is_host_only_kind(decl.kind);
   if (want_tensor != given.is_tensor() ||
       (!want_tensor && decl.kind == ir::ValueKind::kSequence && given.kind() != Value::Kind::kSequence) ||
-      (!want_tensor && decl.kind == ir::ValueKind::kOptional && given.kind() != Value::Kind::kOptional))
+      (!want_tensor && decl.kind == ir::ValueKind::kOptional && given.kind() != Value::Kind::kOptional) ||
+      (!want_tensor && decl.kind == ir::ValueKind::kMap && given.kind() != Value::Kind::kMap))
     return invalid_argument("input '" + name + "' is a " + given.describe() + ", the model expects " +
                             (want_tensor ? "a tensor"
                              : decl.kind == ir::ValueKind::kSequence ? "a sequence"
@@ -263,7 +263,7 @@ Status check_input(const ir::Value& decl, const Value& given) {
   if (!given.is_tensor()) {
     const int32_t have = given.elem_dtype();
     if (decl.elem_dtype != ONYX_DTYPE_UNDEFINED && have != ONYX_DTYPE_UNDEFINED && have != decl.elem_dtype &&
-        (given.kind() == Value::Kind::kSequence || given.has_element()))
+        (given.kind() == Value::Kind::kSequence || given.kind() == Value::Kind::kMap || given.has_element()))
       return invalid_argument("input '" + name + "' is a " + given.describe() + ", the model expects element type " +
                               dtype_name(decl.elem_dtype));
     return Status();

@@ -206,3 +206,33 @@ def test_values_that_do_not_fit_are_named():
         session.run(None, {**good, "s": np.array(["a", 3], dtype=object)})
     with pytest.raises(onyx.InvalidArgument, match="UTF-8"):
         session.run(None, {**good, "s": np.array([b"a", b"\xff"], dtype=object)})
+
+
+def test_maps_in_and_out_as_dicts():
+    """ZipMap's rows come back as dicts (as ONNX Runtime returns them); DictVectorizer reads a dict."""
+    from onnx import TensorProto, TypeProto, helper
+
+    def map_type(key: int) -> TypeProto:
+        t = TypeProto()
+        t.map_type.key_type = key
+        t.map_type.value_type.CopyFrom(helper.make_tensor_type_proto(TensorProto.FLOAT, None))
+        return t
+
+    float_map = map_type(TensorProto.STRING)
+    graph = helper.make_graph(
+        [helper.make_node("ZipMap", ["scores"], ["rows"], domain="ai.onnx.ml", classlabels_int64s=[10, 20]),
+         helper.make_node("DictVectorizer", ["counts"], ["vector"], domain="ai.onnx.ml",
+                          string_vocabulary=["a", "b", "c"])],
+        "maps",
+        [helper.make_tensor_value_info("scores", TensorProto.FLOAT, [2, 2]), helper.make_value_info("counts", float_map)],
+        [helper.make_value_info("rows", helper.make_sequence_type_proto(map_type(TensorProto.INT64))),
+         helper.make_tensor_value_info("vector", TensorProto.FLOAT, [1, 3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)])
+    session = onyx.InferenceSession(model.SerializeToString(), providers=["cpu"])
+    assert [a.type for a in session.get_inputs()] == ["tensor(float)", "map"]
+    rows, vector = session.run(None, {"scores": np.array([[0.25, 0.75], [1.0, 0.0]], np.float32),
+                                      "counts": {"c": 2.0, "a": 0.5, "unknown": 9.0}})
+    assert rows == [{10: 0.25, 20: 0.75}, {10: 1.0, 20: 0.0}]
+    np.testing.assert_array_equal(vector, np.array([[0.5, 0.0, 2.0]], np.float32))
+    with pytest.raises(TypeError, match="input 'counts' is a map: pass a dict"):
+        session.run(None, {"scores": np.zeros((2, 2), np.float32), "counts": [1.0]})

@@ -121,6 +121,20 @@ class Value {
     check(onyx_value_create_optional(element ? element->get() : nullptr, &v));
     return Value(v);
   }
+  // A map from 1-D keys (int64 or STRING) and values of one length; throws
+  // naming a repeated key.
+  static Value map(const Tensor& keys, const Tensor& values) {
+    OnyxValue* v = nullptr;
+    check(onyx_value_create_map(keys.get(), values.get(), &v));
+    return Value(v);
+  }
+  // A map's keys and values (sharing its memory; read them, don't write).
+  std::pair<Tensor, Tensor> map_columns() const {
+    OnyxTensor* k = nullptr;
+    OnyxTensor* v = nullptr;
+    check(onyx_value_map_columns(raw_.get(), &k, &v));
+    return {Tensor(k), Tensor(v)};
+  }
   OnyxValueKind kind() const { return OnyxValueKind(onyx_value_kind(raw_.get())); }
   OnyxDataType elem_dtype() const { return OnyxDataType(onyx_value_elem_dtype(raw_.get())); }
   // Sequence items; 1 or 0 for an optional.

@@ -266,10 +266,11 @@ ONYX_API OnyxStatus* onyx_tensor_create_strings(const char* const* strings, cons
 ONYX_API OnyxStatus* onyx_tensor_string(const OnyxTensor* tensor, int64_t index, const char** data,
                                         size_t* length);
 
-/* ---- values: tensors, sequences, optionals (host memory) ------------------- */
+/* ---- values: tensors, sequences, optionals, maps (host memory) -------------- */
 
-/* What an OnyxValue holds. Maps (ai.onnx.ml) are reserved: no function
- * makes or returns one yet. */
+/* What an OnyxValue holds. Maps are ai.onnx.ml's map(K, V): int64 or string
+ * keys, float32/float64/int64/string values; sequences may hold tensors or
+ * maps (ZipMap's output). */
 typedef enum OnyxValueKind {
   ONYX_VALUE_TENSOR = 0,
   ONYX_VALUE_SEQUENCE = 1,
@@ -285,6 +286,15 @@ typedef enum OnyxValueKind {
 /* A value holding `tensor`. The value shares the tensor's memory: don't
  * write to the tensor while the value (or a run reading it) lives. */
 ONYX_API OnyxStatus* onyx_value_create_tensor(const OnyxTensor* tensor, OnyxValue** out);
+/* A map from two 1-D tensors of equal length: `keys` (int64 or STRING, each
+ * at most once) and `values` (float32, float64, int64 or STRING), shared as
+ * onyx_value_create_tensor shares. A repeated key or a wrong type is an
+ * INVALID_ARGUMENT naming it. */
+ONYX_API OnyxStatus* onyx_value_create_map(const OnyxTensor* keys, const OnyxTensor* values, OnyxValue** out);
+/* A map's keys and values as new OnyxTensors sharing its memory (both the
+ * caller's to release; read them, don't write). INVALID_ARGUMENT for other
+ * kinds. */
+ONYX_API OnyxStatus* onyx_value_map_columns(const OnyxValue* value, OnyxTensor** keys, OnyxTensor** values);
 /* A sequence of `count` tensor values (items may be NULL only when count is
  * 0). `elem_dtype` is the tensors' element type: every item must have it
  * (ONYX_DTYPE_UNDEFINED: take item 0's); a mismatch is an
@@ -298,13 +308,14 @@ ONYX_API void onyx_value_release(OnyxValue* value);
 /* The value's OnyxValueKind (ONYX_VALUE_TENSOR for NULL). */
 ONYX_API int32_t onyx_value_kind(const OnyxValue* value);
 /* Sequence: the element type of its tensors; optional: its element's
- * (UNDEFINED when not known); tensor: the tensor's. */
+ * (UNDEFINED when not known); map: its values'; tensor: the tensor's. */
 ONYX_API int32_t onyx_value_elem_dtype(const OnyxValue* value);
 /* Sequence: its item count; optional: 1 when it holds a value, else 0;
- * tensor: 0. */
+ * map: its entries; tensor: 0. */
 ONYX_API size_t onyx_value_count(const OnyxValue* value);
 /* Item `index` of a sequence, or an optional's element (index 0), as a new
- * value. INVALID_ARGUMENT when out of range. */
+ * value. INVALID_ARGUMENT when out of range, and for a map
+ * (onyx_value_map_columns reads it). */
 ONYX_API OnyxStatus* onyx_value_item(const OnyxValue* value, size_t index, OnyxValue** out);
 /* The tensor of a tensor value, as a new OnyxTensor sharing its memory
  * (read it; don't write to it). INVALID_ARGUMENT for other kinds. */
