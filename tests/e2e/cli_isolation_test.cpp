@@ -53,6 +53,18 @@ TEST_F(CliIsolation, AHangingProviderIsKilledAtTheRunTimeout) {
   EXPECT_THAT(r.output, HasSubstr("provider 'crash_hang'"));
 }
 
+TEST_F(CliIsolation, BenchRunsIsolatedAndReportsAFaultingProvider) {
+  CliResult ok = run_cli("bench " + quote(dir_ / "mlp.onnx") + " --isolate --run-timeout 30 --iterations 5");
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  EXPECT_THAT(ok.output, HasSubstr("p50"));
+  const fs::path plugin = fs::path(ONYX_TEST_PLUGIN_DIR) / "libonyx_provider_crash_segv.so";
+  CliResult crashed = run_cli("bench " + quote(dir_ / "relu.onnx") + " --provider " + quote(plugin) +
+                              " --provider cpu --fallback allow --input x=" + quote(dir_ / "fault.npy") +
+                              " --isolate --iterations 5");
+  EXPECT_EQ(crashed.exit_code, 1) << crashed.output;
+  EXPECT_THAT(crashed.output, HasSubstr("node Relu 'relu0' of provider 'crash_segv'"));
+}
+
 TEST_F(CliIsolation, RunTimeoutNeedsIsolate) {
   CliResult r = run_cli(run_relu("decliner", "--run-timeout 1"));
   EXPECT_EQ(r.exit_code, 1) << r.output;

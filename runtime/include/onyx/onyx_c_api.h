@@ -161,7 +161,10 @@ ONYX_API OnyxStatus* onyx_session_options_set_graph_optimization(OnyxSessionOpti
  * isolated session are serialized. The session is still also created in this
  * process (metadata, partition and memory reports), so a provider that
  * crashes while compiling its kernels is not contained; only its kernels'
- * execution is. A negative or NaN timeout is INVALID_ARGUMENT.
+ * execution is; profiling (onyx_session_start_profiling) sees only runs in
+ * this process, i.e. none of the isolated ones. With a timeout of 0 a hung
+ * kernel (or a worker that never finishes loading) waits until
+ * onyx_session_cancel_runs. A negative or NaN timeout is INVALID_ARGUMENT.
  * Ownership: nothing is retained but the two values. Not thread-safe with
  * other uses of the same options object. */
 ONYX_API OnyxStatus* onyx_session_options_set_isolation(OnyxSessionOptions* options, bool isolate,
