@@ -70,6 +70,7 @@ int run_bench(const ParsedArgs& args) {
 
 Command bench_command() {
   std::vector<OptionSpec> options = session_option_specs();
+  for (OptionSpec& o : isolation_option_specs()) options.push_back(std::move(o));
   for (OptionSpec& o : input_option_specs()) options.push_back(std::move(o));
   options.push_back({"--warmup", "K", "untimed runs first (default 5)"});
   options.push_back({"--iterations", "N", "timed runs (default 50)"});

@@ -138,6 +138,7 @@ int run_run(const ParsedArgs& args) {
 
 Command run_command() {
   std::vector<OptionSpec> options = session_option_specs();
+  for (OptionSpec& o : isolation_option_specs()) options.push_back(std::move(o));
   for (OptionSpec& o : input_option_specs()) options.push_back(std::move(o));
   options.push_back({"--output-dir", "DIR", "write each output to DIR/<output name>.pb (created if missing)"});
   options.push_back({"--output-format", "pb|npy",

@@ -1,6 +1,7 @@
 #include "session_setup.h"
 
 #include <charconv>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 
@@ -40,6 +41,17 @@ onyx::SessionOptions session_options_from(const ParsedArgs& args) {
     else throw CliError("--optimize must be off, basic or all, got '" + *level + "'");
   }
   if (args.has("--threads")) options.threads(size_t(args.integer("--threads", 0, 0, 4096)));
+  if (args.has("--run-timeout") && !args.has("--isolate")) throw CliError("--run-timeout needs --isolate");
+  if (args.has("--isolate")) {
+    double timeout = 0;
+    if (std::optional<std::string> text = args.last("--run-timeout")) {
+      char* end = nullptr;
+      timeout = std::strtod(text->c_str(), &end);
+      if (text->empty() || *end != '\0' || !(timeout > 0))
+        throw CliError("--run-timeout must be a positive number of seconds, got '" + *text + "'");
+    }
+    options.isolate(true, timeout);
+  }
   return options;
 }
 
@@ -65,6 +77,13 @@ std::unique_ptr<onyx::Session> open_session(onyx::Env& env, const std::string& m
     if (message.find(model_path) != std::string::npos) throw CliError("cannot load model: " + message);
     throw CliError("cannot load model '" + model_path + "': " + message);
   }
+}
+
+std::vector<OptionSpec> isolation_option_specs() {
+  return {
+      {"--isolate", "", "run the model in a worker process: a provider that crashes or hangs fails the run, not onyx"},
+      {"--run-timeout", "SECONDS", "with --isolate: kill the worker when a run takes longer (default: no limit)"},
+  };
 }
 
 OptionSpec profile_option_spec() {

@@ -36,6 +36,9 @@ std::vector<int64_t> concrete_shape(const onyx::ValueMetadata& input,
                                     const std::map<std::string, std::vector<int64_t>>& shapes,
                                     bool* assumed);
 
+// --isolate and --run-timeout (run, bench): onyx_session_options_set_isolation.
+std::vector<OptionSpec> isolation_option_specs();
+
 // "float32"; "dtype(N)" for codes the CLI does not name.
 // --profile FILE (run, bench): the runs' Chrome trace (onyx_session_start_profiling).
 OptionSpec profile_option_spec();

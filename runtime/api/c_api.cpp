@@ -16,9 +16,24 @@ using onyx::runtime::capi::guarded;
 using onyx::runtime::capi::null_arg;
 
 // Stores a created session in *out, or returns why there is none.
-Status hand_out(onyx::runtime::StatusOr<std::unique_ptr<onyx::runtime::Session>> session, OnyxSession** out) {
+// With isolation on, the worker gets the model (path or bytes), the options
+// and every folder this registry searches, so that it opens the same plugins.
+Status hand_out(onyx::runtime::StatusOr<std::unique_ptr<onyx::runtime::Session>> session, OnyxSession** out,
+                const OnyxEnv& env, const OnyxSessionOptions* options, std::string model_path,
+                std::string model_bytes) {
   if (!session.ok()) return session.status();
-  *out = new OnyxSession{std::move(session).value()};
+  std::unique_ptr<onyx::runtime::isolate::WorkerProcess> worker;
+  if (options && options->isolate) {
+    onyx::runtime::isolate::WorkerConfig config;
+    config.model_path = std::move(model_path);
+    config.model_bytes = std::move(model_bytes);
+    config.options = options->options;
+    config.provider_dirs = env.registry.search_dirs();
+    auto started = onyx::runtime::isolate::WorkerProcess::start(std::move(config), options->run_timeout_s);
+    if (!started.ok()) return started.status().with_context("isolated mode");
+    worker = std::move(started).value();
+  }
+  *out = new OnyxSession{std::move(session).value(), std::move(worker)};
   return Status();
 }
 
@@ -201,11 +216,24 @@ OnyxStatus* onyx_session_options_set_graph_optimization(OnyxSessionOptions* o, O
   });
 }
 
+OnyxStatus* onyx_session_options_set_isolation(OnyxSessionOptions* o, bool isolate, double run_timeout_seconds) {
+  return guarded([&] {
+    if (!o) return null_arg("onyx_session_options_set_isolation", "options");
+    if (!(run_timeout_seconds >= 0))  // also NaN
+      return onyx::runtime::invalid_argument("onyx_session_options_set_isolation: run_timeout_seconds " +
+                                             std::to_string(run_timeout_seconds) + " is negative");
+    o->isolate = isolate;
+    o->run_timeout_s = run_timeout_seconds;
+    return Status();
+  });
+}
+
 OnyxStatus* onyx_session_create(OnyxEnv* env, const char* path, const OnyxSessionOptions* options,
                                 OnyxSession** out) {
   return guarded([&] {
     if (!env || !path || !out) return null_arg("onyx_session_create", "argument");
-    return hand_out(onyx::runtime::Session::create_from_file(env->registry, path, options_of(options)), out);
+    return hand_out(onyx::runtime::Session::create_from_file(env->registry, path, options_of(options)), out, *env,
+                    options, path, "");
   });
 }
 
@@ -213,8 +241,8 @@ OnyxStatus* onyx_session_create_from_buffer(OnyxEnv* env, const void* data, size
                                             const OnyxSessionOptions* options, OnyxSession** out) {
   return guarded([&] {
     if (!env || !data || !out) return null_arg("onyx_session_create_from_buffer", "argument");
-    return hand_out(
-        onyx::runtime::Session::create_from_bytes(env->registry, data, size, options_of(options)), out);
+    return hand_out(onyx::runtime::Session::create_from_bytes(env->registry, data, size, options_of(options)), out,
+                    *env, options, "", std::string(static_cast<const char*>(data), size));
   });
 }
 
@@ -256,8 +284,12 @@ OnyxStatus* onyx_session_run(OnyxSession* s, const char* const* input_names,
                                     std::to_string(output_count) + " but the model has " +
                                     std::to_string(s->session->graph().outputs.size()) + " outputs");
     }
-    auto result = s->session->run(in, names);
+    auto result = s->worker ? s->worker->run(in, names) : s->session->run(in, names);
     if (!result.ok()) return result.status();
+    if (result.value().size() != output_count)  // a worker's reply is not trusted
+      return onyx::runtime::internal_error("onyx_session_run: the isolated worker returned " +
+                                           std::to_string(result.value().size()) + " outputs, not " +
+                                           std::to_string(output_count));
     for (size_t k = 0; k < output_count; ++k) outputs[k] = new OnyxTensor{result.value()[k]};
     return Status();
   });
@@ -265,6 +297,7 @@ OnyxStatus* onyx_session_run(OnyxSession* s, const char* const* input_names,
 
 void onyx_session_cancel_runs(OnyxSession* s) {
   if (s) s->session->cancel_runs();
+  if (s && s->worker) s->worker->kill_run();
 }
 
 OnyxStatus* onyx_session_partition_report(const OnyxSession* s, char** json) {

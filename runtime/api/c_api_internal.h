@@ -12,6 +12,7 @@
 #include <string>
 
 #include "core/abi_status.h"
+#include "isolate/worker_process.h"
 #include "session/session.h"
 
 struct OnyxEnv {
@@ -19,9 +20,14 @@ struct OnyxEnv {
 };
 struct OnyxSessionOptions {
   onyx::runtime::SessionOptions options;
+  bool isolate = false;           // onyx_session_options_set_isolation
+  double run_timeout_s = 0;       // isolated runs only; 0: none
 };
 struct OnyxSession {
+  // In-process always: metadata and reports. With isolation on, runs go to
+  // `worker` (a child process with the same model and options) instead.
   std::unique_ptr<onyx::runtime::Session> session;
+  std::unique_ptr<onyx::runtime::isolate::WorkerProcess> worker;
 };
 struct OnyxTensor {
   onyx::runtime::Tensor tensor;

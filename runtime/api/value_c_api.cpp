@@ -134,6 +134,23 @@ OnyxStatus* onyx_session_run_values(OnyxSession* s, const char* const* input_nam
                                              std::to_string(output_count) + " but the model has " +
                                              std::to_string(s->session->graph().outputs.size()) + " outputs");
     }
+    if (s->worker) {  // isolated: tensors only cross to the worker
+      std::vector<std::pair<std::string, onyx::runtime::Tensor>> tensors;
+      for (auto& [name, value] : in) {
+        if (!value.is_tensor())
+          return onyx::runtime::invalid_argument("isolated mode: input '" + name + "' is a " + value.describe() +
+                                                 "; only tensors cross to the worker");
+        tensors.emplace_back(name, value.tensor());
+      }
+      auto result = s->worker->run(tensors, names);
+      if (!result.ok()) return result.status();
+      if (result.value().size() != output_count)  // a worker's reply is not trusted
+        return onyx::runtime::internal_error("onyx_session_run_values: the isolated worker returned " +
+                                             std::to_string(result.value().size()) + " outputs, not " +
+                                             std::to_string(output_count));
+      for (size_t k = 0; k < output_count; ++k) outputs[k] = new OnyxValue{Value(result.value()[k])};
+      return Status();
+    }
     auto result = s->session->run_values(in, names);
     if (!result.ok()) return result.status();
     for (size_t k = 0; k < output_count; ++k) outputs[k] = new OnyxValue{result.value()[k]};

@@ -3,6 +3,7 @@
 // copies and control flow are run here and in control_flow_run.cpp.
 #include "session/executor.h"
 
+#include <atomic>
 #include <cstring>
 
 #include "core/abi_status.h"
@@ -10,6 +11,7 @@
 #include "session/host_kernels.h"
 #include "session/kernel_context.h"
 #include "session/session.h"
+#include "session/step_observer.h"
 
 namespace onyx::runtime {
 namespace {
@@ -138,7 +140,12 @@ void record_step(Profiler& profiler, const RunState& run, const Step& step, int6
   profiler.record(std::move(e));
 }
 
+std::atomic<StepObserver> g_step_observer{nullptr};
+
 }  // namespace
+
+void set_step_observer(StepObserver observer) { g_step_observer.store(observer, std::memory_order_release); }
+StepObserver step_observer() { return g_step_observer.load(std::memory_order_acquire); }
 
 StatusOr<std::vector<Value>> Executor::run(Session& session, const ExecutionPlan& plan,
                                             const std::vector<Value>& inputs,
@@ -176,6 +183,9 @@ StatusOr<std::vector<Value>> Executor::run(Session& session, const ExecutionPlan
           graph.values[size_t(v)].producer >= 0)
         return not_produced(run, step, i, v);
     }
+    if (StepObserver observer = step_observer())
+      observer(step.device >= 0 ? session.devices()[size_t(step.device)]->label.c_str() : "host",
+               step.name.c_str());
     const int64_t step_start = profiler ? profiler->now_ns() : 0;
     ONYX_RETURN_IF_ERROR(step.kind == Step::kKernel        ? run_kernel(run, step)
                          : step.kind == Step::kControlFlow ? run_control_flow(run, step)

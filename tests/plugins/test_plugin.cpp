@@ -12,11 +12,17 @@
 //   TEST_PLUGIN_BOGUS_STATUS    plugin_availability returns the pointer 0x10
 //   TEST_PLUGIN_LAZY_KERNEL     Relu returns success without writing its output
 //   TEST_PLUGIN_SLOW_KERNEL_MS  Relu takes (sleeps) this many milliseconds
+//   TEST_PLUGIN_CRASH_SEGV      Relu writes through a null pointer (SIGSEGV),
+//   TEST_PLUGIN_CRASH_ABORT     calls abort() (SIGABRT) or
+//   TEST_PLUGIN_CRASH_HANG      never returns, when its input's first element
+//                               is kFaultTrigger (666): other inputs run, so a
+//                               test can show the next run works again
 // Its only kernel is float32 Relu; every other node is declined with a reason.
 #include <onyx/plugin_sdk.hpp>
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <thread>
 
 #ifdef TEST_PLUGIN_NEEDS_DEPENDENCY
@@ -25,12 +31,27 @@ extern "C" int onyx_test_dependency_value(void);
 
 namespace {
 
+constexpr float kFaultTrigger = 666.0f;
+
 class Relu final : public onyx::sdk::Kernel {
  public:
   OnyxStatus* compute(onyx::sdk::ComputeContext& ctx) override {
     onyx::sdk::Tensor x = ctx.in(0), y;
 #ifdef TEST_PLUGIN_LAZY_KERNEL
     return nullptr;
+#endif
+    [[maybe_unused]] const bool fault = x.size() > 0 && x.data<float>()[0] == kFaultTrigger;
+#ifdef TEST_PLUGIN_CRASH_SEGV
+    // A volatile pointer: the compiler can neither see it is null nor turn
+    // the store into a trap (SIGILL); the store really faults.
+    int* volatile nowhere = nullptr;
+    if (fault) *nowhere = 1;
+#endif
+#ifdef TEST_PLUGIN_CRASH_ABORT
+    if (fault) std::abort();
+#endif
+#ifdef TEST_PLUGIN_CRASH_HANG
+    while (fault) std::this_thread::sleep_for(std::chrono::seconds(1));
 #endif
 #ifdef TEST_PLUGIN_SLOW_KERNEL_MS
     std::this_thread::sleep_for(std::chrono::milliseconds(TEST_PLUGIN_SLOW_KERNEL_MS));

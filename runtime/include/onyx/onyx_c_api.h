@@ -146,6 +146,30 @@ typedef enum OnyxGraphOptimization {
 ONYX_API OnyxStatus* onyx_session_options_set_graph_optimization(OnyxSessionOptions* options,
                                                                  OnyxGraphOptimization level);
 
+/* Out-of-process mode, for providers not trusted to not crash or hang (off by
+ * default). With `isolate` true, sessions created with these options also
+ * start a worker process (the onyx-worker executable, found in
+ * <folder of libonyx>/onyx/workers, <exe>/../lib/onyx/workers or the folders
+ * of ONYX_WORKER_PATH) that loads the same model with the same options and
+ * providers; onyx_session_run and onyx_session_run_values then run there, with
+ * inputs and outputs copied over a socket (tensors of fixed-size element
+ * types only). When a kernel crashes the worker, or a run takes longer than
+ * `run_timeout_seconds` (> 0; 0: no limit) and the worker is killed, the run
+ * fails with ONYX_STATUS_UNAVAILABLE and a message naming the provider and
+ * node; the application goes on, and the next run starts a new worker.
+ * onyx_session_cancel_runs kills the worker of a run in flight. Runs of one
+ * isolated session are serialized. The session is still also created in this
+ * process (metadata, partition and memory reports), so a provider that
+ * crashes while compiling its kernels is not contained; only its kernels'
+ * execution is; profiling (onyx_session_start_profiling) sees only runs in
+ * this process, i.e. none of the isolated ones. With a timeout of 0 a hung
+ * kernel (or a worker that never finishes loading) waits until
+ * onyx_session_cancel_runs. A negative or NaN timeout is INVALID_ARGUMENT.
+ * Ownership: nothing is retained but the two values. Not thread-safe with
+ * other uses of the same options object. */
+ONYX_API OnyxStatus* onyx_session_options_set_isolation(OnyxSessionOptions* options, bool isolate,
+                                                        double run_timeout_seconds);
+
 /* ---- sessions -------------------------------------------------------------- */
 
 /* Loads a model file (external data resolved in its folder) and prepares it.
