@@ -12,7 +12,9 @@ and lib/, or an installed prefix) with `nm -C` and `readelf -d`, and fails when
      that links the static core and libonyx, as the CLI once did through the
      checkpoint library, defines onyx::runtime::* twice and is reported;
   2. a plugin (a file under lib/onyx/) carries core code: plugins see the host
-     only through the C ABI.
+     only through the C ABI. lib/onyx/workers/ holds onyx-worker, the
+     out-of-process mode's program (docs/architecture.md): an executable with
+     its own static core, checked by rule 1 like any program, not a plugin.
 
 Not counted: onyx::util (a stateless leaf library each binary may link
 statically by design), onyx::sdk (the header-only plugin SDK, compiled into
@@ -155,7 +157,7 @@ def main(argv):
         for where, names in twice.items():
             problems.append(f"{f}: {len(names)} Onyx scopes have code in each of " + ", ".join(where) +
                             ": " + ", ".join(names[:8]) + (", ..." if len(names) > 8 else ""))
-        if "/lib/onyx/" in f:
+        if "/lib/onyx/" in f and "/lib/onyx/workers/" not in f:
             core = sorted(s for s in scopes[f] if s.startswith(CORE_PREFIXES))
             if core:
                 problems.append(f"{f}: a plugin carrying core code ({', '.join(core[:5])}, ...)")
