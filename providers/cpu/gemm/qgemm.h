@@ -1,0 +1,53 @@
+// qgemm.h: the CPU provider's 8-bit integer matrix multiply.
+//
+//   C[m x n] (int32) = sum_k (op(A)[i, k] - a_zero[i]) * (B[k, j] - b_zero[j])
+//
+// A and B hold uint8 or int8, in any mix. Packing widens both to int16 with
+// their zero points already subtracted (every value in [-255, 255]), and the
+// microkernel multiplies pairs of adjacent K steps with one vpmaddwd into
+// int32. That is exact for every input: unlike vpmaddubsw (u8 x s8 -> int16
+// pair sums), which saturates when both products of a pair are large, and
+// unlike it, needs no zero-point correction terms afterwards. It does as many
+// multiply-adds per instruction as vpmaddubsw + vpmaddwd, twice float32 FMA.
+// Sums wrap modulo 2^32 like an int32 accumulator (never at realistic K).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "gemm.h"
+
+namespace onyx::cpu {
+
+// An 8-bit matrix as stored: op(X) = X (row stride ld) or X^T (trans: X is
+// stored k x m, row stride ld).
+struct QMatrix {
+  const void* data = nullptr;
+  bool is_signed = false;  // int8, else uint8
+  int64_t ld = 0;
+  bool trans = false;
+};
+
+// B (k x n) minus its zero points, packed once into the microkernel's layout;
+// reusable by any number of qgemm calls from any threads. zero holds 1 or n
+// values (per column). Holds its own copy; tied to the ISA picked when packed.
+struct PackedQB;
+std::shared_ptr<PackedQB> pack_qb(const QMatrix& b, int64_t k, int64_t n, const int32_t* zero,
+                                  int64_t zero_count);
+
+// Called once for each finished block of C (rows [r0, r1) x columns [c0, c1)),
+// by the worker that computed it, while it is still in cache: the place to
+// requantize or transpose. May run concurrently for disjoint blocks.
+using QTileDone = std::function<void(int64_t r0, int64_t r1, int64_t c0, int64_t c1)>;
+
+// C = op(A) x B as above. a_zero holds 1 or m values (per row). k and n must
+// be those B was packed with. tile_done may be empty.
+void qgemm(int64_t m, int64_t n, int64_t k, const QMatrix& a, const int32_t* a_zero,
+           int64_t a_zero_count, const PackedQB& b, int32_t* c, int64_t ldc,
+           const QTileDone& tile_done = {}, const ParallelFor& parallel = {});
+
+// The ISA the dispatcher picked on this CPU: "avx2" or "generic".
+const char* qgemm_isa();
+
+}  // namespace onyx::cpu

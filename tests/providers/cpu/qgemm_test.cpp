@@ -1,0 +1,140 @@
+// qgemm_test.cpp: onyx::cpu::qgemm against an int64 reference on every
+// microkernel this CPU runs, for every uint8/int8 mix, zero points per tensor,
+// per row and per column, transposed A, odd K, and blockings small enough to
+// cross every loop boundary. Integer results must be exact.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gemm/qgemm.h"
+#include "gemm/qgemm_internal.h"
+
+namespace onyx::cpu {
+namespace {
+
+using qgemm_detail::QBlocking;
+using qgemm_detail::QMicroKernel;
+
+struct Case {
+  int64_t m, n, k;
+  bool a_signed, b_signed, trans_a;
+  bool a_zero_per_row, b_zero_per_col;
+};
+
+std::vector<QMicroKernel> kernels() {
+  std::vector<QMicroKernel> all{qgemm_detail::qkernel_generic()};
+  if (qgemm_detail::qkernel_best() != qgemm_detail::qkernel_generic()) all.push_back(qgemm_detail::qkernel_best());
+  return all;
+}
+
+// Two real threads, each running whole chunks, so that tiles are computed
+// concurrently as in the provider.
+ParallelFor two_threads() {
+  ParallelFor pf;
+  pf.threads = 2;
+  pf.run = [](size_t n, const std::function<void(size_t, size_t)>& body) {
+    std::thread other([&] { body(0, n / 2); });
+    body(n / 2, n);
+    other.join();
+  };
+  return pf;
+}
+
+void run_case(const Case& c, QMicroKernel kernel, const QBlocking& blocking, const ParallelFor& pf) {
+  SCOPED_TRACE("m=" + std::to_string(c.m) + " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k) +
+               " a_signed=" + std::to_string(c.a_signed) + " b_signed=" + std::to_string(c.b_signed) +
+               " trans_a=" + std::to_string(c.trans_a));
+  std::mt19937 rng(uint32_t(c.m * 131 + c.n * 17 + c.k));
+  std::uniform_int_distribution<int> byte(0, 255);
+  const int64_t lda = (c.trans_a ? c.m : c.k) + 3, ldb = c.n + 1, ldc = c.n + 2;
+  std::vector<uint8_t> a(size_t((c.trans_a ? c.k : c.m) * lda)), b(size_t(c.k * ldb));
+  for (auto& v : a) v = uint8_t(byte(rng));
+  for (auto& v : b) v = uint8_t(byte(rng));
+  auto value = [](const std::vector<uint8_t>& x, size_t at, bool is_signed) {
+    return is_signed ? int64_t(int8_t(x[at])) : int64_t(x[at]);
+  };
+  // Extreme zero points included: (x - z) then spans the whole [-255, 255].
+  std::vector<int32_t> za(size_t(c.a_zero_per_row ? c.m : 1)), zb(size_t(c.b_zero_per_col ? c.n : 1));
+  for (size_t i = 0; i < za.size(); ++i) za[i] = c.a_signed ? (i % 2 ? 127 : -128) : (i % 2 ? 255 : 0);
+  for (size_t j = 0; j < zb.size(); ++j) zb[j] = c.b_signed ? (j % 3 ? -128 : 5) : (j % 3 ? 255 : 3);
+
+  auto packed = pack_qb({b.data(), c.b_signed, ldb, false}, c.k, c.n, zb.data(), int64_t(zb.size()));
+  std::vector<int32_t> out(size_t(c.m * ldc), 7777);  // padding columns must stay 7777
+  std::vector<std::atomic<int>> seen(size_t(c.m * c.n));
+  QTileDone done = [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+    for (int64_t i = r0; i < r1; ++i)
+      for (int64_t j = c0; j < c1; ++j) seen[size_t(i * c.n + j)]++;
+  };
+  qgemm_detail::qgemm_with(kernel, blocking, c.m, c.n, c.k, {a.data(), c.a_signed, lda, c.trans_a}, za.data(),
+                           int64_t(za.size()), *packed, out.data(), ldc, done, pf);
+  for (int64_t i = 0; i < c.m; ++i) {
+    for (int64_t j = 0; j < c.n; ++j) {
+      int64_t want = 0;
+      for (int64_t p = 0; p < c.k; ++p) {
+        size_t ai = size_t(c.trans_a ? p * lda + i : i * lda + p);
+        want += (value(a, ai, c.a_signed) - za[c.a_zero_per_row ? size_t(i) : 0]) *
+                (value(b, size_t(p * ldb + j), c.b_signed) - zb[c.b_zero_per_col ? size_t(j) : 0]);
+      }
+      ASSERT_EQ(out[size_t(i * ldc + j)], int32_t(want)) << "at " << i << "," << j;
+      ASSERT_EQ(seen[size_t(i * c.n + j)].load(), 1) << "tile reports for " << i << "," << j;
+    }
+    for (int64_t j = c.n; j < ldc; ++j) ASSERT_EQ(out[size_t(i * ldc + j)], 7777) << "padding written";
+  }
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> all;
+  for (bool as : {false, true})
+    for (bool bs : {false, true})
+      for (bool ta : {false, true}) {
+        all.push_back({1, 1, 1, as, bs, ta, false, false});
+        all.push_back({7, 17, 5, as, bs, ta, true, true});      // tails in every dimension, odd K
+        all.push_back({13, 33, 64, as, bs, ta, false, true});
+        all.push_back({50, 40, 301, as, bs, ta, true, false});  // several K blocks when shrunk
+      }
+  all.push_back({3, 5, 0, false, true, false, false, false});   // K == 0: C is all zeros
+  all.push_back({200, 70, 1152, false, true, false, false, true});
+  return all;
+}
+
+TEST(QGemm, MatchesInt64ReferenceOnEveryKernel) {
+  for (QMicroKernel kernel : kernels())
+    for (const Case& c : cases()) run_case(c, kernel, QBlocking{}, {});
+}
+
+TEST(QGemm, TinyBlockingCrossesEveryBoundary) {
+  QBlocking tiny;
+  tiny.kc = 3, tiny.mc = 12;
+  for (QMicroKernel kernel : kernels())
+    for (const Case& c : cases()) run_case(c, kernel, tiny, {});
+}
+
+TEST(QGemm, TwoThreadsComputeEachTileOnce) {
+  QBlocking tiny;
+  tiny.kc = 5, tiny.mc = 6, tiny.min_ops_per_thread = 1;
+  for (QMicroKernel kernel : kernels())
+    for (const Case& c : cases()) run_case(c, kernel, tiny, two_threads());
+}
+
+TEST(QGemm, PublicEntryUsesTheBestKernel) {
+  const std::string isa = qgemm_isa();
+  EXPECT_TRUE(isa == "avx2" || isa == "generic") << isa;
+  const uint8_t a[4] = {1, 2, 3, 4};  // [[1, 2], [3, 4]] - 1
+  const int8_t b[4] = {1, -1, 2, 5};  // [[1, -1], [2, 5]]
+  const int32_t za = 1, zb = 0;
+  auto packed = pack_qb({b, true, 2, false}, 2, 2, &zb, 1);
+  int32_t c[4] = {};
+  qgemm(2, 2, 2, {a, false, 2, false}, &za, 1, *packed, c, 2);
+  EXPECT_EQ(c[0], 2);   // 0*1 + 1*2
+  EXPECT_EQ(c[1], 5);   // 0*-1 + 1*5
+  EXPECT_EQ(c[2], 8);   // 2*1 + 3*2
+  EXPECT_EQ(c[3], 13);  // 2*-1 + 3*5
+}
+
+}  // namespace
+}  // namespace onyx::cpu
