@@ -1,29 +1,64 @@
-// quantized_conv.cpp: ConvInteger and QLinearConv (opset 10), direct loops
-// over the shared window geometry of nn_util.h.
+// quantized_conv.cpp: ConvInteger and QLinearConv (opset 10) with 1-3
+// spatial dims and groups. Depthwise 2-D convolutions (one input and one
+// output channel per group: MobileNet's 3x3 layers) run as direct loops over
+// a zero-point-shifted, padded plane; every other convolution is an integer
+// GEMM (gemm/qgemm.h) per image and group:
+//   C[pixel, filter] = im2col(x)[pixel, :] . W[filter, :]
+// with the weights packed once when they are constants, and 1x1 stride-1
+// convolutions reading x in place (no im2col).
 #include <cinttypes>
 #include <cmath>
+#include <memory>
 #include <optional>
 #include <vector>
 
+#include "gemm/qgemm.h"
 #include "kernels/kernel_util.h"
 #include "kernels/narrow_types.h"
 #include "kernels/nn_util.h"
+#include "kernels/quantize/requantize.h"
 #include "kernels/registry.h"
 
 namespace onyx::cpu {
 namespace {
 
+// The filters of one group as the GEMM's B (K x filters), minus their zero points.
+using GroupWeights = std::vector<std::shared_ptr<PackedQB>>;
+
+GroupWeights pack_weights(const sdk::Tensor& w, const std::vector<int32_t>& w_zero, int64_t groups) {
+  const int64_t m = w.dim(0), mg = m / groups, k = w.size() / std::max<int64_t>(m, 1);
+  const bool is_signed = w.dtype == ONYX_DTYPE_INT8;
+  GroupWeights packed;
+  for (int64_t g = 0; g < groups; ++g) {
+    // W_g is [mg, k] row-major: B = W_g^T, stored transposed.
+    const auto* base = static_cast<const uint8_t*>(w.raw) + g * mg * k;
+    const int32_t* zero = w_zero.size() == 1 ? w_zero.data() : w_zero.data() + g * mg;
+    packed.push_back(pack_qb({base, is_signed, k, true}, k, mg, zero, w_zero.size() == 1 ? 1 : mg));
+  }
+  return packed;
+}
+
 // ConvInteger: sum over the window of (x - x_zero) * (w - w_zero[m]) in
-// int32 (wrapping like an int32 accumulator), groups and 1-3 spatial dims.
-// QLinearConv (qlinear_): the same sum plus the int32 bias, requantized:
-// y = saturate(round_half_even(acc * x_scale * w_scale[m] / y_scale) + y_zero).
+// int32 (wrapping like an int32 accumulator). QLinearConv: the same sum plus
+// the int32 bias, requantized (quantize/requantize.h).
 class ConvIntegerKernel final : public sdk::Kernel {
  public:
   ConvIntegerKernel(const sdk::NodeInfo& node, bool qlinear)
       : label_(util::node_label(node)),
         attrs_(nn::WindowAttrs::read(node)),
         group_(node.get_int("group", 1)),
-        qlinear_(qlinear) {}
+        qlinear_(qlinear) {
+    // Constant weights and weight zero points: packed once here.
+    const size_t iw = qlinear_ ? 3 : 1, iwz = qlinear_ ? 5 : 3;
+    const sdk::ValueDesc& w = node.inputs[iw];
+    const bool has_wz = node.inputs.size() > iwz && node.inputs[iwz].present;
+    if (!w.constant || (has_wz && !node.inputs[iwz].constant)) return;
+    const sdk::Tensor wt = view(*w.constant);
+    if (wt.rank() < 3 || group_ <= 0 || wt.dim(0) % group_ != 0) return;  // compute() reports it
+    std::vector<int32_t> zero;
+    if (weight_zero(has_wz ? std::optional(view(*node.inputs[iwz].constant)) : std::nullopt, wt.dim(0), &zero).empty())
+      packed_ = pack_weights(wt, zero, group_);
+  }
 
   OnyxStatus* compute(sdk::ComputeContext& ctx) override {
     // Input positions: ConvInteger (x, w, x_zero, w_zero); QLinearConv (x,
@@ -44,64 +79,208 @@ class ConvIntegerKernel final : public sdk::Kernel {
     std::vector<int64_t> y_dims{n, m};
     for (const auto& d : dims) y_dims.push_back(d.out);
     nn::lift_to_3d(&dims);
-    double xz = 0, xs = 1, ys = 1, yz = 0;
-    if (auto t = ctx.input(ixz); t && t->size() > 0) xz = narrow::load(t->dtype, t->raw, 0);
-    std::optional<sdk::Tensor> wz = ctx.input(iwz), ws, bias;
+
+    Geometry geo;
+    geo.dims = dims;
+    geo.n = n, geo.c = c, geo.m = m, geo.g = g;
+    geo.x_zero = 0;
+    if (auto t = ctx.input(ixz); t && t->size() > 0) {
+      if (t->size() != 1) return util::fail(label_, "x_zero_point must be a scalar; got %s", util::dims_str(t->dims).c_str());
+      geo.x_zero = int32_t(narrow::load(t->dtype, t->raw, 0));
+    }
+    std::vector<int32_t> w_zero;
+    if (std::string e = weight_zero(ctx.input(iwz), m, &w_zero); !e.empty()) return util::fail(label_, "%s", e.c_str());
+
+    quant::Requantizer rq;
     int32_t y_type = ONYX_DTYPE_INT32;
     if (qlinear_) {
-      sdk::Tensor xs_t = ctx.in(1), ys_t = ctx.in(6);
-      xs = narrow::load(xs_t.dtype, xs_t.raw, 0), ys = narrow::load(ys_t.dtype, ys_t.raw, 0);
-      ws = ctx.in(4);
-      if (ws->size() != 1 && ws->size() != m) return util::fail(label_, "w_scale must hold 1 or %" PRId64 " values", m);
-      std::optional<sdk::Tensor> yz_t = ctx.input(7);
-      if (yz_t) yz = narrow::load(yz_t->dtype, yz_t->raw, 0), y_type = yz_t->dtype;
-      else y_type = ONYX_DTYPE_UINT8;
-      bias = ctx.input(8);
+      sdk::Tensor xs = ctx.in(1), ws = ctx.in(4), ys = ctx.in(6);
+      if (xs.size() != 1 || ys.size() != 1) return util::fail(label_, "x_scale and y_scale must be scalars");
+      if (ws.size() != 1 && ws.size() != m) return util::fail(label_, "w_scale must hold 1 or %" PRId64 " values", m);
+      const double x_scale = narrow::load(xs.dtype, xs.raw, 0), y_scale = narrow::load(ys.dtype, ys.raw, 0);
+      for (int64_t i = 0; i < ws.size(); ++i) rq.multiplier.push_back(x_scale * narrow::load(ws.dtype, ws.raw, i) / y_scale);
+      y_type = ONYX_DTYPE_UINT8;
+      if (std::optional<sdk::Tensor> yz = ctx.input(7)) {
+        if (yz->size() != 1) return util::fail(label_, "y_zero_point must be a scalar");
+        y_type = yz->dtype, rq.zero = narrow::load(yz->dtype, yz->raw, 0);
+      }
+      rq.is_signed = y_type == ONYX_DTYPE_INT8;
+      if (std::optional<sdk::Tensor> bias = ctx.input(8)) {
+        if (bias->size() != m) return util::fail(label_, "B must hold %" PRId64 " values; got %s", m, util::dims_str(bias->dims).c_str());
+        rq.bias.assign(bias->data<int32_t>(), bias->data<int32_t>() + m);
+      }
     }
     sdk::Tensor y;
     ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, y_type, y_dims, &y));
-    const int64_t cg = c / g, mg = m / g;
-    int64_t out_index = 0;
-    for (int64_t b = 0; b < n; ++b)
-      for (int64_t f = 0; f < m; ++f) {
-        const int64_t grp = f / mg;
-        const int32_t wzf = wz && wz->size() > 0 ? int32_t(narrow::load(wz->dtype, wz->raw, wz->size() == 1 ? 0 : f)) : 0;
-        for (int64_t z = 0; z < dims[0].out; ++z)
-          for (int64_t yy = 0; yy < dims[1].out; ++yy)
-            for (int64_t xx = 0; xx < dims[2].out; ++xx) {
-              uint32_t acc = 0;
-              for (int64_t ch = 0; ch < cg; ++ch)
-                for (int64_t kz = 0; kz < dims[0].kernel; ++kz)
-                  for (int64_t ky = 0; ky < dims[1].kernel; ++ky)
-                    for (int64_t kx = 0; kx < dims[2].kernel; ++kx) {
-                      int64_t iz = z * dims[0].stride - dims[0].pad_begin + kz * dims[0].dilation;
-                      int64_t iy = yy * dims[1].stride - dims[1].pad_begin + ky * dims[1].dilation;
-                      int64_t ix = xx * dims[2].stride - dims[2].pad_begin + kx * dims[2].dilation;
-                      if (iz < 0 || iz >= dims[0].in || iy < 0 || iy >= dims[1].in || ix < 0 || ix >= dims[2].in) continue;
-                      int64_t xi = (((b * c + grp * cg + ch) * dims[0].in + iz) * dims[1].in + iy) * dims[2].in + ix;
-                      int64_t wi = (((f * cg + ch) * dims[0].kernel + kz) * dims[1].kernel + ky) * dims[2].kernel + kx;
-                      int32_t xv = int32_t(narrow::load(x.dtype, x.raw, xi)) - int32_t(xz);
-                      int32_t wv = int32_t(narrow::load(w.dtype, w.raw, wi)) - wzf;
-                      acc += uint32_t(xv * wv);
-                    }
-              if (!qlinear_) {
-                y.data<int32_t>()[out_index++] = int32_t(acc);
-                continue;
-              }
-              double real = double(int32_t(acc)) + (bias ? narrow::load(bias->dtype, bias->raw, f) : 0.0);
-              real *= xs * narrow::load(ws->dtype, ws->raw, ws->size() == 1 ? 0 : f) / ys;
-              double lo = y_type == ONYX_DTYPE_INT8 ? -128 : 0, hi = y_type == ONYX_DTYPE_INT8 ? 127 : 255;
-              narrow::store(y_type, y.raw, out_index++, std::clamp(std::nearbyint(real) + yz, lo, hi), true);
-            }
-      }
+    if (y.size() == 0) return nullptr;
+    if (x.size() == 0 || w.size() == 0) {  // empty sums: every output is its requantized bias
+      std::vector<int32_t> zero(size_t(geo.pixels()), 0);
+      for (int64_t i = 0; i < n * m; ++i) store_row(y, rq, zero.data(), 1, i % m, i * geo.pixels(), geo.pixels());
+      return nullptr;
+    }
+    if (c == g && m == g && dims[0].kernel == 1 && dims[0].in == 1)
+      depthwise(ctx, geo, x, w, w_zero, rq, y);
+    else
+      gemm(ctx, geo, x, w, w_zero, rq, y);
     return nullptr;
   }
 
  private:
+  struct Geometry {
+    std::vector<nn::WindowDim> dims;  // depth, height, width
+    int64_t n = 0, c = 0, m = 0, g = 1;
+    int32_t x_zero = 0;
+    int64_t pixels() const { return dims[0].out * dims[1].out * dims[2].out; }
+    int64_t plane() const { return dims[0].in * dims[1].in * dims[2].in; }
+    int64_t window() const { return dims[0].kernel * dims[1].kernel * dims[2].kernel; }
+    bool pointwise() const {  // 1x1(x1), stride 1, no padding: im2col(x) is x^T
+      for (const auto& d : dims)
+        if (d.kernel != 1 || d.stride != 1 || d.pad_begin != 0 || d.out != d.in) return false;
+      return true;
+    }
+  };
+
+  static sdk::Tensor view(const sdk::ConstantTensor& t) {
+    return {t.dtype, t.dims, const_cast<unsigned char*>(t.bytes.data())};
+  }
+
+  // w_zero: absent (0), one value, or one per filter.
+  static std::string weight_zero(const std::optional<sdk::Tensor>& t, int64_t m, std::vector<int32_t>* out) {
+    if (!t || t->size() == 0) {
+      *out = {0};
+      return "";
+    }
+    if (t->size() != 1 && t->size() != m)
+      return "w_zero_point must hold 1 or " + std::to_string(m) + " values; got " + util::dims_str(t->dims);
+    out->resize(size_t(t->size()));
+    for (int64_t i = 0; i < t->size(); ++i) (*out)[size_t(i)] = int32_t(narrow::load(t->dtype, t->raw, i));
+    return "";
+  }
+
+  // y[at .. at + count) for channel ch: requantized, or the int32 sums themselves.
+  void store_row(const sdk::Tensor& y, const quant::Requantizer& rq, const int32_t* acc, int64_t stride,
+                 int64_t ch, int64_t at, int64_t count) const {
+    if (!qlinear_) {
+      int32_t* out = y.data<int32_t>() + at;
+      for (int64_t i = 0; i < count; ++i) out[i] = acc[i * stride];
+    } else if (rq.is_signed) {
+      rq.row(acc, stride, count, ch, y.data<int8_t>() + at);
+    } else {
+      rq.row(acc, stride, count, ch, y.data<uint8_t>() + at);
+    }
+  }
+
+  // x[b, channel] as rows of A = im2col: A[pixel, (ci, kz, ky, kx)], pixels
+  // outside the input read x_zero (a zero after the shift).
+  template <typename T>
+  static void im2col(const T* x, const Geometry& geo, int64_t channels, T* a) {
+    const auto& d = geo.dims;
+    const int64_t k = channels * geo.window();
+    int64_t p = 0;
+    for (int64_t oz = 0; oz < d[0].out; ++oz)
+      for (int64_t oy = 0; oy < d[1].out; ++oy)
+        for (int64_t ox = 0; ox < d[2].out; ++ox, ++p) {
+          T* row = a + p * k;
+          for (int64_t ci = 0; ci < channels; ++ci) {
+            const T* plane = x + ci * geo.plane();
+            for (int64_t kz = 0; kz < d[0].kernel; ++kz) {
+              const int64_t iz = oz * d[0].stride - d[0].pad_begin + kz * d[0].dilation;
+              for (int64_t ky = 0; ky < d[1].kernel; ++ky) {
+                const int64_t iy = oy * d[1].stride - d[1].pad_begin + ky * d[1].dilation;
+                const bool inside = iz >= 0 && iz < d[0].in && iy >= 0 && iy < d[1].in;
+                const T* line = plane + (iz * d[1].in + iy) * d[2].in;
+                for (int64_t kx = 0; kx < d[2].kernel; ++kx) {
+                  const int64_t ix = ox * d[2].stride - d[2].pad_begin + kx * d[2].dilation;
+                  *row++ = inside && ix >= 0 && ix < d[2].in ? line[ix] : T(geo.x_zero);
+                }
+              }
+            }
+          }
+        }
+  }
+
+  void gemm(sdk::ComputeContext& ctx, const Geometry& geo, const sdk::Tensor& x, const sdk::Tensor& w,
+            const std::vector<int32_t>& w_zero, const quant::Requantizer& rq, const sdk::Tensor& y) const {
+    const GroupWeights packed = packed_.empty() ? pack_weights(w, w_zero, geo.g) : packed_;
+    const int64_t cg = geo.c / geo.g, mg = geo.m / geo.g, k = cg * geo.window(), pixels = geo.pixels();
+    const bool x_signed = x.dtype == ONYX_DTYPE_INT8, pointwise = geo.pointwise();
+    std::vector<uint8_t> cols(pointwise ? 0 : size_t(pixels * k));
+    std::vector<int32_t> acc(size_t(pixels * mg));
+    const ParallelFor pf = nn::host_parallel_for(ctx);
+    for (int64_t b = 0; b < geo.n; ++b)
+      for (int64_t grp = 0; grp < geo.g; ++grp) {
+        const auto* xg = static_cast<const uint8_t*>(x.raw) + (b * geo.c + grp * cg) * geo.plane();
+        QMatrix a{xg, x_signed, geo.plane(), true};  // pointwise: A = x_g^T
+        if (!pointwise) {
+          if (x_signed)
+            im2col(reinterpret_cast<const int8_t*>(xg), geo, cg, reinterpret_cast<int8_t*>(cols.data()));
+          else
+            im2col(xg, geo, cg, cols.data());
+          a = {cols.data(), x_signed, k, false};
+        }
+        // Each finished tile goes to y transposed (y is [filter, pixel]).
+        const int64_t y_base = (b * geo.m + grp * mg) * pixels;
+        QTileDone done = [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+          for (int64_t f = c0; f < c1; ++f)
+            store_row(y, rq, acc.data() + r0 * mg + f, mg, grp * mg + f, y_base + f * pixels + r0, r1 - r0);
+        };
+        qgemm(pixels, mg, k, a, &geo.x_zero, 1, *packed[size_t(grp)], acc.data(), mg, done, pf);
+      }
+  }
+
+  // One channel per group, 2-D: per output row, the window's taps are added
+  // into a row of int32 sums from a padded, zero-point-shifted copy of the
+  // input plane, so that the inner loop has no bounds checks and vectorizes.
+  void depthwise(sdk::ComputeContext& ctx, const Geometry& geo, const sdk::Tensor& x, const sdk::Tensor& w,
+                 const std::vector<int32_t>& w_zero, const quant::Requantizer& rq, const sdk::Tensor& y) const {
+    const auto& h = geo.dims[1];
+    const auto& wd = geo.dims[2];
+    const int64_t hp = std::max(h.in + h.pad_begin, (h.out - 1) * h.stride + h.extent()),
+                  wp = std::max(wd.in + wd.pad_begin, (wd.out - 1) * wd.stride + wd.extent());
+    const int64_t taps = h.kernel * wd.kernel, pixels = geo.pixels();
+    ctx.parallel_for(size_t(geo.n * geo.c), nn::grain_for(double(pixels * taps), 1 << 16), [&](size_t lo, size_t hi) {
+      std::vector<int16_t> padded(static_cast<size_t>(hp * wp));
+      std::vector<int32_t> sums(static_cast<size_t>(pixels));
+      std::vector<int16_t> taps_w(static_cast<size_t>(taps));
+      for (size_t job = lo; job < hi; ++job) {
+        const int64_t ch = int64_t(job) % geo.c;
+        std::fill(padded.begin(), padded.end(), int16_t(0));
+        for (int64_t iy = 0; iy < h.in; ++iy)
+          for (int64_t ix = 0; ix < wd.in; ++ix) {
+            const int64_t at = int64_t(job) * geo.plane() + iy * wd.in + ix;
+            const int32_t v = x.dtype == ONYX_DTYPE_INT8 ? x.data<int8_t>()[at] : x.data<uint8_t>()[at];
+            padded[size_t((iy + h.pad_begin) * wp + ix + wd.pad_begin)] = int16_t(v - geo.x_zero);
+          }
+        const int32_t wz = w_zero[w_zero.size() == 1 ? 0 : size_t(ch)];
+        for (int64_t t = 0; t < taps; ++t) {
+          const int64_t at = ch * taps + t;
+          taps_w[size_t(t)] = int16_t((w.dtype == ONYX_DTYPE_INT8 ? w.data<int8_t>()[at] : w.data<uint8_t>()[at]) - wz);
+        }
+        for (int64_t oy = 0; oy < h.out; ++oy) {
+          int32_t* row = sums.data() + oy * wd.out;
+          std::fill(row, row + wd.out, 0);
+          for (int64_t ky = 0; ky < h.kernel; ++ky) {
+            const int16_t* line = padded.data() + (oy * h.stride + ky * h.dilation) * wp;
+            for (int64_t kx = 0; kx < wd.kernel; ++kx) {
+              const int32_t tap = taps_w[size_t(ky * wd.kernel + kx)];
+              const int16_t* src = line + kx * wd.dilation;
+              if (wd.stride == 1)
+                for (int64_t ox = 0; ox < wd.out; ++ox) row[ox] += int32_t(src[ox]) * tap;
+              else
+                for (int64_t ox = 0; ox < wd.out; ++ox) row[ox] += int32_t(src[ox * wd.stride]) * tap;
+            }
+          }
+        }
+        store_row(y, rq, sums.data(), 1, ch, int64_t(job) * pixels, pixels);
+      }
+    });
+  }
+
   std::string label_;
   nn::WindowAttrs attrs_;
   int64_t group_;
   bool qlinear_;
+  GroupWeights packed_;  // constant weights, packed at creation
 };
 
 }  // namespace

@@ -1,12 +1,17 @@
-// quantized_matmul.cpp: MatMulInteger and QLinearMatMul: uint8/int8
-// products accumulated in int32, QLinearMatMul's requantized to its output
-// zero point and scale.
+// quantized_matmul.cpp: MatMulInteger and QLinearMatMul on the integer GEMM
+// (gemm/qgemm.h): uint8/int8 products accumulated exactly in int32,
+// QLinearMatMul's requantized to its output zero point and scale. A constant
+// B (the weights of a quantized linear layer) is packed once.
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <optional>
 
+#include "gemm/qgemm.h"
 #include "kernels/linalg/matmul_shape.h"
+#include "kernels/narrow_types.h"
 #include "kernels/nn_util.h"
+#include "kernels/quantize/requantize.h"
 #include "kernels/registry.h"
 
 namespace onyx::cpu {
@@ -15,146 +20,131 @@ namespace {
 using linalg::matmul_shape;
 using linalg::MatMulShape;
 
-// ---------------------------------------------------------------------------
-// MatMulInteger and QLinearMatMul: (a - a_zero) x (b - b_zero) in int32.
-// Zero points and scales are per tensor (one element), per row of A ([M])
-// or per column of B ([N]).
-// ---------------------------------------------------------------------------
-
-// A per-tensor / per-row / per-column parameter: `count` entries, or one.
+// A zero point or scale: one value, or `count` (per row of A, per column of B).
 struct Vec {
   std::vector<double> values;
   double at(int64_t i) const { return values.size() == 1 ? values[0] : values[size_t(i)]; }
+  bool scalar() const { return values.size() == 1; }
+  std::vector<int32_t> ints() const { return {values.begin(), values.end()}; }
 };
 
-double int_element(const sdk::Tensor& t, int64_t i) {
-  switch (t.dtype) {
-    case ONYX_DTYPE_UINT8:
-      return t.data<uint8_t>()[i];
-    case ONYX_DTYPE_INT8:
-      return t.data<int8_t>()[i];
-    case ONYX_DTYPE_INT32:
-      return t.data<int32_t>()[i];
-    case ONYX_DTYPE_FLOAT16:
-    case ONYX_DTYPE_BFLOAT16:
-      return util::half_value(t.dtype, t.data<uint16_t>()[i]);
-    default:
-      return t.data<float>()[i];  // scales: float32 or 16-bit floats (checked in supports)
-  }
-}
-
-// Reads optional input `k` (absent: `fallback`); `count` is M or N.
-OnyxStatus* read_vec(const std::string& label, sdk::ComputeContext& ctx, size_t k, int64_t count,
-                     const char* what, double fallback, Vec* out) {
-  std::optional<sdk::Tensor> t = ctx.input(k);
+// Reads tensor t (absent: `fallback`) holding 1 or `count` values.
+std::string read_vec(const std::optional<sdk::Tensor>& t, int64_t count, const char* what, double fallback,
+                     Vec* out) {
   if (!t) {
     out->values = {fallback};
-    return nullptr;
+    return "";
   }
   if (t->size() != 1 && t->size() != count)
-    return nn::fail(label, "input %zu (%s) has shape %s; expected 1 or %lld elements", k, what,
-                    nn::dims_str(t->dims).c_str(), (long long)count);
+    return std::string(what) + " has shape " + nn::dims_str(t->dims) + "; expected 1 or " + std::to_string(count) +
+           " elements";
   out->values.resize(size_t(t->size()));
-  for (int64_t i = 0; i < t->size(); ++i) out->values[size_t(i)] = int_element(*t, i);
-  return nullptr;
+  for (int64_t i = 0; i < t->size(); ++i) out->values[size_t(i)] = narrow::load(t->dtype, t->raw, i);
+  return "";
 }
 
-template <typename TA, typename TB>
-void int_gemm(const TA* a, const TB* b, int32_t* acc, const MatMulShape& s, const Vec& za,
-              const Vec& zb, int64_t t) {
-  a += s.a_index[size_t(t)] * s.m * s.k;
-  b += s.b_index[size_t(t)] * s.k * s.n;
-  std::vector<int32_t> bz(static_cast<size_t>(s.n));
-  for (int64_t j = 0; j < s.n; ++j) bz[size_t(j)] = int32_t(zb.at(j));
-  // Each product fits in int32 (|(a - za)(b - zb)| <= 255^2); the sum wraps
-  // modulo 2^32 like an int32 accumulator, without signed overflow.
-  std::vector<uint32_t> row(static_cast<size_t>(s.n));
-  for (int64_t i = 0; i < s.m; ++i) {
-    std::fill(row.begin(), row.end(), 0u);
-    int32_t az = int32_t(za.at(i));
-    for (int64_t p = 0; p < s.k; ++p) {
-      int32_t av = int32_t(a[i * s.k + p]) - az;
-      const TB* bp = b + p * s.n;
-      for (int64_t j = 0; j < s.n; ++j)
-        row[size_t(j)] += uint32_t(av * (int32_t(bp[j]) - bz[size_t(j)]));
-    }
-    for (int64_t j = 0; j < s.n; ++j) acc[i * s.n + j] = int32_t(row[size_t(j)]);
-  }
-}
+sdk::Tensor view(const sdk::ConstantTensor& t) { return {t.dtype, t.dims, const_cast<unsigned char*>(t.bytes.data())}; }
 
 class QuantMatMulKernel final : public sdk::Kernel {
  public:
+  // Input positions: MatMulInteger (A, B, a_zero, b_zero); QLinearMatMul (a,
+  // a_scale, a_zero, b, b_scale, b_zero, y_scale, y_zero).
   QuantMatMulKernel(const sdk::NodeInfo& node, bool qlinear)
-      : label_(nn::node_label(node)), qlinear_(qlinear) {}
+      : label_(nn::node_label(node)), qlinear_(qlinear), ib_(qlinear ? 3 : 1), izb_(qlinear ? 5 : 3) {
+    const sdk::ValueDesc& b = node.inputs[ib_];
+    const bool has_zb = node.inputs.size() > izb_ && node.inputs[izb_].present;
+    if (!b.constant || b.constant->dims.size() != 2 || (has_zb && !node.inputs[izb_].constant)) return;
+    const sdk::Tensor bt = view(*b.constant);
+    Vec zb;
+    if (read_vec(has_zb ? std::optional(view(*node.inputs[izb_].constant)) : std::nullopt, bt.dim(1),
+                 "b_zero_point", 0, &zb).empty())
+      packed_b_ = pack(bt, 0, zb);
+  }
 
   OnyxStatus* compute(sdk::ComputeContext& ctx) override {
-    // MatMulInteger: A, B, a_zero, b_zero. QLinearMatMul: a, a_scale,
-    // a_zero, b, b_scale, b_zero, y_scale, y_zero.
-    const size_t ib = qlinear_ ? 3 : 1, izb = qlinear_ ? 5 : 3, iza = 2;
-    sdk::Tensor a = ctx.in(0), b = ctx.in(ib), y;
+    sdk::Tensor a = ctx.in(0), b = ctx.in(ib_), y;
     MatMulShape s;
-    if (std::string e = matmul_shape(a.dims, b.dims, &s); !e.empty())
-      return nn::fail(label_, "%s", e.c_str());
+    if (std::string e = matmul_shape(a.dims, b.dims, &s); !e.empty()) return nn::fail(label_, "%s", e.c_str());
     Vec za, zb, sa, sb, sy, zy;
-    ONYX_SDK_RETURN_IF_ERROR(read_vec(label_, ctx, iza, s.m, "a_zero_point", 0, &za));
-    ONYX_SDK_RETURN_IF_ERROR(read_vec(label_, ctx, izb, s.n, "b_zero_point", 0, &zb));
+    std::string e = read_vec(ctx.input(2), s.m, "a_zero_point", 0, &za);
+    if (e.empty()) e = read_vec(ctx.input(izb_), s.n, "b_zero_point", 0, &zb);
     int32_t y_type = ONYX_DTYPE_INT32;
     if (qlinear_) {
-      ONYX_SDK_RETURN_IF_ERROR(read_vec(label_, ctx, 1, s.m, "a_scale", 1, &sa));
-      ONYX_SDK_RETURN_IF_ERROR(read_vec(label_, ctx, 4, s.n, "b_scale", 1, &sb));
-      ONYX_SDK_RETURN_IF_ERROR(read_vec(label_, ctx, 6, s.m, "y_scale", 1, &sy));
-      ONYX_SDK_RETURN_IF_ERROR(read_vec(label_, ctx, 7, s.m, "y_zero_point", 0, &zy));
+      if (e.empty()) e = read_vec(ctx.input(1), s.m, "a_scale", 1, &sa);
+      if (e.empty()) e = read_vec(ctx.input(4), s.n, "b_scale", 1, &sb);
+      if (e.empty()) e = read_vec(ctx.input(6), s.m, "y_scale", 1, &sy);
+      if (e.empty()) e = read_vec(ctx.input(7), s.m, "y_zero_point", 0, &zy);
       std::optional<sdk::Tensor> yz = ctx.input(7);
       y_type = yz ? yz->dtype : ONYX_DTYPE_UINT8;
     }
+    if (!e.empty()) return nn::fail(label_, "%s", e.c_str());
     ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, y_type, s.y_dims, &y));
     if (y.size() == 0) return nullptr;
-    ctx.parallel_for(size_t(s.batch()), nn::grain_for(double(s.m * s.n * s.k), 1 << 18),
-                     [&](size_t lo, size_t hi) {
-                       std::vector<int32_t> acc(qlinear_ ? size_t(s.m * s.n) : 0);
-                       for (size_t t = lo; t < hi; ++t) {
-                         int32_t* out =
-                             qlinear_ ? acc.data() : y.data<int32_t>() + int64_t(t) * s.m * s.n;
-                         run_int(a, b, out, s, za, zb, int64_t(t));
-                         if (qlinear_) requantize(acc.data(), y, s, sa, sb, sy, zy, int64_t(t));
-                       }
-                     });
+
+    // Per-tensor scales (the usual case): one multiplier per column of B.
+    quant::Requantizer rq;
+    const bool per_row = !(sa.scalar() && sy.scalar() && zy.scalar());
+    if (qlinear_ && !per_row) {
+      for (int64_t j = 0; j < int64_t(sb.values.size()); ++j) rq.multiplier.push_back(sa.at(0) * sb.at(j) / sy.at(0));
+      rq.zero = zy.at(0), rq.is_signed = y_type == ONYX_DTYPE_INT8;
+    }
+    const ParallelFor pf = nn::host_parallel_for(ctx);
+    const int64_t mn = s.m * s.n;
+    // One B and A's matrices in order: all of A is one [batch * M, K] GEMM.
+    const int64_t gemms = s.fold_a ? 1 : s.batch(), rows = s.fold_a ? s.batch() * s.m : s.m;
+    std::vector<int32_t> a_zero = za.ints();
+    if (s.fold_a && !za.scalar())
+      for (int64_t t = 1; t < s.batch(); ++t) a_zero.insert(a_zero.end(), a_zero.begin(), a_zero.begin() + s.m);
+    std::vector<int32_t> acc(qlinear_ ? size_t(rows * s.n) : 0);
+    for (int64_t t = 0; t < gemms; ++t) {
+      std::shared_ptr<PackedQB> packed = packed_b_ ? packed_b_ : pack(b, s.b_index[size_t(t)] * s.k * s.n, zb, s);
+      int32_t* c = qlinear_ ? acc.data() : y.data<int32_t>() + t * mn;
+      QTileDone done;
+      if (qlinear_)
+        done = [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+          const int64_t y0 = t * mn;
+          if (!per_row) {
+            for (int64_t j = c0; j < c1; ++j) {
+              if (rq.is_signed)
+                rq.row(c + r0 * s.n + j, s.n, r1 - r0, j, y.data<int8_t>() + y0 + r0 * s.n + j, s.n);
+              else
+                rq.row(c + r0 * s.n + j, s.n, r1 - r0, j, y.data<uint8_t>() + y0 + r0 * s.n + j, s.n);
+            }
+            return;
+          }
+          const double lo = y_type == ONYX_DTYPE_INT8 ? -128 : 0, hi = y_type == ONYX_DTYPE_INT8 ? 127 : 255;
+          for (int64_t i = r0; i < r1; ++i)
+            for (int64_t j = c0; j < c1; ++j) {
+              const int64_t row = i % s.m;  // per-row parameters repeat per matrix of A
+              const double real = double(c[i * s.n + j]) * (sa.at(row) * sb.at(j) / sy.at(row));
+              const double q = std::clamp(quant::Requantizer::round_even(real) + zy.at(row), lo, hi);
+              narrow::store(y_type, y.raw, y0 + i * s.n + j, q, true);
+            }
+        };
+      const QMatrix am{static_cast<const uint8_t*>(a.raw) + (s.fold_a ? 0 : s.a_index[size_t(t)] * s.m * s.k),
+                       a.dtype == ONYX_DTYPE_INT8, s.k, false};
+      qgemm(rows, s.n, s.k, am, a_zero.data(), int64_t(a_zero.size()), *packed, c, s.n, done, pf);
+    }
     return nullptr;
   }
 
  private:
-  static void run_int(const sdk::Tensor& a, const sdk::Tensor& b, int32_t* acc,
-                      const MatMulShape& s, const Vec& za, const Vec& zb, int64_t t) {
-    bool a8 = a.dtype == ONYX_DTYPE_INT8, b8 = b.dtype == ONYX_DTYPE_INT8;
-    if (a8 && b8)
-      int_gemm(a.data<int8_t>(), b.data<int8_t>(), acc, s, za, zb, t);
-    else if (a8)
-      int_gemm(a.data<int8_t>(), b.data<uint8_t>(), acc, s, za, zb, t);
-    else if (b8)
-      int_gemm(a.data<uint8_t>(), b.data<int8_t>(), acc, s, za, zb, t);
-    else
-      int_gemm(a.data<uint8_t>(), b.data<uint8_t>(), acc, s, za, zb, t);
+  // B's matrix at element `offset`, k x n, minus its zero points.
+  static std::shared_ptr<PackedQB> pack(const sdk::Tensor& b, int64_t offset, const Vec& zb, const MatMulShape& s) {
+    std::vector<int32_t> zero = zb.ints();
+    return pack_qb({static_cast<const uint8_t*>(b.raw) + offset, b.dtype == ONYX_DTYPE_INT8, s.n, false}, s.k, s.n,
+                   zero.data(), int64_t(zero.size()));
   }
-
-  // y = saturate(round_half_even(acc * a_scale * b_scale / y_scale) + y_zero).
-  static void requantize(const int32_t* acc, const sdk::Tensor& y, const MatMulShape& s,
-                         const Vec& sa, const Vec& sb, const Vec& sy, const Vec& zy, int64_t t) {
-    bool i8 = y.dtype == ONYX_DTYPE_INT8;
-    double lo = i8 ? -128 : 0, hi = i8 ? 127 : 255;
-    for (int64_t i = 0; i < s.m; ++i)
-      for (int64_t j = 0; j < s.n; ++j) {
-        double real = double(acc[i * s.n + j]) * sa.at(i) * sb.at(j) / sy.at(i);
-        double q = std::clamp(std::nearbyint(real) + zy.at(i), lo, hi);
-        int64_t at = (t * s.m + i) * s.n + j;
-        if (i8)
-          y.data<int8_t>()[at] = int8_t(q);
-        else
-          y.data<uint8_t>()[at] = uint8_t(q);
-      }
+  static std::shared_ptr<PackedQB> pack(const sdk::Tensor& b, int64_t offset, const Vec& zb) {
+    MatMulShape s;
+    s.k = b.dim(0), s.n = b.dim(1);
+    return pack(b, offset, zb, s);
   }
 
   std::string label_;
   bool qlinear_;
+  size_t ib_, izb_;
+  std::shared_ptr<PackedQB> packed_b_;  // a constant 2-D B, packed at creation
 };
 
 }  // namespace
