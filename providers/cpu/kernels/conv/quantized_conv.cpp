@@ -14,6 +14,7 @@
 
 #include "gemm/qgemm.h"
 #include "kernels/kernel_util.h"
+#include "kernels/linalg/quantized_params.h"
 #include "kernels/narrow_types.h"
 #include "kernels/nn_util.h"
 #include "kernels/quantize/requantize.h"
@@ -50,14 +51,12 @@ class ConvIntegerKernel final : public sdk::Kernel {
         qlinear_(qlinear) {
     // Constant weights and weight zero points: packed once here.
     const size_t iw = qlinear_ ? 3 : 1, iwz = qlinear_ ? 5 : 3;
-    const sdk::ValueDesc& w = node.inputs[iw];
-    const bool has_wz = node.inputs.size() > iwz && node.inputs[iwz].present;
-    if (!w.constant || (has_wz && !node.inputs[iwz].constant)) return;
-    const sdk::Tensor wt = view(*w.constant);
-    if (wt.rank() < 3 || group_ <= 0 || wt.dim(0) % group_ != 0) return;  // compute() reports it
+    std::optional<sdk::Tensor> wt = linalg::constant_input(node, iw);
+    if (!wt || !linalg::absent_or_constant(node, iwz)) return;
+    if (wt->rank() < 3 || group_ <= 0 || wt->dim(0) % group_ != 0) return;  // compute() reports it
     std::vector<int32_t> zero;
-    if (weight_zero(has_wz ? std::optional(view(*node.inputs[iwz].constant)) : std::nullopt, wt.dim(0), &zero).empty())
-      packed_ = pack_weights(wt, zero, group_);
+    if (weight_zero(linalg::constant_input(node, iwz), wt->dim(0), &zero).empty())
+      packed_ = pack_weights(*wt, zero, group_);
   }
 
   OnyxStatus* compute(sdk::ComputeContext& ctx) override {
@@ -139,10 +138,6 @@ class ConvIntegerKernel final : public sdk::Kernel {
       return true;
     }
   };
-
-  static sdk::Tensor view(const sdk::ConstantTensor& t) {
-    return {t.dtype, t.dims, const_cast<unsigned char*>(t.bytes.data())};
-  }
 
   // w_zero: absent (0), one value, or one per filter.
   static std::string weight_zero(const std::optional<sdk::Tensor>& t, int64_t m, std::vector<int32_t>* out) {
@@ -292,13 +287,19 @@ void register_quantized_conv_kernels(sdk::KernelRegistry& registry) {
                    .since(10)
                    .input_types({0, 1, 2, 3}, k8Bit)
                    .create([](const sdk::NodeInfo& n) { return std::make_unique<ConvIntegerKernel>(n, false); }));
-  registry.add(sdk::KernelDefBuilder("QLinearConv")
-                   .since(10)
-                   .inputs(8, 9)
-                   .input_types({0, 2, 3, 5, 7}, k8Bit)
-                   .input_types({1, 4, 6}, sdk::dtypes::kFloat32 | sdk::dtypes::kHalf)
-                   .input_type(8, sdk::DTypeSet{ONYX_DTYPE_INT32})
-                   .create([](const sdk::NodeInfo& n) { return std::make_unique<ConvIntegerKernel>(n, true); }));
+  // ONNX's QLinearConv, and ONNX Runtime's com.microsoft copy of it in NCHW
+  // (channels_last = 0; the NHWC form is declined with the reason).
+  for (const char* domain : {"", "com.microsoft"})
+    registry.add(sdk::KernelDefBuilder("QLinearConv", domain)
+                     .since(*domain ? 1 : 10)
+                     .inputs(8, 9)
+                     .input_types({0, 2, 3, 5, 7}, k8Bit)
+                     .input_types({1, 4, 6}, sdk::dtypes::kFloat32 | sdk::dtypes::kHalf)
+                     .input_type(8, sdk::DTypeSet{ONYX_DTYPE_INT32})
+                     .check([](const sdk::NodeInfo& n) -> std::string {
+                       return n.get_int("channels_last", 0) ? "channels_last (NHWC) QLinearConv is not supported" : "";
+                     })
+                     .create([](const sdk::NodeInfo& n) { return std::make_unique<ConvIntegerKernel>(n, true); }));
 }
 
 }  // namespace onyx::cpu
