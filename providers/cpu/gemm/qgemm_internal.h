@@ -8,18 +8,12 @@
 
 namespace onyx::cpu {
 
-struct PackedQB {
-  int64_t k = 0, n = 0;
-  int64_t kp = 0;       // K pairs: ceil(k / 2)
-  int64_t panels = 0;   // ceil(n / kNR); panel j: kp steps of kNR int16 pairs
-  std::unique_ptr<int16_t[]> data;
-};
+static_assert(qgemm_detail::kNR == 16, "PackedQB's layout (qgemm.h) is written for 16-column panels");
 
 namespace qgemm_detail {
 
-QMicroKernel qkernel_generic();
-// The kernel qgemm uses on this CPU.
-QMicroKernel qkernel_best();
+// The set the kernels use on this CPU (AVX2 where present).
+const QKernelSet& qkernels_best();
 
 // Cache blocking, in K pairs and rows; tests shrink them to cross every boundary.
 struct QBlocking {
@@ -28,7 +22,7 @@ struct QBlocking {
   double min_ops_per_thread = 2.0e6;
 };
 
-void qgemm_with(QMicroKernel kernel, const QBlocking& blocking, int64_t m, int64_t n, int64_t k,
+void qgemm_with(const QKernelSet& kernels, const QBlocking& blocking, int64_t m, int64_t n, int64_t k,
                 const QMatrix& a, const int32_t* a_zero, int64_t a_zero_count, const PackedQB& b,
                 int32_t* c, int64_t ldc, const QTileDone& tile_done, const ParallelFor& parallel);
 
