@@ -141,24 +141,56 @@ class DynamicQuantizeKernel final : public sdk::Kernel {
  public:
   OnyxStatus* compute(sdk::ComputeContext& ctx) override {
     sdk::Tensor x = ctx.in(0), y, scale, zp;
-    double lo = 0, hi = 0;
-    for (int64_t i = 0; i < x.size(); ++i) {
-      double v = narrow::load(x.dtype, x.raw, i);
-      lo = std::min(lo, v), hi = std::max(hi, v);
-    }
+    float lo = 0, hi = 0;
+    if (x.dtype == ONYX_DTYPE_FLOAT32)
+      range(x.data<float>(), x.size(), &lo, &hi);
+    else
+      for (int64_t i = 0; i < x.size(); ++i) {
+        const auto v = float(narrow::load(x.dtype, x.raw, i));
+        lo = v < lo ? v : lo, hi = v > hi ? v : hi;
+      }
     // The scale is a float32 value; the zero point is computed from it.
-    float s = float((hi - lo) / 255.0);
-    double z = s == 0 ? 0.0 : std::clamp(std::nearbyint(-lo / double(s)), 0.0, 255.0);
+    float s = float((double(hi) - double(lo)) / 255.0);
+    double z = s == 0 ? 0.0 : std::clamp(std::nearbyint(-double(lo) / double(s)), 0.0, 255.0);
     ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, ONYX_DTYPE_UINT8, x.dims, &y));
     ONYX_SDK_RETURN_IF_ERROR(ctx.output(1, ONYX_DTYPE_FLOAT32, {}, &scale));
     ONYX_SDK_RETURN_IF_ERROR(ctx.output(2, ONYX_DTYPE_UINT8, {}, &zp));
-    for (int64_t i = 0; i < x.size(); ++i) {
-      double v = s == 0 ? z : std::nearbyint(double(float(narrow::load(x.dtype, x.raw, i)) / s)) + z;
-      y.data<uint8_t>()[i] = uint8_t(std::clamp(v, 0.0, 255.0));
-    }
+    uint8_t* out = y.data<uint8_t>();
+    if (s == 0)
+      std::fill(out, out + x.size(), uint8_t(z));
+    else if (x.dtype == ONYX_DTYPE_FLOAT32)
+      quantize(x.data<float>(), x.size(), s, float(z), out);
+    else
+      for (int64_t i = 0; i < x.size(); ++i) {
+        const float v = float(narrow::load(x.dtype, x.raw, i));
+        quantize(&v, 1, s, float(z), out + i);
+      }
     scale.data<float>()[0] = s;
     zp.data<uint8_t>()[0] = uint8_t(z);
     return nullptr;
+  }
+
+ private:
+  // The range of x widened to include 0, in a form the compiler vectorizes
+  // (NaN elements are skipped, as before).
+  static void range(const float* x, int64_t n, float* lo, float* hi) {
+    float l = 0, h = 0;
+    for (int64_t i = 0; i < n; ++i) l = x[i] < l ? x[i] : l, h = x[i] > h ? x[i] : h;
+    *lo = l, *hi = h;
+  }
+
+  // y = saturate(round_half_even(x / s) + z): x / s in float32 as the spec
+  // computes it, rounded by adding and subtracting 1.5 * 2^23 (exact ties to
+  // even for |v| < 2^22, which the clamp guarantees) so that the loop
+  // vectorizes instead of calling nearbyintf per element. NaN becomes 0.
+  static void quantize(const float* x, int64_t n, float s, float z, uint8_t* y) {
+    constexpr float kMagic = 12582912.0f;
+    for (int64_t i = 0; i < n; ++i) {
+      float v = x[i] / s;
+      v = v > -1.0e6f ? (v < 1.0e6f ? v : 1.0e6f) : -1.0e6f;
+      v = (v + kMagic) - kMagic + z;
+      y[i] = uint8_t(v < 0.0f ? 0.0f : v > 255.0f ? 255.0f : v);
+    }
   }
 };
 
