@@ -211,6 +211,15 @@ const RuleTable& rules() {
   return table;
 }
 
+const RuleTable& microsoft_rules() {
+  static const RuleTable table = [] {
+    RuleTable t;
+    add_microsoft_rules(t);
+    return t;
+  }();
+  return table;
+}
+
 }  // namespace shape
 
 namespace {
@@ -381,6 +390,9 @@ Status infer_node(Graph& g, int n) {
     ONYX_RETURN_IF_ERROR(infer_control_flow(ctx, g));
   } else if (auto it = shape::rules().find(node.op_type); onnx_domain && it != shape::rules().end()) {
     ONYX_RETURN_IF_ERROR(it->second(ctx));
+  } else if (auto ms = shape::microsoft_rules().find(node.op_type);
+             node.domain == "com.microsoft" && ms != shape::microsoft_rules().end()) {
+    ONYX_RETURN_IF_ERROR(ms->second(ctx));
   } else {
     onnx_schema_fallback(g, node, ctx.outputs());
     from_onnx = true;

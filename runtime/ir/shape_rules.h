@@ -88,8 +88,15 @@ void add_elementwise_rules(RuleTable& table);
 void add_nn_rules(RuleTable& table);
 void add_tensor_rules(RuleTable& table);
 void add_reduce_rules(RuleTable& table);
+// com.microsoft rules by op_type (ONNX Runtime's contrib ops that Onyx runs).
+void add_microsoft_rules(RuleTable& table);
 // ai.onnx rules by op_type.
 const RuleTable& rules();
+const RuleTable& microsoft_rules();
+
+// AveragePool's output shape, for N x C x D1 x ... or, with channels_last,
+// N x D1 x ... x C (shape_rules_nn.cpp).
+Status pool_shape(InferContext& ctx, bool channels_last);
 
 // Multidirectional (numpy) broadcasting of several shapes. An input of
 // unknown rank makes the result's rank unknown.

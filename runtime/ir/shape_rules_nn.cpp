@@ -231,7 +231,9 @@ Status conv_transpose(InferContext& ctx) {
   return Status();
 }
 
-Status pool(InferContext& ctx) {
+// Pools over N x C x D1 x ..., or N x D1 x ... x C with channels_last
+// (com.microsoft QLinearAveragePool).
+Status pool_with_layout(InferContext& ctx, bool channels_last) {
   const int32_t dtype = ctx.dtype(0);
   const int32_t rank = ctx.rank(0);
   if (rank < 0) {
@@ -239,21 +241,27 @@ Status pool(InferContext& ctx) {
     ctx.set_output_dtype(1, ONYX_DTYPE_INT64);
     return Status();
   }
-  if (rank < 3) return ctx.error("input must have rank >= 3 (N, C, spatial...), got rank " + std::to_string(rank));
+  if (rank < 3)
+    return ctx.error("input must have rank >= 3 (" + std::string(channels_last ? "N, spatial..., C" : "N, C, spatial...") +
+                     "), got rank " + std::to_string(rank));
   if (!ctx.attr_ints("kernel_shape")) return ctx.error("kernel_shape is required");
-  const size_t spatial = size_t(rank - 2);
+  const size_t spatial = size_t(rank - 2), first = channels_last ? 1 : 2;
   ONYX_ASSIGN_OR_RETURN(Window win, read_window(ctx, spatial, {}));
   const bool ceil_mode = ctx.attr_int("ceil_mode", 0) != 0;
   const Shape& x = ctx.dims(0);
-  Shape out = {x[0], x[1]};
+  Shape out = {x[0]};
+  if (!channels_last) out.push_back(x[1]);
   for (size_t i = 0; i < spatial; ++i) {
-    ONYX_ASSIGN_OR_RETURN(int64_t d, window_output(ctx, win, i, x[i + 2], ceil_mode));
+    ONYX_ASSIGN_OR_RETURN(int64_t d, window_output(ctx, win, i, x[i + first], ceil_mode));
     out.push_back(d);
   }
+  if (channels_last) out.push_back(x[size_t(rank - 1)]);
   ctx.set_output(0, dtype, out);
   ctx.set_output(1, ONYX_DTYPE_INT64, out);  // MaxPool's Indices
   return Status();
 }
+
+Status pool(InferContext& ctx) { return pool_with_layout(ctx, false); }
 
 // Global pools: [N, C, 1, 1, ...].
 Status global_pool(InferContext& ctx) {
@@ -401,6 +409,8 @@ Status like_input(InferContext& ctx) {
 }
 
 }  // namespace
+
+Status pool_shape(InferContext& ctx, bool channels_last) { return pool_with_layout(ctx, channels_last); }
 
 void add_nn_rules(RuleTable& table) {
   table["QLinearMatMul"] = qlinear_matmul;

@@ -92,6 +92,11 @@ void register_all_kernels(sdk::KernelRegistry& registry) {
 
   // quantize/
   register_quantize_kernels(registry);  // QuantizeLinear DequantizeLinear DynamicQuantizeLinear
+  // com.microsoft (ONNX Runtime's contrib ops, written by its quantizer):
+  register_qlinear_binary_kernels(registry);  // QLinearAdd QLinearMul
+  register_qlinear_unary_kernels(registry);   // QLinearSigmoid QLinearLeakyRelu
+  register_qlinear_pool_kernels(registry);    // QLinearAveragePool QLinearGlobalAveragePool
+  register_qlinear_concat_kernels(registry);  // QLinearConcat
 
   // signal/
   register_spectral_kernels(registry);  // DFT STFT HannWindow HammingWindow BlackmanWindow MelWeightMatrix

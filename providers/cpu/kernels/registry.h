@@ -81,6 +81,10 @@ void register_center_crop_pad_kernels(sdk::KernelRegistry& registry);
 void register_col2im_kernels(sdk::KernelRegistry& registry);
 // quantize/
 void register_quantize_kernels(sdk::KernelRegistry& registry);
+void register_qlinear_binary_kernels(sdk::KernelRegistry& registry);
+void register_qlinear_unary_kernels(sdk::KernelRegistry& registry);
+void register_qlinear_pool_kernels(sdk::KernelRegistry& registry);
+void register_qlinear_concat_kernels(sdk::KernelRegistry& registry);
 // signal/
 void register_spectral_kernels(sdk::KernelRegistry& registry);
 // loss/

@@ -16,6 +16,7 @@
 
 #include "kernels/kernel_util.h"
 #include "kernels/narrow_types.h"
+#include "kernels/quantize/qlinear_common.h"
 #include "kernels/registry.h"
 
 namespace onyx::cpu {
@@ -52,7 +53,8 @@ class ParamIndex {
     for (int64_t d : scale) count *= d;
     if (count == 1 && block == 0) return {};  // per tensor
     int64_t rank = int64_t(x.size());
-    if (!util::normalize_axis(axis_attr, rank, &axis_)) return "axis is out of range";
+    if (!util::normalize_axis(axis_attr, rank, &axis_))
+      return "axis " + std::to_string(axis_attr) + " is out of range for an input of rank " + std::to_string(rank);
     per_tensor_ = false;
     outer_ = inner_ = 1;
     for (int64_t d = 0; d < rank; ++d) (d < axis_ ? outer_ : d > axis_ ? inner_ : n_) *= x[size_t(d)];
@@ -94,12 +96,10 @@ class QuantizeKernel final : public sdk::Kernel {
   OnyxStatus* compute(sdk::ComputeContext& ctx) override {
     sdk::Tensor x = ctx.in(0), scale = ctx.in(1);
     std::optional<sdk::Tensor> zp = ctx.input(2);
+    if (std::string e = check_params(x, scale, zp); !e.empty()) return util::fail(label_, "%s", e.c_str());
     ParamIndex index;
     if (std::string e = index.init(x.dims, scale.dims, axis_, block_); !e.empty())
       return util::fail(label_, "%s (input %s, scale %s)", e.c_str(), util::dims_str(x.dims).c_str(),
-                        util::dims_str(scale.dims).c_str());
-    if (zp && zp->size() != scale.size())
-      return util::fail(label_, "zero point %s does not match scale %s", util::dims_str(zp->dims).c_str(),
                         util::dims_str(scale.dims).c_str());
     int32_t out_type = output_dtype_ ? output_dtype_
                        : quantize_   ? (zp ? zp->dtype : ONYX_DTYPE_UINT8)
@@ -128,6 +128,28 @@ class QuantizeKernel final : public sdk::Kernel {
   }
 
  private:
+  // The scale and zero point on their own and against each other: "" or
+  // the problem, in the schema's names.
+  std::string check_params(const sdk::Tensor& x, const sdk::Tensor& scale, const std::optional<sdk::Tensor>& zp) const {
+    const char* scale_name = quantize_ ? "y_scale" : "x_scale";
+    const char* zero_name = quantize_ ? "y_zero_point" : "x_zero_point";
+    if (std::string e = quant::scale_problem(scale, scale_name); !e.empty()) return e;
+    if (!zp) return {};
+    // Shapes agree when equal, or when both hold one value ([] and [1]).
+    if (!(zp->size() == 1 && scale.size() == 1) &&
+        !std::equal(zp->dims.begin(), zp->dims.end(), scale.dims.begin(), scale.dims.end()))
+      return std::string(zero_name) + " has shape " + util::dims_str(zp->dims) + " but " + scale_name +
+             " has shape " + util::dims_str(scale.dims) + "; they must match";
+    // The zero point's type is the quantized type: x's for DequantizeLinear,
+    // output_dtype's (when set) for QuantizeLinear.
+    const int32_t want = quantize_ ? output_dtype_ : x.dtype;
+    if (want && zp->dtype != want)
+      return std::string(zero_name) + " has type " + sdk::dtype_name(zp->dtype) + " but " +
+             (quantize_ ? "output_dtype is " : "x has type ") + sdk::dtype_name(want) +
+             "; the zero point must have the quantized type";
+    return {};
+  }
+
   std::string label_;
   bool quantize_;
   int64_t axis_, block_;

@@ -1,0 +1,97 @@
+// shape_rules_quantized.cpp: the com.microsoft operator-form quantized ops
+// that ONNX Runtime's quantizer writes (QLinearAdd, QLinearMul,
+// QLinearSigmoid, QLinearLeakyRelu, QLinearAveragePool,
+// QLinearGlobalAveragePool, QLinearConcat). onnx's own schemas do not know
+// this domain, so without these rules their outputs, and everything after
+// them, would have no type or shape to claim nodes and plan memory with.
+// Each output has the type of the op's 8-bit input and its ai.onnx
+// counterpart's shape.
+#include "ir/shape_rules.h"
+
+namespace onyx::runtime::ir::shape {
+namespace {
+
+// A, A_scale, A_zero_point, B, ...: A and B broadcast.
+Status qlinear_binary(InferContext& ctx) {
+  const TypeShape both[] = {ctx.input_type(0), ctx.input_type(3)};
+  ONYX_ASSIGN_OR_RETURN(TypeShape out, broadcast(ctx, both));
+  out.dtype = ctx.dtype(0);
+  ctx.set_output(0, out);
+  return Status();
+}
+
+Status qlinear_unary(InferContext& ctx) {
+  same_as_input(ctx, 0, 0);
+  return Status();
+}
+
+Status qlinear_average_pool(InferContext& ctx) { return pool_shape(ctx, ctx.attr_int("channels_last", 0) != 0); }
+
+// [N, C, 1, ...], or [N, 1, ..., C] with channels_last.
+Status qlinear_global_average_pool(InferContext& ctx) {
+  const int32_t rank = ctx.rank(0);
+  if (rank < 0) return ctx.set_output_dtype(0, ctx.dtype(0)), Status();
+  if (rank < 3) return ctx.error("input must have rank >= 3, got rank " + std::to_string(rank));
+  const bool channels_last = ctx.attr_int("channels_last", 0) != 0;
+  Shape out(size_t(rank), 1);
+  out[0] = ctx.dims(0)[0];
+  const size_t c = channels_last ? size_t(rank - 1) : 1;
+  out[c] = ctx.dims(0)[c];
+  ctx.set_output(0, ctx.dtype(0), out);
+  return Status();
+}
+
+// Y_scale, Y_zero_point, then (X, scale, zero point) per tensor: the Xs
+// concatenate along `axis`; Y has Y_zero_point's type.
+Status qlinear_concat(InferContext& ctx) {
+  const int32_t dtype = ctx.has_input(1) ? ctx.dtype(1) : ctx.dtype(2);
+  int32_t rank = -1;
+  for (size_t i = 2; i < ctx.input_count(); i += 3) {
+    if (ctx.rank(i) < 0) continue;
+    if (rank >= 0 && ctx.rank(i) != rank)
+      return ctx.error("input " + std::to_string(i) + " has rank " + std::to_string(ctx.rank(i)) +
+                       ", input 2 has rank " + std::to_string(rank));
+    rank = ctx.rank(i);
+  }
+  if (rank < 0) return ctx.set_output_dtype(0, dtype), Status();
+  ONYX_ASSIGN_OR_RETURN(int64_t axis, ctx.axis(ctx.attr_int("axis", 0), rank));
+  Shape out(size_t(rank), kUnknown);
+  int64_t total = 0;
+  for (size_t i = 2; i < ctx.input_count(); i += 3) {
+    if (ctx.rank(i) < 0) {
+      total = kUnknown;
+      continue;
+    }
+    const Shape& d = ctx.dims(i);
+    for (size_t k = 0; k < d.size(); ++k) {
+      if (int64_t(k) == axis || d[k] < 0) continue;
+      if (out[k] >= 0 && out[k] != d[k])
+        return ctx.error("input " + std::to_string(i) + " " + shape_string(d) + " differs from the others in dim " +
+                         std::to_string(k));
+      out[k] = d[k];
+    }
+    if (total < 0 || d[size_t(axis)] < 0) {
+      total = kUnknown;
+    } else {
+      const int64_t terms[] = {total, d[size_t(axis)]};
+      ONYX_ASSIGN_OR_RETURN(total, ctx.sum(terms, "the inputs' sizes along axis " + std::to_string(axis)));
+    }
+  }
+  out[size_t(axis)] = total;
+  ctx.set_output(0, dtype, out);
+  return Status();
+}
+
+}  // namespace
+
+void add_microsoft_rules(RuleTable& table) {
+  table["QLinearAdd"] = qlinear_binary;
+  table["QLinearMul"] = qlinear_binary;
+  table["QLinearSigmoid"] = qlinear_unary;
+  table["QLinearLeakyRelu"] = qlinear_unary;
+  table["QLinearAveragePool"] = qlinear_average_pool;
+  table["QLinearGlobalAveragePool"] = qlinear_global_average_pool;
+  table["QLinearConcat"] = qlinear_concat;
+}
+
+}  // namespace onyx::runtime::ir::shape
