@@ -100,9 +100,25 @@ const QKernelSet& qkernels_best() {
   return best;
 }
 
+std::shared_ptr<PackedQA> pack_qa_with(const QBlocking& bl, const QMatrix& a, int64_t m, int64_t k,
+                                       const int32_t* zero, int64_t zero_count) {
+  auto packed = std::make_shared<PackedQA>();
+  packed->m = m, packed->k = k, packed->kp = (k + 1) / 2, packed->mc = bl.mc, packed->kc = bl.kc;
+  packed->k_blocks = (packed->kp + bl.kc - 1) / bl.kc;
+  const int64_t m_blocks = (m + bl.mc - 1) / bl.mc, block = bl.mc * bl.kc * 2;
+  packed->data.assign(size_t(std::max<int64_t>(m_blocks * packed->k_blocks * block, 1)), 0);
+  for (int64_t mb = 0; mb < m_blocks; ++mb)
+    for (int64_t kb = 0; kb < packed->k_blocks; ++kb) {
+      const int64_t r0 = mb * bl.mc, p0 = kb * bl.kc;
+      pack_a(a, k, zero, zero_count, r0, std::min(bl.mc, m - r0), p0, std::min(bl.kc, packed->kp - p0),
+             packed->data.data() + (mb * packed->k_blocks + kb) * block);
+    }
+  return packed;
+}
+
 void qgemm_with(const QKernelSet& kernels, const QBlocking& bl, int64_t m, int64_t n, int64_t k,
-                const QMatrix& a, const int32_t* a_zero, int64_t a_zero_count, const PackedQB& b,
-                int32_t* c, int64_t ldc, const QTileDone& tile_done, const ParallelFor& pf) {
+                const QASource& a, const PackedQB& b, int32_t* c, int64_t ldc, const QTileDone& tile_done,
+                const ParallelFor& pf) {
   if (m <= 0 || n <= 0) return;
   const int64_t m_blocks = (m + bl.mc - 1) / bl.mc;
   // Threads only where each gets enough work to pay for waking it.
@@ -121,21 +137,36 @@ void qgemm_with(const QKernelSet& kernels, const QBlocking& bl, int64_t m, int64
       const int64_t r0 = (t / n_groups) * bl.mc, rows = std::min(bl.mc, m - r0);
       const int64_t g = t % n_groups;
       const int64_t j0 = g * b.panels / n_groups, j1 = (g + 1) * b.panels / n_groups;
-      for (int64_t p0 = 0; p0 < b.kp; p0 += bl.kc) {
-        const int64_t kp = std::min(bl.kc, b.kp - p0);
-        pack_a(a, k, a_zero, a_zero_count, r0, rows, p0, kp, packed_a.data());
-        for (int64_t j = j0; j < j1; ++j) {
-          const int16_t* bp = b.data.data() + (j * b.kp + p0) * kNR * 2;
-          const int cols = int(std::min<int64_t>(kNR, n - j * kNR));
-          for (int64_t i = 0; i < rows; i += kMR)
-            kernels.gemm(kp, packed_a.data() + (i / kMR) * kp * kMR * 2, bp, c + (r0 + i) * ldc + j * kNR, ldc,
-                   p0 > 0, int(std::min<int64_t>(kMR, rows - i)), cols);
+      // Columns in chunks of nc panels, each finished (all of K) and handed
+      // to tile_done while its sums are still in cache. With one K block, A
+      // is packed once for all chunks.
+      // A's block (rows from r0, K pairs from p0): prepacked, or packed now.
+      auto a_block = [&](int64_t p0, int64_t kp) -> const int16_t* {
+        if (a.packed)
+          return a.packed->data.data() + ((r0 / bl.mc) * a.packed->k_blocks + p0 / bl.kc) * bl.mc * bl.kc * 2;
+        pack_a(a.matrix, k, a.zero, a.zero_count, r0, rows, p0, kp, packed_a.data());
+        return packed_a.data();
+      };
+      const bool one_block = b.kp <= bl.kc;
+      const int16_t* ap = one_block && b.kp > 0 ? a_block(0, b.kp) : nullptr;
+      for (int64_t c0 = j0; c0 < j1; c0 += bl.nc) {
+        const int64_t c1 = std::min(j1, c0 + bl.nc);
+        for (int64_t p0 = 0; p0 < b.kp; p0 += bl.kc) {
+          const int64_t kp = std::min(bl.kc, b.kp - p0);
+          if (!one_block) ap = a_block(p0, kp);
+          for (int64_t j = c0; j < c1; ++j) {
+            const int16_t* bp = b.data.data() + (j * b.kp + p0) * kNR * 2;
+            const int cols = int(std::min<int64_t>(kNR, n - j * kNR));
+            for (int64_t i = 0; i < rows; i += kMR)
+              kernels.gemm(kp, ap + (i / kMR) * kp * kMR * 2, bp, c + (r0 + i) * ldc + j * kNR, ldc,
+                           p0 > 0, int(std::min<int64_t>(kMR, rows - i)), cols);
+          }
         }
+        if (b.kp == 0)  // K == 0: the sums are empty
+          for (int64_t i = r0; i < r0 + rows; ++i)
+            std::fill(c + i * ldc + c0 * kNR, c + i * ldc + std::min(n, c1 * kNR), 0);
+        if (tile_done) tile_done(r0, r0 + rows, c0 * kNR, std::min(n, c1 * kNR));
       }
-      if (b.kp == 0)  // K == 0: the sums are empty
-        for (int64_t i = r0; i < r0 + rows; ++i)
-          std::fill(c + i * ldc + j0 * kNR, c + i * ldc + std::min(n, j1 * kNR), 0);
-      if (tile_done) tile_done(r0, r0 + rows, j0 * kNR, std::min(n, j1 * kNR));
     }
   };
   if (threads > 1 && tasks > 1)
@@ -209,7 +240,18 @@ std::shared_ptr<PackedQB> pack_qb(const QMatrix& b, int64_t k, int64_t n, const 
 void qgemm(int64_t m, int64_t n, int64_t k, const QMatrix& a, const int32_t* a_zero,
            int64_t a_zero_count, const PackedQB& b, int32_t* c, int64_t ldc,
            const QTileDone& tile_done, const ParallelFor& parallel) {
-  qgemm_detail::qgemm_with(qgemm_detail::qkernels_best(), {}, m, n, k, a, a_zero, a_zero_count, b, c, ldc, tile_done, parallel);
+  qgemm_detail::qgemm_with(qgemm_detail::qkernels_best(), {}, m, n, k, {a, a_zero, a_zero_count}, b, c, ldc,
+                           tile_done, parallel);
+}
+
+std::shared_ptr<PackedQA> pack_qa(const QMatrix& a, int64_t m, int64_t k, const int32_t* zero, int64_t zero_count) {
+  return qgemm_detail::pack_qa_with({}, a, m, k, zero, zero_count);
+}
+
+void qgemm(int64_t n, const PackedQA& a, const PackedQB& b, int32_t* c, int64_t ldc, const QTileDone& tile_done,
+           const ParallelFor& parallel) {
+  qgemm_detail::qgemm_with(qgemm_detail::qkernels_best(), {}, a.m, n, a.k, {{}, nullptr, 0, &a}, b, c, ldc,
+                           tile_done, parallel);
 }
 
 const char* qgemm_isa() { return qgemm_detail::qkernels_best().name; }

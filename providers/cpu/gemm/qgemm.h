@@ -48,7 +48,8 @@ std::shared_ptr<PackedQB> pack_qb(const QMatrix& b, int64_t k, int64_t n, const 
 void pack_qb_into(const QMatrix& b, int64_t k, int64_t n, const int32_t* zero, int64_t zero_count,
                   PackedQB* out);
 
-// Called once for each finished block of C (rows [r0, r1) x columns [c0, c1)),
+// Called once for each finished block of C (rows [r0, r1) x columns [c0, c1),
+// at most 96 x 256),
 // by the worker that computed it, while it is still in cache: the place to
 // requantize or transpose. May run concurrently for disjoint blocks.
 using QTileDone = std::function<void(int64_t r0, int64_t r1, int64_t c0, int64_t c1)>;
@@ -57,6 +58,19 @@ using QTileDone = std::function<void(int64_t r0, int64_t r1, int64_t c0, int64_t
 // be those B was packed with. tile_done may be empty.
 void qgemm(int64_t m, int64_t n, int64_t k, const QMatrix& a, const int32_t* a_zero,
            int64_t a_zero_count, const PackedQB& b, int32_t* c, int64_t ldc,
+           const QTileDone& tile_done = {}, const ParallelFor& parallel = {});
+
+// A (m x k, e.g. a convolution's filters) minus its zero points (1 or m,
+// per row), packed once in the blocks qgemm walks. Read-only once packed.
+struct PackedQA {
+  int64_t m = 0, k = 0, kp = 0;
+  int64_t mc = 0, kc = 0, k_blocks = 0;  // the blocking it was packed for
+  std::vector<int16_t> data;
+};
+std::shared_ptr<PackedQA> pack_qa(const QMatrix& a, int64_t m, int64_t k, const int32_t* zero, int64_t zero_count);
+
+// C = A x B with both operands packed; A's m and k are the product's.
+void qgemm(int64_t n, const PackedQA& a, const PackedQB& b, int32_t* c, int64_t ldc,
            const QTileDone& tile_done = {}, const ParallelFor& parallel = {});
 
 // The output stage of an 8-bit GEMM or convolution, vectorized for this CPU:

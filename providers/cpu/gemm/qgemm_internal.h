@@ -19,12 +19,24 @@ const QKernelSet& qkernels_best();
 struct QBlocking {
   int64_t kc = 128;  // K pairs per block: a B sub-panel of 8 KiB stays in L1
   int64_t mc = 96;   // rows of A packed per block (16 micro-panels, 48 KiB in L2)
+  int64_t nc = 16;   // B panels per chunk: 96 x 256 int32 sums (96 KiB) finish in L2
   double min_ops_per_thread = 2.0e6;
 };
 
+// Where the driver takes A from: an 8-bit matrix packed block by block as it
+// goes, or a PackedQA packed once with the same blocking.
+struct QASource {
+  QMatrix matrix;
+  const int32_t* zero = nullptr;
+  int64_t zero_count = 0;
+  const PackedQA* packed = nullptr;
+};
+
 void qgemm_with(const QKernelSet& kernels, const QBlocking& blocking, int64_t m, int64_t n, int64_t k,
-                const QMatrix& a, const int32_t* a_zero, int64_t a_zero_count, const PackedQB& b,
-                int32_t* c, int64_t ldc, const QTileDone& tile_done, const ParallelFor& parallel);
+                const QASource& a, const PackedQB& b, int32_t* c, int64_t ldc, const QTileDone& tile_done,
+                const ParallelFor& parallel);
+std::shared_ptr<PackedQA> pack_qa_with(const QBlocking& blocking, const QMatrix& a, int64_t m, int64_t k,
+                                       const int32_t* zero, int64_t zero_count);
 
 }  // namespace qgemm_detail
 }  // namespace onyx::cpu

@@ -47,7 +47,8 @@ ParallelFor two_threads() {
   return pf;
 }
 
-void run_case(const Case& c, const QKernelSet* kernel, const QBlocking& blocking, const ParallelFor& pf) {
+void run_case(const Case& c, const QKernelSet* kernel, const QBlocking& blocking, const ParallelFor& pf,
+              bool prepacked_a = false) {
   SCOPED_TRACE("m=" + std::to_string(c.m) + " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k) +
                " a_signed=" + std::to_string(c.a_signed) + " b_signed=" + std::to_string(c.b_signed) +
                " trans_a=" + std::to_string(c.trans_a));
@@ -72,8 +73,12 @@ void run_case(const Case& c, const QKernelSet* kernel, const QBlocking& blocking
     for (int64_t i = r0; i < r1; ++i)
       for (int64_t j = c0; j < c1; ++j) seen[size_t(i * c.n + j)]++;
   };
-  qgemm_detail::qgemm_with(*kernel, blocking, c.m, c.n, c.k, {a.data(), c.a_signed, lda, c.trans_a}, za.data(),
-                           int64_t(za.size()), *packed, out.data(), ldc, done, pf);
+  // A packed as it goes, or once up front (prepacked_a): the same sums.
+  const QMatrix am{a.data(), c.a_signed, lda, c.trans_a};
+  std::shared_ptr<PackedQA> pa;
+  if (prepacked_a) pa = qgemm_detail::pack_qa_with(blocking, am, c.m, c.k, za.data(), int64_t(za.size()));
+  qgemm_detail::qgemm_with(*kernel, blocking, c.m, c.n, c.k, {am, za.data(), int64_t(za.size()), pa.get()}, *packed,
+                           out.data(), ldc, done, pf);
   for (int64_t i = 0; i < c.m; ++i) {
     for (int64_t j = 0; j < c.n; ++j) {
       int64_t want = 0;
@@ -111,14 +116,24 @@ TEST(QGemm, MatchesInt64ReferenceOnEveryKernel) {
 
 TEST(QGemm, TinyBlockingCrossesEveryBoundary) {
   QBlocking tiny;
-  tiny.kc = 3, tiny.mc = 12;
+  tiny.kc = 3, tiny.mc = 12, tiny.nc = 1;
   for (const QKernelSet* kernel : kernels())
     for (const Case& c : cases()) run_case(c, kernel, tiny, {});
 }
 
+TEST(QGemm, PrepackedAMatchesPackingAsItGoes) {
+  QBlocking tiny;
+  tiny.kc = 3, tiny.mc = 12, tiny.nc = 1;
+  for (const QKernelSet* kernel : kernels())
+    for (const Case& c : cases()) {
+      run_case(c, kernel, QBlocking{}, {}, true);
+      run_case(c, kernel, tiny, two_threads(), true);
+    }
+}
+
 TEST(QGemm, TwoThreadsComputeEachTileOnce) {
   QBlocking tiny;
-  tiny.kc = 5, tiny.mc = 6, tiny.min_ops_per_thread = 1;
+  tiny.kc = 5, tiny.mc = 6, tiny.nc = 2, tiny.min_ops_per_thread = 1;
   for (const QKernelSet* kernel : kernels())
     for (const Case& c : cases()) run_case(c, kernel, tiny, two_threads());
 }

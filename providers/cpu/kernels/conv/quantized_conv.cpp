@@ -32,7 +32,20 @@ class ConvIntegerKernel final : public sdk::Kernel {
       : label_(util::node_label(node)),
         attrs_(nn::WindowAttrs::read(node)),
         group_(node.get_int("group", 1)),
-        qlinear_(qlinear) {}
+        qlinear_(qlinear) {
+    // Constant filters and filter zero points (the usual case): packed once.
+    const size_t iw = qlinear_ ? 3 : 1, iwz = qlinear_ ? 5 : 3;
+    std::optional<sdk::Tensor> w = linalg::constant_input(node, iw);
+    if (!w || w->rank() < 3 || group_ <= 0 || w->dim(0) % group_ != 0 || !linalg::absent_or_constant(node, iwz))
+      return;  // packed per run; compute() reports what is wrong
+    std::vector<int32_t> zero;
+    if (!weight_zero(linalg::constant_input(node, iwz), w->dim(0), &zero).empty()) return;
+    const int64_t mg = w->dim(0) / group_, k = w->size() / w->dim(0);
+    for (int64_t g = 0; g < group_ && k > 0; ++g)
+      packed_w_.push_back(pack_qa({static_cast<const uint8_t*>(w->raw) + g * mg * k, w->dtype == ONYX_DTYPE_INT8, k, false},
+                                  mg, k, zero.size() == 1 ? zero.data() : zero.data() + g * mg,
+                                  zero.size() == 1 ? 1 : mg));
+  }
 
   OnyxStatus* compute(sdk::ComputeContext& ctx) override {
     // Input positions: ConvInteger (x, w, x_zero, w_zero); QLinearConv (x,
@@ -209,15 +222,22 @@ class ConvIntegerKernel final : public sdk::Kernel {
         const QMatrix wg{static_cast<const uint8_t*>(w.raw) + grp * mg * k, w.dtype == ONYX_DTYPE_INT8, k, false};
         const int32_t* wz = w_zero.size() == 1 ? w_zero.data() : w_zero.data() + grp * mg;
         const auto wz_count = int64_t(w_zero.size() == 1 ? 1 : mg);
+        // Filters packed at creation, or now (run-time weights).
+        auto run = [&](int32_t* c, int64_t ldc, const QTileDone& done) {
+          if (!packed_w_.empty())
+            qgemm(pixels, *packed_w_[size_t(grp)], packed, c, ldc, done, pf);
+          else
+            qgemm(mg, pixels, k, wg, wz, wz_count, packed, c, ldc, done, pf);
+        };
         if (!qlinear_) {  // ConvInteger: the sums are the output
-          qgemm(mg, pixels, k, wg, wz, wz_count, packed, y.data<int32_t>() + y0, pixels, {}, pf);
+          run(y.data<int32_t>() + y0, pixels, {});
           continue;
         }
         QTileDone done = [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
           for (int64_t f = r0; f < r1; ++f)
             store_row(y, rq, sums.data() + f * pixels + c0, 1, grp * mg + f, y0 + f * pixels + c0, c1 - c0);
         };
-        qgemm(mg, pixels, k, wg, wz, wz_count, packed, sums.data(), pixels, done, pf);
+        run(sums.data(), pixels, done);
       }
   }
 
@@ -290,6 +310,7 @@ class ConvIntegerKernel final : public sdk::Kernel {
   nn::WindowAttrs attrs_;
   int64_t group_;
   bool qlinear_;
+  std::vector<std::shared_ptr<PackedQA>> packed_w_;  // per group, when the filters are constants
 };
 
 }  // namespace
