@@ -469,6 +469,28 @@ TEST(QdqFusionPass, OpOutputReadElsewhereOrVariableScaleIsNotFused) {
   }
 }
 
+// Clip(0, 6) before a Q of scale 6/255 and zero point 0 changes nothing the
+// Q keeps (ReLU6 in QDQ form): dropped. Clip(0, 3) clamps inside the range: kept.
+TEST(QdqFusionPass, ClipImpliedBySaturationIsDroppedOnlyThen) {
+  for (double hi : {6.0, 3.0}) {
+    std::mt19937 rng(13);
+    ModelBuilder mb;
+    mb.input("a", {4, 6}, kU8).output("y", {4, 5}, kU8);
+    init(mb, "b", kI8, {6, 5}, random_ints(30, rng, -100, 100));
+    init(mb, "lo", pb::TensorProto::FLOAT, {}, {0.0});
+    init(mb, "hi", pb::TensorProto::FLOAT, {}, {hi});
+    dq(mb, "a", "af", {0.5}, {128}, kU8);
+    dq(mb, "b", "bf", {0.01}, {0}, kI8);
+    mb.node("MatMul", {"af", "bf"}, {"m"}, "matmul");
+    mb.node("Clip", {"m", "lo", "hi"}, {"c"}, "clip");
+    q(mb, "c", "y", double(6.0f / 255.0f), 0, kU8);
+    ir::Model m = load(mb.bytes());
+    OptimizationReport report;
+    ASSERT_TRUE(optimize_graph(*m.graph, GraphOptimization::kAll, &report, kClaimsAll).ok());
+    EXPECT_EQ(report.qdq_groups_fused, hi == 6.0 ? 1 : 0) << "Clip(0, " << hi << ")";
+  }
+}
+
 // --- through the ABI: a provider that runs QLinearMatMul but not MatMul ----
 
 // With "qmatmul" (tests/plugins/qmatmul_plugin.cpp) listed first, the group
