@@ -217,6 +217,56 @@ TEST_F(QdqFusionTest, BiasWithAnotherScaleIsNotFused) {
   EXPECT_EQ(ops(*s).size(), 5u);  // three DQ, Conv, Q
 }
 
+// int8 activations: x s8 (zero point 0), y s8 after a Relu implied by
+// the Q's zero point -128.
+TEST_F(QdqFusionTest, SignedActivationsFuseToo) {
+  std::mt19937 rng(14);
+  ModelBuilder mb;
+  mb.input("x", {1, 3, 10, 10}, kI8).output("y", {1, 8, 10, 10}, kI8);
+  init(mb, "w", kI8, {8, 3, 3, 3}, random_ints(8 * 27, rng, -127, 127));
+  dq(mb, "x", "xf", {0.02}, {0}, kI8);
+  dq(mb, "w", "wf", {0.01}, {0}, kI8);
+  mb.node("Conv", {"xf", "wf"}, {"c"}, "conv");
+  attr_ints(mb, "pads", {1, 1, 1, 1});
+  mb.node("Relu", {"c"}, {"r"}, "relu");
+  q(mb, "r", "y", 0.03, -128, kI8);
+  Tensor x = Tensor::allocate(ONYX_DTYPE_INT8, {1, 3, 10, 10});
+  const std::vector<double> xs = random_ints(300, rng, -128, 127);
+  for (int64_t i = 0; i < x.size(); ++i) x.data_as<int8_t>()[i] = int8_t(xs[size_t(i)]);
+  auto s = check_numerics(mb.bytes(), {{"x", x}});
+  ASSERT_TRUE(s);
+  EXPECT_EQ(ops(*s), (std::vector<std::string>{"QLinearConv"}));
+}
+
+// Groups in a chain, as an exported model has them: Conv+Relu, MaxPool on
+// the integers, Conv; each Q's output read by the next DQ.
+TEST_F(QdqFusionTest, ChainedGroupsAllFuse) {
+  std::mt19937 rng(15);
+  ModelBuilder mb;
+  mb.input("x", {1, 3, 10, 10}, kU8).output("y", {1, 4, 5, 5}, kU8);
+  init(mb, "w1", kI8, {8, 3, 3, 3}, random_ints(8 * 27, rng, -127, 127));
+  init(mb, "w2", kI8, {4, 8, 1, 1}, random_ints(32, rng, -127, 127));
+  dq(mb, "x", "xf", {0.02}, {128}, kU8);
+  dq(mb, "w1", "w1f", {0.01}, {0}, kI8);
+  mb.node("Conv", {"xf", "w1f"}, {"c1"}, "conv1");
+  attr_ints(mb, "pads", {1, 1, 1, 1});
+  mb.node("Relu", {"c1"}, {"r1"}, "relu1");
+  q(mb, "r1", "h1", 0.02, 0, kU8);
+  dq(mb, "h1", "h1f", {0.02}, {0}, kU8);
+  mb.node("MaxPool", {"h1f"}, {"p"}, "pool");
+  attr_ints(mb, "kernel_shape", {2, 2});
+  attr_ints(mb, "strides", {2, 2});
+  q(mb, "p", "h2", 0.02, 0, kU8);
+  dq(mb, "h2", "h2f", {0.02}, {0}, kU8);
+  dq(mb, "w2", "w2f", {0.02}, {0}, kI8);
+  mb.node("Conv", {"h2f", "w2f"}, {"c2"}, "conv2");
+  q(mb, "c2", "y", 0.05, 128, kU8);
+  auto s = check_numerics(mb.bytes(), {{"x", random_u8({1, 3, 10, 10}, rng)}});
+  ASSERT_TRUE(s);
+  EXPECT_EQ(ops(*s), (std::vector<std::string>{"QLinearConv", "MaxPool", "QLinearConv"}));
+  EXPECT_EQ(s->partition_report().optimization.qdq_groups_fused, 3);
+}
+
 // a u8 [32,48] -> DQ; b s8 [48,32] (per tensor or per column) -> DQ; MatMul -> Q.
 std::string matmul_model(std::mt19937& rng, bool per_column) {
   const int64_t M = 32, K = 48, N = 32;
