@@ -89,9 +89,10 @@ bool build_matmul(GraphRewrite& rw, const Group& grp, ir::Node& out) {
   return true;
 }
 
-// Gemm -> com.microsoft QGemm: Y = alpha * A' B' (+ C), where an int32 C is
-// read with scale alpha/beta * a_scale * b_scale and zero point 0. QGemm has
-// no beta: with a C, only alpha = beta = 1 is taken, the unambiguous case.
+// Gemm -> com.microsoft QGemm: Y = alpha * a_scale * b_scale[j] *
+// ((A' - a_zero)(B' - b_zero[j]) + C), C int32 with zero point 0. QGemm has
+// no beta: the Gemm's beta * C then equals QGemm's C term exactly when C's
+// scale is alpha / beta * a_scale * b_scale[j].
 bool build_gemm(GraphRewrite& rw, const Group& grp, ir::Node& out) {
   const ir::Node& gemm = rw.graph.nodes[size_t(grp.op)];
   if (gemm.inputs.size() < 2 || gemm.inputs.size() > 3) return false;
@@ -102,8 +103,8 @@ bool build_gemm(GraphRewrite& rw, const Group& grp, ir::Node& out) {
   if (!dequantized(rw, gemm.inputs[1], b)) return false;
   if (!b.per_tensor() && b.axis != (trans_b ? 0 : 1)) return false;  // per column of B'
   const bool has_c = gemm.inputs.size() == 3 && gemm.inputs[2] >= 0;
-  if (has_c && (alpha != 1.0f || beta != 1.0f || !dequantized(rw, gemm.inputs[2], c, true) ||
-                !bias_fits(rw, c, a, b)))
+  if (has_c && (beta == 0.0f || !dequantized(rw, gemm.inputs[2], c, true) ||
+                !bias_fits(rw, c, a, b, double(alpha) / double(beta))))
     return false;
   out.op_type = "QGemm";
   out.domain = kMicrosoft;
@@ -177,7 +178,8 @@ bool build_integer_op(GraphRewrite& rw, const Group& grp, ir::Node& out) {
 bool find_group(const GraphRewrite& rw, int q, Group& grp) {
   const ir::Graph& g = rw.graph;
   const ir::Node& qn = g.nodes[size_t(q)];
-  if (!is_onnx_op(qn, "QuantizeLinear") || qn.inputs.empty() || qn.outputs.size() != 1 || qn.outputs[0] < 0) return false;
+  if (!is_onnx_op(qn, "QuantizeLinear") || qn.inputs.empty() || qn.outputs.size() != 1 || qn.outputs[0] < 0)
+    return false;
   const int y = qn.outputs[0];
   const int32_t dtype = quantized_type(rw, qn);
   const int64_t output_dtype = qn.attr_int("output_dtype", 0);
@@ -189,7 +191,8 @@ bool find_group(const GraphRewrite& rw, int q, Group& grp) {
   int v = qn.inputs[0];
   if (!sole_input(v)) return false;
   const ir::Node* p = live_producer(rw, v);
-  if (p && (is_onnx_op(*p, "Relu") || is_onnx_op(*p, "Clip")) && !p->inputs.empty() && implied_by_saturation(rw, *p, grp.y)) {
+  const bool activation = p && (is_onnx_op(*p, "Relu") || is_onnx_op(*p, "Clip")) && !p->inputs.empty();
+  if (activation && implied_by_saturation(rw, *p, grp.y)) {
     grp.act = g.values[size_t(v)].producer;
     v = p->inputs[0];
     if (!sole_input(v)) return false;

@@ -163,12 +163,14 @@ void push_output_params(GraphRewrite& rw, ir::Node& n, const Quantized& y) {
 // A bias quantized as the target op expects: int32, zero point 0, scale
 // x_scale * w_scale per output channel. Exporters compute that product in
 // float32 or float64 and round it; a few ulps apart is the same scale.
-bool bias_fits(const GraphRewrite& rw, const Quantized& b, const Quantized& x, const Quantized& w) {
+bool bias_fits(const GraphRewrite& rw, const Quantized& b, const Quantized& x, const Quantized& w, double factor) {
   if (b.dtype != ONYX_DTYPE_INT32 || !all_zero(rw, b) || !x.per_tensor()) return false;
+  // Per channel means along the bias's last axis, the output channels'.
+  if (!b.per_tensor() && b.axis != rw.graph.values[size_t(b.data)].rank - 1) return false;
   if (b.count != 1 && w.count != 1 && b.count != w.count) return false;
   const int64_t channels = std::max(b.count, w.count);
   for (int64_t m = 0; m < channels; ++m) {
-    const double want = double(scale_at(rw, x, 0)) * double(scale_at(rw, w, m));
+    const double want = factor * double(scale_at(rw, x, 0)) * double(scale_at(rw, w, m));
     const double got = scale_at(rw, b, m);
     if (std::fabs(got - want) > 1e-6 * std::fabs(want)) return false;
   }

@@ -48,8 +48,9 @@ bool same_params(const GraphRewrite& rw, const Quantized& a, const Quantized& b)
 bool implied_by_saturation(const GraphRewrite& rw, const ir::Node& act, const Quantized& y);
 
 // A bias (Conv) or C (Gemm) as the operator forms read it: int32, zero
-// point 0, scale x_scale * w_scale per output channel.
-bool bias_fits(const GraphRewrite& rw, const Quantized& b, const Quantized& x, const Quantized& w);
+// point 0, scale factor * x_scale * w_scale per output channel.
+bool bias_fits(const GraphRewrite& rw, const Quantized& b, const Quantized& x, const Quantized& w,
+               double factor = 1.0);
 
 // Appends (data, scale, zero point) of `q` to `n`'s inputs; a zero point the
 // model omitted becomes a new zero constant (the operator forms require it).
