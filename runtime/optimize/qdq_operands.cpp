@@ -41,7 +41,10 @@ bool read_params(const GraphRewrite& rw, const ir::Node& n, int32_t dtype, int32
   q.count = scale->size();
   if (n.inputs.size() > 2 && n.inputs[2] >= 0) {
     const Tensor* zero = rw.fixed_constant(n.inputs[2]);
-    if (!zero || zero->dtype() != dtype || zero->shape() != scale->shape()) return false;
+    // Shapes agree when equal or when both hold one value: ORT's quantizer
+    // writes a bias scale of [1] beside a zero point of [].
+    if (!zero || zero->dtype() != dtype) return false;
+    if (zero->shape() != scale->shape() && !(zero->size() == 1 && scale->size() == 1)) return false;
     q.zero = n.inputs[2];
   }
   if (q.count == 1) return true;  // one scale: per tensor, whatever its shape

@@ -184,6 +184,29 @@ std::string conv_model(std::mt19937& rng, bool relu, double y_zero, double bias_
   return mb.bytes();
 }
 
+// ONNX Runtime's static quantizer, per-tensor weights: the bias's scale is
+// written as [1] beside a scalar zero point (both one value: per tensor).
+TEST_F(QdqFusionTest, BiasScaleOfShapeOneBesideAScalarZeroPointIsPerTensor) {
+  std::mt19937 rng(7);
+  const int64_t C = 3, M = 4, H = 6, W = 6;
+  const double xs = 0.03, ws = 0.004;
+  ModelBuilder mb;
+  mb.input("x", {1, C, H, W}, kU8).output("y", {1, M, H, W}, kU8);
+  init(mb, "w", kI8, {M, C, 3, 3}, random_ints(size_t(M * C * 9), rng, -127, 127));
+  init(mb, "b", kI32, {M}, random_ints(size_t(M), rng, -2000, 2000));
+  dq(mb, "x", "xf", {xs}, {128}, kU8);
+  dq(mb, "w", "wf", {ws}, {0}, kI8);
+  init(mb, "bf_s", pb::TensorProto::FLOAT, {1}, {double(float(xs) * float(ws))});
+  init(mb, "bf_z", kI32, {}, {0});
+  mb.node("DequantizeLinear", {"b", "bf_s", "bf_z"}, {"bf"}, "bf_dq");
+  mb.node("Conv", {"xf", "wf", "bf"}, {"c"}, "conv");
+  attr_ints(mb, "pads", {1, 1, 1, 1});
+  q(mb, "c", "y", 0.05, 128, kU8);
+  auto s = check_numerics(mb.bytes(), {{"x", random_u8({1, C, H, W}, rng)}});
+  ASSERT_TRUE(s);
+  EXPECT_EQ(ops(*s), (std::vector<std::string>{"QLinearConv"}));
+}
+
 TEST_F(QdqFusionTest, ConvGroupBecomesQLinearConv) {
   std::mt19937 rng(1);
   const std::string model = conv_model(rng, false, 128);
