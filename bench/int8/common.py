@@ -1,0 +1,57 @@
+"""Shared by the int8 benchmark scripts: where the models live, their manifest, the inputs.
+
+numpy only (no torch), so that the benchmark and the agreement check need just numpy,
+onnxruntime and the onyx binary.
+"""
+import json
+import os
+
+import numpy as np
+
+MANIFEST = "manifest.json"
+
+# Seeds: one per use, so that no input the quantizer calibrated on is ever checked.
+SEED_WEIGHTS = 0      # torch.manual_seed for the random initialisation
+SEED_BN_STATS = 1     # inputs that set BatchNorm statistics and the classifier's scaling
+SEED_CALIBRATION = 2  # inputs for ORT's static quantizer (MinMax calibration)
+SEED_BENCH = 3        # the one input timed by int8_compare.py
+SEED_AGREEMENT = 4    # the 100 inputs of top1_agreement.py
+
+
+def default_root():
+    """${ONYX_INT8_DIR:-${XDG_CACHE_HOME:-~/.cache}/onyx/int8-bench}, as bench/int8/setup.sh."""
+    if os.environ.get("ONYX_INT8_DIR"):
+        return os.environ["ONYX_INT8_DIR"]
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(cache, "onyx", "int8-bench")
+
+
+def default_models_dir():
+    return os.path.join(default_root(), "models")
+
+
+def load_manifest(folder):
+    path = os.path.join(folder, MANIFEST)
+    if not os.path.exists(path):
+        raise SystemExit(f"no {path}: run bench/int8/setup.sh first (or pass --models DIR)")
+    with open(path) as f:
+        return json.load(f)
+
+
+def make_inputs(entry, n, seed):
+    """n inputs for a manifest entry, float32 [n, ...].
+
+    Images are smooth random pictures (7x7 noise blown up 32x, plus fine noise), about
+    N(0, 1.1^2) per pixel like ImageNet-normalised photos; smooth so that the pooled
+    features of a random network differ from picture to picture. Token sequences are N(0, 1).
+    """
+    rng = np.random.default_rng(seed)
+    shape = entry["input_shape"]  # without the batch dimension
+    if entry["input_kind"] == "image":
+        c, h, w = shape
+        low = rng.standard_normal((n, c, (h + 31) // 32, (w + 31) // 32))
+        x = np.repeat(np.repeat(low, 32, axis=2), 32, axis=3)[:, :, :h, :w]
+        x = x + 0.5 * rng.standard_normal((n, c, h, w))
+    else:
+        x = rng.standard_normal([n] + list(shape))
+    return np.ascontiguousarray(x, dtype=np.float32)
