@@ -12,9 +12,9 @@ resnet18_fp32, _qdq and _qop); the float32 counterpart of each int8 model is alw
 too, for the int8 speedup. For each model x batch x threads, Onyx (`onyx bench`, p50,
 --fallback fail) and ORT (Python API, intra_op_num_threads, inter_op 1, sequential) time the
 same input, alternating for --rounds rounds so that drift on a shared machine hits both; each
-side's best p50 is kept. Iterations are cut so that one measurement takes about --budget
-seconds (at least 3), since an unoptimized path can take seconds a run; the n column says
-how many were timed. A model Onyx refuses is a "refused: <message>" row.
+side's best p50 is kept. Iterations are cut so that one row (both sides, all rounds) takes
+about --budget seconds (at least 3 iterations), since an unoptimized path can take seconds a
+run; the n column says how many were timed. A model Onyx refuses is a "refused: <message>" row.
 
 Columns: onyx ms, ort ms, onyx/ort (<= 1.0: Onyx is at least as fast; issue 19 asks <= 1.0
 for every int8 model), and for int8 rows "x fp32": Onyx float32 p50 / Onyx int8 p50 for the
@@ -41,10 +41,14 @@ import common  # noqa: E402
 
 
 def first_error_line(text):
-    lines = [l.strip() for l in text.strip().splitlines() if l.strip()]
-    for line in lines:
-        if "error" in line.lower() or "refus" in line.lower() or "no provider" in line.lower():
-            return line
+    """Onyx's error as one line: the line saying error, with the indented lines after it
+    (the per-provider reasons), less the "onyx: error: cannot load model 'PATH':" preamble."""
+    lines = text.strip().splitlines()
+    for i, line in enumerate(lines):
+        if "error" in line.lower():
+            message = [line.strip()] + [l.strip() for l in lines[i + 1:] if l.startswith((" ", "\t"))]
+            return re.sub(r"^onyx: error: (cannot load model '[^']*': )?", "", " ".join(message))
+    lines = [l.strip() for l in lines if l.strip()]
     return lines[-1] if lines else "(no message)"
 
 
@@ -109,7 +113,7 @@ def select(manifest, wanted):
 
 
 def fmt(v, spec):
-    return "-" if v is None else format(v, spec)
+    return format("-", ">" + spec.split(".")[0]) if v is None else format(v, spec)
 
 
 def main():
@@ -124,7 +128,8 @@ def main():
     parser.add_argument("--warmup", type=int, default=5, help="untimed runs per measurement, at most")
     parser.add_argument("--rounds", type=int, default=2, help="alternating Onyx/ORT rounds; best p50 kept")
     parser.add_argument("--budget", type=float, default=20.0,
-                        help="seconds one measurement should take; fewer iterations where runs are slow")
+                        help="seconds one row should take (both sides, all rounds): fewer iterations "
+                             "where runs are slow")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds before one onyx bench is killed")
     parser.add_argument("--json", help="also write the rows to this file")
     args = parser.parse_args()

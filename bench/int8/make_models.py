@@ -19,11 +19,14 @@ inference and ORT's basic graph optimizations).
 
 Weights: torchvision's pretrained weights cannot be downloaded here, so the weights are random
 with a fixed seed (common.SEED_WEIGHTS). Latency does not depend on their values; for the
-top-1 agreement check to mean something the networks must not be degenerate, so each
-BatchNorm gets a random affine (gamma in [0.5, 1.5), beta ~ N(0, 0.2)) and its running
-statistics are measured on random pictures, and the classifier's input features are
-standardised on the same pictures (folded into its weights): activations stay in range
-and the top-1 class varies from picture to picture.
+top-1 agreement check to mean something the networks must not be degenerate: each BatchNorm
+gets a random affine (gamma in [0.5, 1.5), beta ~ N(0, 0.2)) and its running statistics are
+measured on random pictures, so activations stay in range; the BatchNorm closing each
+residual branch has its gamma scaled by RESIDUAL_GAIN (0.2), so that a rounding difference
+early on does not grow through the depth of a random network; and the classifier recognises
+1000 random prototype pictures (row k: the centred, normalised features of prototype k, times
+LOGIT_SCALE), so that a noisy copy of a prototype has a clear top-1 class, as a trained
+network has on most real pictures (see top1_agreement.py).
 
 manifest.json lists each model with its input's name, shape and kind, its float32
 counterpart and how it was made; the benchmark and the agreement check read it.
@@ -51,6 +54,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 
 OPSET = 17
+RESIDUAL_GAIN = 0.2  # gamma of the BatchNorm closing each residual branch, times this
+LOGIT_SCALE = 10.0
 
 
 def log(message):
@@ -96,6 +101,17 @@ class Pictures(CalibrationDataReader):
         return next(self.batches, None)
 
 
+def residual_branch_ends(net):
+    """The BatchNorm closing each residual branch (ResNet's bn2, MobileNetV2's projection)."""
+    ends = []
+    for m in net.modules():
+        if isinstance(m, torchvision.models.resnet.BasicBlock):
+            ends.append(m.bn2)
+        elif isinstance(m, torchvision.models.mobilenetv2.InvertedResidual) and m.use_res_connect:
+            ends.append([b for b in m.conv.modules() if isinstance(b, torch.nn.BatchNorm2d)][-1])
+    return ends
+
+
 def randomize_cnn(net, entry, classifier):
     """Non-degenerate random weights: see the module's docstring."""
     g = torch.Generator().manual_seed(common.SEED_WEIGHTS + 1)
@@ -106,26 +122,42 @@ def randomize_cnn(net, entry, classifier):
             bn.bias.copy_(0.2 * torch.randn(bn.bias.shape, generator=g))
             bn.reset_running_stats()
             bn.momentum = None  # cumulative average over all the batches below
+        for bn in residual_branch_ends(net):
+            bn.weight.mul_(RESIDUAL_GAIN)
         pictures = torch.from_numpy(common.make_inputs(entry, 64, common.SEED_BN_STATS))
         net.train()
         for i in range(0, len(pictures), 16):
             net(pictures[i:i + 16])
         net.eval()
+        # The classifier recognises prototypes: row k is the centred, normalised feature vector
+        # of class k's prototype picture, so a noisy copy of prototype k scores highest on k
+        # by a clear margin, as a trained network is confident on most real pictures.
         features = []
         hook = classifier.register_forward_hook(lambda m, inputs, out: features.append(inputs[0]))
-        net(pictures)
+        for i in range(0, 1000, 50):
+            net(torch.from_numpy(common.prototypes(entry, range(i, i + 50))))
         hook.remove()
         f = torch.cat(features)
-        mean, std = f.mean(0), f.std(0) + 1e-5
-        classifier.weight.div_(std)
-        classifier.bias.sub_(classifier.weight @ mean)
-        logits = net(pictures)
-    classes = len(set(logits.argmax(1).tolist()))
-    log(f"  random weights: {classes} different top-1 classes over 64 pictures, "
-        f"logit std {logits.std().item():.2f}")
+        mean = f.mean(0)
+        rows = (f - mean) / (f - mean).norm(dim=1, keepdim=True)
+        classifier.weight.copy_(LOGIT_SCALE * rows)
+        classifier.bias.copy_(-classifier.weight @ mean)
+        x, labels = common.labelled_inputs(entry, 64, common.SEED_BN_STATS)
+        logits = net(torch.from_numpy(x))
+    top2 = logits.topk(2, dim=1).values
+    log(f"  random weights: float32 top-1 is the prototype's class on "
+        f"{int((logits.argmax(1).numpy() == labels).sum())}/64 noisy prototypes, median top-1 margin "
+        f"{(top2[:, 0] - top2[:, 1]).median().item():.2f} (logit std {logits.std().item():.2f})")
 
 
-def make_cnn(name, out, per_channel, manifest):
+def variants(args):
+    """(per_channel, reduce_range, suffix) of each int8 model set written."""
+    return [(pc, rr, ("_pc" if pc else "") + ("_rr" if rr else ""))
+            for pc in ([False, True] if args.per_channel else [False])
+            for rr in ([False, True] if args.reduce_range else [False])]
+
+
+def make_cnn(name, out, sets, manifest):
     torch.manual_seed(common.SEED_WEIGHTS)
     net = getattr(torchvision.models, name)(weights=None, num_classes=1000)
     classifier = net.fc if name == "resnet18" else net.classifier[-1]
@@ -139,20 +171,20 @@ def make_cnn(name, out, per_channel, manifest):
     with tempfile.TemporaryDirectory() as tmp:
         prep = os.path.join(tmp, "prep.onnx")
         preprocess(fp32, prep)
-        variants = [(False, "")] + ([(True, "_pc")] if per_channel else [])
-        for pc, suffix in variants:
+        for pc, rr, suffix in sets:
             for form, fmt in (("qdq", QuantFormat.QDQ), ("qop", QuantFormat.QOperator)):
                 key = f"{name}_{form}{suffix}"
                 path = os.path.join(out, key + ".onnx")
                 start = time.time()
                 quantize_static(prep, path, Pictures(entry, "input", 32, 8, common.SEED_CALIBRATION),
                                 quant_format=fmt, activation_type=QuantType.QUInt8,
-                                weight_type=QuantType.QInt8, per_channel=pc,
+                                weight_type=QuantType.QInt8, per_channel=pc, reduce_range=rr,
                                 calibrate_method=CalibrationMethod.MinMax)
                 manifest[key] = dict(entry, file=key + ".onnx", precision="int8", form=form,
                                      fp32=f"{name}_fp32",
                                      quantizer=f"quantize_static {fmt.name} u8 activations, s8 weights, "
-                                               f"per_channel={pc}, MinMax on 32 random pictures")
+                                               f"per_channel={pc}, reduce_range={rr}, "
+                                               f"MinMax on 32 random pictures")
                 log(f"  {key}.onnx ({time.time() - start:.0f} s)")
 
 
@@ -167,7 +199,7 @@ class Block(torch.nn.Module):
         return self.layer(x)
 
 
-def make_transformer(out, d_model, heads, ffn, seq, manifest):
+def make_transformer(out, d_model, heads, ffn, seq, sets, manifest):
     torch.manual_seed(common.SEED_WEIGHTS)
     layer = torch.nn.TransformerEncoderLayer(d_model, heads, ffn, dropout=0.0, batch_first=True)
     block = Block(layer).eval()
@@ -183,13 +215,15 @@ def make_transformer(out, d_model, heads, ffn, seq, manifest):
     with tempfile.TemporaryDirectory() as tmp:
         prep = os.path.join(tmp, "prep.onnx")
         preprocess(fp32, prep)
-        path = os.path.join(out, "transformer_dyn.onnx")
-        quantize_dynamic(prep, path, weight_type=QuantType.QInt8)
-    manifest["transformer_dyn"] = dict(entry, file="transformer_dyn.onnx", precision="int8",
-                                       form="dynamic", fp32="transformer_fp32",
-                                       quantizer="quantize_dynamic, s8 weights (u8 activations "
-                                                 "by DynamicQuantizeLinear)")
-    log("  transformer_fp32.onnx, transformer_dyn.onnx")
+        for rr in sorted({rr for _, rr, _ in sets}):
+            key = "transformer_dyn" + ("_rr" if rr else "")
+            quantize_dynamic(prep, os.path.join(out, key + ".onnx"), weight_type=QuantType.QInt8,
+                             reduce_range=rr)
+            manifest[key] = dict(entry, file=key + ".onnx", precision="int8", form="dynamic",
+                                 fp32="transformer_fp32",
+                                 quantizer=f"quantize_dynamic, s8 weights, reduce_range={rr} "
+                                           "(u8 activations by DynamicQuantizeLinear)")
+    log("  transformer_fp32.onnx, transformer_dyn*.onnx")
 
 
 def op_counts(path):
@@ -214,6 +248,9 @@ def main():
     parser.add_argument("--out", default=common.default_models_dir())
     parser.add_argument("--per-channel", action="store_true",
                         help="also write per-channel static models (NAME_qdq_pc, NAME_qop_pc)")
+    parser.add_argument("--reduce-range", action="store_true",
+                        help="also write each int8 model with 7-bit weights (suffix _rr; ORT's advice "
+                             "for CPUs without VNNI, where its u8s8 kernels can saturate)")
     parser.add_argument("--force", action="store_true", help="remake the models if present")
     parser.add_argument("--d-model", type=int, default=512)
     parser.add_argument("--heads", type=int, default=8)
@@ -221,7 +258,8 @@ def main():
     parser.add_argument("--seq", type=int, default=64)
     args = parser.parse_args()
     manifest_path = os.path.join(args.out, common.MANIFEST)
-    recipe = {"script": script_digest(), "per_channel": args.per_channel, "d_model": args.d_model,
+    recipe = {"script": script_digest(), "per_channel": args.per_channel,
+              "reduce_range": args.reduce_range, "d_model": args.d_model,
               "heads": args.heads, "ffn": args.ffn, "seq": args.seq}
     if os.path.exists(manifest_path) and not args.force:
         with open(manifest_path) as f:
@@ -235,9 +273,9 @@ def main():
     start = time.time()
     for name in ("resnet18", "mobilenet_v2"):
         log(f"{name}")
-        make_cnn(name, args.out, args.per_channel, manifest)
+        make_cnn(name, args.out, variants(args), manifest)
     log("transformer encoder block")
-    make_transformer(args.out, args.d_model, args.heads, args.ffn, args.seq, manifest)
+    make_transformer(args.out, args.d_model, args.heads, args.ffn, args.seq, variants(args), manifest)
     for key, entry in manifest.items():
         entry["ops"] = op_counts(os.path.join(args.out, entry["file"]))
     manifest["_made_with"] = {"torch": torch.__version__, "torchvision": torchvision.__version__,
