@@ -84,7 +84,8 @@ void ukr_generic(int64_t kp, const int16_t* a, const int16_t* b, int32_t* c, int
     }
 }
 
-constexpr QKernelSet kGeneric = {"generic", ukr_generic, pack_pair_u8, pack_pair_s8, requant_u8, requant_s8, tap_row_impl};
+constexpr QKernelSet kGeneric = {"generic", ukr_generic, pack_pair_u8, pack_pair_s8, requant_u8, requant_s8,
+                                 tap_row_impl, taps_row_impl};
 
 }  // namespace
 
@@ -105,7 +106,10 @@ std::shared_ptr<PackedQA> pack_qa_with(const QBlocking& bl, const QMatrix& a, in
   auto packed = std::make_shared<PackedQA>();
   packed->m = m, packed->k = k, packed->kp = (k + 1) / 2, packed->mc = bl.mc, packed->kc = bl.kc;
   packed->k_blocks = (packed->kp + bl.kc - 1) / bl.kc;
-  const int64_t m_blocks = (m + bl.mc - 1) / bl.mc, block = bl.mc * bl.kc * 2;
+  // Blocks no larger than A needs: a depthwise layer's filters are 1 x 9.
+  const int64_t m_blocks = (m + bl.mc - 1) / bl.mc;
+  packed->block = std::min(bl.mc, (m + kMR - 1) / kMR * kMR) * std::min(bl.kc, packed->kp) * 2;
+  const int64_t block = packed->block;
   packed->data.assign(size_t(std::max<int64_t>(m_blocks * packed->k_blocks * block, 1)), 0);
   for (int64_t mb = 0; mb < m_blocks; ++mb)
     for (int64_t kb = 0; kb < packed->k_blocks; ++kb) {
@@ -143,7 +147,7 @@ void qgemm_with(const QKernelSet& kernels, const QBlocking& bl, int64_t m, int64
       // A's block (rows from r0, K pairs from p0): prepacked, or packed now.
       auto a_block = [&](int64_t p0, int64_t kp) -> const int16_t* {
         if (a.packed)
-          return a.packed->data.data() + ((r0 / bl.mc) * a.packed->k_blocks + p0 / bl.kc) * bl.mc * bl.kc * 2;
+          return a.packed->data.data() + ((r0 / bl.mc) * a.packed->k_blocks + p0 / bl.kc) * a.packed->block;
         pack_a(a.matrix, k, a.zero, a.zero_count, r0, rows, p0, kp, packed_a.data());
         return packed_a.data();
       };
@@ -183,9 +187,9 @@ namespace {
 // int16 pairs, read along the rows by the ISA's pack_pair loop.
 template <typename T, typename PackPair>
 void pack_rows(PackPair pack_pair, const T* b, int64_t ld, int64_t k, int64_t n, const int32_t* zero,
-               int64_t zero_count, PackedQB* out) {
+               int64_t zero_count, PackedQB* out, int64_t first, int64_t last) {
   using qgemm_detail::kNR;
-  for (int64_t panel = 0; panel < out->panels; ++panel) {
+  for (int64_t panel = first; panel < last; ++panel) {
     int16_t* dst = out->data.data() + panel * out->kp * kNR * 2;
     const int64_t j0 = panel * kNR, width = std::min<int64_t>(kNR, n - j0);
     int16_t z[kNR] = {};
@@ -215,7 +219,7 @@ void pack_columns(const T* b, int64_t ld, int64_t k, int64_t n, const int32_t* z
 }  // namespace
 
 void pack_qb_into(const QMatrix& b, int64_t k, int64_t n, const int32_t* zero, int64_t zero_count,
-                  PackedQB* out) {
+                  PackedQB* out, const ParallelFor& parallel) {
   using qgemm_detail::kNR;
   out->k = k, out->n = n, out->kp = (k + 1) / 2, out->panels = (n + kNR - 1) / kNR;
   out->data.resize(size_t(std::max<int64_t>(out->panels * out->kp * kNR * 2, 1)));
@@ -224,10 +228,22 @@ void pack_qb_into(const QMatrix& b, int64_t k, int64_t n, const int32_t* zero, i
     pack_columns(static_cast<const int8_t*>(b.data), b.ld, k, n, zero, zero_count, out);
   else if (b.trans)
     pack_columns(static_cast<const uint8_t*>(b.data), b.ld, k, n, zero, zero_count, out);
-  else if (b.is_signed)
-    pack_rows(ks.pack_pair_s8, static_cast<const int8_t*>(b.data), b.ld, k, n, zero, zero_count, out);
-  else
-    pack_rows(ks.pack_pair_u8, static_cast<const uint8_t*>(b.data), b.ld, k, n, zero, zero_count, out);
+  else {
+    // Panels are independent: a large B (a convolution's im2col, every run)
+    // is packed by all threads.
+    auto panels = [&](size_t first, size_t last) {
+      if (b.is_signed)
+        pack_rows(ks.pack_pair_s8, static_cast<const int8_t*>(b.data), b.ld, k, n, zero, zero_count, out,
+                  int64_t(first), int64_t(last));
+      else
+        pack_rows(ks.pack_pair_u8, static_cast<const uint8_t*>(b.data), b.ld, k, n, zero, zero_count, out,
+                  int64_t(first), int64_t(last));
+    };
+    if (parallel.run && parallel.threads > 1 && out->panels > 1 && out->panels * out->kp * kNR >= (1 << 16))
+      parallel.run(size_t(out->panels), panels);
+    else
+      panels(0, size_t(out->panels));
+  }
 }
 
 std::shared_ptr<PackedQB> pack_qb(const QMatrix& b, int64_t k, int64_t n, const int32_t* zero,
@@ -264,6 +280,11 @@ void requantize_row(const int32_t* acc, int64_t count, double bias, double multi
     ks.requant_s8(acc, count, q, static_cast<int8_t*>(y));
   else
     ks.requant_u8(acc, count, q, static_cast<uint8_t*>(y));
+}
+
+void window_sums(int32_t* acc, const int16_t* src, const int64_t* offsets, const int32_t* taps, int64_t tap_count,
+                 int64_t count) {
+  qgemm_detail::qkernels_best().taps_row(acc, src, offsets, taps, tap_count, count);
 }
 
 void accumulate_tap_row(int32_t* acc, const int16_t* src, int64_t stride, int32_t tap, int64_t count) {

@@ -46,7 +46,7 @@ std::shared_ptr<PackedQB> pack_qb(const QMatrix& b, int64_t k, int64_t n, const 
 // The same into *out, reusing its storage: for a B that changes every run
 // (a convolution's im2col), packed into a scratch PackedQB per thread.
 void pack_qb_into(const QMatrix& b, int64_t k, int64_t n, const int32_t* zero, int64_t zero_count,
-                  PackedQB* out);
+                  PackedQB* out, const ParallelFor& parallel = {});
 
 // Called once for each finished block of C (rows [r0, r1) x columns [c0, c1),
 // at most 96 x 256),
@@ -65,6 +65,7 @@ void qgemm(int64_t m, int64_t n, int64_t k, const QMatrix& a, const int32_t* a_z
 struct PackedQA {
   int64_t m = 0, k = 0, kp = 0;
   int64_t mc = 0, kc = 0, k_blocks = 0;  // the blocking it was packed for
+  int64_t block = 0;                      // int16 values per (row block, K block)
   std::vector<int16_t> data;
 };
 std::shared_ptr<PackedQA> pack_qa(const QMatrix& a, int64_t m, int64_t k, const int32_t* zero, int64_t zero_count);
@@ -78,6 +79,11 @@ void qgemm(int64_t n, const PackedQA& a, const PackedQB& b, int32_t* c, int64_t 
 // into int8 (is_signed) or uint8 y, in float64.
 void requantize_row(const int32_t* acc, int64_t count, double bias, double multiplier, double zero, bool is_signed,
                     void* y);
+
+// acc[o] = sum_t src[o + offsets[t]] * taps[t] for o < count: a depthwise
+// window over a flat, padded plane, all taps summed in registers.
+void window_sums(int32_t* acc, const int16_t* src, const int64_t* offsets, const int32_t* taps, int64_t tap_count,
+                 int64_t count);
 
 // acc[i] += src[i * stride] * tap for i < count: one tap of a depthwise
 // convolution's window over a row of output pixels.

@@ -50,6 +50,15 @@ void tap_row_impl(int32_t* acc, const int16_t* src, int64_t stride, int32_t tap,
     for (int64_t i = 0; i < count; ++i) acc[i] += int32_t(src[i * stride]) * tap;
 }
 
+void taps_row_impl(int32_t* acc, const int16_t* src, const int64_t* offsets, const int32_t* taps, int64_t tap_count,
+                   int64_t count) {
+  for (int64_t o = 0; o < count; ++o) {
+    int32_t sum = 0;
+    for (int64_t t = 0; t < tap_count; ++t) sum += int32_t(src[o + offsets[t]]) * taps[t];
+    acc[o] = sum;
+  }
+}
+
 [[maybe_unused]] void pack_pair_u8(const uint8_t* r0, const uint8_t* r1, int64_t count, const int16_t* zero, int16_t* dst) {
   pack_pair_impl(r0, r1, count, zero, dst);
 }

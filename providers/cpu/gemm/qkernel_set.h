@@ -38,6 +38,11 @@ using QRequantS8 = void (*)(const int32_t* acc, int64_t count, const QuantOut& q
 // acc[i] += src[i * stride] * tap for i < count: one tap of a depthwise window.
 using QTapRow = void (*)(int32_t* acc, const int16_t* src, int64_t stride, int32_t tap, int64_t count);
 
+// acc[o] = sum_t src[o + offsets[t]] * taps[t] for o < count: a whole
+// depthwise window at once, each sum kept in a register until stored.
+using QTapsRow = void (*)(int32_t* acc, const int16_t* src, const int64_t* offsets, const int32_t* taps,
+                          int64_t tap_count, int64_t count);
+
 struct QKernelSet {
   const char* name;
   QMicroKernel gemm;
@@ -46,6 +51,7 @@ struct QKernelSet {
   QRequantU8 requant_u8;
   QRequantS8 requant_s8;
   QTapRow tap_row;
+  QTapsRow taps_row;
 };
 
 const QKernelSet& qkernels_generic();

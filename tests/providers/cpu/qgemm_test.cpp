@@ -166,9 +166,21 @@ TEST(QGemm, PackRequantizeAndTapRowsMatchScalarLoopsOnEveryKernelSet) {
       ASSERT_EQ(yu[i], std::clamp(real + 100.0, 0.0, 255.0)) << acc[i];
       ASSERT_EQ(ys[i], std::clamp(real - 3.0, -128.0, 127.0)) << acc[i];
     }
-    // tap_row: contiguous and strided sources.
     std::vector<int16_t> src(64);
     for (auto& v : src) v = int16_t(int(rng() % 511) - 255);
+    // taps_row: a 3x3 window over a flat plane 12 wide.
+    {
+      const int64_t offsets[9] = {0, 1, 2, 12, 13, 14, 24, 25, 26};
+      const int32_t taps[9] = {3, -1, 4, -1, 5, -9, 2, -6, 5};
+      std::vector<int32_t> sums(37, 99);
+      ks->taps_row(sums.data(), src.data(), offsets, taps, 9, 37);
+      for (int64_t o = 0; o < 37; ++o) {
+        int32_t want = 0;
+        for (int t = 0; t < 9; ++t) want += src[size_t(o + offsets[t])] * taps[t];
+        ASSERT_EQ(sums[size_t(o)], want) << "output " << o;
+      }
+    }
+    // tap_row: contiguous and strided sources.
     for (int64_t stride : {1, 2, 3}) {
       std::vector<int32_t> row(19, 5), want(19, 5);
       ks->tap_row(row.data(), src.data(), stride, -77, 19);

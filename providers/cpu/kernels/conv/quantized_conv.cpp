@@ -8,6 +8,7 @@
 // stride-1 convolutions pack x itself (no im2col).
 #include <cinttypes>
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -41,6 +42,7 @@ class ConvIntegerKernel final : public sdk::Kernel {
     std::vector<int32_t> zero;
     if (!weight_zero(linalg::constant_input(node, iwz), w->dim(0), &zero).empty()) return;
     const int64_t mg = w->dim(0) / group_, k = w->size() / w->dim(0);
+    if (mg == 1 && w->dim(1) == 1 && w->rank() == 4) return;  // depthwise 2-D: direct loops, no GEMM
     for (int64_t g = 0; g < group_ && k > 0; ++g)
       packed_w_.push_back(pack_qa({static_cast<const uint8_t*>(w->raw) + g * mg * k, w->dtype == ONYX_DTYPE_INT8, k, false},
                                   mg, k, zero.size() == 1 ? zero.data() : zero.data() + g * mg,
@@ -211,13 +213,19 @@ class ConvIntegerKernel final : public sdk::Kernel {
         const auto* xg = static_cast<const uint8_t*>(x.raw) + (b * geo.c + grp * cg) * geo.plane();
         const uint8_t* source = xg;  // pointwise: x_g is already K x pixels
         if (!pointwise) {
-          if (x_signed)
-            im2col(reinterpret_cast<const int8_t*>(xg), geo, cg, reinterpret_cast<int8_t*>(cols.data()));
-          else
-            im2col(xg, geo, cg, cols.data());
+          // Channels write disjoint rows of the im2col matrix: all threads help.
+          const int64_t rows_per_channel = geo.window() * pixels;
+          ctx.parallel_for(size_t(cg), nn::grain_for(double(rows_per_channel), 1 << 16), [&](size_t c0, size_t c1) {
+            const int64_t at = int64_t(c0) * geo.plane(), n_ch = int64_t(c1 - c0);
+            if (x_signed)
+              im2col(reinterpret_cast<const int8_t*>(xg) + at, geo, n_ch,
+                     reinterpret_cast<int8_t*>(cols.data()) + int64_t(c0) * rows_per_channel);
+            else
+              im2col(xg + at, geo, n_ch, cols.data() + int64_t(c0) * rows_per_channel);
+          });
           source = cols.data();
         }
-        pack_qb_into({source, x_signed, pixels, false}, k, pixels, &geo.x_zero, 1, &packed);
+        pack_qb_into({source, x_signed, pixels, false}, k, pixels, &geo.x_zero, 1, &packed, pf);
         const int64_t y0 = (b * geo.m + grp * mg) * pixels;
         const QMatrix wg{static_cast<const uint8_t*>(w.raw) + grp * mg * k, w.dtype == ONYX_DTYPE_INT8, k, false};
         const int32_t* wz = w_zero.size() == 1 ? w_zero.data() : w_zero.data() + grp * mg;
@@ -260,9 +268,19 @@ class ConvIntegerKernel final : public sdk::Kernel {
     // The flat plane's last tap reads up to (kernel - 1) * dilation past hp * wp.
     const int64_t padded_size = hp * wp + (wd.kernel - 1) * wd.dilation;
     ctx.parallel_for(size_t(geo.n * geo.c), nn::grain_for(double(pixels * taps), 1 << 16), [&](size_t lo, size_t hi) {
-      std::vector<int16_t> padded(static_cast<size_t>(padded_size));
-      std::vector<int32_t> sums(static_cast<size_t>(flat ? h.out * wp : pixels));
-      std::vector<int16_t> taps_w(static_cast<size_t>(taps));
+      // Per-thread scratch, kept across runs (fresh pages each run cost more
+      // than the convolution).
+      thread_local std::vector<int16_t> padded, taps_w;
+      thread_local std::vector<int32_t> sums, taps32;
+      thread_local std::vector<int64_t> offsets;
+      padded.resize(static_cast<size_t>(padded_size));
+      sums.resize(static_cast<size_t>(flat ? h.out * wp : pixels));
+      taps_w.resize(static_cast<size_t>(taps));
+      taps32.resize(static_cast<size_t>(taps));
+      offsets.resize(static_cast<size_t>(taps));
+      for (int64_t ky = 0; ky < h.kernel; ++ky)
+        for (int64_t kx = 0; kx < wd.kernel; ++kx)
+          offsets[size_t(ky * wd.kernel + kx)] = ky * h.dilation * wp + kx * wd.dilation;
       for (size_t job = lo; job < hi; ++job) {
         const int64_t ch = int64_t(job) % geo.c;
         std::fill(padded.begin(), padded.end(), int16_t(0));
@@ -281,15 +299,15 @@ class ConvIntegerKernel final : public sdk::Kernel {
         }
         if (flat) {
           // Stride 1: output (oy, ox) at oy * wp + ox of a plane as wide as
-          // the padded input, so that each tap is one long row update; the
-          // columns past out_w are scratch.
-          std::fill(sums.begin(), sums.end(), 0);
-          for (int64_t ky = 0; ky < h.kernel; ++ky)
-            for (int64_t kx = 0; kx < wd.kernel; ++kx)
-              accumulate_tap_row(sums.data(), padded.data() + ky * h.dilation * wp + kx * wd.dilation, 1,
-                                 taps_w[size_t(ky * wd.kernel + kx)], h.out * wp);
-          for (int64_t oy = 0; oy < h.out; ++oy)
-            store_row(y, rq, sums.data() + oy * wp, 1, ch, int64_t(job) * pixels + oy * wd.out, wd.out);
+          // the padded input, each tap a fixed offset into it; the columns
+          // past out_w are scratch.
+          for (int64_t t = 0; t < taps; ++t) taps32[size_t(t)] = taps_w[size_t(t)];
+          window_sums(sums.data(), padded.data(), offsets.data(), taps32.data(), taps, h.out * wp);
+          // Rows packed together (each moves down, never over an unread
+          // one), then one output-stage call for the whole channel.
+          for (int64_t oy = 1; oy < h.out; ++oy)
+            std::memmove(sums.data() + oy * wd.out, sums.data() + oy * wp, size_t(wd.out) * sizeof(int32_t));
+          store_row(y, rq, sums.data(), 1, ch, int64_t(job) * pixels, pixels);
           continue;
         }
         for (int64_t oy = 0; oy < h.out; ++oy) {
