@@ -1,15 +1,16 @@
 // qlinear_binary.cpp: com.microsoft QLinearAdd and QLinearMul on uint8/int8
 // with numpy broadcasting:
 //   C = quantize(dequantize(A) + dequantize(B))  (Mul: *)
-// with per-tensor scales and zero points. Per element this is one float32
+// with per-tensor scales and zero points. Per element this is one float64
 // affine form of the two codes,
 //   Add: (a - za) * (sa / sc) + (b - zb) * (sb / sc) + zc
 //   Mul: (a - za) * (b - zb) * (sa * sb / sc) + zc
 // then rounding half to even with saturation, all without branches or libm
-// calls so that the broadcasting loops (elementwise.h) vectorize. The code
-// differences are exact in float32 and only the scale ratios and the last
-// products round, so a result differs from the float64 reference only when
-// that lies within ~1e-5 of a step of a rounding boundary.
+// calls so that the broadcasting loops (elementwise.h) vectorize. float64,
+// not float32: scales like 0.05 and 0.07 put 1 in 70 sums within float32's
+// error (~1e-5 of a step) of a half-way point, where float32 rounds either
+// way; in float64 only the ratios and the last products round (~1e-13), so a
+// code differs from the float64 reference's only at (near-)exact ties.
 #include <memory>
 
 #include "kernels/elementwise/elementwise.h"
@@ -45,18 +46,18 @@ class QLinearBinaryKernel final : public sdk::Kernel {
     sdk::Tensor c;
     ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, a.dtype, out_dims, &c));
     const ew::BroadcastPlan plan = ew::make_plan({a.dims, b.dims}, out_dims);
-    const float za = float(qa.zero), zb = float(qb.zero), zc = float(qc.zero);
+    const double za = qa.zero, zb = qb.zero, zc = qc.zero;
     quant::visit_8bit(a.dtype, [&](auto tag) {
       using T = decltype(tag);
       if (mul_) {
-        const float k = float(qa.scale * qb.scale / qc.scale);
+        const double k = qa.scale * qb.scale / qc.scale;
         ew::binary_loop(ctx, plan, a.data<T>(), b.data<T>(), c.data<T>(), [=](T x, T w) {
-          return quant::saturate_round<T>((float(x) - za) * (float(w) - zb) * k + zc);
+          return quant::saturate_round<T>((double(x) - za) * (double(w) - zb) * k + zc);
         });
       } else {
-        const float ka = float(qa.scale / qc.scale), kb = float(qb.scale / qc.scale);
+        const double ka = qa.scale / qc.scale, kb = qb.scale / qc.scale;
         ew::binary_loop(ctx, plan, a.data<T>(), b.data<T>(), c.data<T>(), [=](T x, T w) {
-          return quant::saturate_round<T>((float(x) - za) * ka + (float(w) - zb) * kb + zc);
+          return quant::saturate_round<T>((double(x) - za) * ka + (double(w) - zb) * kb + zc);
         });
       }
     });

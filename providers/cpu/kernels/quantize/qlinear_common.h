@@ -54,17 +54,9 @@ inline constexpr float kHighest = std::is_signed_v<T> ? 127.0f : 255.0f;
 
 // v rounded half to even and saturated to T, without a libm call, so that
 // loops over it vectorize: after the clamp to T's range, adding and
-// subtracting 1.5 * 2^23 leaves the nearest integer (ties to even, the
-// default rounding mode) since |v| < 2^22. Clamping before rounding gives
+// subtracting 1.5 * 2^52 leaves the nearest integer (ties to even, the
+// default rounding mode) since |v| < 2^51. Clamping before rounding gives
 // the same result as after, the bounds being integers.
-template <typename T>
-inline T saturate_round(float v) {
-  constexpr float kMagic = 12582912.0f;
-  v = std::min(std::max(v, kLowest<T>), kHighest<T>);
-  return T(int32_t((v + kMagic) - kMagic));
-}
-
-// The same in double, for tables and pooling outputs (1.5 * 2^52).
 template <typename T>
 inline T saturate_round(double v) {
   constexpr double kMagic = 6755399441055744.0;
