@@ -167,6 +167,25 @@ ONYX_OP_TEST(QLinearOps, AddAndMulWithoutZeroPoints) {
   }
 }
 
+// A scale ratio so large that the vectorized rounding's range (2^30) could
+// be exceeded takes the kernel's clamping path: codes saturate, no garbage.
+ONYX_OP_TEST(QLinearOps, HugeScaleRatiosSaturate) {
+  for (const char* op : {"QLinearAdd", "QLinearMul"}) {
+    NodeSpec node = microsoft(op);
+    node.inputs = {make_tensor<int8_t>({4}, {0, 1, -1, 127}), make_scalar<float>(1e6f), make_scalar<int8_t>(0),
+                   make_tensor<int8_t>({4}, {1, 1, 1, 1}),    make_scalar<float>(1e3f), make_scalar<int8_t>(0),
+                   make_scalar<float>(1e-3f),                 make_scalar<int8_t>(10)};
+    RunResult r = run_node(node);
+    ASSERT_TRUE(r.ok()) << r.error;
+    std::vector<double> want;
+    for (int a : {0, 1, -1, 127}) {
+      const double real = std::string(op) == "QLinearAdd" ? a * 1e6 + 1e3 : a * 1e6 * 1e3;
+      want.push_back(quantize<int8_t>(real, {1e-3f, 10}));
+    }
+    EXPECT_TRUE(codes_match(r.outputs[0].as_doubles(), want, true)) << op;
+  }
+}
+
 // ---------------------------------------------------------------------------
 // QLinearSigmoid, QLinearLeakyRelu
 

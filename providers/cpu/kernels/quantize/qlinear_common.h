@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -60,8 +61,32 @@ inline constexpr float kHighest = std::is_signed_v<T> ? 127.0f : 255.0f;
 template <typename T>
 inline T saturate_round(double v) {
   constexpr double kMagic = 6755399441055744.0;
-  v = std::min(std::max(v, double(kLowest<T>)), double(kHighest<T>));
+  v = v < double(kLowest<T>) ? double(kLowest<T>) : v;
+  v = v > double(kHighest<T>) ? double(kHighest<T>) : v;
   return T(int32_t((v + kMagic) - kMagic));
+}
+
+// v (|v| < 2^51) rounded half to even, the same way, for a value to which
+// an integer zero point is added after rounding.
+inline double round_half_even(double v) {
+  constexpr double kMagic = 6755399441055744.0;
+  return (v + kMagic) - kMagic;
+}
+
+// round_half_even(v) as an int32, for |v| < 2^31, and saturated to T's
+// range: for loops that must vectorize. GCC keeps double clamps and
+// conversions to int as branches (no vectorization), but in v + 1.5 * 2^52
+// the low 32 bits of the mantissa are the rounded integer in two's
+// complement, and integer clamps vectorize.
+template <typename T>
+inline T saturate_round_small(double v) {
+  const double t = v + 6755399441055744.0;
+  uint64_t bits;
+  std::memcpy(&bits, &t, sizeof bits);
+  int32_t r = int32_t(uint32_t(bits));
+  r = r < int32_t(kLowest<T>) ? int32_t(kLowest<T>) : r;
+  r = r > int32_t(kHighest<T>) ? int32_t(kHighest<T>) : r;
+  return T(r);
 }
 
 // Calls fn(T{}) for uint8 or int8; false for any other type.
