@@ -45,19 +45,17 @@ struct QParamSpec {
 std::string read_qparam(const sdk::ComputeContext& ctx, const QParamSpec& spec, int32_t dtype, const char* tensor,
                         QParam* out);
 
-// The 8-bit types of the QLinear ops.
-inline bool is_8bit(int32_t dtype) { return dtype == ONYX_DTYPE_UINT8 || dtype == ONYX_DTYPE_INT8; }
-
 template <typename T>
 inline constexpr float kLowest = std::is_signed_v<T> ? -128.0f : 0.0f;
 template <typename T>
 inline constexpr float kHighest = std::is_signed_v<T> ? 127.0f : 255.0f;
 
-// v rounded half to even and saturated to T, without a libm call, so that
-// loops over it vectorize: after the clamp to T's range, adding and
-// subtracting 1.5 * 2^52 leaves the nearest integer (ties to even, the
-// default rounding mode) since |v| < 2^51. Clamping before rounding gives
-// the same result as after, the bounds being integers.
+// v rounded half to even and saturated to T, for any finite v, without a
+// libm call (tables, one code per pooling window, the rare absurd scale
+// ratio): after the clamp to T's range, adding and subtracting 1.5 * 2^52
+// leaves the nearest integer (ties to even, the default rounding mode).
+// Clamping before rounding gives the same result as after, the bounds being
+// integers.
 template <typename T>
 inline T saturate_round(double v) {
   constexpr double kMagic = 6755399441055744.0;
