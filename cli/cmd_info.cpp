@@ -133,6 +133,19 @@ void print_placement(const Json& report) {
     std::string line = "  " + pad(name, name_width) + pad(op, op_width) + pad(n["device"].str("-"), device_width) + notes;
     std::cout << line.substr(0, line.find_last_not_of(' ') + 1) << "\n";
   }
+  // QDQ groups the optimizer rewrote into operator-form quantized ops (the
+  // --json report's graph_optimization.qdq_fused_ops has them all).
+  const Json& optimized = report["graph_optimization"];
+  if (optimized["qdq_groups_fused"].num() > 0) {
+    std::string per_op;
+    for (const char* op : {"QLinearConv", "QLinearMatMul", "QGemm", "QLinearAdd", "QLinearMul", "QLinearAveragePool",
+                           "QLinearGlobalAveragePool", "QLinearConcat", "QLinearSigmoid", "QLinearLeakyRelu", "MaxPool", "Reshape",
+                           "Transpose", "Squeeze", "Unsqueeze", "Flatten"})
+      if (double n = optimized["qdq_fused_ops"][op].num(); n > 0)
+        per_op += (per_op.empty() ? "" : ", ") + std::string(op) + " " + std::to_string(int64_t(n));
+    std::cout << "QDQ groups fused: " << int64_t(optimized["qdq_groups_fused"].num())
+              << (per_op.empty() ? "" : " (" + per_op + ")") << "\n";
+  }
   const Json::Array& copies = report["copies"].items();
   if (!copies.empty()) {
     std::cout << "copies between devices:\n";

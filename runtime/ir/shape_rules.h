@@ -94,6 +94,14 @@ void add_microsoft_rules(RuleTable& table);
 const RuleTable& rules();
 const RuleTable& microsoft_rules();
 
+// Shared by ai.onnx ops and their com.microsoft quantized forms
+// (shape_rules_nn.cpp): numpy matmul of inputs ia and ib; Gemm's [M, N] from
+// ia, ib (transA/transB attributes) with ic broadcast to it when present; a
+// convolution's output from input ix and weights iw.
+Status matmul_shape(InferContext& ctx, size_t ia, size_t ib, int32_t dtype);
+Status gemm_shape(InferContext& ctx, size_t ia, size_t ib, size_t ic, int32_t dtype);
+Status conv_shape(InferContext& ctx, size_t ix, size_t iw, int32_t dtype);
+
 // AveragePool's output shape, for N x C x D1 x ... or, with channels_last,
 // N x D1 x ... x C (shape_rules_nn.cpp).
 Status pool_shape(InferContext& ctx, bool channels_last);

@@ -14,6 +14,8 @@ namespace {
 bool compatible(int64_t a, int64_t b) { return a < 0 || b < 0 || a == b; }
 
 // numpy.matmul of inputs `ia` and `ib`.
+}  // namespace
+
 Status matmul_shape(InferContext& ctx, size_t ia, size_t ib, int32_t dtype) {
   const int32_t ra = ctx.rank(ia), rb = ctx.rank(ib);
   if (ra == 0 || rb == 0) return ctx.error("inputs must have rank >= 1, got scalars");
@@ -39,34 +41,37 @@ Status matmul_shape(InferContext& ctx, size_t ia, size_t ib, int32_t dtype) {
   return Status();
 }
 
+namespace {
+
 Status matmul(InferContext& ctx) { return matmul_shape(ctx, 0, 1, ctx.dtype(0)); }
 Status matmul_integer(InferContext& ctx) { return matmul_shape(ctx, 0, 1, ONYX_DTYPE_INT32); }
 // QLinearMatMul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point).
 Status qlinear_matmul(InferContext& ctx) { return matmul_shape(ctx, 0, 3, ctx.dtype(7)); }
 
-Status gemm(InferContext& ctx) {
-  const int32_t dtype = ctx.dtype(0);
-  if (ctx.rank(0) < 0 || ctx.rank(1) < 0) {
+}  // namespace
+
+Status gemm_shape(InferContext& ctx, size_t ia, size_t ib, size_t ic, int32_t dtype) {
+  if (ctx.rank(ia) < 0 || ctx.rank(ib) < 0) {
     ctx.set_output_rank(0, dtype, 2);
     return Status();
   }
-  if (ctx.rank(0) != 2 || ctx.rank(1) != 2)
-    return ctx.error("A and B must be matrices, got " + shape_string(ctx.dims(0)) + " and " +
-                     shape_string(ctx.dims(1)));
+  if (ctx.rank(ia) != 2 || ctx.rank(ib) != 2)
+    return ctx.error("A and B must be matrices, got " + shape_string(ctx.dims(ia)) + " and " +
+                     shape_string(ctx.dims(ib)));
   const bool ta = ctx.attr_int("transA", 0) != 0, tb = ctx.attr_int("transB", 0) != 0;
-  const Shape &a = ctx.dims(0), &b = ctx.dims(1);
+  const Shape &a = ctx.dims(ia), &b = ctx.dims(ib);
   const int64_t m = ta ? a[1] : a[0], k_a = ta ? a[0] : a[1];
   const int64_t k_b = tb ? b[1] : b[0], n = tb ? b[0] : b[1];
   if (!compatible(k_a, k_b))
     return ctx.error("inner dimensions differ: A " + shape_string(a) + (ta ? " (transposed)" : "") +
                      " x B " + shape_string(b) + (tb ? " (transposed)" : ""));
   Shape out = {m, n};
-  if (ctx.has_input(2)) {  // C broadcasts one way, to [M, N]
-    const TypeShape both[] = {{dtype, 2, out}, ctx.input_type(2)};
+  if (ctx.has_input(ic)) {  // C broadcasts one way, to [M, N]
+    const TypeShape both[] = {{dtype, 2, out}, ctx.input_type(ic)};
     ONYX_ASSIGN_OR_RETURN(TypeShape b_out, broadcast(ctx, both));
     if (b_out.rank_known()) {
       if (b_out.rank != 2 || !compatible(b_out.dims[0], m) || !compatible(b_out.dims[1], n))
-        return ctx.error("C " + shape_string(ctx.dims(2)) + " does not broadcast to " +
+        return ctx.error("C " + shape_string(ctx.dims(ic)) + " does not broadcast to " +
                          shape_string(out));
       out = b_out.dims;
     }
@@ -74,6 +79,10 @@ Status gemm(InferContext& ctx) {
   ctx.set_output(0, dtype, out);
   return Status();
 }
+
+namespace {
+
+Status gemm(InferContext& ctx) { return gemm_shape(ctx, 0, 1, 2, ctx.dtype(0)); }
 
 // Spatial attributes shared by convolution and pooling.
 struct Window {
@@ -145,6 +154,8 @@ StatusOr<int64_t> window_output(InferContext& ctx, const Window& w, size_t i, in
 // Conv (0, 1), ConvInteger (0, 1; int32) and QLinearConv (0, 3). onnx 1.12's
 // convPoolShapeInference reads past its arrays when W's rank differs from
 // X's, so these three never reach the onnx fallback.
+}  // namespace
+
 Status conv_shape(InferContext& ctx, size_t ix, size_t iw, int32_t dtype) {
   const int32_t rank = ctx.rank(ix) >= 0 ? ctx.rank(ix) : ctx.rank(iw);
   if (rank < 0) return ctx.set_output_dtype(0, dtype), Status();
@@ -174,6 +185,8 @@ Status conv_shape(InferContext& ctx, size_t ix, size_t iw, int32_t dtype) {
   ctx.set_output(0, dtype, out);
   return Status();
 }
+
+namespace {
 
 Status conv(InferContext& ctx) { return conv_shape(ctx, 0, 1, ctx.dtype(0)); }
 Status conv_integer(InferContext& ctx) { return conv_shape(ctx, 0, 1, ONYX_DTYPE_INT32); }

@@ -1,7 +1,8 @@
 // shape_rules_quantized.cpp: the com.microsoft operator-form quantized ops
 // that ONNX Runtime's quantizer writes (QLinearAdd, QLinearMul,
 // QLinearSigmoid, QLinearLeakyRelu, QLinearAveragePool,
-// QLinearGlobalAveragePool, QLinearConcat). onnx's own schemas do not know
+// QLinearGlobalAveragePool, QLinearConcat, QGemm, DynamicQuantizeMatMul,
+// QLinearConv). onnx's own schemas do not know
 // this domain, so without these rules their outputs, and everything after
 // them, would have no type or shape to claim nodes and plan memory with.
 // Each output has the type of the op's 8-bit input and its ai.onnx
@@ -82,9 +83,26 @@ Status qlinear_concat(InferContext& ctx) {
   return Status();
 }
 
+// QGemm(A, a_scale, a_zero, B, b_scale, b_zero, C?, y_scale?, y_zero?): float
+// output without y_scale, else y_zero_point's type (uint8 when absent).
+Status qgemm(InferContext& ctx) {
+  const int32_t dtype = !ctx.has_input(7) ? ONYX_DTYPE_FLOAT32 : ctx.has_input(8) ? ctx.dtype(8) : ONYX_DTYPE_UINT8;
+  return gemm_shape(ctx, 0, 3, 6, dtype);
+}
+
+// DynamicQuantizeMatMul(A float, B, b_scale, b_zero?, bias?): float, matmul shape.
+Status dynamic_quantize_matmul(InferContext& ctx) { return matmul_shape(ctx, 0, 1, ONYX_DTYPE_FLOAT32); }
+
+// com.microsoft's QLinearConv: ONNX's, y of y_zero_point's type (NCHW; the
+// channels_last form is declined by the kernels that do not run it).
+Status qlinear_conv(InferContext& ctx) { return conv_shape(ctx, 0, 3, ctx.dtype(7)); }
+
 }  // namespace
 
 void add_microsoft_rules(RuleTable& table) {
+  table["QGemm"] = qgemm;
+  table["DynamicQuantizeMatMul"] = dynamic_quantize_matmul;
+  table["QLinearConv"] = qlinear_conv;
   table["QLinearAdd"] = qlinear_binary;
   table["QLinearMul"] = qlinear_binary;
   table["QLinearSigmoid"] = qlinear_unary;

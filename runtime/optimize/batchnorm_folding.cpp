@@ -23,25 +23,6 @@ bool per_channel(const Tensor* t, int32_t dtype, int64_t channels) {
   return t && t->dtype() == dtype && t->shape().size() == 1 && t->shape()[0] == channels;
 }
 
-std::string unused_name(const ir::Graph& g, const std::string& base) {
-  std::string name = base;
-  for (int k = 1; g.find_value(name) >= 0; ++k) name = base + "_" + std::to_string(k);
-  return name;
-}
-
-int add_initializer(ir::Graph& g, GraphRewrite& rw, const std::string& base, Tensor t) {
-  ir::Value v;
-  v.name = unused_name(g, base);
-  v.dtype = t.dtype();
-  v.rank = int32_t(t.shape().size());
-  v.dims = t.shape();
-  v.constant = std::move(t);
-  const int index = g.add_value(std::move(v));
-  rw.readers.push_back(0);
-  rw.pinned.push_back(false);
-  return index;
-}
-
 // Folds BatchNormalization node `b` into the Conv producing its input when
 // every condition holds; true when it did.
 bool fold_one(GraphRewrite& rw, int b) {
@@ -90,8 +71,8 @@ bool fold_one(GraphRewrite& rw, int b) {
   }
 
   const std::string base = conv.name.empty() ? g.values[size_t(x)].name : conv.name;
-  const int w_index = add_initializer(g, rw, base + "_bn_folded_weight", std::move(new_w));
-  const int b_index = add_initializer(g, rw, base + "_bn_folded_bias", std::move(new_b));
+  const int w_index = add_initializer(rw, base + "_bn_folded_weight", std::move(new_w));
+  const int b_index = add_initializer(rw, base + "_bn_folded_bias", std::move(new_b));
   ir::Node& folded = g.nodes[size_t(c)];  // add_value may not move nodes, but stay explicit
   --rw.readers[size_t(folded.inputs[1])];
   folded.inputs[1] = w_index;

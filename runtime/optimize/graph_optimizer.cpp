@@ -89,6 +89,29 @@ const Tensor* GraphRewrite::fixed_constant(int v) const {
 
 namespace {
 
+std::string unused_name(const ir::Graph& g, const std::string& base) {
+  std::string name = base;
+  for (int k = 1; g.find_value(name) >= 0; ++k) name = base + "_" + std::to_string(k);
+  return name;
+}
+
+}  // namespace
+
+int add_initializer(GraphRewrite& rw, const std::string& base, Tensor t) {
+  ir::Value v;
+  v.name = unused_name(rw.graph, base);
+  v.dtype = t.dtype();
+  v.rank = int32_t(t.shape().size());
+  v.dims = t.shape();
+  v.constant = std::move(t);
+  const int index = rw.graph.add_value(std::move(v));
+  rw.readers.push_back(0);
+  rw.pinned.push_back(false);
+  return index;
+}
+
+namespace {
+
 // The tensor a Constant node holds, when it is a plain tensor attribute
 // (value, value_float(s), value_int(s); sparse_value was densified on import)
 // or shape inference already materialized it.
@@ -247,7 +270,8 @@ void compact(GraphRewrite& rw) {
 }  // namespace
 }  // namespace optimize
 
-Status optimize_graph(ir::Graph& graph, GraphOptimization level, OptimizationReport* report) {
+Status optimize_graph(ir::Graph& graph, GraphOptimization level, OptimizationReport* report,
+                      const ProviderRank& providers) {
   OptimizationReport local;
   OptimizationReport& r = report ? *report : local;
   if (level == GraphOptimization::kOff) return Status();
@@ -259,6 +283,9 @@ Status optimize_graph(ir::Graph& graph, GraphOptimization level, OptimizationRep
   r.constants_hoisted += optimize::hoist_constants(rw, level);
   r.nodes_bypassed += optimize::bypass_pass_through(rw);
   r.batchnorms_folded += optimize::fold_batchnorms(rw);
+  // After hoisting (QDQ scales are often Constant nodes) and before dead
+  // nodes go (a DequantizeLinear left without readers is removed then).
+  if (providers) optimize::fuse_qdq_groups(rw, providers, r);
   r.nodes_removed += optimize::remove_unread_nodes(rw);
   optimize::compact(rw);
   return Status();

@@ -12,10 +12,19 @@
 //   - an inference-mode BatchNormalization after a Conv whose weights are
 //     constant is folded into the Conv's weights and bias (computed in
 //     float64, rounded once);
+//   - QDQ groups (DequantizeLinear -> float op -> QuantizeLinear) become the
+//     operator-form quantized node (QLinearConv, QLinearMatMul, com.microsoft
+//     QGemm, QLinearAdd, ...; qdq_fusion.cpp), but only where a provider of
+//     the session claims that node (`ProviderRank`): no provider should have
+//     to recognize the pattern, and none should be handed a node it cannot run;
 //   - nodes whose outputs nothing reads are removed, then unused values.
 // Values read by name from a subgraph (If/Loop/Scan bodies) and graph
 // outputs are never renamed or removed.
 #pragma once
+
+#include <functional>
+#include <map>
+#include <string>
 
 #include "core/status.h"
 #include "ir/graph.h"
@@ -33,11 +42,23 @@ struct OptimizationReport {
   int nodes_bypassed = 0;     // Identity, no-op Cast, inference Dropout
   int batchnorms_folded = 0;
   int nodes_removed = 0;      // unread nodes
+  int qdq_groups_fused = 0;   // QDQ groups rewritten into operator form
+  std::map<std::string, int> qdq_fused_ops;  // per operator-form op ("QLinearConv", ...)
 };
+
+// Asks the session's providers about a node the optimizer would create:
+// `node` reads and writes values of `graph` (it need not be in graph.nodes).
+// Returns the position, in the session's priority order, of the first
+// provider that would claim it, or -1 when none would. Rewrites that only
+// pay off when some provider runs the result (QDQ fusion) are skipped
+// without one.
+using ProviderRank = std::function<int(const ir::Graph& graph, const ir::Node& node)>;
 
 // Rewrites `graph` in place (not its subgraphs: each control-flow child
 // session optimizes its own copy). Fails only on a graph that is already
 // malformed (a node reading a value index out of range).
-Status optimize_graph(ir::Graph& graph, GraphOptimization level, OptimizationReport* report = nullptr);
+// `providers` is empty where no session is known (QDQ groups then stay).
+Status optimize_graph(ir::Graph& graph, GraphOptimization level, OptimizationReport* report = nullptr,
+                      const ProviderRank& providers = {});
 
 }  // namespace onyx::runtime

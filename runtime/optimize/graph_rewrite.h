@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "optimize/graph_optimizer.h"
 
 namespace onyx::runtime::optimize {
 
@@ -30,5 +31,13 @@ struct GraphRewrite {
 // batchnorm_folding.cpp: BatchNormalization (inference) after a Conv with
 // constant weights, folded into them; returns how many.
 int fold_batchnorms(GraphRewrite& rw);
+
+// qdq_fusion.cpp: QDQ groups rewritten into operator-form quantized nodes
+// that a provider claims (ranked no worse than the float op they replace);
+// counts go to `report`.
+void fuse_qdq_groups(GraphRewrite& rw, const ProviderRank& providers, OptimizationReport& report);
+
+// A new initializer named after `base` (made unique); returns its index.
+int add_initializer(GraphRewrite& rw, const std::string& base, Tensor t);
 
 }  // namespace onyx::runtime::optimize

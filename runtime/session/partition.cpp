@@ -180,6 +180,10 @@ std::string PartitionReport::to_json(const ir::Graph& graph) const {
   w.key("nodes_bypassed").value(int64_t(optimization.nodes_bypassed));
   w.key("batchnorms_folded").value(int64_t(optimization.batchnorms_folded));
   w.key("nodes_removed").value(int64_t(optimization.nodes_removed));
+  w.key("qdq_groups_fused").value(int64_t(optimization.qdq_groups_fused));
+  w.key("qdq_fused_ops").begin_object();  // operator-form op -> groups
+  for (const auto& [op, count] : optimization.qdq_fused_ops) w.key(op).value(int64_t(count));
+  w.end_object();
   w.end_object();
   w.end_object();
   return w.str();

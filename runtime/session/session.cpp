@@ -13,6 +13,7 @@
 #include "session/fused_groups.h"
 #include "session/graph_view.h"
 #include "session/host_kernels.h"
+#include "session/provider_probe.h"
 
 namespace onyx::runtime {
 
@@ -51,14 +52,21 @@ StatusOr<std::unique_ptr<Session>> Session::create(ProviderRegistry& registry, i
   s->logger_ = registry.logger();
   LogRoute route(s->logger_.get());
   s->model_ = std::move(model);
+  s->pool_ = std::make_unique<ThreadPool>(options.intra_op_threads);
+  // Devices open before optimizing: rewrites such as QDQ fusion ask them
+  // whether they would run the node a rewrite makes.
+  ONYX_RETURN_IF_ERROR(s->open_devices(registry, options));
   if (options.graph_optimization != GraphOptimization::kOff) {
     // The caller may share the graph; the session rewrites its own copy.
     if (s->model_.graph.use_count() > 1) s->model_.graph = std::make_shared<ir::Graph>(*s->model_.graph);
-    ONYX_RETURN_IF_ERROR(optimize_graph(*s->model_.graph, options.graph_optimization, &s->partition_.optimization));
+    const Session* self = s.get();
+    ProviderRank providers = [self](const ir::Graph& g, const ir::Node& n) {
+      return first_claiming_device(self->devices_, g, n);
+    };
+    ONYX_RETURN_IF_ERROR(
+        optimize_graph(*s->model_.graph, options.graph_optimization, &s->partition_.optimization, providers));
     s->partition_.optimization_level = options.graph_optimization;
   }
-  s->pool_ = std::make_unique<ThreadPool>(options.intra_op_threads);
-  ONYX_RETURN_IF_ERROR(s->open_devices(registry, options));
   s->arenas_ = std::make_unique<ArenaPool>(s->devices_);
   ONYX_RETURN_IF_ERROR(
       partition_graph(*s->model_.graph, s->devices_, options.fallback, *s->logger_, s->partition_));

@@ -7,22 +7,17 @@
 
 #include "gemm_internal.h"
 #include "qgemm_internal.h"
+#include "qkernel_impl.h"
 
 namespace onyx::cpu {
 namespace qgemm_detail {
 namespace {
 
-int16_t element(const QMatrix& x, int64_t row, int64_t col) {
-  const int64_t at = x.trans ? col * x.ld + row : row * x.ld + col;
-  return x.is_signed ? int16_t(static_cast<const int8_t*>(x.data)[at])
-                     : int16_t(static_cast<const uint8_t*>(x.data)[at]);
-}
-
 // Rows [r0, r0 + rows) x K pairs [p0, p0 + kp) of op(A) into micro-panels of
 // kMR rows (see QMicroKernel); rows past the end and the odd K tail are zero.
-template <typename T, bool kTrans>
-void pack_a_typed(const QMatrix& a, int64_t k, const int32_t* zero, int64_t zero_count, int64_t r0,
-                  int64_t rows, int64_t p0, int64_t kp, int16_t* dst) {
+template <typename T>
+void pack_a_rows(const QMatrix& a, int64_t k, const int32_t* zero, int64_t zero_count, int64_t r0,
+                 int64_t rows, int64_t p0, int64_t kp, int16_t* dst) {
   const T* src = static_cast<const T*>(a.data);
   for (int64_t panel = 0; panel * kMR < rows; ++panel) {
     int16_t* out = dst + panel * kp * kMR * 2;
@@ -35,30 +30,44 @@ void pack_a_typed(const QMatrix& a, int64_t k, const int32_t* zero, int64_t zero
       }
       const int64_t row = r0 + panel * kMR + i;
       const auto z = int16_t(zero[zero_count == 1 ? 0 : row]);
-      // op(A)(row, col) is src[row * ld + col], or src[col * ld + row] transposed.
-      const T* x = kTrans ? src + row : src + row * a.ld;
-      const int64_t step = kTrans ? a.ld : 1;
+      const T* x = src + row * a.ld + p0 * 2;
       const int64_t full = std::min(kp, k / 2 - p0);  // pairs with both halves inside K
       int64_t p = 0;
       for (; p < full; ++p) {
-        const int64_t col = (p0 + p) * 2;
-        o[p * kMR * 2] = int16_t(x[col * step] - z);
-        o[p * kMR * 2 + 1] = int16_t(x[(col + 1) * step] - z);
+        o[p * kMR * 2] = int16_t(x[2 * p] - z);
+        o[p * kMR * 2 + 1] = int16_t(x[2 * p + 1] - z);
       }
-      for (; p < kp; ++p) {  // the odd K tail
-        o[p * kMR * 2] = int16_t(x[(p0 + p) * 2 * step] - z);
-        o[p * kMR * 2 + 1] = 0;
-      }
+      for (; p < kp; ++p) o[p * kMR * 2] = int16_t(x[2 * p] - z), o[p * kMR * 2 + 1] = 0;  // odd K tail
     }
+  }
+}
+
+// op(A) = X^T, X stored k x m: each K step is a contiguous run of rows.
+template <typename T>
+void pack_a_columns(const QMatrix& a, int64_t k, const int32_t* zero, int64_t zero_count, int64_t r0,
+                    int64_t rows, int64_t p0, int64_t kp, int16_t* dst) {
+  const T* src = static_cast<const T*>(a.data);
+  for (int64_t panel = 0; panel * kMR < rows; ++panel) {
+    int16_t* out = dst + panel * kp * kMR * 2;
+    const int64_t first = r0 + panel * kMR, height = std::min<int64_t>(kMR, rows - panel * kMR);
+    int16_t z[kMR] = {};
+    for (int64_t i = 0; i < height; ++i) z[i] = int16_t(zero[zero_count == 1 ? 0 : first + i]);
+    for (int64_t p = 0; p < kp; ++p)
+      for (int h = 0; h < 2; ++h) {
+        int16_t* o = out + p * kMR * 2 + h;
+        const int64_t col = (p0 + p) * 2 + h;
+        const T* x = src + col * a.ld + first;
+        for (int64_t i = 0; i < kMR; ++i) o[i * 2] = col < k && i < height ? int16_t(x[i] - z[i]) : int16_t(0);
+      }
   }
 }
 
 void pack_a(const QMatrix& a, int64_t k, const int32_t* zero, int64_t zero_count, int64_t r0,
             int64_t rows, int64_t p0, int64_t kp, int16_t* dst) {
   if (a.is_signed)
-    (a.trans ? pack_a_typed<int8_t, true> : pack_a_typed<int8_t, false>)(a, k, zero, zero_count, r0, rows, p0, kp, dst);
+    (a.trans ? pack_a_columns<int8_t> : pack_a_rows<int8_t>)(a, k, zero, zero_count, r0, rows, p0, kp, dst);
   else
-    (a.trans ? pack_a_typed<uint8_t, true> : pack_a_typed<uint8_t, false>)(a, k, zero, zero_count, r0, rows, p0, kp, dst);
+    (a.trans ? pack_a_columns<uint8_t> : pack_a_rows<uint8_t>)(a, k, zero, zero_count, r0, rows, p0, kp, dst);
 }
 
 void ukr_generic(int64_t kp, const int16_t* a, const int16_t* b, int32_t* c, int64_t ldc,
@@ -75,20 +84,41 @@ void ukr_generic(int64_t kp, const int16_t* a, const int16_t* b, int32_t* c, int
     }
 }
 
+constexpr QKernelSet kGeneric = {"generic", ukr_generic, pack_pair_u8, pack_pair_s8, requant_u8, requant_s8, tap_row_impl};
+
 }  // namespace
 
-QMicroKernel qkernel_generic() { return &ukr_generic; }
+const QKernelSet& qkernels_generic() { return kGeneric; }
 
-QMicroKernel qkernel_best() {
+const QKernelSet& qkernels_best() {
+  static const QKernelSet& best = [&]() -> const QKernelSet& {
 #ifdef ONYX_GEMM_X86_KERNELS
-  if (gemm_detail::best_isa() != gemm_detail::Isa::generic) return qkernel_avx2();
+    if (gemm_detail::best_isa() != gemm_detail::Isa::generic) return qkernels_avx2();
 #endif
-  return qkernel_generic();
+    return qkernels_generic();
+  }();
+  return best;
 }
 
-void qgemm_with(QMicroKernel kernel, const QBlocking& bl, int64_t m, int64_t n, int64_t k,
-                const QMatrix& a, const int32_t* a_zero, int64_t a_zero_count, const PackedQB& b,
-                int32_t* c, int64_t ldc, const QTileDone& tile_done, const ParallelFor& pf) {
+std::shared_ptr<PackedQA> pack_qa_with(const QBlocking& bl, const QMatrix& a, int64_t m, int64_t k,
+                                       const int32_t* zero, int64_t zero_count) {
+  auto packed = std::make_shared<PackedQA>();
+  packed->m = m, packed->k = k, packed->kp = (k + 1) / 2, packed->mc = bl.mc, packed->kc = bl.kc;
+  packed->k_blocks = (packed->kp + bl.kc - 1) / bl.kc;
+  const int64_t m_blocks = (m + bl.mc - 1) / bl.mc, block = bl.mc * bl.kc * 2;
+  packed->data.assign(size_t(std::max<int64_t>(m_blocks * packed->k_blocks * block, 1)), 0);
+  for (int64_t mb = 0; mb < m_blocks; ++mb)
+    for (int64_t kb = 0; kb < packed->k_blocks; ++kb) {
+      const int64_t r0 = mb * bl.mc, p0 = kb * bl.kc;
+      pack_a(a, k, zero, zero_count, r0, std::min(bl.mc, m - r0), p0, std::min(bl.kc, packed->kp - p0),
+             packed->data.data() + (mb * packed->k_blocks + kb) * block);
+    }
+  return packed;
+}
+
+void qgemm_with(const QKernelSet& kernels, const QBlocking& bl, int64_t m, int64_t n, int64_t k,
+                const QASource& a, const PackedQB& b, int32_t* c, int64_t ldc, const QTileDone& tile_done,
+                const ParallelFor& pf) {
   if (m <= 0 || n <= 0) return;
   const int64_t m_blocks = (m + bl.mc - 1) / bl.mc;
   // Threads only where each gets enough work to pay for waking it.
@@ -107,21 +137,36 @@ void qgemm_with(QMicroKernel kernel, const QBlocking& bl, int64_t m, int64_t n, 
       const int64_t r0 = (t / n_groups) * bl.mc, rows = std::min(bl.mc, m - r0);
       const int64_t g = t % n_groups;
       const int64_t j0 = g * b.panels / n_groups, j1 = (g + 1) * b.panels / n_groups;
-      for (int64_t p0 = 0; p0 < b.kp; p0 += bl.kc) {
-        const int64_t kp = std::min(bl.kc, b.kp - p0);
-        pack_a(a, k, a_zero, a_zero_count, r0, rows, p0, kp, packed_a.data());
-        for (int64_t j = j0; j < j1; ++j) {
-          const int16_t* bp = b.data.get() + (j * b.kp + p0) * kNR * 2;
-          const int cols = int(std::min<int64_t>(kNR, n - j * kNR));
-          for (int64_t i = 0; i < rows; i += kMR)
-            kernel(kp, packed_a.data() + (i / kMR) * kp * kMR * 2, bp, c + (r0 + i) * ldc + j * kNR, ldc,
-                   p0 > 0, int(std::min<int64_t>(kMR, rows - i)), cols);
+      // Columns in chunks of nc panels, each finished (all of K) and handed
+      // to tile_done while its sums are still in cache. With one K block, A
+      // is packed once for all chunks.
+      // A's block (rows from r0, K pairs from p0): prepacked, or packed now.
+      auto a_block = [&](int64_t p0, int64_t kp) -> const int16_t* {
+        if (a.packed)
+          return a.packed->data.data() + ((r0 / bl.mc) * a.packed->k_blocks + p0 / bl.kc) * bl.mc * bl.kc * 2;
+        pack_a(a.matrix, k, a.zero, a.zero_count, r0, rows, p0, kp, packed_a.data());
+        return packed_a.data();
+      };
+      const bool one_block = b.kp <= bl.kc;
+      const int16_t* ap = one_block && b.kp > 0 ? a_block(0, b.kp) : nullptr;
+      for (int64_t c0 = j0; c0 < j1; c0 += bl.nc) {
+        const int64_t c1 = std::min(j1, c0 + bl.nc);
+        for (int64_t p0 = 0; p0 < b.kp; p0 += bl.kc) {
+          const int64_t kp = std::min(bl.kc, b.kp - p0);
+          if (!one_block) ap = a_block(p0, kp);
+          for (int64_t j = c0; j < c1; ++j) {
+            const int16_t* bp = b.data.data() + (j * b.kp + p0) * kNR * 2;
+            const int cols = int(std::min<int64_t>(kNR, n - j * kNR));
+            for (int64_t i = 0; i < rows; i += kMR)
+              kernels.gemm(kp, ap + (i / kMR) * kp * kMR * 2, bp, c + (r0 + i) * ldc + j * kNR, ldc,
+                           p0 > 0, int(std::min<int64_t>(kMR, rows - i)), cols);
+          }
         }
+        if (b.kp == 0)  // K == 0: the sums are empty
+          for (int64_t i = r0; i < r0 + rows; ++i)
+            std::fill(c + i * ldc + c0 * kNR, c + i * ldc + std::min(n, c1 * kNR), 0);
+        if (tile_done) tile_done(r0, r0 + rows, c0 * kNR, std::min(n, c1 * kNR));
       }
-      if (b.kp == 0)  // K == 0: the sums are empty
-        for (int64_t i = r0; i < r0 + rows; ++i)
-          std::fill(c + i * ldc + j0 * kNR, c + i * ldc + std::min(n, j1 * kNR), 0);
-      if (tile_done) tile_done(r0, r0 + rows, j0 * kNR, std::min(n, j1 * kNR));
     }
   };
   if (threads > 1 && tasks > 1)
@@ -132,31 +177,97 @@ void qgemm_with(QMicroKernel kernel, const QBlocking& bl, int64_t m, int64_t n, 
 
 }  // namespace qgemm_detail
 
-std::shared_ptr<PackedQB> pack_qb(const QMatrix& b, int64_t k, int64_t n, const int32_t* zero,
-                                  int64_t zero_count) {
+namespace {
+
+// Rows of B two at a time: each K pair of a panel is kNR (row r, row r + 1)
+// int16 pairs, read along the rows by the ISA's pack_pair loop.
+template <typename T, typename PackPair>
+void pack_rows(PackPair pack_pair, const T* b, int64_t ld, int64_t k, int64_t n, const int32_t* zero,
+               int64_t zero_count, PackedQB* out) {
   using qgemm_detail::kNR;
-  auto packed = std::make_shared<PackedQB>();
-  packed->k = k, packed->n = n, packed->kp = (k + 1) / 2, packed->panels = (n + kNR - 1) / kNR;
-  const int64_t size = packed->panels * packed->kp * kNR * 2;
-  packed->data.reset(new int16_t[size_t(std::max<int64_t>(size, 1))]());
+  for (int64_t panel = 0; panel < out->panels; ++panel) {
+    int16_t* dst = out->data.data() + panel * out->kp * kNR * 2;
+    const int64_t j0 = panel * kNR, width = std::min<int64_t>(kNR, n - j0);
+    int16_t z[kNR] = {};
+    for (int64_t jj = 0; jj < width; ++jj) z[jj] = int16_t(zero[zero_count == 1 ? 0 : j0 + jj]);
+    for (int64_t p = 0; p < out->kp; ++p, dst += kNR * 2) {
+      const T* r0 = b + 2 * p * ld + j0;
+      pack_pair(r0, 2 * p + 1 < k ? r0 + ld : nullptr, width, z, dst);
+    }
+  }
+}
+
+// B stored transposed (n x k, e.g. weights [filters, k]): each column of B
+// is a contiguous row of the source.
+template <typename T>
+void pack_columns(const T* b, int64_t ld, int64_t k, int64_t n, const int32_t* zero, int64_t zero_count,
+                  PackedQB* out) {
+  using qgemm_detail::kNR;
+  std::fill(out->data.begin(), out->data.end(), int16_t(0));
   for (int64_t j = 0; j < n; ++j) {
     const auto z = int16_t(zero[zero_count == 1 ? 0 : j]);
-    int16_t* panel = packed->data.get() + (j / kNR) * packed->kp * kNR * 2 + (j % kNR) * 2;
-    for (int64_t r = 0; r < k; ++r)
-      panel[(r / 2) * kNR * 2 + (r % 2)] = int16_t(qgemm_detail::element(b, r, j) - z);
+    int16_t* dst = out->data.data() + (j / kNR) * out->kp * kNR * 2 + (j % kNR) * 2;
+    const T* src = b + j * ld;
+    for (int64_t r = 0; r < k; ++r) dst[(r / 2) * kNR * 2 + (r % 2)] = int16_t(src[r] - z);
   }
+}
+
+}  // namespace
+
+void pack_qb_into(const QMatrix& b, int64_t k, int64_t n, const int32_t* zero, int64_t zero_count,
+                  PackedQB* out) {
+  using qgemm_detail::kNR;
+  out->k = k, out->n = n, out->kp = (k + 1) / 2, out->panels = (n + kNR - 1) / kNR;
+  out->data.resize(size_t(std::max<int64_t>(out->panels * out->kp * kNR * 2, 1)));
+  const qgemm_detail::QKernelSet& ks = qgemm_detail::qkernels_best();
+  if (b.trans && b.is_signed)
+    pack_columns(static_cast<const int8_t*>(b.data), b.ld, k, n, zero, zero_count, out);
+  else if (b.trans)
+    pack_columns(static_cast<const uint8_t*>(b.data), b.ld, k, n, zero, zero_count, out);
+  else if (b.is_signed)
+    pack_rows(ks.pack_pair_s8, static_cast<const int8_t*>(b.data), b.ld, k, n, zero, zero_count, out);
+  else
+    pack_rows(ks.pack_pair_u8, static_cast<const uint8_t*>(b.data), b.ld, k, n, zero, zero_count, out);
+}
+
+std::shared_ptr<PackedQB> pack_qb(const QMatrix& b, int64_t k, int64_t n, const int32_t* zero,
+                                  int64_t zero_count) {
+  auto packed = std::make_shared<PackedQB>();
+  pack_qb_into(b, k, n, zero, zero_count, packed.get());
   return packed;
 }
 
 void qgemm(int64_t m, int64_t n, int64_t k, const QMatrix& a, const int32_t* a_zero,
            int64_t a_zero_count, const PackedQB& b, int32_t* c, int64_t ldc,
            const QTileDone& tile_done, const ParallelFor& parallel) {
-  static const qgemm_detail::QMicroKernel kernel = qgemm_detail::qkernel_best();
-  qgemm_detail::qgemm_with(kernel, {}, m, n, k, a, a_zero, a_zero_count, b, c, ldc, tile_done, parallel);
+  qgemm_detail::qgemm_with(qgemm_detail::qkernels_best(), {}, m, n, k, {a, a_zero, a_zero_count}, b, c, ldc,
+                           tile_done, parallel);
 }
 
-const char* qgemm_isa() {
-  return qgemm_detail::qkernel_best() == qgemm_detail::qkernel_generic() ? "generic" : "avx2";
+std::shared_ptr<PackedQA> pack_qa(const QMatrix& a, int64_t m, int64_t k, const int32_t* zero, int64_t zero_count) {
+  return qgemm_detail::pack_qa_with({}, a, m, k, zero, zero_count);
+}
+
+void qgemm(int64_t n, const PackedQA& a, const PackedQB& b, int32_t* c, int64_t ldc, const QTileDone& tile_done,
+           const ParallelFor& parallel) {
+  qgemm_detail::qgemm_with(qgemm_detail::qkernels_best(), {}, a.m, n, a.k, {{}, nullptr, 0, &a}, b, c, ldc,
+                           tile_done, parallel);
+}
+
+const char* qgemm_isa() { return qgemm_detail::qkernels_best().name; }
+
+void requantize_row(const int32_t* acc, int64_t count, double bias, double multiplier, double zero, bool is_signed,
+                    void* y) {
+  const qgemm_detail::QKernelSet& ks = qgemm_detail::qkernels_best();
+  const qgemm_detail::QuantOut q{bias, multiplier, zero, is_signed ? -128.0 : 0.0, is_signed ? 127.0 : 255.0};
+  if (is_signed)
+    ks.requant_s8(acc, count, q, static_cast<int8_t*>(y));
+  else
+    ks.requant_u8(acc, count, q, static_cast<uint8_t*>(y));
+}
+
+void accumulate_tap_row(int32_t* acc, const int16_t* src, int64_t stride, int32_t tap, int64_t count) {
+  qgemm_detail::qkernels_best().tap_row(acc, src, stride, tap, count);
 }
 
 }  // namespace onyx::cpu

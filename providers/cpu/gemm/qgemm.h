@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "gemm.h"
 
@@ -29,14 +30,26 @@ struct QMatrix {
   bool trans = false;
 };
 
-// B (k x n) minus its zero points, packed once into the microkernel's layout;
-// reusable by any number of qgemm calls from any threads. zero holds 1 or n
-// values (per column). Holds its own copy; tied to the ISA picked when packed.
-struct PackedQB;
+// B (k x n) minus its zero points in the microkernel's layout: panels of 16
+// columns, each ceil(k / 2) steps of 16 int16 pairs. Holds its own copy;
+// read-only once packed, so any number of qgemm calls may share it.
+struct PackedQB {
+  int64_t k = 0, n = 0;
+  int64_t kp = 0;      // K pairs: ceil(k / 2)
+  int64_t panels = 0;  // ceil(n / 16)
+  std::vector<int16_t> data;
+};
+
+// Packs B; zero holds 1 or n values (per column).
 std::shared_ptr<PackedQB> pack_qb(const QMatrix& b, int64_t k, int64_t n, const int32_t* zero,
                                   int64_t zero_count);
+// The same into *out, reusing its storage: for a B that changes every run
+// (a convolution's im2col), packed into a scratch PackedQB per thread.
+void pack_qb_into(const QMatrix& b, int64_t k, int64_t n, const int32_t* zero, int64_t zero_count,
+                  PackedQB* out);
 
-// Called once for each finished block of C (rows [r0, r1) x columns [c0, c1)),
+// Called once for each finished block of C (rows [r0, r1) x columns [c0, c1),
+// at most 96 x 256),
 // by the worker that computed it, while it is still in cache: the place to
 // requantize or transpose. May run concurrently for disjoint blocks.
 using QTileDone = std::function<void(int64_t r0, int64_t r1, int64_t c0, int64_t c1)>;
@@ -46,6 +59,29 @@ using QTileDone = std::function<void(int64_t r0, int64_t r1, int64_t c0, int64_t
 void qgemm(int64_t m, int64_t n, int64_t k, const QMatrix& a, const int32_t* a_zero,
            int64_t a_zero_count, const PackedQB& b, int32_t* c, int64_t ldc,
            const QTileDone& tile_done = {}, const ParallelFor& parallel = {});
+
+// A (m x k, e.g. a convolution's filters) minus its zero points (1 or m,
+// per row), packed once in the blocks qgemm walks. Read-only once packed.
+struct PackedQA {
+  int64_t m = 0, k = 0, kp = 0;
+  int64_t mc = 0, kc = 0, k_blocks = 0;  // the blocking it was packed for
+  std::vector<int16_t> data;
+};
+std::shared_ptr<PackedQA> pack_qa(const QMatrix& a, int64_t m, int64_t k, const int32_t* zero, int64_t zero_count);
+
+// C = A x B with both operands packed; A's m and k are the product's.
+void qgemm(int64_t n, const PackedQA& a, const PackedQB& b, int32_t* c, int64_t ldc,
+           const QTileDone& tile_done = {}, const ParallelFor& parallel = {});
+
+// The output stage of an 8-bit GEMM or convolution, vectorized for this CPU:
+//   y[i] = saturate(round_half_even((acc[i] + bias) * multiplier) + zero)
+// into int8 (is_signed) or uint8 y, in float64.
+void requantize_row(const int32_t* acc, int64_t count, double bias, double multiplier, double zero, bool is_signed,
+                    void* y);
+
+// acc[i] += src[i * stride] * tap for i < count: one tap of a depthwise
+// convolution's window over a row of output pixels.
+void accumulate_tap_row(int32_t* acc, const int16_t* src, int64_t stride, int32_t tap, int64_t count);
 
 // The ISA the dispatcher picked on this CPU: "avx2" or "generic".
 const char* qgemm_isa();

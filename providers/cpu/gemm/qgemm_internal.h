@@ -8,29 +8,35 @@
 
 namespace onyx::cpu {
 
-struct PackedQB {
-  int64_t k = 0, n = 0;
-  int64_t kp = 0;       // K pairs: ceil(k / 2)
-  int64_t panels = 0;   // ceil(n / kNR); panel j: kp steps of kNR int16 pairs
-  std::unique_ptr<int16_t[]> data;
-};
+static_assert(qgemm_detail::kNR == 16, "PackedQB's layout (qgemm.h) is written for 16-column panels");
 
 namespace qgemm_detail {
 
-QMicroKernel qkernel_generic();
-// The kernel qgemm uses on this CPU.
-QMicroKernel qkernel_best();
+// The set the kernels use on this CPU (AVX2 where present).
+const QKernelSet& qkernels_best();
 
 // Cache blocking, in K pairs and rows; tests shrink them to cross every boundary.
 struct QBlocking {
   int64_t kc = 128;  // K pairs per block: a B sub-panel of 8 KiB stays in L1
   int64_t mc = 96;   // rows of A packed per block (16 micro-panels, 48 KiB in L2)
+  int64_t nc = 16;   // B panels per chunk: 96 x 256 int32 sums (96 KiB) finish in L2
   double min_ops_per_thread = 2.0e6;
 };
 
-void qgemm_with(QMicroKernel kernel, const QBlocking& blocking, int64_t m, int64_t n, int64_t k,
-                const QMatrix& a, const int32_t* a_zero, int64_t a_zero_count, const PackedQB& b,
-                int32_t* c, int64_t ldc, const QTileDone& tile_done, const ParallelFor& parallel);
+// Where the driver takes A from: an 8-bit matrix packed block by block as it
+// goes, or a PackedQA packed once with the same blocking.
+struct QASource {
+  QMatrix matrix;
+  const int32_t* zero = nullptr;
+  int64_t zero_count = 0;
+  const PackedQA* packed = nullptr;
+};
+
+void qgemm_with(const QKernelSet& kernels, const QBlocking& blocking, int64_t m, int64_t n, int64_t k,
+                const QASource& a, const PackedQB& b, int32_t* c, int64_t ldc, const QTileDone& tile_done,
+                const ParallelFor& parallel);
+std::shared_ptr<PackedQA> pack_qa_with(const QBlocking& blocking, const QMatrix& a, int64_t m, int64_t k,
+                                       const int32_t* zero, int64_t zero_count);
 
 }  // namespace qgemm_detail
 }  // namespace onyx::cpu

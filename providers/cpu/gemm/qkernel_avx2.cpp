@@ -1,9 +1,10 @@
-// qkernel_avx2.cpp: the 6 x 16 int16-pair microkernel for AVX2. Per K pair:
-// two loads of B (16 columns x 2 int16), six broadcasts of an A pair, twelve
-// vpmaddwd into twelve int32 accumulators.
+// qkernel_avx2.cpp: the 8-bit kernel set for AVX2. The microkernel is 6 x 16
+// int16 pairs: per K pair, two loads of B (16 columns x 2 int16), six
+// broadcasts of an A pair, twelve vpmaddwd into twelve int32 accumulators.
+// The other loops are qkernel_impl.h's, vectorized for AVX2 here.
 #include <immintrin.h>
 
-#include "qkernel_set.h"
+#include "qkernel_impl.h"
 
 namespace onyx::cpu::qgemm_detail {
 namespace {
@@ -61,8 +62,64 @@ void ukr(int64_t kp, const int16_t* a, const int16_t* b, int32_t* c, int64_t ldc
   }
 }
 
+// 16 bytes widened to int16 (zero- or sign-extended) minus their zero points.
+template <bool kSigned>
+__m256i widen(const void* src, __m256i zero) {
+  const __m128i bytes = _mm_loadu_si128(static_cast<const __m128i*>(src));
+  return _mm256_sub_epi16(kSigned ? _mm256_cvtepi8_epi16(bytes) : _mm256_cvtepu8_epi16(bytes), zero);
+}
+
+template <bool kSigned, typename T>
+void pack_pair_avx2(const T* r0, const T* r1, int64_t count, const int16_t* zero, int16_t* dst) {
+  if (count < kNR) return pack_pair_impl(r0, r1, count, zero, dst);
+  const __m256i z = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(zero));
+  const __m256i a = widen<kSigned>(r0, z);
+  const __m256i b = r1 ? widen<kSigned>(r1, z) : _mm256_setzero_si256();
+  // unpack interleaves within 128-bit lanes: lo = columns 0-3 | 8-11, hi = 4-7 | 12-15.
+  const __m256i lo = _mm256_unpacklo_epi16(a, b), hi = _mm256_unpackhi_epi16(a, b);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), _mm256_permute2x128_si256(lo, hi, 0x20));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 16), _mm256_permute2x128_si256(lo, hi, 0x31));
+}
+
+// Four sums through the output stage, as int32 in [lo, hi].
+__m128i requant4(__m128i acc, const QuantOut& q) {
+  __m256d v = _mm256_mul_pd(_mm256_add_pd(_mm256_cvtepi32_pd(acc), _mm256_set1_pd(q.bias)), _mm256_set1_pd(q.multiplier));
+  v = _mm256_round_pd(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);  // ties to even
+  v = _mm256_add_pd(v, _mm256_set1_pd(q.zero));
+  v = _mm256_min_pd(_mm256_max_pd(v, _mm256_set1_pd(q.lo)), _mm256_set1_pd(q.hi));
+  return _mm256_cvtpd_epi32(v);
+}
+
+template <bool kSigned, typename T>
+void requant_avx2(const int32_t* acc, int64_t count, const QuantOut& q, T* y) {
+  int64_t i = 0;
+  for (; i + 8 <= count; i += 8) {
+    const __m128i a = requant4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(acc + i)), q);
+    const __m128i b = requant4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(acc + i + 4)), q);
+    const __m128i words = _mm_packs_epi32(a, b);  // exact: already in [lo, hi]
+    const __m128i bytes = kSigned ? _mm_packs_epi16(words, words) : _mm_packus_epi16(words, words);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(y + i), bytes);
+  }
+  requant_impl(acc + i, count - i, q, y + i);
+}
+
+void pack_u8(const uint8_t* r0, const uint8_t* r1, int64_t count, const int16_t* zero, int16_t* dst) {
+  pack_pair_avx2<false>(r0, r1, count, zero, dst);
+}
+void pack_s8(const int8_t* r0, const int8_t* r1, int64_t count, const int16_t* zero, int16_t* dst) {
+  pack_pair_avx2<true>(r0, r1, count, zero, dst);
+}
+void requant_u8_avx2(const int32_t* acc, int64_t count, const QuantOut& q, uint8_t* y) {
+  requant_avx2<false>(acc, count, q, y);
+}
+void requant_s8_avx2(const int32_t* acc, int64_t count, const QuantOut& q, int8_t* y) {
+  requant_avx2<true>(acc, count, q, y);
+}
+
+constexpr QKernelSet kSet = {"avx2", ukr, pack_u8, pack_s8, requant_u8_avx2, requant_s8_avx2, tap_row_impl};
+
 }  // namespace
 
-QMicroKernel qkernel_avx2() { return &ukr; }
+const QKernelSet& qkernels_avx2() { return kSet; }
 
 }  // namespace onyx::cpu::qgemm_detail

@@ -1,5 +1,8 @@
-// qkernel_set.h: what each ISA's int16-pair microkernel provides to the
-// integer GEMM driver (qgemm.cpp). Free of standard-library templates for the
+// qkernel_set.h: what each ISA provides to the 8-bit integer kernels: the
+// GEMM microkernel (qgemm.cpp drives it), B packing, the requantizing output
+// stage and a depthwise convolution's row update. The generic set and the
+// AVX2 set share their plain loops (qkernel_impl.h), vectorized by the
+// compiler for each file's ISA. Free of standard-library templates for the
 // reason kernel_set.h gives.
 #pragma once
 
@@ -7,7 +10,7 @@
 
 namespace onyx::cpu::qgemm_detail {
 
-// Register tile of every kernel: kMR rows x kNR columns of int32.
+// Register tile of every microkernel: kMR rows x kNR columns of int32.
 constexpr int kMR = 6;
 constexpr int kNR = 16;
 
@@ -19,7 +22,34 @@ constexpr int kNR = 16;
 using QMicroKernel = void (*)(int64_t kp, const int16_t* a, const int16_t* b, int32_t* c,
                               int64_t ldc, bool accumulate, int rows, int cols);
 
-// Defined in qkernel_avx2.cpp; call only where the CPU has AVX2.
-QMicroKernel qkernel_avx2();
+// One K pair of a B panel from two rows of B (r1 null: past K's end):
+// dst[2j] = r0[j] - zero[j], dst[2j + 1] = r1[j] - zero[j] for j < count,
+// zeros up to kNR.
+using QPackPairU8 = void (*)(const uint8_t* r0, const uint8_t* r1, int64_t count, const int16_t* zero, int16_t* dst);
+using QPackPairS8 = void (*)(const int8_t* r0, const int8_t* r1, int64_t count, const int16_t* zero, int16_t* dst);
+
+// The output stage: y[i] = clamp(round_half_even((acc[i] + bias) * multiplier) + zero, lo, hi).
+struct QuantOut {
+  double bias, multiplier, zero, lo, hi;
+};
+using QRequantU8 = void (*)(const int32_t* acc, int64_t count, const QuantOut& q, uint8_t* y);
+using QRequantS8 = void (*)(const int32_t* acc, int64_t count, const QuantOut& q, int8_t* y);
+
+// acc[i] += src[i * stride] * tap for i < count: one tap of a depthwise window.
+using QTapRow = void (*)(int32_t* acc, const int16_t* src, int64_t stride, int32_t tap, int64_t count);
+
+struct QKernelSet {
+  const char* name;
+  QMicroKernel gemm;
+  QPackPairU8 pack_pair_u8;
+  QPackPairS8 pack_pair_s8;
+  QRequantU8 requant_u8;
+  QRequantS8 requant_s8;
+  QTapRow tap_row;
+};
+
+const QKernelSet& qkernels_generic();
+// Defined in qkernel_avx2.cpp; use only where the CPU has AVX2.
+const QKernelSet& qkernels_avx2();
 
 }  // namespace onyx::cpu::qgemm_detail

@@ -49,6 +49,7 @@ void register_all_kernels(sdk::KernelRegistry& registry) {
   // linalg/
   register_matmul_kernels(registry);            // MatMul Gemm
   register_quantized_matmul_kernels(registry);  // MatMulInteger QLinearMatMul
+  register_quantized_gemm_kernels(registry);    // com.microsoft QGemm DynamicQuantizeMatMul
   register_einsum_kernels(registry);            // Einsum
   register_det_kernels(registry);               // Det
   register_trilu_kernels(registry);             // Trilu

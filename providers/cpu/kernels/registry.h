@@ -45,6 +45,7 @@ void register_non_max_suppression_kernels(sdk::KernelRegistry& registry);
 // linalg/
 void register_matmul_kernels(sdk::KernelRegistry& registry);
 void register_quantized_matmul_kernels(sdk::KernelRegistry& registry);
+void register_quantized_gemm_kernels(sdk::KernelRegistry& registry);
 void register_einsum_kernels(sdk::KernelRegistry& registry);
 void register_det_kernels(sdk::KernelRegistry& registry);
 void register_trilu_kernels(sdk::KernelRegistry& registry);

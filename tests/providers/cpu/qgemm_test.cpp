@@ -4,7 +4,9 @@
 // cross every loop boundary. Integer results must be exact.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -18,7 +20,7 @@ namespace onyx::cpu {
 namespace {
 
 using qgemm_detail::QBlocking;
-using qgemm_detail::QMicroKernel;
+using qgemm_detail::QKernelSet;
 
 struct Case {
   int64_t m, n, k;
@@ -26,9 +28,9 @@ struct Case {
   bool a_zero_per_row, b_zero_per_col;
 };
 
-std::vector<QMicroKernel> kernels() {
-  std::vector<QMicroKernel> all{qgemm_detail::qkernel_generic()};
-  if (qgemm_detail::qkernel_best() != qgemm_detail::qkernel_generic()) all.push_back(qgemm_detail::qkernel_best());
+std::vector<const QKernelSet*> kernels() {
+  std::vector<const QKernelSet*> all{&qgemm_detail::qkernels_generic()};
+  if (&qgemm_detail::qkernels_best() != all[0]) all.push_back(&qgemm_detail::qkernels_best());
   return all;
 }
 
@@ -45,7 +47,8 @@ ParallelFor two_threads() {
   return pf;
 }
 
-void run_case(const Case& c, QMicroKernel kernel, const QBlocking& blocking, const ParallelFor& pf) {
+void run_case(const Case& c, const QKernelSet* kernel, const QBlocking& blocking, const ParallelFor& pf,
+              bool prepacked_a = false) {
   SCOPED_TRACE("m=" + std::to_string(c.m) + " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k) +
                " a_signed=" + std::to_string(c.a_signed) + " b_signed=" + std::to_string(c.b_signed) +
                " trans_a=" + std::to_string(c.trans_a));
@@ -70,8 +73,12 @@ void run_case(const Case& c, QMicroKernel kernel, const QBlocking& blocking, con
     for (int64_t i = r0; i < r1; ++i)
       for (int64_t j = c0; j < c1; ++j) seen[size_t(i * c.n + j)]++;
   };
-  qgemm_detail::qgemm_with(kernel, blocking, c.m, c.n, c.k, {a.data(), c.a_signed, lda, c.trans_a}, za.data(),
-                           int64_t(za.size()), *packed, out.data(), ldc, done, pf);
+  // A packed as it goes, or once up front (prepacked_a): the same sums.
+  const QMatrix am{a.data(), c.a_signed, lda, c.trans_a};
+  std::shared_ptr<PackedQA> pa;
+  if (prepacked_a) pa = qgemm_detail::pack_qa_with(blocking, am, c.m, c.k, za.data(), int64_t(za.size()));
+  qgemm_detail::qgemm_with(*kernel, blocking, c.m, c.n, c.k, {am, za.data(), int64_t(za.size()), pa.get()}, *packed,
+                           out.data(), ldc, done, pf);
   for (int64_t i = 0; i < c.m; ++i) {
     for (int64_t j = 0; j < c.n; ++j) {
       int64_t want = 0;
@@ -103,22 +110,72 @@ std::vector<Case> cases() {
 }
 
 TEST(QGemm, MatchesInt64ReferenceOnEveryKernel) {
-  for (QMicroKernel kernel : kernels())
+  for (const QKernelSet* kernel : kernels())
     for (const Case& c : cases()) run_case(c, kernel, QBlocking{}, {});
 }
 
 TEST(QGemm, TinyBlockingCrossesEveryBoundary) {
   QBlocking tiny;
-  tiny.kc = 3, tiny.mc = 12;
-  for (QMicroKernel kernel : kernels())
+  tiny.kc = 3, tiny.mc = 12, tiny.nc = 1;
+  for (const QKernelSet* kernel : kernels())
     for (const Case& c : cases()) run_case(c, kernel, tiny, {});
+}
+
+TEST(QGemm, PrepackedAMatchesPackingAsItGoes) {
+  QBlocking tiny;
+  tiny.kc = 3, tiny.mc = 12, tiny.nc = 1;
+  for (const QKernelSet* kernel : kernels())
+    for (const Case& c : cases()) {
+      run_case(c, kernel, QBlocking{}, {}, true);
+      run_case(c, kernel, tiny, two_threads(), true);
+    }
 }
 
 TEST(QGemm, TwoThreadsComputeEachTileOnce) {
   QBlocking tiny;
-  tiny.kc = 5, tiny.mc = 6, tiny.min_ops_per_thread = 1;
-  for (QMicroKernel kernel : kernels())
+  tiny.kc = 5, tiny.mc = 6, tiny.nc = 2, tiny.min_ops_per_thread = 1;
+  for (const QKernelSet* kernel : kernels())
     for (const Case& c : cases()) run_case(c, kernel, tiny, two_threads());
+}
+
+TEST(QGemm, PackRequantizeAndTapRowsMatchScalarLoopsOnEveryKernelSet) {
+  std::mt19937 rng(9);
+  for (const QKernelSet* ks : kernels()) {
+    SCOPED_TRACE(ks->name);
+    for (int64_t count : {1, 7, 16}) {  // pack_pair: one K pair of a panel
+      uint8_t r0[16], r1[16];
+      int16_t zero[16], dst[32];
+      for (int j = 0; j < 16; ++j) r0[j] = uint8_t(rng()), r1[j] = uint8_t(rng()), zero[j] = int16_t(rng() % 256);
+      for (bool second : {true, false}) {
+        ks->pack_pair_u8(r0, second ? r1 : nullptr, count, zero, dst);
+        for (int64_t j = 0; j < 16; ++j) {
+          ASSERT_EQ(dst[2 * j], j < count ? r0[j] - zero[j] : 0) << j;
+          ASSERT_EQ(dst[2 * j + 1], j < count && second ? r1[j] - zero[j] : 0) << j;
+        }
+      }
+    }
+    // requantize: ties round to even, both ends saturate.
+    std::vector<int32_t> acc = {-7, -5, -3, -1, 1, 3, 5, 7, 1000000, -1000000, 2147483647, -2147483647 - 1, 0, 2};
+    std::vector<uint8_t> yu(acc.size());
+    std::vector<int8_t> ys(acc.size());
+    const qgemm_detail::QuantOut qu{1.0, 0.5, 100.0, 0.0, 255.0}, qs{1.0, 0.5, -3.0, -128.0, 127.0};
+    ks->requant_u8(acc.data(), int64_t(acc.size()), qu, yu.data());
+    ks->requant_s8(acc.data(), int64_t(acc.size()), qs, ys.data());
+    for (size_t i = 0; i < acc.size(); ++i) {
+      const double real = std::nearbyint((double(acc[i]) + 1.0) * 0.5);
+      ASSERT_EQ(yu[i], std::clamp(real + 100.0, 0.0, 255.0)) << acc[i];
+      ASSERT_EQ(ys[i], std::clamp(real - 3.0, -128.0, 127.0)) << acc[i];
+    }
+    // tap_row: contiguous and strided sources.
+    std::vector<int16_t> src(64);
+    for (auto& v : src) v = int16_t(int(rng() % 511) - 255);
+    for (int64_t stride : {1, 2, 3}) {
+      std::vector<int32_t> row(19, 5), want(19, 5);
+      ks->tap_row(row.data(), src.data(), stride, -77, 19);
+      for (size_t i = 0; i < want.size(); ++i) want[i] += src[i * size_t(stride)] * -77;
+      ASSERT_EQ(row, want) << "stride " << stride;
+    }
+  }
 }
 
 TEST(QGemm, PublicEntryUsesTheBestKernel) {

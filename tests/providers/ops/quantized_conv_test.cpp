@@ -179,7 +179,10 @@ ONYX_OP_TEST(QLinearConvTest, EveryPathMatchesExactReference) {
 }
 
 ONYX_OP_TEST(QLinearConvTest, RunTimeWeightsNoBiasAndTwoThreads) {
-  for (const ConvCase& c : geometries()) {
+  std::vector<ConvCase> all = geometries();
+  // Big enough (7 M multiply-adds) for the GEMM to split across two threads.
+  all.push_back({{1, 32, 20, 20}, {40, 32, 3, 3}, 1, {1, 1}, {1, 1, 1, 1}, {}});
+  for (const ConvCase& c : all) {
     check(c, {false, true, false, false, true}, 1);
     check(c, {true, false, true, true, true}, 2);
   }

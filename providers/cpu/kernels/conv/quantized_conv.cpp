@@ -3,9 +3,9 @@
 // output channel per group: MobileNet's 3x3 layers) run as direct loops over
 // a zero-point-shifted, padded plane; every other convolution is an integer
 // GEMM (gemm/qgemm.h) per image and group:
-//   C[pixel, filter] = im2col(x)[pixel, :] . W[filter, :]
-// with the weights packed once when they are constants, and 1x1 stride-1
-// convolutions reading x in place (no im2col).
+//   Y[filter, pixel] = W[filter, :] . im2col(x)[:, pixel]
+// whose result rows are Y's rows (NCHW), so the output stage streams. 1x1
+// stride-1 convolutions pack x itself (no im2col).
 #include <cinttypes>
 #include <cmath>
 #include <memory>
@@ -14,6 +14,7 @@
 
 #include "gemm/qgemm.h"
 #include "kernels/kernel_util.h"
+#include "kernels/linalg/quantized_params.h"
 #include "kernels/narrow_types.h"
 #include "kernels/nn_util.h"
 #include "kernels/quantize/requantize.h"
@@ -21,22 +22,6 @@
 
 namespace onyx::cpu {
 namespace {
-
-// The filters of one group as the GEMM's B (K x filters), minus their zero points.
-using GroupWeights = std::vector<std::shared_ptr<PackedQB>>;
-
-GroupWeights pack_weights(const sdk::Tensor& w, const std::vector<int32_t>& w_zero, int64_t groups) {
-  const int64_t m = w.dim(0), mg = m / groups, k = w.size() / std::max<int64_t>(m, 1);
-  const bool is_signed = w.dtype == ONYX_DTYPE_INT8;
-  GroupWeights packed;
-  for (int64_t g = 0; g < groups; ++g) {
-    // W_g is [mg, k] row-major: B = W_g^T, stored transposed.
-    const auto* base = static_cast<const uint8_t*>(w.raw) + g * mg * k;
-    const int32_t* zero = w_zero.size() == 1 ? w_zero.data() : w_zero.data() + g * mg;
-    packed.push_back(pack_qb({base, is_signed, k, true}, k, mg, zero, w_zero.size() == 1 ? 1 : mg));
-  }
-  return packed;
-}
 
 // ConvInteger: sum over the window of (x - x_zero) * (w - w_zero[m]) in
 // int32 (wrapping like an int32 accumulator). QLinearConv: the same sum plus
@@ -48,16 +33,18 @@ class ConvIntegerKernel final : public sdk::Kernel {
         attrs_(nn::WindowAttrs::read(node)),
         group_(node.get_int("group", 1)),
         qlinear_(qlinear) {
-    // Constant weights and weight zero points: packed once here.
+    // Constant filters and filter zero points (the usual case): packed once.
     const size_t iw = qlinear_ ? 3 : 1, iwz = qlinear_ ? 5 : 3;
-    const sdk::ValueDesc& w = node.inputs[iw];
-    const bool has_wz = node.inputs.size() > iwz && node.inputs[iwz].present;
-    if (!w.constant || (has_wz && !node.inputs[iwz].constant)) return;
-    const sdk::Tensor wt = view(*w.constant);
-    if (wt.rank() < 3 || group_ <= 0 || wt.dim(0) % group_ != 0) return;  // compute() reports it
+    std::optional<sdk::Tensor> w = linalg::constant_input(node, iw);
+    if (!w || w->rank() < 3 || group_ <= 0 || w->dim(0) % group_ != 0 || !linalg::absent_or_constant(node, iwz))
+      return;  // packed per run; compute() reports what is wrong
     std::vector<int32_t> zero;
-    if (weight_zero(has_wz ? std::optional(view(*node.inputs[iwz].constant)) : std::nullopt, wt.dim(0), &zero).empty())
-      packed_ = pack_weights(wt, zero, group_);
+    if (!weight_zero(linalg::constant_input(node, iwz), w->dim(0), &zero).empty()) return;
+    const int64_t mg = w->dim(0) / group_, k = w->size() / w->dim(0);
+    for (int64_t g = 0; g < group_ && k > 0; ++g)
+      packed_w_.push_back(pack_qa({static_cast<const uint8_t*>(w->raw) + g * mg * k, w->dtype == ONYX_DTYPE_INT8, k, false},
+                                  mg, k, zero.size() == 1 ? zero.data() : zero.data() + g * mg,
+                                  zero.size() == 1 ? 1 : mg));
   }
 
   OnyxStatus* compute(sdk::ComputeContext& ctx) override {
@@ -140,10 +127,6 @@ class ConvIntegerKernel final : public sdk::Kernel {
     }
   };
 
-  static sdk::Tensor view(const sdk::ConstantTensor& t) {
-    return {t.dtype, t.dims, const_cast<unsigned char*>(t.bytes.data())};
-  }
-
   // w_zero: absent (0), one value, or one per filter.
   static std::string weight_zero(const std::optional<sdk::Tensor>& t, int64_t m, std::vector<int32_t>* out) {
     if (!t || t->size() == 0) {
@@ -170,62 +153,97 @@ class ConvIntegerKernel final : public sdk::Kernel {
     }
   }
 
-  // x[b, channel] as rows of A = im2col: A[pixel, (ci, kz, ky, kx)], pixels
-  // outside the input read x_zero (a zero after the shift).
+  // im2col(x[b, group]) as a K x pixels matrix: row (ci, kz, ky, kx) holds
+  // that tap of every output pixel; pixels outside the input read x_zero (a
+  // zero once the zero point is subtracted). Rows are written in runs.
   template <typename T>
-  static void im2col(const T* x, const Geometry& geo, int64_t channels, T* a) {
+  static void im2col(const T* x, const Geometry& geo, int64_t channels, T* cols) {
     const auto& d = geo.dims;
-    const int64_t k = channels * geo.window();
-    int64_t p = 0;
-    for (int64_t oz = 0; oz < d[0].out; ++oz)
-      for (int64_t oy = 0; oy < d[1].out; ++oy)
-        for (int64_t ox = 0; ox < d[2].out; ++ox, ++p) {
-          T* row = a + p * k;
-          for (int64_t ci = 0; ci < channels; ++ci) {
-            const T* plane = x + ci * geo.plane();
-            for (int64_t kz = 0; kz < d[0].kernel; ++kz) {
+    const T pad = T(geo.x_zero);
+    const int64_t out_w = d[2].out;
+    for (int64_t ci = 0; ci < channels; ++ci)
+      for (int64_t kz = 0; kz < d[0].kernel; ++kz)
+        for (int64_t ky = 0; ky < d[1].kernel; ++ky)
+          for (int64_t kx = 0; kx < d[2].kernel; ++kx) {
+            // Output columns whose input column is inside: [lo, hi).
+            const int64_t off = kx * d[2].dilation - d[2].pad_begin, st = d[2].stride;
+            const int64_t lo = std::clamp<int64_t>(off >= 0 ? 0 : (-off + st - 1) / st, 0, out_w);
+            const int64_t hi = std::clamp<int64_t>(d[2].in - off <= 0 ? 0 : (d[2].in - off - 1) / st + 1, lo, out_w);
+            for (int64_t oz = 0; oz < d[0].out; ++oz) {
               const int64_t iz = oz * d[0].stride - d[0].pad_begin + kz * d[0].dilation;
-              for (int64_t ky = 0; ky < d[1].kernel; ++ky) {
+              for (int64_t oy = 0; oy < d[1].out; ++oy, cols += out_w) {
                 const int64_t iy = oy * d[1].stride - d[1].pad_begin + ky * d[1].dilation;
-                const bool inside = iz >= 0 && iz < d[0].in && iy >= 0 && iy < d[1].in;
-                const T* line = plane + (iz * d[1].in + iy) * d[2].in;
-                for (int64_t kx = 0; kx < d[2].kernel; ++kx) {
-                  const int64_t ix = ox * d[2].stride - d[2].pad_begin + kx * d[2].dilation;
-                  *row++ = inside && ix >= 0 && ix < d[2].in ? line[ix] : T(geo.x_zero);
+                if (iz < 0 || iz >= d[0].in || iy < 0 || iy >= d[1].in) {
+                  std::fill(cols, cols + out_w, pad);
+                  continue;
                 }
+                const T* line = x + ((ci * d[0].in + iz) * d[1].in + iy) * d[2].in + off;
+                std::fill(cols, cols + lo, pad);
+                if (st == 1)
+                  std::copy(line + lo, line + hi, cols + lo);
+                else
+                  for (int64_t ox = lo; ox < hi; ++ox) cols[ox] = line[ox * st];
+                std::fill(cols + hi, cols + out_w, pad);
               }
             }
           }
-        }
   }
 
   void gemm(sdk::ComputeContext& ctx, const Geometry& geo, const sdk::Tensor& x, const sdk::Tensor& w,
             const std::vector<int32_t>& w_zero, const quant::Requantizer& rq, const sdk::Tensor& y) const {
-    const GroupWeights packed = packed_.empty() ? pack_weights(w, w_zero, geo.g) : packed_;
     const int64_t cg = geo.c / geo.g, mg = geo.m / geo.g, k = cg * geo.window(), pixels = geo.pixels();
     const bool x_signed = x.dtype == ONYX_DTYPE_INT8, pointwise = geo.pointwise();
-    std::vector<uint8_t> cols(pointwise ? 0 : size_t(pixels * k));
-    std::vector<int32_t> acc(size_t(pixels * mg));
+    // Scratch reused across runs on this thread: the im2col matrix, its
+    // packed form and the int32 sums.
+    // (Bound to references here: a lambda naming a thread_local would see the
+    // pool thread's own copy.)
+    thread_local std::vector<uint8_t> cols_scratch;
+    thread_local PackedQB packed_scratch;
+    thread_local std::vector<int32_t> sums_scratch;
+    std::vector<uint8_t>& cols = cols_scratch;
+    PackedQB& packed = packed_scratch;
+    std::vector<int32_t>& sums = sums_scratch;
+    if (!pointwise) cols.resize(size_t(k * pixels));
+    if (qlinear_) sums.resize(size_t(mg * pixels));
     const ParallelFor pf = nn::host_parallel_for(ctx);
     for (int64_t b = 0; b < geo.n; ++b)
       for (int64_t grp = 0; grp < geo.g; ++grp) {
         const auto* xg = static_cast<const uint8_t*>(x.raw) + (b * geo.c + grp * cg) * geo.plane();
-        QMatrix a{xg, x_signed, geo.plane(), true};  // pointwise: A = x_g^T
+        const uint8_t* source = xg;  // pointwise: x_g is already K x pixels
         if (!pointwise) {
           if (x_signed)
             im2col(reinterpret_cast<const int8_t*>(xg), geo, cg, reinterpret_cast<int8_t*>(cols.data()));
           else
             im2col(xg, geo, cg, cols.data());
-          a = {cols.data(), x_signed, k, false};
+          source = cols.data();
         }
-        // Each finished tile goes to y transposed (y is [filter, pixel]).
-        const int64_t y_base = (b * geo.m + grp * mg) * pixels;
-        QTileDone done = [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
-          for (int64_t f = c0; f < c1; ++f)
-            store_row(y, rq, acc.data() + r0 * mg + f, mg, grp * mg + f, y_base + f * pixels + r0, r1 - r0);
+        pack_qb_into({source, x_signed, pixels, false}, k, pixels, &geo.x_zero, 1, &packed);
+        const int64_t y0 = (b * geo.m + grp * mg) * pixels;
+        const QMatrix wg{static_cast<const uint8_t*>(w.raw) + grp * mg * k, w.dtype == ONYX_DTYPE_INT8, k, false};
+        const int32_t* wz = w_zero.size() == 1 ? w_zero.data() : w_zero.data() + grp * mg;
+        const auto wz_count = int64_t(w_zero.size() == 1 ? 1 : mg);
+        // Filters packed at creation, or now (run-time weights).
+        auto run = [&](int32_t* c, int64_t ldc, const QTileDone& done) {
+          if (!packed_w_.empty())
+            qgemm(pixels, *packed_w_[size_t(grp)], packed, c, ldc, done, pf);
+          else
+            qgemm(mg, pixels, k, wg, wz, wz_count, packed, c, ldc, done, pf);
         };
-        qgemm(pixels, mg, k, a, &geo.x_zero, 1, *packed[size_t(grp)], acc.data(), mg, done, pf);
+        if (!qlinear_) {  // ConvInteger: the sums are the output
+          run(y.data<int32_t>() + y0, pixels, {});
+          continue;
+        }
+        QTileDone done = [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+          for (int64_t f = r0; f < r1; ++f)
+            store_row(y, rq, sums.data() + f * pixels + c0, 1, grp * mg + f, y0 + f * pixels + c0, c1 - c0);
+        };
+        run(sums.data(), pixels, done);
       }
+  }
+
+  template <typename T>
+  static void shift_row(const T* src, int64_t count, int32_t zero, int16_t* dst) {
+    for (int64_t i = 0; i < count; ++i) dst[i] = int16_t(int32_t(src[i]) - zero);
   }
 
   // One channel per group, 2-D: per output row, the window's taps are added
@@ -238,37 +256,49 @@ class ConvIntegerKernel final : public sdk::Kernel {
     const int64_t hp = std::max(h.in + h.pad_begin, (h.out - 1) * h.stride + h.extent()),
                   wp = std::max(wd.in + wd.pad_begin, (wd.out - 1) * wd.stride + wd.extent());
     const int64_t taps = h.kernel * wd.kernel, pixels = geo.pixels();
+    const bool flat = h.stride == 1 && wd.stride == 1;
+    // The flat plane's last tap reads up to (kernel - 1) * dilation past hp * wp.
+    const int64_t padded_size = hp * wp + (wd.kernel - 1) * wd.dilation;
     ctx.parallel_for(size_t(geo.n * geo.c), nn::grain_for(double(pixels * taps), 1 << 16), [&](size_t lo, size_t hi) {
-      std::vector<int16_t> padded(static_cast<size_t>(hp * wp));
-      std::vector<int32_t> sums(static_cast<size_t>(pixels));
+      std::vector<int16_t> padded(static_cast<size_t>(padded_size));
+      std::vector<int32_t> sums(static_cast<size_t>(flat ? h.out * wp : pixels));
       std::vector<int16_t> taps_w(static_cast<size_t>(taps));
       for (size_t job = lo; job < hi; ++job) {
         const int64_t ch = int64_t(job) % geo.c;
         std::fill(padded.begin(), padded.end(), int16_t(0));
-        for (int64_t iy = 0; iy < h.in; ++iy)
-          for (int64_t ix = 0; ix < wd.in; ++ix) {
-            const int64_t at = int64_t(job) * geo.plane() + iy * wd.in + ix;
-            const int32_t v = x.dtype == ONYX_DTYPE_INT8 ? x.data<int8_t>()[at] : x.data<uint8_t>()[at];
-            padded[size_t((iy + h.pad_begin) * wp + ix + wd.pad_begin)] = int16_t(v - geo.x_zero);
-          }
+        const int64_t plane_at = int64_t(job) * geo.plane();
+        for (int64_t iy = 0; iy < h.in; ++iy) {
+          int16_t* dst = padded.data() + (iy + h.pad_begin) * wp + wd.pad_begin;
+          if (x.dtype == ONYX_DTYPE_INT8)
+            shift_row(x.data<int8_t>() + plane_at + iy * wd.in, wd.in, geo.x_zero, dst);
+          else
+            shift_row(x.data<uint8_t>() + plane_at + iy * wd.in, wd.in, geo.x_zero, dst);
+        }
         const int32_t wz = w_zero[w_zero.size() == 1 ? 0 : size_t(ch)];
         for (int64_t t = 0; t < taps; ++t) {
           const int64_t at = ch * taps + t;
           taps_w[size_t(t)] = int16_t((w.dtype == ONYX_DTYPE_INT8 ? w.data<int8_t>()[at] : w.data<uint8_t>()[at]) - wz);
+        }
+        if (flat) {
+          // Stride 1: output (oy, ox) at oy * wp + ox of a plane as wide as
+          // the padded input, so that each tap is one long row update; the
+          // columns past out_w are scratch.
+          std::fill(sums.begin(), sums.end(), 0);
+          for (int64_t ky = 0; ky < h.kernel; ++ky)
+            for (int64_t kx = 0; kx < wd.kernel; ++kx)
+              accumulate_tap_row(sums.data(), padded.data() + ky * h.dilation * wp + kx * wd.dilation, 1,
+                                 taps_w[size_t(ky * wd.kernel + kx)], h.out * wp);
+          for (int64_t oy = 0; oy < h.out; ++oy)
+            store_row(y, rq, sums.data() + oy * wp, 1, ch, int64_t(job) * pixels + oy * wd.out, wd.out);
+          continue;
         }
         for (int64_t oy = 0; oy < h.out; ++oy) {
           int32_t* row = sums.data() + oy * wd.out;
           std::fill(row, row + wd.out, 0);
           for (int64_t ky = 0; ky < h.kernel; ++ky) {
             const int16_t* line = padded.data() + (oy * h.stride + ky * h.dilation) * wp;
-            for (int64_t kx = 0; kx < wd.kernel; ++kx) {
-              const int32_t tap = taps_w[size_t(ky * wd.kernel + kx)];
-              const int16_t* src = line + kx * wd.dilation;
-              if (wd.stride == 1)
-                for (int64_t ox = 0; ox < wd.out; ++ox) row[ox] += int32_t(src[ox]) * tap;
-              else
-                for (int64_t ox = 0; ox < wd.out; ++ox) row[ox] += int32_t(src[ox * wd.stride]) * tap;
-            }
+            for (int64_t kx = 0; kx < wd.kernel; ++kx)
+              accumulate_tap_row(row, line + kx * wd.dilation, wd.stride, taps_w[size_t(ky * wd.kernel + kx)], wd.out);
           }
         }
         store_row(y, rq, sums.data(), 1, ch, int64_t(job) * pixels, pixels);
@@ -280,7 +310,7 @@ class ConvIntegerKernel final : public sdk::Kernel {
   nn::WindowAttrs attrs_;
   int64_t group_;
   bool qlinear_;
-  GroupWeights packed_;  // constant weights, packed at creation
+  std::vector<std::shared_ptr<PackedQA>> packed_w_;  // per group, when the filters are constants
 };
 
 }  // namespace
@@ -292,13 +322,19 @@ void register_quantized_conv_kernels(sdk::KernelRegistry& registry) {
                    .since(10)
                    .input_types({0, 1, 2, 3}, k8Bit)
                    .create([](const sdk::NodeInfo& n) { return std::make_unique<ConvIntegerKernel>(n, false); }));
-  registry.add(sdk::KernelDefBuilder("QLinearConv")
-                   .since(10)
-                   .inputs(8, 9)
-                   .input_types({0, 2, 3, 5, 7}, k8Bit)
-                   .input_types({1, 4, 6}, sdk::dtypes::kFloat32 | sdk::dtypes::kHalf)
-                   .input_type(8, sdk::DTypeSet{ONYX_DTYPE_INT32})
-                   .create([](const sdk::NodeInfo& n) { return std::make_unique<ConvIntegerKernel>(n, true); }));
+  // ONNX's QLinearConv, and ONNX Runtime's com.microsoft copy of it in NCHW
+  // (channels_last = 0; the NHWC form is declined with the reason).
+  for (const char* domain : {"", "com.microsoft"})
+    registry.add(sdk::KernelDefBuilder("QLinearConv", domain)
+                     .since(*domain ? 1 : 10)
+                     .inputs(8, 9)
+                     .input_types({0, 2, 3, 5, 7}, k8Bit)
+                     .input_types({1, 4, 6}, sdk::dtypes::kFloat32 | sdk::dtypes::kHalf)
+                     .input_type(8, sdk::DTypeSet{ONYX_DTYPE_INT32})
+                     .check([](const sdk::NodeInfo& n) -> std::string {
+                       return n.get_int("channels_last", 0) ? "channels_last (NHWC) QLinearConv is not supported" : "";
+                     })
+                     .create([](const sdk::NodeInfo& n) { return std::make_unique<ConvIntegerKernel>(n, true); }));
 }
 
 }  // namespace onyx::cpu

@@ -9,6 +9,7 @@
 
 #include "gemm/qgemm.h"
 #include "kernels/linalg/matmul_shape.h"
+#include "kernels/linalg/quantized_params.h"
 #include "kernels/narrow_types.h"
 #include "kernels/nn_util.h"
 #include "kernels/quantize/requantize.h"
@@ -20,30 +21,7 @@ namespace {
 using linalg::matmul_shape;
 using linalg::MatMulShape;
 
-// A zero point or scale: one value, or `count` (per row of A, per column of B).
-struct Vec {
-  std::vector<double> values;
-  double at(int64_t i) const { return values.size() == 1 ? values[0] : values[size_t(i)]; }
-  bool scalar() const { return values.size() == 1; }
-  std::vector<int32_t> ints() const { return {values.begin(), values.end()}; }
-};
-
-// Reads tensor t (absent: `fallback`) holding 1 or `count` values.
-std::string read_vec(const std::optional<sdk::Tensor>& t, int64_t count, const char* what, double fallback,
-                     Vec* out) {
-  if (!t) {
-    out->values = {fallback};
-    return "";
-  }
-  if (t->size() != 1 && t->size() != count)
-    return std::string(what) + " has shape " + nn::dims_str(t->dims) + "; expected 1 or " + std::to_string(count) +
-           " elements";
-  out->values.resize(size_t(t->size()));
-  for (int64_t i = 0; i < t->size(); ++i) out->values[size_t(i)] = narrow::load(t->dtype, t->raw, i);
-  return "";
-}
-
-sdk::Tensor view(const sdk::ConstantTensor& t) { return {t.dtype, t.dims, const_cast<unsigned char*>(t.bytes.data())}; }
+using Vec = linalg::QuantParam;
 
 class QuantMatMulKernel final : public sdk::Kernel {
  public:
@@ -51,14 +29,11 @@ class QuantMatMulKernel final : public sdk::Kernel {
   // a_scale, a_zero, b, b_scale, b_zero, y_scale, y_zero).
   QuantMatMulKernel(const sdk::NodeInfo& node, bool qlinear)
       : label_(nn::node_label(node)), qlinear_(qlinear), ib_(qlinear ? 3 : 1), izb_(qlinear ? 5 : 3) {
-    const sdk::ValueDesc& b = node.inputs[ib_];
-    const bool has_zb = node.inputs.size() > izb_ && node.inputs[izb_].present;
-    if (!b.constant || b.constant->dims.size() != 2 || (has_zb && !node.inputs[izb_].constant)) return;
-    const sdk::Tensor bt = view(*b.constant);
+    std::optional<sdk::Tensor> b = linalg::constant_input(node, ib_);
+    if (!b || b->rank() != 2 || !linalg::absent_or_constant(node, izb_)) return;
     Vec zb;
-    if (read_vec(has_zb ? std::optional(view(*node.inputs[izb_].constant)) : std::nullopt, bt.dim(1),
-                 "b_zero_point", 0, &zb).empty())
-      packed_b_ = pack(bt, 0, zb);
+    if (linalg::read_param(linalg::constant_input(node, izb_), b->dim(1), "b_zero_point", 0, &zb).empty())
+      packed_b_ = pack(*b, 0, zb);
   }
 
   OnyxStatus* compute(sdk::ComputeContext& ctx) override {
@@ -66,14 +41,14 @@ class QuantMatMulKernel final : public sdk::Kernel {
     MatMulShape s;
     if (std::string e = matmul_shape(a.dims, b.dims, &s); !e.empty()) return nn::fail(label_, "%s", e.c_str());
     Vec za, zb, sa, sb, sy, zy;
-    std::string e = read_vec(ctx.input(2), s.m, "a_zero_point", 0, &za);
-    if (e.empty()) e = read_vec(ctx.input(izb_), s.n, "b_zero_point", 0, &zb);
+    std::string e = linalg::read_param(ctx.input(2), s.m, "a_zero_point", 0, &za);
+    if (e.empty()) e = linalg::read_param(ctx.input(izb_), s.n, "b_zero_point", 0, &zb);
     int32_t y_type = ONYX_DTYPE_INT32;
     if (qlinear_) {
-      if (e.empty()) e = read_vec(ctx.input(1), s.m, "a_scale", 1, &sa);
-      if (e.empty()) e = read_vec(ctx.input(4), s.n, "b_scale", 1, &sb);
-      if (e.empty()) e = read_vec(ctx.input(6), s.m, "y_scale", 1, &sy);
-      if (e.empty()) e = read_vec(ctx.input(7), s.m, "y_zero_point", 0, &zy);
+      if (e.empty()) e = linalg::read_param(ctx.input(1), s.m, "a_scale", 1, &sa);
+      if (e.empty()) e = linalg::read_param(ctx.input(4), s.n, "b_scale", 1, &sb);
+      if (e.empty()) e = linalg::read_param(ctx.input(6), s.m, "y_scale", 1, &sy);
+      if (e.empty()) e = linalg::read_param(ctx.input(7), s.m, "y_zero_point", 0, &zy);
       std::optional<sdk::Tensor> yz = ctx.input(7);
       y_type = yz ? yz->dtype : ONYX_DTYPE_UINT8;
     }

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "gemm/qgemm.h"
+
 namespace onyx::cpu::quant {
 
 struct Requantizer {
@@ -31,10 +33,12 @@ struct Requantizer {
     return (v + kMagic) - kMagic;
   }
 
-  // count results of channel c, reading acc[i * acc_stride] and writing y[i * y_stride].
+  // count results of channel c, reading acc[i * acc_stride] and writing
+  // y[i * y_stride]; contiguous rows go to the CPU's vectorized output stage.
   template <typename T>
   void row(const int32_t* acc, int64_t acc_stride, int64_t count, int64_t c, T* y, int64_t y_stride = 1) const {
     const double m = multiplier_at(c), b = double(bias_at(c));
+    if (acc_stride == 1 && y_stride == 1) return requantize_row(acc, count, b, m, zero, is_signed, y);
     const double lo = is_signed ? -128.0 : 0.0, hi = is_signed ? 127.0 : 255.0;
     for (int64_t i = 0; i < count; ++i)
       y[i * y_stride] = T(std::clamp(round_even((double(acc[i * acc_stride]) + b) * m) + zero, lo, hi));
