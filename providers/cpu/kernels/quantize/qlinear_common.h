@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -44,32 +45,46 @@ struct QParamSpec {
 std::string read_qparam(const sdk::ComputeContext& ctx, const QParamSpec& spec, int32_t dtype, const char* tensor,
                         QParam* out);
 
-// The 8-bit types of the QLinear ops.
-inline bool is_8bit(int32_t dtype) { return dtype == ONYX_DTYPE_UINT8 || dtype == ONYX_DTYPE_INT8; }
-
 template <typename T>
 inline constexpr float kLowest = std::is_signed_v<T> ? -128.0f : 0.0f;
 template <typename T>
 inline constexpr float kHighest = std::is_signed_v<T> ? 127.0f : 255.0f;
 
-// v rounded half to even and saturated to T, without a libm call, so that
-// loops over it vectorize: after the clamp to T's range, adding and
-// subtracting 1.5 * 2^23 leaves the nearest integer (ties to even, the
-// default rounding mode) since |v| < 2^22. Clamping before rounding gives
-// the same result as after, the bounds being integers.
-template <typename T>
-inline T saturate_round(float v) {
-  constexpr float kMagic = 12582912.0f;
-  v = std::min(std::max(v, kLowest<T>), kHighest<T>);
-  return T(int32_t((v + kMagic) - kMagic));
-}
-
-// The same in double, for tables and pooling outputs (1.5 * 2^52).
+// v rounded half to even and saturated to T, for any finite v, without a
+// libm call (tables, one code per pooling window, the rare absurd scale
+// ratio): after the clamp to T's range, adding and subtracting 1.5 * 2^52
+// leaves the nearest integer (ties to even, the default rounding mode).
+// Clamping before rounding gives the same result as after, the bounds being
+// integers.
 template <typename T>
 inline T saturate_round(double v) {
   constexpr double kMagic = 6755399441055744.0;
-  v = std::min(std::max(v, double(kLowest<T>)), double(kHighest<T>));
+  v = v < double(kLowest<T>) ? double(kLowest<T>) : v;
+  v = v > double(kHighest<T>) ? double(kHighest<T>) : v;
   return T(int32_t((v + kMagic) - kMagic));
+}
+
+// v (|v| < 2^51) rounded half to even, the same way, for a value to which
+// an integer zero point is added after rounding.
+inline double round_half_even(double v) {
+  constexpr double kMagic = 6755399441055744.0;
+  return (v + kMagic) - kMagic;
+}
+
+// round_half_even(v) as an int32, for |v| < 2^31, and saturated to T's
+// range: for loops that must vectorize. GCC keeps double clamps and
+// conversions to int as branches (no vectorization), but in v + 1.5 * 2^52
+// the low 32 bits of the mantissa are the rounded integer in two's
+// complement, and integer clamps vectorize.
+template <typename T>
+inline T saturate_round_small(double v) {
+  const double t = v + 6755399441055744.0;
+  uint64_t bits;
+  std::memcpy(&bits, &t, sizeof bits);
+  int32_t r = int32_t(uint32_t(bits));
+  r = r < int32_t(kLowest<T>) ? int32_t(kLowest<T>) : r;
+  r = r > int32_t(kHighest<T>) ? int32_t(kHighest<T>) : r;
+  return T(r);
 }
 
 // Calls fn(T{}) for uint8 or int8; false for any other type.

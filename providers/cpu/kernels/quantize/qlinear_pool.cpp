@@ -116,14 +116,14 @@ class QLinearPoolKernel final : public sdk::Kernel {
     const int64_t out_plane = g.out_plane(), in_plane = g.in_plane(), c = g.channels;
     const bool include_pad = count_include_pad_;
     // The output code of a window: `centered` = sum - taps * zx.
-    auto code = [&](Acc centered, int64_t count) {
-      const double q = double(centered) * xq.scale / (double(count) * yq.scale);
-      return quant::saturate_round<T>(std::nearbyint(q) + double(yq.zero));
+    const double sx = xq.scale, sy = yq.scale, zy = yq.zero;
+    auto code = [=](Acc centered, int64_t count) {
+      const double q = double(centered) * sx / (double(count) * sy);
+      return quant::saturate_round<T>(quant::round_half_even(q) + zy);
     };
     // Calls fn(row offset in the spatial plane, first kw, last kw) per row of
-    // taps of output position `o`, and returns (taps inside, divisor).
-    auto window = [&](int64_t o, auto&& fn) {
-      const int64_t ow = o % W.out, oh = o / W.out % H.out, od = o / (W.out * H.out);
+    // taps of output position (od, oh, ow), and returns (taps inside, divisor).
+    auto window = [&](int64_t od, int64_t oh, int64_t ow, auto&& fn) {
       const TapRange &td = g.rd[size_t(od)], &th = g.rh[size_t(oh)], &tw = g.rw[size_t(ow)];
       const int64_t d0 = od * D.stride - D.pad_begin, h0 = oh * H.stride - H.pad_begin, w0 = ow * W.stride - W.pad_begin;
       for (int64_t kd = td.k0; kd < td.k1; ++kd)
@@ -134,22 +134,35 @@ class QLinearPoolKernel final : public sdk::Kernel {
     };
     const Acc zx = Acc(xq.zero);
     if (!channels_last_) {
-      // One plane (n, c) per item; its windows read contiguous rows.
+      // One plane (n, c) per item. Per output row, the rows of taps (over D
+      // and H) are first summed into one row of column sums (long loops
+      // that vectorize); each output then adds its W taps of that row.
       ctx.parallel_for(size_t(g.batch * c), nn::grain_for(double(out_plane * g.window())), [&](size_t b, size_t e) {
+        std::vector<Acc> column(static_cast<size_t>(W.in));
+        Acc* col = column.data();
         for (size_t p = b; p < e; ++p) {
           const T* xp = x + int64_t(p) * in_plane;
           T* yp = y + int64_t(p) * out_plane;
-          for (int64_t o = 0; o < out_plane; ++o) {
-            Acc sum = 0;
-            auto [inside, count] = window(o, [&](int64_t row, int64_t k0, int64_t k1) {
-              const T* r = xp + row;
-              if (W.dilation == 1)  // the usual case, as its own loop so that it vectorizes
-                for (int64_t kw = k0; kw < k1; ++kw) sum += Acc(r[kw]);
-              else
-                for (int64_t kw = k0; kw < k1; ++kw) sum += Acc(r[kw * W.dilation]);
-            });
-            yp[o] = code(sum - Acc(inside) * zx, count);
-          }
+          for (int64_t od = 0; od < D.out; ++od)
+            for (int64_t oh = 0; oh < H.out; ++oh) {
+              const TapRange &td = g.rd[size_t(od)], &th = g.rh[size_t(oh)];
+              const int64_t d0 = od * D.stride - D.pad_begin, h0 = oh * H.stride - H.pad_begin;
+              std::fill(column.begin(), column.end(), Acc(0));
+              for (int64_t kd = td.k0; kd < td.k1; ++kd)
+                for (int64_t kh = th.k0; kh < th.k1; ++kh) {
+                  const T* row = xp + ((d0 + kd * D.dilation) * H.in + h0 + kh * H.dilation) * W.in;
+                  for (int64_t w = 0; w < W.in; ++w) col[w] += Acc(row[w]);
+                }
+              const int64_t inside_dh = td.inside() * th.inside(), padded_dh = td.padded * th.padded;
+              for (int64_t ow = 0; ow < W.out; ++ow) {
+                const TapRange& tw = g.rw[size_t(ow)];
+                const int64_t w0 = ow * W.stride - W.pad_begin;
+                Acc sum = 0;
+                for (int64_t kw = tw.k0; kw < tw.k1; ++kw) sum += col[w0 + kw * W.dilation];
+                const int64_t inside = inside_dh * tw.inside();
+                *yp++ = code(sum - Acc(inside) * zx, include_pad ? padded_dh * tw.padded : inside);
+              }
+            }
         }
       });
       return;
@@ -163,7 +176,7 @@ class QLinearPoolKernel final : public sdk::Kernel {
         const T* xn = x + n * in_plane * c;
         std::fill(sums.begin(), sums.end(), Acc(0));
         Acc* s = sums.data();
-        auto [inside, count] = window(o, [&](int64_t row, int64_t k0, int64_t k1) {
+        auto [inside, count] = window(o / (W.out * H.out), o / W.out % H.out, o % W.out, [&](int64_t row, int64_t k0, int64_t k1) {
           for (int64_t kw = k0; kw < k1; ++kw) {
             const T* px = xn + (row + kw * W.dilation) * c;
             for (int64_t ch = 0; ch < c; ++ch) s[ch] += Acc(px[ch]);
