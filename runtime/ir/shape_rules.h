@@ -101,6 +101,9 @@ const RuleTable& microsoft_rules();
 Status matmul_shape(InferContext& ctx, size_t ia, size_t ib, int32_t dtype);
 Status gemm_shape(InferContext& ctx, size_t ia, size_t ib, size_t ic, int32_t dtype);
 Status conv_shape(InferContext& ctx, size_t ix, size_t iw, int32_t dtype);
+// Concat's output from inputs first, first + step, ... along axis_attr
+// (shape_rules_tensor.cpp; QLinearConcat interleaves scales and zero points).
+Status concat_shape(InferContext& ctx, size_t first, size_t step, int64_t axis_attr, int32_t dtype);
 
 // AveragePool's output shape, for N x C x D1 x ... or, with channels_last,
 // N x D1 x ... x C (shape_rules_nn.cpp).

@@ -46,41 +46,7 @@ Status qlinear_global_average_pool(InferContext& ctx) {
 // concatenate along `axis`; Y has Y_zero_point's type.
 Status qlinear_concat(InferContext& ctx) {
   const int32_t dtype = ctx.has_input(1) ? ctx.dtype(1) : ctx.dtype(2);
-  int32_t rank = -1;
-  for (size_t i = 2; i < ctx.input_count(); i += 3) {
-    if (ctx.rank(i) < 0) continue;
-    if (rank >= 0 && ctx.rank(i) != rank)
-      return ctx.error("input " + std::to_string(i) + " has rank " + std::to_string(ctx.rank(i)) +
-                       ", input 2 has rank " + std::to_string(rank));
-    rank = ctx.rank(i);
-  }
-  if (rank < 0) return ctx.set_output_dtype(0, dtype), Status();
-  ONYX_ASSIGN_OR_RETURN(int64_t axis, ctx.axis(ctx.attr_int("axis", 0), rank));
-  Shape out(size_t(rank), kUnknown);
-  int64_t total = 0;
-  for (size_t i = 2; i < ctx.input_count(); i += 3) {
-    if (ctx.rank(i) < 0) {
-      total = kUnknown;
-      continue;
-    }
-    const Shape& d = ctx.dims(i);
-    for (size_t k = 0; k < d.size(); ++k) {
-      if (int64_t(k) == axis || d[k] < 0) continue;
-      if (out[k] >= 0 && out[k] != d[k])
-        return ctx.error("input " + std::to_string(i) + " " + shape_string(d) + " differs from the others in dim " +
-                         std::to_string(k));
-      out[k] = d[k];
-    }
-    if (total < 0 || d[size_t(axis)] < 0) {
-      total = kUnknown;
-    } else {
-      const int64_t terms[] = {total, d[size_t(axis)]};
-      ONYX_ASSIGN_OR_RETURN(total, ctx.sum(terms, "the inputs' sizes along axis " + std::to_string(axis)));
-    }
-  }
-  out[size_t(axis)] = total;
-  ctx.set_output(0, dtype, out);
-  return Status();
+  return concat_shape(ctx, 2, 3, ctx.attr_int("axis", 0), dtype);
 }
 
 // QGemm(A, a_scale, a_zero, B, b_scale, b_zero, C?, y_scale?, y_zero?): float

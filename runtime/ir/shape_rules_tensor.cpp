@@ -108,20 +108,22 @@ Status transpose(InferContext& ctx) {
   return Status();
 }
 
-Status concat(InferContext& ctx) {
+}  // namespace
+
+Status concat_shape(InferContext& ctx, size_t first, size_t step, int64_t axis_attr, int32_t dtype) {
   int32_t rank = -1;
-  for (size_t i = 0; i < ctx.input_count(); ++i) {
+  for (size_t i = first; i < ctx.input_count(); i += step) {
     if (ctx.rank(i) < 0) continue;
     if (rank >= 0 && ctx.rank(i) != rank)
-      return ctx.error("input " + std::to_string(i) + " has rank " + std::to_string(ctx.rank(i)) +
-                       ", input 0 has rank " + std::to_string(rank));
+      return ctx.error("input " + std::to_string(i) + " has rank " + std::to_string(ctx.rank(i)) + ", input " +
+                       std::to_string(first) + " has rank " + std::to_string(rank));
     rank = ctx.rank(i);
   }
-  if (rank < 0) return ctx.set_output_dtype(0, ctx.dtype(0)), Status();
-  ONYX_ASSIGN_OR_RETURN(int64_t axis, ctx.axis(ctx.attr_int("axis", ctx.opset() < 4 ? 1 : 0), rank));
+  if (rank < 0) return ctx.set_output_dtype(0, dtype), Status();
+  ONYX_ASSIGN_OR_RETURN(int64_t axis, ctx.axis(axis_attr, rank));
   Shape out(size_t(rank), kUnknown);
   int64_t total = 0;
-  for (size_t i = 0; i < ctx.input_count(); ++i) {
+  for (size_t i = first; i < ctx.input_count(); i += step) {
     if (ctx.rank(i) < 0) {
       total = kUnknown;
       continue;
@@ -142,8 +144,14 @@ Status concat(InferContext& ctx) {
     }
   }
   out[size_t(axis)] = total;
-  ctx.set_output(0, ctx.dtype(0), out);
+  ctx.set_output(0, dtype, out);
   return Status();
+}
+
+namespace {
+
+Status concat(InferContext& ctx) {
+  return concat_shape(ctx, 0, 1, ctx.attr_int("axis", ctx.opset() < 4 ? 1 : 0), ctx.dtype(0));
 }
 
 Status split(InferContext& ctx) {

@@ -71,4 +71,31 @@ class ModelBuilder {
   ONNX_NAMESPACE::ModelProto model_;
 };
 
+// Attributes of the node added last (found by argument-dependent lookup).
+inline ONNX_NAMESPACE::NodeProto& last_node(ModelBuilder& b) {
+  auto* nodes = b.proto().mutable_graph()->mutable_node();
+  return *nodes->Mutable(nodes->size() - 1);
+}
+
+inline void attr_int(ModelBuilder& b, const std::string& name, int64_t v) {
+  auto* a = last_node(b).add_attribute();
+  a->set_name(name);
+  a->set_type(ONNX_NAMESPACE::AttributeProto::INT);
+  a->set_i(v);
+}
+
+inline void attr_float(ModelBuilder& b, const std::string& name, float v) {
+  auto* a = last_node(b).add_attribute();
+  a->set_name(name);
+  a->set_type(ONNX_NAMESPACE::AttributeProto::FLOAT);
+  a->set_f(v);
+}
+
+inline void attr_ints(ModelBuilder& b, const std::string& name, const std::vector<int64_t>& v) {
+  auto* a = last_node(b).add_attribute();
+  a->set_name(name);
+  a->set_type(ONNX_NAMESPACE::AttributeProto::INTS);
+  for (int64_t x : v) a->add_ints(x);
+}
+
 }  // namespace onyx::testing

@@ -17,32 +17,6 @@ namespace {
 namespace pb = ONNX_NAMESPACE;
 using testing::ModelBuilder;
 
-pb::NodeProto& last_node(ModelBuilder& b) {
-  auto* nodes = b.proto().mutable_graph()->mutable_node();
-  return *nodes->Mutable(nodes->size() - 1);
-}
-
-void attr_int(ModelBuilder& b, const std::string& name, int64_t v) {
-  auto* a = last_node(b).add_attribute();
-  a->set_name(name);
-  a->set_type(pb::AttributeProto::INT);
-  a->set_i(v);
-}
-
-void attr_float(ModelBuilder& b, const std::string& name, float v) {
-  auto* a = last_node(b).add_attribute();
-  a->set_name(name);
-  a->set_type(pb::AttributeProto::FLOAT);
-  a->set_f(v);
-}
-
-void attr_ints(ModelBuilder& b, const std::string& name, const std::vector<int64_t>& v) {
-  auto* a = last_node(b).add_attribute();
-  a->set_name(name);
-  a->set_type(pb::AttributeProto::INTS);
-  for (int64_t x : v) a->add_ints(x);
-}
-
 // A Constant node holding an int64 or bool tensor.
 void constant_node(ModelBuilder& b, const std::string& out, std::vector<int64_t> dims, const std::vector<int64_t>& v,
                    int dtype = pb::TensorProto::INT64) {

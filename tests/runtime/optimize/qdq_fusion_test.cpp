@@ -22,32 +22,6 @@ using testing::ModelBuilder;
 
 constexpr int kU8 = pb::TensorProto::UINT8, kI8 = pb::TensorProto::INT8, kI32 = pb::TensorProto::INT32;
 
-pb::NodeProto& last_node(ModelBuilder& b) {
-  auto* nodes = b.proto().mutable_graph()->mutable_node();
-  return *nodes->Mutable(nodes->size() - 1);
-}
-
-void attr_int(ModelBuilder& b, const std::string& name, int64_t v) {
-  auto* a = last_node(b).add_attribute();
-  a->set_name(name);
-  a->set_type(pb::AttributeProto::INT);
-  a->set_i(v);
-}
-
-void attr_float(ModelBuilder& b, const std::string& name, float v) {
-  auto* a = last_node(b).add_attribute();
-  a->set_name(name);
-  a->set_type(pb::AttributeProto::FLOAT);
-  a->set_f(v);
-}
-
-void attr_ints(ModelBuilder& b, const std::string& name, const std::vector<int64_t>& v) {
-  auto* a = last_node(b).add_attribute();
-  a->set_name(name);
-  a->set_type(pb::AttributeProto::INTS);
-  for (int64_t x : v) a->add_ints(x);
-}
-
 // An initializer of any of float32, int64, or a type stored in int32_data.
 void init(ModelBuilder& b, const std::string& name, int dtype, const std::vector<int64_t>& dims,
           const std::vector<double>& v) {
