@@ -1,10 +1,12 @@
 #include "model_summary.h"
 
 #include <onnx/onnx_pb.h>
+#include <onyx/util/model_parse.h>
+#include <onyx/util/read_file.h>
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
+#include <cerrno>
+#include <limits>
 
 #include "command.h"
 #include "session_setup.h"
@@ -40,12 +42,15 @@ void record_dim_params(const onnx::ValueInfoProto& value, ModelSummary& summary)
 }  // namespace
 
 ModelSummary read_model_summary(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw CliError("cannot open model file '" + path + "'");
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
+  // A regular file only (a FIFO would block), and the weights are not copied
+  // into the proto (onyx/util/model_parse.h): the summary needs their dims.
+  std::string bytes;
+  int error = 0;
+  if (std::string failure = util::read_regular_file(path, &bytes, &error); !failure.empty())
+    throw CliError(error == ENOENT ? "cannot open model file '" + path + "'" : "model file: " + failure);
   onnx::ModelProto model;
-  if (!model.ParseFromString(bytes.str()))
+  std::vector<std::string_view> raw_data;
+  if (!util::parse_model_proto(bytes, model, raw_data))
     throw CliError("model file '" + path + "' is not a valid ONNX model (protobuf parse failed; truncated or not ONNX?)");
   if (!model.has_graph()) throw CliError("model file '" + path + "' has no graph");
 
@@ -65,10 +70,14 @@ ModelSummary read_model_summary(const std::string& path) {
 
   for (const onnx::TensorProto& init : model.graph().initializer()) {
     ++s.initializer_count;
+    // Saturating: a hostile file may declare dims whose product overflows.
+    constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+    auto times = [](int64_t a, int64_t b) { return b != 0 && a > kMax / b ? kMax : a * b; };
     int64_t count = 1;
-    for (int64_t d : init.dims()) count *= std::max<int64_t>(d, 0);
-    s.parameter_count += count;
-    s.parameter_bytes += count * int64_t(dtype_size(init.data_type()));
+    for (int64_t d : init.dims()) count = times(count, std::max<int64_t>(d, 0));
+    s.parameter_count = std::min(kMax - count, s.parameter_count) + count;
+    const int64_t bytes_of = times(count, int64_t(dtype_size(init.data_type())));
+    s.parameter_bytes = std::min(kMax - bytes_of, s.parameter_bytes) + bytes_of;
     if (init.data_location() == onnx::TensorProto::EXTERNAL) ++s.external_initializers;
   }
   for (const onnx::ValueInfoProto& v : model.graph().input()) record_dim_params(v, s);

@@ -80,8 +80,14 @@ StatusOr<std::vector<int>> Graph::topological_order() const {
                                 nodes[producer[out]].describe() + " and " + nodes[n].describe());
       producer[out] = int(n);
     }
+  // Subgraphs capture enclosing values by name; index the names only if any node has one.
+  const bool any_subgraph = std::any_of(nodes.begin(), nodes.end(), [](const Node& n) {
+    return std::any_of(n.attributes.begin(), n.attributes.end(),
+                       [](const Attribute& a) { return a.g || !a.graphs.empty(); });
+  });
   std::unordered_map<std::string, int> by_name;
-  for (size_t v = 0; v < values.size(); ++v) by_name.emplace(values[v].name, int(v));
+  if (any_subgraph)
+    for (size_t v = 0; v < values.size(); ++v) by_name.emplace(values[v].name, int(v));
 
   // preds[n]: nodes that must run before n (duplicates are harmless: each
   // edge is counted once in `pending` and released once).

@@ -2,15 +2,16 @@
 // and validation; tensor decoding lives in tensor_proto.cpp.
 #include "ir/onnx_import.h"
 
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <onnx/onnx_pb.h>
+#include <onyx/util/model_parse.h>
 #include <onyx/util/read_file.h>
 
 #include <cerrno>
 #include <climits>
 #include <filesystem>
+#include <optional>
 #include <set>
+#include <string_view>
 #include <unordered_map>
 
 #include "ir/shape_inference.h"
@@ -102,19 +103,35 @@ int32_t attribute_type(const pb::AttributeProto& a) {
 
 class Importer {
  public:
-  Importer(std::string base_dir, std::map<std::string, int64_t> opsets)
-      : base_dir_(std::move(base_dir)), opsets_(std::move(opsets)) {}
+  // `top_raw_data`: the top-level initializers' raw_data when the model was
+  // split (onyx/util/model_parse.h), else empty.
+  Importer(std::string base_dir, std::map<std::string, int64_t> opsets, std::vector<std::string_view> top_raw_data)
+      : base_dir_(std::move(base_dir)), opsets_(std::move(opsets)), top_raw_data_(std::move(top_raw_data)) {}
 
   // `scope` names the graph in errors ("graph 'main'", "node If 'x' attribute 'then_branch'").
   StatusOr<std::shared_ptr<Graph>> import_graph(const pb::GraphProto& proto, bool is_subgraph,
                                                 const std::string& scope);
 
  private:
+  // An initializer is declared (name, dtype, dims) first and decoded only
+  // once the graph has been checked, so that a model rejected for its
+  // structure never costs the memory of its weights.
+  struct PendingInitializer {
+    int value;
+    const pb::TensorProto* dense;
+    const pb::SparseTensorProto* sparse;
+    std::optional<std::string_view> raw_data;
+    std::vector<int64_t> dims;
+  };
+
   struct GraphState {
     Graph& g;
     bool is_subgraph;
     std::string scope;
     std::unordered_map<std::string, int> index;
+    std::vector<PendingInitializer> pending;
+    std::unordered_map<int, size_t> pending_of;  // value -> index in `pending`
+    bool is_initializer(int v) const { return g.values[size_t(v)].constant || pending_of.count(v); }
     int find(const std::string& name) const {
       auto it = index.find(name);
       return it == index.end() ? -1 : it->second;
@@ -140,6 +157,7 @@ class Importer {
   };
 
   Status add_initializers(const pb::GraphProto& proto, GraphState& st);
+  Status decode_initializers(GraphState& st);
   Status add_inputs(const pb::GraphProto& proto, GraphState& st);
   Status add_nodes(const pb::GraphProto& proto, GraphState& st);
   Status add_outputs(const pb::GraphProto& proto, GraphState& st);
@@ -147,32 +165,56 @@ class Importer {
 
   std::string base_dir_;
   std::map<std::string, int64_t> opsets_;
+  std::vector<std::string_view> top_raw_data_;
 };
 
 Status Importer::add_initializers(const pb::GraphProto& proto, GraphState& st) {
+  auto declare = [&](const std::string& name, const std::string& what, PendingInitializer p, int32_t dtype,
+                     const google::protobuf::RepeatedField<int64_t>& dims) -> Status {
+    if (name.empty()) return invalid_argument(st.scope + ": " + what + " has no name");
+    if (st.find(name) >= 0) return invalid_argument(st.scope + ": initializer '" + name + "' is defined twice");
+    p.value = st.add(name);
+    p.dims.assign(dims.begin(), dims.end());
+    Value& v = st.g.values[size_t(p.value)];
+    v.dtype = dtype;
+    v.rank = int32_t(p.dims.size());
+    v.dims = p.dims;
+    st.pending_of[p.value] = st.pending.size();
+    st.pending.push_back(std::move(p));
+    return Status();
+  };
+  const bool split = !st.is_subgraph && !top_raw_data_.empty();
+  if (split && top_raw_data_.size() != size_t(proto.initializer_size()))
+    return internal_error(st.scope + ": the split model lost track of its initializers");
   for (int k = 0; k < proto.initializer_size(); ++k) {
     const pb::TensorProto& t = proto.initializer(k);
-    if (t.name().empty())
-      return invalid_argument(st.scope + ": initializer #" + std::to_string(k) + " has no name");
-    if (st.find(t.name()) >= 0)
-      return invalid_argument(st.scope + ": initializer '" + t.name() + "' is defined twice");
-    ONYX_ASSIGN_OR_RETURN(Tensor tensor, tensor_from_proto(t, base_dir_));
-    Value& v = st.g.values[size_t(st.add(t.name()))];
-    set_from_tensor(tensor, v);
-    v.constant = std::move(tensor);
+    PendingInitializer p{-1, &t, nullptr, std::nullopt, {}};
+    if (split && top_raw_data_[size_t(k)].data()) p.raw_data = top_raw_data_[size_t(k)];
+    ONYX_RETURN_IF_ERROR(
+        declare(t.name(), "initializer #" + std::to_string(k), std::move(p), t.data_type(), t.dims()));
   }
   for (int k = 0; k < proto.sparse_initializer_size(); ++k) {
     const pb::SparseTensorProto& s = proto.sparse_initializer(k);
-    const std::string& name = s.values().name();
-    if (name.empty())
-      return invalid_argument(st.scope + ": sparse initializer #" + std::to_string(k) + " has no name");
-    if (st.find(name) >= 0)
-      return invalid_argument(st.scope + ": initializer '" + name + "' is defined twice");
-    ONYX_ASSIGN_OR_RETURN(Tensor tensor, sparse_to_dense(s, base_dir_));
-    Value& v = st.g.values[size_t(st.add(name))];
-    set_from_tensor(tensor, v);
-    v.constant = std::move(tensor);
+    PendingInitializer p{-1, nullptr, &s, std::nullopt, {}};
+    ONYX_RETURN_IF_ERROR(declare(s.values().name(), "sparse initializer #" + std::to_string(k), std::move(p),
+                                 s.values().data_type(), s.dims()));
   }
+  return Status();
+}
+
+Status Importer::decode_initializers(GraphState& st) {
+  for (PendingInitializer& p : st.pending) {
+    StatusOr<Tensor> tensor = p.dense ? tensor_from_proto(*p.dense, base_dir_, "", p.raw_data)
+                                      : sparse_to_dense(*p.sparse, base_dir_);
+    if (!tensor.ok()) return tensor.status();
+    Value& v = st.g.values[size_t(p.value)];
+    // A graph input's declared type (often with symbolic dims) stays the
+    // contract of an initializer that is also an input.
+    if (!v.is_graph_input) set_from_tensor(*tensor, v);
+    v.constant = std::move(*tensor);
+  }
+  st.pending.clear();
+  st.pending_of.clear();
   return Status();
 }
 
@@ -192,7 +234,11 @@ Status Importer::add_inputs(const pb::GraphProto& proto, GraphState& st) {
     if (info.has_type()) apply_type(info.type(), value);
     if (info.type().has_tensor_type() && info.type().tensor_type().has_shape())
       for (const auto& dim : info.type().tensor_type().shape().dim()) value.dim_params.push_back(dim.dim_param());
-    if (value.constant && value.rank < 0) set_from_tensor(*value.constant, value);
+    if (value.rank < 0)
+      if (auto it = st.pending_of.find(v); it != st.pending_of.end()) {
+        value.rank = int32_t(st.pending[it->second].dims.size());
+        value.dims = st.pending[it->second].dims;
+      }
     value.is_graph_input = true;
     st.g.inputs.push_back(v);
   }
@@ -231,7 +277,7 @@ Status Importer::add_nodes(const pb::GraphProto& proto, GraphState& st) {
       if (int v = st.find(out); v >= 0) {
         const Value& prior = g.values[size_t(v)];
         std::string what = prior.producer >= 0 ? "node " + g.nodes[size_t(prior.producer)].describe()
-                           : prior.constant   ? std::string("an initializer")
+                           : st.is_initializer(v) ? std::string("an initializer")
                                               : std::string("a graph input");
         return invalid_argument(st.scope + ": node " + node.describe() + " output '" + out +
                                 "' is already produced by " + what);
@@ -342,7 +388,7 @@ Status Importer::add_outputs(const pb::GraphProto& proto, GraphState& st) {
     // A subgraph may return an enclosing scope's value directly.
     ONYX_ASSIGN_OR_RETURN(int v, st.outer_ref(info.name(), "graph output " + std::to_string(k)));
     Value& value = st.g.values[size_t(v)];
-    if (info.has_type() && !value.constant) apply_type(info.type(), value);
+    if (info.has_type() && !st.is_initializer(v)) apply_type(info.type(), value);
     value.is_graph_output = true;
     st.g.outputs.push_back(v);
   }
@@ -354,7 +400,7 @@ StatusOr<std::shared_ptr<Graph>> Importer::import_graph(const pb::GraphProto& pr
   auto g = std::make_shared<Graph>();
   g->name = proto.name();
   g->opsets = opsets_;
-  GraphState st{*g, is_subgraph, scope + (is_subgraph ? " graph '" : "graph '") + proto.name() + "'", {}};
+  GraphState st{*g, is_subgraph, scope + (is_subgraph ? " graph '" : "graph '") + proto.name() + "'", {}, {}, {}};
   ONYX_RETURN_IF_ERROR(add_initializers(proto, st));
   ONYX_RETURN_IF_ERROR(add_inputs(proto, st));
   ONYX_RETURN_IF_ERROR(add_nodes(proto, st));
@@ -362,15 +408,19 @@ StatusOr<std::shared_ptr<Graph>> Importer::import_graph(const pb::GraphProto& pr
   // Declared types of intermediate values; entries for names nobody defines are ignored.
   for (const pb::ValueInfoProto& info : proto.value_info()) {
     int v = st.find(info.name());
-    if (v >= 0 && info.has_type() && !g->values[size_t(v)].constant)
-      apply_type(info.type(), g->values[size_t(v)]);
+    if (v >= 0 && info.has_type() && !st.is_initializer(v)) apply_type(info.type(), g->values[size_t(v)]);
   }
+  ONYX_RETURN_IF_ERROR(decode_initializers(st));
   g->link_producers();
   return g;
 }
 
+// `raw_data`: the top-level initializers' payloads when the model was split.
+// `owned` (may be null) holds the bytes they view; it is released once the
+// tensors are decoded, before shape inference allocates more.
 StatusOr<Model> import_model(const pb::ModelProto& proto, const std::string& base_dir,
-                             const ImportOptions& options, const std::string& what) {
+                             const ImportOptions& options, const std::string& what,
+                             std::vector<std::string_view> raw_data, std::string* owned) {
   if (!proto.has_graph()) return invalid_argument(what + " is not a valid ONNX model (it has no graph)");
   Model model;
   model.ir_version = proto.ir_version();
@@ -389,8 +439,9 @@ StatusOr<Model> import_model(const pb::ModelProto& proto, const std::string& bas
   }
   // IR version 2 and older models may omit opset_import; they mean ai.onnx 1.
   if (opsets.empty()) opsets[""] = 1;
-  Importer importer(base_dir, opsets);
+  Importer importer(base_dir, opsets, std::move(raw_data));
   ONYX_ASSIGN_OR_RETURN(model.graph, importer.import_graph(proto.graph(), false, ""));
+  if (owned) std::string().swap(*owned);
   infer_value_kinds(*model.graph);
   if (options.infer_shapes) {
     ONYX_RETURN_IF_ERROR(infer_shapes(*model.graph).with_context(what));
@@ -399,20 +450,18 @@ StatusOr<Model> import_model(const pb::ModelProto& proto, const std::string& bas
   return model;
 }
 
-StatusOr<Model> parse_and_import(const void* data, size_t size, const std::string& base_dir,
+StatusOr<Model> parse_and_import(std::string_view bytes, std::string* owned, const std::string& base_dir,
                                  const ImportOptions& options, const std::string& what) {
-  if (size > size_t(INT_MAX))
-    return invalid_argument(what + " is " + std::to_string(size) +
+  if (bytes.size() > size_t(INT_MAX))
+    return invalid_argument(what + " is " + std::to_string(bytes.size()) +
                             " bytes; protobuf models are limited to 2 GiB (store the weights as "
                             "external data)");
+  // Weights stay in `bytes` (onyx/util/model_parse.h); the proto gets the rest.
   pb::ModelProto proto;
-  google::protobuf::io::ArrayInputStream stream(data, int(size));
-  google::protobuf::io::CodedInputStream coded(&stream);
-  // Large models: allow the whole 2 GiB protobuf range (never a smaller cap).
-  coded.SetTotalBytesLimit(INT_MAX);
-  if (!proto.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage())
+  std::vector<std::string_view> raw_data;
+  if (!util::parse_model_proto(bytes, proto, raw_data))
     return invalid_argument(what + " is not a valid ONNX model (protobuf parse failed)");
-  return import_model(proto, base_dir, options, what);
+  return import_model(proto, base_dir, options, what, std::move(raw_data), owned);
 }
 
 }  // namespace
@@ -429,13 +478,14 @@ StatusOr<Model> load_model(const std::string& path, const ImportOptions& options
   }
   std::error_code ec;
   std::string base_dir = fs::absolute(fs::path(path), ec).parent_path().string();
-  return parse_and_import(bytes.data(), bytes.size(), base_dir, options, "'" + path + "'");
+  return parse_and_import(bytes, &bytes, base_dir, options, "'" + path + "'");
 }
 
 StatusOr<Model> load_model_from_bytes(const void* data, size_t size, const std::string& base_dir,
                                       const ImportOptions& options) {
   if (!data && size) return invalid_argument("load_model_from_bytes: data is NULL");
-  return parse_and_import(data ? data : "", size, base_dir, options,
+  return parse_and_import(std::string_view(data ? static_cast<const char*>(data) : "", size), nullptr, base_dir,
+                          options,
                           "buffer of " + std::to_string(size) + " bytes");
 }
 

@@ -16,9 +16,9 @@ StatusOr<Tensor> adopt(const util::CodecError& error, util::DecodedTensor decode
 }  // namespace
 
 StatusOr<Tensor> tensor_from_proto(const ONNX_NAMESPACE::TensorProto& proto, const std::string& base_dir,
-                                   const std::string& what) {
+                                   const std::string& what, std::optional<std::string_view> raw_data) {
   util::DecodedTensor decoded;
-  util::CodecError error = util::decode_tensor_proto(proto, {base_dir, what}, decoded);
+  util::CodecError error = util::decode_tensor_proto_with_raw_data(proto, {base_dir, what}, raw_data, decoded);
   return adopt(error, std::move(decoded));
 }
 

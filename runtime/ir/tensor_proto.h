@@ -6,7 +6,9 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "core/tensor.h"
 
@@ -17,9 +19,11 @@ namespace onyx::runtime::ir {
 // External data (data_location EXTERNAL) is read from a file relative to
 // `base_dir`; "" forbids external data. A location that is absolute or that,
 // after resolving "..", symlinks and the like, leaves `base_dir` is refused.
-// Errors name the tensor (`what` when the proto has no name).
+// Errors name the tensor (`what` when the proto has no name). `raw_data`, when
+// set, stands in for proto.raw_data() (onyx/util/model_parse.h).
 StatusOr<Tensor> tensor_from_proto(const ONNX_NAMESPACE::TensorProto& proto,
-                                   const std::string& base_dir, const std::string& what = "");
+                                   const std::string& base_dir, const std::string& what = "",
+                                   std::optional<std::string_view> raw_data = std::nullopt);
 
 // A dense tensor from a sparse one: zeros except at `indices` (either
 // [NNZ] linear offsets or [NNZ, rank] coordinates).

@@ -189,35 +189,71 @@ bool is_pass_through(const GraphRewrite& rw, const ir::Node& node) {
   return false;
 }
 
+// Every pass-through node's output is forwarded to its input in one sweep
+// (chains resolved at once), so a chain of N Identity nodes costs O(N).
 int bypass_pass_through(GraphRewrite& rw) {
   ir::Graph& g = rw.graph;
-  int bypassed = 0;
+  std::vector<int> forward(g.values.size(), -1);
+  std::vector<int> bypassed;
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     if (rw.removed[n] || !is_pass_through(rw, g.nodes[n])) continue;
-    const int in = g.nodes[n].inputs[0], out = g.nodes[n].outputs[0];
+    const int out = g.nodes[n].outputs[0];
     if (rw.pinned[size_t(out)]) continue;
-    rw.replace_uses(out, in);
-    rw.remove_node(int(n));
-    ++bypassed;
+    forward[size_t(out)] = g.nodes[n].inputs[0];
+    bypassed.push_back(int(n));
   }
-  return bypassed;
+  if (bypassed.empty()) return 0;
+  auto resolve = [&](int v) {
+    int root = v;
+    while (root >= 0 && forward[size_t(root)] >= 0) root = forward[size_t(root)];
+    while (v >= 0 && forward[size_t(v)] >= 0) {  // path compression
+      const int next = forward[size_t(v)];
+      forward[size_t(v)] = root;
+      v = next;
+    }
+    return root;
+  };
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    if (rw.removed[n]) continue;
+    for (int& v : g.nodes[n].inputs)
+      if (v >= 0 && forward[size_t(v)] >= 0) {
+        const int to = resolve(v);
+        --rw.readers[size_t(v)];
+        ++rw.readers[size_t(to)];
+        v = to;
+      }
+  }
+  for (int n : bypassed) rw.remove_node(n);
+  return int(bypassed.size());
 }
 
-// Removes nodes none of whose outputs is read, until none is left.
+// Removes nodes none of whose outputs is read, then the producers that this
+// leaves unread (a worklist: linear in the graph).
 int remove_unread_nodes(GraphRewrite& rw) {
   ir::Graph& g = rw.graph;
+  std::vector<int> producer(g.values.size(), -1);
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    if (!rw.removed[n])
+      for (int v : g.nodes[n].outputs)
+        if (v >= 0) producer[size_t(v)] = int(n);
+  auto unread = [&](size_t n) {
+    for (int v : g.nodes[n].outputs)
+      if (v >= 0 && (rw.readers[size_t(v)] > 0 || rw.pinned[size_t(v)])) return false;
+    return true;
+  };
+  std::vector<int> work;
+  for (size_t n = g.nodes.size(); n-- > 0;)
+    if (!rw.removed[n] && unread(n)) work.push_back(int(n));
   int count = 0;
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t n = g.nodes.size(); n-- > 0;) {
-      if (rw.removed[n]) continue;
-      bool read = false;
-      for (int v : g.nodes[n].outputs) read = read || (v >= 0 && (rw.readers[size_t(v)] > 0 || rw.pinned[size_t(v)]));
-      if (read) continue;
-      rw.remove_node(int(n));
-      ++count;
-      changed = true;
-    }
+  while (!work.empty()) {
+    const int n = work.back();
+    work.pop_back();
+    if (rw.removed[size_t(n)] || !unread(size_t(n))) continue;
+    rw.remove_node(n);
+    ++count;
+    for (int v : g.nodes[size_t(n)].inputs)
+      if (v >= 0 && rw.readers[size_t(v)] == 0 && producer[size_t(v)] >= 0 && !rw.removed[size_t(producer[size_t(v)])])
+        work.push_back(producer[size_t(v)]);
   }
   return count;
 }

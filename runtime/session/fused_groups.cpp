@@ -40,8 +40,14 @@ StatusOr<GraphIndex> index_graph(const ir::Graph& graph) {
   index.readers.resize(graph.values.size());
   index.reads.resize(graph.nodes.size());
   index.producer.assign(graph.values.size(), -1);
+  // Subgraphs capture enclosing values by name; index the names only if any node has one.
+  const bool any_subgraph = std::any_of(graph.nodes.begin(), graph.nodes.end(), [](const ir::Node& n) {
+    return std::any_of(n.attributes.begin(), n.attributes.end(),
+                       [](const ir::Attribute& a) { return a.g || !a.graphs.empty(); });
+  });
   std::unordered_map<std::string, int> by_name;
-  for (size_t v = 0; v < graph.values.size(); ++v) by_name.emplace(graph.values[v].name, int(v));
+  if (any_subgraph)
+    for (size_t v = 0; v < graph.values.size(); ++v) by_name.emplace(graph.values[v].name, int(v));
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     for (int v : graph.nodes[n].outputs)
       if (v >= 0) index.producer[size_t(v)] = int(n);

@@ -255,6 +255,11 @@ CodecError read_external(const TensorProto& proto, const std::string& base_dir, 
 }  // namespace
 
 CodecError decode_tensor_proto(const TensorProto& proto, const DecodeOptions& options, DecodedTensor& out) {
+  return decode_tensor_proto_with_raw_data(proto, options, std::nullopt, out);
+}
+
+CodecError decode_tensor_proto_with_raw_data(const TensorProto& proto, const DecodeOptions& options,
+                                             std::optional<std::string_view> raw_data, DecodedTensor& out) {
   const std::string who = label(proto, options.what);
   DecodedTensor t;
   t.dtype = proto.data_type();
@@ -271,13 +276,13 @@ CodecError decode_tensor_proto(const TensorProto& proto, const DecodeOptions& op
     if (CodecError e = read_external(proto, options.base_dir, count, who, t); !e.ok()) return e;
   } else if (proto.has_raw_data()) {
     if (t.dtype == ONYX_DTYPE_STRING) return invalid(who + ": STRING data cannot be raw_data");
+    const std::string_view raw = raw_data ? *raw_data : std::string_view(proto.raw_data());
     const size_t expected = onyx_dtype_storage_bytes(t.dtype, count);
-    if (proto.raw_data().size() != expected)
+    if (raw.size() != expected)
       return invalid(who + " (" + name_of(t.dtype) + ", " + shape_text(t.dims) + ") has " +
-                     std::to_string(proto.raw_data().size()) + " bytes of raw_data, expected " +
-                     std::to_string(expected));
+                     std::to_string(raw.size()) + " bytes of raw_data, expected " + std::to_string(expected));
     if (CodecError e = allocate(t, expected, who); !e.ok()) return e;
-    if (expected) std::memcpy(t.data, proto.raw_data().data(), expected);
+    if (expected) std::memcpy(t.data, raw.data(), expected);
   } else {
     auto [found, expected] = typed_entries(proto, t.dtype, count);
     if (found != expected)

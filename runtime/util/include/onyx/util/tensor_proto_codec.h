@@ -14,8 +14,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace onyx::util {
@@ -61,6 +63,11 @@ struct DecodeOptions {
 // every size against dtype and dims (a corrupt proto may claim huge dims).
 CodecError decode_tensor_proto(const ONNX_NAMESPACE::TensorProto& proto, const DecodeOptions& options,
                                DecodedTensor& out);
+// The same, with `raw_data` (when set) standing in for proto.raw_data(): the
+// model loader keeps large payloads out of the parsed proto and points into
+// the file's bytes instead.
+CodecError decode_tensor_proto_with_raw_data(const ONNX_NAMESPACE::TensorProto& proto, const DecodeOptions& options,
+                                             std::optional<std::string_view> raw_data, DecodedTensor& out);
 
 // The most bytes a sparse tensor's dense form may take (1 GiB): a file of a
 // few bytes may declare dims of 2^30 or more, and densifying is the one place
