@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# libFuzzer harnesses of tests/fuzz: the ONNX model loader, the checkpoint
-# reader and the tensor files of `onyx run` (.npy, .pb). Built with clang and
+# libFuzzer harnesses of tests/fuzz: the ONNX model loader, a model through a
+# session and one run on the CPU provider, the checkpoint reader and the
+# tensor files of `onyx run` (.npy, .pb). Built with clang and
 # -fsanitize=fuzzer,address,undefined in their own folder
 # (${ONYX_FUZZ_BUILD_DIR:-build-fuzz}), never mixed with the gcc build.
-#   fuzz.sh build                  configure and build the three harnesses
+#   fuzz.sh build                  configure and build the harnesses
 #   fuzz.sh smoke                  build, then run each harness for
 #                                  ${ONYX_FUZZ_SMOKE_SECONDS:-3} s from its seed corpus (ctest)
 #   fuzz.sh run HARNESS SECONDS    one harness, one job (-j1, nice) for SECONDS,
@@ -14,7 +15,7 @@
 #                                  job and is slow on a busy machine); findings (crash-*,
 #                                  leak-*, oom-*, timeout-*) go to BUILD/findings/HARNESS;
 #                                  the log is BUILD/logs/HARNESS.log
-# HARNESS: model_loader | checkpoint_reader | tensor_file. ONYX_CLANG picks
+# HARNESS: model_loader | model_run | checkpoint_reader | tensor_file. ONYX_CLANG picks
 # clang++ (default clang++-15), ONYX_JOBS the build's parallelism (default 2).
 # Exit status: non-zero when a harness found something.
 set -euo pipefail
@@ -23,7 +24,7 @@ root=$PWD
 build=${ONYX_FUZZ_BUILD_DIR:-build-fuzz}
 cxx=${ONYX_CLANG:-clang++-15}
 cc=${cxx/clang++/clang}
-harnesses=(model_loader checkpoint_reader tensor_file)
+harnesses=(model_loader model_run checkpoint_reader tensor_file)
 # Inputs past these are findings: 2 GiB of memory, ${ONYX_FUZZ_TIMEOUT:-10} s
 # of wall time for one input (raise it on a loaded machine, where a niced
 # fuzzer waits for the CPU longer than any input takes).

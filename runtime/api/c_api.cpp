@@ -15,13 +15,16 @@ using onyx::runtime::capi::copy_string;
 using onyx::runtime::capi::guarded;
 using onyx::runtime::capi::null_arg;
 
-// Stores a created session in *out, or returns why there is none.
-// With isolation on, the worker gets the model (path or bytes), the options
-// and every folder this registry searches, so that it opens the same plugins.
-Status hand_out(onyx::runtime::StatusOr<std::unique_ptr<onyx::runtime::Session>> session, OnyxSession** out,
-                const OnyxEnv& env, const OnyxSessionOptions* options, std::string model_path,
-                std::string model_bytes) {
-  if (!session.ok()) return session.status();
+// Creates a session with `create` and stores it in *out, or returns why
+// there is none. With isolation on, the worker gets the model (path or
+// bytes), the options and every folder this registry searches, so that it
+// opens the same plugins; it creates its session first, so that a plugin that
+// crashes or hangs while loading, opening its device, claiming nodes or
+// creating kernels takes down the worker, not the application (the error
+// names the provider and what it was doing), before this process loads it.
+template <typename Create>
+Status hand_out(Create&& create, OnyxSession** out, const OnyxEnv& env, const OnyxSessionOptions* options,
+                std::string model_path, std::string model_bytes) {
   std::unique_ptr<onyx::runtime::isolate::WorkerProcess> worker;
   if (options && options->isolate) {
     onyx::runtime::isolate::WorkerConfig config;
@@ -33,6 +36,8 @@ Status hand_out(onyx::runtime::StatusOr<std::unique_ptr<onyx::runtime::Session>>
     if (!started.ok()) return started.status().with_context("isolated mode");
     worker = std::move(started).value();
   }
+  onyx::runtime::StatusOr<std::unique_ptr<onyx::runtime::Session>> session = create();
+  if (!session.ok()) return session.status();
   *out = new OnyxSession{std::move(session).value(), std::move(worker)};
   return Status();
 }
@@ -232,8 +237,8 @@ OnyxStatus* onyx_session_create(OnyxEnv* env, const char* path, const OnyxSessio
                                 OnyxSession** out) {
   return guarded([&] {
     if (!env || !path || !out) return null_arg("onyx_session_create", "argument");
-    return hand_out(onyx::runtime::Session::create_from_file(env->registry, path, options_of(options)), out, *env,
-                    options, path, "");
+    return hand_out([&] { return onyx::runtime::Session::create_from_file(env->registry, path, options_of(options)); },
+                    out, *env, options, path, "");
   });
 }
 
@@ -241,8 +246,9 @@ OnyxStatus* onyx_session_create_from_buffer(OnyxEnv* env, const void* data, size
                                             const OnyxSessionOptions* options, OnyxSession** out) {
   return guarded([&] {
     if (!env || !data || !out) return null_arg("onyx_session_create_from_buffer", "argument");
-    return hand_out(onyx::runtime::Session::create_from_bytes(env->registry, data, size, options_of(options)), out,
-                    *env, options, "", std::string(static_cast<const char*>(data), size));
+    return hand_out(
+        [&] { return onyx::runtime::Session::create_from_bytes(env->registry, data, size, options_of(options)); },
+        out, *env, options, "", std::string(static_cast<const char*>(data), size));
   });
 }
 

@@ -1,5 +1,5 @@
 // step_record.h: the shared-memory record in which the worker publishes the
-// step it is executing (see session/step_observer.h). The parent reads it
+// step it is executing (see core/step_observer.h). The parent reads it
 // only after the worker has died or been killed, so it needs no locking; it
 // treats the strings as untrusted (bounded, NUL forced).
 #pragma once

@@ -113,8 +113,9 @@ Status WorkerProcess::spawn(double timeout_s) {
   std::string payload;
   if (io == IoResult::kOk) io = recv_frame(socket_, &kind, &payload, deadline);
   if (io != IoResult::kOk) {
-    std::string what = io == IoResult::kTimedOut ? "did not load the model within the run timeout"
-                                                 : "failed while loading the model";
+    std::string what = io == IoResult::kTimedOut ? "did not create its session within the run timeout"
+                       : io == IoResult::kClosed ? "died while creating its session"
+                                                 : "failed while creating its session";
     return worker_failure(what);
   }
   Reader reader(payload.data(), payload.size());
@@ -177,8 +178,11 @@ Status WorkerProcess::worker_failure(const std::string& what) {
     pid_ = -1;  // reaped above
   }
   stop();
-  std::string where = step.empty() ? " outside any node"
-                                   : " in node " + step + " of provider '" + provider + "'";
+  // A step is a node's name, or what the worker was doing with a provider
+  // outside runs (core/step_observer.h: "while loading its plugin").
+  std::string where = step.empty()                ? " outside any node"
+                      : step.rfind("while ", 0) == 0 ? ", " + step + " (provider '" + provider + "')"
+                                                  : " in node " + step + " of provider '" + provider + "'";
   std::string message = cancelled ? "run cancelled: the isolated worker was killed" + where
                                   : "the isolated worker " + what + where + "; it " + exit_text;
   message += "; a new worker is started at the next run";

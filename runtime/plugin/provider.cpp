@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/abi_status.h"
+#include "core/step_observer.h"
 #include "plugin/host_api.h"
 #include "plugin/search_dirs.h"
 
@@ -56,6 +57,7 @@ Status check_required_functions(const OnyxProviderApi& a, const std::string& who
 }  // namespace
 
 StatusOr<std::shared_ptr<Provider>> Provider::load(const std::string& path) {
+  ProviderActivity activity(fs::path(path).filename().string(), "loading its plugin");
   ONYX_ASSIGN_OR_RETURN(PluginLibrary library, PluginLibrary::open(kProviderPluginKind, path));
   std::shared_ptr<Provider> p(new Provider(std::move(library)));
   const OnyxPluginEntry& entry = p->library_.entry<OnyxPluginEntry>();

@@ -11,7 +11,7 @@
 #include "session/host_kernels.h"
 #include "session/kernel_context.h"
 #include "session/session.h"
-#include "session/step_observer.h"
+#include "core/step_observer.h"
 
 namespace onyx::runtime {
 namespace {
@@ -140,12 +140,8 @@ void record_step(Profiler& profiler, const RunState& run, const Step& step, int6
   profiler.record(std::move(e));
 }
 
-std::atomic<StepObserver> g_step_observer{nullptr};
-
 }  // namespace
 
-void set_step_observer(StepObserver observer) { g_step_observer.store(observer, std::memory_order_release); }
-StepObserver step_observer() { return g_step_observer.load(std::memory_order_acquire); }
 
 StatusOr<std::vector<Value>> Executor::run(Session& session, const ExecutionPlan& plan,
                                             const std::vector<Value>& inputs,

@@ -3,6 +3,7 @@
 #include <onyx/util/json_writer.h>
 
 #include "core/abi_status.h"
+#include "core/step_observer.h"
 #include "session/control_flow.h"
 #include "session/host_kernels.h"
 #include "session/device.h"
@@ -44,6 +45,7 @@ Status partition_graph(const ir::Graph& graph, const std::vector<std::unique_ptr
     report.devices.push_back(device.label);
     std::vector<OnyxNodeClaim> claims(graph.nodes.size());
     for (auto& c : claims) c.struct_size = sizeof c;
+    ProviderActivity activity(device.label, "asking which nodes it claims");
     Status st = take_status(
         device.provider->api().get_capability(device.handle, view.get(), claims.data()));
     if (!st.ok()) return st.with_context("capability query of " + device.label);

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "core/abi_status.h"
+#include "core/step_observer.h"
 #include "core/string_tensor.h"
 #include "ir/onnx_import.h"
 #include "ir/value_kinds.h"
@@ -105,6 +106,7 @@ Status Session::open_devices(ProviderRegistry& registry, const SessionOptions& o
   if (requests.empty()) requests.push_back({"cpu", {}});
   for (const ProviderRequest& request : requests) {
     ONYX_ASSIGN_OR_RETURN(std::shared_ptr<Provider> provider, registry.get(request.name_or_path));
+    ProviderActivity activity(provider->name(), "opening its device");
     Status available = provider->availability();
     if (available.ok() && provider->device_count() == 0) available = unavailable("it reports no devices");
     if (!available.ok()) {
@@ -195,6 +197,7 @@ Status Session::create_kernels() {
     if (step.kind != Step::kKernel) continue;
     const Device& device = *devices_[size_t(step.device)];
     std::vector<uint32_t> nodes(step.nodes.begin(), step.nodes.end());
+    ProviderActivity activity(device.label, "creating the kernel of " + step.name);
     Status st = take_status(device.provider->api().kernel_create(device.handle, view.get(),
                                                                  nodes.data(), nodes.size(),
                                                                  &step.kernel));

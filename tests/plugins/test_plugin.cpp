@@ -17,12 +17,22 @@
 //   TEST_PLUGIN_CRASH_HANG      never returns, when its input's first element
 //                               is kFaultTrigger (666): other inputs run, so a
 //                               test can show the next run works again
+//   TEST_PLUGIN_CRASH_AT        segfaults where the variable ONYX_TEST_CRASH_AT
+//                               says: "load" (a static constructor), "create",
+//                               "availability", "claims", "kernel_create", or
+//                               calls _exit(0) there for "exit0" (at
+//                               kernel_create): faults before any run, which
+//                               only an isolated session survives
 // Its only kernel is float32 Relu; every other node is declined with a reason.
 #include <onyx/plugin_sdk.hpp>
 
+#include <unistd.h>
+
 #include <chrono>
+#include <csignal>
 #include <cmath>
 #include <cstdlib>
+#include <string>
 #include <thread>
 
 #ifdef TEST_PLUGIN_NEEDS_DEPENDENCY
@@ -32,6 +42,19 @@ extern "C" int onyx_test_dependency_value(void);
 namespace {
 
 constexpr float kFaultTrigger = 666.0f;
+
+#ifdef TEST_PLUGIN_CRASH_AT
+// Faults (or exits 0) when ONYX_TEST_CRASH_AT names `where`.
+void crash_at(const char* where) {
+  const char* chosen = std::getenv("ONYX_TEST_CRASH_AT");
+  if (!chosen) return;
+  if (std::string(chosen) == "exit0" && std::string(where) == "kernel_create") ::_exit(0);
+  if (std::string(chosen) == where) std::raise(SIGSEGV);
+}
+__attribute__((constructor)) void crash_at_load() { crash_at("load"); }
+#else
+void crash_at(const char*) {}
+#endif
 
 class Relu final : public onyx::sdk::Kernel {
  public:
@@ -74,10 +97,14 @@ void register_kernels(onyx::sdk::KernelRegistry& registry) {
   onyx::sdk::KernelDef relu;
   relu.op_type = "Relu";
   relu.supports = [](const onyx::sdk::NodeInfo& n) {
+    crash_at("claims");
     return n.input_dtype(0) == ONYX_DTYPE_FLOAT32 ? std::string()
                                                   : std::string("test plugin: Relu is float32 only");
   };
-  relu.create = [](const onyx::sdk::NodeInfo&) { return std::make_unique<Relu>(); };
+  relu.create = [](const onyx::sdk::NodeInfo&) {
+    crash_at("kernel_create");
+    return std::make_unique<Relu>();
+  };
   registry.add(relu);
 }
 
@@ -91,12 +118,18 @@ struct GrownTable {
 
 OnyxStatus* create(const OnyxPluginCreateArgs* args, OnyxPlugin** plugin,
                    const OnyxProviderApi** api) {
+  crash_at("create");
   onyx::sdk::HostMemoryProviderConfig config;
   config.device_name = "test device";
   config.vendor = "Onyx tests";
   config.register_kernels = register_kernels;
 #ifdef TEST_PLUGIN_UNAVAILABLE
   config.availability = [] { return std::string(TEST_PLUGIN_UNAVAILABLE); };
+#elif defined(TEST_PLUGIN_CRASH_AT)
+  config.availability = [] {
+    crash_at("availability");
+    return std::string();
+  };
 #endif
 #ifdef TEST_PLUGIN_NEEDS_DEPENDENCY
   if (onyx_test_dependency_value() != 42) return nullptr;

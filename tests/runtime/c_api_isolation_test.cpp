@@ -126,6 +126,51 @@ INSTANTIATE_TEST_SUITE_P(Faults, CApiIsolationFault,
                                            Fault{"crash_hang", 0.5, "run timeout (0.5 s)"}),
                          [](const auto& test) { return std::string(test.param.provider); });
 
+// Faults before any run (tests/plugins crash_at, chosen by ONYX_TEST_CRASH_AT,
+// which the worker inherits): an isolated session's worker creates its
+// session first, so the fault kills the worker and session creation fails
+// naming the provider and what it was doing; this process never loads the
+// plugin, lives on, and the next session (no fault) works.
+struct LoadFault {
+  const char* at;
+  const char* doing;  // in the message
+  const char* exit;
+};
+
+class CApiIsolationLoadFault : public ::testing::TestWithParam<LoadFault> {};
+
+TEST_P(CApiIsolationLoadFault, SessionCreationFailsNamingProviderAndPhase) {
+  const LoadFault fault = GetParam();
+  onyx::Env env = test_env();
+  ::setenv("ONYX_TEST_CRASH_AT", fault.at, 1);
+  std::string message = "(the session was created)";
+  OnyxStatusCode code = ONYX_STATUS_OK;
+  try {
+    open(env, "crash_at", true);
+  } catch (const onyx::Error& e) {
+    message = e.what();
+    code = e.code();
+  }
+  ::unsetenv("ONYX_TEST_CRASH_AT");
+  EXPECT_EQ(code, ONYX_STATUS_UNAVAILABLE) << message;
+  EXPECT_THAT(message, HasSubstr("died while creating its session"));
+  EXPECT_THAT(message, HasSubstr(fault.doing));
+  EXPECT_THAT(message, HasSubstr("crash_at"));
+  EXPECT_THAT(message, HasSubstr(fault.exit));
+  auto session = open(env, "crash_at", true);  // no fault now
+  EXPECT_EQ(run(*session, input(1.0f)), (std::vector<float>{2.0f, -2.5f, 6.5f, -4.0f, 1.0f, 14.0f}));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Faults, CApiIsolationLoadFault,
+    ::testing::Values(LoadFault{"load", "while loading its plugin", "signal 11"},
+                      LoadFault{"create", "while loading its plugin", "signal 11"},
+                      LoadFault{"availability", "while opening its device", "signal 11"},
+                      LoadFault{"claims", "while asking which nodes it claims", "signal 11"},
+                      LoadFault{"kernel_create", "while creating the kernel of Relu 'relu0'", "signal 11"},
+                      LoadFault{"exit0", "while creating the kernel of Relu 'relu0'", "exited with code 0"}),
+    [](const auto& test) { return std::string(test.param.at); });
+
 TEST(CApiIsolation, WithoutIsolationTheSameFaultKillsTheProcess) {
   // The default stays in-process: nothing contains the provider's crash.
   GTEST_FLAG_SET(death_test_style, "threadsafe");
@@ -199,12 +244,12 @@ std::string creation_error(const std::string& script, double timeout_s) {
 TEST(CApiIsolation, AWorkerThatBreaksTheProtocolIsAnErrorNotACrashOrHang) {
   // A length far beyond any payload.
   EXPECT_THAT(creation_error(R"(printf '\x02\x00\x00\x00\xff\xff\xff\xff\xff\xff\xff\x7f' >&3; sleep 30)", 0),
-              HasSubstr("isolated worker failed while loading the model"));
+              HasSubstr("isolated worker failed while creating its session"));
   // Dies in the middle of a frame.
   EXPECT_THAT(creation_error(R"(printf '\x02\x00\x00\x00\x40\x00\x00\x00\x00\x00\x00\x00abc' >&3)", 0),
               HasSubstr("exited with code 0"));
   // Never answers: bounded by the run timeout.
-  EXPECT_THAT(creation_error("sleep 30", 0.3), HasSubstr("did not load the model within the run timeout"));
+  EXPECT_THAT(creation_error("sleep 30", 0.3), HasSubstr("did not create its session within the run timeout"));
   // Answers with the wrong frame kind.
   EXPECT_THAT(creation_error(R"(printf '\x04\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00' >&3; sleep 30)", 0),
               HasSubstr("malformed reply"));

@@ -158,11 +158,13 @@ ONYX_API OnyxStatus* onyx_session_options_set_graph_optimization(OnyxSessionOpti
  * fails with ONYX_STATUS_UNAVAILABLE and a message naming the provider and
  * node; the application goes on, and the next run starts a new worker.
  * onyx_session_cancel_runs kills the worker of a run in flight. Runs of one
- * isolated session are serialized. The session is still also created in this
- * process (metadata, partition and memory reports), so a provider that
- * crashes while compiling its kernels is not contained; only its kernels'
- * execution is; profiling (onyx_session_start_profiling) sees only runs in
- * this process, i.e. none of the isolated ones. With a timeout of 0 a hung
+ * isolated session are serialized. The worker creates its session first: a
+ * provider that crashes, hangs or exits while loading, opening its device,
+ * claiming nodes or creating kernels makes session creation fail with
+ * ONYX_STATUS_UNAVAILABLE naming it and the phase, before this process loads
+ * it; then the session is also created in this process (metadata, partition
+ * and memory reports). Profiling (onyx_session_start_profiling) sees only
+ * runs in this process, i.e. none of the isolated ones. With a timeout of 0 a hung
  * kernel (or a worker that never finishes loading) waits until
  * onyx_session_cancel_runs. A negative or NaN timeout is INVALID_ARGUMENT.
  * Ownership: nothing is retained but the two values. Not thread-safe with

@@ -12,7 +12,7 @@
 #include "isolate/step_record.h"
 #include "isolate/wire.h"
 #include "session/session.h"
-#include "session/step_observer.h"
+#include "core/step_observer.h"
 
 namespace {
 

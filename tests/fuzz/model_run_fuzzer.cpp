@@ -1,0 +1,100 @@
+// model_run_fuzzer.cpp: libFuzzer harness from model bytes to a finished run
+// on the CPU provider: load, shape inference, graph optimization,
+// partitioning, planning, kernel creation and one run with every tensor
+// input filled (unknown dims 1). Where model_loader stops at the loader,
+// this reaches the kernels with hostile attributes and shapes. Any input
+// must give outputs or an error; a crash, a hang or memory past libFuzzer's
+// limits is a finding.
+//
+// Models whose inferred tensors are large are skipped before any session
+// exists: a valid Expand to 2^30 elements costs what it says, and that cost
+// is not a bug (outputs past the machine's memory are refused by the runtime,
+// tested elsewhere).
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/dtype.h"
+#include "ir/onnx_import.h"
+#include "plugin/provider.h"
+#include "session/session.h"
+
+namespace {
+
+using namespace onyx::runtime;
+
+constexpr uint64_t kMaxTensorBytes = uint64_t(16) << 20;
+constexpr uint64_t kMaxModelBytes = uint64_t(64) << 20;
+
+// Bytes of a tensor of these dims (saturating); 0 when a dim is unknown.
+uint64_t shape_bytes(int32_t dtype, const Shape& dims) {
+  uint64_t count = 1;
+  for (int64_t d : dims) {
+    if (d < 0) return 0;
+    if (d > 0 && count > UINT64_MAX / uint64_t(d)) return UINT64_MAX;
+    count *= uint64_t(d);
+  }
+  const uint64_t size = std::max<uint64_t>(dtype_size(dtype), 1);
+  return count > UINT64_MAX / size ? UINT64_MAX : count * size;
+}
+
+uint64_t known_bytes(const ir::Value& v) {
+  return v.kind == ir::ValueKind::kTensor && v.rank >= 0 ? shape_bytes(v.dtype, v.dims) : 0;
+}
+
+bool small_enough(const ir::Graph& g) {
+  uint64_t total = 0;
+  for (const ir::Value& v : g.values) {
+    const uint64_t b = known_bytes(v);
+    if (b > kMaxTensorBytes) return false;
+    total += b;
+    if (total > kMaxModelBytes) return false;
+  }
+  return true;
+}
+
+ProviderRegistry& registry() {
+  static ProviderRegistry* r = [] {
+    auto* reg = new ProviderRegistry();
+    reg->add_search_dir(ONYX_FUZZ_PROVIDER_DIR);
+    return reg;
+  }();
+  return *r;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  auto model = ir::load_model_from_bytes(data, size, "");
+  if (!model.ok()) return 0;  // model_loader covers the loader's errors
+  if (!small_enough(*model->graph)) return 0;
+
+  std::vector<std::pair<std::string, Tensor>> inputs;
+  for (int v : model->graph->inputs) {
+    const ir::Value& in = model->graph->values[size_t(v)];
+    if (in.constant) continue;  // an initializer's default is used
+    if (in.kind != ir::ValueKind::kTensor || in.rank < 0 || dtype_size(in.dtype) == 0) return 0;
+    Shape dims = in.dims;
+    for (int64_t& d : dims)
+      if (d < 0) d = 1;
+    if (shape_bytes(in.dtype, dims) > kMaxTensorBytes) return 0;
+    Tensor t = Tensor::allocate(in.dtype, dims);
+    std::memset(t.data(), 1, t.bytes());  // small nonzero values of every type
+    inputs.emplace_back(in.name, std::move(t));
+  }
+
+  SessionOptions options;
+  options.providers.push_back({"cpu", {}});
+  options.fallback = FallbackPolicy::kFail;
+  options.intra_op_threads = 1;
+  auto session = Session::create(registry(), std::move(*model), options);
+  if (!session.ok()) {
+    if (session.status().message().empty()) __builtin_trap();  // errors must say something
+    return 0;
+  }
+  auto out = (*session)->run(inputs);
+  if (!out.ok() && out.status().message().empty()) __builtin_trap();
+  return 0;
+}
