@@ -120,6 +120,30 @@ double conv_work(const std::vector<int64_t>& x, const std::vector<int64_t>& w) {
   return 2.0 * spatial * double(sdk::element_count(w));
 }
 
+std::vector<float> constant_floats(const NodeInfo& n, size_t k) {
+  const sdk::ConstantTensor& c = *n.inputs[k].constant;
+  return std::vector<float>(c.data<float>(), c.data<float>() + c.size());
+}
+
+// In double: w' = w * scale / sqrt(var + eps), b' = (b - mean) * scale / sqrt(var + eps) + bn_bias.
+void fold_batch_norm(const NodeInfo& bn, std::vector<float>* weights, std::optional<std::vector<float>>* bias) {
+  std::vector<float> scale = constant_floats(bn, 1), shift = constant_floats(bn, 2),
+                     mean = constant_floats(bn, 3), var = constant_floats(bn, 4);
+  double eps = bn.get_float("epsilon", 1e-5);
+  size_t channels = scale.size();
+  size_t per_channel = weights->size() / channels;
+  std::vector<float> folded = bias->value_or(std::vector<float>(channels, 0.f));
+  for (size_t c = 0; c < channels; ++c) {
+    double factor = double(scale[c]) / std::sqrt(double(var[c]) + eps);
+    for (size_t i = 0; i < per_channel; ++i) {
+      float& w = (*weights)[c * per_channel + i];
+      w = float(double(w) * factor);
+    }
+    folded[c] = float((double(folded[c]) - double(mean[c])) * factor + double(shift[c]));
+  }
+  *bias = std::move(folded);
+}
+
 namespace {
 
 struct ConvSpec {
@@ -273,10 +297,7 @@ class ConvKernel : public sdk::Kernel {
   mutable ShapeCache<ConvPrepared> cache_;
 };
 
-std::vector<float> constant_floats(const NodeInfo& n, size_t k) {
-  const sdk::ConstantTensor& c = *n.inputs[k].constant;
-  return std::vector<float>(c.data<float>(), c.data<float>() + c.size());
-}
+}  // namespace
 
 std::string conv_supports(const NodeInfo& n) {
   RETURN_IF_REASON(require_f32(n, {0, 1, 2}));
@@ -293,6 +314,8 @@ std::string conv_supports(const NodeInfo& n) {
     if (s < 1) return "strides must be >= 1";
   return {};
 }
+
+namespace {
 
 ConvSpec spec_of(const NodeInfo& conv, const DeviceConfig& config) {
   ConvSpec s;
@@ -311,25 +334,7 @@ std::unique_ptr<sdk::Kernel> make_kernel(ConvSpec spec, const DeviceConfig& conf
   return std::make_unique<ConvKernel>(std::move(spec), config);
 }
 
-// Folds inference BatchNormalization into the weights and bias, in double:
-// w' = w * scale / sqrt(var + eps), b' = (b - mean) * scale / sqrt(var + eps) + bn_bias.
-void fold_batch_norm(const NodeInfo& bn, ConvSpec* s) {
-  std::vector<float> scale = constant_floats(bn, 1), shift = constant_floats(bn, 2),
-                     mean = constant_floats(bn, 3), var = constant_floats(bn, 4);
-  double eps = bn.get_float("epsilon", 1e-5);
-  size_t channels = scale.size();
-  size_t per_channel = s->weights->size() / channels;
-  std::vector<float> bias = s->bias.value_or(std::vector<float>(channels, 0.f));
-  for (size_t c = 0; c < channels; ++c) {
-    double factor = double(scale[c]) / std::sqrt(double(var[c]) + eps);
-    for (size_t i = 0; i < per_channel; ++i) {
-      float& w = (*s->weights)[c * per_channel + i];
-      w = float(double(w) * factor);
-    }
-    bias[c] = float((double(bias[c]) - double(mean[c])) * factor + double(shift[c]));
-  }
-  s->bias = std::move(bias);
-}
+void fold_into(const NodeInfo& bn, ConvSpec* s) { fold_batch_norm(bn, &*s->weights, &s->bias); }
 
 }  // namespace
 
@@ -368,7 +373,7 @@ std::unique_ptr<sdk::Kernel> create_conv_group(const Chain& chain, const DeviceC
   for (size_t k = 1; k < chain.size(); ++k) {
     const NodeInfo& node = chain[k].info;
     if (node.op_type == "BatchNormalization" && k == 1) {
-      fold_batch_norm(node, &spec);
+      fold_into(node, &spec);
     } else {
       Activation act;
       std::string why;

@@ -40,13 +40,18 @@ dnnl::primitive_attr base_attr() {
   return attr;
 }
 
-void use_threads_for(ComputeContext& ctx, double work) {
+int threads_for(ComputeContext& ctx, double work) {
   int host = int(std::max<size_t>(ctx.thread_count(), 1));
-  int threads = std::clamp(int(work / kWorkPerThread), 1, host);
+  return std::clamp(int(work / kWorkPerThread), 1, host);
+}
+
+void use_threads(int threads) {
   // omp_set_num_threads sets the calling thread's own setting only, so runs
   // on other threads are not affected.
   if (omp_get_max_threads() != threads) omp_set_num_threads(threads);
 }
+
+void use_threads_for(ComputeContext& ctx, double work) { use_threads(threads_for(ctx, work)); }
 
 OnyxStatus* execute(ComputeContext& ctx, const dnnl::engine& engine, const dnnl::primitive& prim,
                     const dnnl::primitive_desc_base& pd,

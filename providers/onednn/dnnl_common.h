@@ -70,6 +70,10 @@ OnyxStatus* execute(ComputeContext& ctx, const dnnl::engine& engine, const dnnl:
 // shape, so a primitive always runs on the team size it was created for.
 inline constexpr double kWorkPerThread = 4e6;
 void use_threads_for(ComputeContext& ctx, double work);
+// The thread count use_threads_for() sets for `work`.
+int threads_for(ComputeContext& ctx, double work);
+// Sets the calling thread's oneDNN (OpenMP) thread count.
+void use_threads(int threads);
 
 // A memory object over a host buffer (no copy).
 inline dnnl::memory wrap(const dnnl::memory::desc& md, const dnnl::engine& engine, const void* data) {

@@ -3,6 +3,7 @@
 // turned into oneDNN's dims, strides, dilations and begin/end padding.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,14 @@ bool conv_geometry(const ConvAttrs& a, const std::vector<int64_t>& x, const std:
                    ConvGeometry* g, std::string* err);
 // About 2 * output elements * weights per output channel.
 double conv_work(const std::vector<int64_t>& x, const std::vector<int64_t>& w);
+
+// The float32 data of constant input `k` of `n`.
+std::vector<float> constant_floats(const NodeInfo& n, size_t k);
+// Folds inference BatchNormalization `bn` (constant parameters) into
+// convolution weights (ONNX layout, output channel outermost) and bias.
+void fold_batch_norm(const NodeInfo& bn, std::vector<float>* weights, std::optional<std::vector<float>>* bias);
+// "" when `n` (Conv or ConvTranspose) can run on oneDNN.
+std::string conv_supports(const NodeInfo& n);
 
 struct PoolSpec {
   bool global = false, max = false, ceil_mode = false, count_include_pad = false;

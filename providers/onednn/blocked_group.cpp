@@ -1,0 +1,424 @@
+// The kernel of a blocked-layout group (blocked_group.h): a list of steps
+// built at kernel creation, and per input-shape signature a plan of oneDNN
+// primitives, layouts, arena offsets and prepacked weights built on first run.
+#include "blocked_group.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <optional>
+
+#include "spatial.h"
+
+namespace onyx::onednn {
+namespace {
+
+using dt = dnnl::memory::data_type;
+
+// Where a step's data input comes from: a slot of the arena, or a group input.
+struct Source {
+  bool internal = false;
+  size_t index = 0;
+};
+
+struct Step {
+  enum class Kind { kConv, kPool, kEltwise, kAdd } kind = Kind::kEltwise;
+  std::string name;
+  ConvAttrs conv;
+  std::vector<float> weights;  // ONNX layout, BatchNormalization folded in
+  std::vector<int64_t> weight_dims;
+  std::optional<std::vector<float>> bias;
+  PoolSpec pool;
+  Activation act;                 // kEltwise
+  std::vector<Activation> post;   // fused after kConv and kAdd
+  std::vector<Source> inputs;
+  size_t slot = 0;                // where its output goes
+};
+
+struct SlotInfo {
+  int output_index = -1;  // the group output it is (-1: internal only)
+  size_t last_use = 0;    // the last step reading it
+};
+
+// Per input shapes: everything a run needs.
+struct PlannedInput {
+  dnnl::memory::desc md;               // as the primitive reads it
+  std::optional<dnnl::reorder> reorder;  // from the source's layout, into `temp`
+  size_t temp = 0;
+};
+struct PlannedStep {
+  dnnl::primitive prim;
+  std::vector<PlannedInput> inputs;
+  dnnl::memory weights, bias;
+  size_t scratch_bytes = 0;
+  int threads = 1;
+};
+struct Plan {
+  std::vector<PlannedStep> steps;
+  std::vector<dnnl::memory::desc> slot_md;
+  std::vector<std::vector<int64_t>> slot_dims;
+  std::vector<size_t> slot_offset;
+  std::vector<std::optional<dnnl::reorder>> slot_to_plain;  // group outputs not already plain
+  size_t arena_bytes = 0, scratch_offset = 0;
+};
+
+// First-fit offsets for buffers live over step ranges.
+class ArenaLayout {
+ public:
+  size_t place(size_t bytes, size_t first_step, size_t last_step) {
+    bytes = (bytes + 63) / 64 * 64;
+    std::erase_if(live_, [&](const Block& b) { return b.last_step < first_step; });
+    std::sort(live_.begin(), live_.end(), [](const Block& a, const Block& b) { return a.offset < b.offset; });
+    size_t offset = 0;
+    for (const Block& b : live_) {
+      if (b.offset >= offset + bytes) break;
+      offset = std::max(offset, b.offset + b.bytes);
+    }
+    live_.push_back({offset, bytes, last_step});
+    peak_ = std::max(peak_, offset + bytes);
+    return offset;
+  }
+  size_t peak() const { return peak_; }
+
+ private:
+  struct Block {
+    size_t offset, bytes, last_step;
+  };
+  std::vector<Block> live_;
+  size_t peak_ = 0;
+};
+
+// Reusable 64-byte aligned arenas, one per concurrent run.
+class ArenaPool {
+ public:
+  struct Arena {
+    void* data = nullptr;
+    size_t bytes = 0;
+  };
+  ~ArenaPool() {
+    for (Arena& a : free_) std::free(a.data);
+  }
+  Arena take(size_t bytes) {
+    std::lock_guard lock(mutex_);
+    for (size_t k = 0; k < free_.size(); ++k)
+      if (free_[k].bytes >= bytes) {
+        Arena a = free_[k];
+        free_.erase(free_.begin() + long(k));
+        return a;
+      }
+    size_t rounded = std::max<size_t>((bytes + 4095) / 4096 * 4096, 4096);
+    return {std::aligned_alloc(4096, rounded), rounded};
+  }
+  void give_back(Arena a) {
+    std::lock_guard lock(mutex_);
+    free_.push_back(a);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<Arena> free_;
+};
+
+class BlockedGroupKernel : public sdk::Kernel {
+ public:
+  BlockedGroupKernel(std::vector<Step> steps, std::vector<SlotInfo> slots, const DeviceConfig& config)
+      : steps_(std::move(steps)), slots_(std::move(slots)), engine_(config.engine) {}
+
+  OnyxStatus* compute(ComputeContext& ctx) override {
+    std::vector<int64_t> key = shape_key(ctx);
+    key.push_back(int64_t(ctx.thread_count()));
+    std::string err;
+    auto plan = plans_.get(key, [&] { return prepare(ctx, &err); });
+    if (!plan) return sdk::make_status(ONYX_STATUS_INVALID_ARGUMENT, "%s", err.c_str());
+    ArenaPool::Arena arena = arenas_.take(plan->arena_bytes);
+    if (!arena.data) return sdk::make_status(ONYX_STATUS_OUT_OF_MEMORY, "oneDNN group: cannot allocate its arena");
+    OnyxStatus* status = run(ctx, *plan, static_cast<char*>(arena.data));
+    arenas_.give_back(arena);
+    return status;
+  }
+
+ private:
+  OnyxStatus* run(ComputeContext& ctx, const Plan& plan, char* arena) {
+    dnnl::stream& stream = thread_stream();
+    auto source_memory = [&](const Source& s) {
+      if (s.internal) return dnnl::memory(plan.slot_md[s.index], engine_, arena + plan.slot_offset[s.index]);
+      sdk::Tensor t = ctx.in(s.index);
+      return wrap(plain_md(t.shape()), engine_, t.raw);
+    };
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      const Step& step = steps_[i];
+      const PlannedStep& p = plan.steps[i];
+      use_threads(p.threads);
+      std::vector<dnnl::memory> in;
+      for (size_t k = 0; k < step.inputs.size(); ++k) {
+        dnnl::memory m = source_memory(step.inputs[k]);
+        if (p.inputs[k].reorder) {
+          dnnl::memory temp(p.inputs[k].md, engine_, arena + p.inputs[k].temp);
+          p.inputs[k].reorder->execute(stream, m, temp);
+          m = temp;
+        }
+        in.push_back(m);
+      }
+      dnnl::memory out(plan.slot_md[step.slot], engine_, arena + plan.slot_offset[step.slot]);
+      std::unordered_map<int, dnnl::memory> args;
+      args[DNNL_ARG_DST] = out;
+      if (step.kind == Step::Kind::kAdd) {
+        args[DNNL_ARG_SRC_0] = in[0];
+        args[DNNL_ARG_SRC_1] = in[1];
+      } else {
+        args[DNNL_ARG_SRC] = in[0];
+      }
+      if (p.weights) args[DNNL_ARG_WEIGHTS] = p.weights;
+      if (p.bias) args[DNNL_ARG_BIAS] = p.bias;
+      if (p.scratch_bytes)
+        args[DNNL_ARG_SCRATCHPAD] =
+            dnnl::memory(dnnl::memory::desc({int64_t(p.scratch_bytes)}, dt::u8, dnnl::memory::format_tag::a), engine_,
+                         arena + plan.scratch_offset);
+      p.prim.execute(stream, args);
+      const SlotInfo& slot = slots_[step.slot];
+      if (slot.output_index >= 0) {
+        sdk::Tensor y;
+        ONYX_SDK_RETURN_IF_ERROR(ctx.output(size_t(slot.output_index), ONYX_DTYPE_FLOAT32, plan.slot_dims[step.slot], &y));
+        if (plan.slot_to_plain[step.slot]) {
+          dnnl::memory plain = wrap(plain_md(y.shape()), engine_, y.raw);
+          plan.slot_to_plain[step.slot]->execute(stream, out, plain);
+        } else {
+          std::memcpy(y.raw, out.get_data_handle(), plan.slot_md[step.slot].get_size());
+        }
+      }
+    }
+    stream.wait();
+    return nullptr;
+  }
+
+  std::shared_ptr<Plan> prepare(ComputeContext& ctx, std::string* err) const {
+    auto plan = std::make_shared<Plan>();
+    plan->slot_md.resize(slots_.size());
+    plan->slot_dims.resize(slots_.size());
+    plan->slot_offset.resize(slots_.size());
+    plan->slot_to_plain.resize(slots_.size());
+    ArenaLayout layout;
+    size_t scratch = 0;
+    dnnl::stream& stream = thread_stream();
+    auto source_md = [&](const Source& s) {
+      return s.internal ? plan->slot_md[s.index] : plain_md(ctx.in(s.index).shape());
+    };
+    auto source_dims = [&](const Source& s) {
+      return s.internal ? plan->slot_dims[s.index] : ctx.in(s.index).shape();
+    };
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      const Step& step = steps_[i];
+      PlannedStep p;
+      std::vector<int64_t> x = source_dims(step.inputs[0]);
+      dnnl::memory::desc x_md = source_md(step.inputs[0]);
+      dnnl::primitive_attr attr = base_attr();
+      dnnl::post_ops ops;
+      for (const Activation& act : step.post) ops.append_eltwise(1.f, act.algorithm, act.alpha, act.beta);
+      attr.set_post_ops(ops);
+      std::vector<dnnl::memory::desc> wanted;  // per input, the layout the primitive reads
+      dnnl::memory::desc y_md;
+      std::vector<int64_t> y_dims;
+      size_t elements = size_t(sdk::element_count(x));
+      if (step.kind == Step::Kind::kConv) {
+        ConvGeometry g;
+        if (!conv_geometry(step.conv, x, step.weight_dims, &g, err)) {
+          *err = "Conv '" + step.name + "': " + *err;
+          return nullptr;
+        }
+        p.threads = threads_for(ctx, conv_work(x, step.weight_dims));
+        use_threads(p.threads);
+        auto any = dnnl::memory::format_tag::any;
+        dnnl::memory::desc bias_md = step.bias ? plain_md({g.dst[1]}) : dnnl::memory::desc();
+        dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                             dnnl::memory::desc(g.src, dt::f32, any),
+                                             dnnl::memory::desc(g.weights, dt::f32, any), bias_md,
+                                             dnnl::memory::desc(g.dst, dt::f32, any), g.strides, g.dilates,
+                                             g.pad_begin, g.pad_end);
+        dnnl::convolution_forward::primitive_desc pd(desc, attr, engine_);
+        p.prim = dnnl::convolution_forward(pd);
+        p.scratch_bytes = pd.scratchpad_desc().get_size();
+        wanted.push_back(pd.src_desc());
+        y_md = pd.dst_desc();
+        y_dims = g.onnx_out;
+        // Weights prepacked once per shape, in the layout the primitive wants.
+        p.weights = dnnl::memory(pd.weights_desc(), engine_);
+        dnnl::memory user(dnnl::memory::desc(g.weights, dt::f32, g.user_weight_strides), engine_,
+                          const_cast<float*>(step.weights.data()));
+        dnnl::reorder(user, p.weights).execute(stream, user, p.weights);
+        if (step.bias) {
+          p.bias = dnnl::memory(bias_md, engine_);
+          std::memcpy(p.bias.get_data_handle(), step.bias->data(), step.bias->size() * sizeof(float));
+        }
+      } else if (step.kind == Step::Kind::kPool) {
+        PoolGeometry g;
+        if (!pool_geometry(step.pool, x, &g, err)) {
+          *err = "pooling '" + step.name + "': " + *err;
+          return nullptr;
+        }
+        double window = 1;
+        for (int64_t k : g.kernel) window *= double(k);
+        p.threads = threads_for(ctx, double(elements) * window);
+        use_threads(p.threads);
+        auto alg = step.pool.max                 ? dnnl::algorithm::pooling_max
+                   : step.pool.count_include_pad ? dnnl::algorithm::pooling_avg_include_padding
+                                                 : dnnl::algorithm::pooling_avg_exclude_padding;
+        dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, alg, x_md,
+                                            dnnl::memory::desc(g.out, dt::f32, dnnl::memory::format_tag::any),
+                                            g.strides, g.kernel, g.dilates, g.pad_begin, g.pad_end);
+        dnnl::pooling_v2_forward::primitive_desc pd(desc, attr, engine_);
+        p.prim = dnnl::pooling_v2_forward(pd);
+        p.scratch_bytes = pd.scratchpad_desc().get_size();
+        wanted.push_back(pd.src_desc());
+        y_md = pd.dst_desc();
+        y_dims = g.out;
+      } else if (step.kind == Step::Kind::kEltwise) {
+        p.threads = threads_for(ctx, 8.0 * double(elements));
+        use_threads(p.threads);
+        dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_inference, step.act.algorithm, x_md,
+                                         step.act.alpha, step.act.beta);
+        dnnl::eltwise_forward::primitive_desc pd(desc, attr, engine_);
+        p.prim = dnnl::eltwise_forward(pd);
+        p.scratch_bytes = pd.scratchpad_desc().get_size();
+        wanted.push_back(pd.src_desc());
+        y_md = pd.dst_desc();
+        y_dims = x;
+      } else {  // kAdd: both operands in the first one's layout
+        if (source_dims(step.inputs[1]) != x) {
+          *err = "Add '" + step.name + "': operands of shapes that differ at run time (a broadcast)";
+          return nullptr;
+        }
+        p.threads = threads_for(ctx, 4.0 * double(elements));
+        use_threads(p.threads);
+        dnnl::binary::desc desc(dnnl::algorithm::binary_add, x_md, x_md,
+                                dnnl::memory::desc(dims_t(x.begin(), x.end()), dt::f32, dnnl::memory::format_tag::any));
+        dnnl::binary::primitive_desc pd(desc, attr, engine_);
+        p.prim = dnnl::binary(pd);
+        p.scratch_bytes = pd.scratchpad_desc().get_size();
+        wanted.push_back(pd.src_desc(0));
+        wanted.push_back(pd.src_desc(1));
+        y_md = pd.dst_desc();
+        y_dims = x;
+      }
+      // Inputs not in the wanted layout: reordered into temporaries live
+      // for this step only (group inputs, or a layout change inside).
+      for (size_t k = 0; k < step.inputs.size(); ++k) {
+        PlannedInput in;
+        in.md = wanted[k];
+        dnnl::memory::desc have = source_md(step.inputs[k]);
+        if (have != wanted[k]) {
+          in.reorder = make_reorder(have, wanted[k], engine_);
+          in.temp = layout.place(wanted[k].get_size(), i, i);
+        }
+        p.inputs.push_back(std::move(in));
+      }
+      plan->slot_md[step.slot] = y_md;
+      plan->slot_dims[step.slot] = y_dims;
+      plan->slot_offset[step.slot] = layout.place(y_md.get_size(), i, std::max(slots_[step.slot].last_use, i));
+      if (slots_[step.slot].output_index >= 0 && y_md != plain_md(y_dims))
+        plan->slot_to_plain[step.slot] = make_reorder(y_md, plain_md(y_dims), engine_);
+      scratch = std::max(scratch, p.scratch_bytes);
+      plan->steps.push_back(std::move(p));
+    }
+    stream.wait();
+    plan->scratch_offset = layout.peak();
+    plan->arena_bytes = layout.peak() + scratch;
+    return plan;
+  }
+
+  std::vector<Step> steps_;
+  std::vector<SlotInfo> slots_;
+  dnnl::engine engine_;
+  mutable ShapeCache<Plan> plans_;
+  ArenaPool arenas_;
+};
+
+}  // namespace
+
+sdk::KernelResult create_blocked_group(const OnyxGraphView& g, std::span<const uint32_t> nodes,
+                                       const DeviceConfig& config) {
+  GraphLinks links(g);
+  std::vector<bool> member(g.node_count, false);
+  for (uint32_t n : nodes) member[n] = true;
+  std::vector<Step> steps;
+  std::vector<SlotInfo> slots;
+  std::vector<int32_t> slot_value;  // per slot: the value it holds now
+  std::map<int32_t, size_t> slot_of;  // value -> slot, for values computed inside
+  std::map<int32_t, int> output_of;   // value -> group output index
+  std::vector<int> producer_step;     // per slot: the step writing it
+  size_t group_inputs = 0, group_outputs = 0;
+  auto fail = [&](uint32_t n, const std::string& why) -> sdk::KernelResult {
+    return sdk::make_status(ONYX_STATUS_UNIMPLEMENTED, "oneDNN group at node '%s': %s", g.nodes[n].name, why.c_str());
+  };
+  for (uint32_t n : nodes) {
+    const OnyxNodeView& view = g.nodes[n];
+    NodeInfo node(g, n, sdk::Constants::kBorrow);
+    if (std::string why = blocked_member_reason(g, links, n); !why.empty()) return fail(n, why);
+    std::vector<Source> sources;
+    for (size_t k = 0; k < view.input_count; ++k) {
+      auto it = view.inputs[k] >= 0 ? slot_of.find(view.inputs[k]) : slot_of.end();
+      sources.push_back(it != slot_of.end() ? Source{true, it->second} : Source{false, group_inputs++});
+    }
+    for (size_t k = 0; k < view.output_count; ++k) output_of[view.outputs[k]] = int(group_outputs++);
+    int32_t x = view.inputs[0], y = view.outputs[0];
+    // Folds into the step that wrote the input: its only reader, as the
+    // group rules guarantee for values passed inside a group.
+    bool from_inside = sources[0].internal && links.sole_reader(g, x);
+    Step* writer = from_inside ? &steps[size_t(producer_step[sources[0].index])] : nullptr;
+    const std::string op = node.op_type;
+    Activation act;
+    std::string why;
+    if (op == "BatchNormalization") {
+      if (!writer || writer->kind != Step::Kind::kConv || !writer->post.empty())
+        return fail(n, "BatchNormalization does not follow its Conv inside the group");
+      fold_batch_norm(node, &writer->weights, &writer->bias);
+      slot_of[y] = sources[0].index;
+      slot_value[sources[0].index] = y;
+      continue;
+    }
+    if (op != "Conv" && op != "Add" && activation_of(node, &act, &why) && writer &&
+        (writer->kind == Step::Kind::kConv || writer->kind == Step::Kind::kAdd)) {
+      writer->post.push_back(act);
+      slot_of[y] = sources[0].index;
+      slot_value[sources[0].index] = y;
+      continue;
+    }
+    Step step;
+    step.name = node.name;
+    step.inputs = {sources[0]};
+    if (op == "Conv") {
+      step.kind = Step::Kind::kConv;
+      step.conv = read_conv_attrs(node);
+      step.weights = constant_floats(node, 1);
+      step.weight_dims = node.inputs[1].constant->dims;
+      if (is_constant(node, 2)) step.bias = constant_floats(node, 2);
+    } else if (op.find("Pool") != std::string::npos) {
+      step.kind = Step::Kind::kPool;
+      step.pool = read_pool_spec(node);
+    } else if (op == "Add") {
+      step.kind = Step::Kind::kAdd;
+      step.inputs.push_back(sources[1]);
+    } else {
+      step.kind = Step::Kind::kEltwise;
+      step.act = act;
+    }
+    step.slot = slots.size();
+    slots.emplace_back();
+    slot_value.push_back(y);
+    producer_step.push_back(int(steps.size()));
+    slot_of[y] = step.slot;
+    for (const Source& s : step.inputs)
+      if (s.internal) slots[s.index].last_use = steps.size();
+    steps.push_back(std::move(step));
+  }
+  // A slot is a group output when its final value is read outside or is a graph output.
+  for (size_t s = 0; s < slots.size(); ++s) {
+    int32_t v = slot_value[s];
+    bool outside = (g.values[size_t(v)].flags & ONYX_VALUE_GRAPH_OUTPUT) != 0;
+    for (uint32_t r : links.readers[size_t(v)]) outside = outside || !member[r];
+    if (outside) slots[s].output_index = output_of[v];
+    if (outside) slots[s].last_use = std::max(slots[s].last_use, size_t(producer_step[s]));
+  }
+  return std::unique_ptr<sdk::Kernel>(new BlockedGroupKernel(std::move(steps), std::move(slots), config));
+}
+
+}  // namespace onyx::onednn
