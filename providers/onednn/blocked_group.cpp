@@ -52,6 +52,7 @@ struct PlannedStep {
   dnnl::memory weights, bias;
   size_t scratch_bytes = 0;
   int threads = 1;
+  bool swapped = false;  // Add: operands exchanged
 };
 struct Plan {
   std::vector<PlannedStep> steps;
@@ -119,6 +120,17 @@ class ArenaPool {
   std::vector<Arena> free_;
 };
 
+// `dims` (N, C, spatial...) with channels in blocks of the SIMD width, as
+// oneDNN's own convolutions choose them.
+dnnl::memory::desc channel_blocked_md(const std::vector<int64_t>& dims) {
+  using tag = dnnl::memory::format_tag;
+  bool wide = static_cast<unsigned>(dnnl::get_effective_cpu_isa()) >= static_cast<unsigned>(dnnl::cpu_isa::avx512_core);
+  tag t = dims.size() == 3 ? (wide ? tag::nCw16c : tag::nCw8c)
+          : dims.size() == 4 ? (wide ? tag::nChw16c : tag::nChw8c)
+                             : (wide ? tag::nCdhw16c : tag::nCdhw8c);
+  return dnnl::memory::desc(dims_t(dims.begin(), dims.end()), dt::f32, t);
+}
+
 class BlockedGroupKernel : public sdk::Kernel {
  public:
   BlockedGroupKernel(std::vector<Step> steps, std::vector<SlotInfo> slots, const DeviceConfig& config)
@@ -163,8 +175,8 @@ class BlockedGroupKernel : public sdk::Kernel {
       std::unordered_map<int, dnnl::memory> args;
       args[DNNL_ARG_DST] = out;
       if (step.kind == Step::Kind::kAdd) {
-        args[DNNL_ARG_SRC_0] = in[0];
-        args[DNNL_ARG_SRC_1] = in[1];
+        args[DNNL_ARG_SRC_0] = in[p.swapped ? 1 : 0];
+        args[DNNL_ARG_SRC_1] = in[p.swapped ? 0 : 1];
       } else {
         args[DNNL_ARG_SRC] = in[0];
       }
@@ -250,6 +262,8 @@ class BlockedGroupKernel : public sdk::Kernel {
           std::memcpy(p.bias.get_data_handle(), step.bias->data(), step.bias->size() * sizeof(float));
         }
       } else if (step.kind == Step::Kind::kPool) {
+        // Plain memory would get oneDNN's simple_nchw pooling: reorder it.
+        if (x_md == plain_md(x)) x_md = channel_blocked_md(x);
         PoolGeometry g;
         if (!pool_geometry(step.pool, x, &g, err)) {
           *err = "pooling '" + step.name + "': " + *err;
@@ -282,7 +296,11 @@ class BlockedGroupKernel : public sdk::Kernel {
         wanted.push_back(pd.src_desc());
         y_md = pd.dst_desc();
         y_dims = x;
-      } else {  // kAdd: both operands in the first one's layout
+      } else {  // kAdd: both operands in the layout of the one computed inside
+        if (!step.inputs[0].internal && step.inputs[1].internal) {
+          x_md = source_md(step.inputs[1]);
+          p.swapped = true;
+        }
         if (source_dims(step.inputs[1]) != x) {
           *err = "Add '" + step.name + "': operands of shapes that differ at run time (a broadcast)";
           return nullptr;
@@ -294,7 +312,7 @@ class BlockedGroupKernel : public sdk::Kernel {
         dnnl::binary::primitive_desc pd(desc, attr, engine_);
         p.prim = dnnl::binary(pd);
         p.scratch_bytes = pd.scratchpad_desc().get_size();
-        wanted.push_back(pd.src_desc(0));
+        wanted.push_back(pd.src_desc(0));  // the same layout for both: addition commutes
         wanted.push_back(pd.src_desc(1));
         y_md = pd.dst_desc();
         y_dims = x;

@@ -1,5 +1,9 @@
 #include "onednn_test_util.h"
 
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
 #include <stdexcept>
 
 #include "test_models.h"
@@ -80,6 +84,34 @@ std::vector<double> tensor_values(onyx::Tensor& tensor) {
 
 std::vector<float> random_floats(size_t count, uint64_t seed, double lo, double hi) {
   return onyx::test_models::Rng(seed).uniform_vector(count, lo, hi);
+}
+
+std::string expect_same_as_cpu(const onnx::ModelProto& model, const std::vector<Feed>& feeds, const char* label) {
+  onyx::Env env;
+  onyx::Session onednn = make_session(env, model, onednn_then_cpu());
+  onyx::Session cpu = make_session(env, model, cpu_only());
+  std::vector<onyx::Tensor> tensors;
+  for (const Feed& f : feeds) tensors.push_back(onyx::Tensor::from<float>(ONYX_DTYPE_FLOAT32, f.dims, f.values));
+  std::vector<std::pair<std::string, const onyx::Tensor*>> inputs;
+  for (size_t k = 0; k < feeds.size(); ++k) inputs.push_back({feeds[k].name, &tensors[k]});
+  std::vector<onyx::Tensor> got = onednn.run(inputs), want = cpu.run(inputs);
+  EXPECT_EQ(got.size(), want.size());
+  for (size_t k = 0; k < got.size() && k < want.size(); ++k) {
+    EXPECT_EQ(got[k].shape(), want[k].shape()) << label;
+    std::vector<double> a = tensor_values(got[k]), b = tensor_values(want[k]);
+    double scale = 0, err = 0;
+    for (size_t i = 0; i < b.size() && i < a.size(); ++i) {
+      scale = std::max(scale, std::fabs(b[i]));
+      double e = std::fabs(a[i] - b[i]);
+      err = std::isnan(e) ? INFINITY : std::max(err, e);
+    }
+    double normalized = err / std::max(scale, 1e-3);
+    std::printf("[ accuracy ] %s output %zu: normalized error vs cpu %.3g (tolerance %.0e)\n", label, k, normalized,
+                kTolerance);
+    EXPECT_GT(scale, 0.1) << label << ": degenerate output";
+    EXPECT_LE(normalized, kTolerance) << label;
+  }
+  return onednn.partition_report();
 }
 
 }  // namespace onyx::onednn_test

@@ -25,6 +25,23 @@ std::string node_device(const std::string& report, const std::string& name);
 // The fused_group number the report gives node `name` (0: not fused).
 int node_fused_group(const std::string& report, const std::string& name);
 
+// Both providers compute in float32 with different summation orders (and
+// oneDNN's own exp/erf/tanh, accurate to a few ulp): results agree to ~1e-6
+// of the output's scale. 1e-4 leaves room for that and catches any wrong
+// attribute (transpose, bias, scale, padding), which moves results by >= 1e-2.
+inline constexpr double kTolerance = 1e-4;
+
+struct Feed {
+  std::string name;
+  std::vector<int64_t> dims;
+  std::vector<float> values;
+};
+
+// Runs `model` on onednn-then-cpu and on cpu only; expects (gtest) the same
+// outputs within kTolerance of the output's scale. Returns the onednn
+// session's partition report.
+std::string expect_same_as_cpu(const onnx::ModelProto& model, const std::vector<Feed>& feeds, const char* label);
+
 // A tensor's elements widened to double (float32/64, int8/32/64, uint8, bool).
 std::vector<double> tensor_values(onyx::Tensor& tensor);
 

@@ -1,0 +1,136 @@
+// Blocked-layout groups (providers/onednn/blocked_group.h): whole CNN blocks
+// in the forms exporters write run as one oneDNN kernel, match the CPU
+// provider, and in steady state run oneDNN's JIT convolution and pooling
+// with no weight reorders (read from ONEDNN_VERBOSE).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <sstream>
+
+#include "cnn_blocks.h"
+#include "onednn_test_util.h"
+#include "proto_builder.h"
+
+namespace onyx::onednn_test {
+namespace {
+
+namespace tm = onyx::test_models;
+
+void expect_one_group(const std::string& report, std::initializer_list<const char*> nodes) {
+  int group = node_fused_group(report, *nodes.begin());
+  EXPECT_NE(group, 0) << report;
+  for (const char* node : nodes) {
+    EXPECT_EQ(node_fused_group(report, node), group) << node << "\n" << report;
+    EXPECT_EQ(node_device(report, node), "onednn") << node;
+  }
+}
+
+TEST(OnednnBlockedGroups, ResidualCnnRunsAsOneGroupAndMatchesCpu) {
+  onnx::ModelProto model = build_residual_cnn(1);
+  for (int64_t batch : {1, 3}) {  // one kernel, a plan per batch size
+    std::string report = expect_same_as_cpu(
+        model, {{"x", {batch, 3, 32, 32}, random_floats(size_t(batch * 3 * 32 * 32), 2)}}, "residual cnn");
+    // (The session folds each BatchNormalization into its Conv before
+    // partitioning; the provider folds any that remain itself.)
+    expect_one_group(report, {"stem", "stem.relu", "stem.pool", "block1.conv1", "block1.conv2", "block1.add",
+                              "block1.relu2", "block2.conv1", "block2.down", "block2.add", "block2.relu2", "gap"});
+  }
+}
+
+TEST(OnednnBlockedGroups, InvertedResidualWithRelu6AsClipMatchesCpu) {
+  std::string report = expect_same_as_cpu(build_inverted_residual(2),
+                                          {{"x", {2, 8, 16, 16}, random_floats(2 * 8 * 16 * 16, 3, -3, 3)}},
+                                          "inverted residual");
+  // Clip's bounds from Constant nodes and from initializers alike.
+  expect_one_group(report, {"expand", "expand.relu6", "dw", "dw.relu6", "project", "residual", "pool"});
+}
+
+// The group's input comes from, and its output goes to, nodes the CPU
+// provider runs (Transpose is not oneDNN's): reordered at both edges.
+TEST(OnednnBlockedGroups, GroupBetweenNodesOfAnotherDevice) {
+  onnx::ModelProto model = tm::new_model("between");
+  onnx::GraphProto& g = *model.mutable_graph();
+  tm::add_input(g, "x", {int64_t(2), int64_t(8), int64_t(12), int64_t(10)});
+  tm::set_ints(tm::add_node(g, "Transpose", "in", {"x"}, {"t"}), "perm", {0, 1, 3, 2});
+  tm::add_initializer(g, "w", {16, 8, 3, 3}, random_floats(16 * 8 * 9, 4, -0.2, 0.2));
+  tm::add_initializer(g, "b", {16}, random_floats(16, 5));
+  tm::set_ints(tm::add_node(g, "Conv", "conv", {"t", "w", "b"}, {"c"}), "pads", {1, 1, 1, 1});
+  tm::add_node(g, "Relu", "relu", {"c"}, {"r"});
+  tm::set_ints(tm::add_node(g, "MaxPool", "pool", {"r"}, {"p"}), "kernel_shape", {2, 2});
+  tm::add_node(g, "Sigmoid", "gate", {"p"}, {"s"});
+  tm::set_ints(tm::add_node(g, "Transpose", "out", {"s"}, {"y"}), "perm", {0, 2, 3, 1});
+  tm::add_output(g, "y", {int64_t(2), int64_t(9), int64_t(11), int64_t(16)});
+  tm::add_output(g, "p", {int64_t(2), int64_t(16), int64_t(9), int64_t(11)});
+  std::string report =
+      expect_same_as_cpu(model, {{"x", {2, 8, 12, 10}, random_floats(2 * 8 * 12 * 10, 6)}}, "between cpu nodes");
+  expect_one_group(report, {"conv", "relu", "pool"});
+  // "p" is also a graph output, so it cannot pass inside a group to the gate.
+  EXPECT_EQ(node_fused_group(report, "gate"), 0);
+  EXPECT_EQ(node_device(report, "gate"), "onednn");
+  EXPECT_EQ(node_device(report, "in"), "cpu");
+  EXPECT_EQ(node_device(report, "out"), "cpu");
+}
+
+// The lines oneDNN printed after the probe's steady-state marker.
+std::vector<std::string> steady_state_verbose_lines() {
+  FILE* pipe = popen("ONEDNN_VERBOSE=1 " ONYX_ONEDNN_PROBE, "r");
+  if (!pipe) return {};
+  std::vector<std::string> lines;
+  bool steady = false;
+  char buffer[4096];
+  while (std::fgets(buffer, sizeof buffer, pipe)) {
+    std::string line(buffer);
+    if (line.starts_with("ONYX_STEADY_STATE")) steady = true;
+    // oneDNN 2.6 writes "onednn_verbose,", older releases "dnnl_verbose,".
+    else if (steady && line.find("_verbose,exec,") != std::string::npos) lines.push_back(line);
+  }
+  EXPECT_EQ(pclose(pipe), 0);
+  return lines;
+}
+
+std::vector<std::string> csv(const std::string& line) {
+  std::vector<std::string> fields;
+  std::stringstream in(line);
+  for (std::string f; std::getline(in, f, ',');) fields.push_back(f);
+  return fields;
+}
+
+// A weights layout blocks the output-channel dim ('A' in oneDNN's tags);
+// activations never do on these CPUs (at most the channel dim, 'B').
+bool is_weight_reorder(const std::string& memory_descs) {
+  size_t dst = memory_descs.find("dst_");
+  size_t at = dst == std::string::npos ? dst : memory_descs.find("::blocked:", dst);
+  if (at == std::string::npos) return false;
+  at += 10;
+  std::string tag = memory_descs.substr(at, memory_descs.find(':', at) - at);
+  return tag.find('A') != std::string::npos;
+}
+
+TEST(OnednnBlockedGroups, SteadyStateRunsJitConvolutionAndPoolingWithoutWeightReorders) {
+  std::vector<std::string> lines = steady_state_verbose_lines();
+  ASSERT_FALSE(lines.empty()) << "no ONEDNN_VERBOSE output from " ONYX_ONEDNN_PROBE;
+  int convolutions = 0, poolings = 0;
+  for (const std::string& line : lines) {
+    std::vector<std::string> f = csv(line);  // onednn_verbose,exec,cpu,primitive,implementation,prop,mds,...
+    ASSERT_GE(f.size(), 7u) << line;
+    const std::string &primitive = f[3], &impl = f[4];
+    if (primitive == "convolution") {
+      ++convolutions;
+      EXPECT_TRUE(impl.starts_with("jit") && impl.find("gemm") == std::string::npos) << line;
+    }
+    if (primitive.starts_with("pooling")) {
+      ++poolings;
+      EXPECT_TRUE(impl.starts_with("jit")) << line;
+    }
+    EXPECT_TRUE(impl.find("simple_") == std::string::npos && !impl.starts_with("ref")) << line;
+    if (primitive == "reorder") {
+      EXPECT_FALSE(is_weight_reorder(f[6])) << "a weight reorder in steady state: " << line;
+    }
+  }
+  // 3 runs of 6 + 3 convolutions and 2 + 1 poolings.
+  EXPECT_EQ(convolutions, 3 * 9);
+  EXPECT_EQ(poolings, 3 * 3);
+}
+
+}  // namespace
+}  // namespace onyx::onednn_test
