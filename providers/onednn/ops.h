@@ -26,6 +26,8 @@ void add_softmax_ops(OpRegistry& ops);
 void add_eltwise_ops(OpRegistry& ops);
 void add_reduce_ops(OpRegistry& ops);
 void add_binary_ops(OpRegistry& ops);
+// Flatten as a view of its input.
+void add_view_ops(OpRegistry& ops);
 // Gradient ops of the autodiff (runtime/autodiff), domain ai.onyx.
 void add_grad_ops(OpRegistry& ops);
 

@@ -63,6 +63,7 @@ class OnednnProvider : public sdk::HostMemory {
     add_eltwise_ops(registry_);
     add_reduce_ops(registry_);
     add_binary_ops(registry_);
+    add_view_ops(registry_);
     add_grad_ops(registry_);
   }
 

@@ -6,9 +6,13 @@
 // spinning. Interleaved with the host's thread pool (nodes that fall back to
 // another provider) the spinning threads starve it: the transformer block of
 // bench/provider_bench.cpp took 82 ms instead of 2.7 ms per run. The wait
-// policy can only be chosen before the OpenMP runtime starts, i.e. before
-// oneDNN is loaded, so this file sets OMP_WAIT_POLICY=PASSIVE (unless the
-// application chose a policy) and only then loads the kernels library.
+// policy can only be chosen before the OpenMP runtime starts: libgomp reads
+// OMP_WAIT_POLICY once, in its constructor, when it is loaded with oneDNN.
+// So this file sets OMP_WAIT_POLICY=PASSIVE (unless the application chose a
+// policy), loads the kernels library, and removes the variable again: the
+// process's environment (other providers, child processes) is left as it
+// was. Nothing else in Onyx uses OpenMP; an application that loaded libgomp
+// before keeps its own policy.
 #include <dlfcn.h>
 #include <unistd.h>
 #include <onyx_provider.h>
@@ -34,9 +38,11 @@ OnyxStatus* create(const OnyxPluginCreateArgs* args, OnyxPlugin** plugin, const 
                         "libonyx_onednn_kernels.so";
   // setenv is not thread-safe against concurrent getenv: plugins are created
   // while the host loads providers, before sessions run.
-  setenv("OMP_WAIT_POLICY", "PASSIVE", /*overwrite=*/0);
+  bool chosen = getenv("OMP_WAIT_POLICY") != nullptr;
+  if (!chosen) setenv("OMP_WAIT_POLICY", "PASSIVE", /*overwrite=*/1);
   // The kernels library is linked with -z nodelete: never unloaded.
   void* handle = dlopen(kernels.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!chosen) unsetenv("OMP_WAIT_POLICY");
   if (!handle) {
     const char* why = dlerror();
     std::string message = "onednn: cannot load " + kernels + ": " + (why ? why : "unknown error");

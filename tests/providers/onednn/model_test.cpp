@@ -97,10 +97,12 @@ TEST(OnednnModels, CnnRunsFusedOnOnednnAndMatchesCpu) {
     onyx::Session onednn = make_session(env, model, onednn_options);
     onyx::Session cpu = make_session(env, model, cpu_only());
     std::string report = onednn.partition_report();
-    std::vector<const char*> nodes = {"conv1", "relu1", "pool1", "conv2", "relu2", "pool2", "fc1", "fc2"};
+    std::vector<const char*> nodes = {"conv1", "relu1", "pool1", "conv2", "relu2", "pool2", "flatten", "fc1", "fc2"};
     if (!optimized) nodes.insert(nodes.end(), {"bn1", "bn2"});
     for (const char* node : nodes) EXPECT_EQ(node_device(report, node), "onednn") << node;
-    EXPECT_EQ(node_device(report, "flatten"), "cpu") << "Flatten is not a oneDNN op: it must fall back";
+    // The convolutional part is one blocked-layout group.
+    for (const char* node : {"pool1", "conv2", "relu2", "pool2"})
+      EXPECT_EQ(node_fused_group(report, node), node_fused_group(report, "conv1")) << node;
     EXPECT_EQ(report.find("\"node\":\"bn1\"") == std::string::npos, optimized) << report;
     int group = node_fused_group(report, "conv1");
     EXPECT_NE(group, 0) << report;
@@ -112,6 +114,19 @@ TEST(OnednnModels, CnnRunsFusedOnOnednnAndMatchesCpu) {
         onednn, cpu, true, [&](const std::vector<float>& x, int64_t b) { return tm::cnn_reference(w, x, b); },
         kFloat32Tolerance, optimized ? "cnn onednn (optimized)" : "cnn onednn");
   }
+}
+
+// The whole CNN runs on oneDNN: listing it alone, with fallback "fail", works.
+TEST(OnednnModels, CnnRunsOnOnednnAlone) {
+  onyx::Env env;
+  tm::CnnWeights w = tm::make_cnn_weights();
+  onyx::SessionOptions alone;
+  alone.provider("onednn").fallback(ONYX_FALLBACK_FAIL);
+  onyx::Session onednn = make_session(env, tm::build_cnn(w), alone);
+  onyx::Session cpu = make_session(env, tm::build_cnn(w), cpu_only());
+  check_against_reference_and_cpu(
+      onednn, cpu, true, [&](const std::vector<float>& x, int64_t b) { return tm::cnn_reference(w, x, b); },
+      kFloat32Tolerance, "cnn onednn alone");
 }
 
 // Concurrent runs of one session (the ABI allows them): each thread's results
