@@ -14,6 +14,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "ir/local_functions.h"
 #include "ir/shape_inference.h"
 #include "ir/tensor_proto.h"
 #include "ir/value_kinds.h"
@@ -461,6 +462,7 @@ StatusOr<Model> parse_and_import(std::string_view bytes, std::string* owned, con
   std::vector<std::string_view> raw_data;
   if (!util::parse_model_proto(bytes, proto, raw_data))
     return invalid_argument(what + " is not a valid ONNX model (protobuf parse failed)");
+  ONYX_RETURN_IF_ERROR(inline_local_functions(proto, what));
   return import_model(proto, base_dir, options, what, std::move(raw_data), owned);
 }
 
