@@ -146,6 +146,14 @@ void print_placement(const Json& report) {
     std::cout << "QDQ groups fused: " << int64_t(optimized["qdq_groups_fused"].num())
               << (per_op.empty() ? "" : " (" + per_op + ")") << "\n";
   }
+  if (optimized["patterns_fused"].num() > 0) {
+    std::string per_op;
+    for (const char* op : {"LayerNormalization", "Gelu", "MatMulBias"})
+      if (double n = optimized["fused_patterns"][op].num(); n > 0)
+        per_op += (per_op.empty() ? "" : ", ") + std::string(op) + " " + std::to_string(int64_t(n));
+    std::cout << "op-by-op patterns fused: " << int64_t(optimized["patterns_fused"].num())
+              << (per_op.empty() ? "" : " (" + per_op + ")") << "\n";
+  }
   const Json::Array& copies = report["copies"].items();
   if (!copies.empty()) {
     std::cout << "copies between devices:\n";

@@ -76,6 +76,10 @@ void add_microsoft_rules(RuleTable& table) {
   table["QLinearAveragePool"] = qlinear_average_pool;
   table["QLinearGlobalAveragePool"] = qlinear_global_average_pool;
   table["QLinearConcat"] = qlinear_concat;
+  // Not quantized, but com.microsoft too: the GELU forms the graph optimizer
+  // writes for opsets before ONNX's Gelu (optimize/gelu_fusion.cpp).
+  table["Gelu"] = qlinear_unary;
+  table["FastGelu"] = qlinear_unary;
 }
 
 }  // namespace onyx::runtime::ir::shape

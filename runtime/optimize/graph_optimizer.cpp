@@ -322,6 +322,14 @@ Status optimize_graph(ir::Graph& graph, GraphOptimization level, OptimizationRep
   // After hoisting (QDQ scales are often Constant nodes) and before dead
   // nodes go (a DequantizeLinear left without readers is removed then).
   if (providers) optimize::fuse_qdq_groups(rw, providers, r);
+  if (providers) {
+    auto count = [&r](const char* op, int n) {
+      r.patterns_fused += n;
+      if (n) r.fused_patterns[op] += n;
+    };
+    count("LayerNormalization", optimize::fuse_layer_norms(rw, providers));
+    count("Gelu", optimize::fuse_gelus(rw, providers));
+  }
   r.nodes_removed += optimize::remove_unread_nodes(rw);
   optimize::compact(rw);
   return Status();

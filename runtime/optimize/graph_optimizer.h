@@ -17,6 +17,9 @@
 //     QGemm, QLinearAdd, ...; qdq_fusion.cpp), but only where a provider of
 //     the session claims that node (`ProviderRank`): no provider should have
 //     to recognize the pattern, and none should be handed a node it cannot run;
+//   - the op-by-op forms exporters write for LayerNorm and GELU become one
+//     LayerNormalization / Gelu node (layer_norm_fusion.cpp,
+//     gelu_fusion.cpp), again only where a provider claims the result;
 //   - nodes whose outputs nothing reads are removed, then unused values.
 // Values read by name from a subgraph (If/Loop/Scan bodies) and graph
 // outputs are never renamed or removed.
@@ -44,6 +47,8 @@ struct OptimizationReport {
   int nodes_removed = 0;      // unread nodes
   int qdq_groups_fused = 0;   // QDQ groups rewritten into operator form
   std::map<std::string, int> qdq_fused_ops;  // per operator-form op ("QLinearConv", ...)
+  int patterns_fused = 0;                    // op-by-op groups rewritten into one fused node
+  std::map<std::string, int> fused_patterns;  // per fused op ("LayerNormalization", "Gelu", ...)
 };
 
 // Asks the session's providers about a node the optimizer would create:

@@ -37,6 +37,13 @@ int fold_batchnorms(GraphRewrite& rw);
 // counts go to `report`.
 void fuse_qdq_groups(GraphRewrite& rw, const ProviderRank& providers, OptimizationReport& report);
 
+// layer_norm_fusion.cpp: decomposed LayerNorm -> LayerNormalization;
+// gelu_fusion.cpp: erf / tanh GELU -> Gelu (or com.microsoft Gelu, FastGelu).
+// Each fuses only where a provider claims the fused node (pattern_match.h)
+// and returns how many groups it fused.
+int fuse_layer_norms(GraphRewrite& rw, const ProviderRank& providers);
+int fuse_gelus(GraphRewrite& rw, const ProviderRank& providers);
+
 // A new initializer named after `base` (made unique); returns its index.
 int add_initializer(GraphRewrite& rw, const std::string& base, Tensor t);
 

@@ -136,6 +136,11 @@ Op make_op(const sdk::NodeInfo& node) {
   else return Op();
 }
 
+// An op may add `void floats(const float* x, float* y, size_t n) const`, a
+// vectorized loop (vec_math.h) that float32 (and float16 via float32) runs.
+template <typename Op>
+concept has_float_loop = requires(const Op& op, const float* x, float* y, size_t n) { op.floats(x, y, n); };
+
 // Y = op(X) element by element, for the types in Op::kTypes.
 template <typename Op>
 class UnaryKernel final : public sdk::Kernel {
@@ -165,7 +170,10 @@ class UnaryKernel final : public sdk::Kernel {
       Y* yp = y.data<Y>();
       const Op& op = op_;
       ctx.parallel_for(size_t(x.size()), util::kGrain, [&](size_t begin, size_t end) {
-        for (size_t i = begin; i < end; ++i) yp[i] = op(xp[i]);
+        if constexpr (std::is_same_v<T, float> && std::is_same_v<Y, float> && has_float_loop<Op>)
+          op.floats(xp + begin, yp + begin, end - begin);
+        else
+          for (size_t i = begin; i < end; ++i) yp[i] = op(xp[i]);
       });
     });
     if (!known)
@@ -197,7 +205,8 @@ class UnaryKernel final : public sdk::Kernel {
         if constexpr (kPredicate) {
           for (size_t i = 0; i < m; ++i) y.data<bool>()[s + i] = op(buf[i]);
         } else {
-          for (size_t i = 0; i < m; ++i) buf[i] = op(buf[i]);
+          if constexpr (has_float_loop<Op>) op.floats(buf, buf, m);
+          else for (size_t i = 0; i < m; ++i) buf[i] = op(buf[i]);
           util::floats_to_halves(dtype, buf, y.data<uint16_t>() + s, m);
         }
       }

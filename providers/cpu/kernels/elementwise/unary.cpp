@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "kernels/elementwise/elementwise.h"
+#include "kernels/elementwise/vec_math.h"
 #include "kernels/registry.h"
 
 namespace onyx::cpu::ew {
@@ -160,8 +161,12 @@ struct HardSigmoid {
   T operator()(T x) const { return std::max(T(0), std::min(T(1), T(alpha) * x + T(beta))); }
   double alpha, beta;
 };
+// ONNX Gelu, and ONNX Runtime's com.microsoft Gelu (erf) and FastGelu
+// (tanh, without its optional bias input) that the graph optimizer writes
+// for opsets before 20 (optimize/gelu_fusion.cpp).
 struct Gelu {
-  explicit Gelu(const sdk::NodeInfo& node) : tanh_form(node.get_string("approximate", "none") == "tanh") {}
+  explicit Gelu(const sdk::NodeInfo& node)
+      : tanh_form(node.op_type == "FastGelu" || node.get_string("approximate", "none") == "tanh") {}
   static constexpr unsigned kTypes = kFloats;
   template <typename T>
   T operator()(T x) const {
@@ -170,6 +175,10 @@ struct Gelu {
       return T(0.5) * x * (T(1) + std::tanh(k * (x + T(0.044715) * x * x * x)));
     }
     return T(0.5) * x * (T(1) + std::erf(x * T(0.7071067811865476)));  // x / sqrt(2)
+  }
+  void floats(const float* x, float* y, size_t n) const {
+    if (tanh_form) vec::gelu_tanh(x, y, n);
+    else vec::gelu_erf(x, y, n);
   }
   bool tanh_form;
 };
@@ -201,6 +210,12 @@ void register_unary_kernels(sdk::KernelRegistry& registry) {
   registry.add(unary<Tanh>("Tanh", 1));
   registry.add(unary<Erf>("Erf", 9));
   registry.add(unary<Gelu>("Gelu", 20, gelu_mode));
+  for (const char* op : {"Gelu", "FastGelu"})  // com.microsoft, version 1: one input X
+    registry.add(sdk::KernelDefBuilder(op, "com.microsoft")
+                     .since(1)
+                     .inputs(1)
+                     .type_constraint("T", {}, util::dtype_set(Gelu::kTypes))
+                     .create<UnaryKernel<Gelu>>());
   registry.add(unary<Not>("Not", 1));
   registry.add(unary<Floor>("Floor", 1));
   registry.add(unary<Ceil>("Ceil", 1));

@@ -1,0 +1,58 @@
+// vec_math.cpp: the portable loops and the dispatch of vec_math.h.
+#include "kernels/elementwise/vec_math.h"
+
+#include <cmath>
+
+namespace onyx::cpu::vec {
+namespace detail {
+
+void gelu_erf_generic(const float* x, float* y, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const double v = x[i];
+    // 1 + erf(z) = erfc(-z), exact in the tail; -inf * erfc(inf) would be NaN.
+    y[i] = std::isinf(v) ? float(v > 0 ? v : 0.0) : float(0.5 * v * std::erfc(-v * 0.7071067811865476));
+  }
+}
+
+void gelu_tanh_generic(const float* x, float* y, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    // In double: 1 + tanh(u) cancels in float32 for u < 0. x / (1 + e^{-2u})
+    // is the same value without the cancellation; e^{-2u} = inf gives 0.
+    const double v = x[i];
+    const double u = 0.7978845608028654 * (v + 0.044715 * v * v * v);
+    y[i] = std::isinf(v) ? float(v > 0 ? v : 0.0) : float(v / (1.0 + std::exp(-2.0 * u)));
+  }
+}
+
+}  // namespace detail
+
+namespace {
+
+bool use_avx2() {
+#if defined(ONYX_CPU_AVX2_LOOPS)
+  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return ok;
+#else
+  return false;
+#endif
+}
+
+}  // namespace
+
+void gelu_erf(const float* x, float* y, size_t n) {
+#if defined(ONYX_CPU_AVX2_LOOPS)
+  if (use_avx2()) return detail::gelu_erf_avx2(x, y, n);
+#endif
+  detail::gelu_erf_generic(x, y, n);
+}
+
+void gelu_tanh(const float* x, float* y, size_t n) {
+#if defined(ONYX_CPU_AVX2_LOOPS)
+  if (use_avx2()) return detail::gelu_tanh_avx2(x, y, n);
+#endif
+  detail::gelu_tanh_generic(x, y, n);
+}
+
+const char* isa() { return use_avx2() ? "avx2" : "generic"; }
+
+}  // namespace onyx::cpu::vec

@@ -1,0 +1,30 @@
+// vec_math.h: float32 activation loops vectorized for the running CPU
+// (AVX2+FMA in vec_math_avx2.cpp, else portable C++), chosen once at first
+// use. Private to the CPU provider.
+//
+// Accuracy (tests/providers/cpu/vec_math_test.cpp checks it against float64):
+// gelu_erf and gelu_tanh are within 2e-6 relative or 1e-30 absolute of the
+// exact function; NaN stays NaN, +inf gives +inf and -inf gives 0.
+#pragma once
+
+#include <cstddef>
+
+namespace onyx::cpu::vec {
+
+// y[i] = 0.5 x (1 + erf(x / sqrt(2))); y may be x.
+void gelu_erf(const float* x, float* y, size_t n);
+// y[i] = 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))); y may be x.
+void gelu_tanh(const float* x, float* y, size_t n);
+
+// "avx2" or "generic": which loops gelu_erf and gelu_tanh run.
+const char* isa();
+
+namespace detail {  // the per-ISA loops, for the dispatcher and the tests
+void gelu_erf_generic(const float* x, float* y, size_t n);
+void gelu_tanh_generic(const float* x, float* y, size_t n);
+// Defined only where ONYX_CPU_AVX2_LOOPS is set; call only on an AVX2+FMA CPU.
+void gelu_erf_avx2(const float* x, float* y, size_t n);
+void gelu_tanh_avx2(const float* x, float* y, size_t n);
+}  // namespace detail
+
+}  // namespace onyx::cpu::vec

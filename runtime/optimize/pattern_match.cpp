@@ -1,0 +1,90 @@
+// pattern_match.cpp: helpers of the pattern fusions (pattern_match.h).
+#include "optimize/pattern_match.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace onyx::runtime::optimize {
+
+int producer_of(const GraphRewrite& rw, int v, const char* op) {
+  if (v < 0) return -1;
+  const int p = rw.graph.values[size_t(v)].producer;
+  if (p < 0 || rw.removed[size_t(p)]) return -1;
+  const ir::Node& n = rw.graph.nodes[size_t(p)];
+  if (!n.domain.empty() || n.op_type != op || n.outputs.size() != 1 || n.outputs[0] != v) return -1;
+  return p;
+}
+
+bool internal(const GraphRewrite& rw, int v, int uses) {
+  return v >= 0 && !rw.pinned[size_t(v)] && rw.readers[size_t(v)] == uses;
+}
+
+std::optional<double> scalar_constant(const GraphRewrite& rw, int v) {
+  const Tensor* t = rw.fixed_constant(v);
+  if (!t || t->size() != 1) return std::nullopt;
+  if (t->dtype() == ONYX_DTYPE_FLOAT32) return double(*t->data_as<float>());
+  if (t->dtype() == ONYX_DTYPE_FLOAT64) return *t->data_as<double>();
+  return std::nullopt;
+}
+
+bool near(std::optional<double> x, double want, double tol) {
+  return x && std::fabs(*x - want) <= tol * std::fabs(want);
+}
+
+int other_input(const ir::Node& n, int v) {
+  if (n.inputs.size() != 2) return -1;
+  if (n.inputs[0] == v) return n.inputs[1];
+  if (n.inputs[1] == v) return n.inputs[0];
+  return -1;
+}
+
+bool claimed_in_place(const GraphRewrite& rw, const ProviderRank& providers, const ir::Node& fused,
+                      const std::vector<int>& group) {
+  if (!providers) return false;
+  const int rank = providers(rw.graph, fused);
+  if (rank < 0) return false;
+  for (int n : group) {
+    const int original = providers(rw.graph, rw.graph.nodes[size_t(n)]);
+    if (original >= 0 && rank > original) return false;
+  }
+  return true;
+}
+
+void commit_fusion(GraphRewrite& rw, const std::vector<int>& group, ir::Node fused) {
+  ir::Graph& g = rw.graph;
+  for (int n : group) rw.remove_node(n);
+  const int slot = group.back();
+  rw.removed[size_t(slot)] = false;
+  if (!fused.domain.empty()) g.opsets.emplace(fused.domain, 1);
+  for (int v : fused.inputs)
+    if (v >= 0) ++rw.readers[size_t(v)];
+  for (int v : fused.outputs)
+    if (v >= 0) g.values[size_t(v)].producer = slot;
+  g.nodes[size_t(slot)] = std::move(fused);
+}
+
+ir::Attribute int_attribute(const char* name, int64_t v) {
+  ir::Attribute a;
+  a.name = name;
+  a.type = ONYX_ATTR_INT;
+  a.i = v;
+  return a;
+}
+
+ir::Attribute float_attribute(const char* name, float v) {
+  ir::Attribute a;
+  a.name = name;
+  a.type = ONYX_ATTR_FLOAT;
+  a.f = v;
+  return a;
+}
+
+ir::Attribute string_attribute(const char* name, const char* v) {
+  ir::Attribute a;
+  a.name = name;
+  a.type = ONYX_ATTR_STRING;
+  a.s = v;
+  return a;
+}
+
+}  // namespace onyx::runtime::optimize

@@ -1,0 +1,272 @@
+// The pattern fusions (runtime/optimize/layer_norm_fusion.cpp,
+// gelu_fusion.cpp): each test writes the op-by-op form an exporter writes,
+// checks the one node the optimized session runs instead, and compares its
+// outputs with the same model run unfused and with a float64 reference.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "ir/onnx_import.h"
+#include "model_builder.h"
+#include "optimize/graph_optimizer.h"
+#include "session/session.h"
+
+namespace onyx::runtime {
+namespace {
+
+namespace pb = ONNX_NAMESPACE;
+using testing::ModelBuilder;
+
+std::vector<float> random_floats(size_t n, std::mt19937& rng, float lo, float hi) {
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+void scalar(ModelBuilder& b, const std::string& name, float v) { b.initializer(name, {}, {v}); }
+
+class PatternFusionTest : public ::testing::Test {
+ protected:
+  void SetUp() override { registry_.add_search_dir(ONYX_PROVIDER_DIR); }
+
+  std::unique_ptr<Session> session(const std::string& bytes, GraphOptimization level) {
+    auto model = ir::load_model_from_bytes(bytes.data(), bytes.size(), "");
+    EXPECT_TRUE(model.ok()) << model.status().to_string();
+    SessionOptions options;
+    options.providers.push_back({"cpu", {}});
+    options.fallback = FallbackPolicy::kFail;
+    options.intra_op_threads = 1;
+    options.graph_optimization = level;
+    auto s = Session::create(registry_, std::move(model).value(), options);
+    EXPECT_TRUE(s.ok()) << s.status().to_string();
+    return s.ok() ? std::move(s).value() : nullptr;
+  }
+
+  static std::vector<std::string> ops(const Session& s) {
+    std::vector<std::string> out;
+    for (const ir::Node& n : s.graph().nodes) out.push_back(n.domain.empty() ? n.op_type : n.domain + "::" + n.op_type);
+    return out;
+  }
+
+  // Runs `bytes` fused (level all) and unfused on x; checks the fused graph
+  // is `want_ops`, and both results against `reference` within
+  // rel * |ref| + abs.
+  void check(const std::string& bytes, const std::vector<std::string>& want_ops, const Shape& shape,
+             const std::vector<float>& xs, const std::vector<double>& reference, double rel, double abs) {
+    auto fused = session(bytes, GraphOptimization::kAll);
+    auto plain = session(bytes, GraphOptimization::kOff);
+    ASSERT_TRUE(fused && plain);
+    EXPECT_EQ(ops(*fused), want_ops);
+    EXPECT_EQ(fused->partition_report().optimization.patterns_fused, 1);
+    Tensor x = Tensor::allocate(ONYX_DTYPE_FLOAT32, shape);
+    std::copy(xs.begin(), xs.end(), x.data_as<float>());
+    for (Session* s : {fused.get(), plain.get()}) {
+      auto out = s->run({{"x", x}});
+      ASSERT_TRUE(out.ok()) << out.status().to_string();
+      const Tensor& y = out.value()[0];
+      ASSERT_EQ(y.shape(), shape);
+      for (size_t i = 0; i < reference.size(); ++i)
+        ASSERT_NEAR(y.data_as<float>()[i], reference[i], rel * std::fabs(reference[i]) + abs)
+            << (s == fused.get() ? "fused" : "unfused") << " element " << i;
+    }
+  }
+
+  ProviderRegistry registry_;
+};
+
+// ---------------------------------------------------------------------------
+// LayerNorm
+// ---------------------------------------------------------------------------
+
+struct LayerNormForm {
+  int64_t opset = 17;
+  bool square_by_mul = false;  // Mul(d, d) instead of Pow(d, 2)
+  bool swapped = false;        // gamma * normed, beta + scaled
+  bool with_beta = true;
+  bool centered_is_output = false;  // an intermediate the caller reads: no fusion
+};
+
+constexpr int64_t kRows = 6, kWidth = 24;
+
+std::string layer_norm_model(const LayerNormForm& f, const std::vector<float>& gamma, const std::vector<float>& beta) {
+  ModelBuilder mb(f.opset);
+  mb.input("x", {2, 3, kWidth}).output("y", {2, 3, kWidth});
+  if (f.centered_is_output) mb.output("d", {2, 3, kWidth});
+  mb.initializer("gamma", {kWidth}, gamma).initializer("beta", {kWidth}, beta);
+  scalar(mb, "two", 2);
+  scalar(mb, "eps", 1e-5f);
+  auto reduce = [&](const std::string& in, const std::string& out) {
+    if (f.opset >= 18) {
+      mb.node("ReduceMean", {in, "axes"}, {out}, out);
+    } else {
+      mb.node("ReduceMean", {in}, {out}, out);
+      attr_ints(mb, "axes", {-1});
+    }
+  };
+  if (f.opset >= 18) {
+    auto* t = mb.proto().mutable_graph()->add_initializer();
+    t->set_name("axes");
+    t->set_data_type(pb::TensorProto::INT64);
+    t->add_dims(1);
+    t->add_int64_data(-1);
+  }
+  reduce("x", "m");
+  mb.node("Sub", {"x", "m"}, {"d"}, "sub");
+  if (f.square_by_mul) mb.node("Mul", {"d", "d"}, {"sq"}, "square");
+  else mb.node("Pow", {"d", "two"}, {"sq"}, "square");
+  reduce("sq", "v");
+  mb.node("Add", {"v", "eps"}, {"ve"}, "add_eps");
+  mb.node("Sqrt", {"ve"}, {"s"}, "sqrt");
+  mb.node("Div", {"d", "s"}, {"n"}, "div");
+  const std::string scaled = f.with_beta ? "g" : "y";
+  mb.node("Mul", f.swapped ? std::vector<std::string>{"gamma", "n"} : std::vector<std::string>{"n", "gamma"}, {scaled}, "mul");
+  if (f.with_beta)
+    mb.node("Add", f.swapped ? std::vector<std::string>{"beta", "g"} : std::vector<std::string>{"g", "beta"}, {"y"}, "add");
+  return mb.bytes();
+}
+
+std::vector<double> layer_norm_reference(const std::vector<float>& x, const std::vector<float>& gamma,
+                                         const std::vector<float>& beta, bool with_beta) {
+  std::vector<double> y(x.size());
+  for (int64_t r = 0; r < kRows; ++r) {
+    const float* row = &x[size_t(r * kWidth)];
+    double mean = 0, var = 0;
+    for (int64_t k = 0; k < kWidth; ++k) mean += row[k];
+    mean /= kWidth;
+    for (int64_t k = 0; k < kWidth; ++k) var += (row[k] - mean) * (row[k] - mean);
+    var /= kWidth;
+    for (int64_t k = 0; k < kWidth; ++k)
+      y[size_t(r * kWidth + k)] =
+          (row[k] - mean) / std::sqrt(var + 1e-5) * gamma[size_t(k)] + (with_beta ? beta[size_t(k)] : 0.0);
+  }
+  return y;
+}
+
+TEST_F(PatternFusionTest, DecomposedLayerNormBecomesLayerNormalization) {
+  std::mt19937 rng(11);
+  const std::vector<float> gamma = random_floats(kWidth, rng, 0.5f, 1.5f), beta = random_floats(kWidth, rng, -1, 1);
+  const std::vector<float> x = random_floats(size_t(kRows * kWidth), rng, -3, 5);
+  std::vector<LayerNormForm> forms(5);
+  forms[1].square_by_mul = true;
+  forms[2].swapped = true;
+  forms[3].with_beta = false;
+  forms[4].opset = 18;  // axes as an input
+  for (const LayerNormForm& f : forms) {
+    SCOPED_TRACE("opset " + std::to_string(f.opset) + (f.square_by_mul ? " mul" : "") + (f.swapped ? " swapped" : "") +
+                 (f.with_beta ? "" : " no beta"));
+    // float32 statistics over 24 elements of magnitude <= 5, normalized by
+    // a std of ~2: a few float32 ulps of the result.
+    check(layer_norm_model(f, gamma, beta), {"LayerNormalization"}, {2, 3, kWidth}, x,
+          layer_norm_reference(x, gamma, beta, f.with_beta), 2e-6, 2e-6);
+  }
+}
+
+TEST_F(PatternFusionTest, LayerNormStaysWhereItCannotFuse) {
+  std::mt19937 rng(12);
+  const std::vector<float> gamma = random_floats(kWidth, rng, 0.5f, 1.5f), beta = random_floats(kWidth, rng, -1, 1);
+  LayerNormForm old_opset, read_elsewhere;
+  old_opset.opset = 16;  // no LayerNormalization before opset 17
+  read_elsewhere.centered_is_output = true;
+  for (const LayerNormForm& f : {old_opset, read_elsewhere}) {
+    auto s = session(layer_norm_model(f, gamma, beta), GraphOptimization::kAll);
+    ASSERT_TRUE(s);
+    EXPECT_EQ(s->partition_report().optimization.patterns_fused, 0);
+    EXPECT_EQ(s->graph().nodes.size(), 9u);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// GELU
+// ---------------------------------------------------------------------------
+
+enum class GeluOrder { kXTimesPThenHalf, kHalfXTimesP, kXTimesHalfP };
+
+std::string gelu_model(int64_t opset, bool tanh_form, GeluOrder order, bool cube_by_pow = true) {
+  ModelBuilder mb(opset);
+  const int64_t n = 77;  // a full AVX2 vector multiple plus a tail
+  mb.input("x", {n}).output("y", {n});
+  scalar(mb, "one", 1);
+  scalar(mb, "half", 0.5f);
+  if (tanh_form) {
+    scalar(mb, "three", 3);
+    scalar(mb, "c", 0.044715f);
+    scalar(mb, "k", 0.7978845608f);
+    if (cube_by_pow) {
+      mb.node("Pow", {"x", "three"}, {"x3"}, "cube");
+    } else {
+      mb.node("Mul", {"x", "x"}, {"x2"}, "square");
+      mb.node("Mul", {"x2", "x"}, {"x3"}, "cube");
+    }
+    mb.node("Mul", {"c", "x3"}, {"cx3"}, "scale_cube");
+    mb.node("Add", {"x", "cx3"}, {"u"}, "inner");
+    mb.node("Mul", {"u", "k"}, {"a"}, "scale");
+    mb.node("Tanh", {"a"}, {"e"}, "tanh");
+  } else {
+    scalar(mb, "sqrt2", 1.4142135f);
+    mb.node("Div", {"x", "sqrt2"}, {"a"}, "div");
+    mb.node("Erf", {"a"}, {"e"}, "erf");
+  }
+  mb.node("Add", {"e", "one"}, {"p"}, "plus_one");
+  switch (order) {
+    case GeluOrder::kXTimesPThenHalf:
+      mb.node("Mul", {"x", "p"}, {"xp"}, "mul");
+      mb.node("Mul", {"xp", "half"}, {"y"}, "half");
+      break;
+    case GeluOrder::kHalfXTimesP:
+      mb.node("Mul", {"half", "x"}, {"hx"}, "half");
+      mb.node("Mul", {"p", "hx"}, {"y"}, "mul");
+      break;
+    case GeluOrder::kXTimesHalfP:
+      mb.node("Mul", {"p", "half"}, {"hp"}, "half");
+      mb.node("Mul", {"x", "hp"}, {"y"}, "mul");
+      break;
+  }
+  return mb.bytes();
+}
+
+TEST_F(PatternFusionTest, ErfAndTanhGeluBecomeGelu) {
+  std::mt19937 rng(13);
+  const std::vector<float> x = random_floats(77, rng, -6, 6);
+  std::vector<double> erf_ref, tanh_ref;
+  for (float v : x) {
+    erf_ref.push_back(0.5 * v * std::erfc(-double(v) / std::sqrt(2.0)));
+    tanh_ref.push_back(v / (1 + std::exp(-2 * std::sqrt(2 / M_PI) * (v + 0.044715 * double(v) * v * v))));
+  }
+  for (GeluOrder order : {GeluOrder::kXTimesPThenHalf, GeluOrder::kHalfXTimesP, GeluOrder::kXTimesHalfP})
+    for (int64_t opset : {17, 20}) {
+      SCOPED_TRACE("order " + std::to_string(int(order)) + ", opset " + std::to_string(opset));
+      // Unfused, float32 1 + erf cancels for x < 0: its error is ~1e-7
+      // absolute times |x|, not relative; the fused form is closer.
+      check(gelu_model(opset, false, order), {opset >= 20 ? "Gelu" : "com.microsoft::Gelu"}, {77}, x, erf_ref, 2e-6,
+            1e-6);
+      check(gelu_model(opset, true, order, order != GeluOrder::kHalfXTimesP),
+            {opset >= 20 ? "Gelu" : "com.microsoft::FastGelu"}, {77}, x, tanh_ref, 2e-6, 1e-6);
+    }
+}
+
+TEST(PatternFusionPass, NothingIsFusedThatNoProviderClaimsFirst) {
+  const std::string bytes = gelu_model(20, false, GeluOrder::kXTimesPThenHalf);
+  auto load = [&] {
+    auto m = ir::load_model_from_bytes(bytes.data(), bytes.size(), "");
+    EXPECT_TRUE(m.ok());
+    return std::move(m).value();
+  };
+  const ProviderRank none = [](const ir::Graph&, const ir::Node&) { return -1; };
+  // Gelu only on a provider ranked after the one running Erf and Mul.
+  const ProviderRank later = [](const ir::Graph&, const ir::Node& n) { return n.op_type == "Gelu" ? 1 : 0; };
+  const ProviderRank all = [](const ir::Graph&, const ir::Node&) { return 0; };
+  for (const ProviderRank* providers : {&none, &later, &all}) {
+    ir::Model m = load();
+    OptimizationReport report;
+    ASSERT_TRUE(optimize_graph(*m.graph, GraphOptimization::kAll, &report, *providers).ok());
+    const bool fuses = providers == &all;
+    EXPECT_EQ(report.patterns_fused, fuses ? 1 : 0);
+    EXPECT_EQ(m.graph->nodes.size(), fuses ? 1u : 5u);
+    EXPECT_EQ(report.fused_patterns["Gelu"], fuses ? 1 : 0);
+  }
+}
+
+}  // namespace
+}  // namespace onyx::runtime
