@@ -64,7 +64,7 @@ int cubic_input(const GraphRewrite& rw, int u, std::vector<int>& group) {
 
 // Matches a GELU around the Erf or Tanh node `core`; rewrites it and
 // returns true when it did.
-bool fuse_at(GraphRewrite& rw, const ProviderRank& providers, int core) {
+bool fuse_at(GraphRewrite& rw, const SoleReaders& sole, const ProviderRank& providers, int core) {
   ir::Graph& g = rw.graph;
   const ir::Node& c = g.nodes[size_t(core)];
   const bool erf = c.op_type == "Erf";
@@ -84,7 +84,7 @@ bool fuse_at(GraphRewrite& rw, const ProviderRank& providers, int core) {
   }
   // p = 1 + core
   const int e = c.outputs[0];
-  const int plus = rw.only_reader(e);
+  const int plus = sole.of(e);
   if (plus < 0 || rw.pinned[size_t(e)] || g.nodes[size_t(plus)].op_type != "Add" ||
       !g.nodes[size_t(plus)].domain.empty() || !near(scalar_constant(rw, other_input(g.nodes[size_t(plus)], e)), 1.0, 0.0))
     return false;
@@ -92,7 +92,7 @@ bool fuse_at(GraphRewrite& rw, const ProviderRank& providers, int core) {
   const int p = g.nodes[size_t(plus)].outputs[0];
   // The product of x, p and 0.5, in one of three orders.
   auto mul_reader = [&](int v) {  // the only reader of v, when a Mul
-    const int r = rw.only_reader(v);
+    const int r = sole.of(v);
     return r >= 0 && !rw.pinned[size_t(v)] && g.nodes[size_t(r)].domain.empty() && g.nodes[size_t(r)].op_type == "Mul" &&
                    g.nodes[size_t(r)].outputs.size() == 1
                ? r
@@ -148,9 +148,10 @@ bool fuse_at(GraphRewrite& rw, const ProviderRank& providers, int core) {
 }  // namespace
 
 int fuse_gelus(GraphRewrite& rw, const ProviderRank& providers) {
+  const SoleReaders sole(rw);
   int fused = 0;
   for (size_t n = 0; n < rw.graph.nodes.size(); ++n)
-    if (!rw.removed[n] && fuse_at(rw, providers, int(n))) ++fused;
+    if (!rw.removed[n] && fuse_at(rw, sole, providers, int(n))) ++fused;
   return fused;
 }
 

@@ -31,6 +31,25 @@ bool near(std::optional<double> x, double want, double tol) {
   return x && std::fabs(*x - want) <= tol * std::fabs(want);
 }
 
+SoleReaders::SoleReaders(const GraphRewrite& rw) : rw_(rw), reader_(rw.graph.values.size(), -1) {
+  for (size_t n = 0; n < rw.graph.nodes.size(); ++n)
+    if (!rw.removed[n])
+      for (int v : rw.graph.nodes[n].inputs)
+        if (v >= 0 && size_t(v) < reader_.size()) reader_[size_t(v)] = int(n);
+}
+
+int SoleReaders::of(int v) const {
+  if (v < 0 || rw_.readers[size_t(v)] != 1) return -1;
+  if (size_t(v) < reader_.size()) {
+    const int n = reader_[size_t(v)];
+    if (n >= 0 && !rw_.removed[size_t(n)]) {
+      const auto& in = rw_.graph.nodes[size_t(n)].inputs;
+      if (std::find(in.begin(), in.end(), v) != in.end()) return n;
+    }
+  }
+  return rw_.only_reader(v);
+}
+
 int other_input(const ir::Node& n, int v) {
   if (n.inputs.size() != 2) return -1;
   if (n.inputs[0] == v) return n.inputs[1];

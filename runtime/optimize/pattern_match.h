@@ -25,6 +25,20 @@ std::optional<double> scalar_constant(const GraphRewrite& rw, int v);
 // True when `x` is within a relative `tol` of `want`.
 bool near(std::optional<double> x, double want, double tol = 1e-4);
 
+// The one live node reading each value read once, looked up in O(1) (the
+// rewrite's only_reader scans the graph; a pass asking about every node
+// would be quadratic). Built once per pass; an entry a fusion made stale
+// falls back to the scan.
+class SoleReaders {
+ public:
+  explicit SoleReaders(const GraphRewrite& rw);
+  int of(int v) const;  // as GraphRewrite::only_reader
+
+ private:
+  const GraphRewrite& rw_;
+  std::vector<int> reader_;
+};
+
 // The other input of a two-input node, given one of them; -1 if `v` is not
 // an input of it.
 int other_input(const ir::Node& n, int v);
