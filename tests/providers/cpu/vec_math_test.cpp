@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "kernels/elementwise/vec_math.h"
@@ -77,6 +78,44 @@ TEST(VecMath, GeluSpecialValuesAndInPlaceTails) {
     for (size_t i = 3; i < v.size(); ++i) {
       const double want = c.exact(double(x[i]));
       EXPECT_NEAR(v[i], want, tolerance(c.exact, x[i])) << c.name << " at x = " << x[i];
+    }
+  }
+}
+
+// MaxPool 2x2 / stride 2 on planes of odd and even sizes (a dropped last row
+// and column), with NaNs: every ISA gives what the row-major
+// `tap > best ? tap : best` scan gives, bit for bit.
+TEST(VecMath, MaxPool2x2MatchesTheScalarScan) {
+  using Pool = void (*)(const float*, float*, int64_t, int64_t, int64_t, int64_t);
+  std::vector<std::pair<const char*, Pool>> pools = {{"generic", detail::max_pool_2x2_generic}, {"dispatched", max_pool_2x2}};
+#if defined(ONYX_CPU_AVX2_LOOPS)
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) pools.push_back({"avx2", detail::max_pool_2x2_avx2});
+#endif
+  uint32_t state = 12345;
+  auto next = [&] {
+    state = state * 1664525u + 1013904223u;
+    return float(int32_t(state >> 8) % 2001 - 1000) / 100.0f;
+  };
+  for (auto [h, w] : std::vector<std::pair<int64_t, int64_t>>{{2, 2}, {28, 28}, {15, 37}, {6, 34}}) {
+    std::vector<float> x(size_t(h * w));
+    for (float& v : x) v = next();
+    x[3 % x.size()] = std::numeric_limits<float>::quiet_NaN();
+    x[x.size() / 2] = std::numeric_limits<float>::quiet_NaN();
+    const int64_t oh = h / 2, ow = w / 2;
+    for (auto [name, pool] : pools) {
+      std::vector<float> y(size_t(oh * ow), -1.0f);
+      pool(x.data(), y.data(), h, w, oh, ow);
+      for (int64_t i = 0; i < oh; ++i)
+        for (int64_t j = 0; j < ow; ++j) {
+          float best = x[size_t(2 * i * w + 2 * j)];
+          for (int64_t t = 1; t < 4; ++t) {
+            const float tap = x[size_t((2 * i + t / 2) * w + 2 * j + t % 2)];
+            best = tap > best ? tap : best;
+          }
+          const float got = y[size_t(i * ow + j)];
+          EXPECT_TRUE(got == best || (std::isnan(got) && std::isnan(best)))
+              << name << " " << h << "x" << w << " at " << i << "," << j << ": " << got << " vs " << best;
+        }
     }
   }
 }

@@ -2,6 +2,7 @@
 #include "kernels/elementwise/vec_math.h"
 
 #include <cmath>
+#include <initializer_list>
 
 namespace onyx::cpu::vec {
 namespace detail {
@@ -21,6 +22,19 @@ void gelu_tanh_generic(const float* x, float* y, size_t n) {
     const double v = x[i];
     const double u = 0.7978845608028654 * (v + 0.044715 * v * v * v);
     y[i] = std::isinf(v) ? float(v > 0 ? v : 0.0) : float(v / (1.0 + std::exp(-2.0 * u)));
+  }
+}
+
+void max_pool_2x2_generic(const float* x, float* y, int64_t h, int64_t w, int64_t oh, int64_t ow) {
+  (void)h;
+  for (int64_t i = 0; i < oh; ++i, y += ow) {
+    const float* r0 = x + 2 * i * w;
+    const float* r1 = r0 + w;
+    for (int64_t j = 0; j < ow; ++j) {
+      float best = r0[2 * j];
+      for (float tap : {r0[2 * j + 1], r1[2 * j], r1[2 * j + 1]}) best = tap > best ? tap : best;
+      y[j] = best;
+    }
   }
 }
 
@@ -51,6 +65,13 @@ void gelu_tanh(const float* x, float* y, size_t n) {
   if (use_avx2()) return detail::gelu_tanh_avx2(x, y, n);
 #endif
   detail::gelu_tanh_generic(x, y, n);
+}
+
+void max_pool_2x2(const float* x, float* y, int64_t h, int64_t w, int64_t oh, int64_t ow) {
+#if defined(ONYX_CPU_AVX2_LOOPS)
+  if (use_avx2()) return detail::max_pool_2x2_avx2(x, y, h, w, oh, ow);
+#endif
+  detail::max_pool_2x2_generic(x, y, h, w, oh, ow);
 }
 
 const char* isa() { return use_avx2() ? "avx2" : "generic"; }

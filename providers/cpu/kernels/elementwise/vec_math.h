@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace onyx::cpu::vec {
 
@@ -16,7 +17,13 @@ void gelu_erf(const float* x, float* y, size_t n);
 // y[i] = 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))); y may be x.
 void gelu_tanh(const float* x, float* y, size_t n);
 
-// "avx2" or "generic": which loops gelu_erf and gelu_tanh run.
+// MaxPool with a 2x2 window, stride 2, no padding or dilation, over one
+// h x w plane into its oh x ow outputs (2 oh <= h, 2 ow <= w). Taps are
+// compared in row-major order, each as `tap > best ? tap : best`, as the
+// generic MaxPool loop does (so NaN handling is the same).
+void max_pool_2x2(const float* x, float* y, int64_t h, int64_t w, int64_t oh, int64_t ow);
+
+// "avx2" or "generic": which loops the functions above run.
 const char* isa();
 
 namespace detail {  // the per-ISA loops, for the dispatcher and the tests
@@ -25,6 +32,8 @@ void gelu_tanh_generic(const float* x, float* y, size_t n);
 // Defined only where ONYX_CPU_AVX2_LOOPS is set; call only on an AVX2+FMA CPU.
 void gelu_erf_avx2(const float* x, float* y, size_t n);
 void gelu_tanh_avx2(const float* x, float* y, size_t n);
+void max_pool_2x2_generic(const float* x, float* y, int64_t h, int64_t w, int64_t oh, int64_t ow);
+void max_pool_2x2_avx2(const float* x, float* y, int64_t h, int64_t w, int64_t oh, int64_t ow);
 }  // namespace detail
 
 }  // namespace onyx::cpu::vec

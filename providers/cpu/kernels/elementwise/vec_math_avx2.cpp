@@ -92,7 +92,38 @@ void loop(const float* x, float* y, size_t n) {
   }
 }
 
+// `tap > best ? tap : best` per lane, the generic loop's comparison
+// (_mm256_max_ps returns its second operand when either is NaN).
+__m256 take_greater(__m256 tap, __m256 best) { return _mm256_max_ps(tap, best); }
+
 }  // namespace
+
+void max_pool_2x2_avx2(const float* x, float* y, int64_t h, int64_t w, int64_t oh, int64_t ow) {
+  (void)h;
+  for (int64_t i = 0; i < oh; ++i, y += ow) {
+    const float* r0 = x + 2 * i * w;
+    const float* r1 = r0 + w;
+    int64_t j = 0;
+    for (; j + 8 <= ow; j += 8) {
+      // 16 inputs of each row; shuffle_ps picks evens (0x88) and odds (0xDD)
+      // within 128-bit lanes, permute4x64 puts the lanes back in order.
+      const __m256 a0 = _mm256_loadu_ps(r0 + 2 * j), b0 = _mm256_loadu_ps(r0 + 2 * j + 8);
+      const __m256 a1 = _mm256_loadu_ps(r1 + 2 * j), b1 = _mm256_loadu_ps(r1 + 2 * j + 8);
+      const __m256 e0 = _mm256_shuffle_ps(a0, b0, 0x88), o0 = _mm256_shuffle_ps(a0, b0, 0xDD);
+      const __m256 e1 = _mm256_shuffle_ps(a1, b1, 0x88), o1 = _mm256_shuffle_ps(a1, b1, 0xDD);
+      __m256 best = take_greater(o0, e0);
+      best = take_greater(e1, best);
+      best = take_greater(o1, best);
+      _mm256_storeu_ps(y + j, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(best), 0xD8)));
+    }
+    for (; j < ow; ++j) {
+      float best = r0[2 * j];
+      const float taps[3] = {r0[2 * j + 1], r1[2 * j], r1[2 * j + 1]};
+      for (int t = 0; t < 3; ++t) best = taps[t] > best ? taps[t] : best;
+      y[j] = best;
+    }
+  }
+}
 
 void gelu_erf_avx2(const float* x, float* y, size_t n) { loop<true>(x, y, n); }
 void gelu_tanh_avx2(const float* x, float* y, size_t n) { loop<false>(x, y, n); }

@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
+#include "kernels/elementwise/vec_math.h"
 #include "kernels/nn_util.h"
 #include "kernels/registry.h"
 
@@ -101,6 +103,17 @@ void max_plane(const T* x, T* y, const std::vector<nn::WindowDim>& dims, const s
     }
 }
 
+// A 2-D window of 2x2, stride 2, no padding or dilation, every window
+// inside the input: the vectorized vec::max_pool_2x2 (the common CNN
+// downsampling) applies.
+bool is_2x2_stride_2(const std::vector<nn::WindowDim>& dims) {
+  const nn::WindowDim &D = dims[0], &H = dims[1], &W = dims[2];
+  if (D.in != 1 || D.out != 1 || D.kernel != 1 || D.pad_begin != 0) return false;
+  for (const nn::WindowDim* d : {&H, &W})
+    if (d->kernel != 2 || d->stride != 2 || d->dilation != 1 || d->pad_begin != 0 || 2 * d->out > d->in) return false;
+  return true;
+}
+
 class PoolKernel final : public sdk::Kernel {
  public:
   PoolKernel(const sdk::NodeInfo& node, PoolKind kind, bool global)
@@ -174,14 +187,23 @@ class PoolKernel final : public sdk::Kernel {
     const int64_t out_plane = dims[0].out * dims[1].out * dims[2].out;
     const int64_t window = dims[0].kernel * dims[1].kernel * dims[2].kernel;
     const size_t planes = size_t(x.dim(0) * x.dim(1));
+    const bool two_by_two = std::is_same_v<T, float> && kind_ == PoolKind::kMax && !indices.raw && is_2x2_stride_2(dims);
     ctx.parallel_for(planes, nn::grain_for(double(out_plane * window)), [&](size_t b, size_t e) {
-      for (size_t p = b; p < e; ++p)
+      for (size_t p = b; p < e; ++p) {
+        if constexpr (std::is_same_v<T, float>) {
+          if (two_by_two) {
+            vec::max_pool_2x2(x.data<float>() + p * in_plane, y.data<float>() + p * out_plane, dims[1].in,
+                              dims[2].in, dims[1].out, dims[2].out);
+            continue;
+          }
+        }
         if (kind_ == PoolKind::kMax && !indices.raw)
           max_plane<T>(x.data<T>() + p * in_plane, y.data<T>() + p * out_plane, dims, rd, rh, rw);
         else
           pool_plane<T>(x.data<T>() + p * in_plane, y.data<T>() + p * out_plane,
                       indices.raw ? indices.data<int64_t>() + p * out_plane : nullptr,
                       int64_t(p) * in_plane, dims, rd, rh, rw);
+      }
     });
   }
 
