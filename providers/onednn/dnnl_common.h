@@ -95,7 +95,7 @@ template <typename Prepared>
 class ShapeCache {
  public:
   // Returns the entry for `key`, building it with `build()` (which returns a
-  // shared_ptr<Prepared>, or throws) on first use.
+  // shared_ptr<Prepared>, nullptr for shapes it rejects, or throws) on first use.
   template <typename Build>
   std::shared_ptr<const Prepared> get(const std::vector<int64_t>& key, Build&& build) {
     std::lock_guard lock(mutex_);
@@ -103,7 +103,7 @@ class ShapeCache {
     if (it != entries_.end()) return it->second;
     if (entries_.size() >= 32) entries_.erase(entries_.begin());  // bound memory
     std::shared_ptr<const Prepared> made = build();
-    entries_[key] = made;
+    if (made) entries_[key] = made;  // a failed build is retried, so each call gets its own error
     return made;
   }
 

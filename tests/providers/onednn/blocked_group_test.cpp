@@ -71,6 +71,27 @@ TEST(OnednnBlockedGroups, GroupBetweenNodesOfAnotherDevice) {
   EXPECT_EQ(node_device(report, "out"), "cpu");
 }
 
+// Channels that are not a multiple of the block (5 in blocks of 8) leave a
+// padded tail in each block; a standalone activation turns its zeros into
+// 1/0 = inf, which must not reach the next convolution's sums (oneDNN zeroes
+// the tail of each output).
+TEST(OnednnBlockedGroups, PaddedChannelBlocksStayZero) {
+  onnx::ModelProto model = tm::new_model("padded");
+  onnx::GraphProto& g = *model.mutable_graph();
+  tm::add_input(g, "x", {int64_t(2), int64_t(3), int64_t(10), int64_t(10)});
+  tm::add_initializer(g, "w1", {5, 3, 3, 3}, random_floats(5 * 3 * 9, 7, -0.5, 0.5));
+  tm::add_initializer(g, "b1", {5}, random_floats(5, 8, 2.0, 3.0));
+  tm::set_ints(tm::add_node(g, "Conv", "conv1", {"x", "w1", "b1"}, {"c1"}), "pads", {1, 1, 1, 1});
+  tm::set_ints(tm::add_node(g, "MaxPool", "pool", {"c1"}, {"p"}), "kernel_shape", {2, 2});
+  tm::add_node(g, "Reciprocal", "reciprocal", {"p"}, {"r"});
+  tm::add_initializer(g, "w2", {4, 5, 1, 1}, random_floats(4 * 5, 9));
+  tm::add_node(g, "Conv", "conv2", {"r", "w2"}, {"y"});
+  tm::add_output(g, "y", {int64_t(2), int64_t(4), int64_t(9), int64_t(9)});
+  std::string report =
+      expect_same_as_cpu(model, {{"x", {2, 3, 10, 10}, random_floats(2 * 3 * 10 * 10, 10)}}, "padded channel blocks");
+  expect_one_group(report, {"conv1", "pool", "reciprocal", "conv2"});
+}
+
 // The lines oneDNN printed after the probe's steady-state marker.
 std::vector<std::string> steady_state_verbose_lines() {
   FILE* pipe = popen("ONEDNN_VERBOSE=1 " ONYX_ONEDNN_PROBE, "r");
