@@ -26,7 +26,7 @@ void add_softmax_ops(OpRegistry& ops);
 void add_eltwise_ops(OpRegistry& ops);
 void add_reduce_ops(OpRegistry& ops);
 void add_binary_ops(OpRegistry& ops);
-// Flatten as a view of its input.
+// Flatten (a view of its input) and Transpose.
 void add_view_ops(OpRegistry& ops);
 // Gradient ops of the autodiff (runtime/autodiff), domain ai.onyx.
 void add_grad_ops(OpRegistry& ops);

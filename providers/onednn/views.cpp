@@ -1,6 +1,7 @@
-// Flatten as a view (ONYX_OUTPUT_ALIASES_INPUT: no bytes move), so that a
-// CNN's classifier head (GlobalAveragePool -> Flatten -> Gemm) stays on this
-// provider and `--provider onednn` alone runs such a model.
+// Layout ops, so that whole CNNs and transformer blocks stay on this
+// provider (and `--provider onednn` alone runs them): Flatten as a view
+// (ONYX_OUTPUT_ALIASES_INPUT: no bytes move), Transpose as a oneDNN reorder
+// from the input seen through permuted strides.
 #include <cstring>
 
 #include "ops.h"
@@ -45,9 +46,75 @@ std::string flatten_supports(const NodeInfo& n) {
   return {};
 }
 
+struct TransposePrepared {
+  dnnl::memory::desc from, to;
+  dnnl::reorder prim;
+};
+
+class TransposeKernel : public sdk::Kernel {
+ public:
+  TransposeKernel(std::vector<int64_t> perm, const DeviceConfig& config) : perm_(std::move(perm)), engine_(config.engine) {}
+
+  OnyxStatus* compute(ComputeContext& ctx) override {
+    sdk::Tensor x = ctx.in(0);
+    size_t rank = x.rank();
+    std::vector<int64_t> perm = perm_;
+    if (perm.empty())  // ONNX's default: reverse the axes
+      for (size_t k = 0; k < rank; ++k) perm.push_back(int64_t(rank - 1 - k));
+    if (perm.size() != rank)
+      return sdk::make_status(ONYX_STATUS_INVALID_ARGUMENT, "Transpose: perm has %zu axes, the input %zu",
+                              perm.size(), rank);
+    std::vector<int64_t> x_strides(rank, 1), y_dims(rank), view_strides(rank);
+    for (size_t k = rank; k-- > 1;) x_strides[k - 1] = x_strides[k] * std::max<int64_t>(x.dims[k], 1);
+    std::vector<bool> seen(rank, false);
+    for (size_t k = 0; k < rank; ++k) {
+      int64_t axis = perm[k] < 0 ? perm[k] + int64_t(rank) : perm[k];
+      if (axis < 0 || axis >= int64_t(rank) || seen[size_t(axis)])
+        return sdk::make_status(ONYX_STATUS_INVALID_ARGUMENT, "Transpose: perm is not a permutation of the axes");
+      seen[size_t(axis)] = true;
+      y_dims[k] = x.dims[size_t(axis)];
+      view_strides[k] = x_strides[size_t(axis)];
+    }
+    sdk::Tensor y;
+    ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, ONYX_DTYPE_FLOAT32, y_dims, &y));
+    if (y.size() == 0) return nullptr;
+    if (rank == 0) {
+      *y.data<float>() = *x.data<float>();
+      return nullptr;
+    }
+    use_threads_for(ctx, 2.0 * double(y.size()));
+    auto p = cache_.get(x.shape(), [&] {
+      auto made = std::make_shared<TransposePrepared>();
+      made->from = strided_md(y_dims, view_strides);
+      made->to = plain_md(y_dims);
+      made->prim = make_reorder(made->from, made->to, engine_);
+      return made;
+    });
+    dnnl::memory from = wrap(p->from, engine_, x.raw), to = wrap(p->to, engine_, y.raw);
+    dnnl::stream& stream = thread_stream();
+    p->prim.execute(stream, from, to);
+    stream.wait();
+    return nullptr;
+  }
+
+ private:
+  std::vector<int64_t> perm_;
+  dnnl::engine engine_;
+  ShapeCache<TransposePrepared> cache_;
+};
+
+std::string transpose_supports(const NodeInfo& n) {
+  RETURN_IF_REASON(require_f32(n, {0}));
+  if (n.inputs[0].rank > DNNL_MAX_NDIMS) return "rank above oneDNN's " + std::to_string(DNNL_MAX_NDIMS);
+  return {};
+}
+
 }  // namespace
 
 void add_view_ops(OpRegistry& ops) {
+  ops.add(OpBuilder("Transpose").check(transpose_supports).create([](const NodeInfo& n, const DeviceConfig& c) {
+    return std::unique_ptr<sdk::Kernel>(new TransposeKernel(n.get_ints("perm"), c));
+  }));
   ops.add(OpBuilder("Flatten").check(flatten_supports).create([](const NodeInfo& n, const DeviceConfig&) {
     return std::unique_ptr<sdk::Kernel>(new FlattenKernel(n.get_int("axis", 1)));
   }));
