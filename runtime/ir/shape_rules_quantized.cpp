@@ -63,6 +63,8 @@ Status dynamic_quantize_matmul(InferContext& ctx) { return matmul_shape(ctx, 0, 
 // channels_last form is declined by the kernels that do not run it).
 Status qlinear_conv(InferContext& ctx) { return conv_shape(ctx, 0, 3, ctx.dtype(7)); }
 
+Status fused_conv(InferContext& ctx) { return conv_shape(ctx, 0, 1, ctx.dtype(0)); }
+
 }  // namespace
 
 void add_microsoft_rules(RuleTable& table) {
@@ -80,6 +82,7 @@ void add_microsoft_rules(RuleTable& table) {
   // writes for opsets before ONNX's Gelu (optimize/gelu_fusion.cpp).
   table["Gelu"] = qlinear_unary;
   table["FastGelu"] = qlinear_unary;
+  table["FusedConv"] = fused_conv;  // Conv + activation (optimize/conv_activation_fusion.cpp)
 }
 
 }  // namespace onyx::runtime::ir::shape

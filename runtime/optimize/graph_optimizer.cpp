@@ -330,6 +330,7 @@ Status optimize_graph(ir::Graph& graph, GraphOptimization level, OptimizationRep
     count("LayerNormalization", optimize::fuse_layer_norms(rw, providers));
     count("Gelu", optimize::fuse_gelus(rw, providers));
     count("DynamicQuantizeMatMul", optimize::fuse_dynamic_quantized_matmuls(rw, providers));
+    count("FusedConv", optimize::fuse_conv_activations(rw, providers));
   }
   r.nodes_removed += optimize::remove_unread_nodes(rw);
   optimize::compact(rw);

@@ -46,6 +46,9 @@ int fuse_gelus(GraphRewrite& rw, const ProviderRank& providers);
 // dynamic_quantize_fusion.cpp: DynamicQuantizeLinear -> MatMulInteger ->
 // Cast -> Mul (-> Add) -> com.microsoft DynamicQuantizeMatMul.
 int fuse_dynamic_quantized_matmuls(GraphRewrite& rw, const ProviderRank& providers);
+// conv_activation_fusion.cpp: Conv -> Relu / LeakyRelu / Clip (after
+// BatchNormalization folding) -> com.microsoft FusedConv.
+int fuse_conv_activations(GraphRewrite& rw, const ProviderRank& providers);
 
 // A new initializer named after `base` (made unique); returns its index.
 int add_initializer(GraphRewrite& rw, const std::string& base, Tensor t);

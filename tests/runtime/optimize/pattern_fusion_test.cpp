@@ -52,15 +52,16 @@ class PatternFusionTest : public ::testing::Test {
 
   // Runs `bytes` fused (level all) and unfused on x; checks the fused graph
   // is `want_ops`, and both results against `reference` within
-  // rel * |ref| + abs.
+  // rel * |ref| + abs. x has y's shape unless `x_shape` is given.
   void check(const std::string& bytes, const std::vector<std::string>& want_ops, const Shape& shape,
-             const std::vector<float>& xs, const std::vector<double>& reference, double rel, double abs) {
+             const std::vector<float>& xs, const std::vector<double>& reference, double rel, double abs,
+             const Shape& x_shape = {}) {
     auto fused = session(bytes, GraphOptimization::kAll);
     auto plain = session(bytes, GraphOptimization::kOff);
     ASSERT_TRUE(fused && plain);
     EXPECT_EQ(ops(*fused), want_ops);
     EXPECT_EQ(fused->partition_report().optimization.patterns_fused, 1);
-    Tensor x = Tensor::allocate(ONYX_DTYPE_FLOAT32, shape);
+    Tensor x = Tensor::allocate(ONYX_DTYPE_FLOAT32, x_shape.empty() ? shape : x_shape);
     std::copy(xs.begin(), xs.end(), x.data_as<float>());
     for (Session* s : {fused.get(), plain.get()}) {
       auto out = s->run({{"x", x}});
@@ -244,6 +245,57 @@ TEST_F(PatternFusionTest, ErfAndTanhGeluBecomeGelu) {
       check(gelu_model(opset, true, order, order != GeluOrder::kHalfXTimesP),
             {opset >= 20 ? "Gelu" : "com.microsoft::FastGelu"}, {77}, x, tanh_ref, 2e-6, 1e-6);
     }
+}
+
+// ---------------------------------------------------------------------------
+// Conv + activation
+// ---------------------------------------------------------------------------
+
+// Conv (3x3, pads 1, bias) -> Relu / LeakyRelu / Clip(-0.5, 0.5) / Clip(min
+// only), against float64.
+TEST_F(PatternFusionTest, ConvThenActivationBecomesFusedConv) {
+  std::mt19937 rng(14);
+  const int64_t C = 3, M = 4, H = 5, W = 6;
+  const std::vector<float> w = random_floats(size_t(M * C * 9), rng, -1, 1), b = random_floats(size_t(M), rng, -1, 1);
+  const std::vector<float> x = random_floats(size_t(2 * C * H * W), rng, -1, 1);
+  for (int form = 0; form < 4; ++form) {
+    SCOPED_TRACE("form " + std::to_string(form));
+    ModelBuilder mb(13);
+    mb.input("x", {2, C, H, W}).output("y", {2, M, H, W});
+    mb.initializer("w", {M, C, 3, 3}, w).initializer("b", {M}, b);
+    scalar(mb, "lo", -0.5f);
+    scalar(mb, "hi", 0.5f);
+    mb.node("Conv", {"x", "w", "b"}, {"c"}, "conv");
+    attr_ints(mb, "pads", {1, 1, 1, 1});
+    if (form == 0) mb.node("Relu", {"c"}, {"y"}, "act");
+    if (form == 1) {
+      mb.node("LeakyRelu", {"c"}, {"y"}, "act");
+      attr_float(mb, "alpha", 0.2f);
+    }
+    if (form == 2) mb.node("Clip", {"c", "lo", "hi"}, {"y"}, "act");
+    if (form == 3) mb.node("Clip", {"c", "lo"}, {"y"}, "act");
+    std::vector<double> reference;
+    for (int64_t n = 0; n < 2; ++n)
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t i = 0; i < H; ++i)
+          for (int64_t j = 0; j < W; ++j) {
+            double acc = b[size_t(m)];
+            for (int64_t c = 0; c < C; ++c)
+              for (int64_t di = 0; di < 3; ++di)
+                for (int64_t dj = 0; dj < 3; ++dj) {
+                  const int64_t ii = i + di - 1, jj = j + dj - 1;
+                  if (ii < 0 || ii >= H || jj < 0 || jj >= W) continue;
+                  acc += double(x[size_t(((n * C + c) * H + ii) * W + jj)]) * w[size_t(((m * C + c) * 3 + di) * 3 + dj)];
+                }
+            const double y = form == 0   ? std::max(acc, 0.0)
+                             : form == 1 ? (acc < 0 ? 0.2 * acc : acc)
+                             : form == 2 ? std::min(std::max(acc, -0.5), 0.5)
+                                         : std::max(acc, -0.5);
+            reference.push_back(y);
+          }
+    // float32 sums of 28 terms of magnitude <= 1: a few ulps of 28.
+    check(mb.bytes(), {"com.microsoft::FusedConv"}, {2, M, H, W}, x, reference, 0, 1e-5, {2, C, H, W});
+  }
 }
 
 TEST(PatternFusionPass, NothingIsFusedThatNoProviderClaimsFirst) {

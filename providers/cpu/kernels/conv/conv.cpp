@@ -84,9 +84,50 @@ class ConvBase : public sdk::Kernel {
   int64_t group_;
 };
 
+// com.microsoft FusedConv's activation, applied to each output block while
+// it is still in cache (the graph optimizer writes FusedConv for Conv -> Relu
+// and Conv -> Clip / LeakyRelu: optimize/conv_activation_fusion.cpp).
+struct Activation {
+  enum Kind { kNone, kRelu, kClip, kLeakyRelu } kind = kNone;
+  float a = 0, b = 0;  // Clip: min, max; LeakyRelu: alpha
+
+  // "" and the activation of a FusedConv node, or why it is not supported.
+  static std::string read(const sdk::NodeInfo& node, Activation* out) {
+    if (node.op_type != "FusedConv") return {};
+    const std::string name = node.get_string("activation", "");
+    const std::vector<float> params = node.get_floats("activation_params");
+    if (name == "Relu" && params.empty()) out->kind = kRelu;
+    else if (name == "Clip" && params.size() == 2) out->kind = kClip, out->a = params[0], out->b = params[1];
+    else if (name == "LeakyRelu" && params.size() == 1) out->kind = kLeakyRelu, out->a = params[0];
+    else return "FusedConv activation '" + name + "' with " + std::to_string(params.size()) + " parameters is not supported";
+    return {};
+  }
+
+  // Clip and Relu as the ops compute them: NaN stays NaN.
+  template <typename T>
+  void apply(T* y, int64_t n) const {
+    switch (kind) {
+      case kNone:
+        return;
+      case kRelu:
+        for (int64_t i = 0; i < n; ++i) y[i] = y[i] < T(0) ? T(0) : y[i];
+        return;
+      case kClip:
+        for (int64_t i = 0; i < n; ++i) {  // min(max(y, a), b): a > b gives b, as Clip does
+          const T v = y[i] < T(a) ? T(a) : y[i];
+          y[i] = v > T(b) ? T(b) : v;
+        }
+        return;
+      case kLeakyRelu:
+        for (int64_t i = 0; i < n; ++i) y[i] = y[i] < T(0) ? T(a) * y[i] : y[i];
+        return;
+    }
+  }
+};
+
 class ConvKernel final : public ConvBase {
  public:
-  explicit ConvKernel(const sdk::NodeInfo& node) : ConvBase(node) {}
+  explicit ConvKernel(const sdk::NodeInfo& node) : ConvBase(node) { Activation::read(node, &act_); }
 
   OnyxStatus* compute(sdk::ComputeContext& ctx) override {
     sdk::Tensor x = ctx.in(0), w = ctx.in(1), y;
@@ -152,6 +193,7 @@ class ConvKernel final : public ConvBase {
       if (pointwise) {
         gemm(false, false, mg, out_plane, cg, wg, rows, xg, in_plane, beta, yg, out_plane,
              worker.gemm);
+        act_.apply(yg, mg * out_plane);
         return;
       }
       for (int64_t l0 = 0; l0 < lines; l0 += chunk) {
@@ -160,6 +202,7 @@ class ConvKernel final : public ConvBase {
         gemm(false, false, mg, cols, rows, wg, rows, worker.scratch, cols, beta, yg + l0 * width,
              out_plane, worker.gemm);
       }
+      act_.apply(yg, mg * out_plane);
     };
     return for_each_item<T>(ctx, items, pointwise ? 0 : rows * chunk * width, run_item);
   }
@@ -189,7 +232,8 @@ class ConvKernel final : public ConvBase {
             int64_t n = int64_t(p) / ch.m, m = int64_t(p) % ch.m;
             const T* xp = x.data<T>() + (n * ch.c + m / mg) * in_plane;
             const T* wm = w.data<T>() + m * k;
-            T* yrow = y.data<T>() + int64_t(p) * out_plane;
+            T* const plane = y.data<T>() + int64_t(p) * out_plane;
+            T* yrow = plane;
             T bias = b ? b->data<T>()[m] : T(0);
             for (int64_t od = 0; od < D.out; ++od)
               for (int64_t oh = 0; oh < H.out; ++oh, yrow += W.out) {
@@ -213,10 +257,13 @@ class ConvKernel final : public ConvBase {
                     }
                   }
               }
+            act_.apply(plane, out_plane);
           }
         });
     return nullptr;
   }
+
+  Activation act_;
 };
 
 class ConvTransposeKernel final : public ConvBase {
@@ -347,6 +394,18 @@ void register_conv_kernels(sdk::KernelRegistry& registry) {
   registry.add(sdk::KernelDefBuilder("Conv")
                    .type_constraint("T", {0, 1, 2}, sdk::dtypes::kFloat | sdk::dtypes::kHalf)
                    .check([](const sdk::NodeInfo& node) { return check_conv_node(node, false); })
+                   .create<ConvKernel>());
+  // ONNX Runtime's com.microsoft FusedConv: Conv, then an activation; the
+  // optional Z input (added before the activation) is not supported.
+  registry.add(sdk::KernelDefBuilder("FusedConv", "com.microsoft")
+                   .since(1)
+                   .type_constraint("T", {0, 1, 2}, sdk::dtypes::kFloat | sdk::dtypes::kHalf)
+                   .check([](const sdk::NodeInfo& node) {
+                     if (node.inputs.size() > 3) return std::string("input 3 (Z) is not supported");
+                     Activation act;
+                     if (std::string e = Activation::read(node, &act); !e.empty()) return e;
+                     return check_conv_node(node, false);
+                   })
                    .create<ConvKernel>());
   registry.add(sdk::KernelDefBuilder("ConvTranspose")
                    .type_constraint("T", {0, 1, 2}, sdk::dtypes::kFloat | sdk::dtypes::kHalf)

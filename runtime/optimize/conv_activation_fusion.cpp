@@ -1,0 +1,88 @@
+// conv_activation_fusion.cpp: Conv -> Relu, Conv -> LeakyRelu and Conv ->
+// Clip (constant bounds) become ONNX Runtime's com.microsoft FusedConv
+// (the Conv's inputs and attributes, plus activation and
+// activation_params), so that the activation runs on each output block
+// while it is in cache instead of in a pass of its own. float32 only; the
+// Conv's output must have no other reader. Runs after BatchNormalization
+// folding, so Conv -> BatchNormalization -> Relu fuses too.
+#include <cfloat>
+
+#include "optimize/pattern_match.h"
+
+namespace onyx::runtime::optimize {
+namespace {
+
+ir::Attribute floats_attribute(const char* name, std::vector<float> v) {
+  ir::Attribute a;
+  a.name = name;
+  a.type = ONYX_ATTR_FLOATS;
+  a.floats = std::move(v);
+  return a;
+}
+
+// The FusedConv activation of node `act` and its parameters, or false.
+bool activation_of(const GraphRewrite& rw, const ir::Node& act, const char** name, std::vector<float>* params) {
+  if (!act.domain.empty() || act.inputs.empty() || act.outputs.size() != 1) return false;
+  if (act.op_type == "Relu" && act.inputs.size() == 1) {
+    *name = "Relu";
+    return true;
+  }
+  if (act.op_type == "LeakyRelu" && act.inputs.size() == 1) {
+    const ir::Attribute* alpha = act.attr("alpha");
+    *name = "LeakyRelu";
+    *params = {alpha ? alpha->f : 0.01f};
+    return true;
+  }
+  if (act.op_type != "Clip") return false;
+  float lo = -FLT_MAX, hi = FLT_MAX;
+  if (rw.graph.opset("") < 11) {
+    if (const ir::Attribute* a = act.attr("min")) lo = a->f;
+    if (const ir::Attribute* a = act.attr("max")) hi = a->f;
+  } else {
+    for (size_t k = 1; k < act.inputs.size(); ++k) {
+      if (act.inputs[k] < 0) continue;
+      const Tensor* t = rw.fixed_constant(act.inputs[k]);
+      if (!t || t->dtype() != ONYX_DTYPE_FLOAT32 || t->size() != 1) return false;
+      (k == 1 ? lo : hi) = *t->data_as<float>();
+    }
+  }
+  *name = "Clip";
+  *params = {lo, hi};
+  return true;
+}
+
+bool fuse_at(GraphRewrite& rw, const ProviderRank& providers, int a) {
+  ir::Graph& g = rw.graph;
+  const ir::Node& act = g.nodes[size_t(a)];
+  const char* name = nullptr;
+  std::vector<float> params;
+  if (!activation_of(rw, act, &name, &params)) return false;
+  const int v = act.inputs[0];
+  const int c = producer_of(rw, v, "Conv");
+  if (c < 0 || !internal(rw, v) || g.values[size_t(v)].dtype != ONYX_DTYPE_FLOAT32) return false;
+  const ir::Node& conv = g.nodes[size_t(c)];
+  if (conv.inputs.size() < 2 || conv.inputs.size() > 3) return false;
+  ir::Node fused;
+  fused.name = (conv.name.empty() ? g.values[size_t(act.outputs[0])].name : conv.name) + "_" + act.op_type;
+  fused.op_type = "FusedConv";
+  fused.domain = "com.microsoft";
+  fused.inputs = conv.inputs;
+  fused.outputs = act.outputs;
+  fused.attributes = conv.attributes;
+  fused.attributes.push_back(string_attribute("activation", name));
+  if (!params.empty()) fused.attributes.push_back(floats_attribute("activation_params", params));
+  if (!claimed_in_place(rw, providers, fused, {c, a})) return false;
+  commit_fusion(rw, {c, a}, std::move(fused));
+  return true;
+}
+
+}  // namespace
+
+int fuse_conv_activations(GraphRewrite& rw, const ProviderRank& providers) {
+  int fused = 0;
+  for (size_t n = 0; n < rw.graph.nodes.size(); ++n)
+    if (!rw.removed[n] && fuse_at(rw, providers, int(n))) ++fused;
+  return fused;
+}
+
+}  // namespace onyx::runtime::optimize
