@@ -1,7 +1,8 @@
 // Blocked-layout groups (providers/onednn/blocked_group.h): whole CNN blocks
 // in the forms exporters write run as one oneDNN kernel, match the CPU
 // provider, and in steady state run oneDNN's JIT convolution and pooling
-// with no weight reorders (read from ONEDNN_VERBOSE).
+// with no weight reorders (read from ONEDNN_VERBOSE; 2x2/2 max pooling
+// without padding is the provider's own loop and runs no primitive).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -91,6 +92,31 @@ TEST(OnednnBlockedGroups, PaddedChannelBlocksStayZero) {
   std::string report =
       expect_same_as_cpu(model, {{"x", {2, 3, 10, 10}, random_floats(2 * 3 * 10 * 10, 10)}}, "padded channel blocks");
   expect_one_group(report, {"conv1", "pool", "reciprocal", "conv2"});
+}
+
+// Max pooling 2x2/2 inside a group runs the provider's own loop over the
+// blocked layout: odd sizes (the last row and column dropped) and channels
+// padded to the block, against the CPU provider; then 2x2/2 with padding,
+// which stays oneDNN's.
+TEST(OnednnBlockedGroups, MaxPool2x2OnBlockedLayout) {
+  onnx::ModelProto model = tm::new_model("maxpool2x2");
+  onnx::GraphProto& g = *model.mutable_graph();
+  tm::add_input(g, "x", {int64_t(3), int64_t(3), int64_t(11), int64_t(9)});
+  tm::add_initializer(g, "w1", {13, 3, 3, 3}, random_floats(13 * 3 * 9, 11, -0.5, 0.5));
+  tm::set_ints(tm::add_node(g, "Conv", "conv1", {"x", "w1"}, {"c1"}), "pads", {1, 1, 1, 1});
+  onnx::NodeProto& pool = tm::add_node(g, "MaxPool", "pool", {"c1"}, {"p"});
+  tm::set_ints(pool, "kernel_shape", {2, 2});
+  tm::set_ints(pool, "strides", {2, 2});  // [3, 13, 5, 4]
+  onnx::NodeProto& padded = tm::add_node(g, "MaxPool", "padded_pool", {"p"}, {"q"});
+  tm::set_ints(padded, "kernel_shape", {2, 2});
+  tm::set_ints(padded, "strides", {2, 2});
+  tm::set_ints(padded, "pads", {1, 1, 1, 1});  // [3, 13, 3, 3]
+  tm::add_initializer(g, "w2", {4, 13, 1, 1}, random_floats(4 * 13, 12));
+  tm::add_node(g, "Conv", "conv2", {"q", "w2"}, {"y"});
+  tm::add_output(g, "y", {int64_t(3), int64_t(4), int64_t(3), int64_t(3)});
+  std::string report =
+      expect_same_as_cpu(model, {{"x", {3, 3, 11, 9}, random_floats(3 * 3 * 11 * 9, 13)}}, "max pool 2x2");
+  expect_one_group(report, {"conv1", "pool", "padded_pool", "conv2"});
 }
 
 // The lines oneDNN printed after the probe's steady-state marker.
