@@ -85,7 +85,7 @@ void ukr_generic(int64_t kp, const int16_t* a, const int16_t* b, int32_t* c, int
 }
 
 constexpr QKernelSet kGeneric = {"generic", ukr_generic, pack_pair_u8, pack_pair_s8, requant_u8, requant_s8,
-                                 tap_row_impl, taps_row_impl};
+                                 tap_row_impl, taps_row_impl, range_impl, quantize_u8_impl};
 
 }  // namespace
 
@@ -271,6 +271,15 @@ void qgemm(int64_t n, const PackedQA& a, const PackedQB& b, int32_t* c, int64_t 
 }
 
 const char* qgemm_isa() { return qgemm_detail::qkernels_best().name; }
+
+void float_range(const float* x, int64_t count, float* lo, float* hi) {
+  *lo = 0, *hi = 0;
+  qgemm_detail::qkernels_best().range(x, count, lo, hi);
+}
+
+void quantize_to_u8(const float* x, int64_t count, float scale, float zero, uint8_t* y) {
+  qgemm_detail::qkernels_best().quantize_u8(x, count, scale, zero, y);
+}
 
 void requantize_row(const int32_t* acc, int64_t count, double bias, double multiplier, double zero, bool is_signed,
                     void* y) {

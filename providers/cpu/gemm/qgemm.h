@@ -74,6 +74,12 @@ std::shared_ptr<PackedQA> pack_qa(const QMatrix& a, int64_t m, int64_t k, const 
 void qgemm(int64_t n, const PackedQA& a, const PackedQB& b, int32_t* c, int64_t ldc,
            const QTileDone& tile_done = {}, const ParallelFor& parallel = {});
 
+// DynamicQuantizeLinear's two passes, vectorized for this CPU: the range of
+// x widened to include 0 (NaN skipped), and float32 to uint8 as
+// QuantizeLinear computes it (x / scale, ties to even, + zero, saturated).
+void float_range(const float* x, int64_t count, float* lo, float* hi);
+void quantize_to_u8(const float* x, int64_t count, float scale, float zero, uint8_t* y);
+
 // The output stage of an 8-bit GEMM or convolution, vectorized for this CPU:
 //   y[i] = saturate(round_half_even((acc[i] + bias) * multiplier) + zero)
 // into int8 (is_signed) or uint8 y, in float64.

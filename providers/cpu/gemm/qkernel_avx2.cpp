@@ -132,8 +132,52 @@ void taps_row_avx2(int32_t* acc, const int16_t* src, const int64_t* offsets, con
   taps_row_impl(acc + o, src + o, offsets, taps, tap_count, count - o);
 }
 
+// min/max_ps(x, m) return m when x is NaN: NaN elements are skipped, as in
+// range_impl. Four accumulators hide the latency.
+void range_avx2(const float* x, int64_t count, float* lo, float* hi) {
+  __m256 l[4], h[4];
+  for (int r = 0; r < 4; ++r) l[r] = _mm256_set1_ps(*lo), h[r] = _mm256_set1_ps(*hi);
+  int64_t i = 0;
+  for (; i + 32 <= count; i += 32)
+    for (int r = 0; r < 4; ++r) {
+      const __m256 v = _mm256_loadu_ps(x + i + 8 * r);
+      l[r] = _mm256_min_ps(v, l[r]);
+      h[r] = _mm256_max_ps(v, h[r]);
+    }
+  const __m256 lv = _mm256_min_ps(_mm256_min_ps(l[0], l[1]), _mm256_min_ps(l[2], l[3]));
+  const __m256 hv = _mm256_max_ps(_mm256_max_ps(h[0], h[1]), _mm256_max_ps(h[2], h[3]));
+  alignas(32) float ls[8], hs[8];
+  _mm256_store_ps(ls, lv);
+  _mm256_store_ps(hs, hv);
+  range_impl(ls, 8, lo, hi);
+  range_impl(hs, 8, lo, hi);
+  range_impl(x + i, count - i, lo, hi);
+}
+
+// quantize_u8_impl's steps on eight floats at a time (max_ps(v, -1e6) maps
+// NaN to -1e6 as its first clamp does); cvtps is exact on the whole values.
+void quantize_u8_avx2(const float* x, int64_t count, float s, float z, uint8_t* y) {
+  const __m256 vs = _mm256_set1_ps(s), vz = _mm256_set1_ps(z), magic = _mm256_set1_ps(12582912.0f);
+  const __m256 big = _mm256_set1_ps(1.0e6f), neg_big = _mm256_set1_ps(-1.0e6f);
+  const __m256 zero = _mm256_setzero_ps(), top = _mm256_set1_ps(255.0f);
+  auto step = [&](const float* p) {
+    __m256 v = _mm256_div_ps(_mm256_loadu_ps(p), vs);
+    v = _mm256_min_ps(_mm256_max_ps(v, neg_big), big);
+    v = _mm256_add_ps(_mm256_sub_ps(_mm256_add_ps(v, magic), magic), vz);
+    return _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(v, zero), top));
+  };
+  int64_t i = 0;
+  for (; i + 16 <= count; i += 16) {
+    const __m256i words = _mm256_packs_epi32(step(x + i), step(x + i + 8));  // lanes: 0-3 8-11 4-7 12-15
+    const __m128i lo = _mm256_castsi256_si128(words), hi = _mm256_extracti128_si256(words, 1);
+    const __m128i bytes = _mm_packus_epi16(lo, hi);                      // 0-3 8-11 4-7 12-15
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), _mm_shuffle_epi32(bytes, _MM_SHUFFLE(3, 1, 2, 0)));
+  }
+  quantize_u8_impl(x + i, count - i, s, z, y + i);
+}
+
 constexpr QKernelSet kSet = {"avx2", ukr, pack_u8, pack_s8, requant_u8_avx2, requant_s8_avx2, tap_row_impl,
-                             taps_row_avx2};
+                             taps_row_avx2, range_avx2, quantize_u8_avx2};
 
 }  // namespace
 

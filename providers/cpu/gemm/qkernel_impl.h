@@ -13,6 +13,27 @@ namespace {
 
 inline double clamp_double(double v, double lo, double hi) { return v < lo ? lo : v > hi ? hi : v; }
 
+void range_impl(const float* x, int64_t count, float* lo, float* hi) {
+  float l = *lo, h = *hi;
+  for (int64_t i = 0; i < count; ++i) {
+    l = x[i] < l ? x[i] : l;
+    h = x[i] > h ? x[i] : h;
+  }
+  *lo = l, *hi = h;
+}
+
+// The same float32 steps as the QuantizeLinear kernel's fast path: a true
+// division, the magic-number round (ties to even), the zero point, saturation.
+void quantize_u8_impl(const float* x, int64_t count, float s, float z, uint8_t* y) {
+  constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23
+  for (int64_t i = 0; i < count; ++i) {
+    float v = x[i] / s;
+    v = v > -1.0e6f ? (v < 1.0e6f ? v : 1.0e6f) : -1.0e6f;
+    v = (v + kMagic) - kMagic + z;
+    y[i] = uint8_t(v < 0.0f ? 0.0f : v > 255.0f ? 255.0f : v);
+  }
+}
+
 template <typename T>
 void pack_pair_impl(const T* r0, const T* r1, int64_t count, const int16_t* zero, int16_t* dst) {
   if (r1)

@@ -43,6 +43,14 @@ using QTapRow = void (*)(int32_t* acc, const int16_t* src, int64_t stride, int32
 using QTapsRow = void (*)(int32_t* acc, const int16_t* src, const int64_t* offsets, const int32_t* taps,
                           int64_t tap_count, int64_t count);
 
+// lo = min(0, x...), hi = max(0, x...), NaN elements skipped: the range
+// DynamicQuantizeLinear widens to include 0.
+using QRange = void (*)(const float* x, int64_t count, float* lo, float* hi);
+
+// y[i] = clamp(round_half_even(clamp(x[i] / s, -1e6, 1e6)) + z, 0, 255), NaN
+// to -1e6 first: float32 to uint8 as QuantizeLinear computes it.
+using QQuantizeU8 = void (*)(const float* x, int64_t count, float s, float z, uint8_t* y);
+
 struct QKernelSet {
   const char* name;
   QMicroKernel gemm;
@@ -52,6 +60,8 @@ struct QKernelSet {
   QRequantS8 requant_s8;
   QTapRow tap_row;
   QTapsRow taps_row;
+  QRange range;
+  QQuantizeU8 quantize_u8;
 };
 
 const QKernelSet& qkernels_generic();

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <string>
 #include <thread>
@@ -186,6 +187,37 @@ TEST(QGemm, PackRequantizeAndTapRowsMatchScalarLoopsOnEveryKernelSet) {
       ks->tap_row(row.data(), src.data(), stride, -77, 19);
       for (size_t i = 0; i < want.size(); ++i) want[i] += src[i * size_t(stride)] * -77;
       ASSERT_EQ(row, want) << "stride " << stride;
+    }
+  }
+}
+
+// The range and float32 -> uint8 steps of DynamicQuantizeLinear against the
+// scalar definition: NaN skipped by the range and sent to 0 by quantizing,
+// infinities and huge values saturated, exact ties to even, every tail length.
+TEST(QGemm, RangeAndQuantizeMatchScalarLoopsOnEveryKernelSet) {
+  std::mt19937 rng(12);
+  std::uniform_real_distribution<float> d(-3.0f, 5.0f);
+  const float s = 0.03125f;  // a power of two: x / s is exact, so ties are exact too
+  for (const QKernelSet* ks : kernels()) {
+    SCOPED_TRACE(ks->name);
+    for (int64_t n : {0, 1, 15, 16, 17, 31, 32, 33, 100}) {
+      std::vector<float> x(static_cast<size_t>(n));
+      for (auto& v : x) v = d(rng);
+      for (int64_t i = 0; i < n; i += 7) x[size_t(i)] = float(int(rng() % 200) - 100) * s + 0.5f * s;  // ties
+      if (n > 3) x[2] = std::nanf(""), x[3] = -std::numeric_limits<float>::infinity();
+      if (n > 20) x[20] = 1e30f, x[19] = -7.5f;
+      float lo = 0, hi = 0, want_lo = 0, want_hi = 0;
+      ks->range(x.data(), n, &lo, &hi);
+      for (float v : x) want_lo = v < want_lo ? v : want_lo, want_hi = v > want_hi ? v : want_hi;
+      ASSERT_EQ(lo, want_lo) << n;
+      ASSERT_EQ(hi, want_hi) << n;
+      std::vector<uint8_t> y(static_cast<size_t>(n));
+      ks->quantize_u8(x.data(), n, s, 100.0f, y.data());
+      for (int64_t i = 0; i < n; ++i) {
+        const float v = x[size_t(i)];
+        const double q = std::isnan(v) ? 0.0 : std::clamp(std::nearbyint(double(v / s)) + 100.0, 0.0, 255.0);
+        ASSERT_EQ(y[size_t(i)], uint8_t(q)) << "n " << n << " element " << i << " = " << v;
+      }
     }
   }
 }

@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 
+#include "kernels/quantize/dynamic_quantize.h"
 #include "gemm/qgemm.h"
 #include "kernels/linalg/matmul_shape.h"
 #include "kernels/linalg/quantized_params.h"
@@ -138,31 +139,33 @@ class DynamicQuantizeMatMulKernel final : public sdk::Kernel {
     ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, ONYX_DTYPE_FLOAT32, s.y_dims, &y));
     if (y.size() == 0) return nullptr;
 
-    // DynamicQuantizeLinear over all of A: the range widened to include 0,
-    // scale = range / 255, zero point = round(-min / scale), saturated.
-    const float* x = a.data<float>();
+    // A quantized as DynamicQuantizeLinear does it, and the output
+    // dequantized in float32 as Cast, Mul(a_scale * b_scale) and Add do it:
+    // bit for bit the op-by-op chain ONNX Runtime's quantize_dynamic writes.
     const int64_t count = a.size();
-    float lo = 0, hi = 0;
-    for (int64_t i = 0; i < count; ++i) lo = std::min(lo, x[i]), hi = std::max(hi, x[i]);
-    if (!std::isfinite(lo) || !std::isfinite(hi)) return nn::fail(label_, "A holds a non-finite value");
-    const float a_scale = (hi - lo) / 255.0f;
-    const float zero_f = a_scale > 0 ? std::clamp(std::nearbyint(-lo / a_scale), 0.0f, 255.0f) : 0.0f;
-    std::vector<uint8_t> aq(static_cast<size_t>(count));
-    for (int64_t i = 0; i < count; ++i)
-      aq[size_t(i)] = a_scale > 0 ? uint8_t(std::clamp(std::nearbyint(x[i] / a_scale) + zero_f, 0.0f, 255.0f)) : 0;
-    const auto a_zero = int32_t(zero_f);
+    // Scratch left uninitialized: every byte is written before it is read.
+    std::unique_ptr<uint8_t[]> aq(new uint8_t[size_t(count)]);
+    const DynamicQuantization q = dynamic_quantize(a.data<float>(), count, aq.get());
+    if (!std::isfinite(q.scale)) return nn::fail(label_, "A holds a non-finite value");
+    const auto a_zero = int32_t(q.zero);
+    std::vector<float> col_scale(size_t(s.n)), col_bias(size_t(s.n), 0.0f);
+    for (int64_t j = 0; j < s.n; ++j) {
+      col_scale[size_t(j)] = q.scale * float(sb.at(j));
+      if (bias) col_bias[size_t(j)] = float(narrow::load(bias->dtype, bias->raw, j));
+    }
 
     std::shared_ptr<PackedQB> packed = packed_b_ ? packed_b_ : pack_weights(b, false, zb);
     const int64_t rows = s.batch() * s.m;  // one B: A's matrices fold into rows
-    std::vector<int32_t> acc(size_t(rows * s.n));
+    std::unique_ptr<int32_t[]> acc(new int32_t[size_t(rows * s.n)]);
+    float* out = y.data<float>();
     QTileDone done = [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
-      for (int64_t i = r0; i < r1; ++i)
-        for (int64_t j = c0; j < c1; ++j)
-          y.data<float>()[i * s.n + j] =
-              float(double(acc[size_t(i * s.n + j)]) * double(a_scale) * sb.at(j) +
-                    (bias ? double(narrow::load(bias->dtype, bias->raw, j)) : 0.0));
+      for (int64_t i = r0; i < r1; ++i) {
+        const int32_t* a_row = acc.get() + i * s.n;
+        float* y_row = out + i * s.n;
+        for (int64_t j = c0; j < c1; ++j) y_row[j] = float(a_row[j]) * col_scale[size_t(j)] + col_bias[size_t(j)];
+      }
     };
-    qgemm(rows, s.n, s.k, {aq.data(), false, s.k, false}, &a_zero, 1, *packed, acc.data(), s.n, done,
+    qgemm(rows, s.n, s.k, {aq.get(), false, s.k, false}, &a_zero, 1, *packed, acc.get(), s.n, done,
           nn::host_parallel_for(ctx));
     return nullptr;
   }

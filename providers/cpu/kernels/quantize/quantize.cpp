@@ -14,6 +14,8 @@
 #include <optional>
 #include <vector>
 
+#include "gemm/qgemm.h"
+#include "kernels/quantize/dynamic_quantize.h"
 #include "kernels/kernel_util.h"
 #include "kernels/narrow_types.h"
 #include "kernels/quantize/qlinear_common.h"
@@ -202,52 +204,59 @@ class QuantizeKernel final : public sdk::Kernel {
   int32_t output_dtype_;
 };
 
+// The scale is a float32 value; the zero point is computed from it.
+DynamicQuantization quantization_of(float lo, float hi) {
+  const float s = float((double(hi) - double(lo)) / 255.0);
+  const double z = s == 0 ? 0.0 : std::clamp(std::nearbyint(-double(lo) / double(s)), 0.0, 255.0);
+  return {s, uint8_t(z)};
+}
+
 // DynamicQuantizeLinear: uint8 y, its scale and zero point from x's range
 // (extended to include 0): scale = (max - min) / 255, zp = round(-min / scale).
 class DynamicQuantizeKernel final : public sdk::Kernel {
  public:
   OnyxStatus* compute(sdk::ComputeContext& ctx) override {
     sdk::Tensor x = ctx.in(0), y, scale, zp;
-    float lo = 0, hi = 0;
-    if (x.dtype == ONYX_DTYPE_FLOAT32)
-      range(x.data<float>(), x.size(), &lo, &hi);
-    else
-      for (int64_t i = 0; i < x.size(); ++i) {
-        const auto v = float(narrow::load(x.dtype, x.raw, i));
-        lo = v < lo ? v : lo, hi = v > hi ? v : hi;
-      }
-    // The scale is a float32 value; the zero point is computed from it.
-    float s = float((double(hi) - double(lo)) / 255.0);
-    double z = s == 0 ? 0.0 : std::clamp(std::nearbyint(-double(lo) / double(s)), 0.0, 255.0);
     ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, ONYX_DTYPE_UINT8, x.dims, &y));
     ONYX_SDK_RETURN_IF_ERROR(ctx.output(1, ONYX_DTYPE_FLOAT32, {}, &scale));
     ONYX_SDK_RETURN_IF_ERROR(ctx.output(2, ONYX_DTYPE_UINT8, {}, &zp));
     uint8_t* out = y.data<uint8_t>();
-    if (s == 0)
-      std::fill(out, out + x.size(), uint8_t(z));
-    else if (x.dtype == ONYX_DTYPE_FLOAT32)
-      quantize_floats(x.data<float>(), x.size(), s, float(z), 0.0f, 255.0f, out);
-    else
+    DynamicQuantization q;
+    if (x.dtype == ONYX_DTYPE_FLOAT32) {
+      q = dynamic_quantize(x.data<float>(), x.size(), out);
+    } else {
+      float lo = 0, hi = 0;
+      for (int64_t i = 0; i < x.size(); ++i) {
+        const auto v = float(narrow::load(x.dtype, x.raw, i));
+        lo = v < lo ? v : lo, hi = v > hi ? v : hi;
+      }
+      q = quantization_of(lo, hi);
       for (int64_t i = 0; i < x.size(); ++i) {
         const float v = float(narrow::load(x.dtype, x.raw, i));
-        quantize_floats(&v, 1, s, float(z), 0.0f, 255.0f, out + i);
+        if (q.scale == 0) out[i] = q.zero;
+        else quantize_floats(&v, 1, q.scale, float(q.zero), 0.0f, 255.0f, out + i);
       }
-    scale.data<float>()[0] = s;
-    zp.data<uint8_t>()[0] = uint8_t(z);
+    }
+    scale.data<float>()[0] = q.scale;
+    zp.data<uint8_t>()[0] = q.zero;
     return nullptr;
-  }
-
- private:
-  // The range of x widened to include 0, in a form the compiler vectorizes
-  // (NaN elements are skipped, as before).
-  static void range(const float* x, int64_t n, float* lo, float* hi) {
-    float l = 0, h = 0;
-    for (int64_t i = 0; i < n; ++i) l = x[i] < l ? x[i] : l, h = x[i] > h ? x[i] : h;
-    *lo = l, *hi = h;
   }
 };
 
 }  // namespace
+
+DynamicQuantization dynamic_quantize(const float* x, int64_t n, uint8_t* y) {
+  // The range widened to include 0, in a form the compiler vectorizes (NaN
+  // elements are skipped).
+  float lo = 0, hi = 0;
+  float_range(x, n, &lo, &hi);
+  const DynamicQuantization q = quantization_of(lo, hi);
+  if (q.scale == 0)
+    std::fill(y, y + n, q.zero);
+  else
+    quantize_to_u8(x, n, q.scale, float(q.zero), y);
+  return q;
+}
 
 void register_quantize_kernels(sdk::KernelRegistry& registry) {
   constexpr sdk::DTypeSet kFloats = sdk::dtypes::kFloat | sdk::dtypes::kHalf;
