@@ -96,6 +96,13 @@ class ShapeCache {
  public:
   // Returns the entry for `key`, building it with `build()` (which returns a
   // shared_ptr<Prepared>, nullptr for shapes it rejects, or throws) on first use.
+  // The entry for `key`, or nullptr when none was built yet.
+  std::shared_ptr<const Prepared> find(const std::vector<int64_t>& key) {
+    std::lock_guard lock(mutex_);
+    auto it = entries_.find(key);
+    return it == entries_.end() ? nullptr : it->second;
+  }
+
   template <typename Build>
   std::shared_ptr<const Prepared> get(const std::vector<int64_t>& key, Build&& build) {
     std::lock_guard lock(mutex_);
