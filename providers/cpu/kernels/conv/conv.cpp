@@ -103,23 +103,33 @@ struct Activation {
     return {};
   }
 
-  // Clip and Relu as the ops compute them: NaN stays NaN.
+  // y = act(y + add), the activation as its op computes it (NaN stays NaN),
+  // in one pass.
   template <typename T>
-  void apply(T* y, int64_t n) const {
+  void apply(T* y, int64_t n, T add = T(0)) const {
     switch (kind) {
       case kNone:
+        if (add != T(0))
+          for (int64_t i = 0; i < n; ++i) y[i] += add;
         return;
       case kRelu:
-        for (int64_t i = 0; i < n; ++i) y[i] = y[i] < T(0) ? T(0) : y[i];
+        for (int64_t i = 0; i < n; ++i) {
+          const T v = y[i] + add;
+          y[i] = v < T(0) ? T(0) : v;
+        }
         return;
       case kClip:
         for (int64_t i = 0; i < n; ++i) {  // min(max(y, a), b): a > b gives b, as Clip does
-          const T v = y[i] < T(a) ? T(a) : y[i];
-          y[i] = v > T(b) ? T(b) : v;
+          const T v = y[i] + add;
+          const T lo = v < T(a) ? T(a) : v;
+          y[i] = lo > T(b) ? T(b) : lo;
         }
         return;
       case kLeakyRelu:
-        for (int64_t i = 0; i < n; ++i) y[i] = y[i] < T(0) ? T(a) * y[i] : y[i];
+        for (int64_t i = 0; i < n; ++i) {
+          const T v = y[i] + add;
+          y[i] = v < T(0) ? T(a) * v : v;
+        }
         return;
     }
   }
@@ -183,8 +193,11 @@ class ConvKernel final : public ConvBase {
     const int64_t items = ch.n * ch.group;
     const int64_t chunk =
         pointwise ? lines : lines_per_chunk<T>(ctx, items, rows, width, lines);
-    if (b) fill_bias(ctx, y.data<T>(), ch, out_plane, b);
-    const T beta = b ? T(1) : T(0);  // accumulate onto the bias
+    // The GEMMs write the output; the bias is added with the activation in
+    // one pass over each item's block while it is in cache (not a fill of the
+    // whole output first and GEMMs accumulating onto it).
+    const T beta = T(0);
+    const T* bias = b ? b->data<T>() : nullptr;
     auto run_item = [&](int64_t item, Worker<T>& worker) {
       int64_t n = item / ch.group, g = item % ch.group;
       const T* xg = x.data<T>() + (n * ch.c + g * cg) * in_plane;
@@ -193,7 +206,7 @@ class ConvKernel final : public ConvBase {
       if (pointwise) {
         gemm(false, false, mg, out_plane, cg, wg, rows, xg, in_plane, beta, yg, out_plane,
              worker.gemm);
-        act_.apply(yg, mg * out_plane);
+        finish(yg, bias ? bias + g * mg : nullptr, mg, out_plane);
         return;
       }
       for (int64_t l0 = 0; l0 < lines; l0 += chunk) {
@@ -202,7 +215,7 @@ class ConvKernel final : public ConvBase {
         gemm(false, false, mg, cols, rows, wg, rows, worker.scratch, cols, beta, yg + l0 * width,
              out_plane, worker.gemm);
       }
-      act_.apply(yg, mg * out_plane);
+      finish(yg, bias ? bias + g * mg : nullptr, mg, out_plane);
     };
     return for_each_item<T>(ctx, items, pointwise ? 0 : rows * chunk * width, run_item);
   }
@@ -261,6 +274,13 @@ class ConvKernel final : public ConvBase {
           }
         });
     return nullptr;
+  }
+
+  // Adds bias[m] to each of the `channels` planes of `y` (when there is a
+  // bias) and applies the activation, in one pass.
+  template <typename T>
+  void finish(T* y, const T* bias, int64_t channels, int64_t plane) const {
+    for (int64_t m = 0; m < channels; ++m) act_.apply(y + m * plane, plane, bias ? bias[m] : T(0));
   }
 
   Activation act_;
