@@ -16,7 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "core/dtype.h"
+#include "core/tensor.h"
 #include "ir/onnx_import.h"
 #include "plugin/provider.h"
 #include "session/session.h"

@@ -169,12 +169,15 @@ class UnaryKernel final : public sdk::Kernel {
       const T* xp = x.data<T>();
       Y* yp = y.data<Y>();
       const Op& op = op_;
-      ctx.parallel_for(size_t(x.size()), util::kGrain, [&](size_t begin, size_t end) {
-        if constexpr (std::is_same_v<T, float> && std::is_same_v<Y, float> && has_float_loop<Op>)
-          op.floats(xp + begin, yp + begin, end - begin);
-        else
+      // The choice is made outside the (non-template) loop body: clang checks
+      // a discarded branch there.
+      if constexpr (std::is_same_v<T, float> && std::is_same_v<Y, float> && has_float_loop<Op>)
+        ctx.parallel_for(size_t(x.size()), util::kGrain,
+                         [&](size_t begin, size_t end) { op.floats(xp + begin, yp + begin, end - begin); });
+      else
+        ctx.parallel_for(size_t(x.size()), util::kGrain, [&](size_t begin, size_t end) {
           for (size_t i = begin; i < end; ++i) yp[i] = op(xp[i]);
-      });
+        });
     });
     if (!known)
       return util::fail(label_, "input 0 has unsupported type %s", sdk::dtype_name(x.dtype));
