@@ -18,8 +18,12 @@ function(onyx_add_provider NAME)
   set_target_properties(${target} PROPERTIES
     PREFIX "lib"
     LIBRARY_OUTPUT_DIRECTORY ${ARG_OUTPUT_DIR})
-  target_link_options(${target} PRIVATE
-    "LINKER:--version-script=${ONYX_PROVIDER_EXPORTS_MAP}" "LINKER:--no-undefined")
+  target_link_options(${target} PRIVATE "LINKER:--version-script=${ONYX_PROVIDER_EXPORTS_MAP}")
+  # Every symbol resolved at link time, except in the fuzz build: clang's
+  # sanitizer runtime lives in the fuzzer executable, not in plugins.
+  if(NOT ONYX_BUILD_FUZZERS)
+    target_link_options(${target} PRIVATE "LINKER:--no-undefined")
+  endif()
   if(NOT ARG_NO_INSTALL)
     install(TARGETS ${target} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/onyx/providers)
   endif()

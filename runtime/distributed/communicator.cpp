@@ -23,6 +23,7 @@ const PluginKind kCollectivesPluginKind = {
     .min_entry_size = ONYX_COLLECTIVES_ENTRY_SIZE_1_0,
     .host_min_abi = ONYX_ABI_VERSION(1, 0),
     .host_max_abi = ONYX_ABI_VERSION(ONYX_COLLECTIVES_ABI_VERSION_MAJOR, ONYX_COLLECTIVES_ABI_VERSION_MINOR),
+    .call_entry = call_entry<OnyxCollectivesEntry>,
 };
 
 const char* collective_name(Collective c) {

@@ -170,7 +170,9 @@ StatusOr<PluginLibrary> PluginLibrary::open(const PluginKind& kind, const std::s
     return incompatible(where + " is not " + what + ": it does not export " + kind.entry_symbol);
   // Every entry function returns a pointer to its static entry; the pointer
   // is read as untyped until the head says which kind of entry it is.
-  const void* raw = p.library_.get<const void*()>(kind.entry_symbol)();
+  // The symbol's address only: the call goes through the entry's own type.
+  auto& symbol = p.library_.get<void()>(kind.entry_symbol);
+  const void* raw = kind.call_entry(reinterpret_cast<void*>(&symbol));
   if (!raw) return incompatible(where + " is not " + what + ": " + kind.entry_symbol + "() returned NULL");
   uint32_t magic = 0, struct_size = 0;
   std::memcpy(&magic, static_cast<const char*>(raw) + offsetof(EntryHead, magic), sizeof magic);

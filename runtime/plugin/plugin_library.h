@@ -28,7 +28,16 @@ struct PluginKind {
   uint32_t min_entry_size;    // the entry's size in the oldest ABI the host reads
   uint32_t host_min_abi;      // the ABI range this host speaks
   uint32_t host_max_abi;
+  // Calls the entry function (the symbol's address) through its declared
+  // type and returns the entry; calling it as `const void* (*)()` would be
+  // undefined (UBSan's function check says so). call_entry<Entry> below.
+  const void* (*call_entry)(void* function);
 };
+
+template <typename Entry>
+const void* call_entry(void* function) {
+  return reinterpret_cast<const Entry* (*)()>(function)();
+}
 
 // True for a non-empty [A-Za-z0-9_]* name: plugin names, and the names
 // inside an entry that the host turns into identifiers.

@@ -22,6 +22,7 @@ const PluginKind kProviderPluginKind = {
     .min_entry_size = ONYX_PLUGIN_ENTRY_SIZE_1_0,
     .host_min_abi = kHostMinAbi,
     .host_max_abi = kHostMaxAbi,
+    .call_entry = call_entry<OnyxPluginEntry>,
 };
 
 namespace {

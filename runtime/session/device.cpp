@@ -1,10 +1,21 @@
 #include "session/device.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdint>
 
 #include "core/abi_status.h"
 
 namespace onyx::runtime {
+
+size_t host_memory_bytes() {
+  static const size_t bytes = [] {
+    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? size_t(pages) * size_t(page) : SIZE_MAX;
+  }();
+  return bytes;
+}
 
 Device::~Device() {
   if (handle) provider->api().device_close(handle);

@@ -32,6 +32,11 @@ struct Device {
 using DeviceList = std::vector<std::unique_ptr<Device>>;
 
 // Host memory (-1) or a device the host can read.
+// The host's physical memory: a tensor or arena in host memory larger than
+// this cannot be held, whatever the allocator would promise (Pad with pads of
+// 2^40 overcommitted gigabytes and hung filling them).
+size_t host_memory_bytes();
+
 inline bool host_readable(const DeviceList& devices, int device) {
   return device < 0 || devices[size_t(device)]->host_readable();
 }

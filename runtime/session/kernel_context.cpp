@@ -27,17 +27,6 @@ void fill_view(const RunState& run, const RunSlot& slot, OnyxTensorView* out) {
 
 size_t slot_bytes(const RunSlot& slot) { return storage_bytes(slot.dtype, element_count(slot.dims)); }
 
-// The host's physical memory: an output in host memory larger than this
-// cannot be held, whatever the allocator would promise (Pad with pads of 2^40
-// overcommitted gigabytes and hung filling them).
-size_t host_memory_bytes() {
-  static const size_t bytes = [] {
-    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
-    return pages > 0 && page > 0 ? size_t(pages) * size_t(page) : SIZE_MAX;
-  }();
-  return bytes;
-}
-
 std::string typed_shape(int32_t dtype, const Shape& dims) {
   return std::string(dtype_name(dtype)) + " " + shape_string(dims);
 }

@@ -21,6 +21,7 @@ const PluginKind kOptimizerPluginKind = {
     .min_entry_size = ONYX_OPTIMIZER_ENTRY_SIZE_1_0,
     .host_min_abi = ONYX_OPTIMIZER_ABI_VERSION(1, 0),
     .host_max_abi = ONYX_OPTIMIZER_ABI_VERSION(ONYX_OPTIMIZER_ABI_VERSION_MAJOR, ONYX_OPTIMIZER_ABI_VERSION_MINOR),
+    .call_entry = call_entry<OnyxOptimizerEntry>,
 };
 
 // Copies what the host needs out of a checked entry; refuses lists the host

@@ -189,6 +189,37 @@ TEST(SessionRun, AnOutputPastTheMachinesMemoryFailsBeforeAllocating) {
   EXPECT_NE(run.status().message().find("[1099511627778, 3]"), std::string::npos) << run.status().to_string();
 }
 
+// The same when the huge value is an intermediate the memory plan places in
+// the run's arena: the arena is refused before it is allocated (the model
+// run fuzzer found a plan of 950 TB handed to the allocator).
+TEST(SessionRun, AnArenaPastTheMachinesMemoryFailsBeforeAllocating) {
+  ProviderRegistry registry;
+  registry.add_search_dir(ONYX_PROVIDER_DIR);
+  testing::ModelBuilder model;
+  model.input("x", {2, 3}).output("y", {1, 3}).node("Pad", {"x", "pads"}, {"big"}, "pad0");
+  model.node("ReduceSum", {"big", "axes"}, {"y"}, "sum0");
+  auto* pads = model.proto().mutable_graph()->add_initializer();
+  pads->set_name("pads");
+  pads->set_data_type(7);  // int64
+  pads->add_dims(4);
+  for (int64_t p : {int64_t(1) << 40, int64_t(0), int64_t(0), int64_t(0)}) pads->add_int64_data(p);
+  auto* axes = model.proto().mutable_graph()->add_initializer();
+  axes->set_name("axes");
+  axes->set_data_type(7);
+  axes->add_dims(1);
+  axes->add_int64_data(0);
+  const std::string bytes = model.bytes();
+  SessionOptions options;
+  options.providers.push_back({"cpu", {}});
+  auto s = Session::create_from_bytes(registry, bytes.data(), bytes.size(), options);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  auto run = (*s)->run({{"x", input(1.0f)}});
+  ASSERT_FALSE(run.ok());
+  EXPECT_EQ(run.status().code(), ONYX_STATUS_OUT_OF_MEMORY) << run.status().to_string();
+  EXPECT_NE(run.status().message().find("bytes on cpu, more than this machine's"), std::string::npos)
+      << run.status().to_string();
+}
+
 // bad-inputs.md class 3: a Loop nested 25 deep with 3 trips each is a valid
 // model that runs 3^25 iterations; cancel_runs() stops it from any thread.
 TEST(SessionRun, CancelRunsStopsALoopThatWouldRunForYears) {

@@ -144,6 +144,17 @@ concept has_float_loop = requires(const Op& op, const float* x, float* y, size_t
 // Y = op(X) element by element, for the types in Op::kTypes.
 template <typename Op>
 class UnaryKernel final : public sdk::Kernel {
+  // A member template, not a branch inside compute's generic lambda: clang
+  // checks a discarded branch there when it names no template parameter of
+  // the lambda (Sqrt has no floats()).
+  template <typename T, typename Y>
+  static void loop(const Op& op, const T* x, Y* y, size_t n) {
+    if constexpr (std::is_same_v<T, float> && std::is_same_v<Y, float> && has_float_loop<Op>)
+      op.floats(x, y, n);
+    else
+      for (size_t i = 0; i < n; ++i) y[i] = op(x[i]);
+  }
+
  public:
   explicit UnaryKernel(const sdk::NodeInfo& node)
       : label_(util::node_label(node)), op_(make_op<Op>(node)) {
@@ -169,15 +180,8 @@ class UnaryKernel final : public sdk::Kernel {
       const T* xp = x.data<T>();
       Y* yp = y.data<Y>();
       const Op& op = op_;
-      // The choice is made outside the (non-template) loop body: clang checks
-      // a discarded branch there.
-      if constexpr (std::is_same_v<T, float> && std::is_same_v<Y, float> && has_float_loop<Op>)
-        ctx.parallel_for(size_t(x.size()), util::kGrain,
-                         [&](size_t begin, size_t end) { op.floats(xp + begin, yp + begin, end - begin); });
-      else
-        ctx.parallel_for(size_t(x.size()), util::kGrain, [&](size_t begin, size_t end) {
-          for (size_t i = begin; i < end; ++i) yp[i] = op(xp[i]);
-        });
+      ctx.parallel_for(size_t(x.size()), util::kGrain,
+                       [&](size_t begin, size_t end) { loop(op, xp + begin, yp + begin, end - begin); });
     });
     if (!known)
       return util::fail(label_, "input 0 has unsupported type %s", sdk::dtype_name(x.dtype));

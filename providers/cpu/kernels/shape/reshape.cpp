@@ -49,7 +49,9 @@ class ReshapeKernel final : public sdk::Kernel {
       }
       if (s < 0) return util::fail(label_, "shape %s has a negative dim", util::dims_str(shape).c_str());
       dims[i] = s;
-      known *= s;
+      if (__builtin_mul_overflow(known, s, &known))  // from data: any size may arrive
+        return util::fail(label_, "shape %s has more elements than any tensor can hold",
+                          util::dims_str(shape).c_str());
     }
     if (infer >= 0) {
       if (known == 0 || x.size() % known != 0)

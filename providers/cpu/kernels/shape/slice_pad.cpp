@@ -217,7 +217,8 @@ class PadKernel final : public sdk::Kernel {
           src += s * strides[d];
         }
         unsigned char* dst = static_cast<unsigned char*>(y.raw) + r * size_t(row) * esize;
-        const unsigned char* from = static_cast<const unsigned char*>(x.raw) + size_t(src) * esize;
+        // A padding row's src may be negative: no pointer is formed from it.
+        const unsigned char* from = padding ? nullptr : static_cast<const unsigned char*>(x.raw) + size_t(src) * esize;
         for (int64_t i = 0; i < row; ++i) {
           int64_t s = padding ? -1 : last[size_t(i)];
           std::memcpy(dst + size_t(i) * esize, s < 0 ? value : from + size_t(s) * esize, esize);
