@@ -334,6 +334,7 @@ void register_matmul_kernels(sdk::KernelRegistry& registry) {
   constexpr sdk::DTypeSet kTypes = sdk::dtypes::kFloat | sdk::DTypeSet{ONYX_DTYPE_INT32, ONYX_DTYPE_INT64,
                                                                        ONYX_DTYPE_UINT32, ONYX_DTYPE_UINT64};
   registry.add(sdk::KernelDefBuilder("MatMul")
+                   .inputs(2)  // the kernel reads inputs[1] when it is created
                    .check([kTypes](const sdk::NodeInfo& node) {
                      // float16/bfloat16 when both inputs have that type.
                      if (util::is_half(node.input_dtype(0)) && node.input_dtype(1) == node.input_dtype(0))
@@ -344,7 +345,7 @@ void register_matmul_kernels(sdk::KernelRegistry& registry) {
   // Gemm: float16/bfloat16 too (widened, as MatMul's), which mixed-precision
   // training's MatMul gradients and autocast Gemms need.
   registry.add(
-      sdk::KernelDefBuilder("Gemm").input_types({0, 1, 2}, kTypes | sdk::dtypes::kHalf).create<GemmKernel>());
+      sdk::KernelDefBuilder("Gemm").inputs(2, 3).input_types({0, 1, 2}, kTypes | sdk::dtypes::kHalf).create<GemmKernel>());
 }
 
 }  // namespace onyx::cpu
