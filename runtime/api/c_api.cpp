@@ -221,6 +221,14 @@ OnyxStatus* onyx_session_options_set_graph_optimization(OnyxSessionOptions* o, O
   });
 }
 
+OnyxStatus* onyx_session_options_set_host_memory_limit(OnyxSessionOptions* o, size_t bytes) {
+  return guarded([&] {
+    if (!o) return null_arg("onyx_session_options_set_host_memory_limit", "options");
+    o->options.host_memory_limit = bytes;
+    return Status();
+  });
+}
+
 OnyxStatus* onyx_session_options_set_isolation(OnyxSessionOptions* o, bool isolate, double run_timeout_seconds) {
   return guarded([&] {
     if (!o) return null_arg("onyx_session_options_set_isolation", "options");

@@ -77,6 +77,7 @@ std::string encode_config(const WorkerConfig& c) {
   w.u64(c.options.intra_op_threads);
   w.u32(c.options.allow_reduced_precision ? 1 : 0);
   w.u32(uint32_t(c.options.graph_optimization));
+  w.u64(c.options.host_memory_limit);
   w.u64(c.provider_dirs.size());
   for (const std::string& d : c.provider_dirs) w.str(d);
   return std::move(w.bytes());
@@ -84,7 +85,7 @@ std::string encode_config(const WorkerConfig& c) {
 
 bool decode_config(const std::string& payload, WorkerConfig* c) {
   Reader r(payload.data(), payload.size());
-  uint64_t providers = 0, threads = 0, dirs = 0;
+  uint64_t providers = 0, threads = 0, dirs = 0, memory_limit = 0;
   uint32_t fallback = 0, reduced = 0, optimization = 0;
   if (!r.str(&c->model_path) || !r.str(&c->model_bytes) || !r.u64(&providers)) return false;
   for (uint64_t k = 0; k < providers; ++k) {
@@ -98,12 +99,14 @@ bool decode_config(const std::string& payload, WorkerConfig* c) {
     }
     c->options.providers.push_back(std::move(p));
   }
-  if (!r.u32(&fallback) || !r.u64(&threads) || !r.u32(&reduced) || !r.u32(&optimization) || !r.u64(&dirs))
+  if (!r.u32(&fallback) || !r.u64(&threads) || !r.u32(&reduced) || !r.u32(&optimization) ||
+      !r.u64(&memory_limit) || !r.u64(&dirs))
     return false;
   c->options.fallback = FallbackPolicy(fallback);
   c->options.intra_op_threads = size_t(threads);
   c->options.allow_reduced_precision = reduced != 0;
   c->options.graph_optimization = GraphOptimization(optimization);
+  c->options.host_memory_limit = size_t(memory_limit);
   for (uint64_t k = 0; k < dirs; ++k) {
     std::string d;
     if (!r.str(&d)) return false;

@@ -51,11 +51,10 @@ StatusOr<ArenaLease> ArenaPool::lease(const std::vector<size_t>& bytes) {
     }
     for (const ArenaLease::Arena& arena : stale) devices_[d]->free(arena.data);
     ArenaLease::Arena arena{nullptr, bytes[d]};
-    if (devices_[d]->host_readable() && bytes[d] > host_memory_bytes())
+    if (devices_[d]->host_readable() && bytes[d] > limit_.bytes)
       return Status(ONYX_STATUS_OUT_OF_MEMORY,
                     "this run's memory plan needs " + std::to_string(bytes[d]) + " bytes on " + devices_[d]->label +
-                        ", more than this machine's " + std::to_string(host_memory_bytes()) +
-                        " bytes of memory (the input shapes make some value that large)");
+                        ", more than " + limit_.describe() + " (the input shapes make some value that large)");
     Status st = devices_[d]->allocate(bytes[d], &arena.data);
     if (!st.ok()) return st.with_context("arena of " + std::to_string(bytes[d]) + " bytes on " +
                                          devices_[d]->label);  // the lease returns the others

@@ -41,7 +41,9 @@ class ArenaLease {
 
 class ArenaPool {
  public:
-  explicit ArenaPool(const DeviceList& devices) : devices_(devices), free_(devices.size()) {}
+  // Arenas in host-readable memory past `limit` are refused.
+  ArenaPool(const DeviceList& devices, HostMemoryLimit limit)
+      : devices_(devices), limit_(limit), free_(devices.size()) {}
   ~ArenaPool();
   ArenaPool(const ArenaPool&) = delete;
   ArenaPool& operator=(const ArenaPool&) = delete;
@@ -54,6 +56,7 @@ class ArenaPool {
   void give_back(std::vector<ArenaLease::Arena>& arenas);
 
   const DeviceList& devices_;
+  const HostMemoryLimit limit_;
   std::mutex mutex_;
   std::vector<std::vector<ArenaLease::Arena>> free_;  // per device
 };

@@ -37,6 +37,21 @@ using DeviceList = std::vector<std::unique_ptr<Device>>;
 // 2^40 overcommitted gigabytes and hung filling them).
 size_t host_memory_bytes();
 
+// How much host memory one run may hold, and how an error says so.
+struct HostMemoryLimit {
+  size_t bytes = 0;
+  bool from_options = false;  // SessionOptions::host_memory_limit, not the machine
+  static HostMemoryLimit resolve(size_t requested) {
+    const size_t machine = host_memory_bytes();
+    return requested > 0 && requested < machine ? HostMemoryLimit{requested, true} : HostMemoryLimit{machine, false};
+  }
+  // "the session's host memory limit of N bytes" or "this machine's N bytes of memory".
+  std::string describe() const {
+    return from_options ? "the session's host memory limit of " + std::to_string(bytes) + " bytes"
+                        : "this machine's " + std::to_string(bytes) + " bytes of memory";
+  }
+};
+
 inline bool host_readable(const DeviceList& devices, int device) {
   return device < 0 || devices[size_t(device)]->host_readable();
 }

@@ -113,11 +113,11 @@ Status KernelContext::output(size_t index, int32_t dtype, std::span<const int64_
     return invalid_argument(step_.name + ": output " + std::to_string(index) + " of shape " + shape_string(shape) +
                             " has more elements or bytes than any machine can address");
   const size_t bytes = *checked;
-  if (host_readable(run_.session->devices(), step_.device) && bytes > host_memory_bytes())
-    return Status(ONYX_STATUS_OUT_OF_MEMORY,
-                  step_.name + ": output " + std::to_string(index) + " (" + typed_shape(dtype, shape) + ") needs " +
-                      std::to_string(bytes) + " bytes, more than this machine's " +
-                      std::to_string(host_memory_bytes()) + " bytes of memory");
+  const HostMemoryLimit& limit = run_.session->host_memory_limit();
+  if (host_readable(run_.session->devices(), step_.device) && bytes > limit.bytes)
+    return Status(ONYX_STATUS_OUT_OF_MEMORY, step_.name + ": output " + std::to_string(index) + " (" +
+                                                 typed_shape(dtype, shape) + ") needs " + std::to_string(bytes) +
+                                                 " bytes, more than " + limit.describe());
   // An allocation that fails names the node and the tensor it was for.
   auto for_output = [&](auto&& allocate) {
     Status s;

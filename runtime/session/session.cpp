@@ -68,7 +68,8 @@ StatusOr<std::unique_ptr<Session>> Session::create(ProviderRegistry& registry, i
         optimize_graph(*s->model_.graph, options.graph_optimization, &s->partition_.optimization, providers));
     s->partition_.optimization_level = options.graph_optimization;
   }
-  s->arenas_ = std::make_unique<ArenaPool>(s->devices_);
+  s->memory_limit_ = HostMemoryLimit::resolve(options.host_memory_limit);
+  s->arenas_ = std::make_unique<ArenaPool>(s->devices_, s->memory_limit_);
   ONYX_RETURN_IF_ERROR(
       partition_graph(*s->model_.graph, s->devices_, options.fallback, *s->logger_, s->partition_));
   ONYX_RETURN_IF_ERROR(s->build_steps());

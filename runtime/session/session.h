@@ -51,6 +51,11 @@ struct SessionOptions {
   bool allow_reduced_precision = false;
   // Provider-neutral rewrites before partitioning (optimize/graph_optimizer.h).
   GraphOptimization graph_optimization = GraphOptimization::kAll;
+  // The most host memory one run may place tensors in: its arena, and each
+  // tensor a kernel sizes at run time. 0: the machine's physical memory (a
+  // larger limit is lowered to it). A run past it fails with OUT_OF_MEMORY
+  // before allocating; a server bounds what one request can make it hold.
+  size_t host_memory_limit = 0;
 };
 
 class Session {
@@ -104,6 +109,8 @@ class Session {
 
   ThreadPool& thread_pool() { return *pool_; }
   ArenaPool& arena_pool() { return *arenas_; }
+  // SessionOptions::host_memory_limit resolved: never above the machine's memory.
+  const HostMemoryLimit& host_memory_limit() const { return memory_limit_; }
   // The registry's logger: the session's warnings and its plugins' lines.
   const Logger& logger() const { return *logger_; }
 
@@ -136,6 +143,7 @@ class Session {
   ir::Model model_;
   std::shared_ptr<Logger> logger_;
   DeviceList devices_;
+  HostMemoryLimit memory_limit_;
   std::unique_ptr<ArenaPool> arenas_;  // destroyed before the devices close
   std::vector<Step> steps_;
   std::vector<int> output_values_;

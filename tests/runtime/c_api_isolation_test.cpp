@@ -197,6 +197,20 @@ TEST(CApiIsolation, CancelKillsAHungWorker) {
   EXPECT_EQ(run(*session, input(1.0f))[0], 2.0f);
 }
 
+// The worker runs with the application's options: its runs hold the
+// session's host memory limit too (here 16 bytes, less than Relu's output).
+TEST(CApiIsolation, TheWorkerKeepsTheHostMemoryLimit) {
+  onyx::Env env = test_env();
+  onyx::SessionOptions options;
+  options.provider("decliner").provider("cpu").fallback(ONYX_FALLBACK_ALLOW).host_memory_limit(16).isolate(true);
+  std::string model = relu_add_model();
+  onyx::Session session(env, std::as_bytes(std::span<const char>(model.data(), model.size())), options);
+  OnyxStatusCode code = ONYX_STATUS_OK;
+  const std::string message = failed_run(session, input(1.0f), &code);
+  EXPECT_EQ(code, ONYX_STATUS_OUT_OF_MEMORY) << message;
+  EXPECT_THAT(message, HasSubstr("more than the session's host memory limit of 16 bytes"));
+}
+
 TEST(CApiIsolation, NegativeTimeoutIsRefused) {
   onyx::SessionOptions options;
   try {

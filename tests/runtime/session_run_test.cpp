@@ -220,6 +220,63 @@ TEST(SessionRun, AnArenaPastTheMachinesMemoryFailsBeforeAllocating) {
       << run.status().to_string();
 }
 
+// SessionOptions::host_memory_limit bounds what one run may hold: a model
+// that is fine on the machine fails against a 1 MiB limit, naming the limit,
+// whether the big value is an output sized at run time or planned in the
+// arena; runs under the limit still work.
+TEST(SessionRun, TheSessionsHostMemoryLimitBoundsOutputsAndArenas) {
+  ProviderRegistry registry;
+  registry.add_search_dir(ONYX_PROVIDER_DIR);
+  auto pads = [](int64_t rows) {
+    Tensor t = Tensor::allocate(ONYX_DTYPE_INT64, {4});
+    int64_t* p = static_cast<int64_t*>(t.data());
+    p[0] = rows, p[1] = p[2] = p[3] = 0;
+    return t;
+  };
+  SessionOptions limited;
+  limited.providers.push_back({"cpu", {}});
+  limited.host_memory_limit = size_t(1) << 20;
+  auto expect_refused = [](const Status& st) {
+    EXPECT_EQ(st.code(), ONYX_STATUS_OUT_OF_MEMORY) << st.to_string();
+    EXPECT_NE(st.message().find("more than the session's host memory limit of 1048576 bytes"), std::string::npos)
+        << st.to_string();
+  };
+  {  // Pad's output, sized at run time from the pads input.
+    testing::ModelBuilder model;
+    model.input("x", {2, 3}).input("pads", {4}, 7).output("y", {-1, 3}).node("Pad", {"x", "pads"}, {"y"}, "pad0");
+    const std::string bytes = model.bytes();
+    auto s = Session::create_from_bytes(registry, bytes.data(), bytes.size(), limited);
+    ASSERT_TRUE(s.ok()) << s.status().to_string();
+    auto small = (*s)->run({{"x", input(1.0f)}, {"pads", pads(1000)}});  // 12 KB
+    ASSERT_TRUE(small.ok()) << small.status().to_string();
+    auto big = (*s)->run({{"x", input(1.0f)}, {"pads", pads(100000)}});  // 1.2 MB
+    ASSERT_FALSE(big.ok());
+    expect_refused(big.status());
+  }
+  {  // The same 1.2 MB as an intermediate the plan places in the arena.
+    testing::ModelBuilder model;
+    model.input("x", {2, 3}).output("y", {1, 1}).node("Pad", {"x", "pads"}, {"big"}, "pad0");
+    model.node("ReduceSum", {"big"}, {"y"}, "sum0");
+    auto* p = model.proto().mutable_graph()->add_initializer();
+    p->set_name("pads");
+    p->set_data_type(7);  // int64
+    p->add_dims(4);
+    for (int64_t v : {int64_t(100000), int64_t(0), int64_t(0), int64_t(0)}) p->add_int64_data(v);
+    const std::string bytes = model.bytes();
+    auto s = Session::create_from_bytes(registry, bytes.data(), bytes.size(), limited);
+    ASSERT_TRUE(s.ok()) << s.status().to_string();
+    auto big = (*s)->run({{"x", input(1.0f)}});
+    ASSERT_FALSE(big.ok());
+    expect_refused(big.status());
+    SessionOptions unlimited = limited;
+    unlimited.host_memory_limit = 0;  // the machine's memory
+    auto u = Session::create_from_bytes(registry, bytes.data(), bytes.size(), unlimited);
+    ASSERT_TRUE(u.ok()) << u.status().to_string();
+    auto run = (*u)->run({{"x", input(1.0f)}});
+    ASSERT_TRUE(run.ok()) << run.status().to_string();
+  }
+}
+
 // bad-inputs.md class 3: a Loop nested 25 deep with 3 trips each is a valid
 // model that runs 3^25 iterations; cancel_runs() stops it from any thread.
 TEST(SessionRun, CancelRunsStopsALoopThatWouldRunForYears) {

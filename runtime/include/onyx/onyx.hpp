@@ -225,6 +225,11 @@ class SessionOptions {
     check(onyx_session_options_set_graph_optimization(raw_.get(), level));
     return *this;
   }
+  // onyx_session_options_set_host_memory_limit; 0: the machine's memory.
+  SessionOptions& host_memory_limit(size_t bytes) {
+    check(onyx_session_options_set_host_memory_limit(raw_.get(), bytes));
+    return *this;
+  }
   // Runs in a worker process (onyx_session_options_set_isolation); 0: no run timeout.
   SessionOptions& isolate(bool on = true, double run_timeout_seconds = 0) {
     check(onyx_session_options_set_isolation(raw_.get(), on, run_timeout_seconds));

@@ -146,6 +146,14 @@ typedef enum OnyxGraphOptimization {
 ONYX_API OnyxStatus* onyx_session_options_set_graph_optimization(OnyxSessionOptions* options,
                                                                  OnyxGraphOptimization level);
 
+/* The most host memory one run of the session may place tensors in: its
+ * arena of planned tensors, and each tensor a kernel sizes at run time. A run
+ * that would need more fails with ONYX_STATUS_OUT_OF_MEMORY naming the value
+ * or plan, before allocating it. 0 (the default): the machine's physical
+ * memory; a larger limit is lowered to it. Bounds what one request can make a
+ * server hold. Not thread-safe with other uses of the same options object. */
+ONYX_API OnyxStatus* onyx_session_options_set_host_memory_limit(OnyxSessionOptions* options, size_t bytes);
+
 /* Out-of-process mode, for providers not trusted to not crash or hang (off by
  * default). With `isolate` true, sessions created with these options also
  * start a worker process (the onyx-worker executable, found in
