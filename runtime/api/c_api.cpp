@@ -298,6 +298,19 @@ OnyxStatus* onyx_session_run(OnyxSession* s, const char* const* input_names,
                                     std::to_string(output_count) + " but the model has " +
                                     std::to_string(s->session->graph().outputs.size()) + " outputs");
     }
+    bool on_device = false;
+    for (size_t k = 0; k < input_count; ++k) on_device = on_device || inputs[k]->device;
+    if (on_device) {  // device tensors among the inputs: the outputs come back to the host
+      if (s->worker) return onyx::runtime::unimplemented("onyx_session_run: an isolated session takes host tensors only");
+      std::vector<std::string> in_names(input_names, input_names + input_count), out_names = names;
+      if (out_names.empty())
+        for (int v : s->session->graph().outputs) out_names.push_back(s->session->graph().values[size_t(v)].name);
+      std::vector<onyx::runtime::Tensor> results;
+      ONYX_RETURN_IF_ERROR(onyx::runtime::capi::run_device_inputs(
+          s, in_names, std::vector<const OnyxTensor*>(inputs, inputs + input_count), out_names, &results));
+      for (size_t k = 0; k < output_count; ++k) outputs[k] = new OnyxTensor{results[k]};
+      return Status();
+    }
     auto result = s->worker ? s->worker->run(in, names) : s->session->run(in, names);
     if (!result.ok()) return result.status();
     if (result.value().size() != output_count)  // a worker's reply is not trusted

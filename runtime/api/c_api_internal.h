@@ -10,6 +10,8 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/abi_status.h"
 #include "isolate/worker_process.h"
@@ -31,6 +33,20 @@ struct OnyxSession {
 };
 struct OnyxTensor {
   onyx::runtime::Tensor tensor;
+  // The device whose memory holds the bytes (onyx_tensor_create_on_device);
+  // null for host memory.
+  std::shared_ptr<onyx::runtime::Device> device = nullptr;
+};
+// onyx_io_binding_*: the inputs and outputs of runs, by name.
+struct OnyxIoBinding {
+  OnyxSession* session = nullptr;
+  std::vector<std::pair<std::string, OnyxTensor>> inputs;
+  struct Output {
+    std::string name;
+    OnyxTensor target;  // tensor empty: a new tensor per run on `device` (null: host)
+    OnyxTensor result;  // the last run's
+  };
+  std::vector<Output> outputs;
 };
 struct OnyxValue {
   onyx::runtime::Value value;
@@ -56,6 +72,12 @@ OnyxStatus* guarded(Fn&& fn) noexcept {
 inline Status null_arg(const char* fn, const char* name) {
   return onyx::runtime::invalid_argument(std::string(fn) + ": " + name + " is NULL");
 }
+
+// onyx_session_run with device tensors among its inputs (device_c_api.cpp):
+// the outputs named come back as host tensors.
+Status run_device_inputs(OnyxSession* s, const std::vector<std::string>& input_names,
+                         const std::vector<const OnyxTensor*>& inputs, const std::vector<std::string>& output_names,
+                         std::vector<Tensor>* results);
 
 // A malloc'd copy the caller frees with onyx_string_release.
 inline char* copy_string(const std::string& s) {

@@ -12,6 +12,9 @@ extern "C" {
 OnyxStatus* onyx_value_create_tensor(const OnyxTensor* tensor, OnyxValue** out) {
   return guarded([&] {
     if (!tensor || !out) return null_arg("onyx_value_create_tensor", "argument");
+    if (tensor->device)
+      return onyx::runtime::invalid_argument("onyx_value_create_tensor: values hold host memory; the tensor is on device '" +
+                              tensor->device->label + "' (copy it with onyx_tensor_copy)");
     *out = new OnyxValue{Value(tensor->tensor)};
     return Status();
   });

@@ -29,7 +29,9 @@ struct Device {
   Status copy(int32_t direction, void* dst, const void* src, size_t bytes) const;
 };
 
-using DeviceList = std::vector<std::unique_ptr<Device>>;
+// Shared: a device tensor the application holds (device_io.h) keeps its
+// device open after the session is gone.
+using DeviceList = std::vector<std::shared_ptr<Device>>;
 
 // Host memory (-1) or a device the host can read.
 // The host's physical memory: a tensor or arena in host memory larger than

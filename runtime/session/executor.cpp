@@ -60,6 +60,28 @@ Status run_kernel(RunState& run, const Step& step) {
   return status.with_context("node " + step.name + " (inputs " + describe_inputs(run, step) + ")");
 }
 
+// A returned value bound to stay on the device that computes it: instead of
+// the copy to the host, a copy within the device into the caller's tensor or
+// a new device tensor (device_io.h).
+Status place_bound_output(const RunState& run, const Step& step, RunSlot& dst) {
+  const int v = step.outputs[0];
+  auto target = run.binding->output_target.find(v);
+  if (target == run.binding->output_target.end()) {
+    auto made = allocate_on_device(run.session->devices()[size_t(step.device)], dst.dtype, dst.dims);
+    if (!made.ok()) return made.status();
+    dst.host = made.value();
+  } else {
+    if (target->second.dtype() != dst.dtype || target->second.shape() != dst.dims)
+      return invalid_argument("output '" + run.session->graph().values[size_t(step.inputs[0])].name + "' is " +
+                              dtype_name(dst.dtype) + " " + shape_string(dst.dims) + " but the tensor bound to it is " +
+                              dtype_name(target->second.dtype()) + " " + shape_string(target->second.shape()));
+    dst.host = target->second;
+  }
+  dst.data = dst.host.data();
+  dst.device = step.device;
+  return Status();
+}
+
 Status run_copy(RunState& run, const Step& step) {
   const Device& device = *run.session->devices()[size_t(step.device)];
   const RunSlot& src = run.slots[size_t(step.inputs[0])];
@@ -69,9 +91,22 @@ Status run_copy(RunState& run, const Step& step) {
   dst.present = true;
   dst.dtype = src.dtype;
   dst.dims = src.dims;
+  if (auto resident = run.session->resident_constants().find(v); resident != run.session->resident_constants().end()) {
+    dst.host = resident->second;  // uploaded at session creation
+    dst.data = dst.host.data();
+    dst.device = step.device;
+    run.slots[size_t(v)] = std::move(dst);
+    return Status();
+  }
   const size_t bytes = storage_bytes(src.dtype, element_count(src.dims));
   const ExecutionPlan::ValuePlan& vp = run.plan->values[size_t(v)];
-  if (step.copy_direction == ONYX_COPY_DEVICE_TO_HOST) {
+  int32_t direction = step.copy_direction;
+  // An input the caller bound on this device: copied within it.
+  if (direction == ONYX_COPY_HOST_TO_DEVICE && src.device == step.device) direction = ONYX_COPY_DEVICE_TO_DEVICE;
+  if (direction == ONYX_COPY_DEVICE_TO_HOST && run.binding && run.binding->output_device.count(v)) {
+    ONYX_RETURN_IF_ERROR(place_bound_output(run, step, dst));
+    direction = ONYX_COPY_DEVICE_TO_DEVICE;
+  } else if (direction == ONYX_COPY_DEVICE_TO_HOST) {
     dst.host = Tensor::allocate(src.dtype, src.dims);
     dst.data = dst.host.data();
   } else if (vp.storage == ExecutionPlan::kArena) {
@@ -86,12 +121,15 @@ Status run_copy(RunState& run, const Step& step) {
     dst.dynamic = true;
   }
   RunSlot& out = run.slots[size_t(v)] = std::move(dst);
-  return device.copy(step.copy_direction, out.data, src.data, bytes).with_context(step.name);
+  return device.copy(direction, out.data, src.data, bytes).with_context(step.name);
 }
 
 // Binds the graph inputs and the constants (initializers) to their slots.
 void bind_inputs(const ir::Graph& graph, const std::vector<Value>& inputs, RunState& run) {
-  for (size_t k = 0; k < graph.inputs.size(); ++k) set_slot_value(run, graph.inputs[k], inputs[k]);
+  for (size_t k = 0; k < graph.inputs.size(); ++k) {
+    set_slot_value(run, graph.inputs[k], inputs[k]);
+    if (run.binding) run.slots[size_t(graph.inputs[k])].device = run.binding->input_device[k];
+  }
   for (size_t v = 0; v < graph.values.size(); ++v) {
     const ir::Value& value = graph.values[v];
     // Folded constants (producer >= 0) are computed by their node like any value.
@@ -146,10 +184,11 @@ void record_step(Profiler& profiler, const RunState& run, const Step& step, int6
 StatusOr<std::vector<Value>> Executor::run(Session& session, const ExecutionPlan& plan,
                                             const std::vector<Value>& inputs,
                                             const std::vector<int>& returned,
-                                            const std::vector<Tensor>* reuse) {
+                                            const std::vector<Tensor>* reuse, const DeviceBinding* binding) {
   const ir::Graph& graph = session.graph();
   RunState run;
   run.session = &session;
+  run.binding = binding;
   run.plan = &plan;
   run.slots.resize(graph.values.size());
   run.cancel_generation = session.cancel_generation();

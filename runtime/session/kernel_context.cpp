@@ -89,6 +89,7 @@ Status KernelContext::place(int v, RunSlot& slot, size_t bytes) {
     }
     case ExecutionPlan::kDynamic:
     case ExecutionPlan::kNone:
+    case ExecutionPlan::kResident:  // never a kernel's output
       break;
   }
   ONYX_RETURN_IF_ERROR(device.allocate(bytes, &slot.data));

@@ -21,7 +21,7 @@ const char* fallback_policy_name(FallbackPolicy policy) {
   return "?";
 }
 
-Status partition_graph(const ir::Graph& graph, const std::vector<std::unique_ptr<Device>>& devices,
+Status partition_graph(const ir::Graph& graph, const std::vector<std::shared_ptr<Device>>& devices,
                        FallbackPolicy policy, const Logger& logger, PartitionReport& report) {
   report.policy = policy;
   report.devices.clear();

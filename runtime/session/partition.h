@@ -71,7 +71,7 @@ struct PartitionReport {
 // Fills report.nodes; fails per the policy rules above. Fused groups the
 // host cannot keep are dissolved (session/fused_groups.h). Warnings (kWarn)
 // go to `logger`.
-Status partition_graph(const ir::Graph& graph, const std::vector<std::unique_ptr<Device>>& devices,
+Status partition_graph(const ir::Graph& graph, const std::vector<std::shared_ptr<Device>>& devices,
                        FallbackPolicy policy, const Logger& logger, PartitionReport& report);
 
 }  // namespace onyx::runtime

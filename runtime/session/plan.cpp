@@ -74,6 +74,11 @@ StatusOr<std::shared_ptr<const ExecutionPlan>> build_execution_plan(
         vp.storage = ExecutionPlan::kOutput;
         continue;
       }
+      // Uploaded once; no kernel may write over it, so it roots no group.
+      if (step.kind == Step::kCopy && session.resident_constants().count(v)) {
+        vp.storage = ExecutionPlan::kResident;
+        continue;
+      }
       // The host writes its steps' outputs as host values, freed at the end of the run.
       if (host_step) {
         vp.storage = ExecutionPlan::kDynamic;

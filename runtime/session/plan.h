@@ -31,6 +31,8 @@ struct ExecutionPlan {
                // control-flow output): allocated when produced, freed after its
                // last reader
     kOutput,   // returned to the caller: a host buffer of its own
+    kResident, // a constant's copy the session keeps on the device
+               // (Session::resident_constants): never written by a run
   };
   struct ValuePlan {
     Storage storage = kNone;

@@ -10,6 +10,7 @@
 #include "core/tensor.h"
 #include "core/value.h"
 #include "session/arena_pool.h"
+#include "session/device_io.h"
 #include "session/profiler.h"
 
 namespace onyx::runtime {
@@ -38,6 +39,7 @@ struct RunState {
   std::map<int, Tensor> reuse;  // output value -> caller's buffer (Session::run)
   std::shared_ptr<Profiler> profiler;  // null: this run is not profiled
   uint64_t cancel_generation = 0;  // Session::cancel_generation() when the run started
+  const DeviceBinding* binding = nullptr;  // null: every input and output in host memory
 };
 
 // Value `v` as the host sees it: the sequence or optional, or the tensor

@@ -74,6 +74,7 @@ StatusOr<std::unique_ptr<Session>> Session::create(ProviderRegistry& registry, i
       partition_graph(*s->model_.graph, s->devices_, options.fallback, *s->logger_, s->partition_));
   ONYX_RETURN_IF_ERROR(s->build_steps());
   ONYX_RETURN_IF_ERROR(s->create_kernels());
+  ONYX_RETURN_IF_ERROR(s->upload_constants());
   ONYX_RETURN_IF_ERROR(s->compile_subgraphs(registry, options));
   return s;
 }
@@ -99,6 +100,7 @@ Session::~Session() {
   for (Step& step : steps_)
     if (step.kernel) devices_[size_t(step.device)]->provider->api().kernel_destroy(step.kernel);
   steps_.clear();
+  resident_.clear();
   devices_.clear();
 }
 
@@ -121,7 +123,7 @@ Status Session::open_devices(ProviderRegistry& registry, const SessionOptions& o
       partition_.unavailable.push_back({provider->name(), available.message(), devices_.size()});
       continue;
     }
-    auto device = std::make_unique<Device>();
+    auto device = std::make_shared<Device>();
     device->provider = provider;
     ONYX_ASSIGN_OR_RETURN(device->properties, provider->device_properties(0));
     std::vector<OnyxKeyValue> kv;
@@ -318,7 +320,8 @@ StatusOr<std::vector<Value>> Session::run_values(const std::vector<std::pair<std
 
 StatusOr<std::vector<Value>> Session::run_impl(const std::vector<std::pair<std::string, Value>>& inputs,
                                                const std::vector<std::string>& output_names,
-                                               const std::vector<Tensor>* reuse) {
+                                               const std::vector<Tensor>* reuse,
+                                               const DeviceBinding* binding) {
   LogRoute route(logger_.get());
   const ir::Graph& graph = *model_.graph;
   std::vector<Value> bound(graph.inputs.size());
@@ -378,7 +381,7 @@ StatusOr<std::vector<Value>> Session::run_impl(const std::vector<std::pair<std::
   for (const Value& v : bound) shapes.push_back(v.tensor().shape());
   auto plan = plan_for(shapes);
   if (!plan.ok()) return with_inputs(plan.status());
-  auto outputs = Executor::run(*this, **plan, bound, returned, reuse);
+  auto outputs = Executor::run(*this, **plan, bound, returned, reuse, binding);
   if (!outputs.ok()) return with_inputs(outputs.status());
   return outputs;
 }

@@ -30,6 +30,7 @@
 #include "plugin/provider.h"
 #include "session/arena_pool.h"
 #include "session/device.h"
+#include "session/device_io.h"
 #include "session/partition.h"
 #include "session/plan.h"
 #include "session/profiler.h"
@@ -95,6 +96,23 @@ class Session {
   StatusOr<std::vector<Value>> run_values(const std::vector<std::pair<std::string, Value>>& inputs,
                                           const std::vector<std::string>& output_names = {});
 
+  // As run, with inputs and outputs that may live in device memory
+  // (device_io.h): an input's `device` says which of devices() holds it; an
+  // output entry names the output and where it should be: a tensor to write
+  // into (host, or device memory of devices()[device]), or an empty tensor
+  // with a device (a new device tensor) or with -1 (a new host tensor).
+  // Returns the outputs in the order named. An output computed on the device
+  // it is bound to is copied within that device, never through the host
+  // (run_bound.cpp).
+  StatusOr<std::vector<BoundTensor>> run_bound(const std::vector<std::pair<std::string, BoundTensor>>& inputs,
+                                               const std::vector<std::pair<std::string, BoundTensor>>& outputs);
+  // Copies of constants (initializers) that devices read, uploaded once at
+  // creation: copy-step output value -> device tensor. Runs read them in
+  // place instead of copying the constant (session_device.cpp).
+  const std::map<int, Tensor>& resident_constants() const { return resident_; }
+  // The index of `device` in devices(), -1 when it is not one of them.
+  int device_index(const Device* device) const;
+
   // The memory plan for the given input shapes (declared shapes, with
   // unknown dims set from `input_shapes` or to 1), per device.
   StatusOr<std::vector<MemoryReport>> memory_report(const std::map<std::string, Shape>& input_shapes);
@@ -131,10 +149,12 @@ class Session {
   Session() = default;
   StatusOr<std::vector<Value>> run_impl(const std::vector<std::pair<std::string, Value>>& inputs,
                                         const std::vector<std::string>& output_names,
-                                        const std::vector<Tensor>* reuse);
+                                        const std::vector<Tensor>* reuse,
+                                        const DeviceBinding* binding = nullptr);
   Status open_devices(ProviderRegistry& registry, const SessionOptions& options);
   Status build_steps();
   Status create_kernels();
+  Status upload_constants();
   // Compiles the subgraphs of kControlFlow steps into child sessions (control_flow.cpp).
   Status compile_subgraphs(ProviderRegistry& registry, const SessionOptions& options);
   void share_cancels(const std::shared_ptr<std::atomic<uint64_t>>& cancels);
@@ -147,6 +167,7 @@ class Session {
   std::unique_ptr<ArenaPool> arenas_;  // destroyed before the devices close
   std::vector<Step> steps_;
   std::vector<int> output_values_;
+  std::map<int, Tensor> resident_;  // destroyed before the devices close
   PartitionReport partition_;
   std::shared_ptr<ThreadPool> pool_;  // shared with child sessions
   std::shared_ptr<Profiler> profiler_;  // null when off; read and swapped atomically

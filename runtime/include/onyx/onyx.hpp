@@ -89,6 +89,14 @@ class Tensor {
   size_t byte_size() const { return onyx_tensor_byte_size(raw_.get()); }
   template <typename T>
   T* data() { return static_cast<T*>(onyx_tensor_data(raw_.get())); }
+  // The provider whose device holds the bytes; "" for host memory.
+  std::string device() const {
+    const char* d = onyx_tensor_device(raw_.get());
+    return d ? d : "";
+  }
+  // Copies all of `src` (same dtype and shape) into this tensor, between host
+  // and device memory as needed (onyx_tensor_copy).
+  void copy_from(const Tensor& src) { check(onyx_tensor_copy(raw_.get(), src.get())); }
   OnyxTensor* get() const { return raw_.get(); }
 
  private:
@@ -282,6 +290,13 @@ class Session {
     for (OnyxTensor* t : raw) out.emplace_back(t);
     return out;
   }
+  // A tensor in the memory of this session's device of `provider`
+  // (onyx_tensor_create_on_device); contents unspecified until written.
+  Tensor tensor_on_device(const std::string& provider, OnyxDataType dtype, std::vector<int64_t> dims) {
+    OnyxTensor* t = nullptr;
+    check(onyx_tensor_create_on_device(raw_.get(), provider.c_str(), dtype, dims.data(), dims.size(), &t));
+    return Tensor(t);
+  }
   // As run, for models with sequence or optional inputs or outputs.
   std::vector<Value> run_values(const std::vector<std::pair<std::string, const Value*>>& inputs,
                                 const std::vector<std::string>& output_names = {}) {
@@ -337,6 +352,43 @@ class Session {
     return out;
   }
   std::unique_ptr<OnyxSession, detail::Deleter<OnyxSession, onyx_session_release>> raw_;
+};
+
+// Inputs and outputs kept across runs, on devices or in host memory
+// (onyx_io_binding_*). Must not outlive its session; one run at a time.
+class IoBinding {
+ public:
+  explicit IoBinding(Session& session) : session_(session.get()) {
+    OnyxIoBinding* b = nullptr;
+    check(onyx_io_binding_create(session_, &b));
+    raw_.reset(b);
+  }
+  IoBinding& input(const std::string& name, const Tensor& tensor) {
+    check(onyx_io_binding_bind_input(raw_.get(), name.c_str(), tensor.get()));
+    return *this;
+  }
+  // Each run writes output `name` into `tensor` (same dtype and shape).
+  IoBinding& output(const std::string& name, Tensor& tensor) {
+    check(onyx_io_binding_bind_output(raw_.get(), name.c_str(), tensor.get()));
+    return *this;
+  }
+  // Each run makes output `name` a new tensor on `provider`'s device ("": host).
+  IoBinding& output_to_device(const std::string& name, const std::string& provider) {
+    check(onyx_io_binding_bind_output_to_device(raw_.get(), name.c_str(),
+                                                provider.empty() ? nullptr : provider.c_str()));
+    return *this;
+  }
+  void run() { check(onyx_session_run_binding(session_, raw_.get())); }
+  // The last run's result for output `name`.
+  Tensor result(const std::string& name) const {
+    OnyxTensor* t = nullptr;
+    check(onyx_io_binding_output(raw_.get(), name.c_str(), &t));
+    return Tensor(t);
+  }
+
+ private:
+  OnyxSession* session_;
+  std::unique_ptr<OnyxIoBinding, detail::Deleter<OnyxIoBinding, onyx_io_binding_release>> raw_;
 };
 
 }  // namespace onyx

@@ -42,6 +42,7 @@ typedef struct OnyxSessionOptions OnyxSessionOptions;
 typedef struct OnyxSession OnyxSession;
 typedef struct OnyxTensor OnyxTensor;
 typedef struct OnyxValue OnyxValue;
+typedef struct OnyxIoBinding OnyxIoBinding;
 
 /* ---- status ------------------------------------------------------------ */
 
@@ -215,8 +216,9 @@ ONYX_API OnyxStatus* onyx_session_input_metadata(const OnyxSession* session, siz
 ONYX_API OnyxStatus* onyx_session_output_metadata(const OnyxSession* session, size_t index,
                                                   OnyxValueMetadata* out);
 
-/* Runs the model. Inputs are matched by name; outputs[k] receives a new tensor
- * for output_names[k] (the caller releases it). With output_names NULL,
+/* Runs the model. Inputs are matched by name (host tensors, or device
+ * tensors of this session: see onyx_tensor_create_on_device); outputs[k]
+ * receives a new host tensor for output_names[k] (the caller releases it). With output_names NULL,
  * output_count must equal onyx_session_output_count and outputs come in
  * model order. Thread-safe: concurrent runs on one session are allowed. */
 ONYX_API OnyxStatus* onyx_session_run(OnyxSession* session, const char* const* input_names,
@@ -299,6 +301,68 @@ ONYX_API OnyxStatus* onyx_tensor_create_strings(const char* const* strings, cons
  * range. Thread-safe for concurrent readers. */
 ONYX_API OnyxStatus* onyx_tensor_string(const OnyxTensor* tensor, int64_t index, const char** data,
                                         size_t* length);
+
+/* ---- device-resident values and I/O binding ------------------------------
+ *
+ * A tensor may live in the memory of one of a session's devices, so that a
+ * loop of runs keeps its inputs and outputs there and moves no bytes through
+ * the host (docs/architecture.md, "Device-resident values"). Such a tensor is
+ * an OnyxTensor like any other (released with onyx_tensor_release; dtype,
+ * rank, dims and sizes read as usual), except that onyx_tensor_data returns
+ * a device pointer the host must not dereference unless the device's memory
+ * is host-readable, and that it cannot become an OnyxValue. A device tensor
+ * keeps its device open: it may outlive its session (not its env), but runs
+ * of other sessions do not accept it. */
+
+/* A tensor of `dtype` and `dims` in the memory of `session`'s device of
+ * provider `provider` (the name it was appended with, e.g. "cuda"); contents
+ * unspecified until written (onyx_tensor_copy or a run). On a device whose
+ * memory the host can read (the CPU), an ordinary host tensor.
+ * INVALID_ARGUMENT when the session has no such device (the message lists
+ * its devices) or for STRING. Ownership: *out belongs to the caller.
+ * Thread-safe. */
+ONYX_API OnyxStatus* onyx_tensor_create_on_device(OnyxSession* session, const char* provider, int32_t dtype,
+                                                  const int64_t* dims, size_t rank, OnyxTensor** out);
+/* The provider name of the device holding `tensor`, or NULL for host memory.
+ * Valid while the tensor lives. Thread-safe. */
+ONYX_API const char* onyx_tensor_device(const OnyxTensor* tensor);
+/* Copies all of `src` into `dst` (equal dtype and shape): host to device,
+ * device to host, within one device, or host to host; complete on return.
+ * Between two different devices: UNIMPLEMENTED (copy through a host tensor).
+ * Borrows both during the call. Not thread-safe with other uses of `dst`. */
+ONYX_API OnyxStatus* onyx_tensor_copy(OnyxTensor* dst, const OnyxTensor* src);
+
+/* An I/O binding: the inputs and outputs of runs of one session, given once
+ * and kept across runs (the incumbent's IOBinding). Ownership: *out belongs
+ * to the caller (onyx_io_binding_release) and must not outlive the session.
+ * Thread-safety: a binding is not synchronized; one run at a time per
+ * binding, and no bind_* while it runs. Distinct bindings of one session may
+ * run concurrently. UNIMPLEMENTED for an isolated session. */
+ONYX_API OnyxStatus* onyx_io_binding_create(OnyxSession* session, OnyxIoBinding** out);
+ONYX_API void onyx_io_binding_release(OnyxIoBinding* binding);
+/* Binds input `name` to `tensor` (host, or a device tensor of this session):
+ * shared, not copied; the binding keeps the memory alive, and the caller
+ * must not write it while a run reads it. Binding a name again replaces it.
+ * A device tensor read only by nodes on its device is read there; otherwise
+ * the run copies it through the host first. */
+ONYX_API OnyxStatus* onyx_io_binding_bind_input(OnyxIoBinding* binding, const char* name, const OnyxTensor* tensor);
+/* Binds output `name` to `tensor`, which each run fills in place (shared:
+ * the binding keeps it alive). Its dtype and shape must be the output's,
+ * else the run fails with INVALID_ARGUMENT naming both. An output computed
+ * on the device that holds `tensor` is copied within that device. */
+ONYX_API OnyxStatus* onyx_io_binding_bind_output(OnyxIoBinding* binding, const char* name, OnyxTensor* tensor);
+/* Binds output `name` to a new tensor per run on the session's device of
+ * `provider` (NULL: host memory), read with onyx_io_binding_output. */
+ONYX_API OnyxStatus* onyx_io_binding_bind_output_to_device(OnyxIoBinding* binding, const char* name,
+                                                           const char* provider);
+/* Runs with the binding's inputs; computes only its bound outputs, in order.
+ * On failure the outputs keep their previous results. Thread-safe as
+ * onyx_session_run, within the binding's rule above. */
+ONYX_API OnyxStatus* onyx_session_run_binding(OnyxSession* session, OnyxIoBinding* binding);
+/* The last run's result for bound output `name` as a new OnyxTensor sharing
+ * it (the bound tensor itself, or the one the run made); the caller releases
+ * it. FAILED_PRECONDITION before the first run. */
+ONYX_API OnyxStatus* onyx_io_binding_output(const OnyxIoBinding* binding, const char* name, OnyxTensor** out);
 
 /* ---- values: tensors, sequences, optionals, maps (host memory) -------------- */
 

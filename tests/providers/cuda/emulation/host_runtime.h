@@ -7,6 +7,8 @@
 // (shapes, attributes, claims, broadcasting) on machines without a GPU.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -14,6 +16,16 @@
 #define ONYX_GPU_VENDOR "Onyx (GPU kernels emulated on the host, for tests)"
 #define ONYX_GPU_RUNTIME_NAME "emulated GPU"
 #define ONYX_GPU_DEVICE_COUNT_CALL "gpuGetDeviceCount"
+
+// What the emulated device did, read by tests through onyx_gpuemu_stats
+// (stats.cpp), in this order.
+enum EmulationCounter {
+  kCopiesHostToDevice, kCopiesDeviceToHost, kCopiesDeviceToDevice,
+  kKernelsOnStream, kKernelsWithoutStream, kStreamSyncs, kEventSyncs, kStreamsCreated, kDeviceSyncs,
+  kEmulationCounters
+};
+inline std::atomic<uint64_t> g_emulation_stats[kEmulationCounters];
+inline void emulation_count(EmulationCounter c) { g_emulation_stats[c].fetch_add(1, std::memory_order_relaxed); }
 
 using gpuError_t = int;
 using gpuStream_t = void*;
@@ -50,7 +62,13 @@ inline gpuError_t gpuFree(void* p) {
 }
 inline gpuError_t gpuMallocHost(void** p, size_t bytes) { return gpuMalloc(p, bytes); }
 inline gpuError_t gpuFreeHost(void* p) { return gpuFree(p); }
-inline gpuError_t gpuMemcpy(void* dst, const void* src, size_t bytes, gpuMemcpyKind) {
+inline void count_copy(gpuMemcpyKind kind) {
+  emulation_count(kind == gpuMemcpyHostToDevice   ? kCopiesHostToDevice
+                  : kind == gpuMemcpyDeviceToHost ? kCopiesDeviceToHost
+                                                  : kCopiesDeviceToDevice);
+}
+inline gpuError_t gpuMemcpy(void* dst, const void* src, size_t bytes, gpuMemcpyKind kind) {
+  count_copy(kind);
   std::memmove(dst, src, bytes);
   return gpuSuccess;
 }
@@ -58,7 +76,8 @@ inline gpuError_t gpuMemcpyAsync(void* dst, const void* src, size_t bytes, gpuMe
   return gpuMemcpy(dst, src, bytes, kind);
 }
 inline gpuError_t gpuMemcpy2DAsync(void* dst, size_t dst_pitch, const void* src, size_t src_pitch,
-                                   size_t width, size_t height, gpuMemcpyKind, gpuStream_t) {
+                                   size_t width, size_t height, gpuMemcpyKind kind, gpuStream_t) {
+  count_copy(kind);
   for (size_t r = 0; r < height; ++r)
     std::memmove(static_cast<char*>(dst) + r * dst_pitch, static_cast<const char*>(src) + r * src_pitch, width);
   return gpuSuccess;
