@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # libFuzzer harnesses of tests/fuzz: the ONNX model loader, a model through a
-# session and one run on the CPU provider, the checkpoint reader and the
-# tensor files of `onyx run` (.npy, .pb). Built with clang and
+# session and one run on the CPU provider, the checkpoint reader, the
+# tensor files of `onyx run` (.npy, .pb), external data against a model
+# folder of hostile files (symlinks out, a hard link, a FIFO) and the plugin
+# handshake with a fake provider whose entry, tables and kernels the input
+# chooses. Built with clang and
 # -fsanitize=fuzzer,address,undefined in their own folder
 # (${ONYX_FUZZ_BUILD_DIR:-build-fuzz}), never mixed with the gcc build.
 #   fuzz.sh build                  configure and build the harnesses
 #   fuzz.sh smoke                  build, then run each smoke harness for
 #                                  ${ONYX_FUZZ_SMOKE_SECONDS:-3} s from its seed corpus (ctest
-#                                  -L fuzz, so CI); model_run is left out
-#                                  there (it builds the whole CPU provider
-#                                  with clang; CI's cold-cache budget) unless
+#                                  -L fuzz, so CI); model_run and
+#                                  plugin_handshake are left out there (they
+#                                  build the whole CPU provider with clang;
+#                                  CI's cold-cache budget) unless
 #                                  ONYX_FUZZ_SMOKE_ALL=1
 #   fuzz.sh run HARNESS SECONDS    one harness, one job (-j1, nice) for SECONDS,
 #                                  growing BUILD/corpus/HARNESS (seeded from
@@ -19,7 +23,8 @@
 #                                  job and is slow on a busy machine); findings (crash-*,
 #                                  leak-*, oom-*, timeout-*) go to BUILD/findings/HARNESS;
 #                                  the log is BUILD/logs/HARNESS.log
-# HARNESS: model_loader | model_run | checkpoint_reader | tensor_file. ONYX_CLANG picks
+# HARNESS: model_loader | model_run | checkpoint_reader | tensor_file | external_data |
+# plugin_handshake. ONYX_CLANG picks
 # clang++ (default clang++-15), ONYX_JOBS the build's parallelism (default 2).
 # Exit status: non-zero when a harness found something.
 set -euo pipefail
@@ -28,8 +33,8 @@ root=$PWD
 build=${ONYX_FUZZ_BUILD_DIR:-build-fuzz}
 cxx=${ONYX_CLANG:-clang++-15}
 cc=${cxx/clang++/clang}
-harnesses=(model_loader model_run checkpoint_reader tensor_file)
-smoke_harnesses=(model_loader checkpoint_reader tensor_file)
+harnesses=(model_loader model_run checkpoint_reader tensor_file external_data plugin_handshake)
+smoke_harnesses=(model_loader checkpoint_reader tensor_file external_data)
 [ -n "${ONYX_FUZZ_SMOKE_ALL:-}" ] && smoke_harnesses=("${harnesses[@]}")
 # Inputs past these are findings: 2 GiB of memory, ${ONYX_FUZZ_TIMEOUT:-10} s
 # of wall time for one input (raise it on a loaded machine, where a niced

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <unordered_set>
 
 namespace onyx::runtime {
@@ -46,6 +47,11 @@ OnyxStatus* new_status(Status status) {
 OnyxStatus* status_create(int32_t code, const char* message) {
   if (code == ONYX_STATUS_OK) return nullptr;
   try {
+    // A code the ABI does not define is kept in the message, never cast:
+    // the host switches over OnyxStatusCode, and a plugin may pass any int.
+    if (code < ONYX_STATUS_OK || code > ONYX_STATUS_INTERNAL)
+      return new_status(internal_error("status code " + std::to_string(code) + " (not an ABI status code): " +
+                                       (message ? message : "")));
     return new_status(Status(OnyxStatusCode(code), message ? message : ""));
   } catch (...) {
     return nullptr;  // out of memory while reporting: nothing better to do

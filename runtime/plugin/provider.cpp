@@ -109,6 +109,16 @@ StatusOr<OnyxDeviceProperties> Provider::device_properties(size_t index) const {
   OnyxDeviceProperties props{};
   props.struct_size = sizeof props;
   ONYX_RETURN_IF_ERROR(take_status(api_->device_properties(plugin_, index, &props)));
+  // The strings are read as C strings everywhere after this: a plugin that
+  // filled a whole array leaves no NUL, so one is put in its last byte.
+  props.name[sizeof props.name - 1] = '\0';
+  props.vendor[sizeof props.vendor - 1] = '\0';
+  // Every buffer of the device is aligned to this, and memory_alloc's
+  // alignment must be a power of two (0: the device asks for none).
+  if ((props.memory_alignment & (props.memory_alignment - 1)) || props.memory_alignment > kMaxMemoryAlignment)
+    return incompatible(library_.describe() + ": device " + std::to_string(index) + " reports memory_alignment " +
+                        std::to_string(props.memory_alignment) + ", which is not a power of two up to " +
+                        std::to_string(kMaxMemoryAlignment) + " (every tensor and scratch buffer is aligned to it)");
   return props;
 }
 

@@ -47,10 +47,16 @@ class Provider {
   // OK when usable; UNAVAILABLE with the plugin's reason otherwise.
   Status availability() const;
   size_t device_count() const;
+  // The plugin's answer with name and vendor NUL-terminated; a
+  // memory_alignment that is not a power of two, or past
+  // kMaxMemoryAlignment, is refused (INCOMPATIBLE).
   StatusOr<OnyxDeviceProperties> device_properties(size_t index) const;
 
   // More devices than any machine has: the plugin's count is not believed.
   static constexpr size_t kMaxDevices = 4096;
+  // A huge page: no device needs its buffers aligned further, and each
+  // tensor of a run is padded to the alignment.
+  static constexpr uint32_t kMaxMemoryAlignment = uint32_t(1) << 21;
 
  private:
   explicit Provider(PluginLibrary library) : library_(std::move(library)) {}

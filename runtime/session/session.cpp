@@ -137,6 +137,9 @@ Status Session::open_devices(ProviderRegistry& registry, const SessionOptions& o
     ONYX_RETURN_IF_ERROR(take_status(provider->api().device_open(
         provider->plugin(), 0, kv.data(), kv.size(), nullptr, &device->handle)).with_context(
             "opening a device of provider '" + provider->name() + "'"));
+    if (!device->handle)
+      return internal_error("opening a device of provider '" + provider->name() +
+                            "': device_open succeeded but returned no device (a plugin bug)");
     device->label = provider->name();
     for (const auto& d : devices_)
       if (d->label == device->label)
@@ -205,6 +208,10 @@ Status Session::create_kernels() {
                                                                  nodes.data(), nodes.size(),
                                                                  &step.kernel));
     if (!st.ok()) return st.with_context("creating the kernel of " + step.name + " on " + device.label);
+    // Every later call passes the kernel back; a plugin would dereference NULL.
+    if (!step.kernel)
+      return internal_error("creating the kernel of " + step.name + " on " + device.label +
+                            ": kernel_create succeeded but returned no kernel (a plugin bug)");
     // Fused steps too: the entries follow the group's outputs (session/step.h).
     step.output_memory.assign(step.outputs.size(), OnyxOutputMemoryInfo{sizeof(OnyxOutputMemoryInfo), 0, -1});
     if (device.provider->api().kernel_output_memory) {

@@ -7,6 +7,15 @@
 //                               table has functions this host doesn't know
 //   TEST_PLUGIN_SHORT_TABLE     a provider table smaller than ABI 1.0's
 //   TEST_PLUGIN_TRUNCATED_ENTRY an entry whose struct_size stops before create
+//   TEST_PLUGIN_LIES            tells the lie the variable ONYX_TEST_LIE names
+//                               (the plugin_handshake fuzzer's findings):
+//                               "unterminated_names" (device name and vendor
+//                               fill their arrays), "alignment_3" and
+//                               "alignment_2g" (memory_alignment), "null_device"
+//                               (device_open succeeds with no device),
+//                               "null_kernel" (kernel_create likewise),
+//                               "status_code_1000" (kernel_create fails with a
+//                               code the ABI does not define)
 //   TEST_PLUGIN_DEVICE_COUNT_LIES device_count returns SIZE_MAX
 //   TEST_PLUGIN_PROFILES        reports its Relu's time as its own event (ABI 1.1)
 //   TEST_PLUGIN_BOGUS_STATUS    plugin_availability returns the pointer 0x10
@@ -32,6 +41,7 @@
 #include <csignal>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <thread>
 
@@ -108,6 +118,46 @@ void register_kernels(onyx::sdk::KernelRegistry& registry) {
   registry.add(relu);
 }
 
+#ifdef TEST_PLUGIN_LIES
+bool lie(const char* which) {
+  const char* chosen = std::getenv("ONYX_TEST_LIE");
+  return chosen && std::string(chosen) == which;
+}
+
+const OnyxProviderApi* g_honest = nullptr;
+const OnyxHostApi* g_host = nullptr;
+
+OnyxStatus* lying_device_properties(OnyxPlugin* plugin, size_t index, OnyxDeviceProperties* out) {
+  if (OnyxStatus* st = g_honest->device_properties(plugin, index, out)) return st;
+  if (lie("unterminated_names")) {
+    std::memset(out->name, 'N', sizeof out->name);
+    std::memset(out->vendor, 'V', sizeof out->vendor);
+  }
+  if (lie("alignment_3")) out->memory_alignment = 3;
+  if (lie("alignment_2g")) out->memory_alignment = uint32_t(1) << 31;
+  return nullptr;
+}
+
+OnyxStatus* lying_device_open(OnyxPlugin* plugin, size_t index, const OnyxKeyValue* options, size_t count,
+                              const OnyxExtension* extensions, OnyxDevice** out) {
+  if (lie("null_device")) {
+    *out = nullptr;
+    return nullptr;
+  }
+  return g_honest->device_open(plugin, index, options, count, extensions, out);
+}
+
+OnyxStatus* lying_kernel_create(OnyxDevice* device, const OnyxGraphView* graph, const uint32_t* nodes, size_t count,
+                                OnyxKernel** out) {
+  if (lie("null_kernel")) {
+    *out = nullptr;
+    return nullptr;
+  }
+  if (lie("status_code_1000")) return g_host->status_create(1000, "a code of the plugin's own");
+  return g_honest->kernel_create(device, graph, nodes, count, out);
+}
+#endif
+
 // A provider table as a newer minor version would ship it: the 1.0 table
 // followed by functions an older host has never heard of.
 struct GrownTable {
@@ -154,6 +204,18 @@ OnyxStatus* create(const OnyxPluginCreateArgs* args, OnyxPlugin** plugin,
   bogus = **api;
   bogus.plugin_availability = [](OnyxPlugin*) { return reinterpret_cast<OnyxStatus*>(uintptr_t(0x10)); };
   *api = &bogus;
+#endif
+#ifdef TEST_PLUGIN_LIES
+  static OnyxProviderApi lies;
+  if (!st) {
+    g_honest = *api;
+    g_host = args->host;
+    lies = **api;
+    lies.device_properties = lying_device_properties;
+    lies.device_open = lying_device_open;
+    lies.kernel_create = lying_kernel_create;
+    *api = &lies;
+  }
 #endif
 #ifdef TEST_PLUGIN_SHORT_TABLE
   static OnyxProviderApi short_table;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 
 #include "plugin/provider.h"
@@ -131,6 +132,43 @@ TEST(Loader, AStatusTheHostDidNotCreateIsNotRead) {
   EXPECT_NE(available.message().find("a plugin returned 0x10 as a status, which the host did not create"),
             std::string::npos)
       << available.to_string();
+}
+
+// Sets ONYX_TEST_LIE (read by the lies test plugin) for one test.
+class Lie {
+ public:
+  explicit Lie(const char* which) { ::setenv("ONYX_TEST_LIE", which, 1); }
+  ~Lie() { ::unsetenv("ONYX_TEST_LIE"); }
+};
+
+// plugin_handshake fuzzer: a device name and vendor filling their arrays (no
+// NUL) were handed on as C strings, read past their ends.
+TEST(Loader, DevicePropertiesWithoutTheirNulAreTerminated) {
+  Lie lie("unterminated_names");
+  auto p = Provider::load(test_plugin("lies"));
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  auto props = (*p)->device_properties(0);
+  ASSERT_TRUE(props.ok()) << props.status().to_string();
+  EXPECT_EQ(std::string(props->name), std::string(sizeof props->name - 1, 'N'));
+  EXPECT_EQ(std::string(props->vendor), std::string(sizeof props->vendor - 1, 'V'));
+}
+
+// plugin_handshake fuzzer: memory_alignment 3 reached memory_alloc, whose
+// alignment must be a power of two; 2^31 padded every buffer to 2 GiB.
+TEST(Loader, AMemoryAlignmentThatIsNoPowerOfTwoOrPastAHugePageIsRefused) {
+  for (const char* which : {"alignment_3", "alignment_2g"}) {
+    Lie lie(which);
+    auto p = Provider::load(test_plugin("lies"));
+    ASSERT_TRUE(p.ok()) << p.status().to_string();
+    auto props = (*p)->device_properties(0);
+    ASSERT_FALSE(props.ok()) << which;
+    EXPECT_EQ(props.status().code(), ONYX_STATUS_INCOMPATIBLE);
+    const std::string& m = props.status().message();
+    EXPECT_NE(m.find(std::string("reports memory_alignment ") + (which == std::string("alignment_3") ? "3" : "2147483648") +
+                     ", which is not a power of two up to 2097152"),
+              std::string::npos)
+        << m;
+  }
 }
 
 TEST(Loader, AProviderTableSmallerThanAbi10IsRefusedNamingTheSizes) {

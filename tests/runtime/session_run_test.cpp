@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <thread>
 
 #include "ir/onnx_import.h"
@@ -162,6 +163,39 @@ TEST(SessionRun, AKernelThatLeavesItsOutputUnsetIsNamed) {
                                         "returned success without writing it"),
             std::string::npos)
       << run.status().to_string();
+}
+
+// plugin_handshake fuzzer: device_open or kernel_create succeeding without
+// an object had the host pass NULL back to the plugin; a status code the ABI
+// does not define was cast to OnyxStatusCode (undefined behaviour).
+TEST(SessionRun, APluginThatReturnsNoDeviceNoKernelOrAnUndefinedCodeIsNamed) {
+  struct Case {
+    const char* lie;
+    const char* message;
+  } cases[] = {
+      {"null_device", "opening a device of provider 'lies': device_open succeeded but returned no device"},
+      {"null_kernel", "creating the kernel of Relu 'relu0' on lies: kernel_create succeeded but returned no kernel"},
+      {"status_code_1000", "status code 1000 (not an ABI status code): a code of the plugin's own"},
+  };
+  std::string bytes = testing::ModelBuilder()
+                          .input("x", {2, 3})
+                          .output("y", {2, 3})
+                          .node("Relu", {"x"}, {"y"}, "relu0")
+                          .bytes();
+  for (const Case& c : cases) {
+    ::setenv("ONYX_TEST_LIE", c.lie, 1);
+    ProviderRegistry registry;
+    registry.add_search_dir(ONYX_PROVIDER_DIR);
+    registry.add_search_dir(ONYX_TEST_PLUGIN_DIR);
+    SessionOptions options;
+    options.providers = {{"lies", {}}, {"cpu", {}}};
+    options.fallback = FallbackPolicy::kAllow;
+    auto s = Session::create_from_bytes(registry, bytes.data(), bytes.size(), options);
+    ::unsetenv("ONYX_TEST_LIE");
+    ASSERT_FALSE(s.ok()) << c.lie;
+    EXPECT_EQ(s.status().code(), ONYX_STATUS_INTERNAL) << c.lie;
+    EXPECT_NE(s.status().message().find(c.message), std::string::npos) << s.status().to_string();
+  }
 }
 
 // bad-inputs.md class 3: Pad with pads [2^40, 0, 0, 0] was accepted, and
