@@ -98,6 +98,8 @@ std::vector<OptionSpec> session_option_specs() {
       {"--fallback", "fail|warn|allow", "what to do with nodes the first provider declines (default warn)"},
       {"--optimize", "off|basic|all", "graph rewrites before partitioning (default all; see the partition report)"},
       {"--threads", "N", "intra-op threads (default: one per core)"},
+      {"--compiled-cache", "DIR",
+       "keep what providers compile per kernel in DIR and load it next time (providers that can, ABI 1.2)"},
   };
 }
 

@@ -41,6 +41,10 @@ onyx::SessionOptions session_options_from(const ParsedArgs& args) {
     else throw CliError("--optimize must be off, basic or all, got '" + *level + "'");
   }
   if (args.has("--threads")) options.threads(size_t(args.integer("--threads", 0, 0, 4096)));
+  if (std::optional<std::string> folder = args.last("--compiled-cache")) {
+    if (folder->empty()) throw CliError("--compiled-cache needs a folder");
+    options.compiled_cache(*folder);
+  }
   if (args.has("--run-timeout") && !args.has("--isolate")) throw CliError("--run-timeout needs --isolate");
   if (args.has("--isolate")) {
     double timeout = 0;

@@ -14,7 +14,7 @@
 
 namespace onyx::cli {
 
-// Builds SessionOptions from --provider/--provider-option/--fallback/--threads.
+// Builds SessionOptions from --provider/--provider-option/--fallback/--threads/--compiled-cache.
 onyx::SessionOptions session_options_from(const ParsedArgs& args);
 
 // The single MODEL positional of a command, checked to exist as a file.

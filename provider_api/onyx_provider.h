@@ -70,7 +70,7 @@ extern "C" {
 /* The ABI version this header describes. A minor version only appends fields
  * and functions; a major version may change anything. */
 #define ONYX_ABI_VERSION_MAJOR 1
-#define ONYX_ABI_VERSION_MINOR 1
+#define ONYX_ABI_VERSION_MINOR 2
 
 /* Packs a version into one comparable integer. */
 #define ONYX_ABI_VERSION(major, minor) (((uint32_t)(major) << 16) | (uint32_t)(minor))
@@ -371,6 +371,14 @@ typedef enum OnyxLogLevel {
  * thread-safe for them; it is not called after ctx_parallel_for returns. */
 typedef void (*OnyxParallelBody)(void* user, size_t begin, size_t end);
 
+/* ABI 1.2. The host's sink for a serialized kernel (kernel_serialize):
+ * appends `size` bytes, read during the call only, to what the host keeps
+ * for `writer`. Returns NULL, or a status (owned by the caller) when the host
+ * will not take more (its size bound, out of memory); the plugin then stops
+ * and returns that status from kernel_serialize. Not thread-safe for the same
+ * writer: call it from one thread at a time. */
+typedef OnyxStatus* (*OnyxBlobWriteFn)(void* writer, const void* bytes, size_t size);
+
 typedef struct OnyxHostApi {
   size_t struct_size;
   uint32_t abi_version; /* the negotiated version, ONYX_ABI_VERSION(...) */
@@ -616,8 +624,60 @@ typedef struct OnyxProviderApi {
    * No extensions are defined in ABI 1.0, and a 1.0 host never calls this;
    * plugins may leave it NULL. */
   const void* (*query_extension)(OnyxPlugin* plugin, uint32_t type);
+
+  /* --- ABI 1.2: compiled-partition cache ---------------------------------
+   * Present when struct_size >= ONYX_PROVIDER_API_SIZE_1_2. OPTIONAL, all
+   * three or none (NULL: the plugin caches nothing). A host calls them only
+   * after negotiating ABI >= 1.2 with the plugin, so a plugin must work the
+   * same when they are never called (a 1.0 or 1.1 host).
+   *
+   * What the host does (this runtime, when the application sets a cache
+   * folder): after kernel_create it asks kernel_serialize for the kernel's
+   * bytes and stores them in a file keyed by the plugin's name and version,
+   * the device's properties and open options, device_cache_compatibility,
+   * and a canonical text of the group: per node its op type, domain, opset
+   * and attributes, and per input and output value its element type, shape,
+   * flags and, for constants, a hash of the bytes. A later session whose key
+   * is the same calls kernel_create_from_cache with those bytes instead of
+   * kernel_create. So what kernel_create compiles must depend on nothing
+   * else of the graph view than that (not on value or node names, nor on
+   * nodes outside the group); whatever else it depends on (the ISA, a
+   * driver, a compiler, the plugin's build) belongs in the compatibility
+   * string. The host checks the file (format, checksum, the whole key text)
+   * before handing its bytes back, and recompiles, with a log line naming the
+   * file and why, an entry it rejects or the plugin refuses. */
+
+  /* A NUL-terminated string naming what, besides the key above, a serialized
+   * kernel of this device depends on: e.g. "avx512f;driver 550.54;build
+   * 2026-11-27". Entries made under another string are not handed back.
+   * Owned by the plugin, constant and valid until device_close; NULL reads
+   * as "". Thread-safe. */
+  const char* (*device_cache_compatibility)(OnyxDevice* device);
+
+  /* Serializes what kernel_create (or kernel_create_from_cache) compiled for
+   * `kernel`, by calling write(writer, bytes, size) any number of times, in
+   * order. `write` and `writer` belong to the host and are valid during this
+   * call only. A status from write is returned (its ownership passes back to
+   * the host). ONYX_STATUS_UNIMPLEMENTED: nothing worth caching for this
+   * kernel (the host stores nothing, and logs nothing). Thread-safe: may run
+   * concurrently with kernel_compute on the same kernel. */
+  OnyxStatus* (*kernel_serialize)(OnyxKernel* kernel, OnyxBlobWriteFn write, void* writer);
+
+  /* As kernel_create (same graph, node_indices, ownership and lifetime of
+   * *out), from `blob_size` bytes of `blob` that kernel_serialize produced
+   * for a kernel of the same key. `blob` is owned by the host and valid
+   * during the call only: copy what the kernel keeps. The host verified the
+   * file's checksum and key, yet the plugin must bound every read and never
+   * crash on any bytes. ONYX_STATUS_INCOMPATIBLE: a blob this plugin can no
+   * longer use (e.g. its own layout version changed); ONYX_STATUS_DATA_LOSS:
+   * one it finds corrupt. On any status the host logs a line, calls
+   * kernel_create and replaces the entry. Thread-safe. */
+  OnyxStatus* (*kernel_create_from_cache)(OnyxDevice* device, const OnyxGraphView* graph,
+                                          const uint32_t* node_indices, size_t node_count,
+                                          const void* blob, size_t blob_size, OnyxKernel** out);
 } OnyxProviderApi;
 #define ONYX_PROVIDER_API_SIZE_1_0 ONYX_STRUCT_SIZE(OnyxProviderApi, query_extension)
+#define ONYX_PROVIDER_API_SIZE_1_2 ONYX_STRUCT_SIZE(OnyxProviderApi, kernel_create_from_cache)
 
 /* ------------------------------------------------------------------------ */
 /* Entry point and handshake                                                */

@@ -241,6 +241,14 @@ OnyxStatus* onyx_session_options_set_isolation(OnyxSessionOptions* o, bool isola
   });
 }
 
+OnyxStatus* onyx_session_options_set_compiled_cache(OnyxSessionOptions* o, const char* folder) {
+  return guarded([&] {
+    if (!o) return null_arg("onyx_session_options_set_compiled_cache", "options");
+    o->options.compiled_cache_dir = folder ? folder : "";
+    return Status();
+  });
+}
+
 OnyxStatus* onyx_session_create(OnyxEnv* env, const char* path, const OnyxSessionOptions* options,
                                 OnyxSession** out) {
   return guarded([&] {

@@ -80,6 +80,7 @@ std::string encode_config(const WorkerConfig& c) {
   w.u64(c.options.host_memory_limit);
   w.u64(c.provider_dirs.size());
   for (const std::string& d : c.provider_dirs) w.str(d);
+  w.str(c.options.compiled_cache_dir);
   return std::move(w.bytes());
 }
 
@@ -112,6 +113,7 @@ bool decode_config(const std::string& payload, WorkerConfig* c) {
     if (!r.str(&d)) return false;
     c->provider_dirs.push_back(std::move(d));
   }
+  if (!r.str(&c->options.compiled_cache_dir)) return false;
   return r.at_end();
 }
 

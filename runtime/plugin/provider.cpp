@@ -89,6 +89,11 @@ Provider::~Provider() {
   if (plugin_ && api_ && api_->plugin_destroy) api_->plugin_destroy(plugin_);
 }
 
+bool Provider::caches_kernels() const {
+  return abi_version() >= ONYX_ABI_VERSION(1, 2) && api_->struct_size >= ONYX_PROVIDER_API_SIZE_1_2 &&
+         api_->device_cache_compatibility && api_->kernel_serialize && api_->kernel_create_from_cache;
+}
+
 Status Provider::availability() const {
   ONYX_RETURN_IF_ERROR(take_status(api_->plugin_availability(plugin_)));
   const size_t count = api_->device_count(plugin_);

@@ -44,6 +44,10 @@ class Provider {
   const OnyxProviderApi& api() const { return *api_; }
   OnyxPlugin* plugin() const { return plugin_; }
 
+  // Whether the host may use the compiled-partition cache functions (ABI
+  // 1.2): negotiated at 1.2 or later, and the table has all three.
+  bool caches_kernels() const;
+
   // OK when usable; UNAVAILABLE with the plugin's reason otherwise.
   Status availability() const;
   size_t device_count() const;

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -18,6 +19,8 @@ struct Device {
   OnyxDevice* handle = nullptr;
   OnyxDeviceProperties properties{};
   std::string label;  // the provider's name: "cpu"
+  // The key=value options device_open was given (part of a compiled-cache key).
+  std::vector<std::pair<std::string, std::string>> open_options;
   ~Device();
 
   // Whether the host may read this device's memory directly.

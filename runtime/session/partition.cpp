@@ -191,6 +191,17 @@ std::string PartitionReport::to_json(const ir::Graph& graph) const {
   for (const auto& [op, count] : optimization.fused_patterns) w.key(op).value(int64_t(count));
   w.end_object();
   w.end_object();
+  w.key("compiled_cache").begin_array();  // empty unless the session has a cache folder
+  for (const CompiledCacheRecord& r : compiled_cache) {
+    w.begin_object();
+    w.key("step").value(r.step);
+    w.key("device").value(r.device);
+    w.key("outcome").value(r.outcome);
+    w.key("file").value(r.file);
+    w.key("reason").value(r.reason);
+    w.end_object();
+  }
+  w.end_array();
   w.end_object();
   return w.str();
 }

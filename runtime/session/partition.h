@@ -47,6 +47,16 @@ struct DissolvedGroup {
   std::string reason;
 };
 
+// How a kernel step was compiled when the session has a compiled-partition
+// cache folder (session/compiled_cache.h).
+struct CompiledCacheRecord {
+  std::string step;     // "MatMul 'mm'"
+  std::string device;
+  std::string outcome;  // "hit", "stored", "rebuilt", "not stored", "not cached"
+  std::string file;     // the entry's file, when there is one
+  std::string reason;   // why it was rebuilt, not stored or not cached
+};
+
 struct UnavailableProvider {
   std::string name, reason;
   size_t rank = 0;  // how many opened devices were listed before it
@@ -61,10 +71,12 @@ struct PartitionReport {
   std::vector<DissolvedGroup> dissolved;
   GraphOptimization optimization_level = GraphOptimization::kOff;
   OptimizationReport optimization;  // what optimize_graph did before partitioning
+  std::vector<CompiledCacheRecord> compiled_cache;  // per kernel step, when the cache is on
   // True when a provider listed ahead of the node's device declined it or was unavailable.
   bool is_fallback(const NodePlacement& place) const;
   // Machine-readable: {"policy", "devices", "nodes": [{node, op, device, ...}],
-  // "unavailable", "dissolved_groups", "copies", "graph_optimization"} (docs/architecture.md)
+  // "unavailable", "dissolved_groups", "copies", "graph_optimization", "compiled_cache"}
+  // (docs/architecture.md)
   std::string to_json(const ir::Graph& graph) const;
 };
 

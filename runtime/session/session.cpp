@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include "core/abi_status.h"
 #include "core/step_observer.h"
@@ -10,6 +11,7 @@
 #include "ir/value_kinds.h"
 #include "session/control_flow.h"
 #include "session/copy_insertion.h"
+#include "session/compiled_cache.h"
 #include "session/executor.h"
 #include "session/fused_groups.h"
 #include "session/graph_view.h"
@@ -73,7 +75,7 @@ StatusOr<std::unique_ptr<Session>> Session::create(ProviderRegistry& registry, i
   ONYX_RETURN_IF_ERROR(
       partition_graph(*s->model_.graph, s->devices_, options.fallback, *s->logger_, s->partition_));
   ONYX_RETURN_IF_ERROR(s->build_steps());
-  ONYX_RETURN_IF_ERROR(s->create_kernels());
+  ONYX_RETURN_IF_ERROR(s->create_kernels(options));
   ONYX_RETURN_IF_ERROR(s->upload_constants());
   ONYX_RETURN_IF_ERROR(s->compile_subgraphs(registry, options));
   return s;
@@ -141,6 +143,7 @@ Status Session::open_devices(ProviderRegistry& registry, const SessionOptions& o
       return internal_error("opening a device of provider '" + provider->name() +
                             "': device_open succeeded but returned no device (a plugin bug)");
     device->label = provider->name();
+    for (const OnyxKeyValue& option : kv) device->open_options.emplace_back(option.key, option.value);
     for (const auto& d : devices_)
       if (d->label == device->label)
         return invalid_argument("provider '" + device->label + "' is listed twice");
@@ -196,17 +199,24 @@ Status Session::build_steps() {
   return Status();
 }
 
-Status Session::create_kernels() {
+Status Session::create_kernels(const SessionOptions& options) {
   const ir::Graph& graph = *model_.graph;
   GraphView view(graph);
+  std::optional<CompiledCache> cache;
+  if (!options.compiled_cache_dir.empty()) cache.emplace(options.compiled_cache_dir, *logger_);
   for (Step& step : steps_) {
     if (step.kind != Step::kKernel) continue;
     const Device& device = *devices_[size_t(step.device)];
     std::vector<uint32_t> nodes(step.nodes.begin(), step.nodes.end());
-    ProviderActivity activity(device.label, "creating the kernel of " + step.name);
-    Status st = take_status(device.provider->api().kernel_create(device.handle, view.get(),
-                                                                 nodes.data(), nodes.size(),
-                                                                 &step.kernel));
+    Status st;
+    if (cache) {
+      st = cache->create_kernel(device, *view.get(), nodes, step.name, &step.kernel,
+                                &partition_.compiled_cache.emplace_back());
+    } else {
+      ProviderActivity activity(device.label, "creating the kernel of " + step.name);
+      st = take_status(device.provider->api().kernel_create(device.handle, view.get(), nodes.data(), nodes.size(),
+                                                            &step.kernel));
+    }
     if (!st.ok()) return st.with_context("creating the kernel of " + step.name + " on " + device.label);
     // Every later call passes the kernel back; a plugin would dereference NULL.
     if (!step.kernel)
@@ -219,7 +229,17 @@ Status Session::create_kernels() {
           step.kernel, step.output_memory.data(), step.output_memory.size())));
     }
   }
+  if (cache) log_compiled_cache_summary();
   return Status();
+}
+
+void Session::log_compiled_cache_summary() const {
+  std::map<std::string, size_t> outcomes;
+  for (const CompiledCacheRecord& r : partition_.compiled_cache) ++outcomes[r.outcome];
+  std::string text;
+  for (const auto& [outcome, count] : outcomes) text += (text.empty() ? "" : ", ") + std::to_string(count) + " " + outcome;
+  if (!text.empty())
+    logger_->log(ONYX_LOG_INFO, "compiled cache: " + text + " (per step: the partition report's compiled_cache)");
 }
 
 StatusOr<std::shared_ptr<const ExecutionPlan>> Session::plan_for(const std::vector<Shape>& shapes) {

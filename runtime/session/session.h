@@ -57,6 +57,10 @@ struct SessionOptions {
   // larger limit is lowered to it). A run past it fails with OUT_OF_MEMORY
   // before allocating; a server bounds what one request can make it hold.
   size_t host_memory_limit = 0;
+  // Compiled-partition cache folder (session/compiled_cache.h); "" = off.
+  // Kernels of providers that serialize them (ABI 1.2) are stored there and
+  // loaded instead of compiled by later sessions with the same key.
+  std::string compiled_cache_dir;
 };
 
 class Session {
@@ -153,7 +157,8 @@ class Session {
                                         const DeviceBinding* binding = nullptr);
   Status open_devices(ProviderRegistry& registry, const SessionOptions& options);
   Status build_steps();
-  Status create_kernels();
+  Status create_kernels(const SessionOptions& options);
+  void log_compiled_cache_summary() const;
   Status upload_constants();
   // Compiles the subgraphs of kControlFlow steps into child sessions (control_flow.cpp).
   Status compile_subgraphs(ProviderRegistry& registry, const SessionOptions& options);

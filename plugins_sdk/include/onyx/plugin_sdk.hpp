@@ -18,6 +18,7 @@
 #include "sdk/compute_context.hpp"
 #include "sdk/dtype.hpp"
 #include "sdk/host_memory.hpp"
+#include "sdk/kernel_cache.hpp"
 #include "sdk/kernel_registry.hpp"
 #include "sdk/node_info.hpp"
 #include "sdk/provider_table.hpp"

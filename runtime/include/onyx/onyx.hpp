@@ -243,6 +243,11 @@ class SessionOptions {
     check(onyx_session_options_set_isolation(raw_.get(), on, run_timeout_seconds));
     return *this;
   }
+  // Compiled-partition cache folder (onyx_session_options_set_compiled_cache); "" = off.
+  SessionOptions& compiled_cache(const std::string& folder) {
+    check(onyx_session_options_set_compiled_cache(raw_.get(), folder.c_str()));
+    return *this;
+  }
   const OnyxSessionOptions* get() const { return raw_.get(); }
 
  private:

@@ -181,6 +181,23 @@ ONYX_API OnyxStatus* onyx_session_options_set_host_memory_limit(OnyxSessionOptio
 ONYX_API OnyxStatus* onyx_session_options_set_isolation(OnyxSessionOptions* options, bool isolate,
                                                         double run_timeout_seconds);
 
+/* The compiled-partition cache (docs/architecture.md, "Compiled-partition
+ * cache"): with a folder set, sessions created with these options store what a
+ * provider compiled for each kernel (node or fused group) in that folder, one
+ * file per kernel, when the provider can serialize it (provider ABI 1.2), and
+ * later sessions load it instead of compiling again. An entry is used only for
+ * the same plugin name and version, device properties and options, the
+ * provider's compatibility string and the same group (ops, attributes, types,
+ * shapes and constant bytes); a stale, incompatible or corrupt entry is logged
+ * (a warning naming the file and why), recompiled and replaced. The folder is
+ * created when first written; one that cannot be created or written is a
+ * warning, not an error. The partition report's "compiled_cache" says per
+ * kernel whether it was a "hit", "stored", "rebuilt", "not stored" or "not
+ * cached". `folder` (copied) NULL or "" turns the cache off (the default).
+ * Several processes may share a folder. Not thread-safe with other uses of the
+ * same options object. */
+ONYX_API OnyxStatus* onyx_session_options_set_compiled_cache(OnyxSessionOptions* options, const char* folder);
+
 /* ---- sessions -------------------------------------------------------------- */
 
 /* Loads a model file (external data resolved in its folder) and prepares it.

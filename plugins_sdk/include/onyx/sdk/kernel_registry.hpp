@@ -29,6 +29,7 @@
 
 #include "compute_context.hpp"
 #include "dtype.hpp"
+#include "kernel_cache.hpp"
 #include "node_info.hpp"
 #include "status.hpp"
 
@@ -41,6 +42,13 @@ class Kernel {
   virtual OnyxStatus* compute(ComputeContext& ctx) = 0;
   // Memory declarations, one per output; default: every output is fresh.
   virtual void output_memory(std::span<OnyxOutputMemoryInfo> out) const { (void)out; }
+  // ABI 1.2 compiled-partition cache (kernel_cache.hpp): writes what creating
+  // this kernel computed, for the provider's make_kernel_from_cache to read
+  // back. May run concurrently with compute. Default: nothing worth caching.
+  virtual OnyxStatus* serialize(BlobWriter& out) const {
+    (void)out;
+    return make_status(ONYX_STATUS_UNIMPLEMENTED, "this kernel has no serialized form");
+  }
 };
 
 // What a kernel factory returns: the kernel, or the status saying why it

@@ -28,6 +28,12 @@
 //                                                     fused groups UNIMPLEMENTED
 //   OnyxStatus* compute(Device&, Kernel&, ComputeContext&) [opt] kernel.compute(ctx)
 //   const void* query_extension(uint32_t type)       [opt] nullptr
+//   compiled-partition cache (ABI 1.2, kernel_cache.hpp) [opt]:
+//     KernelResult make_kernel_from_cache(Device&, const OnyxGraphView&,
+//         std::span<const uint32_t> nodes, BlobReader&)  present: the table gets
+//                                                     the three cache entries, and
+//                                                     kernel_serialize calls Kernel::serialize
+//     std::string cache_compatibility(Device&)        [opt] "", asked once per device_open
 // Hooks run inside an ABI call, so make_status works in them. They must be
 // as thread-safe as the ABI function that calls them (onyx_provider.h).
 //
@@ -40,6 +46,7 @@
 
 #include <onyx_provider.h>
 
+#include <concepts>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -50,6 +57,7 @@
 #include <utility>
 
 #include "compute_context.hpp"
+#include "kernel_cache.hpp"
 #include "kernel_registry.hpp"
 #include "status.hpp"
 
@@ -124,6 +132,11 @@ class ProviderTable {
   using Stream = typename detail::StreamOf<Impl>::type;  // void without streams
   using Event = typename detail::StreamOf<Impl>::event;
   static constexpr bool kHasStreams = detail::HasStreams<Impl>;
+  static constexpr bool kCachesKernels =
+      requires(Impl& impl, Device& device, const OnyxGraphView& graph, std::span<const uint32_t> nodes,
+               BlobReader& blob) {
+        { impl.make_kernel_from_cache(device, graph, nodes, blob) } -> std::convertible_to<KernelResult>;
+      };
 
   // Creates the plugin: an Impl built from `impl_args` inside a plugin object
   // that keeps a copy of the host's table, and the table of this provider.
@@ -183,6 +196,11 @@ class ProviderTable {
       a.kernel_output_memory = kernel_output_memory;
       a.kernel_compute = kernel_compute;
       a.query_extension = query_extension;
+      if constexpr (kCachesKernels) {
+        a.device_cache_compatibility = device_cache_compatibility;
+        a.kernel_serialize = kernel_serialize;
+        a.kernel_create_from_cache = kernel_create_from_cache;
+      }
       return a;
     }();
     return api;
@@ -198,6 +216,7 @@ class ProviderTable {
   struct DeviceBox {
     PluginBox* plugin;
     std::unique_ptr<Device> device;
+    std::string cache_compatibility;  // device_cache_compatibility's answer, fixed at device_open
   };
   struct StreamBox {
     DeviceBox* device;
@@ -302,6 +321,8 @@ class ProviderTable {
       } else {
         box->device = std::make_unique<Device>();
       }
+      if constexpr (requires { impl.cache_compatibility(*box->device); })
+        box->cache_compatibility = impl.cache_compatibility(*box->device);
       *out = reinterpret_cast<OnyxDevice*>(box.release());
       return nullptr;
     });
@@ -479,6 +500,40 @@ class ProviderTable {
         return box->kernel->compute(ctx);
     });
   }
+  // --- compiled-partition cache (only when Impl has make_kernel_from_cache) ---
+
+  static const char* device_cache_compatibility(OnyxDevice* d) noexcept {
+    return d ? as_device(d)->cache_compatibility.c_str() : "";
+  }
+  static OnyxStatus* kernel_serialize(OnyxKernel* k, OnyxBlobWriteFn write, void* writer) noexcept {
+    return call(as_kernel(k)->device->plugin, [&]() -> OnyxStatus* {
+      if (!write) return make_status(ONYX_STATUS_INVALID_ARGUMENT, "kernel_serialize: write is NULL");
+      BlobWriter out(write, writer);
+      return as_kernel(k)->kernel->serialize(out);
+    });
+  }
+  static OnyxStatus* kernel_create_from_cache(OnyxDevice* d, const OnyxGraphView* graph, const uint32_t* nodes,
+                                              size_t count, const void* blob, size_t blob_size,
+                                              OnyxKernel** out) noexcept {
+    return call(as_device(d)->plugin, [&]() -> OnyxStatus* {
+      if (!graph || !nodes || !out || count == 0 || (!blob && blob_size))
+        return make_status(ONYX_STATUS_INVALID_ARGUMENT, "kernel_create_from_cache: NULL or empty argument");
+      *out = nullptr;
+      for (size_t k = 0; k < count; ++k)
+        if (nodes[k] >= graph->node_count)
+          return make_status(ONYX_STATUS_INVALID_ARGUMENT, "kernel_create_from_cache: node %u out of range",
+                             nodes[k]);
+      BlobReader reader({static_cast<const std::byte*>(blob), blob_size});
+      KernelResult made =
+          as_device(d)->plugin->impl.make_kernel_from_cache(*as_device(d)->device, *graph, {nodes, count}, reader);
+      if (!made.ok()) return made.release_status();
+      if (!made.value())
+        return make_status(ONYX_STATUS_INTERNAL, "kernel_create_from_cache: the provider made no kernel and no status");
+      *out = reinterpret_cast<OnyxKernel*>(new KernelBox{as_device(d), std::move(made.value())});
+      return nullptr;
+    });
+  }
+
   static const void* query_extension(OnyxPlugin* p, uint32_t type) noexcept {
     if constexpr (requires(Impl& impl) { impl.query_extension(type); }) {
       CallingHostScope scope(&as_plugin(p)->host);
