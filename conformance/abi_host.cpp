@@ -433,7 +433,9 @@ KernelRun run_kernel(const LoadedPlugin& p, const OpenDevice& device, OnyxKernel
       if (c.stream) c.api->stream_destroy(c.stream);
     }
   } cleanup{c, input_buffers};
-  const bool async = device.properties().asynchronous && ONYX_API_HAS(p, stream_create);
+  // As the runtime: a host below 1.2 drives no stream (ctx_stream NULL).
+  const bool async = device.properties().asynchronous && ONYX_API_HAS(p, stream_create) &&
+                     g_host_max_abi >= ONYX_ABI_VERSION(1, 2);
   if (async) check_status(api->stream_create(device.get(), &c.stream), "stream_create");
   for (const KernelInput& in : inputs) {
     input_dims.push_back(in.tensor.dims);

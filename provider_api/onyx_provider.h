@@ -48,6 +48,17 @@
  * ctx_parallel_for; it defines and passes no extensions. Each of these is
  * repeated where the function is declared.
  *
+ * What a 1.2 host does beyond that (this tree's runtime): with a plugin
+ * that negotiated 1.2 or later, whose device says `asynchronous` and which
+ * implements all eight stream and event functions, it drives streams: each
+ * run gets a stream of its own on the device; ctx_stream returns it;
+ * every memory_copy of the run is enqueued on it; values read on another
+ * device or by the host are waited for with events (event_record, then
+ * stream_wait_event or event_synchronize), never a whole-device sync;
+ * scratch and other device memory released during the run is freed after
+ * the stream passed it, once the run's one stream_synchronize per stream at
+ * its end returned. With a 1.0 or 1.1 plugin it behaves as a 1.0 host.
+ *
  * Version history is in provider_api/CHANGELOG.md.
  */
 #ifndef ONYX_PROVIDER_H_
@@ -434,7 +445,12 @@ typedef struct OnyxHostApi {
   /* The stream the kernel must enqueue its work on, owned by the host and
    * valid until kernel_compute returns; NULL means "run synchronously".
    * A 1.0 host always returns NULL: it runs every kernel synchronously and
-   * drives no streams (see stream_create). Thread-safe. */
+   * drives no streams (see stream_create). A 1.2 host returns the run's
+   * stream on the kernel's device when the plugin negotiated 1.2 or later
+   * and the device is asynchronous (see the top of this file); the kernel
+   * may then return before its work is done, and the host orders later work
+   * and reads after it. Inputs are ready on that stream when the kernel is
+   * called. Thread-safe. */
   OnyxStream* (*ctx_stream)(const OnyxComputeContext* ctx);
   /* Scratch memory of `bytes` on the kernel's device (bytes == 0: *out is
    * NULL). Owned by the host, which frees it after kernel_compute returns.
@@ -442,7 +458,9 @@ typedef struct OnyxHostApi {
    * that uses scratch must be finished by then, or ordered before later
    * frees by the device itself (as cudaFree/hipFree are with work on the
    * legacy default stream). Not thread-safe for the same ctx; thread-safe
-   * for distinct ctx. */
+   * for distinct ctx. A 1.2 host that gave the kernel a stream frees
+   * scratch only after that stream has passed the kernel's work (after the
+   * run's final stream_synchronize), never while the stream may use it. */
   OnyxStatus* (*ctx_scratch)(OnyxComputeContext* ctx, size_t bytes, void** out);
   /* Runs body over [0, n) split into chunks of at least `grain` items on the
    * host's intra-op thread pool and returns when all are done. The calling
@@ -536,18 +554,24 @@ typedef struct OnyxProviderApi {
    * With a stream (OPTIONAL for synchronous devices: may be NULL) the copy
    * is ordered on it and may complete later; host buffers must then stay
    * valid until the stream is synchronized. Without a stream, the copy is
-   * complete on return. A 1.0 host always passes stream NULL. Borrows `dst`
-   * and `src` only for the copy. Thread-safe for distinct streams. */
+   * complete on return. A 1.0 host always passes stream NULL; a 1.2 host
+   * passes the run's stream for the copies of a run on a device it drives
+   * streams for (see the top of this file), and NULL for copies outside a
+   * run (device tensors of the C API, constants uploaded at session
+   * creation). Borrows `dst` and `src` only for the copy. Thread-safe for
+   * distinct streams. */
   OnyxStatus* (*memory_copy)(OnyxDevice* device, OnyxStream* stream, int32_t direction,
                              void* dst, const void* src, size_t bytes);
 
   /* --- streams and events: OPTIONAL (NULL on synchronous devices) --------
-   * Reserved: a 1.0 host never calls them. It runs kernels synchronously,
-   * ctx_stream returns NULL and every memory_copy passes no stream; ABI 1.1
-   * is where a host will drive them (one stream per device and run, events
-   * around cross-device copies). A plugin for an asynchronous device still
-   * implements them (the conformance suite checks them), so that a newer
-   * host can use it unchanged. */
+   * A 1.0 host never calls them. It runs kernels synchronously, ctx_stream
+   * returns NULL and every memory_copy passes no stream. A 1.2 host drives
+   * them for a plugin that negotiated 1.2 (one stream per device and run,
+   * pooled across runs; one event per stream, recorded before another
+   * stream waits for it or the host synchronizes on it; see the top of this
+   * file). A plugin for an asynchronous device implements all eight (the
+   * conformance suite checks them); a 1.2 host drives none unless all are
+   * present. */
 
   /* Creates an ordered queue. Owned by the caller until stream_destroy; must
    * not outlive the device. Thread-safe. */
@@ -614,7 +638,7 @@ typedef struct OnyxProviderApi {
    * called concurrently on the same kernel from different threads
    * (concurrent session runs, each with its own ctx), so keep no
    * unsynchronized mutable state. Work must be complete on return unless ctx_stream gave a stream
-   * (never, with a 1.0 host). */
+   * (never with a 1.0 host; with a 1.2 host, see ctx_stream). */
   OnyxStatus* (*kernel_compute)(OnyxKernel* kernel, OnyxComputeContext* ctx);
 
   /* --- extensions --------------------------------------------------------- */

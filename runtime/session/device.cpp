@@ -30,8 +30,8 @@ void Device::free(void* ptr) const {
   if (ptr) provider->api().memory_free(handle, ONYX_MEMORY_DEVICE, ptr);
 }
 
-Status Device::copy(int32_t direction, void* dst, const void* src, size_t bytes) const {
-  return take_status(provider->api().memory_copy(handle, nullptr, direction, dst, src, bytes));
+Status Device::copy(int32_t direction, void* dst, const void* src, size_t bytes, OnyxStream* stream) const {
+  return take_status(provider->api().memory_copy(handle, stream, direction, dst, src, bytes));
 }
 
 }  // namespace onyx::runtime

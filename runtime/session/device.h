@@ -28,8 +28,9 @@ struct Device {
   // Device memory aligned to at least 64 bytes (and the device's alignment).
   Status allocate(size_t bytes, void** out) const;
   void free(void* ptr) const;  // accepts nullptr
-  // Synchronous copy (no stream); `direction` is an OnyxCopyDirection.
-  Status copy(int32_t direction, void* dst, const void* src, size_t bytes) const;
+  // A copy; `direction` is an OnyxCopyDirection. Without a stream it is
+  // complete on return; with one it is ordered on the stream.
+  Status copy(int32_t direction, void* dst, const void* src, size_t bytes, OnyxStream* stream = nullptr) const;
 };
 
 // Shared: a device tensor the application holds (device_io.h) keeps its

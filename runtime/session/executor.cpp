@@ -16,8 +16,8 @@
 namespace onyx::runtime {
 namespace {
 
-void release_slot(const Session& session, RunSlot& slot) {
-  if (slot.dynamic && slot.data) session.devices()[size_t(slot.device)]->free(slot.data);
+void release_slot(RunState& run, RunSlot& slot) {
+  if (slot.dynamic && slot.data) run.streams.free(slot.device, slot.data);
   slot = RunSlot{};
 }
 
@@ -121,7 +121,7 @@ Status run_copy(RunState& run, const Step& step) {
     dst.dynamic = true;
   }
   RunSlot& out = run.slots[size_t(v)] = std::move(dst);
-  return device.copy(direction, out.data, src.data, bytes).with_context(step.name);
+  return device.copy(direction, out.data, src.data, bytes, run.streams.stream(step.device)).with_context(step.name);
 }
 
 // Binds the graph inputs and the constants (initializers) to their slots.
@@ -196,10 +196,12 @@ StatusOr<std::vector<Value>> Executor::run(Session& session, const ExecutionPlan
     for (size_t k = 0; k < returned.size(); ++k)
       if (!(*reuse)[k].empty() && (*reuse)[k].data()) run.reuse.emplace(returned[k], (*reuse)[k]);
   ONYX_ASSIGN_OR_RETURN(run.arenas, session.arena_pool().lease(plan.arena_bytes));
-  struct FreeDynamic {  // also on error; the arenas go back with the lease
+  ONYX_ASSIGN_OR_RETURN(run.streams, session.stream_pool().lease());
+  struct FreeDynamic {  // also on error, once the streams are done; the arenas go back with the lease
     RunState& run;
     ~FreeDynamic() {
-      for (RunSlot& slot : run.slots) release_slot(*run.session, slot);
+      (void)run.streams.finish();
+      for (RunSlot& slot : run.slots) release_slot(run, slot);
     }
   } free_dynamic{run};
   bind_inputs(graph, inputs, run);
@@ -221,17 +223,26 @@ StatusOr<std::vector<Value>> Executor::run(Session& session, const ExecutionPlan
     if (StepObserver observer = step_observer())
       observer(step.device >= 0 ? session.devices()[size_t(step.device)]->label.c_str() : "host",
                step.name.c_str());
+    // Inputs written on another stream are waited for with events.
+    const bool on_stream = step.kind == Step::kKernel || step.kind == Step::kCopy;
+    for (int v : step.inputs)
+      if (v >= 0 && run.slots[size_t(v)].present)
+        ONYX_RETURN_IF_ERROR(run.streams.wait_for(run.slots[size_t(v)], on_stream ? step.device : -1));
     const int64_t step_start = profiler ? profiler->now_ns() : 0;
     ONYX_RETURN_IF_ERROR(step.kind == Step::kKernel        ? run_kernel(run, step)
                          : step.kind == Step::kControlFlow ? run_control_flow(run, step)
                          : step.kind == Step::kHostKernel  ? run_host_kernel(run, step)
                                                            : run_copy(run, step));
+    if (on_stream)
+      for (int v : step.outputs)
+        if (v >= 0 && run.slots[size_t(v)].present) run.streams.wrote(step.device, run.slots[size_t(v)]);
     if (profiler) record_step(*profiler, run, step, step_start);
     for (int v : step.inputs)  // free dynamic buffers whose storage group is done
       if (v >= 0 && plan.last_use[size_t(v)] == int(s) && run.slots[size_t(v)].dynamic &&
           plan.values[size_t(v)].storage != ExecutionPlan::kOutput)
-        release_slot(session, run.slots[size_t(v)]);
+        release_slot(run, run.slots[size_t(v)]);
   }
+  ONYX_RETURN_IF_ERROR(run.streams.finish());  // the run's one synchronization per stream
 
   std::vector<Value> outputs;
   for (int v : returned) {

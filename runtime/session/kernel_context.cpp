@@ -34,7 +34,7 @@ std::string typed_shape(int32_t dtype, const Shape& dims) {
 }  // namespace
 
 KernelContext::~KernelContext() {
-  for (auto& [d, p] : scratch_) device_of(run_, d).free(p);
+  for (auto& [d, p] : scratch_) run_.streams.free(d, p);  // after the stream passed it
 }
 
 Status KernelContext::input(size_t index, OnyxTensorView* out) const {
@@ -160,7 +160,7 @@ Status KernelContext::output(size_t index, int32_t dtype, std::span<const int64_
     if (device.host_readable() && host_readable(run_.session->devices(), source->device))
       std::memmove(placed.data, source->data, bytes);
     else
-      ONYX_RETURN_IF_ERROR(device.copy(ONYX_COPY_DEVICE_TO_DEVICE, placed.data, source->data, bytes));
+      ONYX_RETURN_IF_ERROR(device.copy(ONYX_COPY_DEVICE_TO_DEVICE, placed.data, source->data, bytes, stream()));
   }
   fill_view(run_, placed, out);
   return Status();

@@ -37,7 +37,7 @@ class KernelContext final : public OnyxComputeContext {
   size_t output_count() const override { return step_.outputs.size(); }
   Status input(size_t index, OnyxTensorView* out) const override;
   Status output(size_t index, int32_t dtype, std::span<const int64_t> dims, OnyxTensorView* out) override;
-  OnyxStream* stream() const override { return nullptr; }  // every copy and kernel is synchronous
+  OnyxStream* stream() const override { return run_.streams.stream(step_.device); }  // run_streams.h
   Status scratch(size_t bytes, void** out) override;
   void parallel_for(size_t n, size_t grain, OnyxParallelBody body, void* user) override;
   size_t thread_count() const override;

@@ -12,6 +12,7 @@
 #include "session/arena_pool.h"
 #include "session/device_io.h"
 #include "session/profiler.h"
+#include "session/run_streams.h"
 
 namespace onyx::runtime {
 
@@ -29,12 +30,17 @@ struct RunSlot {
   Tensor host;           // keeps host storage (inputs, constants, graph outputs) alive
   // A sequence or optional (host memory only); the fields above stay unset.
   Value composite;
+  // The device whose run stream writes the bytes (-1: written when the step
+  // returned) and the number of that write on it (run_streams.h).
+  int writer = -1;
+  uint64_t write_seq = 0;
 };
 
 struct RunState {
   Session* session = nullptr;
   const ExecutionPlan* plan = nullptr;
   ArenaLease arenas;            // one per device, from the session's pool
+  RunStreams streams;           // destroyed first: waits for the streams before the arenas go back
   std::vector<RunSlot> slots;   // per value
   std::map<int, Tensor> reuse;  // output value -> caller's buffer (Session::run)
   std::shared_ptr<Profiler> profiler;  // null: this run is not profiled

@@ -72,6 +72,7 @@ StatusOr<std::unique_ptr<Session>> Session::create(ProviderRegistry& registry, i
   }
   s->memory_limit_ = HostMemoryLimit::resolve(options.host_memory_limit);
   s->arenas_ = std::make_unique<ArenaPool>(s->devices_, s->memory_limit_);
+  s->streams_ = std::make_unique<StreamPool>(s->devices_);
   ONYX_RETURN_IF_ERROR(
       partition_graph(*s->model_.graph, s->devices_, options.fallback, *s->logger_, s->partition_));
   ONYX_RETURN_IF_ERROR(s->build_steps());
@@ -99,6 +100,7 @@ Session::~Session() {
   LogRoute route(logger_.get());  // kernel_destroy and device_close may log
   plans_.clear();
   arenas_.reset();  // frees arenas while the devices are open
+  streams_.reset();
   for (Step& step : steps_)
     if (step.kernel) devices_[size_t(step.device)]->provider->api().kernel_destroy(step.kernel);
   steps_.clear();

@@ -34,6 +34,7 @@
 #include "session/partition.h"
 #include "session/plan.h"
 #include "session/profiler.h"
+#include "session/run_streams.h"
 #include "session/step.h"
 
 namespace onyx::runtime {
@@ -131,6 +132,7 @@ class Session {
 
   ThreadPool& thread_pool() { return *pool_; }
   ArenaPool& arena_pool() { return *arenas_; }
+  StreamPool& stream_pool() { return *streams_; }
   // SessionOptions::host_memory_limit resolved: never above the machine's memory.
   const HostMemoryLimit& host_memory_limit() const { return memory_limit_; }
   // The registry's logger: the session's warnings and its plugins' lines.
@@ -170,6 +172,7 @@ class Session {
   DeviceList devices_;
   HostMemoryLimit memory_limit_;
   std::unique_ptr<ArenaPool> arenas_;  // destroyed before the devices close
+  std::unique_ptr<StreamPool> streams_;  // likewise
   std::vector<Step> steps_;
   std::vector<int> output_values_;
   std::map<int, Tensor> resident_;  // destroyed before the devices close

@@ -4,13 +4,13 @@
 // On the emulated device ("gpuemu") the plugin's own counters
 // (onyx_gpuemu_stats) prove what crossed between host and device; on a real
 // GPU the counting checks are skipped and the results are still compared.
-#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <onyx/onyx.hpp>
 
 #include <array>
 #include <span>
 
+#include "emulation_stats.h"
 #include "test_models.h"
 
 namespace {
@@ -18,22 +18,9 @@ namespace {
 namespace tm = onyx::test_models;
 const std::string kGpu = ONYX_TEST_GPU_PROVIDER;
 
-enum { kH2D, kD2H, kD2D, kKernelsOnStream, kKernelsWithoutStream, kStreamSyncs, kEventSyncs, kStreamsCreated };
-using Stats = std::array<uint64_t, 8>;
-using StatsFn = size_t (*)(uint64_t*, size_t);
+using namespace onyx::gpu_test;
 
-// The emulation's counters, or nullptr on a real device.
-StatsFn stats_function() {
-  const std::string path = std::string(ONYX_GPU_PLUGIN_DIR) + "/libonyx_provider_" + kGpu + ".so";
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD);
-  return handle ? reinterpret_cast<StatsFn>(dlsym(handle, "onyx_gpuemu_stats")) : nullptr;
-}
-
-Stats read_stats(StatsFn fn) {
-  Stats s{};
-  fn(s.data(), s.size());
-  return s;
-}
+StatsFn stats_function() { return onyx::gpu_test::stats_function(ONYX_GPU_PLUGIN_DIR, kGpu); }
 
 struct Fixture {
   onyx::Env env;
