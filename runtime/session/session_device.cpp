@@ -63,8 +63,9 @@ StatusOr<std::vector<BoundTensor>> Session::run_bound(
   std::vector<std::pair<std::string, Value>> values;
   for (const auto& [name, bound] : inputs) {
     Tensor tensor = bound.tensor;
+    const std::string& wanted = name;  // clang 15 captures no structured binding
     auto it = std::find_if(graph.inputs.begin(), graph.inputs.end(),
-                           [&](int v) { return graph.values[size_t(v)].name == name; });
+                           [&](int v) { return graph.values[size_t(v)].name == wanted; });
     const int d = bound.device;
     if (d >= 0 && !devices_[size_t(d)]->host_readable() && it != graph.inputs.end()) {
       if (read_only_by_copies_to(steps_, *it, d)) {
@@ -80,8 +81,9 @@ StatusOr<std::vector<BoundTensor>> Session::run_bound(
   std::vector<std::string> names;
   std::vector<Tensor> reuse;
   for (const auto& [name, target] : outputs) {
+    const std::string& wanted = name;  // clang 15 captures no structured binding
     auto it = std::find_if(graph.outputs.begin(), graph.outputs.end(),
-                           [&](int v) { return graph.values[size_t(v)].name == name; });
+                           [&](int v) { return graph.values[size_t(v)].name == wanted; });
     if (it == graph.outputs.end()) return invalid_argument("model has no output named '" + name + "'");
     const int c = output_values_[size_t(it - graph.outputs.begin())];
     const Step* copy = target.device >= 0 ? output_copy_step(steps_, c) : nullptr;
