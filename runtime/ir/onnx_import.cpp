@@ -15,6 +15,7 @@
 #include <unordered_map>
 
 #include "ir/local_functions.h"
+#include "ir/node_arity.h"
 #include "ir/shape_inference.h"
 #include "ir/tensor_proto.h"
 #include "ir/value_kinds.h"
@@ -302,6 +303,8 @@ Status Importer::add_nodes(const pb::GraphProto& proto, GraphState& st) {
                                                         std::to_string(k)));
       node.inputs.push_back(v);
     }
+    if (auto opset = opsets_.find(node.domain); opset != opsets_.end())
+      ONYX_RETURN_IF_ERROR(check_node_arity(node, opset->second, st.scope));
     std::set<std::string> attr_names;
     for (const pb::AttributeProto& a : np.attribute()) {
       if (!attr_names.insert(a.name()).second)

@@ -71,6 +71,17 @@ class CallingHostKernel : public sdk::Kernel {
   }
 };
 
+// Reads input 1 without declaring .inputs(2): a node with one input must
+// meet an error, not a read past the node's inputs.
+class ReadsSecondInputKernel : public sdk::Kernel {
+ public:
+  explicit ReadsSecondInputKernel(const sdk::NodeInfo& n) : rank_(n.inputs[1].rank) {}
+  OnyxStatus* compute(sdk::ComputeContext&) override { return nullptr; }
+
+ private:
+  int32_t rank_;
+};
+
 // Remembers whether get_capability saw borrowed constants.
 std::atomic<int> borrowed_seen{0}, copied_seen{0};
 
@@ -90,6 +101,7 @@ class TestProvider : public sdk::HostMemory {
       return sdk::make_status(ONYX_STATUS_INVALID_ARGUMENT, "Fail node '%s': refused", n.name.c_str());
     }));
     registry_.add(sdk::KernelDefBuilder("Probe").create<CallingHostKernel>());
+    registry_.add(sdk::KernelDefBuilder("ReadsSecond").create<ReadsSecondInputKernel>());
   }
   sdk::StatusOr<sdk::DeviceDescription> describe_device(size_t) const { return host_device("test", "Onyx"); }
   const sdk::KernelRegistry& registry() const { return registry_; }
@@ -98,7 +110,7 @@ class TestProvider : public sdk::HostMemory {
   sdk::KernelRegistry registry_;
 };
 
-// ---- a graph: Add(x, w) with w constant, Fail(x), Probe(x), Add(x, i) -----
+// ---- a graph: Add(x, w) with w constant, Fail(x), Probe(x), Add(x, i), ReadsSecond(x)
 
 struct Graph {
   std::vector<int64_t> dims{2};
@@ -117,11 +129,11 @@ struct Graph {
     value("w", ONYX_DTYPE_FLOAT32, ONYX_VALUE_CONSTANT, &weight_view);
     value("i", ONYX_DTYPE_INT32, ONYX_VALUE_GRAPH_INPUT, nullptr);
     value("y", ONYX_DTYPE_FLOAT32, 0, nullptr);
-    ins = {{0, 1}, {0}, {0}, {0, 2}};
-    outs = {{3}, {3}, {3}, {3}};
-    const char* ops[] = {"Add", "Fail", "Probe", "Add"};
-    const char* names[] = {"add", "fail", "probe", "mixed"};
-    for (size_t k = 0; k < 4; ++k)
+    ins = {{0, 1}, {0}, {0}, {0, 2}, {0}};
+    outs = {{3}, {3}, {3}, {3}, {3}};
+    const char* ops[] = {"Add", "Fail", "Probe", "Add", "ReadsSecond"};
+    const char* names[] = {"add", "fail", "probe", "mixed", "second"};
+    for (size_t k = 0; k < 5; ++k)
       nodes.push_back({sizeof(OnyxNodeView), names[k], ops[k], "", 17, ins[k].data(), ins[k].size(), outs[k].data(),
                        outs[k].size(), nullptr, 0});
     view = {sizeof(OnyxGraphView), values.data(), values.size(), nodes.data(), nodes.size()};
@@ -205,6 +217,18 @@ TEST(Sdk, FactoryFailureReachesTheHost) {
   ASSERT_NE(st, nullptr);
   EXPECT_EQ(as_fake(st)->code, ONYX_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(take_message(st), "Fail node 'fail': refused");
+  EXPECT_EQ(kernel, nullptr);
+}
+
+TEST(Sdk, AKernelReadingPastTheNodesInputsGetsInvalidArgument) {
+  Graph g;
+  Opened p(kHostA);
+  uint32_t node = 4;
+  OnyxKernel* kernel = nullptr;
+  OnyxStatus* st = p.api->kernel_create(p.device, &g.view, &node, 1, &kernel);
+  ASSERT_NE(st, nullptr);
+  EXPECT_EQ(as_fake(st)->code, ONYX_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(take_message(st), "the node has 1 input; the kernel needs input 1");
   EXPECT_EQ(kernel, nullptr);
 }
 

@@ -337,6 +337,37 @@ TEST(Import, RejectsMalformedGraphs) {
   }
 }
 
+// Input and output counts against the op's ONNX schema (the model_run
+// fuzzer sent a one-input MatMul to MatMul's kernel, which read input 1).
+TEST(Import, NodesWithTheWrongNumberOfInputsOrOutputsAreRefused) {
+  auto one = [](const std::string& op, std::vector<std::string> in, std::vector<std::string> out,
+                int64_t opset = 17) {
+    GraphBuilder g;
+    g.input("x", 1, {2, 2}).input("w", 1, {1, 2, 1, 1}).input("axes", 7, {1}).node(op, in, out, {}, "n0");
+    for (const std::string& o : out)
+      if (!o.empty()) g.output(o);
+    return import(make_model(g.proto(), opset));
+  };
+  auto m = one("MatMul", {"x"}, {"y"});
+  EXPECT_TRUE(fails_with(m, "graph 'g': node MatMul 'n0' (MatMul-13) has 1 input; the ONNX schema takes 2"));
+  EXPECT_EQ(m.status().code(), ONYX_STATUS_INVALID_ARGUMENT);
+  EXPECT_TRUE(fails_with(one("Relu", {"x", "x"}, {"y"}), "Relu 'n0' (Relu-14) has 2 inputs; the ONNX schema takes 1"));
+  EXPECT_TRUE(fails_with(one("Gemm", {"x"}, {"y"}), "(Gemm-13) has 1 input; the ONNX schema takes 2 to 3"));
+  EXPECT_TRUE(fails_with(one("Relu", {"x"}, {}), "(Relu-14) has 0 outputs; the ONNX schema gives 1"));
+  EXPECT_TRUE(fails_with(one("Concat", {}, {"y"}), "has 0 inputs; the ONNX schema takes at least 1"));
+  EXPECT_TRUE(fails_with(one("Conv", {"x", ""}, {"y"}), "(Conv-11) leaves required input 1 ('W') empty"));
+  // Omitted optional inputs and outputs are fine, as are variadic counts.
+  EXPECT_TRUE(one("Conv", {"w", "w", ""}, {"y"}).ok());
+  EXPECT_TRUE(one("Dropout", {"x"}, {"y", ""}).ok());
+  EXPECT_TRUE(one("Sum", {"x", "x", "x", "x"}, {"y"}).ok());
+  // An opset newer than onnx 1.12's schemas is not judged by an older
+  // version: ReduceMean-18 takes its axes as a second input.
+  auto newer = one("ReduceMean", {"x", "axes"}, {"y"}, 18);
+  EXPECT_TRUE(newer.ok()) << newer.status().to_string();
+  // Ops the schemas do not know are left to partitioning, which names them.
+  EXPECT_TRUE(one("NoSuchOp", {"x"}, {"y"}).ok());
+}
+
 TEST(Import, TruncatedAndGarbageProtobuf) {
   GraphBuilder g;
   g.input("x", 1, {2}).initializer(float_tensor("w", {4}, {1, 2, 3, 4}))

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "dtype.hpp"
+#include "status.hpp"
 
 namespace onyx::sdk {
 
@@ -92,6 +93,27 @@ struct ValueDesc {
   }
 };
 
+// A node's inputs or outputs. Indexing past the end throws InvalidNode
+// (INVALID_ARGUMENT through guard()) instead of reading past the vector: a
+// kernel that reads an input its definition does not declare (.inputs(n))
+// meets a hostile model's node with fewer as an error, not as undefined
+// behaviour.
+class ValueDescs : public std::vector<ValueDesc> {
+ public:
+  explicit ValueDescs(const char* side) : side_(side) {}
+  const ValueDesc& operator[](size_t k) const { return checked(k); }
+  ValueDesc& operator[](size_t k) { return const_cast<ValueDesc&>(checked(k)); }
+
+ private:
+  const ValueDesc& checked(size_t k) const {
+    if (k >= size())
+      throw InvalidNode("the node has " + std::to_string(size()) + " " + side_ + (size() == 1 ? "" : "s") +
+                        "; the kernel needs " + side_ + " " + std::to_string(k));
+    return std::vector<ValueDesc>::operator[](k);
+  }
+  const char* side_;
+};
+
 struct Attribute {
   int32_t type = ONYX_ATTR_UNDEFINED;
   double f = 0;
@@ -118,7 +140,7 @@ class NodeInfo {
  public:
   std::string name, op_type, domain;
   int64_t opset = 0;
-  std::vector<ValueDesc> inputs, outputs;
+  ValueDescs inputs{"input"}, outputs{"output"};
   std::vector<std::pair<std::string, Attribute>> attributes;
 
   NodeInfo(const OnyxGraphView& graph, uint32_t node_index, Constants constants = Constants::kCopy) {

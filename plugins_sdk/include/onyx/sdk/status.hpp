@@ -30,6 +30,8 @@
 #include <cstring>
 #include <exception>
 #include <new>
+#include <stdexcept>
+#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -106,6 +108,13 @@ inline OnyxHostApi copy_host_table(const OnyxHostApi& host) {
     if (onyx_sdk_st_) return onyx_sdk_st_; \
   } while (0)
 
+// Thrown where a node breaks what the plugin's code assumes of it (e.g. it
+// has fewer inputs than a kernel reads): guard() makes it INVALID_ARGUMENT.
+class InvalidNode : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
 // Runs `fn` and turns any C++ exception into a status: nothing may escape
 // through the C ABI.
 template <typename Fn>
@@ -114,6 +123,8 @@ OnyxStatus* guard(Fn&& fn) noexcept {
     return fn();
   } catch (const std::bad_alloc&) {
     return make_status(ONYX_STATUS_OUT_OF_MEMORY, "out of memory");
+  } catch (const InvalidNode& e) {
+    return make_status(ONYX_STATUS_INVALID_ARGUMENT, "%s", e.what());
   } catch (const std::exception& e) {
     return make_status(ONYX_STATUS_INTERNAL, "%s", e.what());
   } catch (...) {
