@@ -226,6 +226,7 @@ int run_info(const ParsedArgs& args) {
   std::map<std::string, std::vector<int64_t>> shapes = parse_shapes(args.all("--shape"), inputs);
   std::string partition = session->partition_report();
   std::string memory = args.has("--memory") ? memory_json(*session, shapes) : "";
+  session.reset();  // what follows reads the reports only: a big graph is not held twice
 
   if (json) {
     JsonWriter out;

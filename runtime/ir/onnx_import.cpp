@@ -251,6 +251,11 @@ Status Importer::add_nodes(const pb::GraphProto& proto, GraphState& st) {
   Graph& g = st.g;
   const int count = proto.node_size();
   g.nodes.resize(size_t(count));
+  // Node outputs are most of a graph's values: room for them now, not by
+  // doubling (which holds up to twice a big graph's values at its peak).
+  size_t output_count = 0;
+  for (const auto& n : proto.node()) output_count += size_t(n.output_size());
+  g.values.reserve(g.values.size() + output_count);
   // Explicit names first, so that synthesized ones can avoid them.
   std::set<std::string> names;
   for (const auto& n : proto.node()) names.insert(n.name());

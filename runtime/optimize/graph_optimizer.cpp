@@ -277,26 +277,30 @@ void compact(GraphRewrite& rw) {
   for (size_t v = 0; v < g.values.size(); ++v)
     if (rw.pinned[v]) keep[v] = true;
 
+  // In place: a second array of values or nodes would double the graph's
+  // memory at its peak (a million-node model).
   std::vector<int> remap(g.values.size(), -1);
-  std::vector<ir::Value> values;
+  size_t kept = 0;
   for (size_t v = 0; v < g.values.size(); ++v)
     if (keep[v]) {
-      remap[v] = int(values.size());
-      values.push_back(std::move(g.values[v]));
+      remap[v] = int(kept);
+      if (kept != v) g.values[kept] = std::move(g.values[v]);
+      ++kept;
     }
+  g.values.resize(kept);
   auto renumber = [&](std::vector<int>& list) {
     for (int& v : list)
       if (v >= 0) v = remap[size_t(v)];
   };
-  std::vector<ir::Node> nodes;
+  kept = 0;
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     if (rw.removed[n]) continue;
-    nodes.push_back(std::move(g.nodes[n]));
-    renumber(nodes.back().inputs);
-    renumber(nodes.back().outputs);
+    if (kept != n) g.nodes[kept] = std::move(g.nodes[n]);
+    renumber(g.nodes[kept].inputs);
+    renumber(g.nodes[kept].outputs);
+    ++kept;
   }
-  g.values = std::move(values);
-  g.nodes = std::move(nodes);
+  g.nodes.resize(kept);
   renumber(g.inputs);
   renumber(g.outputs);
   renumber(g.outer_refs);

@@ -35,6 +35,7 @@ CopyInsertion insert_copies(ir::Graph& graph, const DeviceList& devices, std::ve
     copied[{v, to}] = c;
     return c;
   };
+  result.steps.reserve(steps.size());  // one more per copy: rare, and then few
   for (Step& step : steps) {
     for (int& v : step.inputs)
       if (v >= 0) v = copy_to(v, step.device, "read by " + step.name);

@@ -4,29 +4,50 @@
 #include "session/plan.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "ir/shape_inference.h"
 #include "session/memory_planner.h"
 #include "session/session.h"
 
 namespace onyx::runtime {
+namespace {
+
+// Whether inference for `input_shapes` would change nothing: each input is
+// declared with exactly these dims and every value is a tensor whose type
+// and shape are known.
+bool has_every_shape_for(const ir::Graph& graph, const std::vector<Shape>& input_shapes) {
+  for (size_t k = 0; k < graph.inputs.size(); ++k)
+    if (k >= input_shapes.size() || graph.values[size_t(graph.inputs[k])].dims != input_shapes[k]) return false;
+  return std::all_of(graph.values.begin(), graph.values.end(), [](const ir::Value& v) {
+    return v.kind == ir::ValueKind::kTensor && v.dtype != ONYX_DTYPE_UNDEFINED && v.shape_known();
+  });
+}
+
+}  // namespace
 
 StatusOr<std::shared_ptr<const ExecutionPlan>> build_execution_plan(
     const Session& session, const std::vector<Shape>& input_shapes) {
   const ir::Graph& original = session.graph();
   const std::vector<Step>& steps = session.steps();
-  // Sizes for these input shapes: shape inference on a copy of the graph.
-  ir::Graph graph = original;
-  std::map<std::string, Shape> shapes;
-  for (size_t k = 0; k < graph.inputs.size(); ++k)
-    shapes[graph.values[graph.inputs[k]].name] = input_shapes[k];
-  ONYX_RETURN_IF_ERROR(ir::infer_shapes(graph, shapes));
-  // Copy steps' outputs have the shape of their source.
-  for (const Step& step : steps)
-    if (step.kind == Step::kCopy) {
-      graph.values[step.outputs[0]].rank = graph.values[step.inputs[0]].rank;
-      graph.values[step.outputs[0]].dims = graph.values[step.inputs[0]].dims;
-    }
+  // Sizes for these input shapes: shape inference on a copy of the graph,
+  // unless the session's graph already has every shape for exactly these
+  // inputs (a static model): the copy would double a big graph's memory.
+  std::optional<ir::Graph> inferred;
+  if (!has_every_shape_for(original, input_shapes)) {
+    inferred = original;
+    std::map<std::string, Shape> shapes;
+    for (size_t k = 0; k < inferred->inputs.size(); ++k)
+      shapes[inferred->values[inferred->inputs[k]].name] = input_shapes[k];
+    ONYX_RETURN_IF_ERROR(ir::infer_shapes(*inferred, shapes));
+    // Copy steps' outputs have the shape of their source.
+    for (const Step& step : steps)
+      if (step.kind == Step::kCopy) {
+        inferred->values[step.outputs[0]].rank = inferred->values[step.inputs[0]].rank;
+        inferred->values[step.outputs[0]].dims = inferred->values[step.inputs[0]].dims;
+      }
+  }
+  const ir::Graph& graph = inferred ? *inferred : original;
 
   auto plan = std::make_shared<ExecutionPlan>();
   const size_t value_count = graph.values.size();
