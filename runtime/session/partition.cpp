@@ -4,6 +4,7 @@
 
 #include "core/abi_status.h"
 #include "core/step_observer.h"
+#include "plugin/write_guard.h"
 #include "session/control_flow.h"
 #include "session/host_kernels.h"
 #include "session/device.h"
@@ -43,11 +44,12 @@ Status partition_graph(const ir::Graph& graph, const std::vector<std::shared_ptr
     decline_unavailable(d);
     const Device& device = *devices[d];
     report.devices.push_back(device.label);
-    std::vector<OnyxNodeClaim> claims(graph.nodes.size());
-    for (auto& c : claims) c.struct_size = sizeof c;
+    WriteGuarded<OnyxNodeClaim> claims(graph.nodes.size());
+    for (size_t n = 0; n < claims.size(); ++n) claims[n].struct_size = sizeof(OnyxNodeClaim);
     ProviderActivity activity(device.label, "asking which nodes it claims");
     Status st = take_status(
         device.provider->api().get_capability(device.handle, view.get(), claims.data()));
+    if (st.ok()) st = claims.check(device.label, "get_capability's " + std::to_string(claims.size()) + " node claims");
     if (!st.ok()) return st.with_context("capability query of " + device.label);
     for (size_t n = 0; n < graph.nodes.size(); ++n) {
       NodePlacement& place = report.nodes[n];

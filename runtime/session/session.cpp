@@ -9,6 +9,7 @@
 #include "core/string_tensor.h"
 #include "ir/onnx_import.h"
 #include "ir/value_kinds.h"
+#include "plugin/write_guard.h"
 #include "session/control_flow.h"
 #include "session/copy_insertion.h"
 #include "session/compiled_cache.h"
@@ -225,11 +226,14 @@ Status Session::create_kernels(const SessionOptions& options) {
       return internal_error("creating the kernel of " + step.name + " on " + device.label +
                             ": kernel_create succeeded but returned no kernel (a plugin bug)");
     // Fused steps too: the entries follow the group's outputs (session/step.h).
-    step.output_memory.assign(step.outputs.size(), OnyxOutputMemoryInfo{sizeof(OnyxOutputMemoryInfo), 0, -1});
+    WriteGuarded<OnyxOutputMemoryInfo> memory(step.outputs.size());
+    for (size_t k = 0; k < memory.size(); ++k) memory[k] = {sizeof(OnyxOutputMemoryInfo), 0, -1};
     if (device.provider->api().kernel_output_memory) {
       ONYX_RETURN_IF_ERROR(take_status(device.provider->api().kernel_output_memory(
-          step.kernel, step.output_memory.data(), step.output_memory.size())));
+          step.kernel, memory.data(), memory.size())));
+      ONYX_RETURN_IF_ERROR(memory.check(device.label, "kernel_output_memory's entries for " + step.name));
     }
+    step.output_memory.assign(memory.data(), memory.data() + memory.size());
   }
   if (cache) log_compiled_cache_summary();
   return Status();

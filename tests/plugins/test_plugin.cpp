@@ -15,7 +15,9 @@
 //                               (device_open succeeds with no device),
 //                               "null_kernel" (kernel_create likewise),
 //                               "status_code_1000" (kernel_create fails with a
-//                               code the ABI does not define)
+//                               code the ABI does not define), "claims_overrun"
+//                               and "output_memory_overrun" (one entry written
+//                               past the array the host handed over)
 //   TEST_PLUGIN_DEVICE_COUNT_LIES device_count returns SIZE_MAX
 //   TEST_PLUGIN_PROFILES        reports its Relu's time as its own event (ABI 1.1)
 //   TEST_PLUGIN_BOGUS_STATUS    plugin_availability returns the pointer 0x10
@@ -156,6 +158,21 @@ OnyxStatus* lying_kernel_create(OnyxDevice* device, const OnyxGraphView* graph, 
   if (lie("status_code_1000")) return g_host->status_create(1000, "a code of the plugin's own");
   return g_honest->kernel_create(device, graph, nodes, count, out);
 }
+
+// The overruns of a plugin built with bigger structs than the host's, or
+// with an off-by-one: one entry written past the array the host handed over.
+OnyxStatus* lying_get_capability(OnyxDevice* device, const OnyxGraphView* graph, OnyxNodeClaim* claims) {
+  if (OnyxStatus* st = g_honest->get_capability(device, graph, claims)) return st;
+  if (lie("claims_overrun")) claims[graph->node_count] = claims[0];
+  return nullptr;
+}
+
+OnyxStatus* lying_kernel_output_memory(OnyxKernel* kernel, OnyxOutputMemoryInfo* out, size_t count) {
+  if (g_honest->kernel_output_memory)
+    if (OnyxStatus* st = g_honest->kernel_output_memory(kernel, out, count)) return st;
+  if (lie("output_memory_overrun")) out[count] = out[0];
+  return nullptr;
+}
 #endif
 
 // A provider table as a newer minor version would ship it: the 1.0 table
@@ -214,6 +231,8 @@ OnyxStatus* create(const OnyxPluginCreateArgs* args, OnyxPlugin** plugin,
     lies.device_properties = lying_device_properties;
     lies.device_open = lying_device_open;
     lies.kernel_create = lying_kernel_create;
+    lies.get_capability = lying_get_capability;
+    lies.kernel_output_memory = lying_kernel_output_memory;
     *api = &lies;
   }
 #endif

@@ -167,7 +167,8 @@ TEST(SessionRun, AKernelThatLeavesItsOutputUnsetIsNamed) {
 
 // plugin_handshake fuzzer: device_open or kernel_create succeeding without
 // an object had the host pass NULL back to the plugin; a status code the ABI
-// does not define was cast to OnyxStatusCode (undefined behaviour).
+// does not define was cast to OnyxStatusCode (undefined behaviour). Also a
+// plugin writing past the structs it fills.
 TEST(SessionRun, APluginThatReturnsNoDeviceNoKernelOrAnUndefinedCodeIsNamed) {
   struct Case {
     const char* lie;
@@ -176,6 +177,11 @@ TEST(SessionRun, APluginThatReturnsNoDeviceNoKernelOrAnUndefinedCodeIsNamed) {
       {"null_device", "opening a device of provider 'lies': device_open succeeded but returned no device"},
       {"null_kernel", "creating the kernel of Relu 'relu0' on lies: kernel_create succeeded but returned no kernel"},
       {"status_code_1000", "status code 1000 (not an ABI status code): a code of the plugin's own"},
+      // Writes past the host's structs (write_guard.h): caught by the guard
+      // bytes after them, not left to corrupt the host.
+      {"claims_overrun", "capability query of lies: lies wrote past the end of get_capability's 1 node claims"},
+      {"output_memory_overrun",
+       "lies wrote past the end of kernel_output_memory's entries for Relu 'relu0' (16 bytes handed to it"},
   };
   std::string bytes = testing::ModelBuilder()
                           .input("x", {2, 3})
