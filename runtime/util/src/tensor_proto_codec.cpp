@@ -160,8 +160,12 @@ CodecError resolve_external_path(const std::string& location, const std::string&
   if (base_end != base.end() || full == base)
     return invalid(where + " resolves to '" + full.string() + "', outside the model's folder '" + base.string() +
                    "'; refused");
-  if (!fs::is_regular_file(full, ec))
+  const fs::file_status status = fs::status(full, ec);
+  if (!fs::exists(status))
     return error(CodecError::kNotFound, where + ": no such file ('" + full.string() + "')");
+  if (!fs::is_regular_file(status))
+    return invalid(where + " is not a regular file ('" + full.string() + "' is a " +
+                   (fs::is_directory(status) ? "folder" : fs::is_fifo(status) ? "FIFO" : "special file") + ")");
   out = full;
   return {};
 }

@@ -129,6 +129,29 @@ TEST(TensorProtoCodec, ExternalDataStaysInsideItsFolder) {
   fs::remove_all(dir);
 }
 
+// A location that exists but is a folder or a FIFO is named as such (not "no
+// such file"), and the FIFO is not opened: nothing waits on a writer.
+TEST(TensorProtoCodec, ExternalDataThatIsAFolderOrAFifoIsRefusedAsSuch) {
+  std::string pattern = (fs::temp_directory_path() / "onyx_codec_XXXXXX").string();
+  ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+  const fs::path dir = pattern;
+  fs::create_directories(dir / "weights");
+  ASSERT_EQ(::mkfifo((dir / "pipe.bin").c_str(), 0600), 0);
+  TensorProto p = proto_of(TensorProto::FLOAT, {2});
+  p.set_data_location(TensorProto::EXTERNAL);
+  auto* location = p.add_external_data();
+  location->set_key("location");
+  DecodedTensor t;
+  for (const auto& [name, what] : {std::pair<std::string, std::string>{"weights", "is a folder"}, {"pipe.bin", "is a FIFO"}}) {
+    location->set_value(name);
+    CodecError e = decode_tensor_proto(p, {dir.string(), ""}, t);
+    EXPECT_EQ(e.kind, CodecError::kInvalid) << name;
+    EXPECT_NE(e.message.find("'" + name + "' is not a regular file"), std::string::npos) << e.message;
+    EXPECT_NE(e.message.find(what + ")"), std::string::npos) << e.message;
+  }
+  fs::remove_all(dir);
+}
+
 TEST(TensorProtoCodec, SparseToDense) {
   ONNX_NAMESPACE::SparseTensorProto s;
   s.add_dims(2);
