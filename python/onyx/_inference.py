@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _onyx
-from ._errors import InvalidArgument
+from ._errors import FailedPrecondition, InvalidArgument
 
 # ONNX Runtime's provider names for Onyx's in-tree providers.
 ORT_PROVIDER_NAMES = {
@@ -123,14 +123,38 @@ class SessionOptions:
 
 
 class RunOptions:
-    """Accepted for compatibility (tags and log levels of one run)."""
+    """Options of runs, as ONNX Runtime's: ``run_tag`` starts each line logged
+    during the runs (``[tag] message``); setting ``terminate`` to True (from
+    any thread) stops the runs using these options now in progress, and runs
+    started while it is True fail at once, until it is set back to False.
+    The log levels are accepted for compatibility."""
 
     def __init__(self) -> None:
+        self._native = _onyx.RunOptions()
+        self._run_tag = ""
+        self._terminate = False
         self.log_severity_level = 2
         self.log_verbosity_level = 0
         self.logid = ""
-        self.run_tag = ""
-        self.terminate = False
+
+    @property
+    def run_tag(self) -> str:
+        return self._run_tag
+
+    @run_tag.setter
+    def run_tag(self, tag: str) -> None:
+        self._native.set_tag(str(tag))
+        self._run_tag = str(tag)
+
+    @property
+    def terminate(self) -> bool:
+        return self._terminate
+
+    @terminate.setter
+    def terminate(self, value: bool) -> None:
+        self._terminate = bool(value)
+        if self._terminate:
+            self._native.cancel()
 
 
 _ORT_TYPE_NAMES = {"float32": "float", "float64": "double"}
@@ -225,7 +249,10 @@ class InferenceSession:
         if not isinstance(input_feed, dict):
             input_feed = dict(input_feed)
         feed = {name: self._as_input(name, value) for name, value in input_feed.items()}
-        return self._session.run(list(output_names) if output_names else None, feed)
+        if run_options is not None and run_options.terminate:
+            raise FailedPrecondition("run cancelled (its run options): terminate is set")
+        return self._session.run(list(output_names) if output_names else None, feed,
+                                 run_options._native if run_options is not None else None)
 
     def _as_input(self, name: str, value: Any) -> Any:
         """Tensor inputs given as lists or scalars become arrays; sequences and optionals stay as given."""

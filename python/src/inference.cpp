@@ -25,6 +25,23 @@ struct Metadata {
   int32_t kind;                              // OnyxValueKind
 };
 
+// onyx_run_options_*: a run's log tag and its cancel switch (cancel() may
+// be called from any thread, also while the run holds no GIL).
+class RunOptions {
+ public:
+  RunOptions() {
+    OnyxRunOptions* raw = nullptr;
+    check(onyx_run_options_create(&raw));
+    raw_.reset(raw);
+  }
+  void set_tag(const std::string& tag) { check(onyx_run_options_set_tag(raw_.get(), tag.c_str())); }
+  void cancel() { onyx_run_options_cancel(raw_.get()); }
+  const OnyxRunOptions* get() const { return raw_.get(); }
+
+ private:
+  std::unique_ptr<OnyxRunOptions, void (*)(OnyxRunOptions*)> raw_{nullptr, onyx_run_options_release};
+};
+
 class Session {
  public:
   // `model` is a path (str) or the serialized model (bytes).
@@ -70,8 +87,8 @@ class Session {
   // Runs with `feed` (name -> array); returns the outputs named (all of them,
   // in model order, for None) as numpy arrays. The GIL is released while the
   // model runs, so other Python threads (and other runs) go on.
-  nb::list run(std::optional<std::vector<std::string>> output_names, nb::dict feed) {
-    if (values_) return run_values(output_names, feed);
+  nb::list run(std::optional<std::vector<std::string>> output_names, nb::dict feed, const RunOptions* options) {
+    if (values_) return run_values(output_names, feed, options);
     BorrowedInputs inputs;
     std::vector<std::string> names;
     for (auto [key, value] : feed) {
@@ -89,8 +106,9 @@ class Session {
     OnyxStatus* status = nullptr;
     {
       nb::gil_scoped_release unlocked;
-      status = onyx_session_run(session_.get(), in_names.data(), in.data(), in.size(),
-                                output_names ? out_names.data() : nullptr, count, outputs.data());
+      status = onyx_session_run_with_options(session_.get(), options ? options->get() : nullptr, in_names.data(),
+                                             in.data(), in.size(), output_names ? out_names.data() : nullptr, count,
+                                             outputs.data());
     }
     check(status);
     std::vector<TensorPtr> owned;
@@ -102,7 +120,8 @@ class Session {
 
   // As run, for models with sequence, optional or string inputs or outputs:
   // through OnyxValues (values.cpp).
-  nb::list run_values(const std::optional<std::vector<std::string>>& output_names, nb::dict feed) {
+  nb::list run_values(const std::optional<std::vector<std::string>>& output_names, nb::dict feed,
+                      const RunOptions* options) {
     BorrowedInputs inputs;  // numeric arrays inside the values, kept alive for the run
     std::vector<std::string> names;
     std::vector<ValuePtr> values;
@@ -123,8 +142,9 @@ class Session {
     OnyxStatus* status = nullptr;
     {
       nb::gil_scoped_release unlocked;
-      status = onyx_session_run_values(session_.get(), in_names.data(), in.data(), in.size(),
-                                       output_names ? out_names.data() : nullptr, count, outputs.data());
+      status = onyx_session_run_values_with_options(session_.get(), options ? options->get() : nullptr,
+                                                    in_names.data(), in.data(), in.size(),
+                                                    output_names ? out_names.data() : nullptr, count, outputs.data());
     }
     std::vector<ValuePtr> owned;
     for (OnyxValue* v : outputs) owned.emplace_back(v);
@@ -216,12 +236,17 @@ void bind_inference(nb::module_& m) {
       .def("add_provider_dir", &Env::add_provider_dir)
       .def("providers_json", &Env::providers_json, "[{name, path, version, abi, available, reason, devices}] as JSON")
       .def("set_log_level", &Env::set_log_level);
+  nb::class_<RunOptions>(m, "RunOptions")
+      .def(nb::init<>())
+      .def("set_tag", &RunOptions::set_tag, nb::arg("tag"))
+      .def("cancel", &RunOptions::cancel, "stops the runs using these options now in progress");
   nb::class_<Session>(m, "Session")
       .def(nb::init<Env&, nb::object, const ProviderList&, int, size_t, bool, int>(), nb::arg("env"), nb::arg("model"),
            nb::arg("providers"), nb::arg("fallback"), nb::arg("threads"), nb::arg("reduced_precision"),
            nb::arg("optimization") = int(ONYX_GRAPH_OPTIMIZATION_ALL))
       .def("metadata", &Session::metadata, nb::arg("input"))
-      .def("run", &Session::run, nb::arg("output_names").none(), nb::arg("feed"))
+      .def("run", &Session::run, nb::arg("output_names").none(), nb::arg("feed"),
+           nb::arg("run_options").none() = nb::none())
       .def("start_profiling", &Session::start_profiling)
       .def("end_profiling", &Session::end_profiling, "the Chrome trace of the runs since start_profiling")
       .def("partition_report", &Session::partition_report)

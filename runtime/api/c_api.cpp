@@ -335,6 +335,37 @@ void onyx_session_cancel_runs(OnyxSession* s) {
   if (s && s->worker) s->worker->kill_run();
 }
 
+OnyxStatus* onyx_run_options_create(OnyxRunOptions** out) {
+  return guarded([&] {
+    if (!out) return null_arg("onyx_run_options_create", "out");
+    *out = new OnyxRunOptions();
+    return Status();
+  });
+}
+
+void onyx_run_options_release(OnyxRunOptions* options) { delete options; }
+
+OnyxStatus* onyx_run_options_set_tag(OnyxRunOptions* options, const char* tag) {
+  return guarded([&] {
+    if (!options) return null_arg("onyx_run_options_set_tag", "options");
+    options->options.set_tag(tag ? tag : "");
+    return Status();
+  });
+}
+
+void onyx_run_options_cancel(OnyxRunOptions* options) {
+  if (options) options->options.cancel();
+}
+
+OnyxStatus* onyx_session_run_with_options(OnyxSession* s, const OnyxRunOptions* options,
+                                          const char* const* input_names, const OnyxTensor* const* inputs,
+                                          size_t input_count, const char* const* output_names, size_t output_count,
+                                          OnyxTensor** outputs) {
+  // The executor (and an isolated session's worker) find them on this thread.
+  onyx::runtime::RunOptionsScope scope(options ? &options->options : nullptr);
+  return onyx_session_run(s, input_names, inputs, input_count, output_names, output_count, outputs);
+}
+
 OnyxStatus* onyx_session_partition_report(const OnyxSession* s, char** json) {
   return guarded([&] {
     if (!s || !json) return null_arg("onyx_session_partition_report", "argument");

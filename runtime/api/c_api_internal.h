@@ -15,6 +15,7 @@
 
 #include "core/abi_status.h"
 #include "isolate/worker_process.h"
+#include "session/run_options.h"
 #include "session/session.h"
 
 struct OnyxEnv {
@@ -36,6 +37,9 @@ struct OnyxTensor {
   // The device whose memory holds the bytes (onyx_tensor_create_on_device);
   // null for host memory.
   std::shared_ptr<onyx::runtime::Device> device = nullptr;
+};
+struct OnyxRunOptions {
+  onyx::runtime::RunOptions options;
 };
 // onyx_io_binding_*: the inputs and outputs of runs, by name.
 struct OnyxIoBinding {

@@ -161,4 +161,14 @@ OnyxStatus* onyx_session_run_values(OnyxSession* s, const char* const* input_nam
   });
 }
 
+OnyxStatus* onyx_session_run_values_with_options(OnyxSession* s, const OnyxRunOptions* options,
+                                                 const char* const* input_names, const OnyxValue* const* inputs,
+                                                 size_t input_count, const char* const* output_names,
+                                                 size_t output_count, OnyxValue** outputs) {
+  // The executor finds them on this thread (session/run_options.h).
+  onyx::runtime::RunOptionsScope scope(options ? &options->options : nullptr);
+  return onyx_session_run_values(s, input_names, inputs, input_count, output_names, output_count, outputs);
+}
+
 }  // extern "C"
+

@@ -6,6 +6,7 @@
 namespace onyx::runtime {
 namespace {
 thread_local const Logger* thread_route = nullptr;
+thread_local const std::string* thread_tag = nullptr;
 }  // namespace
 
 const char* log_level_name(int32_t level) {
@@ -37,7 +38,13 @@ bool Logger::enabled(int32_t level) const {
 
 void Logger::log(int32_t level, const std::string& message) const {
   std::shared_lock lock(mutex_);
-  if (callback_ && level >= min_level_) callback_(user_, level, message.c_str());
+  if (!callback_ || level < min_level_) return;
+  if (thread_tag) {
+    const std::string tagged = "[" + *thread_tag + "] " + message;
+    callback_(user_, level, tagged.c_str());
+  } else {
+    callback_(user_, level, message.c_str());
+  }
 }
 
 Logger& default_logger() {
@@ -54,5 +61,13 @@ LogRoute::~LogRoute() { thread_route = previous_; }
 const Logger* LogRoute::route() { return thread_route; }
 
 const Logger& LogRoute::current() { return thread_route ? *thread_route : default_logger(); }
+
+LogTag::LogTag(const std::string* tag) : previous_(thread_tag) {
+  if (tag && !tag->empty()) thread_tag = tag;
+}
+
+LogTag::~LogTag() { thread_tag = previous_; }
+
+const std::string* LogTag::current() { return thread_tag; }
 
 }  // namespace onyx::runtime

@@ -57,6 +57,25 @@ class Logger {
 // The logger of messages that belong to no environment.
 Logger& default_logger();
 
+// Prefixes every line logged on this thread (by any Logger) with "[tag] "
+// until destroyed: a run's tag from its RunOptions, so that an application
+// tells apart the lines of concurrent runs. KernelContext::parallel_for
+// carries it to the pool's threads like the route. Scopes nest; a null or
+// empty tag leaves the current one in place. `tag` must outlive the scope.
+class LogTag {
+ public:
+  explicit LogTag(const std::string* tag);
+  ~LogTag();
+  LogTag(const LogTag&) = delete;
+  LogTag& operator=(const LogTag&) = delete;
+
+  // The thread's tag, or null when none is set.
+  static const std::string* current();
+
+ private:
+  const std::string* previous_;
+};
+
 // Routes plugin log lines on this thread to `logger` until destroyed
 // (scopes nest; a null logger leaves the current route in place).
 class LogRoute {

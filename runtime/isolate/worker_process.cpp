@@ -14,6 +14,7 @@
 #include <filesystem>
 
 #include "plugin/search_dirs.h"
+#include "session/run_options.h"
 
 extern char** environ;
 
@@ -203,7 +204,13 @@ StatusOr<std::vector<Tensor>> WorkerProcess::run(const std::vector<std::pair<std
   request.u64(output_names.size());
   for (const std::string& name : output_names) request.str(name);
 
+  // The caller's RunOptions cancel this run, also while it waits for the
+  // worker behind another run, but never that other run.
+  const RunOptions* options = RunOptionsScope::current();
+  const uint64_t generation = options ? options->cancel_generation() : 0;
   std::lock_guard<std::mutex> lock(run_mutex_);
+  if (options && options->cancel_generation() != generation)
+    return failed_precondition("run cancelled (its run options) before it reached the isolated worker");
   if (socket_ < 0) ONYX_RETURN_IF_ERROR(spawn(timeout_s_));
   std::memset(record_, 0, sizeof(StepRecord));
   struct InFlight {  // lets kill_run() act only while a run is in the worker
@@ -215,6 +222,7 @@ StatusOr<std::vector<Tensor>> WorkerProcess::run(const std::vector<std::pair<std
       w.running_ = on;
     }
   } in_flight(*this);
+  RunOptions::CancelHook cancel_hook(options, [this] { kill_run(); });
   const Deadline deadline = deadline_after(timeout_s_);
   IoResult io = send_frame(socket_, kRun, request.bytes(), deadline);
   uint32_t kind = 0;

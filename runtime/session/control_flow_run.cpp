@@ -125,8 +125,8 @@ Tensor empty_stack(const CompiledSubgraph& sub, size_t output) {
 // Runs a subgraph with its own inputs followed by its captured values.
 StatusOr<std::vector<Value>> run_child(const RunState& run, const Step& step, const CompiledSubgraph& sub,
                                        std::vector<Value> inputs) {
-  if (run.session->cancel_generation() != run.cancel_generation)
-    return failed_precondition("run cancelled (cancel_runs) in " + step.name + " before subgraph '" +
+  if (const char* why = cancelled_by(run))
+    return failed_precondition(std::string("run cancelled (") + why + ") in " + step.name + " before subgraph '" +
                                sub.attribute + "'");
   for (size_t k : sub.capture_inputs) {
     inputs.push_back(input_value(run, step, k));

@@ -192,6 +192,8 @@ StatusOr<std::vector<Value>> Executor::run(Session& session, const ExecutionPlan
   run.plan = &plan;
   run.slots.resize(graph.values.size());
   run.cancel_generation = session.cancel_generation();
+  run.options = RunOptionsScope::current();
+  if (run.options) run.options_generation = run.options->cancel_generation();
   if (reuse)
     for (size_t k = 0; k < returned.size(); ++k)
       if (!(*reuse)[k].empty() && (*reuse)[k].data()) run.reuse.emplace(returned[k], (*reuse)[k]);
@@ -212,8 +214,8 @@ StatusOr<std::vector<Value>> Executor::run(Session& session, const ExecutionPlan
   const std::vector<Step>& steps = session.steps();
   for (size_t s = 0; s < steps.size(); ++s) {
     const Step& step = steps[s];
-    if (session.cancel_generation() != run.cancel_generation)
-      return failed_precondition("run cancelled (cancel_runs) before node " + step.name);
+    if (const char* why = cancelled_by(run))
+      return failed_precondition(std::string("run cancelled (") + why + ") before node " + step.name);
     for (size_t i = 0; i < step.inputs.size(); ++i) {
       int v = step.inputs[i];
       if (v >= 0 && !run.slots[size_t(v)].present && step.kind == Step::kKernel &&

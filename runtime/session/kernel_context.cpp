@@ -175,9 +175,11 @@ Status KernelContext::scratch(size_t bytes, void** out) {
 
 void KernelContext::parallel_for(size_t n, size_t grain, OnyxParallelBody body, void* user) {
   const Logger* route = LogRoute::route();  // the pool's threads log where this one does
+  const std::string* tag = LogTag::current();
   Profiler* profiler = run_.profiler.get();
   run_.session->thread_pool().parallel_for(n, grain, [&](size_t b, size_t e) {
     LogRoute chunk(route);
+    LogTag chunk_tag(tag);
     const int64_t start = profiler ? profiler->now_ns() : 0;
     body(user, b, e);
     if (profiler)  // one event per chunk: the threads a kernel ran on, in the trace

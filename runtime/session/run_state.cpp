@@ -3,7 +3,15 @@
 
 #include <cstring>
 
+#include "session/session.h"
+
 namespace onyx::runtime {
+
+const char* cancelled_by(const RunState& run) {
+  if (run.session->cancel_generation() != run.cancel_generation) return "cancel_runs";
+  if (run.options && run.options->cancel_generation() != run.options_generation) return "its run options";
+  return nullptr;
+}
 
 Value slot_value(const RunState& run, int v) {
   if (v < 0 || !run.slots[size_t(v)].present) return Value();

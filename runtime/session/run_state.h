@@ -12,6 +12,7 @@
 #include "session/arena_pool.h"
 #include "session/device_io.h"
 #include "session/profiler.h"
+#include "session/run_options.h"
 #include "session/run_streams.h"
 
 namespace onyx::runtime {
@@ -45,8 +46,14 @@ struct RunState {
   std::map<int, Tensor> reuse;  // output value -> caller's buffer (Session::run)
   std::shared_ptr<Profiler> profiler;  // null: this run is not profiled
   uint64_t cancel_generation = 0;  // Session::cancel_generation() when the run started
+  const RunOptions* options = nullptr;  // the thread's RunOptionsScope when the run started
+  uint64_t options_generation = 0;      // options->cancel_generation() then
   const DeviceBinding* binding = nullptr;  // null: every input and output in host memory
 };
+
+// Null while the run may go on; otherwise what cancelled it ("cancel_runs",
+// or "its run options"), for a "run cancelled (...)" error.
+const char* cancelled_by(const RunState& run);
 
 // Value `v` as the host sees it: the sequence or optional, or the tensor
 // (a host tensor sharing the slot's bytes, or a host copy of bytes that a

@@ -89,6 +89,8 @@ class Relu final : public onyx::sdk::Kernel {
     while (fault) std::this_thread::sleep_for(std::chrono::seconds(1));
 #endif
 #ifdef TEST_PLUGIN_SLOW_KERNEL_MS
+    // A line per kernel: the run-options test finds its run's tag on it.
+    onyx::sdk::host_log(ONYX_LOG_DEBUG, "slow Relu: %d ms", TEST_PLUGIN_SLOW_KERNEL_MS);
     std::this_thread::sleep_for(std::chrono::milliseconds(TEST_PLUGIN_SLOW_KERNEL_MS));
 #endif
     ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, x.dtype, x.dims, &y));

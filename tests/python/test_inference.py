@@ -1,6 +1,7 @@
 """onyx.InferenceSession: the ONNX Runtime-compatible API, Onyx's reports,
 zero-copy arrays, and clear errors for what cannot be fed."""
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -237,3 +238,59 @@ def test_maps_in_and_out_as_dicts():
     np.testing.assert_array_equal(vector, np.array([[0.5, 0.0, 2.0]], np.float32))
     with pytest.raises(TypeError, match="input 'counts' is a map: pass a dict"):
         session.run(None, {"scores": np.zeros((2, 2), np.float32), "counts": [1.0]})
+
+
+def _counting_loop_model() -> bytes:
+    """y = x + trips: a Loop of `trips` iterations (an input), each adding 1."""
+    from onnx import TensorProto, helper
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Add", ["v_in", "one"], ["v_out"])],
+        "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v_in", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v_out", TensorProto.FLOAT, [1])],
+        [helper.make_tensor("one", TensorProto.FLOAT, [1], [1.0])])
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["trips", "", "x"], ["y"], body=body)],
+        "counting",
+        [helper.make_tensor_value_info("trips", TensorProto.INT64, []),
+         helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+
+
+def test_run_options_terminate_stops_that_run_only():
+    session = onyx.InferenceSession(_counting_loop_model(), providers=["cpu"])
+    x = np.zeros(1, np.float32)
+    forever = {"trips": np.array(10**12, np.int64), "x": x}
+    options = onyx.RunOptions()
+    options.run_tag = "watchdog-test"
+    outcome = {}
+
+    def long_run():
+        try:
+            session.run(None, forever, options)
+            outcome["result"] = "finished"
+        except onyx.FailedPrecondition as e:
+            outcome["result"] = str(e)
+        outcome["ended"] = time.monotonic()
+
+    worker = threading.Thread(target=long_run)
+    worker.start()
+    time.sleep(0.2)
+    other = session.run(None, {"trips": np.array(3, np.int64), "x": x})  # not affected
+    cancelled_at = time.monotonic()
+    options.terminate = True
+    worker.join(timeout=30)
+    assert not worker.is_alive()
+    assert "run cancelled (its run options)" in outcome["result"]
+    assert outcome["ended"] - cancelled_at < 1.0
+    assert float(other[0][0]) == 3.0
+    # While terminate is set, runs with these options fail at once; reset, they run.
+    with pytest.raises(onyx.FailedPrecondition, match="terminate is set"):
+        session.run(None, {"trips": np.array(3, np.int64), "x": x}, options)
+    options.terminate = False
+    assert float(session.run(None, {"trips": np.array(5, np.int64), "x": x}, options)[0][0]) == 5.0

@@ -197,6 +197,30 @@ TEST(CApiIsolation, CancelKillsAHungWorker) {
   EXPECT_EQ(run(*session, input(1.0f))[0], 2.0f);
 }
 
+// A run's own options stop it in the worker too; a run started after the
+// cancel (with the same options) is not affected.
+TEST(CApiIsolation, CancellingARunsOptionsKillsItsWorker) {
+  onyx::Env env = test_env();
+  auto session = open(env, "crash_hang", true);
+  onyx::RunOptions options;
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    options.cancel();
+  });
+  std::string message;
+  try {
+    const onyx::Tensor x = input(kFaultTrigger);
+    session->run({{"x", &x}}, {}, &options);
+  } catch (const onyx::Error& e) {
+    message = e.what();
+  }
+  canceller.join();
+  EXPECT_THAT(message, HasSubstr("run cancelled"));
+  EXPECT_THAT(message, HasSubstr("node Relu 'relu0' of provider 'crash_hang'"));
+  const onyx::Tensor x = input(1.0f);
+  EXPECT_EQ(session->run({{"x", &x}}, {}, &options).size(), 1u);
+}
+
 // The worker runs with the application's options: its runs hold the
 // session's host memory limit too (here 16 bytes, less than Relu's output).
 TEST(CApiIsolation, TheWorkerKeepsTheHostMemoryLimit) {

@@ -262,6 +262,27 @@ struct ValueMetadata {
   OnyxValueKind kind = ONYX_VALUE_TENSOR;
 };
 
+// A run's tag (prefixed to its log lines) and a switch that cancels the runs
+// made with it (onyx_run_options_*). cancel() is thread-safe; set_tag is not
+// while runs use the options, which must outlive those runs.
+class RunOptions {
+ public:
+  RunOptions() {
+    OnyxRunOptions* o = nullptr;
+    check(onyx_run_options_create(&o));
+    raw_.reset(o);
+  }
+  RunOptions& tag(const std::string& tag) {
+    check(onyx_run_options_set_tag(raw_.get(), tag.c_str()));
+    return *this;
+  }
+  void cancel() { onyx_run_options_cancel(raw_.get()); }
+  const OnyxRunOptions* get() const { return raw_.get(); }
+
+ private:
+  std::unique_ptr<OnyxRunOptions, detail::Deleter<OnyxRunOptions, onyx_run_options_release>> raw_;
+};
+
 class Session {
  public:
   Session(Env& env, const std::string& path, const SessionOptions& options = {}) {
@@ -277,9 +298,11 @@ class Session {
   std::vector<ValueMetadata> inputs() const { return metadata(true); }
   std::vector<ValueMetadata> outputs() const { return metadata(false); }
 
-  // Runs with named inputs; returns the named outputs (all, in order, when empty).
+  // Runs with named inputs; returns the named outputs (all, in order, when
+  // empty). `run_options` (may be null): the run's tag and cancel switch.
   std::vector<Tensor> run(const std::vector<std::pair<std::string, const Tensor*>>& inputs,
-                          const std::vector<std::string>& output_names = {}) {
+                          const std::vector<std::string>& output_names = {},
+                          const RunOptions* run_options = nullptr) {
     std::vector<const char*> in_names, out_names;
     std::vector<const OnyxTensor*> in_tensors;
     for (const auto& [name, t] : inputs) {
@@ -289,8 +312,9 @@ class Session {
     for (const std::string& n : output_names) out_names.push_back(n.c_str());
     size_t count = output_names.empty() ? onyx_session_output_count(raw_.get()) : output_names.size();
     std::vector<OnyxTensor*> raw(count, nullptr);
-    check(onyx_session_run(raw_.get(), in_names.data(), in_tensors.data(), in_names.size(),
-                           output_names.empty() ? nullptr : out_names.data(), count, raw.data()));
+    check(onyx_session_run_with_options(raw_.get(), run_options ? run_options->get() : nullptr, in_names.data(),
+                                        in_tensors.data(), in_names.size(),
+                                        output_names.empty() ? nullptr : out_names.data(), count, raw.data()));
     std::vector<Tensor> out;
     for (OnyxTensor* t : raw) out.emplace_back(t);
     return out;
@@ -304,7 +328,8 @@ class Session {
   }
   // As run, for models with sequence or optional inputs or outputs.
   std::vector<Value> run_values(const std::vector<std::pair<std::string, const Value*>>& inputs,
-                                const std::vector<std::string>& output_names = {}) {
+                                const std::vector<std::string>& output_names = {},
+                                const RunOptions* run_options = nullptr) {
     std::vector<const char*> in_names, out_names;
     std::vector<const OnyxValue*> in_values;
     for (const auto& [name, v] : inputs) {
@@ -314,8 +339,9 @@ class Session {
     for (const std::string& n : output_names) out_names.push_back(n.c_str());
     size_t count = output_names.empty() ? onyx_session_output_count(raw_.get()) : output_names.size();
     std::vector<OnyxValue*> raw(count, nullptr);
-    check(onyx_session_run_values(raw_.get(), in_names.data(), in_values.data(), in_names.size(),
-                                  output_names.empty() ? nullptr : out_names.data(), count, raw.data()));
+    check(onyx_session_run_values_with_options(raw_.get(), run_options ? run_options->get() : nullptr,
+                                               in_names.data(), in_values.data(), in_names.size(),
+                                               output_names.empty() ? nullptr : out_names.data(), count, raw.data()));
     std::vector<Value> out;
     for (OnyxValue* v : raw) out.emplace_back(v);
     return out;

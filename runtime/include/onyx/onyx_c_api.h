@@ -43,6 +43,7 @@ typedef struct OnyxSession OnyxSession;
 typedef struct OnyxTensor OnyxTensor;
 typedef struct OnyxValue OnyxValue;
 typedef struct OnyxIoBinding OnyxIoBinding;
+typedef struct OnyxRunOptions OnyxRunOptions;
 
 /* ---- status ------------------------------------------------------------ */
 
@@ -260,6 +261,41 @@ ONYX_API OnyxStatus* onyx_session_run_values(OnyxSession* session, const char* c
  * Loop of 3^25 iterations): call it from a watchdog thread. Thread-safe;
  * NULL is ignored. */
 ONYX_API void onyx_session_cancel_runs(OnyxSession* session);
+
+/* ---- run options ------------------------------------------------------------
+ * What a caller chooses per run: a tag that starts each line logged during
+ * the run ("[tag] message", also the plugins' lines and those of the run's
+ * worker threads), and a cancel switch that stops only the runs made with
+ * these options. One object may serve many runs, also concurrent ones. */
+
+/* Creates options with no tag. They belong to the caller until
+ * onyx_run_options_release, which must come after every run using them has
+ * returned. */
+ONYX_API OnyxStatus* onyx_run_options_create(OnyxRunOptions** out);
+ONYX_API void onyx_run_options_release(OnyxRunOptions* options);
+/* Sets the tag (copied; NULL or "" for none). Not thread-safe with runs
+ * using these options. */
+ONYX_API OnyxStatus* onyx_run_options_set_tag(OnyxRunOptions* options, const char* tag);
+/* Stops every run using `options` now in progress at its next step or loop
+ * iteration (an isolated session's worker is stopped at once): each returns
+ * ONYX_STATUS_FAILED_PRECONDITION saying "run cancelled (its run options)".
+ * Runs that start later are not affected. Thread-safe, e.g. from a watchdog;
+ * NULL is ignored. */
+ONYX_API void onyx_run_options_cancel(OnyxRunOptions* options);
+/* onyx_session_run with `options` (NULL: as onyx_session_run). Thread-safe
+ * as onyx_session_run. */
+ONYX_API OnyxStatus* onyx_session_run_with_options(OnyxSession* session, const OnyxRunOptions* options,
+                                                   const char* const* input_names,
+                                                   const OnyxTensor* const* inputs, size_t input_count,
+                                                   const char* const* output_names, size_t output_count,
+                                                   OnyxTensor** outputs);
+/* onyx_session_run_values with `options` (NULL: as onyx_session_run_values).
+ * Thread-safe as onyx_session_run_values. */
+ONYX_API OnyxStatus* onyx_session_run_values_with_options(OnyxSession* session, const OnyxRunOptions* options,
+                                                          const char* const* input_names,
+                                                          const OnyxValue* const* inputs, size_t input_count,
+                                                          const char* const* output_names, size_t output_count,
+                                                          OnyxValue** outputs);
 
 /* Which node went to which provider and why, and the copies inserted, as JSON
  * (see docs/architecture.md, "Partition report"). *json belongs to the caller. */
