@@ -67,9 +67,13 @@ run() {
   local corpus=$build/corpus/$name findings=$build/findings/$name
   mkdir -p "$corpus" "$findings" "$build/logs"
   cp -n "$root/tests/fuzz/corpus/$name"/* "$corpus"/ 2>/dev/null || true
-  local status=0
+  local status=0 extra=()
+  # plugin_handshake loads the whole CPU provider per input: libFuzzer's
+  # entropic feature weighting over its many counters took over half of each
+  # run; without it the harness runs ~1.8x as many inputs per second.
+  [ "$name" = plugin_handshake ] && extra=(-entropic=0)
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ASAN_OPTIONS=detect_leaks=1 \
-    nice -n 19 "$(binary "$name")" "${limits[@]}" -max_total_time="$seconds" -print_final_stats=1 \
+    nice -n 19 "$(binary "$name")" "${limits[@]}" "${extra[@]}" -max_total_time="$seconds" -print_final_stats=1 \
     ${ONYX_FUZZ_FORK:+-fork=1 -ignore_crashes=1 -ignore_ooms=1 -ignore_timeouts=1} \
     -artifact_prefix="$findings/" "$corpus" >"$build/logs/$name.log" 2>&1 || status=$?
   # Fork mode exits 0 past findings: the folder says what was found
