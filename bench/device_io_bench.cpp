@@ -92,7 +92,7 @@ int main(int argc, char** argv) {
     std::printf("provider %s, %d alternating iterations, medians\n", provider.c_str(), iterations);
     bench(env, provider, "MLP (batch 1)", tm::build_mlp(tm::make_mlp_weights()), {1, 784}, iterations);
     bench(env, provider, "CNN (batch 1)", tm::build_cnn(tm::make_cnn_weights()), {1, 1, 28, 28}, iterations);
-    bench(env, provider, "transformer block (seq 32, dim 64)", onyx::onednn_test::build_transformer_block(32, 64),
+    bench(env, provider, "transformer block (seq 32, dim 64)", onyx::test_models::build_transformer_block(32, 64),
           {1, 32, 64}, iterations);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "onyx_device_io_bench: error: %s\n", e.what());

@@ -1,6 +1,6 @@
 // provider_bench.cpp: the oneDNN provider against the CPU provider on the MLP,
 // the CNN (tests/models) and a transformer encoder block
-// (tests/providers/onednn/transformer_block.h), in one run.
+// (tests/models/transformer_block.h), in one run.
 //
 //   onyx_provider_bench [--threads N] [--iterations N] [--batch B ...] [--bf16]
 //
@@ -157,7 +157,7 @@ int main(int argc, char** argv) {
                 onyx_version(), o.iterations, o.threads ? std::to_string(o.threads).c_str() : "default");
     bench(env, "mlp", tm::build_mlp(tm::make_mlp_weights()), {0, 784}, o);
     bench(env, "cnn", tm::build_cnn(tm::make_cnn_weights()), {0, 1, 28, 28}, o);
-    bench(env, "transformer block (seq 128, dim 256)", onyx::onednn_test::build_transformer_block(128, 256),
+    bench(env, "transformer block (seq 128, dim 256)", onyx::test_models::build_transformer_block(128, 256),
           {0, 128, 256}, o);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "onyx_provider_bench: error: %s\n", e.what());

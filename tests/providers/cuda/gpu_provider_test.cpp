@@ -17,6 +17,7 @@
 
 #include "model_builder.h"
 #include "test_models.h"
+#include "transformer_block.h"
 
 namespace {
 
@@ -217,6 +218,36 @@ TEST(GpuProvider, RunsTheMlpAndCnnLikeTheFloat64Reference) {
         EXPECT_NEAR(out[0].data<float>()[i], ref[i], 1e-4 * scale)
             << (cnn ? "cnn" : "mlp") << " batch " << batch << " element " << i;
     }
+  }
+}
+
+// The benchmarks' transformer block (tests/models/transformer_block.h) on the
+// GPU, the nodes it declines on the CPU (streams on for an asynchronous
+// device, with events at each crossing), against the CPU provider alone.
+TEST(GpuProvider, RunsTheTransformerBlockLikeTheCpuProvider) {
+  std::string why = unavailable_reason();
+  if (!why.empty()) GTEST_SKIP() << kGpu << " provider unavailable: " << why;
+  namespace tm = onyx::test_models;
+  onyx::Env env = make_env();
+  const std::string bytes = tm::build_transformer_block(/*seq=*/16, /*dim=*/32).SerializeAsString();
+  onyx::Session gpu = make_session(env, bytes, {kGpu, "cpu"}, ONYX_FALLBACK_ALLOW);
+  onyx::Session cpu = make_session(env, bytes, {"cpu"}, ONYX_FALLBACK_FAIL);
+  EXPECT_NE(gpu.partition_report().find("\"device\":\"" + kGpu + "\""), std::string::npos)
+      << "no node of the block ran on " << kGpu;
+  for (int64_t batch : {1, 3}) {
+    std::vector<float> x = tm::random_input(size_t(batch * 16 * 32), uint64_t(batch) + 11);
+    onyx::Tensor input = onyx::Tensor::from<float>(ONYX_DTYPE_FLOAT32, {batch, 16, 32}, x);
+    std::vector<onyx::Tensor> got = gpu.run({{"x", &input}}), want = cpu.run({{"x", &input}});
+    ASSERT_EQ(got.size(), 1u);
+    ASSERT_EQ(got[0].size(), want[0].size());
+    double scale = 0;
+    for (int64_t i = 0; i < want[0].size(); ++i) scale = std::max(scale, double(std::fabs(want[0].data<float>()[i])));
+    ASSERT_GT(scale, 0.1) << "degenerate output";
+    // float32 both ways, with different summation orders over 32- and
+    // 128-term dot products, a softmax and two layer norms: 1e-4 of the
+    // largest output is well above their rounding differences.
+    for (int64_t i = 0; i < want[0].size(); ++i)
+      EXPECT_NEAR(got[0].data<float>()[i], want[0].data<float>()[i], 1e-4 * scale) << "batch " << batch << " element " << i;
   }
 }
 

@@ -15,7 +15,7 @@ namespace {
 namespace tm = onyx::test_models;
 
 TEST(OnednnFusion, TransformerBlockMatchesCpuWithFusedLinearLayers) {
-  onnx::ModelProto model = build_transformer_block(/*seq=*/16, /*dim=*/32);
+  onnx::ModelProto model = tm::build_transformer_block(/*seq=*/16, /*dim=*/32);
   std::string report = expect_same_as_cpu(model, {{"x", {2, 16, 32}, random_floats(2 * 16 * 32, 1)}}, "transformer");
   // MatMul + bias Add + Gelu is one kernel; MatMul + bias Add another.
   int ff1 = node_fused_group(report, "ff1.matmul");

@@ -1,5 +1,6 @@
 // transformer_block.h: a transformer encoder block as an ONNX model, for the
-// oneDNN provider's tests and bench/provider_bench.cpp.
+// providers' tests and the benchmarks (bench/provider_bench.cpp,
+// bench/device_io_bench.cpp).
 //
 //   x [batch, seq, dim]
 //   a = LayerNorm(x); q, k, v = a Wq + bq, a Wk + bk, a Wv + bv
@@ -14,8 +15,8 @@
 
 #include <cstdint>
 
-namespace onyx::onednn_test {
+namespace onyx::test_models {
 
 onnx::ModelProto build_transformer_block(int64_t seq, int64_t dim, uint64_t seed = 20240611);
 
-}  // namespace onyx::onednn_test
+}  // namespace onyx::test_models
