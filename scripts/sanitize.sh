@@ -37,13 +37,15 @@ run_one() {
   # Sanitized code is slower: the demo's and examples' long trainings time out
   # first; the unit, e2e, checkpoint and conformance tests are what this runs.
   # -O1 -g1: cheaper to compile than -O2 -g (the suite must build on 2 cores),
-  # with the line tables sanitizer reports need; asserts stay on.
+  # with the line tables sanitizer reports need; asserts stay on. Warnings
+  # stay warnings: gcc 12 at -O1 with the sanitizers sees false
+  # maybe-uninitialized in libstdc++'s <regex> (the normal build is -Werror).
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \
     -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" \
     -DCMAKE_EXE_LINKER_FLAGS="${flags%% -fno-*}" -DCMAKE_SHARED_LINKER_FLAGS="${flags%% -fno-*}" \
     -DCMAKE_MODULE_LINKER_FLAGS="${flags%% -fno-*}" \
-    -DONYX_BUILD_TESTS=ON -DONYX_BUILD_BENCH=OFF -DONYX_BUILD_CONFORMANCE=ON \
+    -DONYX_BUILD_TESTS=ON -DONYX_BUILD_BENCH=OFF -DONYX_BUILD_CONFORMANCE=ON -DONYX_WERROR=OFF \
     -DONYX_PROVIDER_ONEDNN=OFF -DONYX_PROVIDER_CUDA=OFF -DONYX_PROVIDER_ROCM=OFF >/dev/null
   local targets=()
   for t in ${ONYX_SANITIZE_TARGETS:-}; do targets+=(--target "$t"); done
