@@ -57,7 +57,11 @@ int run_providers(const ParsedArgs& args) {
       const Json& dev = devices.items()[d];
       std::string detail = dev["vendor"].str();
       if (dev["memory_bytes"].num() > 0) detail += (detail.empty() ? "" : ", ") + memory_text(dev["memory_bytes"].num());
-      std::cout << "    device " << d << ": " << dev["name"].str("?") << (detail.empty() ? "" : " (" + detail + ")") << "\n";
+      if (dev["free_memory_bytes"].num() > 0)
+        detail += (detail.empty() ? "" : ", ") + memory_text(dev["free_memory_bytes"].num()) + " free";
+      const std::string id = dev["stable_id"].str();
+      std::cout << "    device " << d << (id.empty() ? "" : " [" + id + "]") << ": " << dev["name"].str("?")
+                << (detail.empty() ? "" : " (" + detail + ")") << "\n";
     }
   }
   return 0;
@@ -70,7 +74,8 @@ Command providers_command() {
           "list the provider plugins found and whether they can run here",
           "onyx providers [--json] [--provider-dir DIR ...]",
           "Plugins are searched in --provider-dir folders, then ONYX_PROVIDER_PATH (':'-separated),\n"
-          "then the executable's folder and <exe>/../lib/onyx/providers.",
+          "then the executable's folder and <exe>/../lib/onyx/providers. Each device is listed with\n"
+          "its index and stable id [in brackets]; a session opens one with --provider-option device=INDEX|ID.",
           {{"--json", "", "print the runtime's JSON list instead of a table"},
            {"--provider-dir", "DIR", "also search DIR for plugins (repeatable)"}},
           run_providers};

@@ -94,7 +94,10 @@ std::string command_help(const Command& command) {
 std::vector<OptionSpec> session_option_specs() {
   return {
       {"--provider", "NAME", "provider to use, by name (cpu) or plugin path; repeat in priority order"},
-      {"--provider-option", "KEY=VALUE", "device option for the preceding --provider"},
+      {"--provider-option", "KEY=VALUE",
+       "device option for the preceding --provider; device=INDEX|ID picks its device (onyx providers lists them)"},
+      {"--device-policy", "prefer-gpu|prefer-cpu|fastest",
+       "choose the providers instead of --provider: GPUs then CPU, the CPU only, or the fastest measured"},
       {"--fallback", "fail|warn|allow", "what to do with nodes the first provider declines (default warn)"},
       {"--optimize", "off|basic|all", "graph rewrites before partitioning (default all; see the partition report)"},
       {"--threads", "N", "intra-op threads (default: one per core)"},

@@ -34,6 +34,13 @@ onyx::SessionOptions session_options_from(const ParsedArgs& args) {
     else if (*policy == "allow") options.fallback(ONYX_FALLBACK_ALLOW);
     else throw CliError("--fallback must be fail, warn or allow, got '" + *policy + "'");
   }
+  if (std::optional<std::string> policy = args.last("--device-policy")) {
+    if (!providers.empty()) throw CliError("--device-policy chooses the providers: drop --provider, or drop the policy");
+    if (*policy == "prefer-gpu") options.device_policy(ONYX_DEVICE_POLICY_PREFER_GPU);
+    else if (*policy == "prefer-cpu") options.device_policy(ONYX_DEVICE_POLICY_PREFER_CPU);
+    else if (*policy == "fastest") options.device_policy(ONYX_DEVICE_POLICY_FASTEST);
+    else throw CliError("--device-policy must be prefer-gpu, prefer-cpu or fastest, got '" + *policy + "'");
+  }
   if (std::optional<std::string> level = args.last("--optimize")) {
     if (*level == "off") options.graph_optimization(ONYX_GRAPH_OPTIMIZATION_OFF);
     else if (*level == "basic") options.graph_optimization(ONYX_GRAPH_OPTIMIZATION_BASIC);

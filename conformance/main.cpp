@@ -46,7 +46,7 @@ const char* kUsage =
     "  --jobs          worker processes (default: the number of cores)\n"
     "  --timeout       per-case time limit in seconds (default 60)\n"
     "  --verbose       print every case, and let workers print the runtime's own logs\n"
-    "  --host-abi      1.0 or 1.1 makes the runner a host that speaks only that ABI (default: 1.2)\n"
+    "  --host-abi      1.0, 1.1 or 1.2 makes the runner a host that speaks only that ABI (default: 1.3)\n"
     "  --memory-limit  address-space limit per worker process in GiB (default: none; GPU\n"
     "                  runtimes reserve large address ranges, so set it for host-memory plugins)\n"
     "\n"
@@ -127,7 +127,8 @@ Args parse_args(int argc, char** argv) {
       std::string v = value();
       if (v == "1.0") set_host_max_abi(ONYX_ABI_VERSION(1, 0));
       else if (v == "1.1") set_host_max_abi(ONYX_ABI_VERSION(1, 1));
-      else if (v != "1.2") usage_error("--host-abi: 1.0, 1.1 or 1.2");
+      else if (v == "1.2") set_host_max_abi(ONYX_ABI_VERSION(1, 2));
+      else if (v != "1.3") usage_error("--host-abi: 1.0, 1.1, 1.2 or 1.3");
     } else if (arg == "--strict-declines") {
       a.strict_declines = true;
     } else if (arg == "--verbose") {

@@ -59,6 +59,12 @@
  * the stream passed it, once the run's one stream_synchronize per stream at
  * its end returned. With a 1.0 or 1.1 plugin it behaves as a 1.0 host.
  *
+ * What a 1.3 host does beyond 1.2 (this tree's runtime): it opens the
+ * device index the application names (by index or stable_id), with any
+ * plugin, and may open two devices of one plugin in one session (see
+ * device_count); it reads the 1.3 device properties (stable_id,
+ * free_memory_bytes) where the plugin filled them.
+ *
  * Version history is in provider_api/CHANGELOG.md.
  */
 #ifndef ONYX_PROVIDER_H_
@@ -81,7 +87,7 @@ extern "C" {
 /* The ABI version this header describes. A minor version only appends fields
  * and functions; a major version may change anything. */
 #define ONYX_ABI_VERSION_MAJOR 1
-#define ONYX_ABI_VERSION_MINOR 2
+#define ONYX_ABI_VERSION_MINOR 3
 
 /* Packs a version into one comparable integer. */
 #define ONYX_ABI_VERSION(major, minor) (((uint32_t)(major) << 16) | (uint32_t)(minor))
@@ -354,8 +360,25 @@ typedef struct OnyxDeviceProperties {
   bool host_can_read_device_memory;/* device memory is plain host memory */
   bool asynchronous;               /* kernels run on streams; see streams */
   uint32_t memory_alignment;       /* minimum buffer alignment the device wants */
+  /* --- ABI 1.3 -----------------------------------------------------------
+   * Written only when the caller's struct_size covers them (a host built
+   * against 1.0-1.2 passes a smaller struct); a reader checks ONYX_HAS_FIELD
+   * and reads "" and 0 from a plugin that leaves them zero (one built
+   * against an older header: the host zero-fills the struct it passes). */
+  /* A NUL-terminated id naming this physical device, stable across
+   * processes and reboots where the vendor allows it, unique among the
+   * plugin's devices, and never changed by the order of enumeration:
+   * "PCI:0000:3b:00.0" (the PCI bus id), a GPU UUID ("GPU-8f3c..."), or
+   * "cpu:0". Printable ASCII without spaces; "" when the plugin has none.
+   * Applications name a device by it instead of an index, which may change
+   * when devices are added or hidden (CUDA_VISIBLE_DEVICES). */
+  char stable_id[64];
+  /* Bytes of device memory free at the time of the call (not a
+   * reservation: other processes may take them at once); 0 when unknown. */
+  uint64_t free_memory_bytes;
 } OnyxDeviceProperties;
 #define ONYX_DEVICE_PROPERTIES_SIZE_1_0 ONYX_STRUCT_SIZE(OnyxDeviceProperties, memory_alignment)
+#define ONYX_DEVICE_PROPERTIES_SIZE_1_3 ONYX_STRUCT_SIZE(OnyxDeviceProperties, free_memory_bytes)
 
 /* Options given to open_device, as key=value strings (e.g. "threads=2",
  * "allow_reduced_precision=1"). Unknown keys must be ignored. */
@@ -518,12 +541,17 @@ typedef struct OnyxProviderApi {
   OnyxStatus* (*plugin_availability)(OnyxPlugin* plugin);
 
   /* Number of devices (0 when unavailable). A 1.0 host opens device 0 only;
-   * the others are listed but never opened. Thread-safe. */
+   * the others are listed but never opened. A 1.3 host (this tree's
+   * runtime) opens whichever index the application names (by index or by
+   * stable_id), and may open two devices of one plugin in one session: each
+   * device's memory, streams and kernels must then stay its own (memory_copy
+   * of one device is never given another device's pointers). Thread-safe. */
   size_t (*device_count)(OnyxPlugin* plugin);
 
   /* Fills `out` (struct_size set by the caller; write nothing past it) for
    * device `index`. Strings are copied into `out`, which the caller owns.
-   * Thread-safe. */
+   * free_memory_bytes (1.3) is read at each call, so a host may call this
+   * again to see the current value. Thread-safe. */
   OnyxStatus* (*device_properties)(OnyxPlugin* plugin, size_t index,
                                    OnyxDeviceProperties* out);
 
@@ -551,6 +579,11 @@ typedef struct OnyxProviderApi {
   void (*memory_free)(OnyxDevice* device, int32_t memory_kind, void* ptr);
 
   /* Copies `bytes` between host and device memory, or within the device.
+   * Device pointers are this device's own (from its memory_alloc); host
+   * pointers are host memory, which may be another host-readable device's.
+   * A host moves bytes between two devices that cannot read host memory
+   * directly through host memory (two copies), never with DEVICE_TO_DEVICE
+   * across devices.
    * With a stream (OPTIONAL for synchronous devices: may be NULL) the copy
    * is ordered on it and may complete later; host buffers must then stay
    * valid until the stream is synchronized. Without a stream, the copy is

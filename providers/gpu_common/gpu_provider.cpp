@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <set>
+#include <string_view>
 #include <unordered_map>
 
 namespace onyx::gpu {
@@ -31,6 +33,10 @@ OnyxStatus* set_device(int index) {
 // memory_free must release).
 struct OpenDevice {
   GpuDevice gpu;
+  // Device option exclude_ops=Op1,Op2: op types this device declines (as
+  // ONNX Runtime's TensorRT provider's trt_op_types_to_exclude), to keep
+  // an op on another device or the CPU, e.g. one slow or wrong on this GPU.
+  std::set<std::string, std::less<>> excluded_ops;
   std::mutex over_aligned_mutex;
   std::unordered_map<void*, void*> over_aligned;
   ~OpenDevice() {
@@ -88,13 +94,29 @@ class GpuProvider {
     d.host_can_read_device_memory = false;
     d.asynchronous = true;
     d.memory_alignment = 256;
+    // The PCI bus id names the board whatever the enumeration order
+    // (CUDA_VISIBLE_DEVICES, a GPU added). Without it the device has no
+    // stable id ("") rather than a wrong one; likewise free memory is 0
+    // (unknown) when the runtime cannot say.
+    char bus_id[32] = {};
+    if (gpuDeviceGetPCIBusId(bus_id, int(sizeof bus_id), int(index)) == gpuSuccess)
+      d.stable_id = std::string(ONYX_GPU_STABLE_ID_PREFIX) + bus_id;
+    else
+      (void)gpuGetLastError();
+    d.free_memory_bytes = free_memory(int(index));
     return d;
   }
 
-  sdk::StatusOr<std::unique_ptr<Device>> open_device(size_t index, const sdk::DeviceOptions&) const {
+  sdk::StatusOr<std::unique_ptr<Device>> open_device(size_t index, const sdk::DeviceOptions& options) const {
     ONYX_SDK_RETURN_IF_ERROR(set_device(int(index)));
     auto device = std::make_unique<Device>();
     device->gpu.index = int(index);
+    if (auto ops = options.get("exclude_ops"))
+      for (size_t start = 0; start <= ops->size();) {
+        const size_t comma = std::min(ops->find(',', start), ops->size());
+        if (comma > start) device->excluded_ops.emplace(ops->substr(start, comma - start));
+        start = comma + 1;
+      }
     std::string error = vendor_open(&device->gpu.libs);
     if (!error.empty()) return make_status(ONYX_STATUS_UNAVAILABLE, "%s", error.c_str());
     return device;
@@ -154,7 +176,13 @@ class GpuProvider {
                                                         : gpuMemcpyDeviceToDevice;
     ONYX_SDK_RETURN_IF_ERROR(set_device(device.gpu.index));
     gpuError_t e = stream ? gpuMemcpyAsync(dst, src, bytes, kind, stream->stream) : gpuMemcpy(dst, src, bytes, kind);
-    return e == gpuSuccess ? nullptr : gpu_status(e, "copying memory");
+    if (e == gpuSuccess) return nullptr;
+    const std::string what = std::string("copying ") + std::to_string(bytes) + " bytes " +
+                             (kind == gpuMemcpyHostToDevice   ? "host-to-device"
+                              : kind == gpuMemcpyDeviceToHost ? "device-to-host"
+                                                              : "device-to-device") +
+                             " on device " + std::to_string(device.gpu.index);
+    return gpu_status(e, what.c_str());
   }
 
   sdk::StatusOr<std::unique_ptr<Stream>> stream_create(Device& device) const {
@@ -190,6 +218,19 @@ class GpuProvider {
 
   const sdk::KernelRegistry& registry() const { return registry_; }
 
+  // The registry's claims, less the op types the device was told to exclude.
+  OnyxStatus* capability(Device& device, const OnyxGraphView& graph, std::span<OnyxNodeClaim> claims) const {
+    registry_.claim(graph, claims);
+    for (size_t k = 0; k < claims.size() && !device.excluded_ops.empty(); ++k) {
+      const char* op = graph.nodes[k].op_type ? graph.nodes[k].op_type : "";
+      if (!claims[k].claimed || !device.excluded_ops.count(std::string_view(op))) continue;
+      claims[k].claimed = false;
+      std::snprintf(claims[k].reason, sizeof claims[k].reason, "%s is excluded by the device option exclude_ops",
+                    op);
+    }
+    return nullptr;
+  }
+
   // The registry's kernel, told which device it runs on.
   sdk::KernelResult make_kernel(Device& device, const OnyxGraphView& graph, std::span<const uint32_t> nodes) const {
     if (nodes.size() != 1) return make_status(ONYX_STATUS_UNIMPLEMENTED, "this provider has no fused kernels");
@@ -210,6 +251,17 @@ class GpuProvider {
   }
 
  private:
+  // Free bytes of device `index` now; 0 when unknown. Asking selects the
+  // device on this thread, as every hook does before its work.
+  static uint64_t free_memory(int index) {
+    size_t free = 0, total = 0;
+    if (gpuSetDevice(index) != gpuSuccess || gpuMemGetInfo(&free, &total) != gpuSuccess) {
+      (void)gpuGetLastError();
+      return 0;
+    }
+    return free;
+  }
+
   // Asks the runtime for devices. Without a driver or a GPU the runtime
   // answers with an error (e.g. CUDA 35, HIP 100); that error is the reason
   // we report.

@@ -24,6 +24,7 @@
 #define ONYX_GPU_VENDOR "AMD (HIP)"
 #define ONYX_GPU_RUNTIME_NAME "HIP"
 #define ONYX_GPU_DEVICE_COUNT_CALL "hipGetDeviceCount"
+#define ONYX_GPU_STABLE_ID_PREFIX "PCI:"  // before the PCI bus id: "PCI:0000:3b:00.0"
 using gpuError_t = hipError_t;
 using gpuStream_t = hipStream_t;
 using gpuEvent_t = hipEvent_t;
@@ -31,6 +32,8 @@ using gpuDeviceProp = hipDeviceProp_t;
 constexpr gpuError_t gpuSuccess = hipSuccess;
 #define gpuGetDeviceCount hipGetDeviceCount
 #define gpuGetDeviceProperties hipGetDeviceProperties
+#define gpuDeviceGetPCIBusId hipDeviceGetPCIBusId
+#define gpuMemGetInfo hipMemGetInfo
 #define gpuGetErrorString hipGetErrorString
 #define gpuGetErrorName hipGetErrorName
 #define gpuGetLastError hipGetLastError
@@ -70,6 +73,7 @@ constexpr gpuError_t gpuSuccess = hipSuccess;
 #define ONYX_GPU_VENDOR "NVIDIA (CUDA)"
 #define ONYX_GPU_RUNTIME_NAME "CUDA"
 #define ONYX_GPU_DEVICE_COUNT_CALL "cudaGetDeviceCount"
+#define ONYX_GPU_STABLE_ID_PREFIX "PCI:"  // before the PCI bus id: "PCI:0000:3b:00.0"
 using gpuError_t = cudaError_t;
 using gpuStream_t = cudaStream_t;
 using gpuEvent_t = cudaEvent_t;
@@ -77,6 +81,8 @@ using gpuDeviceProp = cudaDeviceProp;
 constexpr gpuError_t gpuSuccess = cudaSuccess;
 #define gpuGetDeviceCount cudaGetDeviceCount
 #define gpuGetDeviceProperties cudaGetDeviceProperties
+#define gpuDeviceGetPCIBusId cudaDeviceGetPCIBusId
+#define gpuMemGetInfo cudaMemGetInfo
 #define gpuGetErrorString cudaGetErrorString
 #define gpuGetErrorName cudaGetErrorName
 #define gpuGetLastError cudaGetLastError

@@ -137,9 +137,15 @@ OnyxStatus* onyx_env_list_providers(OnyxEnv* env, char** json) {
         auto props = p.device_properties(d);
         if (!props.ok()) continue;
         w.begin_object();
+        w.key("index").value(uint64_t(d));
         w.key("name").value(props->name);
         w.key("vendor").value(props->vendor);
+        w.key("kind").value(props->kind == ONYX_DEVICE_GPU           ? "gpu"
+                            : props->kind == ONYX_DEVICE_ACCELERATOR ? "accelerator"
+                                                                     : "cpu");
+        w.key("stable_id").value(props->stable_id);
         w.key("memory_bytes").value(uint64_t(props->memory_bytes));
+        w.key("free_memory_bytes").value(uint64_t(props->free_memory_bytes));
         w.end_object();
       }
       w.end_array();
@@ -185,6 +191,19 @@ OnyxStatus* onyx_session_options_set_fallback(OnyxSessionOptions* o, OnyxFallbac
     o->options.fallback = policy == ONYX_FALLBACK_FAIL   ? onyx::runtime::FallbackPolicy::kFail
                           : policy == ONYX_FALLBACK_WARN ? onyx::runtime::FallbackPolicy::kWarn
                                                          : onyx::runtime::FallbackPolicy::kAllow;
+    return Status();
+  });
+}
+
+OnyxStatus* onyx_session_options_set_device_policy(OnyxSessionOptions* o, OnyxDevicePolicy policy) {
+  return guarded([&] {
+    if (!o) return null_arg("onyx_session_options_set_device_policy", "options");
+    if (policy < ONYX_DEVICE_POLICY_NONE || policy > ONYX_DEVICE_POLICY_FASTEST)
+      return onyx::runtime::invalid_argument("unknown device policy " + std::to_string(int(policy)));
+    o->options.device_policy = policy == ONYX_DEVICE_POLICY_PREFER_GPU   ? onyx::runtime::DevicePolicy::kPreferGpu
+                               : policy == ONYX_DEVICE_POLICY_PREFER_CPU ? onyx::runtime::DevicePolicy::kPreferCpu
+                               : policy == ONYX_DEVICE_POLICY_FASTEST    ? onyx::runtime::DevicePolicy::kFastest
+                                                                         : onyx::runtime::DevicePolicy::kNone;
     return Status();
   });
 }

@@ -81,6 +81,7 @@ std::string encode_config(const WorkerConfig& c) {
   w.u64(c.provider_dirs.size());
   for (const std::string& d : c.provider_dirs) w.str(d);
   w.str(c.options.compiled_cache_dir);
+  w.u32(uint32_t(c.options.device_policy));
   return std::move(w.bytes());
 }
 
@@ -113,7 +114,10 @@ bool decode_config(const std::string& payload, WorkerConfig* c) {
     if (!r.str(&d)) return false;
     c->provider_dirs.push_back(std::move(d));
   }
-  if (!r.str(&c->options.compiled_cache_dir)) return false;
+  uint32_t policy = 0;
+  if (!r.str(&c->options.compiled_cache_dir) || !r.u32(&policy) || policy > uint32_t(DevicePolicy::kFastest))
+    return false;
+  c->options.device_policy = DevicePolicy(policy);
   return r.at_end();
 }
 

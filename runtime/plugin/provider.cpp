@@ -118,6 +118,19 @@ StatusOr<OnyxDeviceProperties> Provider::device_properties(size_t index) const {
   // filled a whole array leaves no NUL, so one is put in its last byte.
   props.name[sizeof props.name - 1] = '\0';
   props.vendor[sizeof props.vendor - 1] = '\0';
+  // ABI 1.3 fields: only a plugin that speaks 1.3 knows them; an id that is
+  // not printable ASCII without spaces could not be named on a command line,
+  // so it reads as none.
+  props.stable_id[sizeof props.stable_id - 1] = '\0';
+  if (library_.abi_version() < ONYX_ABI_VERSION(1, 3)) {
+    props.stable_id[0] = '\0';
+    props.free_memory_bytes = 0;
+  }
+  for (const char* c = props.stable_id; *c; ++c)
+    if (*c <= ' ' || *c > '~') {
+      props.stable_id[0] = '\0';
+      break;
+    }
   // Every buffer of the device is aligned to this, and memory_alloc's
   // alignment must be a power of two (0: the device asks for none).
   if ((props.memory_alignment & (props.memory_alignment - 1)) || props.memory_alignment > kMaxMemoryAlignment)

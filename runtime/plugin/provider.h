@@ -51,7 +51,9 @@ class Provider {
   // OK when usable; UNAVAILABLE with the plugin's reason otherwise.
   Status availability() const;
   size_t device_count() const;
-  // The plugin's answer with name and vendor NUL-terminated; a
+  // The plugin's answer with name, vendor and stable_id NUL-terminated
+  // (stable_id and free_memory_bytes zero for a plugin below ABI 1.3, and
+  // stable_id "" unless printable ASCII without spaces); a
   // memory_alignment that is not a power of two, or past
   // kMaxMemoryAlignment, is refused (INCOMPATIBLE).
   StatusOr<OnyxDeviceProperties> device_properties(size_t index) const;

@@ -4,7 +4,13 @@
 // producers left them (graph inputs and constants live in host memory), it
 // inserts a copy step right before the first step that reads a value on a
 // device that cannot read the memory the value is in, and one at the end
-// for each graph output the host cannot read. A value copied to a device
+// for each graph output the host cannot read. memory_copy moves bytes
+// between one device and host memory only, so the copy is done by the
+// device whose memory the host cannot read: host-to-device by the
+// destination, device-to-host by the source (also into the memory of a
+// host-readable device such as the CPU provider's), and a value going from
+// one such device to another is staged through host memory (two copies,
+// the second reading the first's host value). A value copied to a device
 // once is read from that copy by every later step on the device. Each copy
 // adds one value to the graph, named "<value>@<device or host>"; the
 // model's own values keep their names and roles.

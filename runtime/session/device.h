@@ -18,7 +18,10 @@ struct Device {
   std::shared_ptr<Provider> provider;  // keeps the plugin's code loaded
   OnyxDevice* handle = nullptr;
   OnyxDeviceProperties properties{};
-  std::string label;  // the provider's name: "cpu"
+  size_t index = 0;   // the provider's device index (device_open's)
+  // The provider's name ("cpu"); "name:index" ("gpuemu:1") for a device other
+  // than device 0 or a provider the session opened twice.
+  std::string label;
   // The key=value options device_open was given (part of a compiled-cache key).
   std::vector<std::pair<std::string, std::string>> open_options;
   ~Device();

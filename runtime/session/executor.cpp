@@ -83,7 +83,8 @@ Status place_bound_output(const RunState& run, const Step& step, RunSlot& dst) {
 }
 
 Status run_copy(RunState& run, const Step& step) {
-  const Device& device = *run.session->devices()[size_t(step.device)];
+  const Device& destination = *run.session->devices()[size_t(step.device)];
+  const Device& mover = *run.session->devices()[size_t(step.copy_by)];
   const RunSlot& src = run.slots[size_t(step.inputs[0])];
   if (!src.present) return not_produced(run, step, 0, step.inputs[0]);
   const int v = step.outputs[0];
@@ -106,7 +107,7 @@ Status run_copy(RunState& run, const Step& step) {
   if (direction == ONYX_COPY_DEVICE_TO_HOST && run.binding && run.binding->output_device.count(v)) {
     ONYX_RETURN_IF_ERROR(place_bound_output(run, step, dst));
     direction = ONYX_COPY_DEVICE_TO_DEVICE;
-  } else if (direction == ONYX_COPY_DEVICE_TO_HOST) {
+  } else if (direction == ONYX_COPY_DEVICE_TO_HOST && step.device == step.copy_by) {  // to the host
     dst.host = Tensor::allocate(src.dtype, src.dims);
     dst.data = dst.host.data();
   } else if (vp.storage == ExecutionPlan::kArena) {
@@ -117,11 +118,11 @@ Status run_copy(RunState& run, const Step& step) {
     dst.data = static_cast<char*>(run.arenas.base(step.device)) + vp.offset;
   } else {
     dst.device = step.device;
-    ONYX_RETURN_IF_ERROR(device.allocate(bytes, &dst.data));
+    ONYX_RETURN_IF_ERROR(destination.allocate(bytes, &dst.data));
     dst.dynamic = true;
   }
   RunSlot& out = run.slots[size_t(v)] = std::move(dst);
-  return device.copy(direction, out.data, src.data, bytes, run.streams.stream(step.device)).with_context(step.name);
+  return mover.copy(direction, out.data, src.data, bytes, run.streams.stream(step.copy_by)).with_context(step.name);
 }
 
 // Binds the graph inputs and the constants (initializers) to their slots.
@@ -229,7 +230,7 @@ StatusOr<std::vector<Value>> Executor::run(Session& session, const ExecutionPlan
     const bool on_stream = step.kind == Step::kKernel || step.kind == Step::kCopy;
     for (int v : step.inputs)
       if (v >= 0 && run.slots[size_t(v)].present)
-        ONYX_RETURN_IF_ERROR(run.streams.wait_for(run.slots[size_t(v)], on_stream ? step.device : -1));
+        ONYX_RETURN_IF_ERROR(run.streams.wait_for(run.slots[size_t(v)], on_stream ? step.stream_device() : -1));
     const int64_t step_start = profiler ? profiler->now_ns() : 0;
     ONYX_RETURN_IF_ERROR(step.kind == Step::kKernel        ? run_kernel(run, step)
                          : step.kind == Step::kControlFlow ? run_control_flow(run, step)
@@ -237,7 +238,7 @@ StatusOr<std::vector<Value>> Executor::run(Session& session, const ExecutionPlan
                                                            : run_copy(run, step));
     if (on_stream)
       for (int v : step.outputs)
-        if (v >= 0 && run.slots[size_t(v)].present) run.streams.wrote(step.device, run.slots[size_t(v)]);
+        if (v >= 0 && run.slots[size_t(v)].present) run.streams.wrote(step.stream_device(), run.slots[size_t(v)]);
     if (profiler) record_step(*profiler, run, step, step_start);
     for (int v : step.inputs)  // free dynamic buffers whose storage group is done
       if (v >= 0 && plan.last_use[size_t(v)] == int(s) && run.slots[size_t(v)].dynamic &&

@@ -204,6 +204,32 @@ std::string PartitionReport::to_json(const ir::Graph& graph) const {
     w.end_object();
   }
   w.end_array();
+  w.key("device_policy").begin_object();
+  w.key("policy").value(device_policy.policy);
+  w.key("chosen").begin_array();
+  for (const std::string& d : device_policy.chosen) w.value(d);
+  w.end_array();
+  w.key("candidates").begin_array();
+  for (const PolicyCandidate& c : device_policy.candidates) {
+    w.begin_object();
+    w.key("devices").begin_array();
+    for (const std::string& d : c.devices) w.value(d);
+    w.end_array();
+    w.key("median_ms").value(c.median_ms);
+    w.key("error").value(c.error);
+    w.end_object();
+  }
+  w.end_array();
+  w.key("skipped").begin_array();
+  for (const UnavailableProvider& u : device_policy.skipped) {
+    w.begin_object();
+    w.key("provider").value(u.name);
+    w.key("reason").value(u.reason);
+    w.end_object();
+  }
+  w.end_array();
+  w.key("note").value(device_policy.note);
+  w.end_object();
   w.end_object();
   return w.str();
 }

@@ -62,6 +62,21 @@ struct UnavailableProvider {
   size_t rank = 0;  // how many opened devices were listed before it
 };
 
+// A session made under a device policy (session/device_policy.h): what
+// the policy considered and chose.
+struct PolicyCandidate {
+  std::vector<std::string> devices;  // labels in priority order: {"gpuemu", "cpu"}
+  double median_ms = -1;             // fastest: the median timed run; -1 when not measured
+  std::string error;                 // why the candidate could not be built or run
+};
+struct DevicePolicyReport {
+  std::string policy = "none";            // "none" (providers named), "prefer-gpu", "prefer-cpu", "fastest"
+  std::vector<std::string> chosen;        // the devices the session opened, in priority order
+  std::vector<PolicyCandidate> candidates;  // fastest: each one measured
+  std::vector<UnavailableProvider> skipped;  // plugins found but unusable, with the reason
+  std::string note;                       // e.g. which symbolic dims were set to 1 for measuring
+};
+
 struct PartitionReport {
   FallbackPolicy policy = FallbackPolicy::kWarn;
   std::vector<std::string> devices;     // labels in priority order
@@ -72,10 +87,12 @@ struct PartitionReport {
   GraphOptimization optimization_level = GraphOptimization::kOff;
   OptimizationReport optimization;  // what optimize_graph did before partitioning
   std::vector<CompiledCacheRecord> compiled_cache;  // per kernel step, when the cache is on
+  DevicePolicyReport device_policy;  // how the devices were chosen
   // True when a provider listed ahead of the node's device declined it or was unavailable.
   bool is_fallback(const NodePlacement& place) const;
   // Machine-readable: {"policy", "devices", "nodes": [{node, op, device, ...}],
-  // "unavailable", "dissolved_groups", "copies", "graph_optimization", "compiled_cache"}
+  // "unavailable", "dissolved_groups", "copies", "graph_optimization", "compiled_cache",
+  // "device_policy"}
   // (docs/architecture.md)
   std::string to_json(const ir::Graph& graph) const;
 };

@@ -12,6 +12,7 @@
 #include "plugin/write_guard.h"
 #include "session/control_flow.h"
 #include "session/copy_insertion.h"
+#include "session/device_choice.h"
 #include "session/compiled_cache.h"
 #include "session/executor.h"
 #include "session/fused_groups.h"
@@ -52,6 +53,7 @@ Status check_graph_inputs(const ir::Graph& graph) {
 StatusOr<std::unique_ptr<Session>> Session::create(ProviderRegistry& registry, ir::Model model,
                                                    const SessionOptions& options) {
   if (!model.graph) return invalid_argument("model has no graph");
+  if (options.device_policy != DevicePolicy::kNone) return create_with_device_policy(registry, model, options);
   std::unique_ptr<Session> s(new Session());
   s->logger_ = registry.logger();
   LogRoute route(s->logger_.get());
@@ -130,26 +132,35 @@ Status Session::open_devices(ProviderRegistry& registry, const SessionOptions& o
     }
     auto device = std::make_shared<Device>();
     device->provider = provider;
-    ONYX_ASSIGN_OR_RETURN(device->properties, provider->device_properties(0));
     std::vector<OnyxKeyValue> kv;
     bool reduced_precision_set = false;
+    const std::string* selector = nullptr;  // the host's "device" option: not the plugin's
     for (const auto& [k, v] : request.options) {
+      if (k == kDeviceOption) {
+        selector = &v;
+        continue;
+      }
       kv.push_back(OnyxKeyValue{sizeof(OnyxKeyValue), k.c_str(), v.c_str()});
       reduced_precision_set = reduced_precision_set || k == "allow_reduced_precision";
     }
+    if (selector) {
+      ONYX_ASSIGN_OR_RETURN(device->index, resolve_device(*provider, *selector));
+    }
+    for (const auto& d : devices_)
+      if (d->provider == provider && d->index == device->index)
+        return invalid_argument("provider '" + provider->name() + "' device " + std::to_string(device->index) +
+                                " is listed twice (a provider may be listed once per device)");
+    ONYX_ASSIGN_OR_RETURN(device->properties, provider->device_properties(device->index));
     if (options.allow_reduced_precision && !reduced_precision_set)
       kv.push_back(OnyxKeyValue{sizeof(OnyxKeyValue), "allow_reduced_precision", "1"});
+    const std::string which = (device->index ? "device " + std::to_string(device->index) : std::string("a device")) +
+                              " of provider '" + provider->name() + "'";
     ONYX_RETURN_IF_ERROR(take_status(provider->api().device_open(
-        provider->plugin(), 0, kv.data(), kv.size(), nullptr, &device->handle)).with_context(
-            "opening a device of provider '" + provider->name() + "'"));
+        provider->plugin(), device->index, kv.data(), kv.size(), nullptr, &device->handle)).with_context(
+            "opening " + which));
     if (!device->handle)
-      return internal_error("opening a device of provider '" + provider->name() +
-                            "': device_open succeeded but returned no device (a plugin bug)");
-    device->label = provider->name();
+      return internal_error("opening " + which + ": device_open succeeded but returned no device (a plugin bug)");
     for (const OnyxKeyValue& option : kv) device->open_options.emplace_back(option.key, option.value);
-    for (const auto& d : devices_)
-      if (d->label == device->label)
-        return invalid_argument("provider '" + device->label + "' is listed twice");
     devices_.push_back(std::move(device));
   }
   if (devices_.empty()) {
@@ -157,6 +168,21 @@ Status Session::open_devices(ProviderRegistry& registry, const SessionOptions& o
     for (const UnavailableProvider& u : partition_.unavailable) why += "\n  " + u.name + ": " + u.reason;
     return unavailable("none of the listed providers is available:" + why);
   }
+  // "gpuemu:1" where the provider's name alone would not say which device.
+  for (const auto& device : devices_) {
+    const std::string& name = device->provider->name();
+    const size_t same_name = size_t(std::count_if(devices_.begin(), devices_.end(),
+                                                  [&](const auto& d) { return d->provider->name() == name; }));
+    device->label = name;
+    if (same_name > 1 || device->index != 0) device->label += ":" + std::to_string(device->index);
+  }
+  // Labels name devices in reports and the C API: two plugin files of one
+  // name opening the same index would be indistinguishable.
+  for (size_t a = 0; a < devices_.size(); ++a)
+    for (size_t b = a + 1; b < devices_.size(); ++b)
+      if (devices_[a]->label == devices_[b]->label)
+        return invalid_argument("provider '" + devices_[a]->provider->name() + "' is listed twice (" +
+                                devices_[a]->provider->path() + " and " + devices_[b]->provider->path() + ")");
   return Status();
 }
 

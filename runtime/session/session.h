@@ -31,6 +31,7 @@
 #include "session/arena_pool.h"
 #include "session/device.h"
 #include "session/device_io.h"
+#include "session/device_policy.h"
 #include "session/partition.h"
 #include "session/plan.h"
 #include "session/profiler.h"
@@ -41,11 +42,16 @@ namespace onyx::runtime {
 
 struct ProviderRequest {
   std::string name_or_path;
-  std::vector<std::pair<std::string, std::string>> options;  // given to device_open
+  // Given to device_open, except the host's "device" (device_choice.h):
+  // which device to open, by index or stable id (default: device 0).
+  std::vector<std::pair<std::string, std::string>> options;
 };
 
 struct SessionOptions {
-  std::vector<ProviderRequest> providers;  // priority order; empty = {"cpu"}
+  std::vector<ProviderRequest> providers;  // priority order; empty = {"cpu"} (or the device policy's)
+  // For applications that name no providers: the devices are chosen by these
+  // rules (device_policy.h); kNone with no providers opens "cpu".
+  DevicePolicy device_policy = DevicePolicy::kNone;
   FallbackPolicy fallback = FallbackPolicy::kWarn;
   size_t intra_op_threads = 0;  // 0: one per core
   // Given to every device as allow_reduced_precision=1 (unless its request
@@ -84,6 +90,8 @@ class Session {
   // Per graph output: the value a run returns it from (host-readable).
   const std::vector<int>& output_values() const { return output_values_; }
   const PartitionReport& partition_report() const { return partition_; }
+  // How create_with_device_policy chose this session's devices (device_policy.h).
+  void set_device_policy_report(DevicePolicyReport report) { partition_.device_policy = std::move(report); }
 
   // Runs with inputs by name; returns the requested outputs (all when empty).
   // `reuse` (optional, one entry per returned output, empty entries allowed):

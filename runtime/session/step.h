@@ -28,6 +28,12 @@ struct Step {
   OnyxKernel* kernel = nullptr;                     // kKernel; destroyed by the session
   std::vector<OnyxOutputMemoryInfo> output_memory;  // kKernel: one per output
   int copy_direction = 0;                           // kCopy: an OnyxCopyDirection
+  // kCopy: the device whose memory_copy moves the bytes, on its stream: the
+  // one whose memory the host cannot read (copy_insertion.h). `device` is
+  // where the copy's output lives (the source device for a copy to the host).
+  int copy_by = 0;
+  // The device whose stream orders the step's work (-1: the host).
+  int stream_device() const { return kind == kCopy ? copy_by : device; }
   std::string name;                                 // "Relu 'relu0'", "copy 'x'"
   std::shared_ptr<ControlFlow> control_flow;        // kControlFlow: its compiled subgraphs
 };

@@ -130,6 +130,28 @@ TEST_F(Cli, ProvidersListsCpu) {
   CliResult json = run_cli("providers --json");
   ASSERT_EQ(json.exit_code, 0) << json.output;
   EXPECT_THAT(json.output, HasSubstr("\"name\":\"cpu\""));
+  // Every device with its index, kind, stable id and free memory (ABI 1.3).
+  EXPECT_TRUE(std::regex_search(json.output, std::regex(R"("index":0,"name":"[^"]*","vendor":"Onyx","kind":"cpu",)"
+                                                        R"("stable_id":"cpu:0","memory_bytes":\d+,"free_memory_bytes":[1-9]\d*\})")))
+      << json.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex(R"(\n    device 0 \[cpu:0\]: .*free\))"))) << r.output;
+}
+
+TEST_F(Cli, DeviceOptionAndDevicePolicyChooseTheDevice) {
+  const std::string run = "run " + model("mlp.onnx") + " --shape x=1,784 ";
+  CliResult by_id = run_cli(run + "--provider cpu --provider-option device=cpu:0");
+  EXPECT_EQ(by_id.exit_code, 0) << by_id.output;
+  CliResult unknown = run_cli(run + "--provider cpu --provider-option device=3");
+  EXPECT_NE(unknown.exit_code, 0) << unknown.output;
+  EXPECT_THAT(unknown.output, HasSubstr("provider 'cpu' has no device 3 (1 devices"));
+  EXPECT_THAT(unknown.output, HasSubstr("0: cpu:0, "));
+  CliResult policy = run_cli(run + "--device-policy prefer-cpu");
+  EXPECT_EQ(policy.exit_code, 0) << policy.output;
+  CliResult both = run_cli(run + "--provider cpu --device-policy fastest");
+  EXPECT_NE(both.exit_code, 0);
+  EXPECT_THAT(both.output, HasSubstr("--device-policy chooses the providers"));
+  CliResult bad = run_cli(run + "--device-policy quickest");
+  EXPECT_THAT(bad.output, HasSubstr("--device-policy must be prefer-gpu, prefer-cpu or fastest"));
 }
 
 TEST_F(Cli, BenchPrintsPercentiles) {

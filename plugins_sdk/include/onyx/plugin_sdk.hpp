@@ -17,6 +17,7 @@
 
 #include "sdk/compute_context.hpp"
 #include "sdk/dtype.hpp"
+#include "sdk/host_meminfo.hpp"
 #include "sdk/host_memory.hpp"
 #include "sdk/kernel_cache.hpp"
 #include "sdk/kernel_registry.hpp"

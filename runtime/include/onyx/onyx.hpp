@@ -221,6 +221,11 @@ class SessionOptions {
     check(onyx_session_options_set_fallback(raw_.get(), policy));
     return *this;
   }
+  // onyx_session_options_set_device_policy: devices chosen for the application.
+  SessionOptions& device_policy(OnyxDevicePolicy policy) {
+    check(onyx_session_options_set_device_policy(raw_.get(), policy));
+    return *this;
+  }
   SessionOptions& threads(size_t n) {
     check(onyx_session_options_set_intra_op_threads(raw_.get(), n));
     return *this;

@@ -68,8 +68,12 @@ ONYX_API void onyx_env_release(OnyxEnv* env);
 ONYX_API OnyxStatus* onyx_env_add_provider_dir(OnyxEnv* env, const char* dir);
 
 /* Lists the provider plugins found on disk (loading each) as JSON:
- * [{"name","path","version","abi","available","reason","devices":[...]}].
- * *json belongs to the caller. */
+ * [{"name","path","version","abi","available","reason","devices":[...]}],
+ * each device {"index","name","vendor","kind" ("cpu", "gpu", "accelerator"),
+ * "stable_id" ("" when the plugin has none, or speaks ABI < 1.3),
+ * "memory_bytes","free_memory_bytes" (0: unknown; free memory as of this
+ * call)}. *json belongs to the caller (release with onyx_string_release).
+ * Thread-safe. */
 ONYX_API OnyxStatus* onyx_env_list_providers(OnyxEnv* env, char** json);
 
 /* ---- logging --------------------------------------------------------------- */
@@ -112,13 +116,49 @@ ONYX_API OnyxStatus* onyx_session_options_create(OnyxSessionOptions** out);
 ONYX_API void onyx_session_options_release(OnyxSessionOptions* options);
 /* Appends a provider (a name such as "cpu", or a path to a plugin file) in
  * priority order, with `count` key/value options for its device (copied).
- * With no provider appended, sessions use {"cpu"}. */
+ * With no provider appended, sessions use {"cpu"}.
+ * The key "device" is the host's, never given to the plugin: which of the
+ * provider's devices to open, by index ("1") or stable id ("PCI:0000:3b:00.0",
+ * as onyx_env_list_providers shows); default device 0. A provider may be
+ * appended once per device (two devices of one provider: append it twice with
+ * different "device" values; the same device twice fails session creation).
+ * A device other than device 0, or one of a provider appended twice, is
+ * labelled "name:index" ("cuda:1") in the partition report, logs and
+ * onyx_tensor_create_on_device; otherwise by the provider's name. An unknown
+ * index or id fails session creation with INVALID_ARGUMENT listing the
+ * provider's devices. Not thread-safe with other uses of the same options
+ * object. */
 ONYX_API OnyxStatus* onyx_session_options_append_provider(OnyxSessionOptions* options,
                                                           const char* name_or_path,
                                                           const char* const* keys,
                                                           const char* const* values, size_t count);
 ONYX_API OnyxStatus* onyx_session_options_set_fallback(OnyxSessionOptions* options,
                                                        OnyxFallbackPolicy policy);
+/* How a session chooses its devices when no provider was appended
+ * (docs/architecture.md, "Device policies"). Only plugins found in the env's
+ * search folders that load and are available are considered (the others are
+ * listed, with the reason, in the partition report's "device_policy"); per
+ * provider the device with the most free memory.
+ *  NONE (default): the "cpu" provider.
+ *  PREFER_GPU: every GPU provider's device, then every ACCELERATOR's, then
+ *    "cpu" as the fallback, in that priority order.
+ *  PREFER_CPU: the "cpu" provider alone.
+ *  FASTEST: builds a session per candidate (each GPU or ACCELERATOR device
+ *    with "cpu" behind it, and "cpu" alone), times runs on zero inputs of the
+ *    model's declared shapes (symbolic dims set to 1; an input of unknown
+ *    rank or not a numeric tensor fails with INVALID_ARGUMENT naming it),
+ *    and keeps the one with the smallest median run time; the partition
+ *    report lists each candidate's time and the log says which was chosen.
+ * Session creation fails with INVALID_ARGUMENT when providers were also
+ * appended. Not thread-safe with other uses of the same options object. */
+typedef enum OnyxDevicePolicy {
+  ONYX_DEVICE_POLICY_NONE = 0,
+  ONYX_DEVICE_POLICY_PREFER_GPU = 1,
+  ONYX_DEVICE_POLICY_PREFER_CPU = 2,
+  ONYX_DEVICE_POLICY_FASTEST = 3
+} OnyxDevicePolicy;
+ONYX_API OnyxStatus* onyx_session_options_set_device_policy(OnyxSessionOptions* options,
+                                                            OnyxDevicePolicy policy);
 /* Threads for intra-op parallelism; 0 (default) = one per core. */
 ONYX_API OnyxStatus* onyx_session_options_set_intra_op_threads(OnyxSessionOptions* options,
                                                                size_t threads);
@@ -368,7 +408,8 @@ ONYX_API OnyxStatus* onyx_tensor_string(const OnyxTensor* tensor, int64_t index,
  * of other sessions do not accept it. */
 
 /* A tensor of `dtype` and `dims` in the memory of `session`'s device of
- * provider `provider` (the name it was appended with, e.g. "cuda"); contents
+ * provider `provider` (the device's label: the name it was appended with,
+ * e.g. "cuda", or "cuda:1" as onyx_session_options_append_provider says); contents
  * unspecified until written (onyx_tensor_copy or a run). On a device whose
  * memory the host can read (the CPU), an ordinary host tensor.
  * INVALID_ARGUMENT when the session has no such device (the message lists

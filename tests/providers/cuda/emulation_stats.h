@@ -14,7 +14,7 @@ namespace onyx::gpu_test {
 // The order of emulation/host_runtime.h's EmulationCounter.
 enum Counter {
   kH2D, kD2H, kD2D, kKernelsOnStream, kKernelsWithoutStream, kStreamSyncs, kEventSyncs, kStreamsCreated,
-  kDeviceSyncs, kCounters
+  kDeviceSyncs, kKernelsOnDevice0, kKernelsOnDevice1, kCounters
 };
 using Stats = std::array<uint64_t, kCounters>;
 using StatsFn = size_t (*)(uint64_t*, size_t);

@@ -16,6 +16,7 @@
 #include <functional>
 #include <string>
 
+#include "host_meminfo.hpp"
 #include "kernel_registry.hpp"
 #include "provider_table.hpp"
 #include "status.hpp"
@@ -26,7 +27,9 @@ struct HostMemory {
   // Every buffer is aligned to at least this (a cache line, and AVX-512).
   static constexpr size_t kAlignment = 64;
 
-  // A synchronous CPU-like device whose memory the host reads directly.
+  // A synchronous CPU-like device whose memory the host reads directly: the
+  // host's one memory, so its stable id is "cpu:0" and its free memory the
+  // host's MemAvailable (host_meminfo.hpp).
   static DeviceDescription host_device(std::string name, std::string vendor) {
     DeviceDescription d;
     d.name = std::move(name);
@@ -35,6 +38,8 @@ struct HostMemory {
     d.host_can_read_device_memory = true;
     d.asynchronous = false;
     d.memory_alignment = kAlignment;
+    d.stable_id = "cpu:0";
+    d.free_memory_bytes = available_host_memory_bytes();
     return d;
   }
 

@@ -10,6 +10,9 @@
 //   std::string availability()                        [opt] "" = usable, else why not
 //   size_t device_count()                             [opt] 1 when available, else 0
 //   StatusOr<DeviceDescription> describe_device(size_t index)
+//                                                     per device: its stable_id and free
+//                                                     memory too (ABI 1.3; the table writes
+//                                                     only the fields the caller's struct has)
 //   using Device = ...;                               [opt] NoDeviceState
 //   StatusOr<std::unique_ptr<Device>> open_device(size_t index, const DeviceOptions&)
 //                                                     [opt] a default-constructed Device
@@ -72,6 +75,9 @@ struct DeviceDescription {
   bool host_can_read_device_memory = true;   // device memory is plain host memory
   bool asynchronous = false;                 // kernels run on streams
   uint32_t memory_alignment = 64;
+  // ABI 1.3, written only where the caller's struct_size covers them:
+  std::string stable_id;           // "PCI:0000:3b:00.0", a UUID, "cpu:0"; "" = none (at most 63 bytes)
+  uint64_t free_memory_bytes = 0;  // free now; 0 when unknown
 };
 
 // The options given to device_open ("threads=2"). Valid during open_device.
@@ -283,9 +289,14 @@ class ProviderTable {
       if (index >= count)
         return make_status(ONYX_STATUS_INVALID_ARGUMENT, "device index %zu out of range (%zu devices)", index,
                            count);
+      // A 1.0 struct ends at memory_alignment; an older host's is never
+      // smaller than what 1.0 fills unconditionally (name..asynchronous).
+      size_t size = out->struct_size;
+      if (size < ONYX_STRUCT_SIZE(OnyxDeviceProperties, asynchronous))
+        return make_status(ONYX_STATUS_INVALID_ARGUMENT,
+                           "device_properties: struct_size %zu is smaller than any ABI version's", size);
       StatusOr<DeviceDescription> d = impl.describe_device(index);
       if (!d.ok()) return d.release_status();
-      size_t size = out->struct_size;
       std::memset(out, 0, size);
       out->struct_size = size;
       std::snprintf(out->name, sizeof out->name, "%s", d.value().name.c_str());
@@ -296,6 +307,10 @@ class ProviderTable {
       out->asynchronous = d.value().asynchronous;
       if (ONYX_HAS_FIELD(out, OnyxDeviceProperties, memory_alignment))
         out->memory_alignment = d.value().memory_alignment;
+      if (ONYX_HAS_FIELD(out, OnyxDeviceProperties, stable_id))
+        std::snprintf(out->stable_id, sizeof out->stable_id, "%s", d.value().stable_id.c_str());
+      if (ONYX_HAS_FIELD(out, OnyxDeviceProperties, free_memory_bytes))
+        out->free_memory_bytes = d.value().free_memory_bytes;
       return nullptr;
     });
   }

@@ -11,26 +11,29 @@
 struct EmulatedStream {
   std::mutex mutex;  // held while running work: one runner at a time
   std::deque<std::function<void()>> queue;
-  uint64_t enqueued = 0, completed = 0;
+  uint64_t enqueued = 0;
+  // Read without the mutex: a stream waiting for a point this stream has
+  // passed returns at once. Two streams waiting for each other's earlier
+  // points (a value going device 0 -> 1 and another 1 -> 0) run one inside
+  // the other, and the inner wait must not lock the outer runner's mutex.
+  std::atomic<uint64_t> completed{0};
 
   // Runs queued work until `ticket` items have completed.
   void run_until(uint64_t ticket) {
+    if (completed.load() >= ticket) return;
     std::unique_lock<std::mutex> lock(mutex);
-    while (completed < ticket && !queue.empty()) {
+    while (completed.load() < ticket && !queue.empty()) {
       std::function<void()> work = std::move(queue.front());
       queue.pop_front();
       work();  // may wait for another stream (stream_wait_event): never for this one
-      ++completed;
+      completed.fetch_add(1);
     }
   }
   uint64_t ticket() {
     std::lock_guard<std::mutex> lock(mutex);
     return enqueued;
   }
-  uint64_t completed_count() {
-    std::lock_guard<std::mutex> lock(mutex);
-    return completed;
-  }
+  uint64_t completed_count() { return completed.load(); }
 };
 
 struct EmulatedEvent {
@@ -68,6 +71,7 @@ gpuError_t gpuFree(void* p) {
     s->run_until(ticket);
   }
   if (pending) emulation_count(kDeviceSyncs);
+  emulation_forget(p);
   std::free(p);
   return gpuSuccess;
 }
