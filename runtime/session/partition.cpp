@@ -215,7 +215,7 @@ std::string PartitionReport::to_json(const ir::Graph& graph) const {
     w.key("devices").begin_array();
     for (const std::string& d : c.devices) w.value(d);
     w.end_array();
-    w.key("median_ms").value(c.median_ms);
+    w.key("median_ms").value(c.median_ms, 6);  // a timing: more digits are noise
     w.key("error").value(c.error);
     w.end_object();
   }
