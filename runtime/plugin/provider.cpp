@@ -8,6 +8,7 @@
 #include "core/step_observer.h"
 #include "plugin/host_api.h"
 #include "plugin/search_dirs.h"
+#include "plugin/write_guard.h"
 
 namespace onyx::runtime {
 namespace fs = std::filesystem;
@@ -111,9 +112,11 @@ size_t Provider::device_count() const {
 }
 
 StatusOr<OnyxDeviceProperties> Provider::device_properties(size_t index) const {
-  OnyxDeviceProperties props{};
-  props.struct_size = sizeof props;
-  ONYX_RETURN_IF_ERROR(take_status(api_->device_properties(plugin_, index, &props)));
+  WriteGuarded<OnyxDeviceProperties> filled;
+  filled[0].struct_size = sizeof(OnyxDeviceProperties);
+  ONYX_RETURN_IF_ERROR(take_status(api_->device_properties(plugin_, index, filled.data())));
+  ONYX_RETURN_IF_ERROR(filled.check(library_.describe(), "device_properties' OnyxDeviceProperties"));
+  OnyxDeviceProperties props = filled[0];
   // The strings are read as C strings everywhere after this: a plugin that
   // filled a whole array leaves no NUL, so one is put in its last byte.
   props.name[sizeof props.name - 1] = '\0';

@@ -114,8 +114,21 @@ Session::~Session() {
 Status Session::open_devices(ProviderRegistry& registry, const SessionOptions& options) {
   std::vector<ProviderRequest> requests = options.providers;
   if (requests.empty()) requests.push_back({"cpu", {}});
-  for (const ProviderRequest& request : requests) {
-    ONYX_ASSIGN_OR_RETURN(std::shared_ptr<Provider> provider, registry.get(request.name_or_path));
+  bool lists_cpu = false;
+  size_t implicit_cpu = SIZE_MAX;  // the index of a "cpu" request the application did not make
+  for (size_t r = 0; r < requests.size(); ++r) {
+    const ProviderRequest request = requests[r];  // a copy: the loop may append
+    auto loaded = registry.get(request.name_or_path);
+    if (!loaded.ok() && r == implicit_cpu) break;  // no CPU plugin here: nothing to fall back to
+    ONYX_ASSIGN_OR_RETURN(std::shared_ptr<Provider> provider, std::move(loaded));
+    lists_cpu = lists_cpu || provider->name() == "cpu";
+    // Under 'warn' or 'allow' the CPU provider comes after the listed ones
+    // (as ONNX Runtime's always does), so a node none of them takes still
+    // runs, named by a fallback warning under 'warn'; 'fail' adds nothing.
+    if (r + 1 == requests.size() && !lists_cpu && options.fallback != FallbackPolicy::kFail) {
+      requests.push_back({"cpu", {}});
+      implicit_cpu = requests.size() - 1;
+    }
     ProviderActivity activity(provider->name(), "opening its device");
     Status available = provider->availability();
     if (available.ok() && provider->device_count() == 0) available = unavailable("it reports no devices");

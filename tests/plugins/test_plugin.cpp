@@ -15,9 +15,10 @@
 //                               (device_open succeeds with no device),
 //                               "null_kernel" (kernel_create likewise),
 //                               "status_code_1000" (kernel_create fails with a
-//                               code the ABI does not define), "claims_overrun"
-//                               and "output_memory_overrun" (one entry written
-//                               past the array the host handed over)
+//                               code the ABI does not define), "claims_overrun",
+//                               "output_memory_overrun" and "properties_overrun"
+//                               (written past the struct or array the host
+//                               handed over)
 //   TEST_PLUGIN_DEVICE_COUNT_LIES device_count returns SIZE_MAX
 //   TEST_PLUGIN_PROFILES        reports its Relu's time as its own event (ABI 1.1)
 //   TEST_PLUGIN_BOGUS_STATUS    plugin_availability returns the pointer 0x10
@@ -137,6 +138,8 @@ OnyxStatus* lying_device_properties(OnyxPlugin* plugin, size_t index, OnyxDevice
     std::memset(out->name, 'N', sizeof out->name);
     std::memset(out->vendor, 'V', sizeof out->vendor);
   }
+  if (lie("properties_overrun"))  // a plugin built with a bigger OnyxDeviceProperties
+    std::memset(reinterpret_cast<char*>(out) + out->struct_size, 0x5a, 64);
   if (lie("alignment_3")) out->memory_alignment = 3;
   if (lie("alignment_2g")) out->memory_alignment = uint32_t(1) << 31;
   return nullptr;

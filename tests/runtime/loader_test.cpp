@@ -171,6 +171,23 @@ TEST(Loader, AMemoryAlignmentThatIsNoPowerOfTwoOrPastAHugePageIsRefused) {
   }
 }
 
+// A plugin built against a bigger OnyxDeviceProperties than the struct_size
+// it was handed writes past the host's struct: caught by the guard bytes
+// after it (plugin/write_guard.h), the call refused naming the plugin.
+TEST(Loader, DevicePropertiesWrittenPastTheStructAreRefused) {
+  Lie lie("properties_overrun");
+  auto p = Provider::load(test_plugin("lies"));
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  auto props = (*p)->device_properties(0);
+  ASSERT_FALSE(props.ok());
+  EXPECT_EQ(props.status().code(), ONYX_STATUS_INTERNAL);
+  EXPECT_NE(props.status().message().find("wrote past the end of device_properties' OnyxDeviceProperties (" +
+                                          std::to_string(sizeof(OnyxDeviceProperties)) +
+                                          " bytes handed to it; at least 64 more written)"),
+            std::string::npos)
+      << props.status().message();
+}
+
 TEST(Loader, AProviderTableSmallerThanAbi10IsRefusedNamingTheSizes) {
   auto p = Provider::load(test_plugin("short_table"));
   ASSERT_FALSE(p.ok());

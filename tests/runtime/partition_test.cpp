@@ -152,12 +152,36 @@ TEST(Partition, UnavailableProviderFallsBackUnderAllowAndTheReportSaysWhy) {
   EXPECT_FLOAT_EQ(out.value()[0].data_as<float>()[0], 2.f);
 }
 
-TEST(Partition, OnlyUnavailableProvidersFailWithEveryReason) {
+// Under 'warn' and 'allow' the CPU provider follows the listed providers
+// when none of them is the CPU provider (as ONNX Runtime's does): the node
+// the decliner declines runs there; 'fail' adds nothing and names the node.
+TEST(Partition, TheCpuProviderFollowsTheListedOnesUnlessThePolicyIsFail) {
+  for (FallbackPolicy policy : {FallbackPolicy::kWarn, FallbackPolicy::kAllow}) {
+    ProviderRegistry registry;
+    registry.logger()->set(nullptr, nullptr, ONYX_LOG_ERROR);
+    auto s = make_session(relu_add_model(), {"decliner"}, policy, registry);
+    ASSERT_TRUE(s.ok()) << s.status().to_string();
+    const PartitionReport& r = (*s)->partition_report();
+    EXPECT_EQ(r.devices[r.nodes[0].device], "decliner");
+    EXPECT_EQ(r.devices[r.nodes[1].device], "cpu");
+    EXPECT_TRUE(r.is_fallback(r.nodes[1]));
+  }
+  ProviderRegistry registry;
+  auto s = make_session(relu_add_model(), {"decliner"}, FallbackPolicy::kFail, registry);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("decliner: no kernel for op Add"), std::string::npos) << s.status().message();
+}
+
+// Every listed provider unavailable: under 'allow' the model runs on the CPU
+// provider that follows them, and the report says why each was skipped.
+TEST(Partition, OnlyUnavailableProvidersFallBackToTheCpuProviderUnderAllow) {
   ProviderRegistry registry;
   auto s = make_session(relu_add_model(), {"ghost"}, FallbackPolicy::kAllow, registry);
-  ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.status().code(), ONYX_STATUS_UNAVAILABLE);
-  EXPECT_NE(s.status().message().find("libghost.so.1"), std::string::npos) << s.status().message();
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  const PartitionReport& r = (*s)->partition_report();
+  ASSERT_EQ(r.unavailable.size(), 1u);
+  EXPECT_NE(r.unavailable[0].reason.find("libghost.so.1"), std::string::npos) << r.unavailable[0].reason;
+  for (const NodePlacement& place : r.nodes) EXPECT_EQ(r.devices[place.device], "cpu");
 }
 
 }  // namespace

@@ -111,6 +111,9 @@ typedef enum OnyxFallbackPolicy {
   ONYX_FALLBACK_WARN = 1,  /* falls back to the next provider and logs a warning (default) */
   ONYX_FALLBACK_ALLOW = 2  /* falls back silently (the partition report still says so) */
 } OnyxFallbackPolicy;
+/* Under WARN and ALLOW the CPU provider follows the listed providers when
+ * none of them is the CPU provider (as in ONNX Runtime), so a node none of
+ * them takes still runs; FAIL adds no provider. */
 
 ONYX_API OnyxStatus* onyx_session_options_create(OnyxSessionOptions** out);
 ONYX_API void onyx_session_options_release(OnyxSessionOptions* options);
