@@ -73,11 +73,18 @@ StatusOr<std::unique_ptr<Session>> Session::create(ProviderRegistry& registry, i
         optimize_graph(*s->model_.graph, options.graph_optimization, &s->partition_.optimization, providers));
     s->partition_.optimization_level = options.graph_optimization;
   }
+  ONYX_RETURN_IF_ERROR(
+      partition_graph(*s->model_.graph, s->devices_, options.fallback, *s->logger_, s->partition_));
+  // The CPU provider the session added after the listed ones (open_devices)
+  // goes again when no node fell back to it: reports name only devices in use.
+  if (s->implicit_cpu_ && std::none_of(s->partition_.nodes.begin(), s->partition_.nodes.end(),
+                                       [&](const NodePlacement& p) { return p.device + 1 == int(s->devices_.size()); })) {
+    s->devices_.pop_back();
+    s->partition_.devices.pop_back();
+  }
   s->memory_limit_ = HostMemoryLimit::resolve(options.host_memory_limit);
   s->arenas_ = std::make_unique<ArenaPool>(s->devices_, s->memory_limit_);
   s->streams_ = std::make_unique<StreamPool>(s->devices_);
-  ONYX_RETURN_IF_ERROR(
-      partition_graph(*s->model_.graph, s->devices_, options.fallback, *s->logger_, s->partition_));
   ONYX_RETURN_IF_ERROR(s->build_steps());
   ONYX_RETURN_IF_ERROR(s->create_kernels(options));
   ONYX_RETURN_IF_ERROR(s->upload_constants());
@@ -175,6 +182,7 @@ Status Session::open_devices(ProviderRegistry& registry, const SessionOptions& o
       return internal_error("opening " + which + ": device_open succeeded but returned no device (a plugin bug)");
     for (const OnyxKeyValue& option : kv) device->open_options.emplace_back(option.key, option.value);
     devices_.push_back(std::move(device));
+    implicit_cpu_ = r == implicit_cpu;
   }
   if (devices_.empty()) {
     std::string why;

@@ -178,6 +178,9 @@ class Session {
   ir::Model model_;
   std::shared_ptr<Logger> logger_;
   DeviceList devices_;
+  // devices_.back() is the CPU provider added after the listed providers
+  // under 'warn'/'allow' (open_devices), dropped again when no node uses it.
+  bool implicit_cpu_ = false;
   HostMemoryLimit memory_limit_;
   std::unique_ptr<ArenaPool> arenas_;  // destroyed before the devices close
   std::unique_ptr<StreamPool> streams_;  // likewise
