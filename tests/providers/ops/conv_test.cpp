@@ -163,12 +163,18 @@ ONYX_OP_TEST(ConvTest, MatchesReference) {
   Ref want = reference(c, nn::to_double(x), nn::to_double(w), nn::to_double(b));
   // threads 1: items in sequence; 4: the batch x group items in parallel (or
   // the GEMM and im2col in parallel when there are fewer items than threads).
-  for (size_t threads : {1, 4}) {
-    RunResult r = run_node(make_node(c, x, w, b), {.threads = threads});
-    ASSERT_TRUE(r.ok()) << r.error;
-    ASSERT_EQ(r.outputs[0].dims, want.dims);
-    EXPECT_TRUE(all_near(r.outputs[0].values<float>(), want.y, want.tol)) << "threads " << threads;
-  }
+  // A constant W lets a kernel reorder it once, at creation (the CPU
+  // provider's direct convolution does).
+  for (bool constant_w : {false, true})
+    for (size_t threads : {1, 4}) {
+      NodeSpec node = make_node(c, x, w, b);
+      node.inputs[1].constant = constant_w;
+      RunResult r = run_node(node, {.threads = threads});
+      ASSERT_TRUE(r.ok()) << r.error;
+      ASSERT_EQ(r.outputs[0].dims, want.dims);
+      EXPECT_TRUE(all_near(r.outputs[0].values<float>(), want.y, want.tol))
+          << "threads " << threads << (constant_w ? ", constant W" : "");
+    }
 }
 
 // float64: the same cases with inputs that float32 cannot hold exactly (an
@@ -232,6 +238,18 @@ std::vector<ConvCase> cases() {
       conv("single_input_channel", {2, 1, 6, 6}, {7, 1, 3, 3}),
       with(conv("conv3d", {1, 2, 5, 6, 4}, {3, 2, 2, 3, 2}), {2, 1, 2}, {1, 0, 1, 0, 1, 1},
            {1, 2, 1}),
+      // Few input channels, stride 1 along W: the CPU provider's direct
+      // convolution. Output rows of 37 end in a partial vector of 8 and of 16
+      // lanes; 6 and 9 output channels end in partial blocks of 4.
+      with(conv("direct_wide_rows", {2, 3, 5, 37}, {6, 3, 3, 3}), {1, 1}, {1, 1, 1, 1}),
+      with(conv("direct_strided_rows_dilated", {1, 4, 11, 13}, {9, 4, 3, 2}), {2, 1}, {0, 2, 1, 1},
+           {2, 3}),
+      with(conv("direct_one_by_seven", {1, 5, 4, 20}, {3, 5, 1, 7}), {1, 1}, {0, 3, 0, 3}),
+      with(conv("direct_pads_past_the_kernel", {1, 2, 3, 4}, {5, 2, 2, 2}), {1, 1}, {3, 2, 1, 4}),
+      with(conv("direct_conv1d", {2, 3, 19}, {5, 3, 4}), {1}, {2, 1}, {2}),
+      // 32 channels x 3 x 3 = 288 multiply-adds per output: the direct limit.
+      with(conv("direct_at_its_limit", {1, 32, 6, 9}, {5, 32, 3, 3}), {1, 1}, {1, 1, 1, 1}),
+      with(conv("im2col_past_the_direct_limit", {1, 33, 6, 9}, {5, 33, 3, 3}), {1, 1}, {1, 1, 1, 1}),
       // Big enough that im2col runs in several chunks of output lines.
       with(conv("chunked_im2col", {4, 64, 48, 48}, {8, 64, 3, 3}), {1, 1}, {1, 1, 1, 1}),
       transposed(with(conv("convT1d", {1, 2, 5}, {2, 3, 3}), {2}, {})),
@@ -270,6 +288,61 @@ std::vector<ConvCase> cases() {
 }
 
 ONYX_PROVIDER_SUITE(Conv);
+
+ONYX_PROVIDER_SUITE(FusedConv);
+
+// com.microsoft FusedConv = the activation of Conv's output, with NaN kept
+// as the activation ops keep it. One shape takes the CPU provider's direct
+// convolution, the other im2col; x holds a NaN and values on both sides of
+// every activation's corners.
+ONYX_OP_TEST(FusedConv, MatchesConvThenTheActivation) {
+  struct Act {
+    std::string name;
+    std::vector<float> params;
+    double (*fn)(double, const std::vector<float>&);
+  };
+  const std::vector<Act> acts = {
+      {"Relu", {}, [](double v, const std::vector<float>&) { return v < 0 ? 0.0 : v; }},
+      {"Clip", {-0.5f, 0.75f},
+       [](double v, const std::vector<float>& p) { return std::min(std::max(v, double(p[0])), double(p[1])); }},
+      {"LeakyRelu", {0.125f}, [](double v, const std::vector<float>& p) { return v < 0 ? double(p[0]) * v : v; }},
+  };
+  for (ConvCase c : {with(conv("direct", {2, 3, 6, 21}, {6, 3, 3, 3}), {1, 1}, {1, 1, 1, 1}),
+                     with(conv("im2col", {1, 40, 5, 6}, {5, 40, 3, 3}), {1, 1}, {1, 1, 1, 1})}) {
+    std::vector<float> x = nn::random_floats(size_t(nn::count(c.x_dims)), 51, -2, 2);
+    x[7] = std::nanf("");
+    std::vector<float> w = nn::random_floats(size_t(nn::count(c.w_dims)), 52);
+    std::vector<float> b = nn::random_floats(size_t(c.w_dims[0]), 53);
+    const Ref want = reference(c, nn::to_double(x), nn::to_double(w), nn::to_double(b));
+    for (const Act& act : acts) {
+      std::vector<double> y = want.y;
+      for (double& v : y) v = std::isnan(v) ? v : act.fn(v, act.params);
+      NodeSpec node = make_node(c, x, w, b);
+      node.op_type = "FusedConv";
+      node.domain = "com.microsoft";
+      node.opset = 1;
+      node.inputs[1].constant = true;
+      node.attr("activation", act.name);
+      if (!act.params.empty()) node.attr("activation_params", act.params);
+      RunResult r = run_node(node);
+      ASSERT_TRUE(r.ok()) << c.name << " " << act.name << ": " << r.error;
+      const std::vector<float> got = r.outputs[0].values<float>();
+      size_t nans = 0;
+      for (size_t i = 0; i < got.size(); ++i) {
+        if (std::isnan(y[i])) {
+          EXPECT_TRUE(std::isnan(got[i])) << c.name << " " << act.name << " element " << i;
+          ++nans;
+        }
+      }
+      EXPECT_GT(nans, 0u) << "the NaN in x reaches some outputs";
+      std::vector<double> y_no_nan = y, tol = want.tol;
+      std::vector<float> got_no_nan = got;
+      for (size_t i = 0; i < y.size(); ++i)
+        if (std::isnan(y[i])) y_no_nan[i] = 0, got_no_nan[i] = 0, tol[i] = 0;
+      EXPECT_TRUE(all_near(got_no_nan, y_no_nan, tol)) << c.name << " " << act.name;
+    }
+  }
+}
 
 ONYX_OP_TEST(Conv, UnknownShapesAtCreation) {
   // Value infos without shapes: the kernel learns everything at compute.

@@ -1,0 +1,94 @@
+// direct_conv.h: float32 2-D convolution computed straight from a padded
+// copy of the input, without im2col, for the convolutions whose lowered GEMM
+// is too small to pay for its column matrix (few input channels: the first
+// layers of image networks, small CNNs). Private to the CPU provider.
+//
+// Stride 1 along W only: each output row segment is one contiguous vector
+// load per tap. The kernel holds a block of 4 output channels x 3 (AVX2) or
+// 4 (AVX-512) vectors of output positions in registers across every input
+// channel and tap, then adds the bias and applies the activation once.
+// conv.cpp decides when to use it (DirectConv::fits) and keeps im2col for the rest.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace onyx::cpu::direct_conv {
+
+// The activation applied with the bias, as its op defines it (NaN stays NaN).
+struct Epilogue {
+  enum Kind { kNone, kRelu, kClip, kLeakyRelu } kind = kNone;
+  float a = 0, b = 0;  // Clip: min, max; LeakyRelu: alpha
+};
+
+// One (image, group) convolution. The input is given already padded: `x`
+// holds `channels` planes of padded_h x padded_w floats (the zero padding
+// written in), followed by at least kSlack readable floats.
+struct Shape {
+  int64_t channels = 0, out_channels = 0;  // of the group
+  int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, dilation_h = 1, dilation_w = 1;
+  int64_t out_h = 0, out_w = 0;
+  int64_t padded_h = 0, padded_w = 0;
+};
+
+// Output channels per register block, and the floats a vector load may read
+// past the last padded plane.
+constexpr int64_t kChannelBlock = 4;
+constexpr int64_t kSlack = 16;
+
+// The weights [out_channels, channels, kernel_h, kernel_w] reordered for the
+// kernel: per block of kChannelBlock output channels, [channel][tap][m].
+std::vector<float> pack_weights(const float* w, int64_t out_channels, int64_t channels, int64_t taps);
+
+// One vector of output positions: where it reads in a padded input plane,
+// where it writes in the output plane, and how many of its lanes are real.
+struct Fragment {
+  int64_t in = 0, out = 0, lanes = 0;
+};
+
+// What run() needs besides the data, made once per shape: the offset of
+// each tap in a padded plane and the output split into vectors.
+struct Plan {
+  Shape shape;
+  std::vector<int64_t> tap_offsets;
+  std::vector<Fragment> fragments;
+  int64_t blocks = 0;  // of kChannelBlock output channels
+};
+// `lanes`: the vector width of the ISA that will run the plan (lanes()).
+Plan make_plan(const Shape& s, int64_t lanes);
+
+// y [out_channels, out_h, out_w] = act(conv(x, w) + bias) for output channel
+// blocks [block_lo, block_hi) of the plan. `bias` may be null. Safe to call
+// concurrently on disjoint blocks or outputs.
+void run(const Plan& p, const float* x, const float* packed_w, const float* bias, const Epilogue& e,
+         float* y, int64_t block_lo, int64_t block_hi);
+
+// True when run() has vector code for this CPU (AVX2+FMA or AVX-512); when
+// false, conv.cpp keeps im2col.
+bool available();
+// "avx512", "avx2" or "none".
+const char* isa();
+
+// Vector lanes of the ISA run() uses (16 for AVX-512, else 8).
+int64_t lanes();
+
+namespace detail {  // the per-ISA kernels, defined only where built; call only on such a CPU
+// (Plain pointers, not the Plan: the ISA files call no standard-library
+// inline function, which the linker could merge into code every CPU runs.)
+struct Work {
+  const Shape* shape;
+  const int64_t* tap_offsets;
+  int64_t taps;
+  const Fragment* fragments;
+  int64_t fragment_count;
+  const float *x, *packed_w, *bias;
+  const Epilogue* epilogue;
+  float* y;
+};
+Work work_for(const Plan& p, const float* x, const float* packed_w, const float* bias,
+              const Epilogue& e, float* y);
+void run_avx2(const Work& w, int64_t block_lo, int64_t block_hi);
+void run_avx512(const Work& w, int64_t block_lo, int64_t block_hi);
+}  // namespace detail
+
+}  // namespace onyx::cpu::direct_conv

@@ -1,0 +1,102 @@
+// direct_conv_impl.h: the direct convolution's loops, written once over a
+// vector type V (direct_conv_avx2.cpp and direct_conv_avx512.cpp instantiate
+// them with their ISA's registers). Included only by those files.
+//
+// Like the vec_math loops, nothing here calls a standard-library inline
+// function: the ISA's code must not be merged into code every CPU runs.
+// V provides: reg, kLanes, kVectors (vectors of output positions per block),
+// zero(), loadu(p), bcast(p), fma(a, b, c) = a * b + c, add, mul, max, min,
+// select_negative(v, if_negative), store(p, v), store_first(p, v, n).
+#pragma once
+
+#include "kernels/conv/direct_conv.h"
+
+namespace onyx::cpu::direct_conv::impl {
+
+template <class V>
+using Reg = typename V::reg;
+
+// act(v) as the op computes it; max/min return their second operand on NaN.
+template <class V>
+inline Reg<V> activate(const Epilogue& e, Reg<V> v) {
+  switch (e.kind) {
+    case Epilogue::kNone:
+      return v;
+    case Epilogue::kRelu:
+      return V::max(V::zero(), v);  // v < 0 ? 0 : v
+    case Epilogue::kClip:
+      return V::min(V::bcast(&e.b), V::max(V::bcast(&e.a), v));  // min(max(v, a), b)
+    case Epilogue::kLeakyRelu:
+      return V::select_negative(v, V::mul(V::bcast(&e.a), v));
+  }
+  return v;
+}
+
+// MB output channels x NV fragments, accumulated over every channel and tap.
+template <class V, int MB, int NV>
+void block(const Shape& s, const float* x, const int64_t* tap_offsets, int64_t taps, const float* w,
+           const Fragment* f, const float* bias, const Epilogue& e, float* y) {
+  Reg<V> acc[MB][NV];
+  for (int m = 0; m < MB; ++m)
+    for (int v = 0; v < NV; ++v) acc[m][v] = V::zero();
+  const int64_t plane = s.padded_h * s.padded_w;
+  for (int64_t c = 0; c < s.channels; ++c, x += plane) {
+    for (int64_t t = 0; t < taps; ++t, w += MB) {
+      const float* xt = x + tap_offsets[t];
+      Reg<V> xv[NV];
+      for (int v = 0; v < NV; ++v) xv[v] = V::loadu(xt + f[v].in);
+      for (int m = 0; m < MB; ++m) {
+        const Reg<V> wm = V::bcast(w + m);
+        for (int v = 0; v < NV; ++v) acc[m][v] = V::fma(wm, xv[v], acc[m][v]);
+      }
+    }
+  }
+  const int64_t out_plane = s.out_h * s.out_w;
+  for (int m = 0; m < MB; ++m) {
+    const Reg<V> b = bias ? V::bcast(bias + m) : V::zero();
+    for (int v = 0; v < NV; ++v) {
+      const Reg<V> r = activate<V>(e, V::add(acc[m][v], b));
+      float* dst = y + m * out_plane + f[v].out;
+      if (f[v].lanes == V::kLanes)
+        V::store(dst, r);
+      else
+        V::store_first(dst, r, f[v].lanes);
+    }
+  }
+}
+
+template <class V, int MB>
+void channel_block(const Shape& s, const float* x, const int64_t* tap_offsets, int64_t taps,
+                   const float* w, const Fragment* f, int64_t fragments, const float* bias,
+                   const Epilogue& e, float* y) {
+  int64_t i = 0;
+  for (; i + V::kVectors <= fragments; i += V::kVectors)
+    block<V, MB, V::kVectors>(s, x, tap_offsets, taps, w, f + i, bias, e, y);
+  switch (fragments - i) {  // kVectors is at most 4
+    case 3: block<V, MB, 3 < V::kVectors ? 3 : 1>(s, x, tap_offsets, taps, w, f + i, bias, e, y); break;
+    case 2: block<V, MB, 2 < V::kVectors ? 2 : 1>(s, x, tap_offsets, taps, w, f + i, bias, e, y); break;
+    case 1: block<V, MB, 1>(s, x, tap_offsets, taps, w, f + i, bias, e, y); break;
+    default: break;
+  }
+}
+
+template <class V>
+void run(const detail::Work& k, int64_t block_lo, int64_t block_hi) {
+  static_assert(V::kVectors >= 1 && V::kVectors <= 4 && kChannelBlock == 4);
+  const Shape& s = *k.shape;
+  const int64_t out_plane = s.out_h * s.out_w, weights = s.channels * k.taps;
+  for (int64_t b = block_lo; b < block_hi; ++b) {
+    const int64_t m0 = b * kChannelBlock, left = s.out_channels - m0;
+    const float* w = k.packed_w + m0 * weights;
+    const float* bias = k.bias ? k.bias + m0 : nullptr;
+    float* y = k.y + m0 * out_plane;
+    const Fragment* f = k.fragments;
+    const int64_t n = k.fragment_count;
+    if (left >= 4) channel_block<V, 4>(s, k.x, k.tap_offsets, k.taps, w, f, n, bias, *k.epilogue, y);
+    else if (left == 3) channel_block<V, 3>(s, k.x, k.tap_offsets, k.taps, w, f, n, bias, *k.epilogue, y);
+    else if (left == 2) channel_block<V, 2>(s, k.x, k.tap_offsets, k.taps, w, f, n, bias, *k.epilogue, y);
+    else channel_block<V, 1>(s, k.x, k.tap_offsets, k.taps, w, f, n, bias, *k.epilogue, y);
+  }
+}
+
+}  // namespace onyx::cpu::direct_conv::impl

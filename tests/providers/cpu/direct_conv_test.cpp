@@ -1,0 +1,154 @@
+// direct_conv_test.cpp: the CPU provider's direct convolution
+// (kernels/conv/direct_conv.h) on every ISA this CPU runs, not only the one
+// the provider picks, against a float64 loop over every tap. The op tests
+// (../ops/conv_test.cpp) cover it through the Conv kernel on the best ISA.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/conv/direct_conv.h"
+
+namespace onyx::cpu::direct_conv {
+namespace {
+
+struct Isa {
+  std::string name;
+  int64_t lanes;
+  void (*run)(const detail::Work&, int64_t, int64_t);
+};
+
+std::vector<Isa> isas() {
+  std::vector<Isa> v;
+#if defined(ONYX_CPU_AVX2_LOOPS)
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) v.push_back({"avx2", 8, detail::run_avx2});
+#endif
+#if defined(ONYX_CPU_AVX512_LOOPS)
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma"))
+    v.push_back({"avx512", 16, detail::run_avx512});
+#endif
+  return v;
+}
+
+struct Case {
+  Shape s;
+  Epilogue e;
+  bool bias = true;
+};
+
+// Every tap of the padded input, in float64, then the bias and activation.
+std::vector<double> reference(const Case& c, const std::vector<float>& x, const std::vector<float>& w,
+                              const std::vector<float>& b) {
+  const Shape& s = c.s;
+  std::vector<double> y;
+  for (int64_t m = 0; m < s.out_channels; ++m)
+    for (int64_t r = 0; r < s.out_h; ++r)
+      for (int64_t q = 0; q < s.out_w; ++q) {
+        double acc = c.bias ? b[size_t(m)] : 0.0;
+        for (int64_t ch = 0; ch < s.channels; ++ch)
+          for (int64_t i = 0; i < s.kernel_h; ++i)
+            for (int64_t j = 0; j < s.kernel_w; ++j)
+              acc += double(w[size_t(((m * s.channels + ch) * s.kernel_h + i) * s.kernel_w + j)]) *
+                     x[size_t((ch * s.padded_h + r * s.stride_h + i * s.dilation_h) * s.padded_w + q +
+                              j * s.dilation_w)];
+        switch (c.e.kind) {
+          case Epilogue::kNone: break;
+          case Epilogue::kRelu: acc = acc < 0 ? 0 : acc; break;
+          case Epilogue::kClip: acc = std::min(std::max(acc, double(c.e.a)), double(c.e.b)); break;
+          case Epilogue::kLeakyRelu: acc = acc < 0 ? c.e.a * acc : acc; break;
+        }
+        y.push_back(acc);
+      }
+  return y;
+}
+
+Case make(int64_t channels, int64_t out_channels, int64_t kh, int64_t kw, int64_t out_h, int64_t out_w,
+          int64_t stride_h = 1, int64_t dil_h = 1, int64_t dil_w = 1) {
+  Case c;
+  Shape& s = c.s;
+  s.channels = channels, s.out_channels = out_channels, s.kernel_h = kh, s.kernel_w = kw;
+  s.stride_h = stride_h, s.dilation_h = dil_h, s.dilation_w = dil_w, s.out_h = out_h, s.out_w = out_w;
+  s.padded_h = (out_h - 1) * stride_h + (kh - 1) * dil_h + 1;
+  s.padded_w = out_w - 1 + (kw - 1) * dil_w + 1;
+  return c;
+}
+
+// Output widths around both vector sizes, 1 to 9 output channels (every
+// partial block of 4), strides and dilations, every activation, no bias.
+std::vector<Case> cases() {
+  std::vector<Case> v;
+  for (int64_t out_w : {1, 7, 8, 9, 15, 16, 17, 33})
+    for (int64_t m : {1, 2, 3, 4, 5, 9}) v.push_back(make(2, m, 3, 3, 3, out_w));
+  v.push_back(make(1, 8, 3, 3, 28, 28));
+  v.push_back(make(8, 16, 3, 3, 14, 14));
+  v.push_back(make(3, 6, 2, 5, 4, 11, 2, 2, 3));
+  v.push_back(make(5, 4, 1, 7, 2, 20));
+  Case relu = make(3, 7, 3, 3, 5, 13), clip = relu, leaky = relu, nobias = relu;
+  relu.e.kind = Epilogue::kRelu;
+  clip.e = {Epilogue::kClip, -0.25f, 0.5f};
+  leaky.e = {Epilogue::kLeakyRelu, 0.1f, 0};
+  nobias.bias = false;
+  for (const Case& c : {relu, clip, leaky, nobias}) v.push_back(c);
+  return v;
+}
+
+TEST(DirectConv, EveryIsaMatchesTheFloat64Loop) {
+  const std::vector<Isa> all = isas();
+  if (all.empty()) GTEST_SKIP() << "no AVX2 or AVX-512 on this CPU: the provider uses im2col";
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  for (const Case& c : cases()) {
+    const Shape& s = c.s;
+    const int64_t taps = s.kernel_h * s.kernel_w;
+    std::vector<float> x(size_t(s.channels * s.padded_h * s.padded_w + kSlack)), b(size_t(s.out_channels));
+    std::vector<float> w(size_t(s.out_channels * s.channels * taps));
+    for (float& f : x) f = dist(rng);
+    for (float& f : w) f = dist(rng);
+    for (float& f : b) f = dist(rng);
+    const std::vector<double> want = reference(c, x, w, b);
+    const std::vector<float> packed = pack_weights(w.data(), s.out_channels, s.channels, taps);
+    for (const Isa& isa : all) {
+      const Plan plan = make_plan(s, isa.lanes);
+      // Guard values after the output catch a store past its end.
+      std::vector<float> y(want.size() + 32, 12345.0f);
+      const detail::Work work =
+          detail::work_for(plan, x.data(), packed.data(), c.bias ? b.data() : nullptr, c.e, y.data());
+      isa.run(work, 0, plan.blocks);
+      const std::string where = isa.name + " C" + std::to_string(s.channels) + " M" +
+                                std::to_string(s.out_channels) + " " + std::to_string(s.out_h) + "x" +
+                                std::to_string(s.out_w) + " act " + std::to_string(int(c.e.kind));
+      // float32 sums of channels x taps + 1 terms of magnitude <= 1: each
+      // within (terms) * 2^-24 of the sum of |terms| (a loose bound).
+      const double tol = double(s.channels * taps + 1) * s.channels * taps * std::ldexp(1.0, -24);
+      for (size_t i = 0; i < want.size(); ++i)
+        ASSERT_NEAR(y[i], want[i], tol) << where << " element " << i;
+      for (size_t i = want.size(); i < y.size(); ++i) ASSERT_EQ(y[i], 12345.0f) << where << ": wrote past the output";
+    }
+  }
+}
+
+// Blocks run separately (as the pool splits them) give the same output.
+TEST(DirectConv, BlocksRunSeparatelyGiveTheSameOutput) {
+  const std::vector<Isa> all = isas();
+  if (all.empty()) GTEST_SKIP() << "no AVX2 or AVX-512 on this CPU";
+  const Case c = make(4, 11, 3, 3, 6, 10);
+  const Shape& s = c.s;
+  std::vector<float> x(size_t(s.channels * s.padded_h * s.padded_w + kSlack), 0.5f), b(11, 0.25f);
+  std::vector<float> w(size_t(11 * 4 * 9));
+  for (size_t i = 0; i < w.size(); ++i) w[i] = float(int(i % 7) - 3) / 8;
+  const std::vector<float> packed = pack_weights(w.data(), 11, 4, 9);
+  for (const Isa& isa : all) {
+    const Plan plan = make_plan(s, isa.lanes);
+    ASSERT_EQ(plan.blocks, 3);
+    std::vector<float> whole(size_t(11 * 60)), parts(whole.size());
+    isa.run(detail::work_for(plan, x.data(), packed.data(), b.data(), c.e, whole.data()), 0, 3);
+    for (int64_t blk = 2; blk >= 0; --blk)
+      isa.run(detail::work_for(plan, x.data(), packed.data(), b.data(), c.e, parts.data()), blk, blk + 1);
+    EXPECT_EQ(whole, parts) << isa.name;
+  }
+}
+
+}  // namespace
+}  // namespace onyx::cpu::direct_conv
