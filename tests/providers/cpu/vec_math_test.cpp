@@ -96,15 +96,17 @@ TEST(VecMath, MaxPool2x2MatchesTheScalarScan) {
     state = state * 1664525u + 1013904223u;
     return float(int32_t(state >> 8) % 2001 - 1000) / 100.0f;
   };
-  for (auto [h, w] : std::vector<std::pair<int64_t, int64_t>>{{2, 2}, {28, 28}, {15, 37}, {6, 34}}) {
+  for (auto [h, w] : std::vector<std::pair<int64_t, int64_t>>{{2, 2}, {28, 28}, {14, 14}, {15, 37}, {6, 34}, {4, 32}}) {
     std::vector<float> x(size_t(h * w));
     for (float& v : x) v = next();
     x[3 % x.size()] = std::numeric_limits<float>::quiet_NaN();
     x[x.size() / 2] = std::numeric_limits<float>::quiet_NaN();
     const int64_t oh = h / 2, ow = w / 2;
     for (auto [name, pool] : pools) {
-      std::vector<float> y(size_t(oh * ow), -1.0f);
+      std::vector<float> y(size_t(oh * ow) + 8, -1.0f);  // 8 guard values after the output
       pool(x.data(), y.data(), h, w, oh, ow);
+      for (size_t i = size_t(oh * ow); i < y.size(); ++i)
+        EXPECT_EQ(y[i], -1.0f) << name << " " << h << "x" << w << ": wrote past the output";
       for (int64_t i = 0; i < oh; ++i)
         for (int64_t j = 0; j < ow; ++j) {
           float best = x[size_t(2 * i * w + 2 * j)];

@@ -100,28 +100,34 @@ __m256 take_greater(__m256 tap, __m256 best) { return _mm256_max_ps(tap, best); 
 
 void max_pool_2x2_avx2(const float* x, float* y, int64_t h, int64_t w, int64_t oh, int64_t ow) {
   (void)h;
+  // The last (ow % 8) outputs of a row read their 2 x (ow % 8) inputs with
+  // masked loads (no read past the row) and write with a masked store.
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const int64_t tail = ow % 8;
+  const __m256i in_lo = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(2 * tail)), lane);
+  const __m256i in_hi = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(2 * tail - 8)), lane);
+  const __m256i out = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(tail)), lane);
+  auto pool8 = [](__m256 a0, __m256 b0, __m256 a1, __m256 b1) {
+    // 16 inputs of each row; shuffle_ps picks evens (0x88) and odds (0xDD)
+    // within 128-bit lanes, permute4x64 puts the lanes back in order.
+    const __m256 e0 = _mm256_shuffle_ps(a0, b0, 0x88), o0 = _mm256_shuffle_ps(a0, b0, 0xDD);
+    const __m256 e1 = _mm256_shuffle_ps(a1, b1, 0x88), o1 = _mm256_shuffle_ps(a1, b1, 0xDD);
+    __m256 best = take_greater(o0, e0);
+    best = take_greater(e1, best);
+    best = take_greater(o1, best);
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(best), 0xD8));
+  };
   for (int64_t i = 0; i < oh; ++i, y += ow) {
     const float* r0 = x + 2 * i * w;
     const float* r1 = r0 + w;
     int64_t j = 0;
-    for (; j + 8 <= ow; j += 8) {
-      // 16 inputs of each row; shuffle_ps picks evens (0x88) and odds (0xDD)
-      // within 128-bit lanes, permute4x64 puts the lanes back in order.
-      const __m256 a0 = _mm256_loadu_ps(r0 + 2 * j), b0 = _mm256_loadu_ps(r0 + 2 * j + 8);
-      const __m256 a1 = _mm256_loadu_ps(r1 + 2 * j), b1 = _mm256_loadu_ps(r1 + 2 * j + 8);
-      const __m256 e0 = _mm256_shuffle_ps(a0, b0, 0x88), o0 = _mm256_shuffle_ps(a0, b0, 0xDD);
-      const __m256 e1 = _mm256_shuffle_ps(a1, b1, 0x88), o1 = _mm256_shuffle_ps(a1, b1, 0xDD);
-      __m256 best = take_greater(o0, e0);
-      best = take_greater(e1, best);
-      best = take_greater(o1, best);
-      _mm256_storeu_ps(y + j, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(best), 0xD8)));
-    }
-    for (; j < ow; ++j) {
-      float best = r0[2 * j];
-      const float taps[3] = {r0[2 * j + 1], r1[2 * j], r1[2 * j + 1]};
-      for (int t = 0; t < 3; ++t) best = taps[t] > best ? taps[t] : best;
-      y[j] = best;
-    }
+    for (; j + 8 <= ow; j += 8)
+      _mm256_storeu_ps(y + j, pool8(_mm256_loadu_ps(r0 + 2 * j), _mm256_loadu_ps(r0 + 2 * j + 8),
+                                    _mm256_loadu_ps(r1 + 2 * j), _mm256_loadu_ps(r1 + 2 * j + 8)));
+    if (tail)
+      _mm256_maskstore_ps(y + j, out,
+                          pool8(_mm256_maskload_ps(r0 + 2 * j, in_lo), _mm256_maskload_ps(r0 + 2 * j + 8, in_hi),
+                                _mm256_maskload_ps(r1 + 2 * j, in_lo), _mm256_maskload_ps(r1 + 2 * j + 8, in_hi)));
   }
 }
 
