@@ -75,10 +75,17 @@ def worker_versions(args):
     for name in args["packages"]:
         try:
             module = importlib.import_module(name)
-            found[name] = f"{getattr(module, '__version__', '?')} ({os.path.dirname(module.__file__)})"
+            version = getattr(module, "__version__", None) or getattr(sys.modules[name.split(".")[0]], "__version__", "?")
+            found[name] = f"{version} ({os.path.dirname(module.__file__)})"
         except ImportError as e:
             found[name] = f"missing ({e})"
     return found
+
+
+def worker_onyx_built(args):
+    """When the onyx package's extension module was written (seconds since the epoch)."""
+    from onyx import _onyx
+    return {"mtime": os.path.getmtime(_onyx.__file__)}
 
 
 def worker_make_inputs(args):
@@ -110,7 +117,7 @@ def worker_ort_infer(args):
 
 
 def quiet(package):
-    """ONNX Runtime's log down to errors (its artifact generator logs every graph pass)."""
+    """ONNX Runtime's log down to errors."""
     if package == "onnxruntime":
         importlib.import_module(package).set_default_logger_severity(3)
 
@@ -127,7 +134,6 @@ def frozen_names(model):
 def worker_artifacts(args):
     """Training artifacts of a forward model with `package`.training.artifacts (onyx or onnxruntime)."""
     import onnx
-    quiet(args["package"])
     artifacts = importlib.import_module(args["package"] + ".training.artifacts")
     model = onnx.load(args["model"])
     frozen = frozen_names(model)
@@ -223,7 +229,7 @@ def worker_train(args):
     return {"step_ms": step_ms, "steps": steps}
 
 
-WORKERS = {"versions": worker_versions, "make_inputs": worker_make_inputs, "ort_infer": worker_ort_infer,
+WORKERS = {"versions": worker_versions, "onyx_built": worker_onyx_built, "make_inputs": worker_make_inputs, "ort_infer": worker_ort_infer,
            "artifacts": worker_artifacts, "train": worker_train}
 
 
@@ -251,7 +257,10 @@ def speed_root():
 def needed_pythons(args):
     """The venvs the chosen parts use."""
     keys = [] if args.only == "training" else ["infer_python"]
-    return keys + ([] if args.only == "inference" else ["torch_python", "train_python"])
+    if args.only != "inference":
+        keys += ["torch_python"] if "torch" in args.train_runtimes else []
+        keys += ["train_python"] if {"onyx", "ort"} & set(args.train_runtimes) else []
+    return keys
 
 
 def load_pythons(args):
@@ -404,11 +413,11 @@ def print_thread_table(results, args, runtimes, names, latency):
 
 # --- training ----------------------------------------------------------------------------------
 
-def make_artifacts(pythons, models, folder, wanted):
+def make_artifacts(pythons, models, folder, wanted, runtimes):
     """ORT Training's and Onyx's artifacts of each model: {(runtime, model): folder}."""
     made = {}
     for runtime, package in (("ort", "onnxruntime"), ("onyx", "onyx")):
-        for name in wanted:
+        for name in wanted if runtime in runtimes else []:
             out = os.path.join(folder, f"artifacts_{runtime}_{name}")
             run_worker(pythons["train_python"], "artifacts", {"package": package, "model": models[name], "out": out})
             made[(runtime, name)] = out
@@ -426,24 +435,23 @@ def train_payload(runtime, name, batch, threads, artifacts, args):
 def measure_training(case, pythons, artifacts, args, errors):
     """Best samples/s of each runtime, interleaved: {"onyx": s/s, "ort": s/s, "torch": s/s}."""
     name, batch, threads = case
+    runtimes = args.train_runtimes
     samples = {r: [] for r in TRAIN_RUNTIMES}
     for r in range(args.rounds):
-        order = TRAIN_RUNTIMES[r % 3:] + TRAIN_RUNTIMES[:r % 3]
-        for runtime in order:
+        for runtime in runtimes[r % len(runtimes):] + runtimes[:r % len(runtimes)]:
             python = pythons["torch_python" if runtime == "torch" else "train_python"]
             try:
                 step_ms = run_worker(python, "train", train_payload(runtime, name, batch, threads, artifacts, args))["step_ms"]
                 samples[runtime].append(batch / step_ms * 1e3)
             except (MeasurementError, subprocess.TimeoutExpired) as e:
-                if not samples[runtime]:
-                    failure(errors, f"training {RUNTIME_NAMES[runtime]} {name} batch {batch} threads {threads}", e)
+                failure(errors, f"training {RUNTIME_NAMES[runtime]} {name} batch {batch} threads {threads}", e)
     return {r: (max(v) if v else None) for r, v in samples.items()}
 
 
 def training_part(args, pythons, models, folder, errors):
     """Times a training step of each runtime; prints samples/s and the ratios."""
     try:
-        artifacts = make_artifacts(pythons, models, folder, args.train_models)
+        artifacts = make_artifacts(pythons, models, folder, args.train_models, args.train_runtimes)
     except MeasurementError as e:
         failure(errors, "training artifacts", e)
         return {}
@@ -472,8 +480,9 @@ def training_part(args, pythons, models, folder, errors):
 def print_versions(pythons, onyx, args):
     """What is being compared: each venv's packages and the onyx binary."""
     print(f"onyx binary: {onyx}")
-    wanted = {"infer_python": ["onnxruntime", "numpy"], "torch_python": ["torch"],
-              "train_python": ["onyx", "onnxruntime", "onnx", "numpy"]}
+    wanted = {"infer_python": ["onnxruntime", "numpy"], "torch_python": ["torch", "numpy"],
+              "train_python": (["onyx"] if "onyx" in args.train_runtimes else []) +
+              (["onnxruntime.training"] if "ort" in args.train_runtimes else []) + ["onnx", "numpy"]}
     for key in needed_pythons(args):
         packages = wanted[key]
         found = run_worker(pythons[key], "versions", {"packages": packages})
@@ -481,6 +490,18 @@ def print_versions(pythons, onyx, args):
         missing = [k for k, v in found.items() if v.startswith("missing")]
         if missing:
             sys.exit(f"compare: {pythons[key]} lacks {', '.join(missing)}: rerun bench/speed/setup.sh")
+    if "train_python" in pythons and "onyx" in args.train_runtimes:
+        warn_if_package_older(pythons["train_python"], onyx)
+
+
+def warn_if_package_older(python, onyx):
+    """The training rows time the onyx Python package, built apart from the binary: say when it is older."""
+    built = run_worker(python, "onyx_built", {})["mtime"]
+    if built < os.path.getmtime(onyx) - 60:
+        venv = os.path.dirname(os.path.dirname(python))
+        print(f"warning: the onyx package in {venv} was built {time.ctime(built)}, before {onyx} "
+              f"({time.ctime(os.path.getmtime(onyx))}): the training rows time the older code. Remake it: "
+              f"scripts/python-venv.sh {venv}")
 
 
 def parse_args():
@@ -494,6 +515,7 @@ def parse_args():
     parser.add_argument("--budget", type=float, default=1.0, help="seconds of timed inference runs per measurement")
     parser.add_argument("--train-models", default="mlp,cnn")
     parser.add_argument("--train-batch", default="16,64")
+    parser.add_argument("--train-runtimes", default=",".join(TRAIN_RUNTIMES), help="of onyx,ort,torch")
     parser.add_argument("--train-budget", type=float, default=2.0, help="seconds of timed steps per measurement")
     parser.add_argument("--train-warmup", type=int, default=10, help="untimed steps first")
     parser.add_argument("--min-steps", type=int, default=20, help="timed steps at least")
@@ -505,6 +527,9 @@ def parse_args():
     if args.quick:
         args.rounds, args.budget, args.train_budget, args.train_warmup, args.min_steps = 1, 0.1, 0.1, 3, 5
     args.models = [m for m in args.models.split(",") if m]
+    args.train_runtimes = [r for r in args.train_runtimes.split(",") if r]
+    if not args.train_runtimes or set(args.train_runtimes) - set(TRAIN_RUNTIMES):
+        parser.error(f"--train-runtimes: a list of {', '.join(TRAIN_RUNTIMES)}")
     args.train_models = [m for m in args.train_models.split(",") if m]
     for m in args.models + args.train_models:
         if m not in MODELS or (m in args.train_models and m not in TRAINABLE):
