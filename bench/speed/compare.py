@@ -29,7 +29,9 @@ ORT's artifacts (ORT's checkpoint format and com.microsoft gradient ops), it wri
 ORT's names. A step is module(x, labels); optimizer.step(); module.lazy_reset_grad(), the same
 code for both (only the package differs). PyTorch's BatchNorm layers run in eval mode (running
 statistics, trainable affine), as the ONNX model's BatchNormalization does. Ratios > 1 mean Onyx
-is faster (goals: >= 1.4 against PyTorch, >= 1.0 against ORT Training).
+is faster (goals: >= 1.4 against PyTorch, >= 1.0 against ORT Training). Onyx's training rows time the
+onyx Python package of the training venv, built apart from --build (a warning says when it is
+older than --build's bin/onyx).
 
 Every measurement runs in a fresh process of the Python that has its runtime: bench/speed/setup.sh
 writes which into ${ONYX_SPEED_DIR:-${XDG_CACHE_HOME:-~/.cache}/onyx/speed-bench}/env.json. This
