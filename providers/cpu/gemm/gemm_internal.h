@@ -59,7 +59,7 @@ const KernelSet& kernel_set(Isa isa);
 struct DriverOptions {
   int64_t small_m = 512;                // up to this many rows, small_m() beats blocked()
   int64_t m_super = 1024;               // rows of A packed per region in blocked()
-  double min_flops_per_thread = 2.0e6;  // less per thread, and a wake-up costs more than it saves
+  double min_flops_per_thread = 1.0e6;  // less per thread, and the split costs more than it saves (0.5e6 made MLP batch 16 slower)
 };
 
 // Where the driver takes op(B) from: the caller's matrix, or a PackedB.
