@@ -57,6 +57,9 @@ class Tensor {
   template <typename T>
   T* data_as() const { return static_cast<T*>(data_); }
   Tensor clone() const;
+  // How many Tensors share this one's storage (0 for caller-managed memory):
+  // 1 means writing into it in place is seen by no one else.
+  long storage_users() const { return owner_.use_count(); }
   // A borrowed ABI view; valid while this Tensor (and its shape) lives.
   OnyxTensorView view() const;
 

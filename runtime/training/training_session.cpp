@@ -404,6 +404,21 @@ Status TrainingSession::optimizer_step() {
     return invalid_argument("checkpoint optimizer group '" + group.name + "' holds state for " +
                             std::to_string(group.parameters.size()) + " parameters, the model trains " +
                             std::to_string(trainable.size()));
+  // A fused update reads each parameter and state tensor once, in the node
+  // that writes its new value, so it may write in place instead of into fresh
+  // buffers each step: into the tensors no one else shares (a Checkpoint copy
+  // or a snapshot being saved keeps its values). Counted before the feed
+  // below adds its own references. Outputs: the gradient norm, then per
+  // parameter its new value and slots.
+  std::vector<Tensor> reuse;
+  if (optimizer_fused_) {
+    auto unshared = [](const Tensor& t) { return t.storage_users() == 1 ? t : Tensor(); };
+    reuse.emplace_back();
+    for (size_t k = 0; k < trainable.size() && k < group.parameters.size(); ++k) {
+      reuse.push_back(unshared(trainable[k].data));
+      for (const auto& slot : group.parameters[k].tensors) reuse.push_back(unshared(slot.data));
+    }
+  }
   auto scalar = [](float v) {
     Tensor t = Tensor::allocate(ONYX_DTYPE_FLOAT32, {});
     *t.data_as<float>() = v;
@@ -433,7 +448,7 @@ Status TrainingSession::optimizer_step() {
       feed.emplace_back(slot_name(p.name, slot.name), slot.data);
     }
   }
-  auto outputs = optimizer_->run(feed);
+  auto outputs = optimizer_->run(feed, {}, optimizer_fused_ ? &reuse : nullptr);
   if (!outputs.ok()) return outputs.status().with_context("optimizer_step");
   std::vector<Tensor>& out = outputs.value();
   last_grad_norm_ = *out[0].data_as<float>();

@@ -136,14 +136,6 @@ struct Activation : direct_conv::Epilogue {
   }
 };
 
-// When the direct convolution beats im2col + GEMM. Measured on single Conv
-// nodes (3x3, pad 1, one thread, Sapphire Rapids with AVX-512): 1.3-2.6x
-// faster up to 64 channels at 14x14 to 56x56; from 128 channels even with
-// 28-wide rows (0.97x at 128 x 28 x 28), and slower (0.83x) with 7-wide
-// rows, where 16-lane vectors are less than half used. So: always for small
-// reductions, else only when most lanes of the output rows are used.
-constexpr int64_t kDirectAlwaysReduction = 576;
-
 class ConvKernel final : public ConvBase {
  public:
   explicit ConvKernel(const sdk::NodeInfo& node) : ConvBase(node) {
@@ -200,14 +192,8 @@ class ConvKernel final : public ConvBase {
     return im2col_gemm<T>(ctx, x, w, b, ch, win, y);
   }
 
-  // 1-D or 2-D, stride 1 along W, and a small reduction per output or
-  // output rows that fill most of their vectors.
   static bool direct_fits(const Channels& ch, const std::vector<nn::WindowDim>& win) {
-    const nn::WindowDim &D = win[0], &H = win[1], &W = win[2];
-    if (!direct_conv::available() || D.kernel != 1 || D.in != 1 || D.out != 1 || W.stride != 1)
-      return false;
-    const int64_t lanes = direct_conv::lanes(), vectors = (W.out + lanes - 1) / lanes;
-    return ch.c / ch.group * H.kernel * W.kernel <= kDirectAlwaysReduction || 4 * W.out >= 3 * vectors * lanes;
+    return direct_conv::fits(win, ch.c / ch.group * win[1].kernel * win[2].kernel);
   }
 
   // W [M, C/group, k...] reordered group by group for direct_conv::run
@@ -225,68 +211,18 @@ class ConvKernel final : public ConvBase {
     return packed;
   }
 
-  // Per (image, group): the input planes copied with their zero padding into
-  // the worker's scratch, then direct_conv::run over blocks of output
-  // channels (split over the pool when the items are fewer than threads).
   OnyxStatus* direct(sdk::ComputeContext& ctx, const sdk::Tensor& x, const sdk::Tensor& w,
                      const std::optional<sdk::Tensor>& b, const Channels& ch,
                      const std::vector<nn::WindowDim>& win, const sdk::Tensor& y) {
-    const nn::WindowDim &H = win[1], &W = win[2];
-    direct_conv::Shape s;
-    s.channels = ch.c / ch.group;
-    s.out_channels = ch.m / ch.group;
-    s.kernel_h = H.kernel, s.kernel_w = W.kernel;
-    s.stride_h = H.stride, s.dilation_h = H.dilation, s.dilation_w = W.dilation;
-    s.out_h = H.out, s.out_w = W.out;
-    s.padded_h = (H.out - 1) * H.stride + H.extent();
-    s.padded_w = W.out - 1 + W.extent();
-    const direct_conv::Plan plan = direct_conv::make_plan(s, direct_conv::lanes());
     std::vector<float> repacked;
     const float* packed = packed_w_.data();
     if (packed_w_.empty() || !std::equal(packed_dims_.begin(), packed_dims_.end(), w.dims.begin(), w.dims.end())) {
       repacked = pack_direct(w.data<float>(), w.dims);
       packed = repacked.data();
     }
-    const direct_conv::Epilogue& e = act_;
-    const int64_t in_plane = H.in * W.in, padded_plane = s.padded_h * s.padded_w;
-    const int64_t per_filter = s.channels * s.kernel_h * s.kernel_w;
-    const int64_t scratch = s.channels * padded_plane + direct_conv::kSlack;
-    auto run_item = [&](int64_t item, Worker<float>& worker) {
-      const int64_t n = item / ch.group, g = item % ch.group;
-      const float* xg = x.data<float>() + (n * ch.c + g * s.channels) * in_plane;
-      float* padded = worker.scratch;
-      for (int64_t c = 0; c < s.channels; ++c)
-        pad_plane(xg + c * in_plane, H, W, s, padded + c * padded_plane);
-      std::fill(padded + s.channels * padded_plane, padded + scratch, 0.0f);
-      const float* bias = b ? b->data<float>() + g * s.out_channels : nullptr;
-      float* yg = y.data<float>() + (n * ch.m + g * s.out_channels) * s.out_h * s.out_w;
-      const float* wg = packed + g * s.out_channels * per_filter;
-      worker.for_range(size_t(plan.blocks), nn::grain_for(double(direct_conv::kChannelBlock * per_filter * s.out_h * s.out_w)),
-                       [&](size_t lo, size_t hi) {
-                         direct_conv::run(plan, padded, wg, bias, e, yg, int64_t(lo), int64_t(hi));
-                       });
-    };
-    return for_each_item<float>(ctx, ch.n * ch.group, scratch, run_item);
+    return direct_conv::convolve(ctx, x.data<float>(), ch.n, ch.group, ch.c, ch.m, win, packed,
+                                 b ? b->data<float>() : nullptr, act_, y.data<float>());
   }
-
-  // One input plane into its padded_h x padded_w window of the padded input:
-  // row r, column j hold x[r - pad_top, j - pad_left], or 0 outside x.
-  static void pad_plane(const float* x, const nn::WindowDim& H, const nn::WindowDim& W,
-                        const direct_conv::Shape& s, float* dst) {
-    const int64_t left = W.pad_begin;
-    const int64_t copy_end = std::min(s.padded_w, left + W.in);  // columns [left, copy_end) come from x
-    for (int64_t r = 0; r < s.padded_h; ++r, dst += s.padded_w) {
-      const int64_t ih = r - H.pad_begin;
-      if (ih < 0 || ih >= H.in || copy_end <= left) {
-        std::fill(dst, dst + s.padded_w, 0.0f);
-        continue;
-      }
-      std::fill(dst, dst + std::min(left, s.padded_w), 0.0f);
-      std::copy(x + ih * W.in, x + ih * W.in + (copy_end - left), dst + left);
-      std::fill(dst + copy_end, dst + s.padded_w, 0.0f);
-    }
-  }
-
 
   template <typename T>
   OnyxStatus* im2col_gemm(sdk::ComputeContext& ctx, const sdk::Tensor& x, const sdk::Tensor& w,

@@ -7,11 +7,14 @@
 // load per tap. The kernel holds a block of 4 output channels x 3 (AVX2) or
 // 4 (AVX-512) vectors of output positions in registers across every input
 // channel and tap, then adds the bias and applies the activation once.
-// conv.cpp decides when to use it (DirectConv::fits) and keeps im2col for the rest.
+// fits() says when it beats im2col + GEMM; Conv (conv.cpp) and ConvGrad
+// (grad/conv_grad.cpp, for dX) use it then.
 #pragma once
 
 #include <cstdint>
 #include <vector>
+
+#include "kernels/nn_util.h"
 
 namespace onyx::cpu::direct_conv {
 
@@ -62,6 +65,21 @@ Plan make_plan(const Shape& s, int64_t lanes);
 // concurrently on disjoint blocks or outputs.
 void run(const Plan& p, const float* x, const float* packed_w, const float* bias, const Epilogue& e,
          float* y, int64_t block_lo, int64_t block_hi);
+
+// Whether convolve() takes windows `win` (lifted to 3-D) with `reduction`
+// multiply-adds per output (channels per group x taps): 1-D or 2-D, stride 1
+// along W, vector code for this CPU, and a reduction that im2col + GEMM
+// would not do faster.
+bool fits(const std::vector<nn::WindowDim>& win, int64_t reduction);
+
+// y [n, out_channels, ...] = act(conv(x [n, channels, ...], w) + bias) for a
+// whole batch: per (image, group), the input planes copied with their zero
+// padding into scratch, then run() over the blocks of output channels (split
+// over the pool when the items are fewer than threads). packed_w: each
+// group's pack_weights(), one after the other. Requires fits().
+OnyxStatus* convolve(sdk::ComputeContext& ctx, const float* x, int64_t n, int64_t group, int64_t channels,
+                     int64_t out_channels, const std::vector<nn::WindowDim>& win, const float* packed_w,
+                     const float* bias, const Epilogue& e, float* y);
 
 // True when run() has vector code for this CPU (AVX2+FMA or AVX-512); when
 // false, conv.cpp keeps im2col.

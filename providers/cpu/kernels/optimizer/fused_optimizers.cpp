@@ -2,11 +2,19 @@
 // domain (provider_api/onyx_optimizer.h): one pass over the parameter, its
 // gradient and state instead of the ~20 elementwise ops of the update
 // function the optimizer plugins define. Same signature and the same float32
-// formulas, in the same order, as those functions (optimizers/*.c):
+// formulas as those functions (optimizers/*.c), AdamW's bias corrections
+// applied as reciprocals (within a few ulp):
 //   AdamW (param, grad, m, v, lr, step, beta1, beta2, epsilon, weight_decay) => (param', m', v')
 //   SGD   (param, grad, buf, lr, step, momentum, nesterov, weight_decay)    => (param', buf')
+//
+// The loops run in chunks of 16 elements copied to locals, so that they
+// vectorize even when an output is its input (the planner updates state in
+// place), cloned per ISA (GCC picks the clone when the library loads), with
+// sqrt as an instruction (this file is built with -fno-math-errno). Chunks
+// are split over the pool.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "kernels/kernel_util.h"
 #include "kernels/registry.h"
@@ -15,6 +23,73 @@ namespace onyx::cpu {
 namespace {
 
 constexpr const char* kOptimizerDomain = "ai.onyx.optimizers";
+constexpr int64_t kChunk = 16;
+
+// The bias corrections enter as reciprocals: one division per element
+// instead of three (divisions bound this loop), within a few ulp of the
+// function body's m / bias1 and sqrt(v / bias2).
+struct AdamWConstants {
+  float step_size;         // lr / bias1
+  float inv_sqrt_bias2;    // 1 / sqrt(bias2)
+  float beta1, beta2, epsilon, keep, one_minus_beta1, one_minus_beta2;
+};
+
+// N elements of the AdamW update, all computed before any is stored (an
+// output may be its input).
+template <int64_t N>
+inline void adamw_chunk(const AdamWConstants& c, const float* p, const float* g, const float* m, const float* v,
+                        float* p_out, float* m_out, float* v_out) {
+  float np[N], nm[N], nv[N];
+  for (int64_t i = 0; i < N; ++i) {
+    float new_m = c.beta1 * m[i] + c.one_minus_beta1 * g[i];
+    float new_v = c.beta2 * v[i] + c.one_minus_beta2 * (g[i] * g[i]);
+    float denom = std::sqrt(new_v) * c.inv_sqrt_bias2 + c.epsilon;
+    np[i] = p[i] * c.keep - c.step_size * new_m / denom;
+    nm[i] = new_m;
+    nv[i] = new_v;
+  }
+  // One copy per output (the outputs may alias each other as far as the
+  // compiler knows, so one loop storing all three would not vectorize).
+  std::memcpy(p_out, np, sizeof np);
+  std::memcpy(m_out, nm, sizeof nm);
+  std::memcpy(v_out, nv, sizeof nv);
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void adamw_range(
+    const AdamWConstants& c, const float* p, const float* g, const float* m, const float* v, float* p_out,
+    float* m_out, float* v_out, int64_t lo, int64_t hi) {
+  int64_t i = lo;
+  for (; i + kChunk <= hi; i += kChunk)
+    adamw_chunk<kChunk>(c, p + i, g + i, m + i, v + i, p_out + i, m_out + i, v_out + i);
+  for (; i < hi; ++i) adamw_chunk<1>(c, p + i, g + i, m + i, v + i, p_out + i, m_out + i, v_out + i);
+}
+
+struct SgdConstants {
+  float lr, momentum, nesterov, weight_decay;
+};
+
+template <int64_t N>
+inline void sgd_chunk(const SgdConstants& c, const float* p, const float* g, const float* buf, float* p_out,
+                      float* buf_out) {
+  float np[N], nb[N];
+  for (int64_t i = 0; i < N; ++i) {
+    float grad = g[i] + c.weight_decay * p[i];
+    float new_buf = c.momentum * buf[i] + grad;
+    float direction = c.nesterov * (grad + c.momentum * new_buf) + (1.0f - c.nesterov) * new_buf;
+    np[i] = p[i] - c.lr * direction;
+    nb[i] = new_buf;
+  }
+  std::memcpy(p_out, np, sizeof np);
+  std::memcpy(buf_out, nb, sizeof nb);
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void sgd_range(
+    const SgdConstants& c, const float* p, const float* g, const float* buf, float* p_out, float* buf_out,
+    int64_t lo, int64_t hi) {
+  int64_t i = lo;
+  for (; i + kChunk <= hi; i += kChunk) sgd_chunk<kChunk>(c, p + i, g + i, buf + i, p_out + i, buf_out + i);
+  for (; i < hi; ++i) sgd_chunk<1>(c, p + i, g + i, buf + i, p_out + i, buf_out + i);
+}
 
 class FusedUpdateKernel : public sdk::Kernel {
  public:
@@ -43,13 +118,18 @@ class FusedUpdateKernel : public sdk::Kernel {
       ONYX_SDK_RETURN_IF_ERROR(ctx.output(i, ONYX_DTYPE_FLOAT32, param.dims, &y));
       out.push_back(y.data<float>());
     }
-    update(in, scalar, out, param.size());
+    // Whole chunks per task; about 32k elements (a few microseconds) each.
+    const size_t chunks = size_t((param.size() + kChunk - 1) / kChunk);
+    ctx.parallel_for(chunks, 2048, [&](size_t lo, size_t hi) {
+      update(in, scalar, out, int64_t(lo) * kChunk, std::min(param.size(), int64_t(hi) * kChunk));
+    });
     return nullptr;
   }
 
  protected:
+  // Elements [lo, hi) of the update.
   virtual void update(const std::vector<const float*>& in, const std::vector<float>& s, const std::vector<float*>& out,
-                      int64_t n) const = 0;
+                      int64_t lo, int64_t hi) const = 0;
 
  private:
   std::string label_;
@@ -62,21 +142,12 @@ class AdamWKernel final : public FusedUpdateKernel {
 
  private:
   void update(const std::vector<const float*>& in, const std::vector<float>& s, const std::vector<float*>& out,
-              int64_t n) const override {
+              int64_t lo, int64_t hi) const override {
     const float lr = s[0], step = s[1], beta1 = s[2], beta2 = s[3], epsilon = s[4], weight_decay = s[5];
-    const float keep = 1.0f - lr * weight_decay;
     const float bias1 = 1.0f - std::pow(beta1, step), bias2 = 1.0f - std::pow(beta2, step);
-    const float one_minus_beta1 = 1.0f - beta1, one_minus_beta2 = 1.0f - beta2;
-    const float *p = in[0], *g = in[1], *m = in[2], *v = in[3];
-    float *p_out = out[0], *m_out = out[1], *v_out = out[2];
-    for (int64_t i = 0; i < n; ++i) {
-      float new_m = beta1 * m[i] + one_minus_beta1 * g[i];
-      float new_v = beta2 * v[i] + one_minus_beta2 * (g[i] * g[i]);
-      float denom = std::sqrt(new_v / bias2) + epsilon;
-      p_out[i] = p[i] * keep - lr * ((new_m / bias1) / denom);
-      m_out[i] = new_m;
-      v_out[i] = new_v;
-    }
+    const AdamWConstants c{lr / bias1,           1.0f / std::sqrt(bias2), beta1,         beta2,
+                           epsilon,              1.0f - lr * weight_decay, 1.0f - beta1, 1.0f - beta2};
+    adamw_range(c, in[0], in[1], in[2], in[3], out[0], out[1], out[2], lo, hi);
   }
 };
 
@@ -86,17 +157,9 @@ class SgdKernel final : public FusedUpdateKernel {
 
  private:
   void update(const std::vector<const float*>& in, const std::vector<float>& s, const std::vector<float*>& out,
-              int64_t n) const override {
-    const float lr = s[0], momentum = s[2], nesterov = s[3], weight_decay = s[4];
-    const float *p = in[0], *g = in[1], *buf = in[2];
-    float *p_out = out[0], *buf_out = out[1];
-    for (int64_t i = 0; i < n; ++i) {
-      float grad = g[i] + weight_decay * p[i];
-      float new_buf = momentum * buf[i] + grad;
-      float direction = nesterov * (grad + momentum * new_buf) + (1.0f - nesterov) * new_buf;
-      p_out[i] = p[i] - lr * direction;
-      buf_out[i] = new_buf;
-    }
+              int64_t lo, int64_t hi) const override {
+    const SgdConstants c{s[0], s[2], s[3], s[4]};
+    sgd_range(c, in[0], in[1], in[2], out[0], out[1], lo, hi);
   }
 };
 
