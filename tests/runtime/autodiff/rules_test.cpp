@@ -213,6 +213,10 @@ TEST(GradRules, Pools) {
   check_op("MaxPool", {{1, 2, 5, 5}}, {1, 2, 3, 3},
            {attr_ints("kernel_shape", {3, 3}), attr_ints("strides", {2, 2}), attr_ints("pads", {1, 1, 1, 1})});
   check_op("MaxPool", {{2, 1, 6}}, {2, 1, 3}, {attr_ints("kernel_shape", {2}), attr_ints("strides", {2})});
+  // 2x2 windows, stride 2 (the CPU provider's direct path), with and without
+  // a last row and column that no window covers.
+  check_op("MaxPool", {{2, 2, 6, 4}}, {2, 2, 3, 2}, {attr_ints("kernel_shape", {2, 2}), attr_ints("strides", {2, 2})});
+  check_op("MaxPool", {{1, 2, 5, 7}}, {1, 2, 2, 3}, {attr_ints("kernel_shape", {2, 2}), attr_ints("strides", {2, 2})});
   check_op("AveragePool", {{1, 2, 5, 5}}, {1, 2, 3, 3},
            {attr_ints("kernel_shape", {3, 3}), attr_ints("strides", {2, 2}), attr_ints("pads", {1, 1, 1, 1})});
   check_op("AveragePool", {{1, 2, 4, 4}}, {1, 2, 2, 2},

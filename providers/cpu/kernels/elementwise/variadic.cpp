@@ -162,8 +162,25 @@ class WhereKernel final : public sdk::Kernel {
     E* yp = y.data<E>();
     int64_t sc = plan.strides[0].back(), sx = plan.strides[1].back(), sv = plan.strides[2].back();
     for_each_run<3>(ctx, plan, [&](const std::array<int64_t, 3>& off, int64_t out, int64_t n) {
-      for (int64_t i = 0; i < n; ++i)
-        yp[out + i] = cp[off[0] + i * sc] ? xp[off[1] + i * sx] : vp[off[2] + i * sv];
+      // The condition as bytes: a select through a mask of all ones or all
+      // zeros, with no branch, so the contiguous runs vectorize.
+      const uint8_t* pc = reinterpret_cast<const uint8_t*>(cp) + off[0];
+      const E *px = xp + off[1], *pv = vp + off[2];
+      E* py = yp + out;
+      auto mask = [](uint8_t b) { return E(E(0) - E(b != 0)); };
+      // Contiguous runs with at most one broadcast value (a gradient's
+      // Where(mask, dY, 0)).
+      if (sc == 1 && sx == 1 && sv == 1) {
+        for (int64_t i = 0; i < n; ++i) py[i] = E((px[i] & mask(pc[i])) | (pv[i] & E(~mask(pc[i]))));
+      } else if (sc == 1 && sx == 1 && sv == 0) {
+        const E v0 = pv[0];
+        for (int64_t i = 0; i < n; ++i) py[i] = E((px[i] & mask(pc[i])) | (v0 & E(~mask(pc[i]))));
+      } else if (sc == 1 && sx == 0 && sv == 1) {
+        const E x0 = px[0];
+        for (int64_t i = 0; i < n; ++i) py[i] = E((x0 & mask(pc[i])) | (pv[i] & E(~mask(pc[i]))));
+      } else {
+        for (int64_t i = 0; i < n; ++i) py[i] = pc[i * sc] != 0 ? px[i * sx] : pv[i * sv];
+      }
     });
   }
 

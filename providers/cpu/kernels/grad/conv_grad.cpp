@@ -1,14 +1,20 @@
 // conv_grad.cpp: ai.onyx ConvGrad(dY, X, W) -> (dX, dW) with Conv's
-// attributes (either output may be omitted, and is then not computed). Per
-// group, im2col turns X into col [C/g*K, N*OHW] and dY is laid out as
-// dY^T [M/g, N*OHW]; then
-//   dW = dY^T x col^T                  (one GEMM)
-//   dcol = W^T [C/g*K, M/g] x dY^T     (one GEMM), scattered back by col2im into dX.
+// attributes (either output may be omitted, and is then not computed).
+//   dW: per image and group, im2col of X (in chunks of output lines) and
+//       dW += dY [M/g, OHW] x col^T, images split over the threads, each
+//       summing into its own copy of dW.
+//   dX, stride 1 (float32, where the direct convolution fits): dX is the
+//       convolution of dY with W transposed and flipped (W'[c, m] =
+//       W[m, c] rotated 180 degrees), dilated as W, padded extent - 1 - pad.
+//   dX otherwise: dY laid out as dY^T [M/g, N*OHW], dcol = W^T x dY^T (one
+//       GEMM per group), scattered back into dX.
 // float32 runs on the provider's blocked SGEMM, float64 (used by the
 // gradient checks) on its plain DGEMM (both gemm/gemm.h).
+#include <type_traits>
 #include <vector>
 
 #include "kernels/conv/conv_lowering.h"
+#include "kernels/conv/direct_conv.h"
 #include "kernels/registry.h"
 
 namespace onyx::cpu {
@@ -85,12 +91,118 @@ class ConvGradKernel final : public sdk::Kernel {
   }
 
  private:
-  // All images of a group at once: col [C/g*K, N*OHW] and dY^T [M/g, N*OHW]
-  // make each gradient one large GEMM.
   template <typename T>
   void run(sdk::ComputeContext& ctx, const sdk::Tensor& dy, const sdk::Tensor& x, const sdk::Tensor& w,
            const sdk::Tensor& dx, const sdk::Tensor& dw, const std::vector<nn::WindowDim>& win) const {
-    const int64_t n = x.dim(0), cg = x.dim(1) / group_, mg = w.dim(0) / group_;
+    if (want_dw_) weight_gradient<T>(ctx, dy, x, dw, win);
+    if (!want_dx_) return;
+    if constexpr (std::is_same_v<T, float>) {
+      std::vector<nn::WindowDim> flipped;
+      if (flipped_windows(win, &flipped) &&
+          direct_conv::fits(flipped, w.dim(0) / group_ * win[1].kernel * win[2].kernel)) {
+        input_gradient_direct(ctx, dy, w, dx, flipped);
+        return;
+      }
+    }
+    input_gradient_by_columns<T>(ctx, dy, w, dx, win);
+  }
+
+  // Per image: col [C/g*K, lines x W] of X for a chunk of output lines, then
+  // dW_g += dY_g [M/g, chunk] x col^T. Images run in parallel when there are
+  // as many as threads, each into its own copy of dW, summed at the end.
+  template <typename T>
+  void weight_gradient(sdk::ComputeContext& ctx, const sdk::Tensor& dy, const sdk::Tensor& x, const sdk::Tensor& dw,
+                       const std::vector<nn::WindowDim>& win) const {
+    using conv_lowering::Worker;
+    const int64_t n = x.dim(0), cg = x.dim(1) / group_, m = dw.dim(0), mg = m / group_;
+    const int64_t ck = cg * conv_lowering::kernel_volume(win), in_plane = conv_lowering::in_volume(win);
+    const int64_t width = win[2].out, lines = win[0].out * win[1].out, ohw = lines * width;
+    if (n == 0 || ohw == 0) {  // no term: dW = 0
+      std::fill(dw.data<T>(), dw.data<T>() + m * ck, T(0));
+      return;
+    }
+    const int64_t chunk = conv_lowering::lines_per_chunk<T>(ctx, n, ck, width, lines);
+    const bool parallel = conv_lowering::items_in_parallel(ctx, n);
+    const size_t slots = parallel ? ctx.thread_count() : 1;
+    // Per slot: the column buffer, then (in parallel) its own dW.
+    const int64_t per_slot = ck * chunk * width + (parallel ? m * ck : 0);
+    std::vector<T> scratch(slots * size_t(per_slot));
+    auto image = [&](int64_t b, T* col, T* acc, bool first, Worker<T>& worker) {
+      for (int64_t g = 0; g < group_; ++g) {
+        const T* xg = x.data<T>() + (b * group_ + g) * cg * in_plane;
+        const T* dyg = dy.data<T>() + (b * group_ + g) * mg * ohw;
+        for (int64_t l0 = 0; l0 < lines; l0 += chunk) {
+          const int64_t l1 = std::min(lines, l0 + chunk), cols = (l1 - l0) * width;
+          conv_lowering::im2col(xg, cg, win, l0, l1, col, worker);
+          gemm(false, true, mg, ck, cols, dyg + l0 * width, ohw, col, cols, first && l0 == 0 ? T(0) : T(1),
+               acc + g * mg * ck, ck, worker.gemm);
+        }
+      }
+    };
+    if (!parallel) {
+      Worker<T> worker{nullptr, nn::host_parallel_for(ctx), &ctx};
+      for (int64_t b = 0; b < n; ++b) image(b, scratch.data(), dw.data<T>(), b == 0, worker);
+      return;
+    }
+    ctx.parallel_for(slots, 1, [&](size_t lo, size_t hi) {
+      for (size_t slot = lo; slot < hi; ++slot) {
+        T* col = scratch.data() + slot * size_t(per_slot);
+        T* acc = col + ck * chunk * width;
+        Worker<T> worker{nullptr, nn::serial_parallel_for(), nullptr};
+        for (int64_t b = int64_t(slot); b < n; b += int64_t(slots)) image(b, col, acc, b == int64_t(slot), worker);
+      }
+    });
+    T* out = dw.data<T>();
+    for (int64_t i = 0; i < m * ck; ++i) {
+      T sum = T(0);
+      for (size_t slot = 0; slot < slots && int64_t(slot) < n; ++slot)
+        sum += scratch[slot * size_t(per_slot) + size_t(ck * chunk * width + i)];
+      out[i] = sum;
+    }
+  }
+
+  // The windows of dX = conv(dY, W flipped): dY's planes are the input, X's
+  // the output, padding extent - 1 - pad. False unless every stride is 1
+  // and the padding is at most the kernel's extent - 1 (then the flipped
+  // padding is not negative).
+  static bool flipped_windows(const std::vector<nn::WindowDim>& win, std::vector<nn::WindowDim>* flipped) {
+    *flipped = win;
+    for (nn::WindowDim& d : *flipped) {
+      if (d.stride != 1 || d.pad_begin > d.extent() - 1 || d.pad_end > d.extent() - 1) return false;
+      std::swap(d.in, d.out);
+      d.pad_begin = d.extent() - 1 - d.pad_begin;
+      d.pad_end = d.extent() - 1 - d.pad_end;
+    }
+    return true;
+  }
+
+  // W' [C/g, M/g, kh, kw] = W [M/g, C/g, kh, kw] with both axes swapped and
+  // the taps reversed, packed per group for the direct convolution.
+  void input_gradient_direct(sdk::ComputeContext& ctx, const sdk::Tensor& dy, const sdk::Tensor& w,
+                             const sdk::Tensor& dx, const std::vector<nn::WindowDim>& flipped) const {
+    const int64_t m = w.dim(0), mg = m / group_, cg = w.dim(1), c = cg * group_;
+    const int64_t taps = flipped[1].kernel * flipped[2].kernel;
+    std::vector<float> packed, wt(size_t(cg * mg * taps));
+    packed.reserve(size_t(c * mg * taps));
+    for (int64_t g = 0; g < group_; ++g) {
+      const float* wg = w.data<float>() + g * mg * cg * taps;
+      for (int64_t ci = 0; ci < cg; ++ci)
+        for (int64_t mi = 0; mi < mg; ++mi)
+          for (int64_t t = 0; t < taps; ++t)
+            wt[size_t((ci * mg + mi) * taps + t)] = wg[(mi * cg + ci) * taps + (taps - 1 - t)];
+      const std::vector<float> part = direct_conv::pack_weights(wt.data(), cg, mg, taps);
+      packed.insert(packed.end(), part.begin(), part.end());
+    }
+    direct_conv::convolve(ctx, dy.data<float>(), dy.dim(0), group_, m, c, flipped, packed.data(), nullptr,
+                          direct_conv::Epilogue{}, dx.data<float>());
+  }
+
+  // All images of a group at once: dY^T [M/g, N*OHW], dcol = W^T x dY^T
+  // [C/g*K, N*OHW], then each column added into dX where its tap reads.
+  template <typename T>
+  void input_gradient_by_columns(sdk::ComputeContext& ctx, const sdk::Tensor& dy, const sdk::Tensor& w,
+                                 const sdk::Tensor& dx, const std::vector<nn::WindowDim>& win) const {
+    const int64_t n = dx.dim(0), cg = dx.dim(1) / group_, mg = w.dim(0) / group_;
     const int64_t k = win[0].kernel * win[1].kernel * win[2].kernel, ck = cg * k;
     const int64_t in_plane = win[0].in * win[1].in * win[2].in, ohw = win[0].out * win[1].out * win[2].out;
     const int64_t cols = n * ohw;
@@ -105,31 +217,18 @@ class ConvGradKernel final : public sdk::Kernel {
           std::copy(src, src + ohw, dyt.data() + m * cols + b * ohw);
         }
       });
-      if (want_dw_) {
-        ctx.parallel_for(size_t(cg * n), grain, [&](size_t lo, size_t hi) {
-          for (size_t i = lo; i < hi; ++i) {
-            const int64_t c = int64_t(i) / n, b = int64_t(i) % n;
-            const T* plane = x.data<T>() + ((b * group_ + g) * cg + c) * in_plane;
-            T* rows = col.data() + c * k * cols + b * ohw;
-            for_each_tap(win, [&](int64_t tap, int64_t o, int64_t at) { rows[tap * cols + o] = at < 0 ? T(0) : plane[at]; });
-          }
-        });
-        gemm(false, true, mg, ck, cols, dyt.data(), cols, col.data(), cols, T(0), dw.data<T>() + g * mg * ck, ck, pf);
-      }
-      if (want_dx_) {  // dcol reuses col's buffer
-        gemm(true, false, ck, cols, mg, w.data<T>() + g * mg * ck, ck, dyt.data(), cols, T(0), col.data(), cols, pf);
-        ctx.parallel_for(size_t(cg * n), grain, [&](size_t lo, size_t hi) {
-          for (size_t i = lo; i < hi; ++i) {
-            const int64_t c = int64_t(i) / n, b = int64_t(i) % n;
-            T* plane = dx.data<T>() + ((b * group_ + g) * cg + c) * in_plane;
-            const T* rows = col.data() + c * k * cols + b * ohw;
-            std::fill(plane, plane + in_plane, T(0));
-            for_each_tap(win, [&](int64_t tap, int64_t o, int64_t at) {
-              if (at >= 0) plane[at] += rows[tap * cols + o];
-            });
-          }
-        });
-      }
+      gemm(true, false, ck, cols, mg, w.data<T>() + g * mg * ck, ck, dyt.data(), cols, T(0), col.data(), cols, pf);
+      ctx.parallel_for(size_t(cg * n), grain, [&](size_t lo, size_t hi) {
+        for (size_t i = lo; i < hi; ++i) {
+          const int64_t c = int64_t(i) / n, b = int64_t(i) % n;
+          T* plane = dx.data<T>() + ((b * group_ + g) * cg + c) * in_plane;
+          const T* rows = col.data() + c * k * cols + b * ohw;
+          std::fill(plane, plane + in_plane, T(0));
+          for_each_tap(win, [&](int64_t tap, int64_t o, int64_t at) {
+            if (at >= 0) plane[at] += rows[tap * cols + o];
+          });
+        }
+      });
     }
   }
 
