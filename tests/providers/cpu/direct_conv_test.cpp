@@ -18,16 +18,17 @@ struct Isa {
   std::string name;
   int64_t lanes;
   void (*run)(const detail::Work&, int64_t, int64_t);
+  void (*weight_gradient)(const detail::Work&, int64_t, int64_t);
 };
 
 std::vector<Isa> isas() {
   std::vector<Isa> v;
 #if defined(ONYX_CPU_AVX2_LOOPS)
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) v.push_back({"avx2", 8, detail::run_avx2});
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) v.push_back({"avx2", 8, detail::run_avx2, detail::weight_gradient_avx2});
 #endif
 #if defined(ONYX_CPU_AVX512_LOOPS)
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma"))
-    v.push_back({"avx512", 16, detail::run_avx512});
+    v.push_back({"avx512", 16, detail::run_avx512, detail::weight_gradient_avx512});
 #endif
   return v;
 }
@@ -147,6 +148,53 @@ TEST(DirectConv, BlocksRunSeparatelyGiveTheSameOutput) {
     for (int64_t blk = 2; blk >= 0; --blk)
       isa.run(detail::work_for(plan, x.data(), packed.data(), b.data(), c.e, parts.data()), blk, blk + 1);
     EXPECT_EQ(whole, parts) << isa.name;
+  }
+}
+
+// dW += sum over output positions of dY x X under each tap, against float64,
+// with a NaN in the slack past the last plane (partial vectors must not read
+// it into a sum) and dW starting from nonzero values (it is added into).
+TEST(DirectConv, WeightGradientOnEveryIsaMatchesTheFloat64Sum) {
+  const std::vector<Isa> all = isas();
+  if (all.empty()) GTEST_SKIP() << "no AVX2 or AVX-512 on this CPU";
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  for (const Case& c : {make(1, 8, 3, 3, 28, 28), make(8, 16, 3, 3, 14, 14), make(3, 5, 2, 5, 4, 11, 2, 2, 3),
+                        make(2, 3, 3, 3, 3, 7), make(4, 9, 1, 7, 2, 33)}) {
+    const Shape& s = c.s;
+    const int64_t taps = s.kernel_h * s.kernel_w, plane = s.padded_h * s.padded_w;
+    std::vector<float> x(size_t(s.channels * plane + kSlack)), dy(size_t(s.out_channels * s.out_h * s.out_w));
+    for (float& f : x) f = dist(rng);
+    for (float& f : dy) f = dist(rng);
+    for (int64_t i = 0; i < kSlack; ++i) x[size_t(s.channels * plane + i)] = std::nanf("");
+    std::vector<double> want(size_t(s.out_channels * s.channels * taps)), bound(want.size());
+    for (int64_t m = 0; m < s.out_channels; ++m)
+      for (int64_t ch = 0; ch < s.channels; ++ch)
+        for (int64_t i = 0; i < s.kernel_h; ++i)
+          for (int64_t j = 0; j < s.kernel_w; ++j) {
+            const size_t wi = size_t((m * s.channels + ch) * taps + i * s.kernel_w + j);
+            want[wi] = 0.5;
+            for (int64_t r = 0; r < s.out_h; ++r)
+              for (int64_t q = 0; q < s.out_w; ++q) {
+                const double term = double(dy[size_t((m * s.out_h + r) * s.out_w + q)]) *
+                                    x[size_t((ch * s.padded_h + r * s.stride_h + i * s.dilation_h) * s.padded_w + q +
+                                             j * s.dilation_w)];
+                want[wi] += term;
+                bound[wi] += std::fabs(term);
+              }
+          }
+    const double u = std::ldexp(1.0, -24), terms = double(s.out_h * s.out_w + 2);
+    for (const Isa& isa : all) {
+      const Plan plan = make_plan(s, isa.lanes);
+      std::vector<float> dw(want.size(), 0.5f);
+      detail::Work work = detail::work_for(plan, x.data(), nullptr, nullptr, c.e, nullptr);
+      work.dy = dy.data(), work.dw = dw.data();
+      isa.weight_gradient(work, 0, plan.blocks);
+      for (size_t i = 0; i < want.size(); ++i)
+        ASSERT_NEAR(dw[i], want[i], terms * u * (bound[i] + 0.5) + 1e-30)
+            << isa.name << " C" << s.channels << " M" << s.out_channels << " " << s.out_h << "x" << s.out_w
+            << " dw[" << i << "]";
+    }
   }
 }
 

@@ -81,7 +81,7 @@ Plan make_plan(const Shape& s, int64_t width) {
 detail::Work detail::work_for(const Plan& p, const float* x, const float* packed_w, const float* bias,
                       const Epilogue& e, float* y) {
   return {&p.shape, p.tap_offsets.data(), int64_t(p.tap_offsets.size()), p.fragments.data(),
-          int64_t(p.fragments.size()), x, packed_w, bias, &e, y};
+          int64_t(p.fragments.size()), x, packed_w, bias, &e, y, nullptr, nullptr};
 }
 
 void run(const Plan& p, const float* x, const float* packed_w, const float* bias, const Epilogue& e,
@@ -98,6 +98,41 @@ void run(const Plan& p, const float* x, const float* packed_w, const float* bias
   }
 }
 
+void accumulate_weight_gradient(const Plan& p, const float* x, const float* dy, float* dw, int64_t block_lo,
+                                int64_t block_hi) {
+  static const Epilogue none;
+  detail::Work work = detail::work_for(p, x, nullptr, nullptr, none, nullptr);
+  work.dy = dy, work.dw = dw;
+  switch (best_isa()) {
+#if defined(ONYX_CPU_AVX512_LOOPS)
+    case Isa::avx512: return detail::weight_gradient_avx512(work, block_lo, block_hi);
+#endif
+#if defined(ONYX_CPU_AVX2_LOOPS)
+    case Isa::avx2: return detail::weight_gradient_avx2(work, block_lo, block_hi);
+#endif
+    default: break;
+  }
+}
+
+Shape shape_for(const std::vector<nn::WindowDim>& win, int64_t channels, int64_t out_channels) {
+  const nn::WindowDim &H = win[1], &W = win[2];
+  Shape s;
+  s.channels = channels;
+  s.out_channels = out_channels;
+  s.kernel_h = H.kernel, s.kernel_w = W.kernel;
+  s.stride_h = H.stride, s.dilation_h = H.dilation, s.dilation_w = W.dilation;
+  s.out_h = H.out, s.out_w = W.out;
+  s.padded_h = (H.out - 1) * H.stride + H.extent();
+  s.padded_w = W.out - 1 + W.extent();
+  return s;
+}
+
+void pad_planes(const float* x, const std::vector<nn::WindowDim>& win, const Shape& s, float* dst) {
+  const int64_t in_plane = win[1].in * win[2].in, padded_plane = s.padded_h * s.padded_w;
+  for (int64_t c = 0; c < s.channels; ++c) pad_plane(x + c * in_plane, win[1], win[2], s, dst + c * padded_plane);
+  std::fill(dst + s.channels * padded_plane, dst + s.channels * padded_plane + kSlack, 0.0f);
+}
+
 bool fits(const std::vector<nn::WindowDim>& win, int64_t reduction) {
   const nn::WindowDim &D = win[0], &W = win[2];
   if (!available() || D.kernel != 1 || D.in != 1 || D.out != 1 || W.stride != 1 || W.pad_begin < 0 ||
@@ -111,26 +146,16 @@ OnyxStatus* convolve(sdk::ComputeContext& ctx, const float* x, int64_t n, int64_
                      int64_t out_channels, const std::vector<nn::WindowDim>& win, const float* packed_w,
                      const float* bias, const Epilogue& e, float* y) {
   using conv_lowering::Worker;
-  const nn::WindowDim &H = win[1], &W = win[2];
-  Shape s;
-  s.channels = channels / group;
-  s.out_channels = out_channels / group;
-  s.kernel_h = H.kernel, s.kernel_w = W.kernel;
-  s.stride_h = H.stride, s.dilation_h = H.dilation, s.dilation_w = W.dilation;
-  s.out_h = H.out, s.out_w = W.out;
-  s.padded_h = (H.out - 1) * H.stride + H.extent();
-  s.padded_w = W.out - 1 + W.extent();
+  const Shape s = shape_for(win, channels / group, out_channels / group);
   const Plan plan = make_plan(s, lanes());
-  const int64_t in_plane = H.in * W.in, padded_plane = s.padded_h * s.padded_w;
+  const int64_t in_plane = win[1].in * win[2].in;
   const int64_t per_filter = s.channels * s.kernel_h * s.kernel_w;
-  const int64_t scratch = s.channels * padded_plane + kSlack;
+  const int64_t scratch = s.channels * s.padded_h * s.padded_w + kSlack;
   const size_t grain = nn::grain_for(double(kChannelBlock * per_filter * s.out_h * s.out_w));
   auto run_item = [&](int64_t item, Worker<float>& worker) {
     const int64_t image = item / group, g = item % group;
-    const float* xg = x + (image * channels + g * s.channels) * in_plane;
     float* padded = worker.scratch;
-    for (int64_t c = 0; c < s.channels; ++c) pad_plane(xg + c * in_plane, H, W, s, padded + c * padded_plane);
-    std::fill(padded + s.channels * padded_plane, padded + scratch, 0.0f);
+    pad_planes(x + (image * channels + g * s.channels) * in_plane, win, s, padded);
     const float* bg = bias ? bias + g * s.out_channels : nullptr;
     float* yg = y + (image * out_channels + g * s.out_channels) * s.out_h * s.out_w;
     const float* wg = packed_w + g * s.out_channels * per_filter;

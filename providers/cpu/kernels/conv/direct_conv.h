@@ -66,6 +66,20 @@ Plan make_plan(const Shape& s, int64_t lanes);
 void run(const Plan& p, const float* x, const float* packed_w, const float* bias, const Epilogue& e,
          float* y, int64_t block_lo, int64_t block_hi);
 
+// dw [out_channels, channels, kernel_h, kernel_w] += the weight gradient of
+// one (image, group): for every tap, the sum over output positions of
+// dy [out_channels, out_h, out_w] times x (padded, as for run()) under the
+// tap. For output channel blocks [block_lo, block_hi); safe to call
+// concurrently on disjoint blocks.
+void accumulate_weight_gradient(const Plan& p, const float* x, const float* dy, float* dw, int64_t block_lo,
+                                int64_t block_hi);
+
+// The shape run() sees for windows `win` (lifted to 3-D) of one group, and
+// the input planes of one (image, group) copied into `dst` with their zero
+// padding, followed by kSlack zeros.
+Shape shape_for(const std::vector<nn::WindowDim>& win, int64_t channels, int64_t out_channels);
+void pad_planes(const float* x, const std::vector<nn::WindowDim>& win, const Shape& s, float* dst);
+
 // Whether convolve() takes windows `win` (lifted to 3-D) with `reduction`
 // multiply-adds per output (channels per group x taps): 1-D or 2-D, stride 1
 // along W, vector code for this CPU, and a reduction that im2col + GEMM
@@ -102,11 +116,15 @@ struct Work {
   const float *x, *packed_w, *bias;
   const Epilogue* epilogue;
   float* y;
+  const float* dy;  // weight gradients: the output gradient, read like y
+  float* dw;        // [out_channels, channels, taps], added into
 };
 Work work_for(const Plan& p, const float* x, const float* packed_w, const float* bias,
               const Epilogue& e, float* y);
 void run_avx2(const Work& w, int64_t block_lo, int64_t block_hi);
 void run_avx512(const Work& w, int64_t block_lo, int64_t block_hi);
+void weight_gradient_avx2(const Work& w, int64_t block_lo, int64_t block_hi);
+void weight_gradient_avx512(const Work& w, int64_t block_lo, int64_t block_hi);
 }  // namespace detail
 
 }  // namespace onyx::cpu::direct_conv

@@ -24,9 +24,15 @@ struct Avx2 {
     return _mm256_blendv_ps(v, if_negative, _mm256_cmp_ps(v, zero(), _CMP_LT_OQ));
   }
   static void store(float* p, reg v) { _mm256_storeu_ps(p, v); }
-  static void store_first(float* p, reg v, int64_t n) {
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    _mm256_maskstore_ps(p, _mm256_cmpgt_epi32(_mm256_set1_epi32(int(n)), lane), v);
+  static __m256i first(int64_t n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  }
+  static void store_first(float* p, reg v, int64_t n) { _mm256_maskstore_ps(p, first(n), v); }
+  static reg load_first(const float* p, int64_t n) { return _mm256_maskload_ps(p, first(n)); }
+  static float sum(reg v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
   }
 };
 
@@ -34,6 +40,10 @@ struct Avx2 {
 
 void detail::run_avx2(const Work& w, int64_t block_lo, int64_t block_hi) {
   impl::run<Avx2>(w, block_lo, block_hi);
+}
+
+void detail::weight_gradient_avx2(const Work& w, int64_t block_lo, int64_t block_hi) {
+  impl::weight_gradient<Avx2>(w, block_lo, block_hi);
 }
 
 }  // namespace onyx::cpu::direct_conv

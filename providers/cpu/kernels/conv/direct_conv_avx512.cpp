@@ -33,12 +33,18 @@ struct Avx512 {
   static void store_first(float* p, reg v, int64_t n) {
     _mm512_mask_storeu_ps(p, __mmask16((1u << n) - 1), v);
   }
+  static reg load_first(const float* p, int64_t n) { return _mm512_maskz_loadu_ps(__mmask16((1u << n) - 1), p); }
+  static float sum(reg v) { return _mm512_reduce_add_ps(v); }
 };
 
 }  // namespace
 
 void detail::run_avx512(const Work& w, int64_t block_lo, int64_t block_hi) {
   impl::run<Avx512>(w, block_lo, block_hi);
+}
+
+void detail::weight_gradient_avx512(const Work& w, int64_t block_lo, int64_t block_hi) {
+  impl::weight_gradient<Avx512>(w, block_lo, block_hi);
 }
 
 }  // namespace onyx::cpu::direct_conv

@@ -6,7 +6,8 @@
 // function: the ISA's code must not be merged into code every CPU runs.
 // V provides: reg, kLanes, kVectors (vectors of output positions per block),
 // zero(), loadu(p), bcast(p), fma(a, b, c) = a * b + c, add, mul, max, min,
-// select_negative(v, if_negative), store(p, v), store_first(p, v, n).
+// select_negative(v, if_negative), store(p, v), store_first(p, v, n),
+// load_first(p, n) (the first n lanes, the rest 0), sum(v) (of the lanes).
 #pragma once
 
 #include "kernels/conv/direct_conv.h"
@@ -96,6 +97,59 @@ void run(const detail::Work& k, int64_t block_lo, int64_t block_hi) {
     else if (left == 3) channel_block<V, 3>(s, k.x, k.tap_offsets, k.taps, w, f, n, bias, *k.epilogue, y);
     else if (left == 2) channel_block<V, 2>(s, k.x, k.tap_offsets, k.taps, w, f, n, bias, *k.epilogue, y);
     else channel_block<V, 1>(s, k.x, k.tap_offsets, k.taps, w, f, n, bias, *k.epilogue, y);
+  }
+}
+
+// dW for MB output channels x NK (channel, tap) pairs starting at `first`:
+// vector sums over the fragments of dY x X under each tap, then one
+// horizontal sum each. Partial fragments load only their real lanes, so
+// neighbouring values (a NaN elsewhere in X) never enter a sum.
+template <class V, int MB, int NK>
+void weight_block(const detail::Work& k, int64_t m0, int64_t first, float* dw) {
+  const Shape& s = *k.shape;
+  const int64_t plane = s.padded_h * s.padded_w, out_plane = s.out_h * s.out_w, per_filter = s.channels * k.taps;
+  const float* xk[NK];
+  for (int j = 0; j < NK; ++j) {
+    const int64_t ct = first + j;
+    xk[j] = k.x + (ct / k.taps) * plane + k.tap_offsets[ct % k.taps];
+  }
+  const float* dy = k.dy + m0 * out_plane;
+  Reg<V> acc[MB][NK];
+  for (int m = 0; m < MB; ++m)
+    for (int j = 0; j < NK; ++j) acc[m][j] = V::zero();
+  for (int64_t f = 0; f < k.fragment_count; ++f) {
+    const Fragment& fr = k.fragments[f];
+    Reg<V> xv[NK], d[MB];
+    if (fr.lanes == V::kLanes) {
+      for (int j = 0; j < NK; ++j) xv[j] = V::loadu(xk[j] + fr.in);
+      for (int m = 0; m < MB; ++m) d[m] = V::loadu(dy + m * out_plane + fr.out);
+    } else {
+      for (int j = 0; j < NK; ++j) xv[j] = V::load_first(xk[j] + fr.in, fr.lanes);
+      for (int m = 0; m < MB; ++m) d[m] = V::load_first(dy + m * out_plane + fr.out, fr.lanes);
+    }
+    for (int m = 0; m < MB; ++m)
+      for (int j = 0; j < NK; ++j) acc[m][j] = V::fma(d[m], xv[j], acc[m][j]);
+  }
+  for (int m = 0; m < MB; ++m)
+    for (int j = 0; j < NK; ++j) dw[(m0 + m) * per_filter + first + j] += V::sum(acc[m][j]);
+}
+
+template <class V, int MB>
+void weight_channels(const detail::Work& k, int64_t m0) {
+  const int64_t per_filter = k.shape->channels * k.taps;
+  int64_t ct = 0;
+  for (; ct + 3 <= per_filter; ct += 3) weight_block<V, MB, 3>(k, m0, ct, k.dw);
+  for (; ct < per_filter; ++ct) weight_block<V, MB, 1>(k, m0, ct, k.dw);
+}
+
+template <class V>
+void weight_gradient(const detail::Work& k, int64_t block_lo, int64_t block_hi) {
+  for (int64_t b = block_lo; b < block_hi; ++b) {
+    const int64_t m0 = b * kChannelBlock, left = k.shape->out_channels - m0;
+    if (left >= 4) weight_channels<V, 4>(k, m0);
+    else if (left == 3) weight_channels<V, 3>(k, m0);
+    else if (left == 2) weight_channels<V, 2>(k, m0);
+    else weight_channels<V, 1>(k, m0);
   }
 }
 

@@ -107,56 +107,69 @@ class ConvGradKernel final : public sdk::Kernel {
     input_gradient_by_columns<T>(ctx, dy, w, dx, win);
   }
 
-  // Per image: col [C/g*K, lines x W] of X for a chunk of output lines, then
-  // dW_g += dY_g [M/g, chunk] x col^T. Images run in parallel when there are
-  // as many as threads, each into its own copy of dW, summed at the end.
+  // Per image and group, added into dW: where the direct convolution fits,
+  // its weight-gradient kernel over a padded copy of X; else col [C/g*K,
+  // lines x W] of X for a chunk of output lines and dW_g += dY_g [M/g,
+  // chunk] x col^T. Images run in parallel when there are as many as
+  // threads, each into its own copy of dW, summed at the end.
   template <typename T>
   void weight_gradient(sdk::ComputeContext& ctx, const sdk::Tensor& dy, const sdk::Tensor& x, const sdk::Tensor& dw,
                        const std::vector<nn::WindowDim>& win) const {
     using conv_lowering::Worker;
     const int64_t n = x.dim(0), cg = x.dim(1) / group_, m = dw.dim(0), mg = m / group_;
-    const int64_t ck = cg * conv_lowering::kernel_volume(win), in_plane = conv_lowering::in_volume(win);
+    const int64_t taps = conv_lowering::kernel_volume(win), ck = cg * taps, in_plane = conv_lowering::in_volume(win);
     const int64_t width = win[2].out, lines = win[0].out * win[1].out, ohw = lines * width;
-    if (n == 0 || ohw == 0) {  // no term: dW = 0
-      std::fill(dw.data<T>(), dw.data<T>() + m * ck, T(0));
-      return;
-    }
+    bool direct = false;
+    if constexpr (std::is_same_v<T, float>) direct = direct_conv::fits(win, ck);
+    const direct_conv::Shape shape = direct ? direct_conv::shape_for(win, cg, mg) : direct_conv::Shape{};
+    const direct_conv::Plan plan = direct ? direct_conv::make_plan(shape, direct_conv::lanes()) : direct_conv::Plan{};
     const int64_t chunk = conv_lowering::lines_per_chunk<T>(ctx, n, ck, width, lines);
     const bool parallel = conv_lowering::items_in_parallel(ctx, n);
     const size_t slots = parallel ? ctx.thread_count() : 1;
-    // Per slot: the column buffer, then (in parallel) its own dW.
-    const int64_t per_slot = ck * chunk * width + (parallel ? m * ck : 0);
+    // Per slot: the padded input or the column buffer, then (in parallel) its own dW.
+    const int64_t buffer = direct ? cg * shape.padded_h * shape.padded_w + direct_conv::kSlack : ck * chunk * width;
+    const int64_t per_slot = buffer + (parallel ? m * ck : 0);
     std::vector<T> scratch(slots * size_t(per_slot));
-    auto image = [&](int64_t b, T* col, T* acc, bool first, Worker<T>& worker) {
+    auto image = [&](int64_t b, T* buf, T* acc, Worker<T>& worker) {
       for (int64_t g = 0; g < group_; ++g) {
         const T* xg = x.data<T>() + (b * group_ + g) * cg * in_plane;
         const T* dyg = dy.data<T>() + (b * group_ + g) * mg * ohw;
+        T* accg = acc + g * mg * ck;
+        if constexpr (std::is_same_v<T, float>) {
+          if (direct) {
+            direct_conv::pad_planes(xg, win, shape, buf);
+            worker.for_range(size_t(plan.blocks), 1, [&](size_t lo, size_t hi) {
+              direct_conv::accumulate_weight_gradient(plan, buf, dyg, accg, int64_t(lo), int64_t(hi));
+            });
+            continue;
+          }
+        }
         for (int64_t l0 = 0; l0 < lines; l0 += chunk) {
           const int64_t l1 = std::min(lines, l0 + chunk), cols = (l1 - l0) * width;
-          conv_lowering::im2col(xg, cg, win, l0, l1, col, worker);
-          gemm(false, true, mg, ck, cols, dyg + l0 * width, ohw, col, cols, first && l0 == 0 ? T(0) : T(1),
-               acc + g * mg * ck, ck, worker.gemm);
+          conv_lowering::im2col(xg, cg, win, l0, l1, buf, worker);
+          gemm(false, true, mg, ck, cols, dyg + l0 * width, ohw, buf, cols, T(1), accg, ck, worker.gemm);
         }
       }
     };
     if (!parallel) {
+      std::fill(dw.data<T>(), dw.data<T>() + m * ck, T(0));
       Worker<T> worker{nullptr, nn::host_parallel_for(ctx), &ctx};
-      for (int64_t b = 0; b < n; ++b) image(b, scratch.data(), dw.data<T>(), b == 0, worker);
+      for (int64_t b = 0; b < n; ++b) image(b, scratch.data(), dw.data<T>(), worker);
       return;
     }
     ctx.parallel_for(slots, 1, [&](size_t lo, size_t hi) {
       for (size_t slot = lo; slot < hi; ++slot) {
-        T* col = scratch.data() + slot * size_t(per_slot);
-        T* acc = col + ck * chunk * width;
+        T* buf = scratch.data() + slot * size_t(per_slot);
+        T* acc = buf + buffer;
+        std::fill(acc, acc + m * ck, T(0));
         Worker<T> worker{nullptr, nn::serial_parallel_for(), nullptr};
-        for (int64_t b = int64_t(slot); b < n; b += int64_t(slots)) image(b, col, acc, b == int64_t(slot), worker);
+        for (int64_t b = int64_t(slot); b < n; b += int64_t(slots)) image(b, buf, acc, worker);
       }
     });
     T* out = dw.data<T>();
     for (int64_t i = 0; i < m * ck; ++i) {
       T sum = T(0);
-      for (size_t slot = 0; slot < slots && int64_t(slot) < n; ++slot)
-        sum += scratch[slot * size_t(per_slot) + size_t(ck * chunk * width + i)];
+      for (size_t slot = 0; slot < slots; ++slot) sum += scratch[slot * size_t(per_slot) + size_t(buffer + i)];
       out[i] = sum;
     }
   }
