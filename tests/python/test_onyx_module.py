@@ -76,26 +76,30 @@ def test_gradients_equal_pytorchs(name):
 
 @pytest.mark.parametrize("name", CASES)
 def test_adamw_training_follows_pytorchs_loss_curve(name):
+    # The reference trains in float64: PyTorch's own float32 curve is not an
+    # oracle (on an AVX-512 machine Debian's torch 1.13 drifts 8e-4 from its
+    # float64 curve on the MLP, where Onyx stays within 1e-5 of it).
     make, make_x, make_y = CASES[name]
     torch.manual_seed(0)
-    reference = make()
-    wrapped = OnyxModule(copy.deepcopy(reference))
+    initial = make()
+    reference = copy.deepcopy(initial).double()
+    wrapped = OnyxModule(copy.deepcopy(initial))
     g = torch.Generator().manual_seed(2)
     data = [(make_x(g), make_y(g)) for _ in range(4)]
     curves = []
-    for model in (reference, wrapped):
+    for model, dtype in ((reference, torch.float64), (wrapped, torch.float32)):
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
         losses = []
         for step in range(200):
             x, y = data[step % len(data)]
             optimizer.zero_grad()
-            loss = loss_of(name, model(x), y)
+            loss = loss_of(name, model(x.to(dtype)), y.to(dtype) if y.is_floating_point() else y)
             loss.backward()
             optimizer.step()
             losses.append(loss.item())
         curves.append(np.array(losses))
     relative = np.abs(curves[1] - curves[0]) / np.abs(curves[0])
-    print(f"{name}: largest relative loss difference over 200 AdamW steps {relative.max():.2e}, "
+    print(f"{name}: largest relative loss difference from float64 over 200 AdamW steps {relative.max():.2e}, "
           f"loss {curves[0][0]:.4f} -> {curves[0][-1]:.4f}")
     assert curves[0][-1] < curves[0][0]
     assert relative.max() < 1e-4
