@@ -386,6 +386,9 @@ void check_fused_matches_inlined(const std::string& optimizer, std::map<std::str
 }
 
 TEST(TrainingSession, FusedAdamWMatchesInlinedUpdate) { check_fused_matches_inlined("adamw", {}); }
+TEST(TrainingSession, FusedAdamWHFMatchesInlinedUpdate) {
+  check_fused_matches_inlined("adamw_hf", {{"weight_decay", 0.01f}});
+}
 TEST(TrainingSession, FusedSgdMatchesInlinedUpdate) {
   check_fused_matches_inlined("sgd", {{"momentum", 0.9f}, {"nesterov", 1.0f}, {"weight_decay", 0.01f}});
 }

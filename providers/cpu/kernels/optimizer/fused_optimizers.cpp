@@ -4,7 +4,8 @@
 // function the optimizer plugins define. Same signature and the same float32
 // formulas as those functions (optimizers/*.c), AdamW's bias corrections
 // applied as reciprocals (within a few ulp):
-//   AdamW (param, grad, m, v, lr, step, beta1, beta2, epsilon, weight_decay) => (param', m', v')
+//   AdamW   (param, grad, m, v, lr, step, beta1, beta2, epsilon, weight_decay) => (param', m', v')
+//   AdamWHF (the same inputs and outputs; adamw_hf.c's formulas)
 //   SGD   (param, grad, buf, lr, step, momentum, nesterov, weight_decay)    => (param', buf')
 //
 // The loops run in chunks of 16 elements copied to locals, so that they
@@ -62,6 +63,40 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void adamw_range(
   for (; i + kChunk <= hi; i += kChunk)
     adamw_chunk<kChunk>(c, p + i, g + i, m + i, v + i, p_out + i, m_out + i, v_out + i);
   for (; i < hi; ++i) adamw_chunk<1>(c, p + i, g + i, m + i, v + i, p_out + i, m_out + i, v_out + i);
+}
+
+// adamw_hf (Hugging Face / ORT Training): epsilon before the second
+// moment's bias correction, weight decay after the update:
+//   p' = (p - step_size * m' / (sqrt(v') + epsilon)) * keep,
+//   step_size = lr * sqrt(bias2) / bias1, keep = 1 - lr * weight_decay.
+struct AdamWHFConstants {
+  float step_size, beta1, beta2, epsilon, keep, one_minus_beta1, one_minus_beta2;
+};
+
+template <int64_t N>
+inline void adamw_hf_chunk(const AdamWHFConstants& c, const float* p, const float* g, const float* m,
+                           const float* v, float* p_out, float* m_out, float* v_out) {
+  float np[N], nm[N], nv[N];
+  for (int64_t i = 0; i < N; ++i) {
+    float new_m = c.beta1 * m[i] + c.one_minus_beta1 * g[i];
+    float new_v = c.beta2 * v[i] + c.one_minus_beta2 * (g[i] * g[i]);
+    float direction = new_m / (std::sqrt(new_v) + c.epsilon);
+    np[i] = (p[i] - c.step_size * direction) * c.keep;
+    nm[i] = new_m;
+    nv[i] = new_v;
+  }
+  std::memcpy(p_out, np, sizeof np);
+  std::memcpy(m_out, nm, sizeof nm);
+  std::memcpy(v_out, nv, sizeof nv);
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void adamw_hf_range(
+    const AdamWHFConstants& c, const float* p, const float* g, const float* m, const float* v, float* p_out,
+    float* m_out, float* v_out, int64_t lo, int64_t hi) {
+  int64_t i = lo;
+  for (; i + kChunk <= hi; i += kChunk)
+    adamw_hf_chunk<kChunk>(c, p + i, g + i, m + i, v + i, p_out + i, m_out + i, v_out + i);
+  for (; i < hi; ++i) adamw_hf_chunk<1>(c, p + i, g + i, m + i, v + i, p_out + i, m_out + i, v_out + i);
 }
 
 struct SgdConstants {
@@ -151,6 +186,21 @@ class AdamWKernel final : public FusedUpdateKernel {
   }
 };
 
+class AdamWHFKernel final : public FusedUpdateKernel {
+ public:
+  explicit AdamWHFKernel(const sdk::NodeInfo& node) : FusedUpdateKernel(node, 4, 6) {}
+
+ private:
+  void update(const std::vector<const float*>& in, const std::vector<float>& s, const std::vector<float*>& out,
+              int64_t lo, int64_t hi) const override {
+    const float lr = s[0], step = s[1], beta1 = s[2], beta2 = s[3], epsilon = s[4], weight_decay = s[5];
+    const float bias1 = 1.0f - std::pow(beta1, step), bias2 = 1.0f - std::pow(beta2, step);
+    const AdamWHFConstants c{lr * std::sqrt(bias2) / bias1, beta1, beta2, epsilon, 1.0f - lr * weight_decay,
+                             1.0f - beta1, 1.0f - beta2};
+    adamw_hf_range(c, in[0], in[1], in[2], in[3], out[0], out[1], out[2], lo, hi);
+  }
+};
+
 class SgdKernel final : public FusedUpdateKernel {
  public:
   explicit SgdKernel(const sdk::NodeInfo& node) : FusedUpdateKernel(node, 3, 5) {}
@@ -170,6 +220,10 @@ void register_fused_optimizer_kernels(sdk::KernelRegistry& registry) {
                    .inputs(10)
                    .all_inputs(sdk::dtypes::kFloat32)
                    .create<AdamWKernel>());
+  registry.add(sdk::KernelDefBuilder("AdamWHF", kOptimizerDomain)
+                   .inputs(10)
+                   .all_inputs(sdk::dtypes::kFloat32)
+                   .create<AdamWHFKernel>());
   registry.add(sdk::KernelDefBuilder("SGD", kOptimizerDomain).inputs(8).all_inputs(sdk::dtypes::kFloat32).create<SgdKernel>());
 }
 
