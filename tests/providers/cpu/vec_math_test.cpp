@@ -46,6 +46,12 @@ std::vector<Case> cases() {
     c.push_back({"gelu_tanh avx2", detail::gelu_tanh_avx2, gelu_tanh_exact});
   }
 #endif
+#if defined(ONYX_CPU_AVX512_LOOPS)
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma")) {
+    c.push_back({"gelu_erf avx512", detail::gelu_erf_avx512, gelu_erf_exact});
+    c.push_back({"gelu_tanh avx512", detail::gelu_tanh_avx512, gelu_tanh_exact});
+  }
+#endif
   c.push_back({"gelu_erf dispatched", gelu_erf, gelu_erf_exact});
   c.push_back({"gelu_tanh dispatched", gelu_tanh, gelu_tanh_exact});
   return c;

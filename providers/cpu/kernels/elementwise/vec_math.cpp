@@ -51,9 +51,21 @@ bool use_avx2() {
 #endif
 }
 
+bool use_avx512() {
+#if defined(ONYX_CPU_AVX512_LOOPS)
+  static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
+  return ok;
+#else
+  return false;
+#endif
+}
+
 }  // namespace
 
 void gelu_erf(const float* x, float* y, size_t n) {
+#if defined(ONYX_CPU_AVX512_LOOPS)
+  if (use_avx512()) return detail::gelu_erf_avx512(x, y, n);
+#endif
 #if defined(ONYX_CPU_AVX2_LOOPS)
   if (use_avx2()) return detail::gelu_erf_avx2(x, y, n);
 #endif
@@ -61,6 +73,9 @@ void gelu_erf(const float* x, float* y, size_t n) {
 }
 
 void gelu_tanh(const float* x, float* y, size_t n) {
+#if defined(ONYX_CPU_AVX512_LOOPS)
+  if (use_avx512()) return detail::gelu_tanh_avx512(x, y, n);
+#endif
 #if defined(ONYX_CPU_AVX2_LOOPS)
   if (use_avx2()) return detail::gelu_tanh_avx2(x, y, n);
 #endif
@@ -74,6 +89,6 @@ void max_pool_2x2(const float* x, float* y, int64_t h, int64_t w, int64_t oh, in
   detail::max_pool_2x2_generic(x, y, h, w, oh, ow);
 }
 
-const char* isa() { return use_avx2() ? "avx2" : "generic"; }
+const char* isa() { return use_avx512() ? "avx512 (GELU), avx2" : use_avx2() ? "avx2" : "generic"; }
 
 }  // namespace onyx::cpu::vec

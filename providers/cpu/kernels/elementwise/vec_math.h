@@ -1,6 +1,6 @@
 // vec_math.h: float32 activation loops vectorized for the running CPU
-// (AVX2+FMA in vec_math_avx2.cpp, else portable C++), chosen once at first
-// use. Private to the CPU provider.
+// (AVX-512 in vec_math_avx512.cpp for GELU, AVX2+FMA in vec_math_avx2.cpp,
+// else portable C++), chosen once at first use. Private to the CPU provider.
 //
 // Accuracy (tests/providers/cpu/vec_math_test.cpp checks it against float64):
 // gelu_erf and gelu_tanh are within 2e-6 relative or 1e-30 absolute of the
@@ -23,7 +23,7 @@ void gelu_tanh(const float* x, float* y, size_t n);
 // generic MaxPool loop does (so NaN handling is the same).
 void max_pool_2x2(const float* x, float* y, int64_t h, int64_t w, int64_t oh, int64_t ow);
 
-// "avx2" or "generic": which loops the functions above run.
+// "avx512 (GELU), avx2", "avx2" or "generic": which loops the functions above run.
 const char* isa();
 
 namespace detail {  // the per-ISA loops, for the dispatcher and the tests
@@ -32,6 +32,9 @@ void gelu_tanh_generic(const float* x, float* y, size_t n);
 // Defined only where ONYX_CPU_AVX2_LOOPS is set; call only on an AVX2+FMA CPU.
 void gelu_erf_avx2(const float* x, float* y, size_t n);
 void gelu_tanh_avx2(const float* x, float* y, size_t n);
+// Defined only where ONYX_CPU_AVX512_LOOPS is set; call only on an AVX-512 CPU.
+void gelu_erf_avx512(const float* x, float* y, size_t n);
+void gelu_tanh_avx512(const float* x, float* y, size_t n);
 void max_pool_2x2_generic(const float* x, float* y, int64_t h, int64_t w, int64_t oh, int64_t ow);
 void max_pool_2x2_avx2(const float* x, float* y, int64_t h, int64_t w, int64_t oh, int64_t ow);
 }  // namespace detail
