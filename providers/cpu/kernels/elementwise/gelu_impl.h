@@ -1,0 +1,95 @@
+// gelu_impl.h: GELU's vector loops written once over a vector type V
+// (vec_math_avx2.cpp and vec_math_avx512.cpp instantiate them with their
+// ISA's registers). Included only by those files; like them, it calls no
+// standard-library inline function, so no ISA code is merged into code every
+// CPU runs.
+//
+// V provides: reg and ireg (float and int32 vectors), kLanes, set(float),
+// min, max, add, sub, mul, div, fmadd(a, b, c) = a b + c, fnmadd = c - a b,
+// round (to nearest), to_int, shift_right_1, sub_int, pow2 (2^n from the
+// exponent field, n in [-126, 127]), abs, zero_where_zero(c, v) (v, 0 where c
+// == 0), select_nonnegative(x, a, b) (x >= 0 ? a : b), zero_below(x, limit,
+// v) (v, 0 where x < limit; NaN keeps v), loadu, storeu, load_first(p, n)
+// (the first n lanes, the rest 0), store_first(p, v, n).
+//
+// Accuracy (tests/providers/cpu/vec_math_test.cpp checks every ISA): within
+// 2e-6 relative or 1e-30 absolute of the exact GELU; NaN stays NaN, +inf
+// gives +inf and -inf gives 0.
+#pragma once
+
+#include <cstddef>
+
+namespace onyx::cpu::vec::gelu_impl {
+
+template <class V>
+using Reg = typename V::reg;
+
+// e^x to about 2 ulp for x in [-87.3, 88.7] (Cephes expf: x = n ln2 + r,
+// |r| <= ln2 / 2, degree-5 polynomial for e^r, times 2^n); clamped outside.
+template <class V>
+Reg<V> exp(Reg<V> x) {
+  x = V::min(x, V::set(88.3762626647949f));
+  x = V::max(x, V::set(-87.3365447505531f));
+  const Reg<V> n = V::round(V::mul(x, V::set(1.44269504088896341f)));
+  Reg<V> r = V::fnmadd(n, V::set(0.693359375f), x);
+  r = V::fnmadd(n, V::set(-2.12194440e-4f), r);
+  Reg<V> p = V::set(1.9875691500e-4f);
+  p = V::fmadd(p, r, V::set(1.3981999507e-3f));
+  p = V::fmadd(p, r, V::set(8.3334519073e-3f));
+  p = V::fmadd(p, r, V::set(4.1665795894e-2f));
+  p = V::fmadd(p, r, V::set(1.6666665459e-1f));
+  p = V::fmadd(p, r, V::set(5.0000001201e-1f));
+  p = V::fmadd(p, V::mul(r, r), V::add(r, V::set(1.0f)));
+  // n in [-126, 128]: 2^n by the exponent field; 2^128 is split in two.
+  const typename V::ireg e = V::to_int(n), half = V::shift_right_1(e);
+  return V::mul(V::mul(p, V::pow2(half)), V::pow2(V::sub_int(e, half)));
+}
+
+// erfc(z) for z >= 0 with relative error below 1.2e-7 in exact arithmetic
+// (Numerical Recipes' erfcc, a Chebyshev fit of erfc(z) e^{z^2}): accurate in
+// the tail, where 1 - erf(z) would cancel.
+template <class V>
+Reg<V> erfc(Reg<V> z) {
+  const Reg<V> t = V::div(V::set(1.0f), V::fmadd(V::set(0.5f), z, V::set(1.0f)));
+  constexpr float kCoefficients[] = {-0.82215223f, 1.48851587f, -1.13520398f, 0.27886807f, -0.18628806f,
+                                     0.09678418f,  0.37409196f, 1.00002368f,  -1.26551223f};
+  Reg<V> p = V::set(0.17087277f);
+  for (float c : kCoefficients) p = V::fmadd(p, t, V::set(c));
+  p = V::fnmadd(z, z, p);  // -z^2 + poly
+  return V::mul(t, exp<V>(p));
+}
+
+// GELU with erf: h = 0.5 |x| erfc(|x| / sqrt 2); x >= 0: x - h, else -h.
+template <class V>
+Reg<V> gelu_erf(Reg<V> x) {
+  const Reg<V> c = erfc<V>(V::mul(V::abs(x), V::set(0.7071067811865476f)));
+  Reg<V> h = V::mul(V::mul(V::set(0.5f), x), c);  // signed: 0.5 x erfc
+  h = V::zero_where_zero(c, h);                   // x = +-inf: 0, not inf * 0
+  return V::select_nonnegative(x, V::sub(x, h), h);
+}
+
+// GELU with tanh: 0.5 x (1 + tanh(u)) = x / (1 + e^{-2u}).
+template <class V>
+Reg<V> gelu_tanh(Reg<V> x) {
+  const Reg<V> x3 = V::mul(V::mul(x, x), x);
+  const Reg<V> u = V::mul(V::set(0.7978845608028654f), V::fmadd(V::set(0.044715f), x3, x));
+  const Reg<V> e = exp<V>(V::mul(V::set(-2.0f), u));
+  const Reg<V> y = V::div(x, V::add(V::set(1.0f), e));
+  // x = -inf: u = -inf, e clamps to e^88 and y = -inf; the limit is 0.
+  return V::zero_below(x, V::set(-1e30f), y);
+}
+
+template <class V, bool kErf>
+void loop(const float* x, float* y, size_t n) {
+  size_t i = 0;
+  for (; i + V::kLanes <= n; i += V::kLanes) {
+    const Reg<V> v = V::loadu(x + i);
+    V::storeu(y + i, kErf ? gelu_erf<V>(v) : gelu_tanh<V>(v));
+  }
+  if (i < n) {  // the tail: masked lanes read as 0 and are not written
+    const Reg<V> v = V::load_first(x + i, n - i);
+    V::store_first(y + i, kErf ? gelu_erf<V>(v) : gelu_tanh<V>(v), n - i);
+  }
+}
+
+}  // namespace onyx::cpu::vec::gelu_impl
