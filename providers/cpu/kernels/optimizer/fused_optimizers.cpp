@@ -26,28 +26,48 @@ namespace {
 constexpr const char* kOptimizerDomain = "ai.onyx.optimizers";
 constexpr int64_t kChunk = 16;
 
-// The bias corrections enter as reciprocals: one division per element
-// instead of three (divisions bound this loop), within a few ulp of the
-// function body's m / bias1 and sqrt(v / bias2).
-struct AdamWConstants {
-  float step_size;         // lr / bias1
-  float inv_sqrt_bias2;    // 1 / sqrt(bias2)
-  float beta1, beta2, epsilon, keep, one_minus_beta1, one_minus_beta2;
+// The AdamW forms share the moment updates and differ in the parameter's.
+struct Moments {
+  float beta1, beta2, one_minus_beta1, one_minus_beta2;
 };
 
-// N elements of the AdamW update, all computed before any is stored (an
+// adamw (PyTorch): decoupled decay first; the bias corrections enter as
+// reciprocals, one division per element instead of three (divisions bound
+// this loop), within a few ulp of the function body's m / bias1 and
+// sqrt(v / bias2):  p' = p * keep - step_size * m' / (sqrt(v') / sqrt(bias2) + epsilon).
+struct AdamWRule {
+  float step_size;       // lr / bias1
+  float inv_sqrt_bias2;  // 1 / sqrt(bias2)
+  float epsilon, keep;   // keep = 1 - lr * weight_decay
+  static AdamWRule make(float lr, float bias1, float bias2, float epsilon, float weight_decay) {
+    return {lr / bias1, 1.0f / std::sqrt(bias2), epsilon, 1.0f - lr * weight_decay};
+  }
+  float param(float p, float m, float v) const {
+    return p * keep - step_size * m / (std::sqrt(v) * inv_sqrt_bias2 + epsilon);
+  }
+};
+
+// adamw_hf (Hugging Face / ORT Training): epsilon before the second
+// moment's bias correction, weight decay after the update:
+//   p' = (p - step_size * m' / (sqrt(v') + epsilon)) * keep, step_size = lr * sqrt(bias2) / bias1.
+struct AdamWHFRule {
+  float step_size, epsilon, keep;
+  static AdamWHFRule make(float lr, float bias1, float bias2, float epsilon, float weight_decay) {
+    return {lr * std::sqrt(bias2) / bias1, epsilon, 1.0f - lr * weight_decay};
+  }
+  float param(float p, float m, float v) const { return (p - step_size * (m / (std::sqrt(v) + epsilon))) * keep; }
+};
+
+// N elements of an AdamW update, all computed before any is stored (an
 // output may be its input).
-template <int64_t N>
-inline void adamw_chunk(const AdamWConstants& c, const float* p, const float* g, const float* m, const float* v,
-                        float* p_out, float* m_out, float* v_out) {
+template <class Rule, int64_t N>
+inline void adam_chunk(const Moments& c, const Rule& rule, const float* p, const float* g, const float* m,
+                       const float* v, float* p_out, float* m_out, float* v_out) {
   float np[N], nm[N], nv[N];
   for (int64_t i = 0; i < N; ++i) {
-    float new_m = c.beta1 * m[i] + c.one_minus_beta1 * g[i];
-    float new_v = c.beta2 * v[i] + c.one_minus_beta2 * (g[i] * g[i]);
-    float denom = std::sqrt(new_v) * c.inv_sqrt_bias2 + c.epsilon;
-    np[i] = p[i] * c.keep - c.step_size * new_m / denom;
-    nm[i] = new_m;
-    nv[i] = new_v;
+    nm[i] = c.beta1 * m[i] + c.one_minus_beta1 * g[i];
+    nv[i] = c.beta2 * v[i] + c.one_minus_beta2 * (g[i] * g[i]);
+    np[i] = rule.param(p[i], nm[i], nv[i]);
   }
   // One copy per output (the outputs may alias each other as far as the
   // compiler knows, so one loop storing all three would not vectorize).
@@ -56,47 +76,27 @@ inline void adamw_chunk(const AdamWConstants& c, const float* p, const float* g,
   std::memcpy(v_out, nv, sizeof nv);
 }
 
-__attribute__((target_clones("avx512f", "avx2", "default"))) void adamw_range(
-    const AdamWConstants& c, const float* p, const float* g, const float* m, const float* v, float* p_out,
-    float* m_out, float* v_out, int64_t lo, int64_t hi) {
+template <class Rule>
+__attribute__((always_inline)) inline void adam_range(const Moments& c, const Rule& rule, const float* p,
+                                                      const float* g, const float* m, const float* v, float* p_out,
+                                                      float* m_out, float* v_out, int64_t lo, int64_t hi) {
   int64_t i = lo;
   for (; i + kChunk <= hi; i += kChunk)
-    adamw_chunk<kChunk>(c, p + i, g + i, m + i, v + i, p_out + i, m_out + i, v_out + i);
-  for (; i < hi; ++i) adamw_chunk<1>(c, p + i, g + i, m + i, v + i, p_out + i, m_out + i, v_out + i);
+    adam_chunk<Rule, kChunk>(c, rule, p + i, g + i, m + i, v + i, p_out + i, m_out + i, v_out + i);
+  for (; i < hi; ++i) adam_chunk<Rule, 1>(c, rule, p + i, g + i, m + i, v + i, p_out + i, m_out + i, v_out + i);
 }
 
-// adamw_hf (Hugging Face / ORT Training): epsilon before the second
-// moment's bias correction, weight decay after the update:
-//   p' = (p - step_size * m' / (sqrt(v') + epsilon)) * keep,
-//   step_size = lr * sqrt(bias2) / bias1, keep = 1 - lr * weight_decay.
-struct AdamWHFConstants {
-  float step_size, beta1, beta2, epsilon, keep, one_minus_beta1, one_minus_beta2;
-};
-
-template <int64_t N>
-inline void adamw_hf_chunk(const AdamWHFConstants& c, const float* p, const float* g, const float* m,
-                           const float* v, float* p_out, float* m_out, float* v_out) {
-  float np[N], nm[N], nv[N];
-  for (int64_t i = 0; i < N; ++i) {
-    float new_m = c.beta1 * m[i] + c.one_minus_beta1 * g[i];
-    float new_v = c.beta2 * v[i] + c.one_minus_beta2 * (g[i] * g[i]);
-    float direction = new_m / (std::sqrt(new_v) + c.epsilon);
-    np[i] = (p[i] - c.step_size * direction) * c.keep;
-    nm[i] = new_m;
-    nv[i] = new_v;
-  }
-  std::memcpy(p_out, np, sizeof np);
-  std::memcpy(m_out, nm, sizeof nm);
-  std::memcpy(v_out, nv, sizeof nv);
+// One clone set per form (target_clones takes no templates).
+__attribute__((target_clones("avx512f", "avx2", "default"))) void adam_update(
+    const Moments& c, const AdamWRule& rule, const float* p, const float* g, const float* m, const float* v,
+    float* p_out, float* m_out, float* v_out, int64_t lo, int64_t hi) {
+  adam_range(c, rule, p, g, m, v, p_out, m_out, v_out, lo, hi);
 }
 
-__attribute__((target_clones("avx512f", "avx2", "default"))) void adamw_hf_range(
-    const AdamWHFConstants& c, const float* p, const float* g, const float* m, const float* v, float* p_out,
-    float* m_out, float* v_out, int64_t lo, int64_t hi) {
-  int64_t i = lo;
-  for (; i + kChunk <= hi; i += kChunk)
-    adamw_hf_chunk<kChunk>(c, p + i, g + i, m + i, v + i, p_out + i, m_out + i, v_out + i);
-  for (; i < hi; ++i) adamw_hf_chunk<1>(c, p + i, g + i, m + i, v + i, p_out + i, m_out + i, v_out + i);
+__attribute__((target_clones("avx512f", "avx2", "default"))) void adam_update(
+    const Moments& c, const AdamWHFRule& rule, const float* p, const float* g, const float* m, const float* v,
+    float* p_out, float* m_out, float* v_out, int64_t lo, int64_t hi) {
+  adam_range(c, rule, p, g, m, v, p_out, m_out, v_out, lo, hi);
 }
 
 struct SgdConstants {
@@ -171,33 +171,20 @@ class FusedUpdateKernel : public sdk::Kernel {
   size_t tensors_, scalars_;
 };
 
-class AdamWKernel final : public FusedUpdateKernel {
+// AdamW in one of its forms (Rule: AdamWRule or AdamWHFRule).
+template <class Rule>
+class AdamKernel final : public FusedUpdateKernel {
  public:
-  explicit AdamWKernel(const sdk::NodeInfo& node) : FusedUpdateKernel(node, 4, 6) {}
+  explicit AdamKernel(const sdk::NodeInfo& node) : FusedUpdateKernel(node, 4, 6) {}
 
  private:
   void update(const std::vector<const float*>& in, const std::vector<float>& s, const std::vector<float*>& out,
               int64_t lo, int64_t hi) const override {
     const float lr = s[0], step = s[1], beta1 = s[2], beta2 = s[3], epsilon = s[4], weight_decay = s[5];
     const float bias1 = 1.0f - std::pow(beta1, step), bias2 = 1.0f - std::pow(beta2, step);
-    const AdamWConstants c{lr / bias1,           1.0f / std::sqrt(bias2), beta1,         beta2,
-                           epsilon,              1.0f - lr * weight_decay, 1.0f - beta1, 1.0f - beta2};
-    adamw_range(c, in[0], in[1], in[2], in[3], out[0], out[1], out[2], lo, hi);
-  }
-};
-
-class AdamWHFKernel final : public FusedUpdateKernel {
- public:
-  explicit AdamWHFKernel(const sdk::NodeInfo& node) : FusedUpdateKernel(node, 4, 6) {}
-
- private:
-  void update(const std::vector<const float*>& in, const std::vector<float>& s, const std::vector<float*>& out,
-              int64_t lo, int64_t hi) const override {
-    const float lr = s[0], step = s[1], beta1 = s[2], beta2 = s[3], epsilon = s[4], weight_decay = s[5];
-    const float bias1 = 1.0f - std::pow(beta1, step), bias2 = 1.0f - std::pow(beta2, step);
-    const AdamWHFConstants c{lr * std::sqrt(bias2) / bias1, beta1, beta2, epsilon, 1.0f - lr * weight_decay,
-                             1.0f - beta1, 1.0f - beta2};
-    adamw_hf_range(c, in[0], in[1], in[2], in[3], out[0], out[1], out[2], lo, hi);
+    const Moments c{beta1, beta2, 1.0f - beta1, 1.0f - beta2};
+    adam_update(c, Rule::make(lr, bias1, bias2, epsilon, weight_decay), in[0], in[1], in[2], in[3], out[0], out[1],
+                out[2], lo, hi);
   }
 };
 
@@ -219,11 +206,11 @@ void register_fused_optimizer_kernels(sdk::KernelRegistry& registry) {
   registry.add(sdk::KernelDefBuilder("AdamW", kOptimizerDomain)
                    .inputs(10)
                    .all_inputs(sdk::dtypes::kFloat32)
-                   .create<AdamWKernel>());
+                   .create<AdamKernel<AdamWRule>>());
   registry.add(sdk::KernelDefBuilder("AdamWHF", kOptimizerDomain)
                    .inputs(10)
                    .all_inputs(sdk::dtypes::kFloat32)
-                   .create<AdamWHFKernel>());
+                   .create<AdamKernel<AdamWHFRule>>());
   registry.add(sdk::KernelDefBuilder("SGD", kOptimizerDomain).inputs(8).all_inputs(sdk::dtypes::kFloat32).create<SgdKernel>());
 }
 
