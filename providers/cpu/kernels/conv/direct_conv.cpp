@@ -171,12 +171,4 @@ OnyxStatus* convolve(sdk::ComputeContext& ctx, const float* x, int64_t n, int64_
 
 bool available() { return best_isa() != Isa::none; }
 
-const char* isa() {
-  switch (best_isa()) {
-    case Isa::avx512: return "avx512";
-    case Isa::avx2: return "avx2";
-    default: return "none";
-  }
-}
-
 }  // namespace onyx::cpu::direct_conv

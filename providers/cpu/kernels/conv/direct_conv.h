@@ -8,7 +8,7 @@
 // 4 (AVX-512) vectors of output positions in registers across every input
 // channel and tap, then adds the bias and applies the activation once.
 // fits() says when it beats im2col + GEMM; Conv (conv.cpp) and ConvGrad
-// (grad/conv_grad.cpp, for dX) use it then.
+// (grad/conv_grad.cpp, for dX and dW) use it then.
 #pragma once
 
 #include <cstdint>
@@ -98,8 +98,6 @@ OnyxStatus* convolve(sdk::ComputeContext& ctx, const float* x, int64_t n, int64_
 // True when run() has vector code for this CPU (AVX2+FMA or AVX-512); when
 // false, conv.cpp keeps im2col.
 bool available();
-// "avx512", "avx2" or "none".
-const char* isa();
 
 // Vector lanes of the ISA run() uses (16 for AVX-512, else 8).
 int64_t lanes();
