@@ -282,9 +282,15 @@ class GemmKernel final : public sdk::Kernel {
     int64_t rows = c.rank() == 2 ? c.dim(0) : 1, cols = c.rank() >= 1 ? c.dim(c.rank() - 1) : 1;
     const T* cd = c.data<T>();
     T* yd = y.data<T>();
+    if (rows == 1) {  // a bias row: scaled once, then copied into every output row
+      std::vector<T> row(static_cast<size_t>(n));
+      for (int64_t j = 0; j < n; ++j) row[size_t(j)] = T(beta_ * double(cd[cols == 1 ? 0 : j]));
+      for (int64_t i = 0; i < m; ++i) std::copy(row.begin(), row.end(), yd + i * n);
+      return;
+    }
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j)
-        yd[i * n + j] = T(beta_ * double(cd[(rows == 1 ? 0 : i) * cols + (cols == 1 ? 0 : j)]));
+        yd[i * n + j] = T(beta_ * double(cd[i * cols + (cols == 1 ? 0 : j)]));
   }
 
   void run_float(sdk::ComputeContext& ctx, const sdk::Tensor& a, const sdk::Tensor& b,
