@@ -8,8 +8,9 @@ docs/python.md.
 from . import _errors, _onyx
 from ._errors import (DataLoss, FailedPrecondition, Incompatible, InternalError, InvalidArgument, NotFound,
                       OnyxError, OutOfMemory, Unavailable)
-from ._inference import (ExecutionMode, GraphOptimizationLevel, InferenceSession, NodeArg, RunOptions, SessionOptions,
-                         get_all_providers, get_available_providers, get_device, set_default_logger_severity)
+from ._inference import (ExecutionMode, GraphOptimizationLevel, InferenceSession, NodeArg,
+                         OrtExecutionProviderDevicePolicy, RunOptions, SessionOptions, get_all_providers,
+                         get_available_providers, get_device, set_default_logger_severity)
 
 _onyx._set_error_types(OnyxError, _errors.BY_CODE)
 
@@ -17,6 +18,7 @@ __version__ = _onyx.version()
 
 __all__ = [
     "InferenceSession", "SessionOptions", "RunOptions", "NodeArg", "GraphOptimizationLevel", "ExecutionMode",
+    "OrtExecutionProviderDevicePolicy",
     "get_available_providers", "get_all_providers", "get_device", "set_default_logger_severity",
     "OnyxError", "InvalidArgument", "NotFound", "Unavailable", "OutOfMemory", "Incompatible", "FailedPrecondition",
     "DataLoss", "InternalError", "__version__",

@@ -81,6 +81,26 @@ class ExecutionMode(enum.IntEnum):
     ORT_PARALLEL = 1
 
 
+class OrtExecutionProviderDevicePolicy(enum.IntEnum):
+    """ONNX Runtime's device selection policies (1.22+), for a session given no providers. Onyx runs
+    DEFAULT (the CPU provider), PREFER_CPU, PREFER_GPU (every GPU or accelerator device, then the CPU) and
+    MAX_PERFORMANCE (times each candidate on the model and keeps the fastest); the others raise
+    InvalidArgument (docs/architecture.md, "Device policies")."""
+
+    DEFAULT = 0
+    PREFER_CPU = 1
+    PREFER_NPU = 2
+    PREFER_GPU = 3
+    MAX_PERFORMANCE = 4
+    MAX_EFFICIENCY = 5
+    MIN_OVERALL_POWER = 6
+
+
+# OnyxDevicePolicy (onyx_c_api.h) of each policy Onyx runs.
+_DEVICE_POLICIES = {OrtExecutionProviderDevicePolicy.DEFAULT: 0, OrtExecutionProviderDevicePolicy.PREFER_GPU: 1,
+                    OrtExecutionProviderDevicePolicy.PREFER_CPU: 2, OrtExecutionProviderDevicePolicy.MAX_PERFORMANCE: 3}
+
+
 def _optimization(level: int) -> int:
     """Onyx's level (0 off, 1 basic, 2 all) for an ONNX Runtime GraphOptimizationLevel."""
     level = int(level)
@@ -114,6 +134,17 @@ class SessionOptions:
         self.enable_profiling = False
         self.profile_file_prefix = "onyx_profile"
         self.optimized_model_filepath = ""
+
+    def set_provider_selection_policy(self, policy: OrtExecutionProviderDevicePolicy) -> None:
+        """How a session given no providers chooses its devices (OrtExecutionProviderDevicePolicy)."""
+        try:
+            policy = OrtExecutionProviderDevicePolicy(policy)
+        except ValueError:
+            raise InvalidArgument(f"provider selection policy {policy!r}: not an OrtExecutionProviderDevicePolicy") from None
+        if policy not in _DEVICE_POLICIES:
+            runs = ", ".join(p.name for p in _DEVICE_POLICIES)
+            raise InvalidArgument(f"provider selection policy {policy.name} is not one Onyx runs ({runs})")
+        self.__dict__["_device_policy"] = policy
 
     def add_session_config_entry(self, key: str, value: str) -> None:
         self.__dict__.setdefault("_config", {})[key] = value
@@ -225,17 +256,28 @@ class InferenceSession:
         policy = fallback or getattr(self._options, "fallback", "warn")
         if policy not in FALLBACK_POLICIES:
             raise InvalidArgument(f"fallback '{policy}': one of fail, warn, allow")
-        self._providers = _provider_list(providers, provider_options)
+        device_policy = self._options.__dict__.get("_device_policy", OrtExecutionProviderDevicePolicy.DEFAULT)
+        if device_policy != OrtExecutionProviderDevicePolicy.DEFAULT and providers is not None:
+            raise InvalidArgument(f"providers {list(providers)} and the provider selection policy "
+                                  f"{device_policy.name} exclude each other: give one")
+        self._providers = [] if device_policy != OrtExecutionProviderDevicePolicy.DEFAULT else \
+            _provider_list(providers, provider_options)
         model = path_or_bytes if isinstance(path_or_bytes, bytes) else os.fspath(path_or_bytes)
         self._model_path = None if isinstance(model, bytes) else model
         self._session = _onyx.Session(environment(), model, self._providers, FALLBACK_POLICIES[policy],
                                       int(self._options.intra_op_num_threads or 0),
                                       bool(getattr(self._options, "allow_reduced_precision", False)),
-                                      _optimization(self._options.graph_optimization_level))
+                                      _optimization(self._options.graph_optimization_level),
+                                      _DEVICE_POLICIES[device_policy])
         self._inputs = [NodeArg(*m) for m in self._session.metadata(True)]
         self._outputs = [NodeArg(*m) for m in self._session.metadata(False)]
-        unavailable = {u["provider"] for u in self.partition_report().get("unavailable", [])}
-        self._active = [name for name, _ in self._providers if name not in unavailable]
+        # The providers the session runs, from its devices ("gpuemu:1" is gpuemu): those a policy chose, and
+        # the CPU provider when nodes fell back to it; none that was unavailable here.
+        self._active = []
+        for device in self.partition_report().get("devices", []):
+            name = device.split(":")[0]
+            if name not in self._active:
+                self._active.append(name)
         if getattr(self._options, "enable_profiling", False):
             self.start_profiling()
 
@@ -272,7 +314,8 @@ class InferenceSession:
         return []
 
     def get_providers(self) -> List[str]:
-        """The session's providers in priority order (those unavailable here left out)."""
+        """The providers the session runs, in priority order: those listed and available here (or chosen by a
+        provider selection policy), and the CPU provider when nodes fell back to it."""
         return list(self._active)
 
     def get_provider_options(self) -> Dict[str, Dict[str, str]]:

@@ -71,9 +71,11 @@ struct OptionsDeleter {
   void operator()(OnyxSessionOptions* o) const { onyx_session_options_release(o); }
 };
 using OptionsPtr = std::unique_ptr<OnyxSessionOptions, OptionsDeleter>;
-// optimization: an OnyxGraphOptimization level (0 off, 1 basic, 2 all).
+// optimization: an OnyxGraphOptimization level (0 off, 1 basic, 2 all);
+// device_policy: an OnyxDevicePolicy (with no providers: the session chooses).
 OptionsPtr make_session_options(const ProviderList& providers, int fallback, size_t threads, bool reduced_precision,
-                                int optimization = ONYX_GRAPH_OPTIMIZATION_ALL);
+                                int optimization = ONYX_GRAPH_OPTIMIZATION_ALL,
+                                int device_policy = ONYX_DEVICE_POLICY_NONE);
 
 // An OnyxTensor owned by a unique_ptr.
 struct TensorDeleter {

@@ -46,9 +46,10 @@ class Session {
  public:
   // `model` is a path (str) or the serialized model (bytes).
   Session(Env& env, nb::object model, const ProviderList& providers, int fallback, size_t threads,
-          bool reduced_precision, int optimization)
+          bool reduced_precision, int optimization, int device_policy)
       : env_(env.get()) {
-    OptionsPtr options = make_session_options(providers, fallback, threads, reduced_precision, optimization);
+    OptionsPtr options =
+        make_session_options(providers, fallback, threads, reduced_precision, optimization, device_policy);
     const OnyxSessionOptions* raw = options.get();
     OnyxSession* session = nullptr;
     OnyxStatus* status = nullptr;
@@ -211,7 +212,7 @@ void log_to_stderr(void*, int32_t level, const char* message) {
 }
 
 OptionsPtr make_session_options(const ProviderList& providers, int fallback, size_t threads, bool reduced_precision,
-                                int optimization) {
+                                int optimization, int device_policy) {
   OnyxSessionOptions* raw = nullptr;
   check(onyx_session_options_create(&raw));
   OptionsPtr options(raw);
@@ -227,6 +228,8 @@ OptionsPtr make_session_options(const ProviderList& providers, int fallback, siz
   check(onyx_session_options_set_intra_op_threads(raw, threads));
   check(onyx_session_options_set_allow_reduced_precision(raw, reduced_precision));
   check(onyx_session_options_set_graph_optimization(raw, OnyxGraphOptimization(optimization)));
+  if (device_policy != ONYX_DEVICE_POLICY_NONE)
+    check(onyx_session_options_set_device_policy(raw, OnyxDevicePolicy(device_policy)));
   return options;
 }
 
@@ -241,9 +244,10 @@ void bind_inference(nb::module_& m) {
       .def("set_tag", &RunOptions::set_tag, nb::arg("tag"))
       .def("cancel", &RunOptions::cancel, "stops the runs using these options now in progress");
   nb::class_<Session>(m, "Session")
-      .def(nb::init<Env&, nb::object, const ProviderList&, int, size_t, bool, int>(), nb::arg("env"), nb::arg("model"),
-           nb::arg("providers"), nb::arg("fallback"), nb::arg("threads"), nb::arg("reduced_precision"),
-           nb::arg("optimization") = int(ONYX_GRAPH_OPTIMIZATION_ALL))
+      .def(nb::init<Env&, nb::object, const ProviderList&, int, size_t, bool, int, int>(), nb::arg("env"),
+           nb::arg("model"), nb::arg("providers"), nb::arg("fallback"), nb::arg("threads"),
+           nb::arg("reduced_precision"), nb::arg("optimization") = int(ONYX_GRAPH_OPTIMIZATION_ALL),
+           nb::arg("device_policy") = int(ONYX_DEVICE_POLICY_NONE))
       .def("metadata", &Session::metadata, nb::arg("input"))
       .def("run", &Session::run, nb::arg("output_names").none(), nb::arg("feed"),
            nb::arg("run_options").none() = nb::none())

@@ -294,3 +294,42 @@ def test_run_options_terminate_stops_that_run_only():
         session.run(None, {"trips": np.array(3, np.int64), "x": x}, options)
     options.terminate = False
     assert float(session.run(None, {"trips": np.array(5, np.int64), "x": x}, options)[0][0]) == 5.0
+
+
+def test_provider_selection_policies(mlp_path, tmp_path):
+    # ONNX Runtime's policies for a session given no providers: the ones Onyx runs choose devices (here only
+    # the CPU provider is a candidate, so each chooses it and the MLP runs); the others, and providers given
+    # with a policy, are refused with what to do.
+    x = np.random.default_rng(0).standard_normal((2, 784)).astype(np.float32)
+    want = onyx.InferenceSession(mlp_path).run(None, {"x": x})[0]
+    for policy in (onyx.OrtExecutionProviderDevicePolicy.PREFER_CPU, onyx.OrtExecutionProviderDevicePolicy.PREFER_GPU,
+                   onyx.OrtExecutionProviderDevicePolicy.MAX_PERFORMANCE):
+        options = onyx.SessionOptions()
+        options.set_provider_selection_policy(policy)
+        session = onyx.InferenceSession(mlp_path, options)
+        assert session.get_providers() == ["cpu"], policy
+        np.testing.assert_array_equal(session.run(None, {"x": x})[0], want)
+    timed = session.partition_report()["device_policy"]
+    assert timed["policy"] == "fastest" and timed["chosen"], timed
+    options = onyx.SessionOptions()
+    with pytest.raises(onyx.InvalidArgument, match="PREFER_NPU is not one Onyx runs"):
+        options.set_provider_selection_policy(onyx.OrtExecutionProviderDevicePolicy.PREFER_NPU)
+    options.set_provider_selection_policy(onyx.OrtExecutionProviderDevicePolicy.PREFER_GPU)
+    with pytest.raises(onyx.InvalidArgument, match="exclude each other"):
+        onyx.InferenceSession(mlp_path, options, providers=["cpu"])
+
+
+def test_get_providers_names_the_cpu_fallback(tmp_path):
+    # A node the listed provider declines runs on the CPU provider, which get_providers then lists too
+    # (Sin is not one the oneDNN provider runs).
+    if "onednn" not in onyx.get_available_providers():
+        pytest.skip("the oneDNN provider is not available here")
+    from onnx import TensorProto, helper
+    graph = helper.make_graph([helper.make_node("Sin", ["x"], ["y"])], "sin",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    session = onyx.InferenceSession(model.SerializeToString(), providers=["onednn"], fallback="allow")
+    assert session.get_providers() == ["onednn", "cpu"]
+    assert session.run(None, {"x": np.zeros(3, np.float32)})[0].tolist() == [0.0, 0.0, 0.0]
