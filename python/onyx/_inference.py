@@ -234,6 +234,10 @@ def _provider_list(providers: Optional[Sequence[ProviderSpec]],
         if provider_options is not None:
             options = {**options, **provider_options[k]}
         name = ORT_PROVIDER_NAMES.get(name, name)
+        if "device_id" in options:  # ORT's device index is the host's `device` option
+            if "device" in options:
+                raise InvalidArgument(f"provider {name}: device_id and device name the same thing; give one")
+            options = {("device" if key == "device_id" else key): value for key, value in options.items()}
         out.append((name, [(str(key), str(value)) for key, value in options.items()]))
     return out
 

@@ -333,3 +333,16 @@ def test_get_providers_names_the_cpu_fallback(tmp_path):
     session = onyx.InferenceSession(model.SerializeToString(), providers=["onednn"], fallback="allow")
     assert session.get_providers() == ["onednn", "cpu"]
     assert session.run(None, {"x": np.zeros(3, np.float32)})[0].tolist() == [0.0, 0.0, 0.0]
+
+
+def test_ort_device_id_is_the_device_option(mlp_path):
+    # ONNX Runtime's provider option device_id picks the device as Onyx's `device` does: device 0 of the CPU
+    # provider runs, device 3 does not exist and the error lists the provider's devices.
+    x = np.zeros((1, 784), np.float32)
+    session = onyx.InferenceSession(mlp_path, providers=["CPUExecutionProvider"], provider_options=[{"device_id": 0}],
+                                    fallback="fail")
+    assert session.run(None, {"x": x})[0].shape == (1, 10)
+    with pytest.raises(onyx.InvalidArgument, match="has no device 3"):
+        onyx.InferenceSession(mlp_path, providers=[("cpu", {"device_id": 3})], fallback="fail")
+    with pytest.raises(onyx.InvalidArgument, match="give one"):
+        onyx.InferenceSession(mlp_path, providers=[("cpu", {"device_id": 0, "device": 0})])
