@@ -10,6 +10,7 @@
 
 #include <optional>
 #include <span>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -53,8 +54,18 @@ class ComputeContext {
     if (v.dtype == ONYX_DTYPE_UNDEFINED) return std::nullopt;  // omitted optional input
     return Tensor{v.dtype, {v.dims, v.rank}, v.data};
   }
-  // The input that must be present (the node was validated at creation).
-  Tensor in(size_t k) const { return *input(k); }
+  // An input the op requires. A node that omits it (an empty name in its
+  // inputs, or too few inputs) fails its run with INVALID_ARGUMENT naming
+  // the input (InvalidNode, through guard()) instead of reading an absent
+  // tensor (a fuzzed Resize with no X read a rank from nowhere).
+  Tensor in(size_t k) const {
+    std::optional<Tensor> t = input(k);
+    if (!t)
+      throw InvalidNode("input " + std::to_string(k) + " is required but " +
+                        (k < input_count() ? std::string("omitted (an empty name)")
+                                           : "the node has only " + std::to_string(input_count())));
+    return *t;
+  }
   // Asks the host for output k of type `dtype` with shape `dims`.
   OnyxStatus* output(size_t k, int32_t dtype, std::span<const int64_t> dims, Tensor* out) {
     OnyxTensorView v{sizeof(OnyxTensorView), 0, 0, 0, nullptr, nullptr};
