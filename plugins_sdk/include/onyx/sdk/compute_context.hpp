@@ -28,7 +28,15 @@ struct Tensor {
   T* data() const { return static_cast<T*>(raw); }
   int64_t size() const { return element_count(dims); }
   size_t rank() const { return dims.size(); }
-  int64_t dim(size_t k) const { return dims[k]; }
+  // Dimension k; past the rank (a kernel indexing rank() - 1 of a scalar)
+  // it throws InvalidNode, which guard() turns into INVALID_ARGUMENT,
+  // instead of reading outside dims.
+  int64_t dim(size_t k) const {
+    if (k >= dims.size())
+      throw InvalidNode("dimension " + std::to_string(int64_t(k)) + " of a tensor of rank " +
+                        std::to_string(dims.size()) + " was asked for");
+    return dims[k];
+  }
   std::vector<int64_t> shape() const { return {dims.begin(), dims.end()}; }
 };
 

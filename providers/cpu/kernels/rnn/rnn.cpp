@@ -101,7 +101,8 @@ class RecurrentKernel final : public sdk::Kernel {
     std::optional<sdk::Tensor> peep = cell_ == Cell::kLstm ? ctx.input(7) : std::nullopt;
     if (x.rank() != 3) return util::fail(label_, "X must be 3-D, got %s", util::dims_str(x.dims).c_str());
     const int64_t seq = layout_ ? x.dim(1) : x.dim(0), batch = layout_ ? x.dim(0) : x.dim(1), in = x.dim(2);
-    const int64_t H = hidden_ > 0 ? hidden_ : r.dim(r.rank() - 1), G = gates_;
+    if (r.rank() != 3) return util::fail(label_, "R must be 3-D, got %s", util::dims_str(r.dims).c_str());
+    const int64_t H = hidden_ > 0 ? hidden_ : r.dim(2), G = gates_;
     if (w.rank() != 3 || w.dim(0) != dirs_ || w.dim(1) != G * H || w.dim(2) != in || r.rank() != 3 || r.dim(1) != G * H ||
         r.dim(2) != H)
       return util::fail(label_, "W %s / R %s do not match X %s, %d direction(s), hidden size %" PRId64,
