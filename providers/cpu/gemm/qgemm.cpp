@@ -2,7 +2,9 @@
 // subtracted, cache blocking, the split across threads and the portable
 // microkernel.
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 #include <vector>
 
 #include "gemm_internal.h"
@@ -84,7 +86,7 @@ void ukr_generic(int64_t kp, const int16_t* a, const int16_t* b, int32_t* c, int
     }
 }
 
-constexpr QKernelSet kGeneric = {"generic", ukr_generic, pack_pair_u8, pack_pair_s8, requant_u8, requant_s8,
+constexpr QKernelSet kGeneric = {"generic", QLayout::pairs, ukr_generic, nullptr, nullptr, pack_pair_u8, pack_pair_s8, requant_u8, requant_s8,
                                  tap_row_impl, taps_row_impl, range_impl, quantize_u8_impl};
 
 }  // namespace
@@ -93,17 +95,27 @@ const QKernelSet& qkernels_generic() { return kGeneric; }
 
 const QKernelSet& qkernels_best() {
   static const QKernelSet& best = [&]() -> const QKernelSet& {
+    std::vector<const QKernelSet*> supported;
 #ifdef ONYX_GEMM_X86_KERNELS
-    if (gemm_detail::best_isa() != gemm_detail::Isa::generic) return qkernels_avx2();
+    if (avx512vnni_supported()) supported.push_back(&qkernels_avx512vnni());
+    if (gemm_detail::isa_supported(gemm_detail::Isa::avx2)) supported.push_back(&qkernels_avx2());
 #endif
-    return qkernels_generic();
+    supported.push_back(&qkernels_generic());
+    if (const char* env = std::getenv("ONYX_QGEMM_ISA"))
+      for (const QKernelSet* set : supported)
+        if (std::strcmp(env, set->name) == 0) return *set;
+    return *supported.front();
   }();
   return best;
 }
 
-std::shared_ptr<PackedQA> pack_qa_with(const QBlocking& bl, const QMatrix& a, int64_t m, int64_t k,
-                                       const int32_t* zero, int64_t zero_count) {
+std::shared_ptr<PackedQA> pack_qa_with(const QKernelSet& kernels, const QBlocking& bl, const QMatrix& a, int64_t m,
+                                       int64_t k, const int32_t* zero, int64_t zero_count) {
   auto packed = std::make_shared<PackedQA>();
+  if (kernels.layout == QLayout::quads) {
+    pack_qa_quads(bl, a, m, k, zero, zero_count, packed.get());
+    return packed;
+  }
   packed->m = m, packed->k = k, packed->kp = (k + 1) / 2, packed->mc = bl.mc, packed->kc = bl.kc;
   packed->k_blocks = (packed->kp + bl.kc - 1) / bl.kc;
   // Blocks no larger than A needs: a depthwise layer's filters are 1 x 9.
@@ -123,6 +135,10 @@ std::shared_ptr<PackedQA> pack_qa_with(const QBlocking& bl, const QMatrix& a, in
 void qgemm_with(const QKernelSet& kernels, const QBlocking& bl, int64_t m, int64_t n, int64_t k,
                 const QASource& a, const PackedQB& b, int32_t* c, int64_t ldc, const QTileDone& tile_done,
                 const ParallelFor& pf) {
+  if (kernels.layout == QLayout::quads)
+    return qgemm_quads(kernels, bl, m, n, k, a, b, c, ldc, tile_done, pf);
+  if (b.quads || (a.packed && a.packed->quads))
+    throw std::logic_error("qgemm: operands packed in quads given to a pair kernel set");
   if (m <= 0 || n <= 0) return;
   const int64_t m_blocks = (m + bl.mc - 1) / bl.mc;
   // Threads only where each gets enough work to pay for waking it.
@@ -218,12 +234,12 @@ void pack_columns(const T* b, int64_t ld, int64_t k, int64_t n, const int32_t* z
 
 }  // namespace
 
-void pack_qb_into(const QMatrix& b, int64_t k, int64_t n, const int32_t* zero, int64_t zero_count,
-                  PackedQB* out, const ParallelFor& parallel) {
-  using qgemm_detail::kNR;
-  out->k = k, out->n = n, out->kp = (k + 1) / 2, out->panels = (n + kNR - 1) / kNR;
+void qgemm_detail::pack_qb_with(const QKernelSet& ks, const QMatrix& b, int64_t k, int64_t n, const int32_t* zero,
+                                int64_t zero_count, PackedQB* out, const ParallelFor& parallel) {
+  if (ks.layout == QLayout::quads) return pack_qb_quads(ks, b, k, n, zero, zero_count, out, parallel);
+  out->k = k, out->n = n, out->quads = false, out->kp = (k + 1) / 2, out->panels = (n + kNR - 1) / kNR;
+  out->bytes.clear();
   out->data.resize(size_t(std::max<int64_t>(out->panels * out->kp * kNR * 2, 1)));
-  const qgemm_detail::QKernelSet& ks = qgemm_detail::qkernels_best();
   if (b.trans && b.is_signed)
     pack_columns(static_cast<const int8_t*>(b.data), b.ld, k, n, zero, zero_count, out);
   else if (b.trans)
@@ -246,6 +262,11 @@ void pack_qb_into(const QMatrix& b, int64_t k, int64_t n, const int32_t* zero, i
   }
 }
 
+void pack_qb_into(const QMatrix& b, int64_t k, int64_t n, const int32_t* zero, int64_t zero_count,
+                  PackedQB* out, const ParallelFor& parallel) {
+  qgemm_detail::pack_qb_with(qgemm_detail::qkernels_best(), b, k, n, zero, zero_count, out, parallel);
+}
+
 std::shared_ptr<PackedQB> pack_qb(const QMatrix& b, int64_t k, int64_t n, const int32_t* zero,
                                   int64_t zero_count) {
   auto packed = std::make_shared<PackedQB>();
@@ -261,7 +282,7 @@ void qgemm(int64_t m, int64_t n, int64_t k, const QMatrix& a, const int32_t* a_z
 }
 
 std::shared_ptr<PackedQA> pack_qa(const QMatrix& a, int64_t m, int64_t k, const int32_t* zero, int64_t zero_count) {
-  return qgemm_detail::pack_qa_with({}, a, m, k, zero, zero_count);
+  return qgemm_detail::pack_qa_with(qgemm_detail::qkernels_best(), {}, a, m, k, zero, zero_count);
 }
 
 void qgemm(int64_t n, const PackedQA& a, const PackedQB& b, int32_t* c, int64_t ldc, const QTileDone& tile_done,

@@ -2,14 +2,18 @@
 //
 //   C[m x n] (int32) = sum_k (op(A)[i, k] - a_zero[i]) * (B[k, j] - b_zero[j])
 //
-// A and B hold uint8 or int8, in any mix. Packing widens both to int16 with
-// their zero points already subtracted (every value in [-255, 255]), and the
-// microkernel multiplies pairs of adjacent K steps with one vpmaddwd into
-// int32. That is exact for every input: unlike vpmaddubsw (u8 x s8 -> int16
-// pair sums), which saturates when both products of a pair are large, and
-// unlike it, needs no zero-point correction terms afterwards. It does as many
-// multiply-adds per instruction as vpmaddubsw + vpmaddwd, twice float32 FMA.
-// Sums wrap modulo 2^32 like an int32 accumulator (never at realistic K).
+// A and B hold uint8 or int8, in any mix; results are exact (sums wrap
+// modulo 2^32 like an int32 accumulator, never at realistic K). Two packed
+// layouts, chosen by the CPU (qkernel_set.h):
+// - pairs (AVX2, portable): both operands widened to int16 with their zero
+//   points already subtracted (every value in [-255, 255]); the microkernel
+//   multiplies pairs of adjacent K steps with one vpmaddwd into int32. Unlike
+//   vpmaddubsw (u8 x s8 -> int16 pair sums) it never saturates.
+// - quads (AVX-512 VNNI): bytes, A as int8 and B as uint8 (the other
+//   signedness shifted by 128, its zero point with it), four K steps per
+//   vpdpbusd, which sums into int32 without saturating; the zero points are
+//   applied once per tile from A's row sums and B's column sums. Four times
+//   the multiply-adds per instruction of the AVX2 pairs.
 #pragma once
 
 #include <cstdint>
@@ -30,14 +34,18 @@ struct QMatrix {
   bool trans = false;
 };
 
-// B (k x n) minus its zero points in the microkernel's layout: panels of 16
-// columns, each ceil(k / 2) steps of 16 int16 pairs. Holds its own copy;
+// B (k x n) in the microkernel's layout: panels of 16 columns, each kp steps
+// of 16 columns x (2 int16 minus zero points | 4 bytes). Holds its own copy;
 // read-only once packed, so any number of qgemm calls may share it.
 struct PackedQB {
   int64_t k = 0, n = 0;
-  int64_t kp = 0;      // K pairs: ceil(k / 2)
+  bool quads = false;  // the layout (qgemm.h's top)
+  int64_t kp = 0;      // K steps: ceil(k / 2) pairs or ceil(k / 4) quads
   int64_t panels = 0;  // ceil(n / 16)
-  std::vector<int16_t> data;
+  std::vector<int16_t> data;      // pairs
+  std::vector<uint8_t> bytes;     // quads
+  std::vector<int32_t> col_zero;  // quads: zero point of each column as packed (panels * 16)
+  std::vector<int32_t> col_term;  // quads: column byte sum - k * col_zero
 };
 
 // Packs B; zero holds 1 or n values (per column).
@@ -60,13 +68,16 @@ void qgemm(int64_t m, int64_t n, int64_t k, const QMatrix& a, const int32_t* a_z
            int64_t a_zero_count, const PackedQB& b, int32_t* c, int64_t ldc,
            const QTileDone& tile_done = {}, const ParallelFor& parallel = {});
 
-// A (m x k, e.g. a convolution's filters) minus its zero points (1 or m,
-// per row), packed once in the blocks qgemm walks. Read-only once packed.
+// A (m x k, e.g. a convolution's filters) with its zero points (1 or m, per
+// row), packed once in the blocks qgemm walks. Read-only once packed.
 struct PackedQA {
   int64_t m = 0, k = 0, kp = 0;
+  bool quads = false;
   int64_t mc = 0, kc = 0, k_blocks = 0;  // the blocking it was packed for
-  int64_t block = 0;                      // int16 values per (row block, K block)
-  std::vector<int16_t> data;
+  int64_t block = 0;                      // values per (row block, K block)
+  std::vector<int16_t> data;              // pairs
+  std::vector<int8_t> bytes;              // quads
+  std::vector<int32_t> row_zero, row_sum; // quads: per row (see QuadFix)
 };
 std::shared_ptr<PackedQA> pack_qa(const QMatrix& a, int64_t m, int64_t k, const int32_t* zero, int64_t zero_count);
 
@@ -95,7 +106,8 @@ void window_sums(int32_t* acc, const int16_t* src, const int64_t* offsets, const
 // convolution's window over a row of output pixels.
 void accumulate_tap_row(int32_t* acc, const int16_t* src, int64_t stride, int32_t tap, int64_t count);
 
-// The ISA the dispatcher picked on this CPU: "avx2" or "generic".
+// The kernel set the dispatcher picked on this CPU: "avx512vnni", "avx2" or
+// "generic" (ONYX_QGEMM_ISA names a supported one to pick it instead).
 const char* qgemm_isa();
 
 }  // namespace onyx::cpu

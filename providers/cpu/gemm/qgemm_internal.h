@@ -12,12 +12,13 @@ static_assert(qgemm_detail::kNR == 16, "PackedQB's layout (qgemm.h) is written f
 
 namespace qgemm_detail {
 
-// The set the kernels use on this CPU (AVX2 where present).
+// The set the kernels use on this CPU (AVX-512 VNNI, else AVX2, where present).
 const QKernelSet& qkernels_best();
 
-// Cache blocking, in K pairs and rows; tests shrink them to cross every boundary.
+// Cache blocking, in K steps (pairs or quads) and rows; tests shrink them to
+// cross every boundary.
 struct QBlocking {
-  int64_t kc = 128;  // K pairs per block: a B sub-panel of 8 KiB stays in L1
+  int64_t kc = 128;  // K steps per block: a pair B panel of 8 KiB (quads: 4 panels, 32 KiB) stays in L1
   int64_t mc = 96;   // rows of A packed per block (16 micro-panels, 48 KiB in L2)
   int64_t nc = 16;   // B panels per chunk: 96 x 256 int32 sums (96 KiB) finish in L2
   double min_ops_per_thread = 2.0e6;
@@ -35,8 +36,20 @@ struct QASource {
 void qgemm_with(const QKernelSet& kernels, const QBlocking& blocking, int64_t m, int64_t n, int64_t k,
                 const QASource& a, const PackedQB& b, int32_t* c, int64_t ldc, const QTileDone& tile_done,
                 const ParallelFor& parallel);
-std::shared_ptr<PackedQA> pack_qa_with(const QBlocking& blocking, const QMatrix& a, int64_t m, int64_t k,
-                                       const int32_t* zero, int64_t zero_count);
+std::shared_ptr<PackedQA> pack_qa_with(const QKernelSet& kernels, const QBlocking& blocking, const QMatrix& a,
+                                       int64_t m, int64_t k, const int32_t* zero, int64_t zero_count);
+void pack_qb_with(const QKernelSet& kernels, const QMatrix& b, int64_t k, int64_t n, const int32_t* zero,
+                  int64_t zero_count, PackedQB* out, const ParallelFor& parallel);
+
+// The quad layout's half (qgemm_quads.cpp); qgemm_with and the packers above
+// call these for a set whose layout is quads.
+void qgemm_quads(const QKernelSet& kernels, const QBlocking& blocking, int64_t m, int64_t n, int64_t k,
+                 const QASource& a, const PackedQB& b, int32_t* c, int64_t ldc, const QTileDone& tile_done,
+                 const ParallelFor& parallel);
+void pack_qa_quads(const QBlocking& blocking, const QMatrix& a, int64_t m, int64_t k, const int32_t* zero,
+                   int64_t zero_count, PackedQA* out);
+void pack_qb_quads(const QKernelSet& kernels, const QMatrix& b, int64_t k, int64_t n, const int32_t* zero,
+                   int64_t zero_count, PackedQB* out, const ParallelFor& parallel);
 
 }  // namespace qgemm_detail
 }  // namespace onyx::cpu

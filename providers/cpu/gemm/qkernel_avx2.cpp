@@ -176,7 +176,7 @@ void quantize_u8_avx2(const float* x, int64_t count, float s, float z, uint8_t* 
   quantize_u8_impl(x + i, count - i, s, z, y + i);
 }
 
-constexpr QKernelSet kSet = {"avx2", ukr, pack_u8, pack_s8, requant_u8_avx2, requant_s8_avx2, tap_row_impl,
+constexpr QKernelSet kSet = {"avx2", QLayout::pairs, ukr, nullptr, nullptr, pack_u8, pack_s8, requant_u8_avx2, requant_s8_avx2, tap_row_impl,
                              taps_row_avx2, range_avx2, quantize_u8_avx2};
 
 }  // namespace

@@ -10,9 +10,46 @@
 
 namespace onyx::cpu::qgemm_detail {
 
-// Register tile of every microkernel: kMR rows x kNR columns of int32.
+// Register tile of every microkernel: kMR rows x kNR columns of int32 (the
+// quad kernels take up to kQuadPanels panels of kNR columns at once).
 constexpr int kMR = 6;
 constexpr int kNR = 16;
+constexpr int kQuadPanels = 4;
+
+// How a kernel set wants its operands packed (qgemm.h):
+//   pairs: int16 with zero points subtracted, two K steps per int32 lane
+//          (vpmaddwd: exact, no corrections);
+//   quads: bytes, four K steps per int32 lane, A as int8 and B as uint8
+//          (vpdpbusd: exact in int32, twice the multiply-adds per
+//          instruction), zero points applied to the sums afterwards from
+//          A's row sums and B's column sums.
+enum class QLayout { pairs, quads };
+
+// The zero-point terms of a quad tile, for its rows and columns:
+//   C[i][j] += -row_zero[i] * col_term[j] - col_zero[j] * row_sum[i]
+// (row_zero, col_zero: the zero points of the bytes as packed; row_sum: the
+// sum of row i's packed bytes; col_term: column j's byte sum - K * col_zero[j]).
+struct QuadFix {
+  const int32_t* row_zero;
+  const int32_t* row_sum;
+  const int32_t* col_zero;
+  const int32_t* col_term;
+};
+
+// One kMR x (panels * kNR) tile of C from quads; only its first rows x cols
+// elements are written. a: kq steps of kMR rows x 4 int8 (row i of step q at
+// a[(q * kMR + i) * 4]); panel p of B at b + p * panel_stride, kq steps of
+// kNR columns x 4 uint8 (column j of step q at [(q * kNR + j) * 4]).
+// fix: null, or the zero-point terms, added after the sums (the last K block).
+using QQuadKernel = void (*)(int64_t kq, const int8_t* a, const uint8_t* b, int64_t panel_stride, int panels,
+                             int32_t* c, int64_t ldc, bool accumulate, int rows, int cols, const QuadFix* fix);
+
+// One panel of B as quads: kq steps of kNR columns x 4 bytes from rows of src
+// (row r at src + r * ld, rows past k read as 0), each byte XOR flip (0x80
+// turns int8 into uint8 shifted by 128); col_sum[j] (j < kNR) receives the
+// sum of column j's packed bytes. Columns from width to kNR are zero.
+using QPackQuads = void (*)(const uint8_t* src, int64_t ld, int64_t k, int64_t width, uint8_t flip, uint8_t* dst,
+                            int32_t* col_sum);
 
 // One kMR x kNR tile of C; only its first rows x cols elements are written.
 //   C (=|+=) sum_p A(:, p) . B(p, :)   over kp steps of one K pair each.
@@ -53,7 +90,10 @@ using QQuantizeU8 = void (*)(const float* x, int64_t count, float s, float z, ui
 
 struct QKernelSet {
   const char* name;
-  QMicroKernel gemm;
+  QLayout layout;
+  QMicroKernel gemm;        // pairs
+  QQuadKernel gemm_quads;   // quads
+  QPackQuads pack_quads;    // quads
   QPackPairU8 pack_pair_u8;
   QPackPairS8 pack_pair_s8;
   QRequantU8 requant_u8;
@@ -65,7 +105,14 @@ struct QKernelSet {
 };
 
 const QKernelSet& qkernels_generic();
+// The quad layout with portable loops: what the VNNI set computes, on any CPU
+// (tests; a reference for the quad packing and zero-point terms).
+const QKernelSet& qkernels_generic_quads();
 // Defined in qkernel_avx2.cpp; use only where the CPU has AVX2.
 const QKernelSet& qkernels_avx2();
+// Defined in qkernel_avx512vnni.cpp: quads with vpdpbusd, the rest AVX2's;
+// use only where the CPU has AVX-512 F/BW/VL/VNNI and AVX2.
+const QKernelSet& qkernels_avx512vnni();
+bool avx512vnni_supported();
 
 }  // namespace onyx::cpu::qgemm_detail

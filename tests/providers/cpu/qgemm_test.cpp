@@ -27,11 +27,16 @@ struct Case {
   int64_t m, n, k;
   bool a_signed, b_signed, trans_a;
   bool a_zero_per_row, b_zero_per_col;
+  bool trans_b = false;  // B stored n x k
 };
 
+// Both layouts' portable sets, and every x86 set this CPU runs.
 std::vector<const QKernelSet*> kernels() {
-  std::vector<const QKernelSet*> all{&qgemm_detail::qkernels_generic()};
-  if (&qgemm_detail::qkernels_best() != all[0]) all.push_back(&qgemm_detail::qkernels_best());
+  std::vector<const QKernelSet*> all{&qgemm_detail::qkernels_generic(), &qgemm_detail::qkernels_generic_quads()};
+#ifdef __x86_64__
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) all.push_back(&qgemm_detail::qkernels_avx2());
+  if (qgemm_detail::avx512vnni_supported()) all.push_back(&qgemm_detail::qkernels_avx512vnni());
+#endif
   return all;
 }
 
@@ -50,13 +55,13 @@ ParallelFor two_threads() {
 
 void run_case(const Case& c, const QKernelSet* kernel, const QBlocking& blocking, const ParallelFor& pf,
               bool prepacked_a = false) {
-  SCOPED_TRACE("m=" + std::to_string(c.m) + " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k) +
+  SCOPED_TRACE(std::string(kernel->name) + " m=" + std::to_string(c.m) + " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k) +
                " a_signed=" + std::to_string(c.a_signed) + " b_signed=" + std::to_string(c.b_signed) +
                " trans_a=" + std::to_string(c.trans_a));
   std::mt19937 rng(uint32_t(c.m * 131 + c.n * 17 + c.k));
   std::uniform_int_distribution<int> byte(0, 255);
-  const int64_t lda = (c.trans_a ? c.m : c.k) + 3, ldb = c.n + 1, ldc = c.n + 2;
-  std::vector<uint8_t> a(size_t((c.trans_a ? c.k : c.m) * lda)), b(size_t(c.k * ldb));
+  const int64_t lda = (c.trans_a ? c.m : c.k) + 3, ldb = (c.trans_b ? c.k : c.n) + 1, ldc = c.n + 2;
+  std::vector<uint8_t> a(size_t((c.trans_a ? c.k : c.m) * lda)), b(size_t((c.trans_b ? c.n : c.k) * ldb));
   for (auto& v : a) v = uint8_t(byte(rng));
   for (auto& v : b) v = uint8_t(byte(rng));
   auto value = [](const std::vector<uint8_t>& x, size_t at, bool is_signed) {
@@ -67,7 +72,9 @@ void run_case(const Case& c, const QKernelSet* kernel, const QBlocking& blocking
   for (size_t i = 0; i < za.size(); ++i) za[i] = c.a_signed ? (i % 2 ? 127 : -128) : (i % 2 ? 255 : 0);
   for (size_t j = 0; j < zb.size(); ++j) zb[j] = c.b_signed ? (j % 3 ? -128 : 5) : (j % 3 ? 255 : 3);
 
-  auto packed = pack_qb({b.data(), c.b_signed, ldb, false}, c.k, c.n, zb.data(), int64_t(zb.size()));
+  PackedQB packed;
+  qgemm_detail::pack_qb_with(*kernel, {b.data(), c.b_signed, ldb, c.trans_b}, c.k, c.n, zb.data(), int64_t(zb.size()),
+                             &packed, pf);
   std::vector<int32_t> out(size_t(c.m * ldc), 7777);  // padding columns must stay 7777
   std::vector<std::atomic<int>> seen(size_t(c.m * c.n));
   QTileDone done = [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
@@ -77,8 +84,8 @@ void run_case(const Case& c, const QKernelSet* kernel, const QBlocking& blocking
   // A packed as it goes, or once up front (prepacked_a): the same sums.
   const QMatrix am{a.data(), c.a_signed, lda, c.trans_a};
   std::shared_ptr<PackedQA> pa;
-  if (prepacked_a) pa = qgemm_detail::pack_qa_with(blocking, am, c.m, c.k, za.data(), int64_t(za.size()));
-  qgemm_detail::qgemm_with(*kernel, blocking, c.m, c.n, c.k, {am, za.data(), int64_t(za.size()), pa.get()}, *packed,
+  if (prepacked_a) pa = qgemm_detail::pack_qa_with(*kernel, blocking, am, c.m, c.k, za.data(), int64_t(za.size()));
+  qgemm_detail::qgemm_with(*kernel, blocking, c.m, c.n, c.k, {am, za.data(), int64_t(za.size()), pa.get()}, packed,
                            out.data(), ldc, done, pf);
   for (int64_t i = 0; i < c.m; ++i) {
     for (int64_t j = 0; j < c.n; ++j) {
@@ -86,7 +93,7 @@ void run_case(const Case& c, const QKernelSet* kernel, const QBlocking& blocking
       for (int64_t p = 0; p < c.k; ++p) {
         size_t ai = size_t(c.trans_a ? p * lda + i : i * lda + p);
         want += (value(a, ai, c.a_signed) - za[c.a_zero_per_row ? size_t(i) : 0]) *
-                (value(b, size_t(p * ldb + j), c.b_signed) - zb[c.b_zero_per_col ? size_t(j) : 0]);
+                (value(b, size_t(c.trans_b ? j * ldb + p : p * ldb + j), c.b_signed) - zb[c.b_zero_per_col ? size_t(j) : 0]);
       }
       ASSERT_EQ(out[size_t(i * ldc + j)], int32_t(want)) << "at " << i << "," << j;
       ASSERT_EQ(seen[size_t(i * c.n + j)].load(), 1) << "tile reports for " << i << "," << j;
@@ -107,6 +114,9 @@ std::vector<Case> cases() {
       }
   all.push_back({3, 5, 0, false, true, false, false, false});   // K == 0: C is all zeros
   all.push_back({200, 70, 1152, false, true, false, false, true});
+  all.push_back({12, 100, 2051, true, false, false, true, true});  // several panel groups, K % 4 == 3
+  all.push_back({7, 64, 4, false, false, true, false, false});    // exactly four panels, one quad
+  for (bool bs : {false, true}) all.push_back({9, 37, 23, true, bs, false, false, true, true});  // B stored n x k
   return all;
 }
 
@@ -224,7 +234,7 @@ TEST(QGemm, RangeAndQuantizeMatchScalarLoopsOnEveryKernelSet) {
 
 TEST(QGemm, PublicEntryUsesTheBestKernel) {
   const std::string isa = qgemm_isa();
-  EXPECT_TRUE(isa == "avx2" || isa == "generic") << isa;
+  EXPECT_TRUE(isa == "avx512vnni" || isa == "avx2" || isa == "generic") << isa;
   const uint8_t a[4] = {1, 2, 3, 4};  // [[1, 2], [3, 4]] - 1
   const int8_t b[4] = {1, -1, 2, 5};  // [[1, -1], [2, 5]]
   const int32_t za = 1, zb = 0;

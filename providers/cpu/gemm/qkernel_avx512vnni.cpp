@@ -1,0 +1,121 @@
+// qkernel_avx512vnni.cpp: the quad layout's kernels for AVX-512 VNNI (the
+// rest of the set is AVX2's). The microkernel keeps 6 rows x up to 4 panels
+// of 16 int32 sums in 24 zmm registers: per K quad, one load of each panel
+// (16 columns x 4 uint8), and per row one broadcast of 4 int8 of A folded
+// into vpdpbusd, which adds the four products of each lane into its int32
+// sum without saturating.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "qkernel_set.h"
+
+namespace onyx::cpu::qgemm_detail {
+namespace {
+
+template <int P>
+void ukr_panels(int64_t kq, const int8_t* a, const uint8_t* b, int64_t stride, int32_t* c, int64_t ldc,
+                bool accumulate, int rows, int cols, const QuadFix* fix) {
+  __m512i acc[kMR][P];
+#pragma GCC unroll 8
+  for (int i = 0; i < kMR; ++i)
+#pragma GCC unroll 4
+    for (int p = 0; p < P; ++p) acc[i][p] = _mm512_setzero_si512();
+  for (int64_t q = 0; q < kq; ++q, a += kMR * 4, b += kNR * 4) {
+    __m512i bv[P];
+#pragma GCC unroll 4
+    for (int p = 0; p < P; ++p) bv[p] = _mm512_loadu_si512(b + p * stride);
+#pragma GCC unroll 8
+    for (int i = 0; i < kMR; ++i) {
+      int32_t quad;
+      std::memcpy(&quad, a + i * 4, 4);
+      const __m512i av = _mm512_set1_epi32(quad);
+#pragma GCC unroll 4
+      for (int p = 0; p < P; ++p) acc[i][p] = _mm512_dpbusd_epi32(acc[i][p], bv[p], av);
+    }
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < kMR; ++i) {
+    if (i >= rows) break;
+    __m512i rz = _mm512_setzero_si512(), rs = rz;
+    if (fix) rz = _mm512_set1_epi32(fix->row_zero[i]), rs = _mm512_set1_epi32(fix->row_sum[i]);
+#pragma GCC unroll 4
+    for (int p = 0; p < P; ++p) {
+      const int lanes = cols - p * kNR;
+      if (lanes <= 0) break;
+      const __mmask16 mask = lanes >= kNR ? __mmask16(0xFFFF) : __mmask16((1u << lanes) - 1);
+      __m512i v = acc[i][p];
+      if (fix) {
+        const __m512i ct = _mm512_loadu_si512(fix->col_term + p * kNR);
+        const __m512i cz = _mm512_loadu_si512(fix->col_zero + p * kNR);
+        v = _mm512_sub_epi32(v, _mm512_add_epi32(_mm512_mullo_epi32(rz, ct), _mm512_mullo_epi32(cz, rs)));
+      }
+      int32_t* out = c + i * ldc + p * kNR;
+      if (accumulate) v = _mm512_add_epi32(v, _mm512_maskz_loadu_epi32(mask, out));
+      _mm512_mask_storeu_epi32(out, mask, v);
+    }
+  }
+}
+
+void ukr(int64_t kq, const int8_t* a, const uint8_t* b, int64_t stride, int panels, int32_t* c, int64_t ldc,
+         bool accumulate, int rows, int cols, const QuadFix* fix) {
+  switch (panels) {
+    case 4:
+      return ukr_panels<4>(kq, a, b, stride, c, ldc, accumulate, rows, cols, fix);
+    case 3:
+      return ukr_panels<3>(kq, a, b, stride, c, ldc, accumulate, rows, cols, fix);
+    case 2:
+      return ukr_panels<2>(kq, a, b, stride, c, ldc, accumulate, rows, cols, fix);
+    default:
+      return ukr_panels<1>(kq, a, b, stride, c, ldc, accumulate, rows, cols, fix);
+  }
+}
+
+// Four rows of 16 bytes interleaved into 16 columns x 4 bytes with two
+// rounds of unpacks; the column sums by vpdpbusd against ones.
+void pack_quads(const uint8_t* src, int64_t ld, int64_t k, int64_t width, uint8_t flip, uint8_t* dst,
+                int32_t* col_sum) {
+  const __mmask16 cols = width >= kNR ? __mmask16(0xFFFF) : __mmask16((1u << width) - 1);
+  const __m128i flip_v = _mm_maskz_mov_epi8(cols, _mm_set1_epi8(char(flip)));
+  const __m512i ones = _mm512_set1_epi8(1);
+  __m512i sums = _mm512_setzero_si512();
+  auto row = [&](int64_t r) {
+    if (r >= k) return _mm_setzero_si128();
+    return _mm_xor_si128(_mm_maskz_loadu_epi8(cols, src + r * ld), flip_v);
+  };
+  for (int64_t r = 0; r < k; r += 4, dst += kNR * 4) {
+    const __m128i r0 = row(r), r1 = row(r + 1), r2 = row(r + 2), r3 = row(r + 3);
+    const __m128i t0 = _mm_unpacklo_epi8(r0, r1), t1 = _mm_unpackhi_epi8(r0, r1);
+    const __m128i t2 = _mm_unpacklo_epi8(r2, r3), t3 = _mm_unpackhi_epi8(r2, r3);
+    __m512i quads = _mm512_castsi128_si512(_mm_unpacklo_epi16(t0, t2));  // columns 0-3
+    quads = _mm512_inserti32x4(quads, _mm_unpackhi_epi16(t0, t2), 1);     // 4-7
+    quads = _mm512_inserti32x4(quads, _mm_unpacklo_epi16(t1, t3), 2);     // 8-11
+    quads = _mm512_inserti32x4(quads, _mm_unpackhi_epi16(t1, t3), 3);     // 12-15
+    _mm512_storeu_si512(dst, quads);
+    sums = _mm512_dpbusd_epi32(sums, quads, ones);
+  }
+  _mm512_storeu_si512(col_sum, sums);
+}
+
+}  // namespace
+
+const QKernelSet& qkernels_avx512vnni() {
+  static const QKernelSet set = [] {
+    QKernelSet s = qkernels_avx2();
+    s.name = "avx512vnni";
+    s.layout = QLayout::quads;
+    s.gemm_quads = ukr;
+    s.pack_quads = pack_quads;
+    return s;
+  }();
+  return set;
+}
+
+bool avx512vnni_supported() {
+  // The file is built with F, BW, VL, VNNI, AVX2 and FMA; the compiler may use any of them.
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
+         __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+}  // namespace onyx::cpu::qgemm_detail
