@@ -87,7 +87,7 @@ void ukr_generic(int64_t kp, const int16_t* a, const int16_t* b, int32_t* c, int
 }
 
 constexpr QKernelSet kGeneric = {"generic", QLayout::pairs, ukr_generic, nullptr, nullptr, pack_pair_u8, pack_pair_s8, requant_u8, requant_s8,
-                                 tap_row_impl, taps_row_impl, range_impl, quantize_u8_impl};
+                                 tap_row_impl, taps_row_impl, range_impl, quantize_u8_impl, {}, nullptr};
 
 }  // namespace
 
@@ -97,6 +97,7 @@ const QKernelSet& qkernels_best() {
   static const QKernelSet& best = [&]() -> const QKernelSet& {
     std::vector<const QKernelSet*> supported;
 #ifdef ONYX_GEMM_X86_KERNELS
+    if (amx_supported()) supported.push_back(&qkernels_amx());
     if (avx512vnni_supported()) supported.push_back(&qkernels_avx512vnni());
     if (gemm_detail::isa_supported(gemm_detail::Isa::avx2)) supported.push_back(&qkernels_avx2());
 #endif
@@ -113,7 +114,7 @@ std::shared_ptr<PackedQA> pack_qa_with(const QKernelSet& kernels, const QBlockin
                                        int64_t k, const int32_t* zero, int64_t zero_count) {
   auto packed = std::make_shared<PackedQA>();
   if (kernels.layout == QLayout::quads) {
-    pack_qa_quads(bl, a, m, k, zero, zero_count, packed.get());
+    pack_qa_quads(kernels.quad_form, bl, a, m, k, zero, zero_count, packed.get());
     return packed;
   }
   packed->m = m, packed->k = k, packed->kp = (k + 1) / 2, packed->mc = bl.mc, packed->kc = bl.kc;
@@ -202,7 +203,7 @@ namespace {
 // Rows of B two at a time: each K pair of a panel is kNR (row r, row r + 1)
 // int16 pairs, read along the rows by the ISA's pack_pair loop.
 template <typename T, typename PackPair>
-void pack_rows(PackPair pack_pair, const T* b, int64_t ld, int64_t k, int64_t n, const int32_t* zero,
+void pack_rows(PackPair pack_pair, const uint8_t* const* rows, int64_t k, int64_t n, const int32_t* zero,
                int64_t zero_count, PackedQB* out, int64_t first, int64_t last) {
   using qgemm_detail::kNR;
   for (int64_t panel = first; panel < last; ++panel) {
@@ -211,8 +212,9 @@ void pack_rows(PackPair pack_pair, const T* b, int64_t ld, int64_t k, int64_t n,
     int16_t z[kNR] = {};
     for (int64_t jj = 0; jj < width; ++jj) z[jj] = int16_t(zero[zero_count == 1 ? 0 : j0 + jj]);
     for (int64_t p = 0; p < out->kp; ++p, dst += kNR * 2) {
-      const T* r0 = b + 2 * p * ld + j0;
-      pack_pair(r0, 2 * p + 1 < k ? r0 + ld : nullptr, width, z, dst);
+      const T* r0 = reinterpret_cast<const T*>(rows[2 * p]) + j0;
+      const T* r1 = 2 * p + 1 < k ? reinterpret_cast<const T*>(rows[2 * p + 1]) + j0 : nullptr;
+      pack_pair(r0, r1, width, z, dst);
     }
   }
 }
@@ -245,15 +247,21 @@ void qgemm_detail::pack_qb_with(const QKernelSet& ks, const QMatrix& b, int64_t 
   else if (b.trans)
     pack_columns(static_cast<const uint8_t*>(b.data), b.ld, k, n, zero, zero_count, out);
   else {
+    // Row pointers: given (taps of a padded image), or every ld bytes.
+    thread_local std::vector<const uint8_t*> row_scratch;
+    const uint8_t* const* rows = b.rows;
+    if (!rows) {
+      row_scratch.resize(size_t(k));
+      for (int64_t r = 0; r < k; ++r) row_scratch[size_t(r)] = static_cast<const uint8_t*>(b.data) + r * b.ld;
+      rows = row_scratch.data();
+    }
     // Panels are independent: a large B (a convolution's im2col, every run)
     // is packed by all threads.
     auto panels = [&](size_t first, size_t last) {
       if (b.is_signed)
-        pack_rows(ks.pack_pair_s8, static_cast<const int8_t*>(b.data), b.ld, k, n, zero, zero_count, out,
-                  int64_t(first), int64_t(last));
+        pack_rows<int8_t>(ks.pack_pair_s8, rows, k, n, zero, zero_count, out, int64_t(first), int64_t(last));
       else
-        pack_rows(ks.pack_pair_u8, static_cast<const uint8_t*>(b.data), b.ld, k, n, zero, zero_count, out,
-                  int64_t(first), int64_t(last));
+        pack_rows<uint8_t>(ks.pack_pair_u8, rows, k, n, zero, zero_count, out, int64_t(first), int64_t(last));
     };
     if (parallel.run && parallel.threads > 1 && out->panels > 1 && out->panels * out->kp * kNR >= (1 << 16))
       parallel.run(size_t(out->panels), panels);

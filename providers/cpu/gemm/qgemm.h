@@ -32,6 +32,9 @@ struct QMatrix {
   bool is_signed = false;  // int8, else uint8
   int64_t ld = 0;
   bool trans = false;
+  // B only (packing, not trans): row r at rows[r] instead of data + r * ld,
+  // so that a convolution's taps are read straight from a padded image.
+  const uint8_t* const* rows = nullptr;
 };
 
 // B (k x n) in the microkernel's layout: panels of 16 columns, each kp steps
@@ -76,7 +79,7 @@ struct PackedQA {
   int64_t mc = 0, kc = 0, k_blocks = 0;  // the blocking it was packed for
   int64_t block = 0;                      // values per (row block, K block)
   std::vector<int16_t> data;              // pairs
-  std::vector<int8_t> bytes;              // quads
+  std::vector<uint8_t> bytes;             // quads
   std::vector<int32_t> row_zero, row_sum; // quads: per row (see QuadFix)
 };
 std::shared_ptr<PackedQA> pack_qa(const QMatrix& a, int64_t m, int64_t k, const int32_t* zero, int64_t zero_count);

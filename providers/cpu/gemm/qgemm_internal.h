@@ -46,7 +46,7 @@ void pack_qb_with(const QKernelSet& kernels, const QMatrix& b, int64_t k, int64_
 void qgemm_quads(const QKernelSet& kernels, const QBlocking& blocking, int64_t m, int64_t n, int64_t k,
                  const QASource& a, const PackedQB& b, int32_t* c, int64_t ldc, const QTileDone& tile_done,
                  const ParallelFor& parallel);
-void pack_qa_quads(const QBlocking& blocking, const QMatrix& a, int64_t m, int64_t k, const int32_t* zero,
+void pack_qa_quads(const QuadForm& form, const QBlocking& blocking, const QMatrix& a, int64_t m, int64_t k, const int32_t* zero,
                    int64_t zero_count, PackedQA* out);
 void pack_qb_quads(const QKernelSet& kernels, const QMatrix& b, int64_t k, int64_t n, const int32_t* zero,
                    int64_t zero_count, PackedQB* out, const ParallelFor& parallel);

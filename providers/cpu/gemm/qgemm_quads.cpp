@@ -19,62 +19,90 @@ namespace {
 
 constexpr int kQuadBytes = kNR * 4;  // one K quad of a B panel
 
-// A is packed as int8: uint8 bytes flip to value - 128.
-uint8_t a_flip(const QMatrix& a) { return a.is_signed ? 0 : 0x80; }
-int32_t a_shift(const QMatrix& a) { return a.is_signed ? 0 : -128; }
-// B is packed as uint8: int8 bytes flip to value + 128.
-uint8_t b_flip(const QMatrix& b) { return b.is_signed ? 0x80 : 0; }
-int32_t b_shift(const QMatrix& b) { return b.is_signed ? 128 : 0; }
+int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
+
+// The bytes' shift from the stored type to the packed one: XOR 0x80 on each
+// byte, and the zero point moved with it (int8 -> uint8: +128).
+struct Shift {
+  uint8_t flip;
+  int32_t zero;
+};
+Shift shift(bool stored_signed, bool packed_signed) {
+  if (stored_signed == packed_signed) return {0, 0};
+  return {0x80, stored_signed ? 128 : -128};
+}
+
+// The blocking as the form needs it: row blocks of whole micro-panels, K
+// blocks of whole groups.
+QBlocking form_blocking(const QBlocking& bl, const QuadForm& f) {
+  QBlocking out = bl;
+  out.mc = round_up(bl.mc, f.rows);
+  out.kc = round_up(bl.kc, f.group);
+  return out;
+}
 
 // Rows [r0, r0 + rows) x quads [q0, q0 + kq) of op(A) into micro-panels of
-// kMR rows (see QQuadKernel); rows past the end and K past k are zero.
-void pack_a_block(const QMatrix& a, int64_t k, int64_t r0, int64_t rows, int64_t q0, int64_t kq, int8_t* dst) {
+// f.rows rows (see QuadForm); rows past the end and K past k are zero.
+void pack_a_block(const QuadForm& f, const QMatrix& a, int64_t k, int64_t r0, int64_t rows, int64_t q0, int64_t kq,
+                  uint8_t* dst) {
   const auto* src = static_cast<const uint8_t*>(a.data);
-  const uint8_t flip = a_flip(a);
-  for (int64_t panel = 0; panel * kMR < rows; ++panel) {
-    int8_t* out = dst + panel * kq * kMR * 4;
-    const int64_t height = std::min<int64_t>(kMR, rows - panel * kMR);
-    for (int64_t i = 0; i < kMR; ++i) {
-      const int64_t row = r0 + panel * kMR + i;
-      for (int64_t q = 0; q < kq; ++q)
-        for (int64_t s = 0; s < 4; ++s) {
-          const int64_t col = (q0 + q) * 4 + s;
+  const uint8_t flip = shift(a.is_signed, f.a_signed).flip;
+  const int64_t run = 4 * f.group;  // bytes of a row per group of quads
+  for (int64_t panel = 0; panel * f.rows < rows; ++panel) {
+    uint8_t* out = dst + panel * kq * f.rows * 4;
+    const int64_t height = std::min<int64_t>(f.rows, rows - panel * f.rows);
+    for (int64_t i = 0; i < f.rows; ++i) {
+      const int64_t row = r0 + panel * f.rows + i;
+      for (int64_t g = 0; g * f.group < kq; ++g) {
+        uint8_t* o = out + (g * f.rows + i) * run;
+        for (int64_t t = 0; t < run; ++t) {
+          const int64_t col = (q0 + g * f.group) * 4 + t;
           uint8_t v = 0;
           if (i < height && col < k) v = uint8_t((a.trans ? src[col * a.ld + row] : src[row * a.ld + col]) ^ flip);
-          out[(q * kMR + i) * 4 + s] = int8_t(v);
+          o[t] = v;
         }
+      }
     }
   }
 }
 
 // The zero point of rows [r0, r0 + rows) of A as packed, and the sums of
-// their packed bytes over all of K.
-void a_row_terms(const QMatrix& a, int64_t k, const int32_t* zero, int64_t zero_count, int64_t r0, int64_t rows,
-                 int32_t* row_zero, int32_t* row_sum) {
+// their packed values over all of K.
+void a_row_terms(const QuadForm& f, const QMatrix& a, int64_t k, const int32_t* zero, int64_t zero_count, int64_t r0,
+                 int64_t rows, int32_t* row_zero, int32_t* row_sum) {
   const auto* src = static_cast<const uint8_t*>(a.data);
-  const uint8_t flip = a_flip(a);
+  const Shift sh = shift(a.is_signed, f.a_signed);
   for (int64_t i = 0; i < rows; ++i) {
     const int64_t row = r0 + i;
-    row_zero[i] = zero[zero_count == 1 ? 0 : row] + a_shift(a);
+    row_zero[i] = zero[zero_count == 1 ? 0 : row] + sh.zero;
     int32_t sum = 0;
-    if (a.trans)
-      for (int64_t col = 0; col < k; ++col) sum += int8_t(src[col * a.ld + row] ^ flip);
-    else
-      for (int64_t col = 0; col < k; ++col) sum += int8_t(src[row * a.ld + col] ^ flip);
+    for (int64_t col = 0; col < k; ++col) {
+      const auto v = uint8_t((a.trans ? src[col * a.ld + row] : src[row * a.ld + col]) ^ sh.flip);
+      sum += f.a_signed ? int32_t(int8_t(v)) : int32_t(v);
+    }
     row_sum[i] = sum;
   }
 }
 
-void ukr_quads_generic(int64_t kq, const int8_t* a, const uint8_t* b, int64_t panel_stride, int panels, int32_t* c,
+// The portable kernel of any form (the sets below fix the form).
+template <bool kASigned, int kRows, int kGroup>
+void ukr_quads_generic(int64_t kq, const uint8_t* a, const uint8_t* b, int64_t panel_stride, int panels, int32_t* c,
                        int64_t ldc, bool accumulate, int rows, int cols, const QuadFix* fix) {
-  uint32_t acc[kMR][kQuadPanels * kNR] = {};  // unsigned: wraps like the vector kernels
+  uint32_t acc[kRows][kQuadMaxPanels * kNR] = {};  // unsigned: wraps like the vector kernels
+  auto a_at = [&](int64_t i, int64_t q, int s) {
+    const uint8_t v = a[((q / kGroup) * kRows + i) * 4 * kGroup + (q % kGroup) * 4 + s];
+    return kASigned ? int32_t(int8_t(v)) : int32_t(v);
+  };
   for (int p = 0; p < panels; ++p) {
     const uint8_t* bp = b + p * panel_stride;
     for (int64_t q = 0; q < kq; ++q)
-      for (int i = 0; i < kMR; ++i)
+      for (int i = 0; i < kRows; ++i)
         for (int j = 0; j < kNR; ++j) {
           int32_t dot = 0;
-          for (int s = 0; s < 4; ++s) dot += int32_t(a[(q * kMR + i) * 4 + s]) * int32_t(bp[(q * kNR + j) * 4 + s]);
+          for (int s = 0; s < 4; ++s) {
+            const uint8_t v = bp[(q * kNR + j) * 4 + s];
+            dot += a_at(i, q, s) * (kASigned ? int32_t(v) : int32_t(int8_t(v)));
+          }
           acc[i][p * kNR + j] += uint32_t(dot);
         }
   }
@@ -88,69 +116,86 @@ void ukr_quads_generic(int64_t kq, const int8_t* a, const uint8_t* b, int64_t pa
     }
 }
 
-void pack_quads_generic(const uint8_t* src, int64_t ld, int64_t k, int64_t width, uint8_t flip, uint8_t* dst,
-                        int32_t* col_sum) {
+void pack_quads_generic(const uint8_t* const* rows, int64_t offset, int64_t k, int64_t kq, int64_t width, uint8_t flip,
+                        bool as_signed, uint8_t* dst, int32_t* col_sum) {
   int32_t sums[kNR] = {};
-  const int64_t kq = (k + 3) / 4;
   for (int64_t q = 0; q < kq; ++q, dst += kQuadBytes)
     for (int64_t j = 0; j < kNR; ++j)
       for (int64_t s = 0; s < 4; ++s) {
         const int64_t r = q * 4 + s;
-        const uint8_t v = r < k && j < width ? uint8_t(src[r * ld + j] ^ flip) : 0;
+        const uint8_t v = r < k && j < width ? uint8_t(rows[r][offset + j] ^ flip) : 0;
         dst[j * 4 + s] = v;
-        sums[j] += v;
+        sums[j] += as_signed ? int32_t(int8_t(v)) : int32_t(v);
       }
   std::copy(sums, sums + kNR, col_sum);
 }
 
-const QKernelSet kGenericQuads = [] {
+template <bool kASigned, int kRows, int kGroup, int kPanels>
+QKernelSet generic_form(const char* name) {
   QKernelSet set = qkernels_generic();
-  set.name = "generic-quads";
+  set.name = name;
   set.layout = QLayout::quads;
-  set.gemm_quads = ukr_quads_generic;
+  set.gemm_quads = ukr_quads_generic<kASigned, kRows, kGroup>;
   set.pack_quads = pack_quads_generic;
+  set.quad_form = {kASigned, kRows, kGroup, kPanels};
   return set;
-}();
+}
+
+const QKernelSet kGenericQuads = generic_form<true, 6, 1, 4>("generic-quads");   // VNNI's form
+const QKernelSet kGenericTiles = generic_form<false, 32, 16, 2>("generic-tiles");  // AMX's form
 
 }  // namespace
 
 const QKernelSet& qkernels_generic_quads() { return kGenericQuads; }
+const QKernelSet& qkernels_generic_tiles() { return kGenericTiles; }
 
-void pack_qa_quads(const QBlocking& bl, const QMatrix& a, int64_t m, int64_t k, const int32_t* zero,
-                   int64_t zero_count, PackedQA* out) {
-  out->m = m, out->k = k, out->kp = (k + 3) / 4, out->quads = true, out->mc = bl.mc, out->kc = bl.kc;
+void pack_qa_quads(const QuadForm& f, const QBlocking& blocking, const QMatrix& a, int64_t m, int64_t k,
+                   const int32_t* zero, int64_t zero_count, PackedQA* out) {
+  const QBlocking bl = form_blocking(blocking, f);
+  out->m = m, out->k = k, out->kp = round_up((k + 3) / 4, f.group), out->quads = true, out->mc = bl.mc,
+  out->kc = bl.kc;
   out->k_blocks = (out->kp + bl.kc - 1) / bl.kc;
   const int64_t m_blocks = (m + bl.mc - 1) / bl.mc;
   // Blocks no larger than A needs: a depthwise layer's filters are 1 x 9.
-  out->block = std::min(bl.mc, (m + kMR - 1) / kMR * kMR) * std::min(bl.kc, out->kp) * 4;
+  out->block = std::min(bl.mc, round_up(m, f.rows)) * std::min(bl.kc, out->kp) * 4;
   out->bytes.assign(size_t(std::max<int64_t>(m_blocks * out->k_blocks * out->block, 1)), 0);
   for (int64_t mb = 0; mb < m_blocks; ++mb)
     for (int64_t kb = 0; kb < out->k_blocks; ++kb) {
       const int64_t r0 = mb * bl.mc, q0 = kb * bl.kc;
-      pack_a_block(a, k, r0, std::min(bl.mc, m - r0), q0, std::min(bl.kc, out->kp - q0),
+      pack_a_block(f, a, k, r0, std::min(bl.mc, m - r0), q0, std::min(bl.kc, out->kp - q0),
                    out->bytes.data() + (mb * out->k_blocks + kb) * out->block);
     }
   out->row_zero.resize(size_t(m));
   out->row_sum.resize(size_t(m));
-  a_row_terms(a, k, zero, zero_count, 0, m, out->row_zero.data(), out->row_sum.data());
+  a_row_terms(f, a, k, zero, zero_count, 0, m, out->row_zero.data(), out->row_sum.data());
 }
 
 void pack_qb_quads(const QKernelSet& ks, const QMatrix& b, int64_t k, int64_t n, const int32_t* zero,
                    int64_t zero_count, PackedQB* out, const ParallelFor& parallel) {
-  out->k = k, out->n = n, out->quads = true, out->kp = (k + 3) / 4, out->panels = (n + kNR - 1) / kNR;
+  const QuadForm& f = ks.quad_form;
+  out->k = k, out->n = n, out->quads = true, out->kp = round_up((k + 3) / 4, f.group);
+  out->panels = (n + kNR - 1) / kNR;
   out->data.clear();
   out->bytes.resize(size_t(std::max<int64_t>(out->panels * out->kp * kQuadBytes, 1)));
   out->col_zero.assign(size_t(out->panels * kNR), 0);
   out->col_term.assign(size_t(out->panels * kNR), 0);
-  const uint8_t flip = b_flip(b);
+  const Shift sh = shift(b.is_signed, !f.a_signed);
   const auto* src = static_cast<const uint8_t*>(b.data);
+  // Row pointers: given (taps of a padded image), or every ld bytes.
+  thread_local std::vector<const uint8_t*> row_scratch;
+  const uint8_t* const* rows = b.rows;
+  if (!rows && !b.trans) {
+    row_scratch.resize(size_t(k));
+    for (int64_t r = 0; r < k; ++r) row_scratch[size_t(r)] = src + r * b.ld;
+    rows = row_scratch.data();
+  }
   auto panels = [&](size_t first, size_t last) {
     for (auto panel = int64_t(first); panel < int64_t(last); ++panel) {
       const int64_t j0 = panel * kNR, width = std::min<int64_t>(kNR, n - j0);
       uint8_t* dst = out->bytes.data() + panel * out->kp * kQuadBytes;
       int32_t* col_sum = out->col_term.data() + j0;
       if (!b.trans) {
-        ks.pack_quads(src + j0, b.ld, k, width, flip, dst, col_sum);
+        ks.pack_quads(rows, j0, k, out->kp, width, sh.flip, !f.a_signed, dst, col_sum);
         continue;
       }
       // B stored n x k (weights [filters, k]): column j is a row of the source.
@@ -159,9 +204,9 @@ void pack_qb_quads(const QKernelSet& ks, const QMatrix& b, int64_t k, int64_t n,
         const uint8_t* col = src + (j0 + jj) * b.ld;
         int32_t sum = 0;
         for (int64_t r = 0; r < k; ++r) {
-          const auto v = uint8_t(col[r] ^ flip);
+          const auto v = uint8_t(col[r] ^ sh.flip);
           dst[(r / 4) * kQuadBytes + jj * 4 + r % 4] = v;
-          sum += v;
+          sum += f.a_signed ? int32_t(v) : int32_t(int8_t(v));
         }
         col_sum[jj] = sum;
       }
@@ -172,16 +217,21 @@ void pack_qb_quads(const QKernelSet& ks, const QMatrix& b, int64_t k, int64_t n,
   else
     panels(0, size_t(out->panels));
   for (int64_t j = 0; j < n; ++j) {
-    const int32_t z = zero[zero_count == 1 ? 0 : j] + b_shift(b);
+    const int32_t z = zero[zero_count == 1 ? 0 : j] + sh.zero;
     out->col_zero[size_t(j)] = z;
     out->col_term[size_t(j)] -= int32_t(uint32_t(k) * uint32_t(z));
   }
 }
 
-void qgemm_quads(const QKernelSet& kernels, const QBlocking& bl, int64_t m, int64_t n, int64_t k, const QASource& a,
-                 const PackedQB& b, int32_t* c, int64_t ldc, const QTileDone& tile_done, const ParallelFor& pf) {
+void qgemm_quads(const QKernelSet& kernels, const QBlocking& blocking, int64_t m, int64_t n, int64_t k,
+                 const QASource& a, const PackedQB& b, int32_t* c, int64_t ldc, const QTileDone& tile_done,
+                 const ParallelFor& pf) {
+  const QuadForm& f = kernels.quad_form;
+  const QBlocking bl = form_blocking(blocking, f);
   if (!b.quads || (a.packed && !a.packed->quads))
     throw std::logic_error("qgemm: operands packed in pairs given to a quad kernel set");
+  if (b.kp % f.group || (a.packed && (a.packed->kc != bl.kc || a.packed->mc != bl.mc)))
+    throw std::logic_error("qgemm: operands packed for another quad form or blocking");
   if (m <= 0 || n <= 0) return;
   const int64_t m_blocks = (m + bl.mc - 1) / bl.mc;
   // Threads only where each gets enough work to pay for waking it.
@@ -194,9 +244,10 @@ void qgemm_quads(const QKernelSet& kernels, const QBlocking& bl, int64_t m, int6
   const int64_t tasks = m_blocks * n_groups;
 
   auto body = [&](size_t lo, size_t hi) {
-    thread_local std::vector<int8_t> packed_a;
+    thread_local std::vector<uint8_t> packed_a;
     thread_local std::vector<int32_t> row_terms;
-    packed_a.resize(size_t((bl.mc + kMR) * bl.kc * 4));
+    if (kernels.begin) kernels.begin();
+    packed_a.resize(size_t(bl.mc * bl.kc * 4));
     row_terms.resize(size_t(2 * bl.mc));
     for (auto t = int64_t(lo); t < int64_t(hi); ++t) {
       const int64_t r0 = (t / n_groups) * bl.mc, rows = std::min(bl.mc, m - r0);
@@ -206,17 +257,17 @@ void qgemm_quads(const QKernelSet& kernels, const QBlocking& bl, int64_t m, int6
       if (a.packed) {
         row_zero = a.packed->row_zero.data() + r0, row_sum = a.packed->row_sum.data() + r0;
       } else {
-        a_row_terms(a.matrix, k, a.zero, a.zero_count, r0, rows, row_terms.data(), row_terms.data() + bl.mc);
+        a_row_terms(f, a.matrix, k, a.zero, a.zero_count, r0, rows, row_terms.data(), row_terms.data() + bl.mc);
         row_zero = row_terms.data(), row_sum = row_terms.data() + bl.mc;
       }
-      auto a_block = [&](int64_t q0, int64_t kq) -> const int8_t* {
+      auto a_block = [&](int64_t q0, int64_t kq) -> const uint8_t* {
         if (a.packed)
           return a.packed->bytes.data() + ((r0 / bl.mc) * a.packed->k_blocks + q0 / bl.kc) * a.packed->block;
-        pack_a_block(a.matrix, k, r0, rows, q0, kq, packed_a.data());
+        pack_a_block(f, a.matrix, k, r0, rows, q0, kq, packed_a.data());
         return packed_a.data();
       };
       const bool one_block = b.kp <= bl.kc;
-      const int8_t* ap = one_block && b.kp > 0 ? a_block(0, b.kp) : nullptr;
+      const uint8_t* ap = one_block && b.kp > 0 ? a_block(0, b.kp) : nullptr;
       // Columns in chunks of nc panels, each finished (all of K) and handed
       // to tile_done while its sums are still in cache.
       for (int64_t c0 = j0; c0 < j1; c0 += bl.nc) {
@@ -225,15 +276,15 @@ void qgemm_quads(const QKernelSet& kernels, const QBlocking& bl, int64_t m, int6
           const int64_t kq = std::min(bl.kc, b.kp - q0);
           const bool last = q0 + kq == b.kp;
           if (!one_block) ap = a_block(q0, kq);
-          for (int64_t j = c0; j < c1; j += kQuadPanels) {
-            const int panels = int(std::min<int64_t>(kQuadPanels, c1 - j));
+          for (int64_t j = c0; j < c1; j += f.panels) {
+            const int panels = int(std::min<int64_t>(f.panels, c1 - j));
             const uint8_t* bp = b.bytes.data() + (j * b.kp + q0) * kQuadBytes;
             const int cols = int(std::min<int64_t>(panels * kNR, n - j * kNR));
-            for (int64_t i = 0; i < rows; i += kMR) {
+            for (int64_t i = 0; i < rows; i += f.rows) {
               const QuadFix fix{row_zero + i, row_sum + i, b.col_zero.data() + j * kNR, b.col_term.data() + j * kNR};
-              kernels.gemm_quads(kq, ap + (i / kMR) * kq * kMR * 4, bp, b.kp * kQuadBytes, panels,
-                                 c + (r0 + i) * ldc + j * kNR, ldc, q0 > 0, int(std::min<int64_t>(kMR, rows - i)), cols,
-                                 last ? &fix : nullptr);
+              kernels.gemm_quads(kq, ap + (i / f.rows) * kq * f.rows * 4, bp, b.kp * kQuadBytes, panels,
+                                 c + (r0 + i) * ldc + j * kNR, ldc, q0 > 0, int(std::min<int64_t>(f.rows, rows - i)),
+                                 cols, last ? &fix : nullptr);
             }
           }
         }

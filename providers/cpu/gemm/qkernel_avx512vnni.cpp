@@ -14,7 +14,7 @@ namespace onyx::cpu::qgemm_detail {
 namespace {
 
 template <int P>
-void ukr_panels(int64_t kq, const int8_t* a, const uint8_t* b, int64_t stride, int32_t* c, int64_t ldc,
+void ukr_panels(int64_t kq, const uint8_t* a, const uint8_t* b, int64_t stride, int32_t* c, int64_t ldc,
                 bool accumulate, int rows, int cols, const QuadFix* fix) {
   __m512i acc[kMR][P];
 #pragma GCC unroll 8
@@ -57,7 +57,7 @@ void ukr_panels(int64_t kq, const int8_t* a, const uint8_t* b, int64_t stride, i
   }
 }
 
-void ukr(int64_t kq, const int8_t* a, const uint8_t* b, int64_t stride, int panels, int32_t* c, int64_t ldc,
+void ukr(int64_t kq, const uint8_t* a, const uint8_t* b, int64_t stride, int panels, int32_t* c, int64_t ldc,
          bool accumulate, int rows, int cols, const QuadFix* fix) {
   switch (panels) {
     case 4:
@@ -72,18 +72,20 @@ void ukr(int64_t kq, const int8_t* a, const uint8_t* b, int64_t stride, int pane
 }
 
 // Four rows of 16 bytes interleaved into 16 columns x 4 bytes with two
-// rounds of unpacks; the column sums by vpdpbusd against ones.
-void pack_quads(const uint8_t* src, int64_t ld, int64_t k, int64_t width, uint8_t flip, uint8_t* dst,
-                int32_t* col_sum) {
+// rounds of unpacks; the column sums by vpdpbusd against ones (ones as the
+// unsigned operand when the bytes are int8).
+void pack_quads(const uint8_t* const* rows, int64_t offset, int64_t k, int64_t kq, int64_t width, uint8_t flip,
+                bool as_signed, uint8_t* dst, int32_t* col_sum) {
   const __mmask16 cols = width >= kNR ? __mmask16(0xFFFF) : __mmask16((1u << width) - 1);
   const __m128i flip_v = _mm_maskz_mov_epi8(cols, _mm_set1_epi8(char(flip)));
   const __m512i ones = _mm512_set1_epi8(1);
   __m512i sums = _mm512_setzero_si512();
   auto row = [&](int64_t r) {
     if (r >= k) return _mm_setzero_si128();
-    return _mm_xor_si128(_mm_maskz_loadu_epi8(cols, src + r * ld), flip_v);
+    return _mm_xor_si128(_mm_maskz_loadu_epi8(cols, rows[r] + offset), flip_v);
   };
-  for (int64_t r = 0; r < k; r += 4, dst += kNR * 4) {
+  for (int64_t q = 0; q < kq; ++q, dst += kNR * 4) {
+    const int64_t r = q * 4;
     const __m128i r0 = row(r), r1 = row(r + 1), r2 = row(r + 2), r3 = row(r + 3);
     const __m128i t0 = _mm_unpacklo_epi8(r0, r1), t1 = _mm_unpackhi_epi8(r0, r1);
     const __m128i t2 = _mm_unpacklo_epi8(r2, r3), t3 = _mm_unpackhi_epi8(r2, r3);
@@ -92,7 +94,7 @@ void pack_quads(const uint8_t* src, int64_t ld, int64_t k, int64_t width, uint8_
     quads = _mm512_inserti32x4(quads, _mm_unpacklo_epi16(t1, t3), 2);     // 8-11
     quads = _mm512_inserti32x4(quads, _mm_unpackhi_epi16(t1, t3), 3);     // 12-15
     _mm512_storeu_si512(dst, quads);
-    sums = _mm512_dpbusd_epi32(sums, quads, ones);
+    sums = as_signed ? _mm512_dpbusd_epi32(sums, ones, quads) : _mm512_dpbusd_epi32(sums, quads, ones);
   }
   _mm512_storeu_si512(col_sum, sums);
 }
@@ -106,6 +108,7 @@ const QKernelSet& qkernels_avx512vnni() {
     s.layout = QLayout::quads;
     s.gemm_quads = ukr;
     s.pack_quads = pack_quads;
+    s.quad_form = {true, kMR, 1, 4};
     return s;
   }();
   return set;

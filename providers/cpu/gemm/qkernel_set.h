@@ -19,16 +19,31 @@ constexpr int kQuadPanels = 4;
 // How a kernel set wants its operands packed (qgemm.h):
 //   pairs: int16 with zero points subtracted, two K steps per int32 lane
 //          (vpmaddwd: exact, no corrections);
-//   quads: bytes, four K steps per int32 lane, A as int8 and B as uint8
-//          (vpdpbusd: exact in int32, twice the multiply-adds per
-//          instruction), zero points applied to the sums afterwards from
-//          A's row sums and B's column sums.
+//   quads: bytes, four K steps per int32 lane of B's panels, one operand as
+//          int8 and the other as uint8 (vpdpbusd, AMX tdpbusd: exact in
+//          int32), zero points applied to the sums afterwards from A's row
+//          sums and B's column sums.
 enum class QLayout { pairs, quads };
+
+// The shape of a quad set's operands:
+// - a_signed: A (the row operand) packed as int8 and B as uint8 (VNNI), or
+//   A as uint8 and B as int8 (AMX);
+// - rows: rows of A per micro-panel;
+// - group: K quads per run of a row in A's micro-panels: 1 interleaves the
+//   rows quad by quad (row i of quad q at ((q * rows) + i) * 4), 16 gives
+//   each row 64 contiguous bytes per 16 quads (an AMX tile row). K, and the
+//   quads of B's panels, are padded to a multiple of group quads;
+// - panels: most B panels one call takes.
+struct QuadForm {
+  bool a_signed;
+  int rows, group, panels;
+};
+constexpr int kQuadMaxRows = 32, kQuadMaxPanels = 4;
 
 // The zero-point terms of a quad tile, for its rows and columns:
 //   C[i][j] += -row_zero[i] * col_term[j] - col_zero[j] * row_sum[i]
 // (row_zero, col_zero: the zero points of the bytes as packed; row_sum: the
-// sum of row i's packed bytes; col_term: column j's byte sum - K * col_zero[j]).
+// sum of row i's packed values; col_term: column j's value sum - K * col_zero[j]).
 struct QuadFix {
   const int32_t* row_zero;
   const int32_t* row_sum;
@@ -36,20 +51,25 @@ struct QuadFix {
   const int32_t* col_term;
 };
 
-// One kMR x (panels * kNR) tile of C from quads; only its first rows x cols
-// elements are written. a: kq steps of kMR rows x 4 int8 (row i of step q at
-// a[(q * kMR + i) * 4]); panel p of B at b + p * panel_stride, kq steps of
-// kNR columns x 4 uint8 (column j of step q at [(q * kNR + j) * 4]).
+// One rows x (panels * kNR) tile of C from quads (QuadForm says how a is
+// laid out); only its first rows x cols elements are written. Panel p of B
+// at b + p * panel_stride: kq steps of kNR columns x 4 bytes (column j of
+// step q at [(q * kNR + j) * 4]). kq is a multiple of the form's group.
 // fix: null, or the zero-point terms, added after the sums (the last K block).
-using QQuadKernel = void (*)(int64_t kq, const int8_t* a, const uint8_t* b, int64_t panel_stride, int panels,
+using QQuadKernel = void (*)(int64_t kq, const uint8_t* a, const uint8_t* b, int64_t panel_stride, int panels,
                              int32_t* c, int64_t ldc, bool accumulate, int rows, int cols, const QuadFix* fix);
 
-// One panel of B as quads: kq steps of kNR columns x 4 bytes from rows of src
-// (row r at src + r * ld, rows past k read as 0), each byte XOR flip (0x80
-// turns int8 into uint8 shifted by 128); col_sum[j] (j < kNR) receives the
-// sum of column j's packed bytes. Columns from width to kNR are zero.
-using QPackQuads = void (*)(const uint8_t* src, int64_t ld, int64_t k, int64_t width, uint8_t flip, uint8_t* dst,
-                            int32_t* col_sum);
+// One panel of B as quads: kq steps of kNR columns x 4 bytes from rows of B
+// (row r at rows[r] + offset; rows past k, and columns from width, are 0),
+// each byte XOR flip (0x80 shifts by 128 between int8 and uint8);
+// col_sum[j] (j < kNR) receives the sum of column j's packed values, read as
+// int8 when as_signed, else as uint8.
+using QPackQuads = void (*)(const uint8_t* const* rows, int64_t offset, int64_t k, int64_t kq, int64_t width,
+                            uint8_t flip, bool as_signed, uint8_t* dst, int32_t* col_sum);
+
+// Called by each thread before it runs a quad kernel (AMX loads its tile
+// configuration); may be null.
+using QBegin = void (*)();
 
 // One kMR x kNR tile of C; only its first rows x cols elements are written.
 //   C (=|+=) sum_p A(:, p) . B(p, :)   over kp steps of one K pair each.
@@ -102,6 +122,8 @@ struct QKernelSet {
   QTapsRow taps_row;
   QRange range;
   QQuantizeU8 quantize_u8;
+  QuadForm quad_form;  // quads
+  QBegin begin;        // quads
 };
 
 const QKernelSet& qkernels_generic();
@@ -110,9 +132,16 @@ const QKernelSet& qkernels_generic();
 const QKernelSet& qkernels_generic_quads();
 // Defined in qkernel_avx2.cpp; use only where the CPU has AVX2.
 const QKernelSet& qkernels_avx2();
+// The same loops over AMX's form (uint8 rows of 64-byte runs, int8 B).
+const QKernelSet& qkernels_generic_tiles();
 // Defined in qkernel_avx512vnni.cpp: quads with vpdpbusd, the rest AVX2's;
 // use only where the CPU has AVX-512 F/BW/VL/VNNI and AVX2.
 const QKernelSet& qkernels_avx512vnni();
 bool avx512vnni_supported();
+// Defined in qkernel_amx.cpp: quads with AMX tdpbusd on 32 x 32 tiles, the
+// rest AVX-512 VNNI's; use only where amx_supported() (which asks Linux for
+// the tile state once per process).
+const QKernelSet& qkernels_amx();
+bool amx_supported();
 
 }  // namespace onyx::cpu::qgemm_detail

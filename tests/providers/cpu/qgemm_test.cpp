@@ -27,15 +27,18 @@ struct Case {
   int64_t m, n, k;
   bool a_signed, b_signed, trans_a;
   bool a_zero_per_row, b_zero_per_col;
-  bool trans_b = false;  // B stored n x k
+  bool trans_b = false;       // B stored n x k
+  bool b_row_pointers = false;  // B's rows given as pointers, stored bottom row first
 };
 
 // Both layouts' portable sets, and every x86 set this CPU runs.
 std::vector<const QKernelSet*> kernels() {
-  std::vector<const QKernelSet*> all{&qgemm_detail::qkernels_generic(), &qgemm_detail::qkernels_generic_quads()};
+  std::vector<const QKernelSet*> all{&qgemm_detail::qkernels_generic(), &qgemm_detail::qkernels_generic_quads(),
+                                     &qgemm_detail::qkernels_generic_tiles()};
 #ifdef __x86_64__
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) all.push_back(&qgemm_detail::qkernels_avx2());
   if (qgemm_detail::avx512vnni_supported()) all.push_back(&qgemm_detail::qkernels_avx512vnni());
+  if (qgemm_detail::amx_supported()) all.push_back(&qgemm_detail::qkernels_amx());
 #endif
   return all;
 }
@@ -72,9 +75,17 @@ void run_case(const Case& c, const QKernelSet* kernel, const QBlocking& blocking
   for (size_t i = 0; i < za.size(); ++i) za[i] = c.a_signed ? (i % 2 ? 127 : -128) : (i % 2 ? 255 : 0);
   for (size_t j = 0; j < zb.size(); ++j) zb[j] = c.b_signed ? (j % 3 ? -128 : 5) : (j % 3 ? 255 : 3);
 
+  // Row pointers: the same matrix stored upside down, each row found by its pointer.
+  std::vector<uint8_t> flipped(b.size());
+  std::vector<const uint8_t*> rows(size_t(c.k));
+  for (int64_t r = 0; r < c.k; ++r) {
+    std::copy_n(b.begin() + r * ldb, ldb, flipped.begin() + (c.k - 1 - r) * ldb);
+    rows[size_t(r)] = flipped.data() + (c.k - 1 - r) * ldb;
+  }
+  QMatrix bm{b.data(), c.b_signed, ldb, c.trans_b};
+  if (c.b_row_pointers) bm = {nullptr, c.b_signed, 0, false, rows.data()};
   PackedQB packed;
-  qgemm_detail::pack_qb_with(*kernel, {b.data(), c.b_signed, ldb, c.trans_b}, c.k, c.n, zb.data(), int64_t(zb.size()),
-                             &packed, pf);
+  qgemm_detail::pack_qb_with(*kernel, bm, c.k, c.n, zb.data(), int64_t(zb.size()), &packed, pf);
   std::vector<int32_t> out(size_t(c.m * ldc), 7777);  // padding columns must stay 7777
   std::vector<std::atomic<int>> seen(size_t(c.m * c.n));
   QTileDone done = [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
@@ -116,7 +127,10 @@ std::vector<Case> cases() {
   all.push_back({200, 70, 1152, false, true, false, false, true});
   all.push_back({12, 100, 2051, true, false, false, true, true});  // several panel groups, K % 4 == 3
   all.push_back({7, 64, 4, false, false, true, false, false});    // exactly four panels, one quad
-  for (bool bs : {false, true}) all.push_back({9, 37, 23, true, bs, false, false, true, true});  // B stored n x k
+  for (bool bs : {false, true}) {
+    all.push_back({9, 37, 23, true, bs, false, false, true, true});          // B stored n x k
+    all.push_back({40, 70, 139, false, bs, false, true, true, false, true});  // B by row pointers
+  }
   return all;
 }
 
@@ -234,7 +248,7 @@ TEST(QGemm, RangeAndQuantizeMatchScalarLoopsOnEveryKernelSet) {
 
 TEST(QGemm, PublicEntryUsesTheBestKernel) {
   const std::string isa = qgemm_isa();
-  EXPECT_TRUE(isa == "avx512vnni" || isa == "avx2" || isa == "generic") << isa;
+  EXPECT_TRUE(isa == "amx" || isa == "avx512vnni" || isa == "avx2" || isa == "generic") << isa;
   const uint8_t a[4] = {1, 2, 3, 4};  // [[1, 2], [3, 4]] - 1
   const int8_t b[4] = {1, -1, 2, 5};  // [[1, -1], [2, 5]]
   const int32_t za = 1, zb = 0;

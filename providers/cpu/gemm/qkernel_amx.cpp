@@ -1,0 +1,117 @@
+// qkernel_amx.cpp: the quad kernel for AMX-INT8 (the rest of the set is
+// AVX-512 VNNI's). A tile multiply-add (tdpbusd) takes 16 rows x 64 uint8 of
+// A and 16 quads x 16 columns of int8 of B into 16 x 16 int32 sums: 16K
+// multiply-adds per instruction. The microkernel keeps a 32 x 32 tile of C
+// in four accumulator tiles; A's micro-panels hold 32 rows of 64-byte runs
+// (QuadForm group 16) and B's panels are already 16-quad tile rows.
+#include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdint>
+
+#include "qkernel_set.h"
+
+namespace onyx::cpu::qgemm_detail {
+namespace {
+
+constexpr int kTileRows = 16, kTileBytes = 64;
+
+// Palette 1, eight tiles of 16 rows x 64 bytes.
+struct alignas(64) TileConfig {
+  uint8_t palette = 1, start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+// The tile configuration is per thread and other code (oneDNN) may load its
+// own: every thread loads ours before each run of quad kernels.
+void begin() {
+  static const TileConfig config = [] {
+    TileConfig c;
+    for (int t = 0; t < 8; ++t) c.colsb[t] = kTileBytes, c.rows[t] = kTileRows;
+    return c;
+  }();
+  _tile_loadconfig(&config);
+}
+
+void ukr(int64_t kq, const uint8_t* a, const uint8_t* b, int64_t stride, int panels, int32_t* c, int64_t ldc,
+         bool accumulate, int rows, int cols, const QuadFix* fix) {
+  const bool two_rows = rows > kTileRows, two_panels = panels > 1;
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  // Per 16 quads: A rows 0-15 and 16-31 (1 KiB each), one 1 KiB tile per panel.
+  for (int64_t q = 0; q < kq; q += 16, a += 2 * kTileRows * kTileBytes, b += 16 * kTileBytes) {
+    _tile_loadd(4, a, kTileBytes);
+    _tile_loadd(6, b, kTileBytes);
+    _tile_dpbusd(0, 4, 6);
+    if (two_panels) {
+      _tile_loadd(7, b + stride, kTileBytes);
+      _tile_dpbusd(1, 4, 7);
+    }
+    if (two_rows) {
+      _tile_loadd(5, a + kTileRows * kTileBytes, kTileBytes);
+      _tile_dpbusd(2, 5, 6);
+      if (two_panels) _tile_dpbusd(3, 5, 7);
+    }
+  }
+  alignas(64) int32_t sums[2 * kTileRows][2 * kNR];
+  constexpr int kStride = 2 * kNR * 4;
+  _tile_stored(0, &sums[0][0], kStride);
+  _tile_stored(1, &sums[0][kNR], kStride);
+  _tile_stored(2, &sums[kTileRows][0], kStride);
+  _tile_stored(3, &sums[kTileRows][kNR], kStride);
+  for (int i = 0; i < rows; ++i) {
+    __m512i rz = _mm512_setzero_si512(), rs = rz;
+    if (fix) rz = _mm512_set1_epi32(fix->row_zero[i]), rs = _mm512_set1_epi32(fix->row_sum[i]);
+    for (int p = 0; p < panels; ++p) {
+      const int lanes = cols - p * kNR;
+      if (lanes <= 0) break;
+      const __mmask16 mask = lanes >= kNR ? __mmask16(0xFFFF) : __mmask16((1u << lanes) - 1);
+      __m512i v = _mm512_load_si512(&sums[i][p * kNR]);
+      if (fix) {
+        const __m512i ct = _mm512_loadu_si512(fix->col_term + p * kNR);
+        const __m512i cz = _mm512_loadu_si512(fix->col_zero + p * kNR);
+        v = _mm512_sub_epi32(v, _mm512_add_epi32(_mm512_mullo_epi32(rz, ct), _mm512_mullo_epi32(cz, rs)));
+      }
+      int32_t* out = c + i * ldc + p * kNR;
+      if (accumulate) v = _mm512_add_epi32(v, _mm512_maskz_loadu_epi32(mask, out));
+      _mm512_mask_storeu_epi32(out, mask, v);
+    }
+  }
+}
+
+}  // namespace
+
+const QKernelSet& qkernels_amx() {
+  static const QKernelSet set = [] {
+    QKernelSet s = qkernels_avx512vnni();
+    s.name = "amx";
+    s.gemm_quads = ukr;
+    s.quad_form = {false, 2 * kTileRows, 16, 2};
+    s.begin = begin;
+    return s;
+  }();
+  return set;
+}
+
+bool amx_supported() {
+  static const bool supported = [] {
+    if (!avx512vnni_supported()) return false;
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    __asm__("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(7), "c"(0));
+    const bool tile = edx & (1u << 24), int8 = edx & (1u << 25);
+    if (!tile || !int8) return false;
+    // Linux hands out the 8 KiB tile state only to processes that ask
+    // (ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA); a kernel without AMX
+    // support refuses and the VNNI set runs instead.
+    constexpr long kReqXcompPerm = 0x1023, kXtileData = 18;
+    return syscall(SYS_arch_prctl, kReqXcompPerm, kXtileData) == 0;
+  }();
+  return supported;
+}
+
+}  // namespace onyx::cpu::qgemm_detail
