@@ -155,6 +155,54 @@ class ConvIntegerKernel final : public sdk::Kernel {
     }
   }
 
+  // The padded image of a stride-1 2-D convolution: rows as wide as the
+  // output plus the window's extent, so that tap (ky, kx) of grid column
+  // p = oy * width + ox is plane[p + ky * dh * width + kx * dw]. width 0: not
+  // this case. slack: the last tap of the last grid column reads past the
+  // plane (a dropped column).
+  struct Shifted {
+    int64_t width = 0, height = 0, plane = 0, slack = 0;
+  };
+  static Shifted shifted(const Geometry& geo) {
+    const auto& d = geo.dims;
+    if (d[0].kernel != 1 || d[0].in != 1 || d[0].out != 1 || d[1].stride != 1 || d[2].stride != 1 || geo.pointwise())
+      return {};
+    Shifted s;
+    s.width = d[2].out + (d[2].kernel - 1) * d[2].dilation;
+    s.height = d[1].out + (d[1].kernel - 1) * d[1].dilation;
+    s.plane = s.width * s.height;
+    s.slack = (d[2].kernel - 1) * d[2].dilation + 64;
+    return s;
+  }
+
+  // x[b, group]'s channels into padded planes of sh.width x sh.height, the
+  // border holding x_zero.
+  static void pad_image(sdk::ComputeContext& ctx, const Geometry& geo, const Shifted& sh, const uint8_t* x,
+                        int64_t channels, uint8_t* out) {
+    const auto& d = geo.dims;
+    const auto pad = uint8_t(geo.x_zero);
+    const int64_t in_w = d[2].in, in_h = d[1].in, left = d[2].pad_begin, top = d[1].pad_begin;
+    const int64_t lo = std::clamp<int64_t>(left, 0, sh.width), hi = std::clamp<int64_t>(left + in_w, lo, sh.width);
+    ctx.parallel_for(size_t(channels), nn::grain_for(double(sh.plane), 1 << 16), [&](size_t c0, size_t c1) {
+      for (auto ci = int64_t(c0); ci < int64_t(c1); ++ci) {
+        uint8_t* plane = out + ci * sh.plane;
+        const uint8_t* src = x + ci * geo.plane();
+        for (int64_t yy = 0; yy < sh.height; ++yy) {
+          uint8_t* row = plane + yy * sh.width;
+          const int64_t iy = yy - top;
+          if (iy < 0 || iy >= in_h) {
+            std::memset(row, pad, size_t(sh.width));
+            continue;
+          }
+          std::memset(row, pad, size_t(lo));
+          std::memcpy(row + lo, src + iy * in_w + (lo - left), size_t(hi - lo));
+          std::memset(row + hi, pad, size_t(sh.width - hi));
+        }
+      }
+    });
+    std::memset(out + channels * sh.plane, pad, size_t(sh.slack));
+  }
+
   // im2col(x[b, group]) as a K x pixels matrix: row (ci, kz, ky, kx) holds
   // that tap of every output pixel; pixels outside the input read x_zero (a
   // zero once the zero point is subtracted). Rows are written in runs.
@@ -202,17 +250,41 @@ class ConvIntegerKernel final : public sdk::Kernel {
     thread_local std::vector<uint8_t> cols_scratch;
     thread_local PackedQB packed_scratch;
     thread_local std::vector<int32_t> sums_scratch;
+    thread_local std::vector<const uint8_t*> taps_scratch;
     std::vector<uint8_t>& cols = cols_scratch;
     PackedQB& packed = packed_scratch;
     std::vector<int32_t>& sums = sums_scratch;
-    if (!pointwise) cols.resize(size_t(k * pixels));
-    if (qlinear_) sums.resize(size_t(mg * pixels));
+    std::vector<const uint8_t*>& taps = taps_scratch;
+    // Stride 1 in 2-D: B's rows are slices of a padded copy of the image,
+    // computed over a grid as wide as the padded rows (the extra columns are
+    // dropped), instead of an im2col matrix.
+    const Shifted sh = shifted(geo);
+    const int64_t grid = sh.width ? geo.dims[1].out * sh.width : pixels;  // B's columns
+    // Grown only: resizing down and up again would zero the new part every run.
+    auto grow = [](auto& v, int64_t size) {
+      if (int64_t(v.size()) < size) v.resize(size_t(size));
+    };
+    if (sh.width)
+      grow(cols, cg * sh.plane + sh.slack);
+    else if (!pointwise)
+      grow(cols, k * pixels);
+    if (qlinear_ || sh.width) grow(sums, mg * grid);
     const ParallelFor pf = nn::host_parallel_for(ctx);
     for (int64_t b = 0; b < geo.n; ++b)
       for (int64_t grp = 0; grp < geo.g; ++grp) {
         const auto* xg = static_cast<const uint8_t*>(x.raw) + (b * geo.c + grp * cg) * geo.plane();
         const uint8_t* source = xg;  // pointwise: x_g is already K x pixels
-        if (!pointwise) {
+        QMatrix bm{source, x_signed, pixels, false};
+        if (sh.width) {
+          pad_image(ctx, geo, sh, xg, cg, cols.data());
+          taps.resize(size_t(k));
+          const auto& d = geo.dims;
+          for (int64_t ci = 0, r = 0; ci < cg; ++ci)
+            for (int64_t ky = 0; ky < d[1].kernel; ++ky)
+              for (int64_t kx = 0; kx < d[2].kernel; ++kx, ++r)
+                taps[size_t(r)] = cols.data() + ci * sh.plane + ky * d[1].dilation * sh.width + kx * d[2].dilation;
+          bm = {nullptr, x_signed, 0, false, taps.data()};
+        } else if (!pointwise) {
           // Channels write disjoint rows of the im2col matrix: all threads help.
           const int64_t rows_per_channel = geo.window() * pixels;
           ctx.parallel_for(size_t(cg), nn::grain_for(double(rows_per_channel), 1 << 16), [&](size_t c0, size_t c1) {
@@ -223,9 +295,9 @@ class ConvIntegerKernel final : public sdk::Kernel {
             else
               im2col(xg + at, geo, n_ch, cols.data() + int64_t(c0) * rows_per_channel);
           });
-          source = cols.data();
+          bm.data = cols.data();
         }
-        pack_qb_into({source, x_signed, pixels, false}, k, pixels, &geo.x_zero, 1, &packed, pf);
+        pack_qb_into(bm, k, grid, &geo.x_zero, 1, &packed, pf);
         const int64_t y0 = (b * geo.m + grp * mg) * pixels;
         const QMatrix wg{static_cast<const uint8_t*>(w.raw) + grp * mg * k, w.dtype == ONYX_DTYPE_INT8, k, false};
         const int32_t* wz = w_zero.size() == 1 ? w_zero.data() : w_zero.data() + grp * mg;
@@ -233,10 +305,25 @@ class ConvIntegerKernel final : public sdk::Kernel {
         // Filters packed at creation, or now (run-time weights).
         auto run = [&](int32_t* c, int64_t ldc, const QTileDone& done) {
           if (!packed_w_.empty())
-            qgemm(pixels, *packed_w_[size_t(grp)], packed, c, ldc, done, pf);
+            qgemm(grid, *packed_w_[size_t(grp)], packed, c, ldc, done, pf);
           else
-            qgemm(mg, pixels, k, wg, wz, wz_count, packed, c, ldc, done, pf);
+            qgemm(mg, grid, k, wg, wz, wz_count, packed, c, ldc, done, pf);
         };
+        if (sh.width) {  // grid columns [c0, c1) row by row, the columns past out_w dropped
+          const int64_t out_w = geo.dims[2].out;
+          QTileDone done = [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+            for (int64_t p = c0; p < c1;) {
+              const int64_t oy = p / sh.width, ox = p % sh.width, end = std::min(c1, (oy + 1) * sh.width);
+              if (ox < out_w)
+                for (int64_t f = r0; f < r1; ++f)
+                  store_row(y, rq, sums.data() + f * grid + p, 1, grp * mg + f, y0 + f * pixels + oy * out_w + ox,
+                            std::min(out_w, end - oy * sh.width) - ox);
+              p = end;
+            }
+          };
+          run(sums.data(), grid, done);
+          continue;
+        }
         if (!qlinear_) {  // ConvInteger: the sums are the output
           run(y.data<int32_t>() + y0, pixels, {});
           continue;
