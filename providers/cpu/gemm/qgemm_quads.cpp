@@ -55,8 +55,14 @@ void pack_a_block(const QuadForm& f, const QMatrix& a, int64_t k, int64_t r0, in
       const int64_t row = r0 + panel * f.rows + i;
       for (int64_t g = 0; g * f.group < kq; ++g) {
         uint8_t* o = out + (g * f.rows + i) * run;
+        const int64_t col0 = (q0 + g * f.group) * 4;
+        if (i < height && !a.trans && col0 + run <= k) {  // a whole run of a stored row
+          const uint8_t* x = src + row * a.ld + col0;
+          for (int64_t t = 0; t < run; ++t) o[t] = uint8_t(x[t] ^ flip);
+          continue;
+        }
         for (int64_t t = 0; t < run; ++t) {
-          const int64_t col = (q0 + g * f.group) * 4 + t;
+          const int64_t col = col0 + t;
           uint8_t v = 0;
           if (i < height && col < k) v = uint8_t((a.trans ? src[col * a.ld + row] : src[row * a.ld + col]) ^ flip);
           o[t] = v;
@@ -76,9 +82,17 @@ void a_row_terms(const QuadForm& f, const QMatrix& a, int64_t k, const int32_t* 
     const int64_t row = r0 + i;
     row_zero[i] = zero[zero_count == 1 ? 0 : row] + sh.zero;
     int32_t sum = 0;
-    for (int64_t col = 0; col < k; ++col) {
-      const auto v = uint8_t((a.trans ? src[col * a.ld + row] : src[row * a.ld + col]) ^ sh.flip);
-      sum += f.a_signed ? int32_t(int8_t(v)) : int32_t(v);
+    if (a.trans) {
+      for (int64_t col = 0; col < k; ++col) {
+        const auto v = uint8_t(src[col * a.ld + row] ^ sh.flip);
+        sum += f.a_signed ? int32_t(int8_t(v)) : int32_t(v);
+      }
+    } else {  // a row: vectorizes
+      const uint8_t* x = src + row * a.ld;
+      if (f.a_signed)
+        for (int64_t col = 0; col < k; ++col) sum += int8_t(x[col] ^ sh.flip);
+      else
+        for (int64_t col = 0; col < k; ++col) sum += uint8_t(x[col] ^ sh.flip);
     }
     row_sum[i] = sum;
   }
