@@ -133,6 +133,17 @@ std::shared_ptr<PackedQA> pack_qa_with(const QKernelSet& kernels, const QBlockin
   return packed;
 }
 
+QTasks split_tasks(const QBlocking& bl, int64_t m, int64_t n, int64_t k, int64_t panels, const ParallelFor& pf) {
+  QTasks tasks;
+  const int64_t m_blocks = (m + bl.mc - 1) / bl.mc;
+  const double ops = 2.0 * double(m) * double(n) * double(std::max<int64_t>(k, 1));
+  const auto threads = pf.run ? std::clamp<int64_t>(int64_t(ops / bl.min_ops_per_thread), 1, int64_t(pf.threads)) : 1;
+  if (threads > 1 && m_blocks < 2 * threads) tasks.n_groups = std::min<int64_t>(panels, (2 * threads + m_blocks - 1) / m_blocks);
+  tasks.count = m_blocks * tasks.n_groups;
+  tasks.parallel = threads > 1 && tasks.count > 1;
+  return tasks;
+}
+
 void qgemm_with(const QKernelSet& kernels, const QBlocking& bl, int64_t m, int64_t n, int64_t k,
                 const QASource& a, const PackedQB& b, int32_t* c, int64_t ldc, const QTileDone& tile_done,
                 const ParallelFor& pf) {
@@ -141,15 +152,8 @@ void qgemm_with(const QKernelSet& kernels, const QBlocking& bl, int64_t m, int64
   if (b.quads || (a.packed && a.packed->quads))
     throw std::logic_error("qgemm: operands packed in quads given to a pair kernel set");
   if (m <= 0 || n <= 0) return;
-  const int64_t m_blocks = (m + bl.mc - 1) / bl.mc;
-  // Threads only where each gets enough work to pay for waking it.
-  const double ops = 2.0 * double(m) * double(n) * double(std::max<int64_t>(k, 1));
-  const auto threads = pf.run ? std::clamp<int64_t>(int64_t(ops / bl.min_ops_per_thread), 1, int64_t(pf.threads)) : 1;
-  // Few row blocks (a small batch, a late conv layer): split columns too.
-  int64_t n_groups = 1;
-  if (threads > 1 && m_blocks < 2 * threads)
-    n_groups = std::min<int64_t>(b.panels, (2 * threads + m_blocks - 1) / m_blocks);
-  const int64_t tasks = m_blocks * n_groups;
+  const QTasks tasks = split_tasks(bl, m, n, k, b.panels, pf);
+  const int64_t n_groups = tasks.n_groups;
 
   auto body = [&](size_t lo, size_t hi) {
     thread_local std::vector<int16_t> packed_a;
@@ -183,17 +187,11 @@ void qgemm_with(const QKernelSet& kernels, const QBlocking& bl, int64_t m, int64
                            p0 > 0, int(std::min<int64_t>(kMR, rows - i)), cols);
           }
         }
-        if (b.kp == 0)  // K == 0: the sums are empty
-          for (int64_t i = r0; i < r0 + rows; ++i)
-            std::fill(c + i * ldc + c0 * kNR, c + i * ldc + std::min(n, c1 * kNR), 0);
-        if (tile_done) tile_done(r0, r0 + rows, c0 * kNR, std::min(n, c1 * kNR));
+        finish_chunk(c, ldc, r0, rows, c0 * kNR, std::min(n, c1 * kNR), b.kp == 0, tile_done);
       }
     }
   };
-  if (threads > 1 && tasks > 1)
-    pf.run(size_t(tasks), body);
-  else
-    body(0, size_t(tasks));
+  tasks.run(pf, body);
 }
 
 }  // namespace qgemm_detail

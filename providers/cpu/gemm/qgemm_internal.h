@@ -3,6 +3,9 @@
 // the tests cover the portable kernel and every ISA's on the same inputs.
 #pragma once
 
+#include <algorithm>
+#include <functional>
+
 #include "qgemm.h"
 #include "qkernel_set.h"
 
@@ -32,6 +35,34 @@ struct QASource {
   int64_t zero_count = 0;
   const PackedQA* packed = nullptr;
 };
+
+// A product as tasks of a row block (mc rows) x a group of B's panels:
+// threads only where each gets enough work to pay for waking it, and few row
+// blocks (a small batch, a late conv layer) split the columns too. Task t
+// takes row block t / n_groups and panels [g * panels / n_groups,
+// (g + 1) * panels / n_groups) for g = t % n_groups.
+struct QTasks {
+  int64_t n_groups = 1, count = 0;
+  bool parallel = false;
+
+  // body(first, last) over all tasks, on the pool where parallel.
+  void run(const ParallelFor& pf, const std::function<void(size_t, size_t)>& body) const {
+    if (parallel)
+      pf.run(size_t(count), body);
+    else
+      body(0, size_t(count));
+  }
+};
+
+// A finished chunk of C (rows [r0, r0 + rows) x columns [c0, c1)): zeros
+// when K is empty, then handed to tile_done.
+inline void finish_chunk(int32_t* c, int64_t ldc, int64_t r0, int64_t rows, int64_t c0, int64_t c1, bool empty_k,
+                         const QTileDone& tile_done) {
+  if (empty_k)
+    for (int64_t i = r0; i < r0 + rows; ++i) std::fill(c + i * ldc + c0, c + i * ldc + c1, 0);
+  if (tile_done) tile_done(r0, r0 + rows, c0, c1);
+}
+QTasks split_tasks(const QBlocking& blocking, int64_t m, int64_t n, int64_t k, int64_t panels, const ParallelFor& pf);
 
 void qgemm_with(const QKernelSet& kernels, const QBlocking& blocking, int64_t m, int64_t n, int64_t k,
                 const QASource& a, const PackedQB& b, int32_t* c, int64_t ldc, const QTileDone& tile_done,

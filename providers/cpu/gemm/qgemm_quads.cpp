@@ -247,15 +247,8 @@ void qgemm_quads(const QKernelSet& kernels, const QBlocking& blocking, int64_t m
   if (b.kp % f.group || (a.packed && (a.packed->kc != bl.kc || a.packed->mc != bl.mc)))
     throw std::logic_error("qgemm: operands packed for another quad form or blocking");
   if (m <= 0 || n <= 0) return;
-  const int64_t m_blocks = (m + bl.mc - 1) / bl.mc;
-  // Threads only where each gets enough work to pay for waking it.
-  const double ops = 2.0 * double(m) * double(n) * double(std::max<int64_t>(k, 1));
-  const auto threads = pf.run ? std::clamp<int64_t>(int64_t(ops / bl.min_ops_per_thread), 1, int64_t(pf.threads)) : 1;
-  // Few row blocks (a small batch, a late conv layer): split columns too.
-  int64_t n_groups = 1;
-  if (threads > 1 && m_blocks < 2 * threads)
-    n_groups = std::min<int64_t>(b.panels, (2 * threads + m_blocks - 1) / m_blocks);
-  const int64_t tasks = m_blocks * n_groups;
+  const QTasks tasks = split_tasks(bl, m, n, k, b.panels, pf);
+  const int64_t n_groups = tasks.n_groups;
 
   auto body = [&](size_t lo, size_t hi) {
     thread_local std::vector<uint8_t> packed_a;
@@ -302,17 +295,11 @@ void qgemm_quads(const QKernelSet& kernels, const QBlocking& blocking, int64_t m
             }
           }
         }
-        if (b.kp == 0)  // K == 0: the sums are empty
-          for (int64_t i = r0; i < r0 + rows; ++i)
-            std::fill(c + i * ldc + c0 * kNR, c + i * ldc + std::min(n, c1 * kNR), 0);
-        if (tile_done) tile_done(r0, r0 + rows, c0 * kNR, std::min(n, c1 * kNR));
+        finish_chunk(c, ldc, r0, rows, c0 * kNR, std::min(n, c1 * kNR), b.kp == 0, tile_done);
       }
     }
   };
-  if (threads > 1 && tasks > 1)
-    pf.run(size_t(tasks), body);
-  else
-    body(0, size_t(tasks));
+  tasks.run(pf, body);
 }
 
 }  // namespace onyx::cpu::qgemm_detail

@@ -10,7 +10,7 @@
 
 #include <cstdint>
 
-#include "qkernel_set.h"
+#include "quad_store_avx512.h"
 
 namespace onyx::cpu::qgemm_detail {
 namespace {
@@ -64,24 +64,9 @@ void ukr(int64_t kq, const uint8_t* a, const uint8_t* b, int64_t stride, int pan
   _tile_stored(1, &sums[0][kNR], kStride);
   _tile_stored(2, &sums[kTileRows][0], kStride);
   _tile_stored(3, &sums[kTileRows][kNR], kStride);
-  for (int i = 0; i < rows; ++i) {
-    __m512i rz = _mm512_setzero_si512(), rs = rz;
-    if (fix) rz = _mm512_set1_epi32(fix->row_zero[i]), rs = _mm512_set1_epi32(fix->row_sum[i]);
-    for (int p = 0; p < panels; ++p) {
-      const int lanes = cols - p * kNR;
-      if (lanes <= 0) break;
-      const __mmask16 mask = lanes >= kNR ? __mmask16(0xFFFF) : __mmask16((1u << lanes) - 1);
-      __m512i v = _mm512_load_si512(&sums[i][p * kNR]);
-      if (fix) {
-        const __m512i ct = _mm512_loadu_si512(fix->col_term + p * kNR);
-        const __m512i cz = _mm512_loadu_si512(fix->col_zero + p * kNR);
-        v = _mm512_sub_epi32(v, _mm512_add_epi32(_mm512_mullo_epi32(rz, ct), _mm512_mullo_epi32(cz, rs)));
-      }
-      int32_t* out = c + i * ldc + p * kNR;
-      if (accumulate) v = _mm512_add_epi32(v, _mm512_maskz_loadu_epi32(mask, out));
-      _mm512_mask_storeu_epi32(out, mask, v);
-    }
-  }
+  for (int i = 0; i < rows; ++i)
+    for (int p = 0; p < panels; ++p)
+      if (!store_quad_sums(_mm512_load_si512(&sums[i][p * kNR]), i, p, cols, c, ldc, accumulate, fix)) break;
 }
 
 }  // namespace

@@ -11,7 +11,7 @@
 
 #include <cstring>
 
-#include "qkernel_set.h"
+#include "quad_store_avx512.h"
 
 namespace onyx::cpu::qgemm_detail {
 namespace {
@@ -40,23 +40,9 @@ void ukr_panels(int64_t kq, const uint8_t* a, const uint8_t* b, int64_t stride, 
 #pragma GCC unroll 8
   for (int i = 0; i < kMR; ++i) {
     if (i >= rows) break;
-    __m512i rz = _mm512_setzero_si512(), rs = rz;
-    if (fix) rz = _mm512_set1_epi32(fix->row_zero[i]), rs = _mm512_set1_epi32(fix->row_sum[i]);
 #pragma GCC unroll 4
-    for (int p = 0; p < P; ++p) {
-      const int lanes = cols - p * kNR;
-      if (lanes <= 0) break;
-      const __mmask16 mask = lanes >= kNR ? __mmask16(0xFFFF) : __mmask16((1u << lanes) - 1);
-      __m512i v = acc[i][p];
-      if (fix) {
-        const __m512i ct = _mm512_loadu_si512(fix->col_term + p * kNR);
-        const __m512i cz = _mm512_loadu_si512(fix->col_zero + p * kNR);
-        v = _mm512_sub_epi32(v, _mm512_add_epi32(_mm512_mullo_epi32(rz, ct), _mm512_mullo_epi32(cz, rs)));
-      }
-      int32_t* out = c + i * ldc + p * kNR;
-      if (accumulate) v = _mm512_add_epi32(v, _mm512_maskz_loadu_epi32(mask, out));
-      _mm512_mask_storeu_epi32(out, mask, v);
-    }
+    for (int p = 0; p < P; ++p)
+      if (!store_quad_sums(acc[i][p], i, p, cols, c, ldc, accumulate, fix)) break;
   }
 }
 
