@@ -336,80 +336,89 @@ class ConvIntegerKernel final : public sdk::Kernel {
       }
   }
 
+  // count values of src minus the zero point, as int16: contiguous (a loop
+  // that vectorizes) or every step-th.
   template <typename T>
-  static void shift_row(const T* src, int64_t count, int32_t zero, int16_t* dst) {
-    for (int64_t i = 0; i < count; ++i) dst[i] = int16_t(int32_t(src[i]) - zero);
+  static void shift_row(const T* src, int64_t step, int64_t count, int32_t zero, int16_t* dst) {
+    if (step == 1) {
+      for (int64_t i = 0; i < count; ++i) dst[i] = int16_t(int32_t(src[i]) - zero);
+      return;
+    }
+    for (int64_t i = 0; i < count; ++i) dst[i] = int16_t(int32_t(src[i * step]) - zero);
   }
 
-  // One channel per group, 2-D: per output row, the window's taps are added
-  // into a row of int32 sums from a padded, zero-point-shifted copy of the
-  // input plane, so that the inner loop has no bounds checks and vectorizes.
+  // One channel per group, 2-D, any stride and dilation: the padded,
+  // zero-point-shifted input plane is split into stride_y x stride_x phase
+  // planes (phase (py, px) holds the padded pixels (s_y r + py, s_x c + px)),
+  // so that tap (ky, kx) of output (oy, ox) is a fixed offset from oy * wq + ox
+  // in one of them. All taps are then summed in registers over a grid as
+  // wide as a phase plane (wq); the grid's columns past out_w are dropped.
+  // Stride 1 has a single phase: the padded plane itself.
   void depthwise(sdk::ComputeContext& ctx, const Geometry& geo, const sdk::Tensor& x, const sdk::Tensor& w,
                  const std::vector<int32_t>& w_zero, const quant::Requantizer& rq, const sdk::Tensor& y) const {
     const auto& h = geo.dims[1];
     const auto& wd = geo.dims[2];
     const int64_t hp = std::max(h.in + h.pad_begin, (h.out - 1) * h.stride + h.extent()),
                   wp = std::max(wd.in + wd.pad_begin, (wd.out - 1) * wd.stride + wd.extent());
-    const int64_t taps = h.kernel * wd.kernel, pixels = geo.pixels();
-    const bool flat = h.stride == 1 && wd.stride == 1;
-    // The flat plane's last tap reads up to (kernel - 1) * dilation past hp * wp.
-    const int64_t padded_size = hp * wp + (wd.kernel - 1) * wd.dilation;
+    const int64_t sy = h.stride, sx = wd.stride, hq = (hp + sy - 1) / sy, wq = (wp + sx - 1) / sx;
+    const int64_t phase = hq * wq, taps = h.kernel * wd.kernel, pixels = geo.pixels();
+    // The last tap of the grid's last (dropped) column reads this far past the last phase.
+    const int64_t padded_size = sy * sx * phase + (wd.kernel - 1) * wd.dilation / sx;
+    std::vector<int64_t> offsets(static_cast<size_t>(taps));
+    for (int64_t ky = 0; ky < h.kernel; ++ky)
+      for (int64_t kx = 0; kx < wd.kernel; ++kx) {
+        const int64_t yy = ky * h.dilation, xx = kx * wd.dilation;
+        offsets[size_t(ky * wd.kernel + kx)] = ((yy % sy) * sx + xx % sx) * phase + (yy / sy) * wq + xx / sx;
+      }
+    // Per column phase px: the first input column ix with (ix + pad) % sx ==
+    // px, how many there are, and where they start in the phase's rows.
+    struct ColumnPhase {
+      int64_t first, count, dst;
+    };
+    std::vector<ColumnPhase> column_phases;
+    for (int64_t px = 0; px < sx; ++px) {
+      const int64_t first = ((px - wd.pad_begin) % sx + sx) % sx;
+      if (first < wd.in)
+        column_phases.push_back({first, (wd.in - first + sx - 1) / sx, px * phase + (first + wd.pad_begin) / sx});
+    }
     ctx.parallel_for(size_t(geo.n * geo.c), nn::grain_for(double(pixels * taps), 1 << 16), [&](size_t lo, size_t hi) {
       // Per-thread scratch, kept across runs (fresh pages each run cost more
       // than the convolution).
-      thread_local std::vector<int16_t> padded, taps_w;
+      thread_local std::vector<int16_t> padded;
       thread_local std::vector<int32_t> sums, taps32;
-      thread_local std::vector<int64_t> offsets;
       padded.resize(static_cast<size_t>(padded_size));
-      sums.resize(static_cast<size_t>(flat ? h.out * wp : pixels));
-      taps_w.resize(static_cast<size_t>(taps));
+      sums.resize(static_cast<size_t>(h.out * wq));
       taps32.resize(static_cast<size_t>(taps));
-      offsets.resize(static_cast<size_t>(taps));
-      for (int64_t ky = 0; ky < h.kernel; ++ky)
-        for (int64_t kx = 0; kx < wd.kernel; ++kx)
-          offsets[size_t(ky * wd.kernel + kx)] = ky * h.dilation * wp + kx * wd.dilation;
       for (size_t job = lo; job < hi; ++job) {
         const int64_t ch = int64_t(job) % geo.c;
         std::fill(padded.begin(), padded.end(), int16_t(0));
         const int64_t plane_at = int64_t(job) * geo.plane();
         for (int64_t iy = 0; iy < h.in; ++iy) {
-          int16_t* dst = padded.data() + (iy + h.pad_begin) * wp + wd.pad_begin;
-          if (x.dtype == ONYX_DTYPE_INT8)
-            shift_row(x.data<int8_t>() + plane_at + iy * wd.in, wd.in, geo.x_zero, dst);
-          else
-            shift_row(x.data<uint8_t>() + plane_at + iy * wd.in, wd.in, geo.x_zero, dst);
+          const int64_t yy = iy + h.pad_begin;
+          int16_t* row = padded.data() + (yy % sy) * sx * phase + (yy / sy) * wq;
+          for (const ColumnPhase& cp : column_phases) {
+            const int64_t at = plane_at + iy * wd.in + cp.first;
+            if (x.dtype == ONYX_DTYPE_INT8)
+              shift_row(x.data<int8_t>() + at, sx, cp.count, geo.x_zero, row + cp.dst);
+            else
+              shift_row(x.data<uint8_t>() + at, sx, cp.count, geo.x_zero, row + cp.dst);
+          }
         }
         const int32_t wz = w_zero[w_zero.size() == 1 ? 0 : size_t(ch)];
         for (int64_t t = 0; t < taps; ++t) {
           const int64_t at = ch * taps + t;
-          taps_w[size_t(t)] = int16_t((w.dtype == ONYX_DTYPE_INT8 ? w.data<int8_t>()[at] : w.data<uint8_t>()[at]) - wz);
+          taps32[size_t(t)] = (w.dtype == ONYX_DTYPE_INT8 ? w.data<int8_t>()[at] : w.data<uint8_t>()[at]) - wz;
         }
-        if (flat) {
-          // Stride 1: output (oy, ox) at oy * wp + ox of a plane as wide as
-          // the padded input, each tap a fixed offset into it; the columns
-          // past out_w are scratch.
-          for (int64_t t = 0; t < taps; ++t) taps32[size_t(t)] = taps_w[size_t(t)];
-          window_sums(sums.data(), padded.data(), offsets.data(), taps32.data(), taps, h.out * wp);
-          // Rows packed together (each moves down, never over an unread
-          // one), then one output-stage call for the whole channel.
-          for (int64_t oy = 1; oy < h.out; ++oy)
-            std::memmove(sums.data() + oy * wd.out, sums.data() + oy * wp, size_t(wd.out) * sizeof(int32_t));
-          store_row(y, rq, sums.data(), 1, ch, int64_t(job) * pixels, pixels);
-          continue;
-        }
-        for (int64_t oy = 0; oy < h.out; ++oy) {
-          int32_t* row = sums.data() + oy * wd.out;
-          std::fill(row, row + wd.out, 0);
-          for (int64_t ky = 0; ky < h.kernel; ++ky) {
-            const int16_t* line = padded.data() + (oy * h.stride + ky * h.dilation) * wp;
-            for (int64_t kx = 0; kx < wd.kernel; ++kx)
-              accumulate_tap_row(row, line + kx * wd.dilation, wd.stride, taps_w[size_t(ky * wd.kernel + kx)], wd.out);
-          }
-        }
+        window_sums(sums.data(), padded.data(), offsets.data(), taps32.data(), taps, h.out * wq);
+        // Rows packed together (each moves down, never over an unread one),
+        // then one output-stage call for the whole channel.
+        for (int64_t oy = 1; oy < h.out; ++oy)
+          std::memmove(sums.data() + oy * wd.out, sums.data() + oy * wq, size_t(wd.out) * sizeof(int32_t));
         store_row(y, rq, sums.data(), 1, ch, int64_t(job) * pixels, pixels);
       }
     });
   }
+
 
   std::string label_;
   nn::WindowAttrs attrs_;
