@@ -49,6 +49,7 @@ struct PackedQB {
   std::vector<uint8_t> bytes;     // quads
   std::vector<int32_t> col_zero;  // quads: zero point of each column as packed (panels * 16)
   std::vector<int32_t> col_term;  // quads: column byte sum - k * col_zero
+  bool uniform_zero = false;      // quads: one zero point for every column
 };
 
 // Packs B; zero holds 1 or n values (per column).
@@ -81,6 +82,7 @@ struct PackedQA {
   std::vector<int16_t> data;              // pairs
   std::vector<uint8_t> bytes;             // quads
   std::vector<int32_t> row_zero, row_sum; // quads: per row (see QuadFix)
+  bool uniform_zero = false;              // quads: one zero point for every row
 };
 std::shared_ptr<PackedQA> pack_qa(const QMatrix& a, int64_t m, int64_t k, const int32_t* zero, int64_t zero_count);
 

@@ -123,7 +123,9 @@ void ukr_quads_generic(int64_t kq, const uint8_t* a, const uint8_t* b, int64_t p
   for (int i = 0; i < rows; ++i)
     for (int j = 0; j < cols; ++j) {
       uint32_t v = acc[i][j];
-      if (fix)
+      if (fix && fix->row_add)
+        v += uint32_t(fix->row_add[i]) + uint32_t(fix->col_add[j]);
+      else if (fix)
         v -= uint32_t(fix->row_zero[i]) * uint32_t(fix->col_term[j]) + uint32_t(fix->col_zero[j]) * uint32_t(fix->row_sum[i]);
       int32_t& out = c[i * ldc + j];
       out = int32_t(accumulate ? uint32_t(out) + v : v);
@@ -179,6 +181,7 @@ void pack_qa_quads(const QuadForm& f, const QBlocking& blocking, const QMatrix& 
       pack_a_block(f, a, k, r0, std::min(bl.mc, m - r0), q0, std::min(bl.kc, out->kp - q0),
                    out->bytes.data() + (mb * out->k_blocks + kb) * out->block);
     }
+  out->uniform_zero = zero_count == 1;
   out->row_zero.resize(size_t(m));
   out->row_sum.resize(size_t(m));
   a_row_terms(f, a, k, zero, zero_count, 0, m, out->row_zero.data(), out->row_sum.data());
@@ -191,6 +194,7 @@ void pack_qb_quads(const QKernelSet& ks, const QMatrix& b, int64_t k, int64_t n,
   out->panels = (n + kNR - 1) / kNR;
   out->data.clear();
   out->bytes.resize(size_t(std::max<int64_t>(out->panels * out->kp * kQuadBytes, 1)));
+  out->uniform_zero = zero_count == 1;
   out->col_zero.assign(size_t(out->panels * kNR), 0);
   out->col_term.assign(size_t(out->panels * kNR), 0);
   const Shift sh = shift(b.is_signed, !f.a_signed);
@@ -249,13 +253,23 @@ void qgemm_quads(const QKernelSet& kernels, const QBlocking& blocking, int64_t m
   if (m <= 0 || n <= 0) return;
   const QTasks tasks = split_tasks(bl, m, n, k, b.panels, pf);
   const int64_t n_groups = tasks.n_groups;
+  // One zero point each for A and B: the terms as a row part and a column part.
+  const bool a_uniform = a.packed ? a.packed->uniform_zero : a.zero_count == 1;
+  const bool uniform = a_uniform && b.uniform_zero;
+  thread_local std::vector<int32_t> col_add_scratch;
+  std::vector<int32_t>& col_add = col_add_scratch;
+  if (uniform) {
+    const int32_t za = a.packed ? (m > 0 ? a.packed->row_zero[0] : 0) : a.zero[0] + shift(a.matrix.is_signed, f.a_signed).zero;
+    col_add.resize(b.col_term.size());
+    for (size_t j = 0; j < col_add.size(); ++j) col_add[j] = int32_t(-uint32_t(za) * uint32_t(b.col_term[j]));
+  }
 
   auto body = [&](size_t lo, size_t hi) {
     thread_local std::vector<uint8_t> packed_a;
     thread_local std::vector<int32_t> row_terms;
     if (kernels.begin) kernels.begin();
     packed_a.resize(size_t(bl.mc * bl.kc * 4));
-    row_terms.resize(size_t(2 * bl.mc));
+    row_terms.resize(size_t(3 * bl.mc));
     for (auto t = int64_t(lo); t < int64_t(hi); ++t) {
       const int64_t r0 = (t / n_groups) * bl.mc, rows = std::min(bl.mc, m - r0);
       const int64_t g = t % n_groups;
@@ -266,6 +280,11 @@ void qgemm_quads(const QKernelSet& kernels, const QBlocking& blocking, int64_t m
       } else {
         a_row_terms(f, a.matrix, k, a.zero, a.zero_count, r0, rows, row_terms.data(), row_terms.data() + bl.mc);
         row_zero = row_terms.data(), row_sum = row_terms.data() + bl.mc;
+      }
+      int32_t* row_add = row_terms.data() + 2 * bl.mc;
+      if (uniform) {
+        const int32_t zb = b.n > 0 ? b.col_zero[0] : 0;
+        for (int64_t i = 0; i < rows; ++i) row_add[i] = int32_t(-uint32_t(zb) * uint32_t(row_sum[i]));
       }
       auto a_block = [&](int64_t q0, int64_t kq) -> const uint8_t* {
         if (a.packed)
@@ -288,7 +307,8 @@ void qgemm_quads(const QKernelSet& kernels, const QBlocking& blocking, int64_t m
             const uint8_t* bp = b.bytes.data() + (j * b.kp + q0) * kQuadBytes;
             const int cols = int(std::min<int64_t>(panels * kNR, n - j * kNR));
             for (int64_t i = 0; i < rows; i += f.rows) {
-              const QuadFix fix{row_zero + i, row_sum + i, b.col_zero.data() + j * kNR, b.col_term.data() + j * kNR};
+              QuadFix fix{row_zero + i, row_sum + i, b.col_zero.data() + j * kNR, b.col_term.data() + j * kNR};
+              if (uniform) fix.row_add = row_add + i, fix.col_add = col_add.data() + j * kNR;
               kernels.gemm_quads(kq, ap + (i / f.rows) * kq * f.rows * 4, bp, b.kp * kQuadBytes, panels,
                                  c + (r0 + i) * ldc + j * kNR, ldc, q0 > 0, int(std::min<int64_t>(f.rows, rows - i)),
                                  cols, last ? &fix : nullptr);

@@ -44,11 +44,17 @@ constexpr int kQuadMaxRows = 32, kQuadMaxPanels = 4;
 //   C[i][j] += -row_zero[i] * col_term[j] - col_zero[j] * row_sum[i]
 // (row_zero, col_zero: the zero points of the bytes as packed; row_sum: the
 // sum of row i's packed values; col_term: column j's value sum - K * col_zero[j]).
+// Where both zero points are one per tensor (the usual case), the driver
+// gives the two products precomputed instead, C[i][j] += row_add[i] +
+// col_add[j], and the other pointers are unused: two adds instead of two
+// multiplies per vector, which matter where K is small.
 struct QuadFix {
   const int32_t* row_zero;
   const int32_t* row_sum;
   const int32_t* col_zero;
   const int32_t* col_term;
+  const int32_t* row_add = nullptr;  // -col_zero * row_sum[i]
+  const int32_t* col_add = nullptr;  // -row_zero * col_term[j]
 };
 
 // One rows x (panels * kNR) tile of C from quads (QuadForm says how a is

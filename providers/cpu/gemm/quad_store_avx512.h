@@ -16,7 +16,9 @@ inline bool store_quad_sums(__m512i v, int i, int p, int cols, int32_t* c, int64
   const int lanes = cols - p * kNR;
   if (lanes <= 0) return false;
   const __mmask16 mask = lanes >= kNR ? __mmask16(0xFFFF) : __mmask16((1u << lanes) - 1);
-  if (fix) {
+  if (fix && fix->row_add) {
+    v = _mm512_add_epi32(v, _mm512_add_epi32(_mm512_set1_epi32(fix->row_add[i]), _mm512_loadu_si512(fix->col_add + p * kNR)));
+  } else if (fix) {
     const __m512i ct = _mm512_loadu_si512(fix->col_term + p * kNR);
     const __m512i cz = _mm512_loadu_si512(fix->col_zero + p * kNR);
     const __m512i rz = _mm512_set1_epi32(fix->row_zero[i]), rs = _mm512_set1_epi32(fix->row_sum[i]);
