@@ -3,8 +3,9 @@
 // multiplier x_scale * w_scale / y_scale, round half to even): every element
 // must match, since both compute the same correctly rounded float64 value.
 // The geometries cover each path of the CPU kernel: direct depthwise 2-D
-// (strides, dilations, asymmetric pads), 1x1 pointwise read in place,
-// im2col GEMM (grouped, 1-D, 3-D, batches), with constant and run-time
+// (strides, dilations, asymmetric pads), 1x1 pointwise read in place, GEMM
+// over phase planes (strided, dilated, grouped, 1-D, batches) and over im2col
+// (3-D), with constant and run-time
 // weights, uint8 and int8 activations, per-tensor and per-channel weights.
 #include <algorithm>
 #include <cmath>
@@ -161,7 +162,7 @@ std::vector<ConvCase> geometries() {
       {{1, 4, 12, 12}, {4, 1, 3, 3}, 4, {1, 2}, {2, 2, 2, 2}, {2, 2}},   // depthwise, dilated
       {{1, 4, 7, 7}, {8, 1, 3, 3}, 4, {}, {1, 1, 1, 1}, {}},             // channel multiplier 2: GEMM
       {{2, 24, 5, 6}, {40, 24, 1, 1}, 1, {}, {}, {}},                    // pointwise, read in place
-      {{1, 16, 8, 8}, {20, 16, 1, 1}, 1, {2, 2}, {}, {}},                // 1x1 stride 2: im2col
+      {{1, 16, 8, 8}, {20, 16, 1, 1}, 1, {2, 2}, {}, {}},                // 1x1 stride 2: phase planes
       {{1, 3, 15, 13}, {17, 3, 7, 7}, 1, {2, 2}, {3, 3, 3, 3}, {}},      // stem 7x7
       {{2, 12, 9, 9}, {18, 4, 3, 3}, 3, {1, 1}, {1, 1, 1, 1}, {}},       // grouped
       {{1, 70, 6, 5}, {33, 70, 3, 3}, 1, {1, 1}, {1, 0, 1, 2}, {}},      // odd K, column tail

@@ -1,11 +1,13 @@
 // quantized_conv.cpp: ConvInteger and QLinearConv (opset 10) with 1-3
 // spatial dims and groups. Depthwise 2-D convolutions (one input and one
 // output channel per group: MobileNet's 3x3 layers) run as direct loops over
-// a zero-point-shifted, padded plane; every other convolution is an integer
-// GEMM (gemm/qgemm.h) per image and group:
+// a zero-point-shifted, padded plane split by stride (Phases); every other
+// convolution is an integer GEMM (gemm/qgemm.h) per image and group:
 //   Y[filter, pixel] = W[filter, :] . im2col(x)[:, pixel]
-// whose result rows are Y's rows (NCHW), so the output stage streams. 1x1
-// stride-1 convolutions pack x itself (no im2col).
+// whose result rows are Y's rows (NCHW), so the output stage streams. The
+// im2col rows are read in place: from x for 1x1 stride-1 layers, from the
+// phase planes of x for other 1-D and 2-D layers; only 3-D layers write an
+// im2col matrix.
 #include <cinttypes>
 #include <cmath>
 #include <cstring>
@@ -155,52 +157,77 @@ class ConvIntegerKernel final : public sdk::Kernel {
     }
   }
 
-  // The padded image of a stride-1 2-D convolution: rows as wide as the
-  // output plus the window's extent, so that tap (ky, kx) of grid column
-  // p = oy * width + ox is plane[p + ky * dh * width + kx * dw]. width 0: not
-  // this case. slack: the last tap of the last grid column reads past the
-  // plane (a dropped column).
-  struct Shifted {
-    int64_t width = 0, height = 0, plane = 0, slack = 0;
-  };
-  static Shifted shifted(const Geometry& geo) {
-    const auto& d = geo.dims;
-    if (d[0].kernel != 1 || d[0].in != 1 || d[0].out != 1 || d[1].stride != 1 || d[2].stride != 1 || geo.pointwise())
-      return {};
-    Shifted s;
-    s.width = d[2].out + (d[2].kernel - 1) * d[2].dilation;
-    s.height = d[1].out + (d[1].kernel - 1) * d[1].dilation;
-    s.plane = s.width * s.height;
-    s.slack = (d[2].kernel - 1) * d[2].dilation + 64;
-    return s;
-  }
+  // A 2-D (or 1-D) input plane, padded and split by stride into sy x sx
+  // phase planes of hq x wq: phase (py, px) holds the padded pixels
+  // (sy * r + py, sx * c + px). Tap (ky, kx) of output (oy, ox) is then
+  // element oy * wq + ox + offset(ky, kx) of a channel's block of phases, so
+  // a window is a set of fixed offsets over a grid as wide as a phase plane
+  // whose columns past out_w are dropped. Stride 1: one phase, the padded
+  // plane itself. Empty (block 0) for 3-D convolutions.
+  struct Phases {
+    int64_t sy = 1, sx = 1, hq = 0, wq = 0, phase = 0, block = 0;
+    int64_t slack = 0;  // the last tap of the grid's last (dropped) column reads this far past a block
+    struct Columns {    // the input columns of one column phase: first, how many, where in a phase row
+      int64_t first, count, at;
+    };
+    std::vector<Columns> columns;
+    std::vector<int64_t> offsets;  // per tap, (ky, kx) row-major
 
-  // x[b, group]'s channels into padded planes of sh.width x sh.height, the
-  // border holding x_zero.
-  static void pad_image(sdk::ComputeContext& ctx, const Geometry& geo, const Shifted& sh, const uint8_t* x,
-                        int64_t channels, uint8_t* out) {
-    const auto& d = geo.dims;
+    static Phases of(const Geometry& geo) {
+      const auto& d = geo.dims;
+      Phases ph;
+      if (d[0].kernel != 1 || d[0].in != 1 || d[0].out != 1) return ph;
+      const auto& h = d[1];
+      const auto& w = d[2];
+      const int64_t hp = std::max(h.in + h.pad_begin, (h.out - 1) * h.stride + h.extent()),
+                    wp = std::max(w.in + w.pad_begin, (w.out - 1) * w.stride + w.extent());
+      ph.sy = h.stride, ph.sx = w.stride, ph.hq = (hp + ph.sy - 1) / ph.sy, ph.wq = (wp + ph.sx - 1) / ph.sx;
+      ph.phase = ph.hq * ph.wq, ph.block = ph.sy * ph.sx * ph.phase;
+      ph.slack = (w.kernel - 1) * w.dilation / ph.sx;
+      for (int64_t px = 0; px < ph.sx; ++px) {
+        const int64_t first = ((px - w.pad_begin) % ph.sx + ph.sx) % ph.sx;
+        if (first < w.in)
+          ph.columns.push_back({first, (w.in - first + ph.sx - 1) / ph.sx, px * ph.phase + (first + w.pad_begin) / ph.sx});
+      }
+      for (int64_t ky = 0; ky < h.kernel; ++ky)
+        for (int64_t kx = 0; kx < w.kernel; ++kx) {
+          const int64_t yy = ky * h.dilation, xx = kx * w.dilation;
+          ph.offsets.push_back(((yy % ph.sy) * ph.sx + xx % ph.sx) * ph.phase + (yy / ph.sy) * ph.wq + xx / ph.sx);
+        }
+      return ph;
+    }
+    // Where input row iy's pixels go in a block (add a Columns' at).
+    int64_t row_at(const Geometry& geo, int64_t iy) const {
+      const int64_t yy = iy + geo.dims[1].pad_begin;
+      return (yy % sy) * sx * phase + (yy / sy) * wq;
+    }
+    int64_t grid(const Geometry& geo) const { return geo.dims[1].out * wq; }
+  };
+
+  // x[b, group]'s channels as blocks of phase planes (raw bytes, the border
+  // holding x_zero) into out, plus the slack after the last.
+  static void fill_phases(sdk::ComputeContext& ctx, const Geometry& geo, const Phases& ph, const uint8_t* x,
+                          int64_t channels, uint8_t* out) {
     const auto pad = uint8_t(geo.x_zero);
-    const int64_t in_w = d[2].in, in_h = d[1].in, left = d[2].pad_begin, top = d[1].pad_begin;
-    const int64_t lo = std::clamp<int64_t>(left, 0, sh.width), hi = std::clamp<int64_t>(left + in_w, lo, sh.width);
-    ctx.parallel_for(size_t(channels), nn::grain_for(double(sh.plane), 1 << 16), [&](size_t c0, size_t c1) {
+    const int64_t in_w = geo.dims[2].in;
+    ctx.parallel_for(size_t(channels), nn::grain_for(double(ph.block), 1 << 16), [&](size_t c0, size_t c1) {
       for (auto ci = int64_t(c0); ci < int64_t(c1); ++ci) {
-        uint8_t* plane = out + ci * sh.plane;
+        uint8_t* block = out + ci * ph.block;
+        std::memset(block, pad, size_t(ph.block));
         const uint8_t* src = x + ci * geo.plane();
-        for (int64_t yy = 0; yy < sh.height; ++yy) {
-          uint8_t* row = plane + yy * sh.width;
-          const int64_t iy = yy - top;
-          if (iy < 0 || iy >= in_h) {
-            std::memset(row, pad, size_t(sh.width));
-            continue;
+        for (int64_t iy = 0; iy < geo.dims[1].in; ++iy) {
+          uint8_t* row = block + ph.row_at(geo, iy);
+          for (const Phases::Columns& col : ph.columns) {
+            const uint8_t* from = src + iy * in_w + col.first;
+            if (ph.sx == 1)
+              std::memcpy(row + col.at, from, size_t(col.count));
+            else
+              for (int64_t i = 0; i < col.count; ++i) row[col.at + i] = from[i * ph.sx];
           }
-          std::memset(row, pad, size_t(lo));
-          std::memcpy(row + lo, src + iy * in_w + (lo - left), size_t(hi - lo));
-          std::memset(row + hi, pad, size_t(sh.width - hi));
         }
       }
     });
-    std::memset(out + channels * sh.plane, pad, size_t(sh.slack));
+    std::memset(out + channels * ph.block, pad, size_t(ph.slack));
   }
 
   // im2col(x[b, group]) as a K x pixels matrix: row (ci, kz, ky, kx) holds
@@ -243,8 +270,8 @@ class ConvIntegerKernel final : public sdk::Kernel {
             const std::vector<int32_t>& w_zero, const quant::Requantizer& rq, const sdk::Tensor& y) const {
     const int64_t cg = geo.c / geo.g, mg = geo.m / geo.g, k = cg * geo.window(), pixels = geo.pixels();
     const bool x_signed = x.dtype == ONYX_DTYPE_INT8, pointwise = geo.pointwise();
-    // Scratch reused across runs on this thread: the im2col matrix, its
-    // packed form and the int32 sums.
+    // Scratch reused across runs on this thread: the phase planes (or the
+    // im2col matrix), B's packed form and the int32 sums.
     // (Bound to references here: a lambda naming a thread_local would see the
     // pool thread's own copy.)
     thread_local std::vector<uint8_t> cols_scratch;
@@ -255,34 +282,33 @@ class ConvIntegerKernel final : public sdk::Kernel {
     PackedQB& packed = packed_scratch;
     std::vector<int32_t>& sums = sums_scratch;
     std::vector<const uint8_t*>& taps = taps_scratch;
-    // Stride 1 in 2-D: B's rows are slices of a padded copy of the image,
-    // computed over a grid as wide as the padded rows (the extra columns are
-    // dropped), instead of an im2col matrix.
-    const Shifted sh = shifted(geo);
-    const int64_t grid = sh.width ? geo.dims[1].out * sh.width : pixels;  // B's columns
+    // 2-D and 1-D: B's rows are slices of phase planes of the image (each
+    // tap a fixed offset), over a grid as wide as a phase plane whose extra
+    // columns are dropped, instead of an im2col matrix; 1x1 stride-1 layers
+    // read x itself.
+    const Phases ph = pointwise ? Phases{} : Phases::of(geo);
+    const bool phased = ph.block > 0;
+    const int64_t grid = phased ? ph.grid(geo) : pixels;  // B's columns
     // Grown only: resizing down and up again would zero the new part every run.
     auto grow = [](auto& v, int64_t size) {
       if (int64_t(v.size()) < size) v.resize(size_t(size));
     };
-    if (sh.width)
-      grow(cols, cg * sh.plane + sh.slack);
+    if (phased)
+      grow(cols, cg * ph.block + ph.slack);
     else if (!pointwise)
       grow(cols, k * pixels);
-    if (qlinear_ || sh.width) grow(sums, mg * grid);
+    if (qlinear_ || phased) grow(sums, mg * grid);
     const ParallelFor pf = nn::host_parallel_for(ctx);
     for (int64_t b = 0; b < geo.n; ++b)
       for (int64_t grp = 0; grp < geo.g; ++grp) {
         const auto* xg = static_cast<const uint8_t*>(x.raw) + (b * geo.c + grp * cg) * geo.plane();
         const uint8_t* source = xg;  // pointwise: x_g is already K x pixels
         QMatrix bm{source, x_signed, pixels, false};
-        if (sh.width) {
-          pad_image(ctx, geo, sh, xg, cg, cols.data());
+        if (phased) {
+          fill_phases(ctx, geo, ph, xg, cg, cols.data());
           taps.resize(size_t(k));
-          const auto& d = geo.dims;
           for (int64_t ci = 0, r = 0; ci < cg; ++ci)
-            for (int64_t ky = 0; ky < d[1].kernel; ++ky)
-              for (int64_t kx = 0; kx < d[2].kernel; ++kx, ++r)
-                taps[size_t(r)] = cols.data() + ci * sh.plane + ky * d[1].dilation * sh.width + kx * d[2].dilation;
+            for (const int64_t offset : ph.offsets) taps[size_t(r++)] = cols.data() + ci * ph.block + offset;
           bm = {nullptr, x_signed, 0, false, taps.data()};
         } else if (!pointwise) {
           // Channels write disjoint rows of the im2col matrix: all threads help.
@@ -309,15 +335,15 @@ class ConvIntegerKernel final : public sdk::Kernel {
           else
             qgemm(mg, grid, k, wg, wz, wz_count, packed, c, ldc, done, pf);
         };
-        if (sh.width) {  // grid columns [c0, c1) row by row, the columns past out_w dropped
-          const int64_t out_w = geo.dims[2].out;
+        if (phased) {  // grid columns [c0, c1) row by row, the columns past out_w dropped
+          const int64_t out_w = geo.dims[2].out, wq = ph.wq;
           QTileDone done = [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
             for (int64_t p = c0; p < c1;) {
-              const int64_t oy = p / sh.width, ox = p % sh.width, end = std::min(c1, (oy + 1) * sh.width);
+              const int64_t oy = p / wq, ox = p % wq, end = std::min(c1, (oy + 1) * wq);
               if (ox < out_w)
                 for (int64_t f = r0; f < r1; ++f)
                   store_row(y, rq, sums.data() + f * grid + p, 1, grp * mg + f, y0 + f * pixels + oy * out_w + ox,
-                            std::min(out_w, end - oy * sh.width) - ox);
+                            std::min(out_w, end - oy * wq) - ox);
               p = end;
             }
           };
@@ -347,61 +373,34 @@ class ConvIntegerKernel final : public sdk::Kernel {
     for (int64_t i = 0; i < count; ++i) dst[i] = int16_t(int32_t(src[i * step]) - zero);
   }
 
-  // One channel per group, 2-D, any stride and dilation: the padded,
-  // zero-point-shifted input plane is split into stride_y x stride_x phase
-  // planes (phase (py, px) holds the padded pixels (s_y r + py, s_x c + px)),
-  // so that tap (ky, kx) of output (oy, ox) is a fixed offset from oy * wq + ox
-  // in one of them. All taps are then summed in registers over a grid as
-  // wide as a phase plane (wq); the grid's columns past out_w are dropped.
-  // Stride 1 has a single phase: the padded plane itself.
+  // One channel per group, 2-D, any stride and dilation: each channel's
+  // phase planes (Phases) hold the zero-point-shifted input as int16, and all
+  // taps are summed in registers over the grid.
   void depthwise(sdk::ComputeContext& ctx, const Geometry& geo, const sdk::Tensor& x, const sdk::Tensor& w,
                  const std::vector<int32_t>& w_zero, const quant::Requantizer& rq, const sdk::Tensor& y) const {
-    const auto& h = geo.dims[1];
-    const auto& wd = geo.dims[2];
-    const int64_t hp = std::max(h.in + h.pad_begin, (h.out - 1) * h.stride + h.extent()),
-                  wp = std::max(wd.in + wd.pad_begin, (wd.out - 1) * wd.stride + wd.extent());
-    const int64_t sy = h.stride, sx = wd.stride, hq = (hp + sy - 1) / sy, wq = (wp + sx - 1) / sx;
-    const int64_t phase = hq * wq, taps = h.kernel * wd.kernel, pixels = geo.pixels();
-    // The last tap of the grid's last (dropped) column reads this far past the last phase.
-    const int64_t padded_size = sy * sx * phase + (wd.kernel - 1) * wd.dilation / sx;
-    std::vector<int64_t> offsets(static_cast<size_t>(taps));
-    for (int64_t ky = 0; ky < h.kernel; ++ky)
-      for (int64_t kx = 0; kx < wd.kernel; ++kx) {
-        const int64_t yy = ky * h.dilation, xx = kx * wd.dilation;
-        offsets[size_t(ky * wd.kernel + kx)] = ((yy % sy) * sx + xx % sx) * phase + (yy / sy) * wq + xx / sx;
-      }
-    // Per column phase px: the first input column ix with (ix + pad) % sx ==
-    // px, how many there are, and where they start in the phase's rows.
-    struct ColumnPhase {
-      int64_t first, count, dst;
-    };
-    std::vector<ColumnPhase> column_phases;
-    for (int64_t px = 0; px < sx; ++px) {
-      const int64_t first = ((px - wd.pad_begin) % sx + sx) % sx;
-      if (first < wd.in)
-        column_phases.push_back({first, (wd.in - first + sx - 1) / sx, px * phase + (first + wd.pad_begin) / sx});
-    }
+    const Phases ph = Phases::of(geo);
+    const int64_t out_h = geo.dims[1].out, out_w = geo.dims[2].out;
+    const auto taps = int64_t(ph.offsets.size()), pixels = geo.pixels();
     ctx.parallel_for(size_t(geo.n * geo.c), nn::grain_for(double(pixels * taps), 1 << 16), [&](size_t lo, size_t hi) {
       // Per-thread scratch, kept across runs (fresh pages each run cost more
       // than the convolution).
       thread_local std::vector<int16_t> padded;
       thread_local std::vector<int32_t> sums, taps32;
-      padded.resize(static_cast<size_t>(padded_size));
-      sums.resize(static_cast<size_t>(h.out * wq));
+      padded.resize(static_cast<size_t>(ph.block + ph.slack));
+      sums.resize(static_cast<size_t>(out_h * ph.wq));
       taps32.resize(static_cast<size_t>(taps));
       for (size_t job = lo; job < hi; ++job) {
         const int64_t ch = int64_t(job) % geo.c;
         std::fill(padded.begin(), padded.end(), int16_t(0));
         const int64_t plane_at = int64_t(job) * geo.plane();
-        for (int64_t iy = 0; iy < h.in; ++iy) {
-          const int64_t yy = iy + h.pad_begin;
-          int16_t* row = padded.data() + (yy % sy) * sx * phase + (yy / sy) * wq;
-          for (const ColumnPhase& cp : column_phases) {
-            const int64_t at = plane_at + iy * wd.in + cp.first;
+        for (int64_t iy = 0; iy < geo.dims[1].in; ++iy) {
+          int16_t* row = padded.data() + ph.row_at(geo, iy);
+          for (const Phases::Columns& col : ph.columns) {
+            const int64_t at = plane_at + iy * geo.dims[2].in + col.first;
             if (x.dtype == ONYX_DTYPE_INT8)
-              shift_row(x.data<int8_t>() + at, sx, cp.count, geo.x_zero, row + cp.dst);
+              shift_row(x.data<int8_t>() + at, ph.sx, col.count, geo.x_zero, row + col.at);
             else
-              shift_row(x.data<uint8_t>() + at, sx, cp.count, geo.x_zero, row + cp.dst);
+              shift_row(x.data<uint8_t>() + at, ph.sx, col.count, geo.x_zero, row + col.at);
           }
         }
         const int32_t wz = w_zero[w_zero.size() == 1 ? 0 : size_t(ch)];
@@ -409,15 +408,16 @@ class ConvIntegerKernel final : public sdk::Kernel {
           const int64_t at = ch * taps + t;
           taps32[size_t(t)] = (w.dtype == ONYX_DTYPE_INT8 ? w.data<int8_t>()[at] : w.data<uint8_t>()[at]) - wz;
         }
-        window_sums(sums.data(), padded.data(), offsets.data(), taps32.data(), taps, h.out * wq);
+        window_sums(sums.data(), padded.data(), ph.offsets.data(), taps32.data(), taps, out_h * ph.wq);
         // Rows packed together (each moves down, never over an unread one),
         // then one output-stage call for the whole channel.
-        for (int64_t oy = 1; oy < h.out; ++oy)
-          std::memmove(sums.data() + oy * wd.out, sums.data() + oy * wq, size_t(wd.out) * sizeof(int32_t));
+        for (int64_t oy = 1; oy < out_h; ++oy)
+          std::memmove(sums.data() + oy * out_w, sums.data() + oy * ph.wq, size_t(out_w) * sizeof(int32_t));
         store_row(y, rq, sums.data(), 1, ch, int64_t(job) * pixels, pixels);
       }
     });
   }
+
 
 
   std::string label_;
