@@ -133,17 +133,20 @@ void ukr_quads_generic(int64_t kq, const uint8_t* a, const uint8_t* b, int64_t p
 }
 
 void pack_quads_generic(const uint8_t* const* rows, int64_t offset, int64_t k, int64_t kq, int64_t width, uint8_t flip,
-                        bool as_signed, uint8_t* dst, int32_t* col_sum) {
-  int32_t sums[kNR] = {};
-  for (int64_t q = 0; q < kq; ++q, dst += kQuadBytes)
-    for (int64_t j = 0; j < kNR; ++j)
-      for (int64_t s = 0; s < 4; ++s) {
-        const int64_t r = q * 4 + s;
-        const uint8_t v = r < k && j < width ? uint8_t(rows[r][offset + j] ^ flip) : 0;
-        dst[j * 4 + s] = v;
-        sums[j] += as_signed ? int32_t(int8_t(v)) : int32_t(v);
-      }
-  std::copy(sums, sums + kNR, col_sum);
+                        bool as_signed, uint8_t* dst, int64_t panel_stride, int32_t* col_sum) {
+  for (int64_t p = 0; p * kNR < width; ++p) {
+    int32_t sums[kNR] = {};
+    uint8_t* out = dst + p * panel_stride;
+    for (int64_t q = 0; q < kq; ++q, out += kQuadBytes)
+      for (int64_t j = 0; j < kNR; ++j)
+        for (int64_t s = 0; s < 4; ++s) {
+          const int64_t r = q * 4 + s, col = p * kNR + j;
+          const uint8_t v = r < k && col < width ? uint8_t(rows[r][offset + col] ^ flip) : 0;
+          out[j * 4 + s] = v;
+          sums[j] += as_signed ? int32_t(int8_t(v)) : int32_t(v);
+        }
+    std::copy(sums, sums + kNR, col_sum + p * kNR);
+  }
 }
 
 template <bool kASigned, int kRows, int kGroup, int kPanels>
@@ -207,33 +210,35 @@ void pack_qb_quads(const QKernelSet& ks, const QMatrix& b, int64_t k, int64_t n,
     for (int64_t r = 0; r < k; ++r) row_scratch[size_t(r)] = src + r * b.ld;
     rows = row_scratch.data();
   }
+  const int64_t groups = (out->panels + kQuadMaxPanels - 1) / kQuadMaxPanels;  // of four panels
   auto panels = [&](size_t first, size_t last) {
-    for (auto panel = int64_t(first); panel < int64_t(last); ++panel) {
-      const int64_t j0 = panel * kNR, width = std::min<int64_t>(kNR, n - j0);
-      uint8_t* dst = out->bytes.data() + panel * out->kp * kQuadBytes;
+    for (auto group = int64_t(first); group < int64_t(last); ++group) {
+      const int64_t j0 = group * kQuadMaxPanels * kNR, width = std::min<int64_t>(kQuadMaxPanels * kNR, n - j0);
+      uint8_t* dst = out->bytes.data() + group * kQuadMaxPanels * out->kp * kQuadBytes;
       int32_t* col_sum = out->col_term.data() + j0;
       if (!b.trans) {
-        ks.pack_quads(rows, j0, k, out->kp, width, sh.flip, !f.a_signed, dst, col_sum);
+        ks.pack_quads(rows, j0, k, out->kp, width, sh.flip, !f.a_signed, dst, out->kp * kQuadBytes, col_sum);
         continue;
       }
       // B stored n x k (weights [filters, k]): column j is a row of the source.
-      std::fill(dst, dst + out->kp * kQuadBytes, uint8_t(0));
+      std::fill(dst, dst + (width + kNR - 1) / kNR * out->kp * kQuadBytes, uint8_t(0));
       for (int64_t jj = 0; jj < width; ++jj) {
         const uint8_t* col = src + (j0 + jj) * b.ld;
+        uint8_t* panel = dst + (jj / kNR) * out->kp * kQuadBytes + (jj % kNR) * 4;
         int32_t sum = 0;
         for (int64_t r = 0; r < k; ++r) {
           const auto v = uint8_t(col[r] ^ sh.flip);
-          dst[(r / 4) * kQuadBytes + jj * 4 + r % 4] = v;
+          panel[(r / 4) * kQuadBytes + r % 4] = v;
           sum += f.a_signed ? int32_t(v) : int32_t(int8_t(v));
         }
         col_sum[jj] = sum;
       }
     }
   };
-  if (parallel.run && parallel.threads > 1 && out->panels > 1 && out->panels * out->kp * kQuadBytes >= (1 << 17))
-    parallel.run(size_t(out->panels), panels);
+  if (parallel.run && parallel.threads > 1 && groups > 1 && out->panels * out->kp * kQuadBytes >= (1 << 17))
+    parallel.run(size_t(groups), panels);
   else
-    panels(0, size_t(out->panels));
+    panels(0, size_t(groups));
   for (int64_t j = 0; j < n; ++j) {
     const int32_t z = zero[zero_count == 1 ? 0 : j] + sh.zero;
     out->col_zero[size_t(j)] = z;

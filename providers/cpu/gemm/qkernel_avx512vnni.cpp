@@ -60,32 +60,39 @@ void ukr(int64_t kq, const uint8_t* a, const uint8_t* b, int64_t stride, int pan
   }
 }
 
-// Four rows of 16 bytes interleaved into 16 columns x 4 bytes with two
-// rounds of unpacks; the column sums by vpdpbusd against ones (ones as the
-// unsigned operand when the bytes are int8).
+// Four rows of 64 bytes (four panels' columns) interleaved into quads with
+// two rounds of unpacks within 128-bit lanes, which leaves lane L of the
+// four results holding panel L's columns 0-3, 4-7, 8-11 and 12-15; a 4 x 4
+// transpose of lanes then gives each panel its 64 bytes. The column sums by
+// vpdpbusd against ones (ones as the unsigned operand when the bytes are int8).
 void pack_quads(const uint8_t* const* rows, int64_t offset, int64_t k, int64_t kq, int64_t width, uint8_t flip,
-                bool as_signed, uint8_t* dst, int32_t* col_sum) {
-  const __mmask16 cols = width >= kNR ? __mmask16(0xFFFF) : __mmask16((1u << width) - 1);
-  const __m128i flip_v = _mm_maskz_mov_epi8(cols, _mm_set1_epi8(char(flip)));
+                bool as_signed, uint8_t* dst, int64_t panel_stride, int32_t* col_sum) {
+  const __mmask64 cols = width >= 64 ? ~__mmask64(0) : (__mmask64(1) << width) - 1;
+  const __m512i flip_v = _mm512_maskz_mov_epi8(cols, _mm512_set1_epi8(char(flip)));
   const __m512i ones = _mm512_set1_epi8(1);
-  __m512i sums = _mm512_setzero_si512();
+  const int panels = int((width + kNR - 1) / kNR);
+  __m512i sums[kQuadMaxPanels] = {};
   auto row = [&](int64_t r) {
-    if (r >= k) return _mm_setzero_si128();
-    return _mm_xor_si128(_mm_maskz_loadu_epi8(cols, rows[r] + offset), flip_v);
+    if (r >= k) return _mm512_setzero_si512();
+    return _mm512_xor_si512(_mm512_maskz_loadu_epi8(cols, rows[r] + offset), flip_v);
   };
-  for (int64_t q = 0; q < kq; ++q, dst += kNR * 4) {
+  for (int64_t q = 0; q < kq; ++q) {
     const int64_t r = q * 4;
-    const __m128i r0 = row(r), r1 = row(r + 1), r2 = row(r + 2), r3 = row(r + 3);
-    const __m128i t0 = _mm_unpacklo_epi8(r0, r1), t1 = _mm_unpackhi_epi8(r0, r1);
-    const __m128i t2 = _mm_unpacklo_epi8(r2, r3), t3 = _mm_unpackhi_epi8(r2, r3);
-    __m512i quads = _mm512_castsi128_si512(_mm_unpacklo_epi16(t0, t2));  // columns 0-3
-    quads = _mm512_inserti32x4(quads, _mm_unpackhi_epi16(t0, t2), 1);     // 4-7
-    quads = _mm512_inserti32x4(quads, _mm_unpacklo_epi16(t1, t3), 2);     // 8-11
-    quads = _mm512_inserti32x4(quads, _mm_unpackhi_epi16(t1, t3), 3);     // 12-15
-    _mm512_storeu_si512(dst, quads);
-    sums = as_signed ? _mm512_dpbusd_epi32(sums, ones, quads) : _mm512_dpbusd_epi32(sums, quads, ones);
+    const __m512i r0 = row(r), r1 = row(r + 1), r2 = row(r + 2), r3 = row(r + 3);
+    const __m512i t0 = _mm512_unpacklo_epi8(r0, r1), t1 = _mm512_unpackhi_epi8(r0, r1);
+    const __m512i t2 = _mm512_unpacklo_epi8(r2, r3), t3 = _mm512_unpackhi_epi8(r2, r3);
+    const __m512i q0 = _mm512_unpacklo_epi16(t0, t2), q1 = _mm512_unpackhi_epi16(t0, t2);  // columns 0-3, 4-7 of each lane
+    const __m512i q2 = _mm512_unpacklo_epi16(t1, t3), q3 = _mm512_unpackhi_epi16(t1, t3);  // 8-11, 12-15
+    const __m512i a = _mm512_shuffle_i64x2(q0, q1, 0x44), b = _mm512_shuffle_i64x2(q2, q3, 0x44);  // lanes 0, 1
+    const __m512i c = _mm512_shuffle_i64x2(q0, q1, 0xEE), d = _mm512_shuffle_i64x2(q2, q3, 0xEE);  // lanes 2, 3
+    const __m512i panel[kQuadMaxPanels] = {_mm512_shuffle_i64x2(a, b, 0x88), _mm512_shuffle_i64x2(a, b, 0xDD),
+                                           _mm512_shuffle_i64x2(c, d, 0x88), _mm512_shuffle_i64x2(c, d, 0xDD)};
+    for (int p = 0; p < panels; ++p) {
+      _mm512_storeu_si512(dst + p * panel_stride + q * kNR * 4, panel[p]);
+      sums[p] = as_signed ? _mm512_dpbusd_epi32(sums[p], ones, panel[p]) : _mm512_dpbusd_epi32(sums[p], panel[p], ones);
+    }
   }
-  _mm512_storeu_si512(col_sum, sums);
+  for (int p = 0; p < panels; ++p) _mm512_storeu_si512(col_sum + p * kNR, sums[p]);
 }
 
 // The output stage on eight doubles at a time (requant_impl's steps: the

@@ -65,13 +65,15 @@ struct QuadFix {
 using QQuadKernel = void (*)(int64_t kq, const uint8_t* a, const uint8_t* b, int64_t panel_stride, int panels,
                              int32_t* c, int64_t ldc, bool accumulate, int rows, int cols, const QuadFix* fix);
 
-// One panel of B as quads: kq steps of kNR columns x 4 bytes from rows of B
-// (row r at rows[r] + offset; rows past k, and columns from width, are 0),
-// each byte XOR flip (0x80 shifts by 128 between int8 and uint8);
-// col_sum[j] (j < kNR) receives the sum of column j's packed values, read as
-// int8 when as_signed, else as uint8.
+// Up to kQuadMaxPanels panels of B as quads (width <= 64 columns, in
+// ceil(width / 16) panels, panel p at dst + p * panel_stride): kq steps of
+// kNR columns x 4 bytes from rows of B (row r at rows[r] + offset; rows past
+// k, and columns from width, are 0), each byte XOR flip (0x80 shifts by 128
+// between int8 and uint8); col_sum[j] receives the sum of column j's packed
+// values, read as int8 when as_signed, else as uint8. Reading four panels'
+// 64 bytes of a row at once touches each cache line of B once.
 using QPackQuads = void (*)(const uint8_t* const* rows, int64_t offset, int64_t k, int64_t kq, int64_t width,
-                            uint8_t flip, bool as_signed, uint8_t* dst, int32_t* col_sum);
+                            uint8_t flip, bool as_signed, uint8_t* dst, int64_t panel_stride, int32_t* col_sum);
 
 // Called by each thread before it runs a quad kernel (AMX loads its tile
 // configuration); may be null.
