@@ -87,7 +87,7 @@ void ukr_generic(int64_t kp, const int16_t* a, const int16_t* b, int32_t* c, int
 }
 
 constexpr QKernelSet kGeneric = {"generic", QLayout::pairs, ukr_generic, nullptr, nullptr, pack_pair_u8, pack_pair_s8, requant_u8, requant_s8,
-                                 tap_row_impl, taps_row_impl, range_impl, quantize_u8_impl, {}, nullptr};
+                                 tap_row_impl, taps_row_impl, range_impl, quantize_u8_impl, {}, nullptr, nullptr};
 
 }  // namespace
 
@@ -135,11 +135,15 @@ std::shared_ptr<PackedQA> pack_qa_with(const QKernelSet& kernels, const QBlockin
 
 QTasks split_tasks(const QBlocking& bl, int64_t m, int64_t n, int64_t k, int64_t panels, const ParallelFor& pf) {
   QTasks tasks;
-  const int64_t m_blocks = (m + bl.mc - 1) / bl.mc;
+  tasks.m_blocks = (m + bl.mc - 1) / bl.mc, tasks.panels = panels;
   const double ops = 2.0 * double(m) * double(n) * double(std::max<int64_t>(k, 1));
   const auto threads = pf.run ? std::clamp<int64_t>(int64_t(ops / bl.min_ops_per_thread), 1, int64_t(pf.threads)) : 1;
-  if (threads > 1 && m_blocks < 2 * threads) tasks.n_groups = std::min<int64_t>(panels, (2 * threads + m_blocks - 1) / m_blocks);
-  tasks.count = m_blocks * tasks.n_groups;
+  // Columns split when A is the smaller operand (each thread reads all of A
+  // and its share of B) or rows are too few to share; rows alone otherwise
+  // (ResNet's last layers: 512 x 4608 filters, 49 pixels).
+  if (threads > 1 && (m <= n || tasks.m_blocks < 2 * threads))
+    tasks.n_groups = std::clamp<int64_t>(threads, 1, std::max<int64_t>(panels, 1));
+  tasks.count = tasks.m_blocks * tasks.n_groups;
   tasks.parallel = threads > 1 && tasks.count > 1;
   return tasks;
 }
@@ -153,15 +157,13 @@ void qgemm_with(const QKernelSet& kernels, const QBlocking& bl, int64_t m, int64
     throw std::logic_error("qgemm: operands packed in quads given to a pair kernel set");
   if (m <= 0 || n <= 0) return;
   const QTasks tasks = split_tasks(bl, m, n, k, b.panels, pf);
-  const int64_t n_groups = tasks.n_groups;
 
   auto body = [&](size_t lo, size_t hi) {
     thread_local std::vector<int16_t> packed_a;
     packed_a.resize(size_t((bl.mc + kMR) * bl.kc * 2));
     for (auto t = int64_t(lo); t < int64_t(hi); ++t) {
-      const int64_t r0 = (t / n_groups) * bl.mc, rows = std::min(bl.mc, m - r0);
-      const int64_t g = t % n_groups;
-      const int64_t j0 = g * b.panels / n_groups, j1 = (g + 1) * b.panels / n_groups;
+      const int64_t r0 = tasks.row_block(t) * bl.mc, rows = std::min(bl.mc, m - r0);
+      const int64_t j0 = tasks.panel_begin(t), j1 = tasks.panel_end(t);
       // Columns in chunks of nc panels, each finished (all of K) and handed
       // to tile_done while its sums are still in cache. With one K block, A
       // is packed once for all chunks.

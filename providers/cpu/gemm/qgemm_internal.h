@@ -37,13 +37,20 @@ struct QASource {
 };
 
 // A product as tasks of a row block (mc rows) x a group of B's panels:
-// threads only where each gets enough work to pay for waking it, and few row
-// blocks (a small batch, a late conv layer) split the columns too. Task t
-// takes row block t / n_groups and panels [g * panels / n_groups,
-// (g + 1) * panels / n_groups) for g = t % n_groups.
+// threads only where each gets enough work to pay for waking it. Where the
+// columns are split, B's panels form one group per thread and tasks run
+// group by group, so that the pool's contiguous share of tasks per thread
+// covers every row block (whose sizes differ: 128 rows are 96 + 32) for an
+// equal share of the columns. Task t takes row block row_block(t) and
+// panels [first_panel(t), first_panel(t + 1 in its group)).
 struct QTasks {
-  int64_t n_groups = 1, count = 0;
+  int64_t m_blocks = 0, n_groups = 1, panels = 0, count = 0;
   bool parallel = false;
+
+  int64_t row_block(int64_t t) const { return t % m_blocks; }
+  int64_t group(int64_t t) const { return t / m_blocks; }
+  int64_t panel_begin(int64_t t) const { return group(t) * panels / n_groups; }
+  int64_t panel_end(int64_t t) const { return (group(t) + 1) * panels / n_groups; }
 
   // body(first, last) over all tasks, on the pool where parallel.
   void run(const ParallelFor& pf, const std::function<void(size_t, size_t)>& body) const {
@@ -53,6 +60,7 @@ struct QTasks {
       body(0, size_t(count));
   }
 };
+QTasks split_tasks(const QBlocking& blocking, int64_t m, int64_t n, int64_t k, int64_t panels, const ParallelFor& pf);
 
 // A finished chunk of C (rows [r0, r0 + rows) x columns [c0, c1)): zeros
 // when K is empty, then handed to tile_done.

@@ -257,7 +257,6 @@ void qgemm_quads(const QKernelSet& kernels, const QBlocking& blocking, int64_t m
     throw std::logic_error("qgemm: operands packed for another quad form or blocking");
   if (m <= 0 || n <= 0) return;
   const QTasks tasks = split_tasks(bl, m, n, k, b.panels, pf);
-  const int64_t n_groups = tasks.n_groups;
   // One zero point each for A and B: the terms as a row part and a column part.
   const bool a_uniform = a.packed ? a.packed->uniform_zero : a.zero_count == 1;
   const bool uniform = a_uniform && b.uniform_zero;
@@ -276,9 +275,8 @@ void qgemm_quads(const QKernelSet& kernels, const QBlocking& blocking, int64_t m
     packed_a.resize(size_t(bl.mc * bl.kc * 4));
     row_terms.resize(size_t(3 * bl.mc));
     for (auto t = int64_t(lo); t < int64_t(hi); ++t) {
-      const int64_t r0 = (t / n_groups) * bl.mc, rows = std::min(bl.mc, m - r0);
-      const int64_t g = t % n_groups;
-      const int64_t j0 = g * b.panels / n_groups, j1 = (g + 1) * b.panels / n_groups;
+      const int64_t r0 = tasks.row_block(t) * bl.mc, rows = std::min(bl.mc, m - r0);
+      const int64_t j0 = tasks.panel_begin(t), j1 = tasks.panel_end(t);
       const int32_t *row_zero = nullptr, *row_sum = nullptr;
       if (a.packed) {
         row_zero = a.packed->row_zero.data() + r0, row_sum = a.packed->row_sum.data() + r0;
@@ -323,6 +321,7 @@ void qgemm_quads(const QKernelSet& kernels, const QBlocking& blocking, int64_t m
         finish_chunk(c, ldc, r0, rows, c0 * kNR, std::min(n, c1 * kNR), b.kp == 0, tile_done);
       }
     }
+    if (kernels.end) kernels.end();
   };
   tasks.run(pf, body);
 }

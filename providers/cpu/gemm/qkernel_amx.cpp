@@ -36,6 +36,8 @@ void begin() {
   _tile_loadconfig(&config);
 }
 
+void end() { _tile_release(); }
+
 void ukr(int64_t kq, const uint8_t* a, const uint8_t* b, int64_t stride, int panels, int32_t* c, int64_t ldc,
          bool accumulate, int rows, int cols, const QuadFix* fix) {
   const bool two_rows = rows > kTileRows, two_panels = panels > 1;
@@ -78,6 +80,7 @@ const QKernelSet& qkernels_amx() {
     s.gemm_quads = ukr;
     s.quad_form = {false, 2 * kTileRows, 16, 2};
     s.begin = begin;
+    s.end = end;
     return s;
   }();
   return set;

@@ -177,7 +177,7 @@ void quantize_u8_avx2(const float* x, int64_t count, float s, float z, uint8_t* 
 }
 
 constexpr QKernelSet kSet = {"avx2", QLayout::pairs, ukr, nullptr, nullptr, pack_u8, pack_s8, requant_u8_avx2, requant_s8_avx2, tap_row_impl,
-                             taps_row_avx2, range_avx2, quantize_u8_avx2, {}, nullptr};
+                             taps_row_avx2, range_avx2, quantize_u8_avx2, {}, nullptr, nullptr};
 
 }  // namespace
 

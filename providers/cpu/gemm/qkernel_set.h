@@ -75,9 +75,11 @@ using QQuadKernel = void (*)(int64_t kq, const uint8_t* a, const uint8_t* b, int
 using QPackQuads = void (*)(const uint8_t* const* rows, int64_t offset, int64_t k, int64_t kq, int64_t width,
                             uint8_t flip, bool as_signed, uint8_t* dst, int64_t panel_stride, int32_t* col_sum);
 
-// Called by each thread before it runs a quad kernel (AMX loads its tile
-// configuration); may be null.
+// Called by each thread before it runs quad kernels and after (AMX loads its
+// tile configuration, then releases the tiles so that a context switch need
+// not save 8 KiB of tile data); may be null.
 using QBegin = void (*)();
+using QEnd = void (*)();
 
 // One kMR x kNR tile of C; only its first rows x cols elements are written.
 //   C (=|+=) sum_p A(:, p) . B(p, :)   over kp steps of one K pair each.
@@ -132,6 +134,7 @@ struct QKernelSet {
   QQuantizeU8 quantize_u8;
   QuadForm quad_form;  // quads
   QBegin begin;        // quads
+  QEnd end;            // quads
 };
 
 const QKernelSet& qkernels_generic();
