@@ -87,7 +87,7 @@ void ukr_generic(int64_t kp, const int16_t* a, const int16_t* b, int32_t* c, int
 }
 
 constexpr QKernelSet kGeneric = {"generic", QLayout::pairs, ukr_generic, nullptr, nullptr, pack_pair_u8, pack_pair_s8, requant_u8, requant_s8,
-                                 tap_row_impl, taps_row_impl, range_impl, quantize_u8_impl, {}, nullptr, nullptr};
+                                 taps_row_impl, range_impl, quantize_u8_impl, {}, nullptr, nullptr};
 
 }  // namespace
 
@@ -320,13 +320,9 @@ void requantize_row(const int32_t* acc, int64_t count, double bias, double multi
     ks.requant_u8(acc, count, q, static_cast<uint8_t*>(y));
 }
 
-void window_sums(int32_t* acc, const int16_t* src, const int64_t* offsets, const int32_t* taps, int64_t tap_count,
+void window_sums(int32_t* acc, const float* src, const int64_t* offsets, const float* taps, int64_t tap_count,
                  int64_t count) {
   qgemm_detail::qkernels_best().taps_row(acc, src, offsets, taps, tap_count, count);
-}
-
-void accumulate_tap_row(int32_t* acc, const int16_t* src, int64_t stride, int32_t tap, int64_t count) {
-  qgemm_detail::qkernels_best().tap_row(acc, src, stride, tap, count);
 }
 
 }  // namespace onyx::cpu

@@ -121,42 +121,35 @@ void requant_avx512(const int32_t* acc, int64_t count, const QuantOut& q, T* y) 
 void requant_u8_avx512(const int32_t* acc, int64_t count, const QuantOut& q, uint8_t* y) { requant_avx512(acc, count, q, y); }
 void requant_s8_avx512(const int32_t* acc, int64_t count, const QuantOut& q, int8_t* y) { requant_avx512(acc, count, q, y); }
 
-// A depthwise window, 16 outputs at a time, every tap added in registers.
-void taps_row_avx512(int32_t* acc, const int16_t* src, const int64_t* offsets, const int32_t* taps, int64_t tap_count,
+// A depthwise window, every tap a float32 multiply-add in registers (exact:
+// see QTapsRow): 64 outputs at a time in four independent sums, so that the
+// multiply-adds' latency overlaps; then 16 at a time, the tail masked.
+void taps_row_avx512(int32_t* acc, const float* src, const int64_t* offsets, const float* taps, int64_t tap_count,
                      int64_t count) {
-  for (int64_t o = 0; o < count; o += 16) {
+  int64_t o = 0;
+  for (; o + 64 <= count; o += 64) {
+    __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    for (int64_t t = 0; t < tap_count; ++t) {
+      const float* x = src + o + offsets[t];
+      const __m512 w = _mm512_set1_ps(taps[t]);
+      s0 = _mm512_fmadd_ps(_mm512_loadu_ps(x), w, s0);
+      s1 = _mm512_fmadd_ps(_mm512_loadu_ps(x + 16), w, s1);
+      s2 = _mm512_fmadd_ps(_mm512_loadu_ps(x + 32), w, s2);
+      s3 = _mm512_fmadd_ps(_mm512_loadu_ps(x + 48), w, s3);
+    }
+    _mm512_storeu_si512(acc + o, _mm512_cvtps_epi32(s0));
+    _mm512_storeu_si512(acc + o + 16, _mm512_cvtps_epi32(s1));
+    _mm512_storeu_si512(acc + o + 32, _mm512_cvtps_epi32(s2));
+    _mm512_storeu_si512(acc + o + 48, _mm512_cvtps_epi32(s3));
+  }
+  for (; o < count; o += 16) {
     const int64_t left = count - o;
     const __mmask16 mask = left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
-    __m512i sum = _mm512_setzero_si512();
-    for (int64_t t = 0; t < tap_count; ++t) {
-      const __m512i x = _mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16(mask, src + o + offsets[t]));
-      sum = _mm512_add_epi32(sum, _mm512_mullo_epi32(x, _mm512_set1_epi32(taps[t])));
-    }
-    _mm512_mask_storeu_epi32(acc + o, mask, sum);
+    __m512 sum = _mm512_setzero_ps();
+    for (int64_t t = 0; t < tap_count; ++t)
+      sum = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, src + o + offsets[t]), _mm512_set1_ps(taps[t]), sum);
+    _mm512_mask_storeu_epi32(acc + o, mask, _mm512_cvtps_epi32(sum));
   }
-}
-
-// One tap over a row of outputs; stride 2 (MobileNet's downsampling) takes
-// the even int16 of each int32 lane of a contiguous load.
-void tap_row_avx512(int32_t* acc, const int16_t* src, int64_t stride, int32_t tap, int64_t count) {
-  const __m512i t = _mm512_set1_epi32(tap);
-  if (stride == 1 || stride == 2)
-    for (int64_t i = 0; i < count; i += 16) {
-      const int64_t left = count - i;
-      const __mmask16 mask = left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
-      __m512i x;
-      if (stride == 1) {
-        x = _mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16(mask, src + i));
-      } else {  // int16 pairs (x[2i], x[2i + 1]) as int32 lanes; the pair's last may lie past the row
-        const __mmask32 pairs = left >= 16 ? __mmask32(0xFFFFFFFF) : __mmask32((uint64_t(1) << (2 * left - 1)) - 1);
-        const __m512i words = _mm512_maskz_loadu_epi16(pairs, src + 2 * i);
-        x = _mm512_srai_epi32(_mm512_slli_epi32(words, 16), 16);
-      }
-      const __m512i a = _mm512_maskz_loadu_epi32(mask, acc + i);
-      _mm512_mask_storeu_epi32(acc + i, mask, _mm512_add_epi32(a, _mm512_mullo_epi32(x, t)));
-    }
-  else
-    for (int64_t i = 0; i < count; ++i) acc[i] += int32_t(src[i * stride]) * tap;
 }
 
 }  // namespace
@@ -172,7 +165,6 @@ const QKernelSet& qkernels_avx512vnni() {
     s.requant_u8 = requant_u8_avx512;
     s.requant_s8 = requant_s8_avx512;
     s.taps_row = taps_row_avx512;
-    s.tap_row = tap_row_avx512;
     return s;
   }();
   return set;

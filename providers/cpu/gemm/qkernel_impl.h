@@ -64,19 +64,12 @@ void requant_impl(const int32_t* acc, int64_t count, const QuantOut& q, T* y) {
   }
 }
 
-void tap_row_impl(int32_t* acc, const int16_t* src, int64_t stride, int32_t tap, int64_t count) {
-  if (stride == 1)
-    for (int64_t i = 0; i < count; ++i) acc[i] += int32_t(src[i]) * tap;
-  else
-    for (int64_t i = 0; i < count; ++i) acc[i] += int32_t(src[i * stride]) * tap;
-}
-
-void taps_row_impl(int32_t* acc, const int16_t* src, const int64_t* offsets, const int32_t* taps, int64_t tap_count,
+void taps_row_impl(int32_t* acc, const float* src, const int64_t* offsets, const float* taps, int64_t tap_count,
                    int64_t count) {
   for (int64_t o = 0; o < count; ++o) {
-    int32_t sum = 0;
-    for (int64_t t = 0; t < tap_count; ++t) sum += int32_t(src[o + offsets[t]]) * taps[t];
-    acc[o] = sum;
+    float sum = 0;
+    for (int64_t t = 0; t < tap_count; ++t) sum += src[o + offsets[t]] * taps[t];
+    acc[o] = int32_t(sum);
   }
 }
 

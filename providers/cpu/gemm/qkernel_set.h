@@ -102,12 +102,13 @@ struct QuantOut {
 using QRequantU8 = void (*)(const int32_t* acc, int64_t count, const QuantOut& q, uint8_t* y);
 using QRequantS8 = void (*)(const int32_t* acc, int64_t count, const QuantOut& q, int8_t* y);
 
-// acc[i] += src[i * stride] * tap for i < count: one tap of a depthwise window.
-using QTapRow = void (*)(int32_t* acc, const int16_t* src, int64_t stride, int32_t tap, int64_t count);
-
 // acc[o] = sum_t src[o + offsets[t]] * taps[t] for o < count: a whole
-// depthwise window at once, each sum kept in a register until stored.
-using QTapsRow = void (*)(int32_t* acc, const int16_t* src, const int64_t* offsets, const int32_t* taps,
+// depthwise window at once, each sum kept in a register until stored. The
+// values are integers held in float32 (8-bit codes minus zero points, so
+// products are at most 255 * 255); the caller keeps tap_count <=
+// kWindowMaxTaps (qgemm.h), so that every partial sum is an integer below 2^24 and the
+// float32 multiply-adds are exact.
+using QTapsRow = void (*)(int32_t* acc, const float* src, const int64_t* offsets, const float* taps,
                           int64_t tap_count, int64_t count);
 
 // lo = min(0, x...), hi = max(0, x...), NaN elements skipped: the range
@@ -128,7 +129,6 @@ struct QKernelSet {
   QPackPairS8 pack_pair_s8;
   QRequantU8 requant_u8;
   QRequantS8 requant_s8;
-  QTapRow tap_row;
   QTapsRow taps_row;
   QRange range;
   QQuantizeU8 quantize_u8;

@@ -160,6 +160,7 @@ std::vector<ConvCase> geometries() {
       {{1, 8, 9, 11}, {8, 1, 3, 3}, 8, {1, 1}, {1, 1, 1, 1}, {}},        // depthwise 3x3
       {{2, 6, 10, 9}, {6, 1, 3, 3}, 6, {2, 2}, {0, 1, 1, 0}, {}},        // depthwise, stride 2, asymmetric pads
       {{1, 4, 12, 12}, {4, 1, 3, 3}, 4, {1, 2}, {2, 2, 2, 2}, {2, 2}},   // depthwise, dilated
+      {{1, 2, 3650}, {2, 1, 3641}, 2, {1}, {0, 0}, {}},                  // depthwise past float32's exact sums: GEMM
       {{1, 4, 7, 7}, {8, 1, 3, 3}, 4, {}, {1, 1, 1, 1}, {}},             // channel multiplier 2: GEMM
       {{2, 24, 5, 6}, {40, 24, 1, 1}, 1, {}, {}, {}},                    // pointwise, read in place
       {{1, 16, 8, 8}, {20, 16, 1, 1}, 1, {2, 2}, {}, {}},                // 1x1 stride 2: phase planes

@@ -109,7 +109,7 @@ class ConvIntegerKernel final : public sdk::Kernel {
       for (int64_t i = 0; i < n * m; ++i) store_row(y, rq, zero.data(), 1, i % m, i * geo.pixels(), geo.pixels());
       return nullptr;
     }
-    if (c == g && m == g && dims[0].kernel == 1 && dims[0].in == 1)
+    if (c == g && m == g && dims[0].kernel == 1 && dims[0].in == 1 && geo.window() <= kWindowMaxTaps)
       depthwise(ctx, geo, x, w, w_zero, rq, y);
     else
       gemm(ctx, geo, x, w, w_zero, rq, y);
@@ -362,20 +362,21 @@ class ConvIntegerKernel final : public sdk::Kernel {
       }
   }
 
-  // count values of src minus the zero point, as int16: contiguous (a loop
-  // that vectorizes) or every step-th.
+  // count values of src minus the zero point, as float32 (exact): contiguous
+  // (a loop that vectorizes) or every step-th.
   template <typename T>
-  static void shift_row(const T* src, int64_t step, int64_t count, int32_t zero, int16_t* dst) {
+  static void shift_row(const T* src, int64_t step, int64_t count, int32_t zero, float* dst) {
     if (step == 1) {
-      for (int64_t i = 0; i < count; ++i) dst[i] = int16_t(int32_t(src[i]) - zero);
+      for (int64_t i = 0; i < count; ++i) dst[i] = float(int32_t(src[i]) - zero);
       return;
     }
-    for (int64_t i = 0; i < count; ++i) dst[i] = int16_t(int32_t(src[i * step]) - zero);
+    for (int64_t i = 0; i < count; ++i) dst[i] = float(int32_t(src[i * step]) - zero);
   }
 
   // One channel per group, 2-D, any stride and dilation: each channel's
-  // phase planes (Phases) hold the zero-point-shifted input as int16, and all
-  // taps are summed in registers over the grid.
+  // phase planes (Phases) hold the zero-point-shifted input as float32, and
+  // all taps are summed in registers over the grid by exact float32
+  // multiply-adds (window_sums; at most kWindowMaxTaps taps).
   void depthwise(sdk::ComputeContext& ctx, const Geometry& geo, const sdk::Tensor& x, const sdk::Tensor& w,
                  const std::vector<int32_t>& w_zero, const quant::Requantizer& rq, const sdk::Tensor& y) const {
     const Phases ph = Phases::of(geo);
@@ -384,17 +385,17 @@ class ConvIntegerKernel final : public sdk::Kernel {
     ctx.parallel_for(size_t(geo.n * geo.c), nn::grain_for(double(pixels * taps), 1 << 16), [&](size_t lo, size_t hi) {
       // Per-thread scratch, kept across runs (fresh pages each run cost more
       // than the convolution).
-      thread_local std::vector<int16_t> padded;
-      thread_local std::vector<int32_t> sums, taps32;
+      thread_local std::vector<float> padded, tap_values;
+      thread_local std::vector<int32_t> sums;
       padded.resize(static_cast<size_t>(ph.block + ph.slack));
       sums.resize(static_cast<size_t>(out_h * ph.wq));
-      taps32.resize(static_cast<size_t>(taps));
+      tap_values.resize(static_cast<size_t>(taps));
       for (size_t job = lo; job < hi; ++job) {
         const int64_t ch = int64_t(job) % geo.c;
-        std::fill(padded.begin(), padded.end(), int16_t(0));
+        std::fill(padded.begin(), padded.end(), 0.0f);
         const int64_t plane_at = int64_t(job) * geo.plane();
         for (int64_t iy = 0; iy < geo.dims[1].in; ++iy) {
-          int16_t* row = padded.data() + ph.row_at(geo, iy);
+          float* row = padded.data() + ph.row_at(geo, iy);
           for (const Phases::Columns& col : ph.columns) {
             const int64_t at = plane_at + iy * geo.dims[2].in + col.first;
             if (x.dtype == ONYX_DTYPE_INT8)
@@ -406,9 +407,9 @@ class ConvIntegerKernel final : public sdk::Kernel {
         const int32_t wz = w_zero[w_zero.size() == 1 ? 0 : size_t(ch)];
         for (int64_t t = 0; t < taps; ++t) {
           const int64_t at = ch * taps + t;
-          taps32[size_t(t)] = (w.dtype == ONYX_DTYPE_INT8 ? w.data<int8_t>()[at] : w.data<uint8_t>()[at]) - wz;
+          tap_values[size_t(t)] = float((w.dtype == ONYX_DTYPE_INT8 ? w.data<int8_t>()[at] : w.data<uint8_t>()[at]) - wz);
         }
-        window_sums(sums.data(), padded.data(), ph.offsets.data(), taps32.data(), taps, out_h * ph.wq);
+        window_sums(sums.data(), padded.data(), ph.offsets.data(), tap_values.data(), taps, out_h * ph.wq);
         // Rows packed together (each moves down, never over an unread one),
         // then one output-stage call for the whole channel.
         for (int64_t oy = 1; oy < out_h; ++oy)
