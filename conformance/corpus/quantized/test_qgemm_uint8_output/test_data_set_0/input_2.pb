@@ -1,0 +1,1 @@
+Ba_zero_pointJ2

@@ -1,0 +1,1 @@
+BX1_zero_pointJQ

@@ -1,0 +1,1 @@
+BCJ0&95)E7 _PJ A@YJ<L(+en2gUH 3?$[`S:Cdg3Ej;%5F$
