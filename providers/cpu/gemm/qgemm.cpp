@@ -86,8 +86,13 @@ void ukr_generic(int64_t kp, const int16_t* a, const int16_t* b, int32_t* c, int
     }
 }
 
+// Built for the baseline ISA, which has no fused multiply-add to contract into.
+void dequant_row_generic(const int32_t* acc, int64_t count, const float* scale, const float* bias, float* y) {
+  for (int64_t j = 0; j < count; ++j) y[j] = float(acc[j]) * scale[j] + bias[j];
+}
+
 constexpr QKernelSet kGeneric = {"generic", QLayout::pairs, ukr_generic, nullptr, nullptr, pack_pair_u8, pack_pair_s8, requant_u8, requant_s8,
-                                 taps_row_impl, range_impl, quantize_u8_impl, {}, nullptr, nullptr};
+                                 taps_row_impl, range_impl, quantize_u8_impl, dequant_row_generic, {}, nullptr, nullptr};
 
 }  // namespace
 
@@ -318,6 +323,10 @@ void requantize_row(const int32_t* acc, int64_t count, double bias, double multi
     ks.requant_s8(acc, count, q, static_cast<int8_t*>(y));
   else
     ks.requant_u8(acc, count, q, static_cast<uint8_t*>(y));
+}
+
+void dequantize_row(const int32_t* acc, int64_t count, const float* scale, const float* bias, float* y) {
+  qgemm_detail::qkernels_best().dequant_row(acc, count, scale, bias, y);
 }
 
 void window_sums(int32_t* acc, const float* src, const int64_t* offsets, const float* taps, int64_t tap_count,

@@ -102,6 +102,11 @@ void quantize_to_u8(const float* x, int64_t count, float scale, float zero, uint
 void requantize_row(const int32_t* acc, int64_t count, double bias, double multiplier, double zero, bool is_signed,
                     void* y);
 
+// y[j] = float(acc[j]) * scale[j] + bias[j] for j < count, multiplied and
+// then added in float32 (two roundings, as Cast, Mul and Add compute it),
+// vectorized for this CPU.
+void dequantize_row(const int32_t* acc, int64_t count, const float* scale, const float* bias, float* y);
+
 // acc[o] = sum_t src[o + offsets[t]] * taps[t] for o < count: a depthwise
 // window over a flat, padded plane, all taps summed in registers. src and
 // taps hold integers (8-bit codes minus zero points, products at most

@@ -152,6 +152,17 @@ void taps_row_avx512(int32_t* acc, const float* src, const int64_t* offsets, con
   }
 }
 
+// 16 at a time, the tail masked; multiply then add, never fused.
+void dequant_row_avx512(const int32_t* acc, int64_t count, const float* scale, const float* bias, float* y) {
+  for (int64_t j = 0; j < count; j += 16) {
+    const int64_t left = count - j;
+    const __mmask16 mask = left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
+    const __m512 v = _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(mask, acc + j));
+    const __m512 prod = _mm512_mul_ps(v, _mm512_maskz_loadu_ps(mask, scale + j));
+    _mm512_mask_storeu_ps(y + j, mask, _mm512_add_ps(prod, _mm512_maskz_loadu_ps(mask, bias + j)));
+  }
+}
+
 }  // namespace
 
 const QKernelSet& qkernels_avx512vnni() {
@@ -165,6 +176,7 @@ const QKernelSet& qkernels_avx512vnni() {
     s.requant_u8 = requant_u8_avx512;
     s.requant_s8 = requant_s8_avx512;
     s.taps_row = taps_row_avx512;
+    s.dequant_row = dequant_row_avx512;
     return s;
   }();
   return set;

@@ -111,6 +111,10 @@ using QRequantS8 = void (*)(const int32_t* acc, int64_t count, const QuantOut& q
 using QTapsRow = void (*)(int32_t* acc, const float* src, const int64_t* offsets, const float* taps,
                           int64_t tap_count, int64_t count);
 
+// y[j] = float(acc[j]) * scale[j] + bias[j], a float32 multiply and then an
+// add (never fused: the op-by-op chain Cast, Mul, Add rounds twice).
+using QDequantRow = void (*)(const int32_t* acc, int64_t count, const float* scale, const float* bias, float* y);
+
 // lo = min(0, x...), hi = max(0, x...), NaN elements skipped: the range
 // DynamicQuantizeLinear widens to include 0.
 using QRange = void (*)(const float* x, int64_t count, float* lo, float* hi);
@@ -132,6 +136,7 @@ struct QKernelSet {
   QTapsRow taps_row;
   QRange range;
   QQuantizeU8 quantize_u8;
+  QDequantRow dequant_row;
   QuadForm quad_form;  // quads
   QBegin begin;        // quads
   QEnd end;            // quads

@@ -191,6 +191,19 @@ TEST(QGemm, PackRequantizeAndTapRowsMatchScalarLoopsOnEveryKernelSet) {
       ASSERT_EQ(yu[i], std::clamp(real + 100.0, 0.0, 255.0)) << acc[i];
       ASSERT_EQ(ys[i], std::clamp(real - 3.0, -128.0, 127.0)) << acc[i];
     }
+    // dequant_row: a float32 multiply, then an add, each rounded (never one
+    // fused multiply-add), every tail length.
+    {
+      std::vector<int32_t> sums(45);
+      std::vector<float> sc(45), bias(45), y(45);
+      for (size_t j = 0; j < sums.size(); ++j)
+        sums[j] = int32_t(rng() % 2000001) - 1000000, sc[j] = 1.0f / float(3 + j), bias[j] = float(j) / 7.0f;
+      ks->dequant_row(sums.data(), 45, sc.data(), bias.data(), y.data());
+      for (size_t j = 0; j < sums.size(); ++j) {
+        volatile float product = float(sums[j]) * sc[j];  // rounded on its own
+        ASSERT_EQ(y[j], product + bias[j]) << j;
+      }
+    }
     // taps_row: a 3x3 window over a flat plane 12 wide, codes minus zero
     // points as float32, the extremes included (exact integer sums).
     std::vector<float> src(160);

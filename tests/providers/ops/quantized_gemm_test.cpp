@@ -98,8 +98,18 @@ ONYX_OP_TEST(QGemm, CThatDoesNotBroadcastIsAnError) {
 
 ONYX_PROVIDER_SUITE(DynamicQuantizeMatMul);
 
+void check_dynamic_quantize_matmul(int64_t batch, int64_t m, int64_t k, int64_t n);
+
+// A small product, and one whose A (153,600 values) is quantized in
+// parallel chunks: the range and the codes must not depend on the split.
 ONYX_OP_TEST(DynamicQuantizeMatMul, MatchesDynamicQuantizeLinearThenIntegerProduct) {
-  const int64_t batch = 2, m = 3, k = 33, n = 10;
+  for (const auto [batch, m, k, n] : {std::array<int64_t, 4>{2, 3, 33, 10}, std::array<int64_t, 4>{4, 150, 256, 40}}) {
+    SCOPED_TRACE("m=" + std::to_string(batch * m) + " k=" + std::to_string(k));
+    check_dynamic_quantize_matmul(batch, m, k, n);
+  }
+}
+
+void check_dynamic_quantize_matmul(int64_t batch, int64_t m, int64_t k, int64_t n) {
   std::vector<float> a = nn::random_floats(size_t(batch * m * k), 4, -2.0f, 3.0f);
   auto b = random_ints<int8_t>(size_t(k * n), 5);
   std::vector<float> sb(static_cast<size_t>(n)), bias(static_cast<size_t>(n));

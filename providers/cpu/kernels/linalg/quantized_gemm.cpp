@@ -143,9 +143,16 @@ class DynamicQuantizeMatMulKernel final : public sdk::Kernel {
     // dequantized in float32 as Cast, Mul(a_scale * b_scale) and Add do it:
     // bit for bit the op-by-op chain ONNX Runtime's quantize_dynamic writes.
     const int64_t count = a.size();
-    // Scratch left uninitialized: every byte is written before it is read.
-    std::unique_ptr<uint8_t[]> aq(new uint8_t[size_t(count)]);
-    const DynamicQuantization q = dynamic_quantize(a.data<float>(), count, aq.get());
+    const ParallelFor pf = nn::host_parallel_for(ctx);
+    // Scratch kept across runs on this thread and grown only (fresh pages
+    // every run cost more than the product's tail): every byte is written
+    // before it is read.
+    thread_local std::vector<uint8_t> aq_scratch;
+    thread_local std::vector<int32_t> acc_scratch;
+    std::vector<uint8_t>& aq = aq_scratch;
+    std::vector<int32_t>& acc = acc_scratch;
+    if (int64_t(aq.size()) < count) aq.resize(size_t(count));
+    const DynamicQuantization q = dynamic_quantize(a.data<float>(), count, aq.data(), pf);
     if (!std::isfinite(q.scale)) return nn::fail(label_, "A holds a non-finite value");
     const auto a_zero = int32_t(q.zero);
     std::vector<float> col_scale(size_t(s.n)), col_bias(size_t(s.n), 0.0f);
@@ -156,17 +163,14 @@ class DynamicQuantizeMatMulKernel final : public sdk::Kernel {
 
     std::shared_ptr<PackedQB> packed = packed_b_ ? packed_b_ : pack_weights(b, false, zb);
     const int64_t rows = s.batch() * s.m;  // one B: A's matrices fold into rows
-    std::unique_ptr<int32_t[]> acc(new int32_t[size_t(rows * s.n)]);
+    if (int64_t(acc.size()) < rows * s.n) acc.resize(size_t(rows * s.n));
     float* out = y.data<float>();
     QTileDone done = [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
-      for (int64_t i = r0; i < r1; ++i) {
-        const int32_t* a_row = acc.get() + i * s.n;
-        float* y_row = out + i * s.n;
-        for (int64_t j = c0; j < c1; ++j) y_row[j] = float(a_row[j]) * col_scale[size_t(j)] + col_bias[size_t(j)];
-      }
+      for (int64_t i = r0; i < r1; ++i)
+        dequantize_row(acc.data() + i * s.n + c0, c1 - c0, col_scale.data() + c0, col_bias.data() + c0,
+                       out + i * s.n + c0);
     };
-    qgemm(rows, s.n, s.k, {aq.get(), false, s.k, false}, &a_zero, 1, *packed, acc.get(), s.n, done,
-          nn::host_parallel_for(ctx));
+    qgemm(rows, s.n, s.k, {aq.data(), false, s.k, false}, &a_zero, 1, *packed, acc.data(), s.n, done, pf);
     return nullptr;
   }
 

@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "gemm/gemm.h"
+
 namespace onyx::cpu {
 
 struct DynamicQuantization {
@@ -15,6 +17,8 @@ struct DynamicQuantization {
 
 // Quantizes `n` floats of `x` into `y` (uint8) and returns the scale and
 // zero point it chose. NaN elements do not widen the range (vectorized).
-DynamicQuantization dynamic_quantize(const float* x, int64_t n, uint8_t* y);
+// Both passes split across `parallel`'s threads where given: min and max are
+// the same in any order, so the result does not depend on the split.
+DynamicQuantization dynamic_quantize(const float* x, int64_t n, uint8_t* y, const ParallelFor& parallel = {});
 
 }  // namespace onyx::cpu

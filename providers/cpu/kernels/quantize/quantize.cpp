@@ -11,6 +11,7 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "kernels/quantize/dynamic_quantize.h"
 #include "kernels/kernel_util.h"
 #include "kernels/narrow_types.h"
+#include "kernels/nn_util.h"
 #include "kernels/quantize/qlinear_common.h"
 #include "kernels/registry.h"
 
@@ -223,7 +225,7 @@ class DynamicQuantizeKernel final : public sdk::Kernel {
     uint8_t* out = y.data<uint8_t>();
     DynamicQuantization q;
     if (x.dtype == ONYX_DTYPE_FLOAT32) {
-      q = dynamic_quantize(x.data<float>(), x.size(), out);
+      q = dynamic_quantize(x.data<float>(), x.size(), out, nn::host_parallel_for(ctx));
     } else {
       float lo = 0, hi = 0;
       for (int64_t i = 0; i < x.size(); ++i) {
@@ -245,16 +247,30 @@ class DynamicQuantizeKernel final : public sdk::Kernel {
 
 }  // namespace
 
-DynamicQuantization dynamic_quantize(const float* x, int64_t n, uint8_t* y) {
-  // The range widened to include 0, in a form the compiler vectorizes (NaN
-  // elements are skipped).
-  float lo = 0, hi = 0;
-  float_range(x, n, &lo, &hi);
-  const DynamicQuantization q = quantization_of(lo, hi);
-  if (q.scale == 0)
-    std::fill(y, y + n, q.zero);
-  else
-    quantize_to_u8(x, n, q.scale, float(q.zero), y);
+DynamicQuantization dynamic_quantize(const float* x, int64_t n, uint8_t* y, const ParallelFor& parallel) {
+  // Chunks of at least 64K elements, one range per chunk, then combined.
+  constexpr int64_t kChunk = 1 << 16;
+  const int64_t chunks = parallel.run && parallel.threads > 1 ? std::max<int64_t>(1, n / kChunk) : 1;
+  auto each_chunk = [&](const std::function<void(int64_t, int64_t, int64_t)>& fn) {
+    auto body = [&](size_t c0, size_t c1) {
+      for (auto c = int64_t(c0); c < int64_t(c1); ++c) fn(c, c * n / chunks, (c + 1) * n / chunks);
+    };
+    if (chunks > 1)
+      parallel.run(size_t(chunks), body);
+    else
+      body(0, 1);
+  };
+  // The range widened to include 0 (NaN elements are skipped).
+  std::vector<float> lo(size_t(chunks), 0.0f), hi(size_t(chunks), 0.0f);
+  each_chunk([&](int64_t c, int64_t i0, int64_t i1) { float_range(x + i0, i1 - i0, &lo[size_t(c)], &hi[size_t(c)]); });
+  const DynamicQuantization q =
+      quantization_of(*std::min_element(lo.begin(), lo.end()), *std::max_element(hi.begin(), hi.end()));
+  each_chunk([&](int64_t, int64_t i0, int64_t i1) {
+    if (q.scale == 0)
+      std::fill(y + i0, y + i1, q.zero);
+    else
+      quantize_to_u8(x + i0, i1 - i0, q.scale, float(q.zero), y + i0);
+  });
   return q;
 }
 
