@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <limits>
+#include <random>
 #include <utility>
 #include <vector>
 
@@ -125,6 +126,64 @@ TEST(VecMath, MaxPool2x2MatchesTheScalarScan) {
               << name << " " << h << "x" << w << " at " << i << "," << j << ": " << got << " vs " << best;
         }
     }
+  }
+}
+
+}  // namespace
+}  // namespace onyx::cpu::vec
+
+namespace onyx::cpu::vec {
+namespace {
+
+// Softmax rows against float64 on every ISA: within 1e-6 relative (exp to
+// ~2 ulp, float32 partial sums) plus the rounding of x - max, or 1e-30
+// absolute, for every tail length; a
+// row with NaN or +inf is NaN, -inf elements give 0, and every element -inf
+// is NaN (x - max is NaN), as the scalar loop has it.
+TEST(VecMath, SoftmaxRowWithinAMillionthOfFloat64) {
+  using Row = void (*)(const float*, float*, size_t);
+  std::vector<std::pair<const char*, Row>> rows = {{"generic", detail::softmax_row_generic}, {"dispatched", softmax_row}};
+#if defined(ONYX_CPU_AVX2_LOOPS)
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) rows.push_back({"avx2", detail::softmax_row_avx2});
+#endif
+#if defined(ONYX_CPU_AVX512_LOOPS)
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma")) rows.push_back({"avx512", detail::softmax_row_avx512});
+#endif
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> d(-30.0f, 30.0f);
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  for (const auto& [name, fn] : rows) {
+    SCOPED_TRACE(name);
+    for (size_t n : {1, 2, 7, 8, 15, 16, 17, 33, 64, 100, 1000}) {
+      std::vector<float> x(n), y(n);
+      for (float& v : x) v = d(rng);
+      if (n > 3) x[2] = -inf;
+      fn(x.data(), y.data(), n);
+      double max = -1e300, sum = 0;
+      for (float v : x) max = std::max(max, double(v));
+      for (float v : x) sum += std::exp(double(v) - max);
+      for (size_t i = 0; i < n; ++i) {
+        // x - max is rounded to float32 (relative 2^-24, so e^(x - max) is off
+        // by up to |x - max| 2^-24 relative) before exp's own ~2 ulp.
+        if (std::isinf(x[i])) {  // -inf: exactly 0
+          ASSERT_EQ(y[i], 0.0f) << "n " << n << " at " << i;
+          continue;
+        }
+        const double gap = max - double(x[i]), want = std::exp(-gap) / sum;
+        ASSERT_NEAR(y[i], want, (1e-6 + gap * 6e-8) * want + 1e-30) << "n " << n << " at " << i;
+      }
+      fn(x.data(), x.data(), n);  // in place
+      ASSERT_EQ(x, y) << "n " << n;
+    }
+    for (float special : {nan, inf}) {
+      std::vector<float> x(21, 1.0f), y(21);
+      x[19] = special;
+      fn(x.data(), y.data(), x.size());
+      for (float v : y) ASSERT_TRUE(std::isnan(v)) << special;
+    }
+    std::vector<float> x(18, -inf), y(18);
+    fn(x.data(), y.data(), x.size());
+    for (float v : y) ASSERT_TRUE(std::isnan(v));
   }
 }
 

@@ -25,6 +25,17 @@ void gelu_tanh_generic(const float* x, float* y, size_t n) {
   }
 }
 
+// The scalar loop Softmax had: max with NaN skipped unless first, the sum in
+// double (a NaN or an infinity makes it, and the row, NaN).
+void softmax_row_generic(const float* x, float* y, size_t n) {
+  float max = x[0];
+  for (size_t i = 1; i < n; ++i) max = x[i] > max ? x[i] : max;
+  double sum = 0;
+  for (size_t i = 0; i < n; ++i) sum += double(y[i] = std::exp(x[i] - max));
+  const auto scale = float(1.0 / sum);
+  for (size_t i = 0; i < n; ++i) y[i] *= scale;
+}
+
 void max_pool_2x2_generic(const float* x, float* y, int64_t h, int64_t w, int64_t oh, int64_t ow) {
   (void)h;
   for (int64_t i = 0; i < oh; ++i, y += ow) {
@@ -70,6 +81,16 @@ void gelu_erf(const float* x, float* y, size_t n) {
   if (use_avx2()) return detail::gelu_erf_avx2(x, y, n);
 #endif
   detail::gelu_erf_generic(x, y, n);
+}
+
+void softmax_row(const float* x, float* y, size_t n) {
+#if defined(ONYX_CPU_AVX512_LOOPS)
+  if (use_avx512()) return detail::softmax_row_avx512(x, y, n);
+#endif
+#if defined(ONYX_CPU_AVX2_LOOPS)
+  if (use_avx2()) return detail::softmax_row_avx2(x, y, n);
+#endif
+  detail::softmax_row_generic(x, y, n);
 }
 
 void gelu_tanh(const float* x, float* y, size_t n) {

@@ -23,18 +23,26 @@ void gelu_tanh(const float* x, float* y, size_t n);
 // generic MaxPool loop does (so NaN handling is the same).
 void max_pool_2x2(const float* x, float* y, int64_t h, int64_t w, int64_t oh, int64_t ow);
 
+// Softmax of one contiguous row of n >= 1 floats: y = exp(x - max) / sum,
+// the exponentials to about 2 ulp, 0 below e^-87.3 (so -inf, a mask, gives
+// exactly 0; a row holding NaN or +inf is NaN). y may be x.
+void softmax_row(const float* x, float* y, size_t n);
+
 // "avx512 (GELU), avx2", "avx2" or "generic": which loops the functions above run.
 const char* isa();
 
 namespace detail {  // the per-ISA loops, for the dispatcher and the tests
 void gelu_erf_generic(const float* x, float* y, size_t n);
 void gelu_tanh_generic(const float* x, float* y, size_t n);
+void softmax_row_generic(const float* x, float* y, size_t n);
 // Defined only where ONYX_CPU_AVX2_LOOPS is set; call only on an AVX2+FMA CPU.
 void gelu_erf_avx2(const float* x, float* y, size_t n);
 void gelu_tanh_avx2(const float* x, float* y, size_t n);
+void softmax_row_avx2(const float* x, float* y, size_t n);
 // Defined only where ONYX_CPU_AVX512_LOOPS is set; call only on an AVX-512 CPU.
 void gelu_erf_avx512(const float* x, float* y, size_t n);
 void gelu_tanh_avx512(const float* x, float* y, size_t n);
+void softmax_row_avx512(const float* x, float* y, size_t n);
 void max_pool_2x2_generic(const float* x, float* y, int64_t h, int64_t w, int64_t oh, int64_t ow);
 void max_pool_2x2_avx2(const float* x, float* y, int64_t h, int64_t w, int64_t oh, int64_t ow);
 }  // namespace detail

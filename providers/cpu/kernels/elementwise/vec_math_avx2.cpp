@@ -9,6 +9,7 @@
 #include <immintrin.h>
 
 #include "kernels/elementwise/gelu_impl.h"
+#include "kernels/elementwise/softmax_impl.h"
 
 namespace onyx::cpu::vec::detail {
 namespace {
@@ -90,6 +91,7 @@ void max_pool_2x2_avx2(const float* x, float* y, int64_t h, int64_t w, int64_t o
 
 void gelu_erf_avx2(const float* x, float* y, size_t n) { gelu_impl::loop<Avx2, true>(x, y, n); }
 void gelu_tanh_avx2(const float* x, float* y, size_t n) { gelu_impl::loop<Avx2, false>(x, y, n); }
+void softmax_row_avx2(const float* x, float* y, size_t n) { softmax_impl::row<Avx2>(x, y, n); }
 
 }  // namespace onyx::cpu::vec::detail
 #endif  // ONYX_CPU_AVX2_LOOPS

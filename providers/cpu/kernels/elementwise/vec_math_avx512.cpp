@@ -14,6 +14,7 @@
 #pragma GCC diagnostic pop
 
 #include "kernels/elementwise/gelu_impl.h"
+#include "kernels/elementwise/softmax_impl.h"
 
 namespace onyx::cpu::vec::detail {
 namespace {
@@ -55,6 +56,7 @@ struct Avx512 {
 
 void gelu_erf_avx512(const float* x, float* y, size_t n) { gelu_impl::loop<Avx512, true>(x, y, n); }
 void gelu_tanh_avx512(const float* x, float* y, size_t n) { gelu_impl::loop<Avx512, false>(x, y, n); }
+void softmax_row_avx512(const float* x, float* y, size_t n) { softmax_impl::row<Avx512>(x, y, n); }
 
 }  // namespace onyx::cpu::vec::detail
 

@@ -7,8 +7,10 @@
 // inner == 1 for the coerced form.
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
+#include "kernels/elementwise/vec_math.h"
 #include "kernels/nn_util.h"
 #include "kernels/registry.h"
 
@@ -123,6 +125,12 @@ class SoftmaxKernel final : public sdk::Kernel {
     ctx.parallel_for(size_t(outer * tiles), nn::grain_for(double(n * lanes_per_tile) * 8),
                      [&](size_t begin, size_t end) {
                        for (size_t t = begin; t < end; ++t) {
+                         if constexpr (std::is_same_v<T, float>) {
+                           if (inner == 1 && kind == SoftmaxKind::kSoftmax) {  // a contiguous row
+                             vec::softmax_row(xd + int64_t(t) * n, yd + int64_t(t) * n, size_t(n));
+                             continue;
+                           }
+                         }
                          int64_t o = int64_t(t) / tiles, l0 = int64_t(t) % tiles * kLanes;
                          int64_t offset = o * n * inner + l0;
                          softmax_tile(kind, xd + offset, yd + offset, n, inner,

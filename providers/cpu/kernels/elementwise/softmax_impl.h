@@ -1,0 +1,74 @@
+// softmax_impl.h: Softmax along a contiguous row, written once over a vector
+// type V (vec_math_avx2.cpp and vec_math_avx512.cpp instantiate it; V as in
+// gelu_impl.h, whose exp it uses). Like gelu_impl.h it calls no
+// standard-library inline function.
+//
+// y = e / sum(e) with e = exp(x - max(x)): the exponentials to about 2 ulp
+// (0 below e^-87.3, where float32 would be denormal: -inf gives exactly 0),
+// the sum in V::kLanes float partial sums, then in double; a row with a NaN
+// or +inf (or only -inf) is NaN, as the scalar loop makes it.
+#pragma once
+
+#include <cstddef>
+
+#include "kernels/elementwise/gelu_impl.h"
+
+namespace onyx::cpu::vec::softmax_impl {
+
+template <class V>
+using Reg = typename V::reg;
+
+template <class V>
+void row(const float* x, float* y, size_t n) {
+  constexpr size_t kLanes = V::kLanes;
+  constexpr float kInf = __builtin_huge_valf();
+  float lanes[kLanes];
+  // The max, and whether any element is NaN or +inf: then x - max is NaN
+  // somewhere and, as in the scalar loop, the whole row is NaN (exp clamps
+  // its argument, so that must be said explicitly).
+  float max = x[0];
+  bool nan_row = false;
+  size_t i = 0;
+  if (n >= kLanes) {
+    Reg<V> m = V::loadu(x), bad = V::zero_below(m, V::set(kInf), V::set(1.0f));
+    for (i = kLanes; i + kLanes <= n; i += kLanes) {
+      const Reg<V> v = V::loadu(x + i);
+      m = V::max(m, v);
+      bad = V::add(bad, V::zero_below(v, V::set(kInf), V::set(1.0f)));
+    }
+    V::storeu(lanes, m);
+    for (size_t l = 0; l < kLanes; ++l) max = lanes[l] > max ? lanes[l] : max;
+    V::storeu(lanes, bad);
+    for (size_t l = 0; l < kLanes; ++l) nan_row = nan_row || lanes[l] != 0.0f;
+  }
+  for (; i < n; ++i) {
+    max = x[i] > max ? x[i] : max;
+    nan_row = nan_row || !(x[i] < kInf);
+  }
+  nan_row = nan_row || !(max > -kInf);  // every element -inf: x - max is NaN
+  // e = exp(x - max) into y, summed.
+  const Reg<V> shift = V::set(max);
+  Reg<V> sum = V::set(0.0f);
+  // exp clamps its argument at -87.3 (e^-87.3 = 2^-126); below that the
+  // result is 0, so that masked (-inf) positions are exactly 0.
+  const Reg<V> underflow = V::set(-87.3365447505531f);
+  auto exp_of = [&](Reg<V> d) { return V::zero_below(d, underflow, gelu_impl::exp<V>(d)); };
+  for (i = 0; i + kLanes <= n; i += kLanes) {
+    const Reg<V> e = exp_of(V::sub(V::loadu(x + i), shift));
+    V::storeu(y + i, e);
+    sum = V::add(sum, e);
+  }
+  V::storeu(lanes, sum);
+  double total = 0;
+  for (size_t l = 0; l < kLanes; ++l) total += double(lanes[l]);
+  if (i < n) {  // the tail: masked lanes are computed from 0 but neither stored nor summed
+    const Reg<V> e = exp_of(V::sub(V::load_first(x + i, n - i), shift));
+    V::store_first(y + i, e, n - i);
+    for (size_t k = i; k < n; ++k) total += double(y[k]);
+  }
+  const Reg<V> scale = V::set(nan_row ? __builtin_nanf("") : float(1.0 / total));
+  for (i = 0; i + kLanes <= n; i += kLanes) V::storeu(y + i, V::mul(V::loadu(y + i), scale));
+  if (i < n) V::store_first(y + i, V::mul(V::load_first(y + i, n - i), scale), n - i);
+}
+
+}  // namespace onyx::cpu::vec::softmax_impl
