@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <type_traits>
 
 #include "kernels/norm/norm_util.h"
 #include "kernels/registry.h"
@@ -19,19 +20,49 @@ struct Moments {
   double mean = 0, var = 0;  // population variance
 };
 
+// Each pass keeps eight independent partial sums: one chain of dependent
+// double adds would take the adder's latency per element, and the compiler
+// may not reorder a single sum by itself. Eight lanes it can vectorize as
+// they are.
 template <typename T>
-Moments moments(const T* x, int64_t n) {
+[[gnu::always_inline]] inline Moments moments(const T* x, int64_t n) {
+  constexpr int64_t kParts = 8;
   Moments m;
   if (n == 0) return m;
+  double part[kParts] = {};
+  int64_t k = 0;
+  for (; k + kParts <= n; k += kParts)
+    for (int64_t j = 0; j < kParts; ++j) part[j] += double(x[k + j]);
   double sum = 0;
-  for (int64_t k = 0; k < n; ++k) sum += double(x[k]);
+  for (; k < n; ++k) sum += double(x[k]);
+  for (double p : part) sum += p;
   m.mean = sum / double(n);
+  double sq_part[kParts] = {};
+  for (k = 0; k + kParts <= n; k += kParts)
+    for (int64_t j = 0; j < kParts; ++j) {
+      const double d = double(x[k + j]) - m.mean;
+      sq_part[j] += d * d;
+    }
   double sq = 0;
-  for (int64_t k = 0; k < n; ++k) {
-    double d = double(x[k]) - m.mean;
+  for (; k < n; ++k) {
+    const double d = double(x[k]) - m.mean;
     sq += d * d;
   }
+  for (double p : sq_part) sq += p;
   m.var = sq / double(n);
+  return m;
+}
+
+// One float32 LayerNormalization row (statistics and affine in double),
+// cloned for AVX-512 and AVX2: this file is built for the baseline ISA,
+// where the double loops run two lanes wide.
+__attribute__((target_clones("avx512f", "avx2", "default"))) Moments layer_row(const float* x, float* y, int64_t n,
+                                                                               const double* scale, const double* bias,
+                                                                               double epsilon) {
+  Moments m = moments(x, n);
+  const double inv_std = 1.0 / std::sqrt(m.var + epsilon);
+  for (int64_t k = 0; k < n; ++k) y[k] = float((double(x[k]) - m.mean) * inv_std * scale[k] + bias[k]);
+  m.var = inv_std;
   return m;
 }
 
@@ -176,25 +207,37 @@ class RowNormKernel final : public sdk::Kernel {
     return layer_norm_affine(label_, ctx, x.dims.subspan(size_t(axis)), n, scale, bias);
   }
 
+  // LayerNormalization's optional outputs: the mean and 1 / std of row r.
+  static void layer_stats(const sdk::Tensor* stats, int64_t r, double mean, double inv_std) {
+    for (size_t s = 0; s < 2; ++s) {
+      if (!stats[s].raw) continue;
+      const double v = s == 0 ? mean : inv_std;
+      if (stats[s].dtype == ONYX_DTYPE_FLOAT64)
+        stats[s].data<double>()[r] = v;
+      else
+        stats[s].data<float>()[r] = float(v);
+    }
+  }
+
   template <typename T>
   void row(const sdk::Tensor& x, const sdk::Tensor& y, const sdk::Tensor* stats, int64_t r,
            int64_t n, int64_t seg, const std::vector<double>& scale,
            const std::vector<double>& bias) const {
     const T* xr = x.data<T>() + r * n;
     T* yr = y.data<T>() + r * n;
+    if constexpr (std::is_same_v<T, float>) {
+      if (kind_ == RowNormKind::kLayer) {
+        const Moments m = layer_row(xr, yr, n, scale.data(), bias.data(), epsilon_);  // var: the 1 / std
+        layer_stats(stats, r, m.mean, m.var);
+        return;
+      }
+    }
     Moments m = moments(xr, n);
     double inv_std = 1.0 / std::sqrt(m.var + epsilon_);
     if (kind_ == RowNormKind::kLayer) {
       for (int64_t k = 0; k < n; ++k)
         yr[k] = T((double(xr[k]) - m.mean) * inv_std * scale[size_t(k)] + bias[size_t(k)]);
-      for (size_t s = 0; s < 2; ++s) {
-        if (!stats[s].raw) continue;
-        double v = s == 0 ? m.mean : inv_std;
-        if (stats[s].dtype == ONYX_DTYPE_FLOAT64)
-          stats[s].data<double>()[r] = v;
-        else
-          stats[s].data<float>()[r] = float(v);
-      }
+      layer_stats(stats, r, m.mean, inv_std);
       return;
     }
     // Instance: row r is channel r % C. Group: row r is group r % G, whose
