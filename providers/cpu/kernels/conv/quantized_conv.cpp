@@ -266,22 +266,50 @@ class ConvIntegerKernel final : public sdk::Kernel {
           }
   }
 
+  // Per thread, kept across runs and grown only (resizing down and up again
+  // would zero the new part every run): the phase planes (or the im2col
+  // matrix), B's packed form, the int32 sums and B's row pointers.
+  struct Scratch {
+    std::vector<uint8_t> cols;
+    PackedQB packed;
+    std::vector<int32_t> sums;
+    std::vector<const uint8_t*> taps;
+  };
+  static Scratch& thread_scratch() {
+    thread_local Scratch scratch;
+    return scratch;
+  }
+  template <typename V>
+  static void grow(V& v, int64_t size) {
+    if (int64_t(v.size()) < size) v.resize(size_t(size));
+  }
+
+  // With several images or groups and threads to share, each (image, group)
+  // product runs whole on one thread: the threads then split whole GEMMs
+  // instead of each small GEMM (a batch of late, 7x7 layers) along its tiles.
   void gemm(sdk::ComputeContext& ctx, const Geometry& geo, const sdk::Tensor& x, const sdk::Tensor& w,
             const std::vector<int32_t>& w_zero, const quant::Requantizer& rq, const sdk::Tensor& y) const {
+    const ParallelFor pf = nn::host_parallel_for(ctx);
+    const int64_t jobs = geo.n * geo.g;
+    if (jobs >= 2 && pf.threads > 1) {
+      ctx.parallel_for(size_t(jobs), 1, [&](size_t lo, size_t hi) {
+        for (size_t t = lo; t < hi; ++t)
+          gemm_one(ctx, geo, x, w, w_zero, rq, y, int64_t(t) / geo.g, int64_t(t) % geo.g, thread_scratch(),
+                   nn::serial_parallel_for());
+      });
+      return;
+    }
+    for (int64_t b = 0; b < geo.n; ++b)
+      for (int64_t grp = 0; grp < geo.g; ++grp) gemm_one(ctx, geo, x, w, w_zero, rq, y, b, grp, thread_scratch(), pf);
+  }
+
+  // The GEMM of image b, group grp; pf splits its parts (phase planes, B's
+  // packing, the product) or is serial.
+  void gemm_one(sdk::ComputeContext& ctx, const Geometry& geo, const sdk::Tensor& x, const sdk::Tensor& w,
+                const std::vector<int32_t>& w_zero, const quant::Requantizer& rq, const sdk::Tensor& y, int64_t b,
+                int64_t grp, Scratch& s, const ParallelFor& pf) const {
     const int64_t cg = geo.c / geo.g, mg = geo.m / geo.g, k = cg * geo.window(), pixels = geo.pixels();
     const bool x_signed = x.dtype == ONYX_DTYPE_INT8, pointwise = geo.pointwise();
-    // Scratch reused across runs on this thread: the phase planes (or the
-    // im2col matrix), B's packed form and the int32 sums.
-    // (Bound to references here: a lambda naming a thread_local would see the
-    // pool thread's own copy.)
-    thread_local std::vector<uint8_t> cols_scratch;
-    thread_local PackedQB packed_scratch;
-    thread_local std::vector<int32_t> sums_scratch;
-    thread_local std::vector<const uint8_t*> taps_scratch;
-    std::vector<uint8_t>& cols = cols_scratch;
-    PackedQB& packed = packed_scratch;
-    std::vector<int32_t>& sums = sums_scratch;
-    std::vector<const uint8_t*>& taps = taps_scratch;
     // 2-D and 1-D: B's rows are slices of phase planes of the image (each
     // tap a fixed offset), over a grid as wide as a phase plane whose extra
     // columns are dropped, instead of an im2col matrix; 1x1 stride-1 layers
@@ -289,78 +317,72 @@ class ConvIntegerKernel final : public sdk::Kernel {
     const Phases ph = pointwise ? Phases{} : Phases::of(geo);
     const bool phased = ph.block > 0;
     const int64_t grid = phased ? ph.grid(geo) : pixels;  // B's columns
-    // Grown only: resizing down and up again would zero the new part every run.
-    auto grow = [](auto& v, int64_t size) {
-      if (int64_t(v.size()) < size) v.resize(size_t(size));
-    };
     if (phased)
-      grow(cols, cg * ph.block + ph.slack);
+      grow(s.cols, cg * ph.block + ph.slack);
     else if (!pointwise)
-      grow(cols, k * pixels);
-    if (qlinear_ || phased) grow(sums, mg * grid);
-    const ParallelFor pf = nn::host_parallel_for(ctx);
-    for (int64_t b = 0; b < geo.n; ++b)
-      for (int64_t grp = 0; grp < geo.g; ++grp) {
-        const auto* xg = static_cast<const uint8_t*>(x.raw) + (b * geo.c + grp * cg) * geo.plane();
-        const uint8_t* source = xg;  // pointwise: x_g is already K x pixels
-        QMatrix bm{source, x_signed, pixels, false};
-        if (phased) {
-          fill_phases(ctx, geo, ph, xg, cg, cols.data());
-          taps.resize(size_t(k));
-          for (int64_t ci = 0, r = 0; ci < cg; ++ci)
-            for (const int64_t offset : ph.offsets) taps[size_t(r++)] = cols.data() + ci * ph.block + offset;
-          bm = {nullptr, x_signed, 0, false, taps.data()};
-        } else if (!pointwise) {
-          // Channels write disjoint rows of the im2col matrix: all threads help.
-          const int64_t rows_per_channel = geo.window() * pixels;
-          ctx.parallel_for(size_t(cg), nn::grain_for(double(rows_per_channel), 1 << 16), [&](size_t c0, size_t c1) {
-            const int64_t at = int64_t(c0) * geo.plane(), n_ch = int64_t(c1 - c0);
-            if (x_signed)
-              im2col(reinterpret_cast<const int8_t*>(xg) + at, geo, n_ch,
-                     reinterpret_cast<int8_t*>(cols.data()) + int64_t(c0) * rows_per_channel);
-            else
-              im2col(xg + at, geo, n_ch, cols.data() + int64_t(c0) * rows_per_channel);
-          });
-          bm.data = cols.data();
+      grow(s.cols, k * pixels);
+    if (qlinear_ || phased) grow(s.sums, mg * grid);
+    const auto* xg = static_cast<const uint8_t*>(x.raw) + (b * geo.c + grp * cg) * geo.plane();
+    QMatrix bm{xg, x_signed, pixels, false};  // pointwise: x_g is already K x pixels
+    if (phased) {
+      fill_phases(ctx, geo, ph, xg, cg, s.cols.data());
+      s.taps.resize(size_t(k));
+      for (int64_t ci = 0, r = 0; ci < cg; ++ci)
+        for (const int64_t offset : ph.offsets) s.taps[size_t(r++)] = s.cols.data() + ci * ph.block + offset;
+      bm = {nullptr, x_signed, 0, false, s.taps.data()};
+    } else if (!pointwise) {
+      // Channels write disjoint rows of the im2col matrix: all threads help.
+      const int64_t rows_per_channel = geo.window() * pixels;
+      uint8_t* cols = s.cols.data();
+      ctx.parallel_for(size_t(cg), nn::grain_for(double(rows_per_channel), 1 << 16), [&](size_t c0, size_t c1) {
+        const int64_t at = int64_t(c0) * geo.plane(), n_ch = int64_t(c1 - c0);
+        if (x_signed)
+          im2col(reinterpret_cast<const int8_t*>(xg) + at, geo, n_ch,
+                 reinterpret_cast<int8_t*>(cols) + int64_t(c0) * rows_per_channel);
+        else
+          im2col(xg + at, geo, n_ch, cols + int64_t(c0) * rows_per_channel);
+      });
+      bm.data = cols;
+    }
+    pack_qb_into(bm, k, grid, &geo.x_zero, 1, &s.packed, pf);
+    const int64_t y0 = (b * geo.m + grp * mg) * pixels;
+    const QMatrix wg{static_cast<const uint8_t*>(w.raw) + grp * mg * k, w.dtype == ONYX_DTYPE_INT8, k, false};
+    const int32_t* wz = w_zero.size() == 1 ? w_zero.data() : w_zero.data() + grp * mg;
+    const auto wz_count = int64_t(w_zero.size() == 1 ? 1 : mg);
+    // Filters packed at creation, or now (run-time weights).
+    auto run = [&](int32_t* c, int64_t ldc, const QTileDone& done) {
+      if (!packed_w_.empty())
+        qgemm(grid, *packed_w_[size_t(grp)], s.packed, c, ldc, done, pf);
+      else
+        qgemm(mg, grid, k, wg, wz, wz_count, s.packed, c, ldc, done, pf);
+    };
+    int32_t* sums = s.sums.data();
+    if (phased) {  // grid columns [c0, c1) row by row, the columns past out_w dropped
+      const int64_t out_w = geo.dims[2].out, wq = ph.wq;
+      QTileDone done = [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+        for (int64_t p = c0; p < c1;) {
+          const int64_t oy = p / wq, ox = p % wq, end = std::min(c1, (oy + 1) * wq);
+          if (ox < out_w)
+            for (int64_t f = r0; f < r1; ++f)
+              store_row(y, rq, sums + f * grid + p, 1, grp * mg + f, y0 + f * pixels + oy * out_w + ox,
+                        std::min(out_w, end - oy * wq) - ox);
+          p = end;
         }
-        pack_qb_into(bm, k, grid, &geo.x_zero, 1, &packed, pf);
-        const int64_t y0 = (b * geo.m + grp * mg) * pixels;
-        const QMatrix wg{static_cast<const uint8_t*>(w.raw) + grp * mg * k, w.dtype == ONYX_DTYPE_INT8, k, false};
-        const int32_t* wz = w_zero.size() == 1 ? w_zero.data() : w_zero.data() + grp * mg;
-        const auto wz_count = int64_t(w_zero.size() == 1 ? 1 : mg);
-        // Filters packed at creation, or now (run-time weights).
-        auto run = [&](int32_t* c, int64_t ldc, const QTileDone& done) {
-          if (!packed_w_.empty())
-            qgemm(grid, *packed_w_[size_t(grp)], packed, c, ldc, done, pf);
-          else
-            qgemm(mg, grid, k, wg, wz, wz_count, packed, c, ldc, done, pf);
-        };
-        if (phased) {  // grid columns [c0, c1) row by row, the columns past out_w dropped
-          const int64_t out_w = geo.dims[2].out, wq = ph.wq;
-          QTileDone done = [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
-            for (int64_t p = c0; p < c1;) {
-              const int64_t oy = p / wq, ox = p % wq, end = std::min(c1, (oy + 1) * wq);
-              if (ox < out_w)
-                for (int64_t f = r0; f < r1; ++f)
-                  store_row(y, rq, sums.data() + f * grid + p, 1, grp * mg + f, y0 + f * pixels + oy * out_w + ox,
-                            std::min(out_w, end - oy * wq) - ox);
-              p = end;
-            }
-          };
-          run(sums.data(), grid, done);
-          continue;
-        }
-        if (!qlinear_) {  // ConvInteger: the sums are the output
-          run(y.data<int32_t>() + y0, pixels, {});
-          continue;
-        }
-        QTileDone done = [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
-          for (int64_t f = r0; f < r1; ++f)
-            store_row(y, rq, sums.data() + f * pixels + c0, 1, grp * mg + f, y0 + f * pixels + c0, c1 - c0);
-        };
-        run(sums.data(), pixels, done);
-      }
+      };
+      run(sums, grid, done);
+      return;
+    }
+    if (!qlinear_) {  // ConvInteger: the sums are the output
+      run(y.data<int32_t>() + y0, pixels, {});
+      return;
+    }
+    QTileDone done = [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+      for (int64_t f = r0; f < r1; ++f)
+        store_row(y, rq, sums + f * pixels + c0, 1, grp * mg + f, y0 + f * pixels + c0, c1 - c0);
+    };
+    run(sums, pixels, done);
   }
+
 
   // count values of src minus the zero point, as float32 (exact): contiguous
   // (a loop that vectorizes) or every step-th.
