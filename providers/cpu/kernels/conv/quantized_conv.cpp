@@ -395,6 +395,27 @@ class ConvIntegerKernel final : public sdk::Kernel {
     for (int64_t i = 0; i < count; ++i) dst[i] = float(int32_t(src[i * step]) - zero);
   }
 
+  // One input row (in_w values) minus the zero point, as float32, into its
+  // phase planes' row (row + each column phase's at). Stride 2 splits even
+  // and odd columns in one pass, a loop the compiler vectorizes; other
+  // strides take each phase's columns in turn.
+  template <typename T>
+  static void phase_row(const Phases& ph, const T* src, int64_t in_w, int32_t zero, float* row) {
+    if (ph.sx == 2 && ph.columns.size() == 2) {
+      const bool even_first = ph.columns[0].first == 0;
+      float* even = row + ph.columns[even_first ? 0 : 1].at;
+      float* odd = row + ph.columns[even_first ? 1 : 0].at;
+      const int64_t pairs = in_w / 2;
+      for (int64_t i = 0; i < pairs; ++i) {
+        const float a = float(int32_t(src[2 * i]) - zero), b = float(int32_t(src[2 * i + 1]) - zero);
+        even[i] = a, odd[i] = b;
+      }
+      if (in_w % 2) even[pairs] = float(int32_t(src[in_w - 1]) - zero);
+      return;
+    }
+    for (const Phases::Columns& col : ph.columns) shift_row(src + col.first, ph.sx, col.count, zero, row + col.at);
+  }
+
   // One channel per group, 2-D, any stride and dilation: each channel's
   // phase planes (Phases) hold the zero-point-shifted input as float32, and
   // all taps are summed in registers over the grid by exact float32
@@ -418,13 +439,11 @@ class ConvIntegerKernel final : public sdk::Kernel {
         const int64_t plane_at = int64_t(job) * geo.plane();
         for (int64_t iy = 0; iy < geo.dims[1].in; ++iy) {
           float* row = padded.data() + ph.row_at(geo, iy);
-          for (const Phases::Columns& col : ph.columns) {
-            const int64_t at = plane_at + iy * geo.dims[2].in + col.first;
-            if (x.dtype == ONYX_DTYPE_INT8)
-              shift_row(x.data<int8_t>() + at, ph.sx, col.count, geo.x_zero, row + col.at);
-            else
-              shift_row(x.data<uint8_t>() + at, ph.sx, col.count, geo.x_zero, row + col.at);
-          }
+          const int64_t at = plane_at + iy * geo.dims[2].in;
+          if (x.dtype == ONYX_DTYPE_INT8)
+            phase_row(ph, x.data<int8_t>() + at, geo.dims[2].in, geo.x_zero, row);
+          else
+            phase_row(ph, x.data<uint8_t>() + at, geo.dims[2].in, geo.x_zero, row);
         }
         const int32_t wz = w_zero[w_zero.size() == 1 ? 0 : size_t(ch)];
         for (int64_t t = 0; t < taps; ++t) {
