@@ -138,7 +138,7 @@ class QuantizeKernel final : public sdk::Kernel {
     double lo = 0, hi = 0;
     if (quantize_ && !is_float_code(out_type) && !int_range(out_type, &lo, &hi))
       return util::fail(label_, "cannot quantize to %s", sdk::dtype_name(out_type));
-    if (fast_path(x, scale, zp, out_type, lo, hi, y)) return nullptr;
+    if (fast_path(ctx, x, scale, zp, out_type, lo, hi, y)) return nullptr;
     for (int64_t i = 0; i < x.size(); ++i) {
       int64_t p = index(i);
       double s = narrow::load(scale.dtype, scale.raw, p), z = zp ? narrow::load(zp->dtype, zp->raw, p) : 0.0;
@@ -159,13 +159,15 @@ class QuantizeKernel final : public sdk::Kernel {
  private:
   // Per-tensor float32 <-> 8-bit, the form of every activation in a
   // quantized network: vectorized loops with the general path's results.
-  bool fast_path(const sdk::Tensor& x, const sdk::Tensor& scale, const std::optional<sdk::Tensor>& zp, int32_t out_type,
+  bool fast_path(sdk::ComputeContext& ctx, const sdk::Tensor& x, const sdk::Tensor& scale, const std::optional<sdk::Tensor>& zp, int32_t out_type,
                  double lo, double hi, const sdk::Tensor& y) const {
     if (scale.size() != 1 || block_ != 0 || scale.dtype != ONYX_DTYPE_FLOAT32) return false;
     const float s = scale.data<float>()[0];
     const float z = zp ? float(narrow::load(zp->dtype, zp->raw, 0)) : 0.0f;
-    if (quantize_ && x.dtype == ONYX_DTYPE_FLOAT32 && out_type == ONYX_DTYPE_UINT8)
-      quantize_floats(x.data<float>(), x.size(), s, z, float(lo), float(hi), y.data<uint8_t>());
+    if (quantize_ && x.dtype == ONYX_DTYPE_FLOAT32 && out_type == ONYX_DTYPE_UINT8)  // the same steps, vectorized
+      ctx.parallel_for(size_t(x.size()), size_t(1) << 15, [&](size_t i0, size_t i1) {
+        quantize_to_u8(x.data<float>() + i0, int64_t(i1 - i0), s, z, y.data<uint8_t>() + i0);
+      });
     else if (quantize_ && x.dtype == ONYX_DTYPE_FLOAT32 && out_type == ONYX_DTYPE_INT8)
       quantize_floats(x.data<float>(), x.size(), s, z, float(lo), float(hi), y.data<int8_t>());
     else if (!quantize_ && out_type == ONYX_DTYPE_FLOAT32 && x.dtype == ONYX_DTYPE_UINT8)
