@@ -223,6 +223,58 @@ TEST(QGemm, PackRequantizeAndTapRowsMatchScalarLoopsOnEveryKernelSet) {
   }
 }
 
+// The output stage of every kernel set equals the float64 one (the generic
+// set's requant_impl) on every value: random multipliers and biases (|bias|
+// above and below the 2^22 where AVX-512 leaves its float32 path), sums over
+// all of int32, sums whose product lies a hair from a half-way point (where
+// float32 alone would round either way), and cancellation of large sums
+// against large biases.
+TEST(QGemm, RequantizationEqualsFloat64OnEveryKernelSet) {
+  std::mt19937_64 rng(21);
+  std::uniform_real_distribution<double> log_m(-14.0, 3.0), unit(0.0, 1.0);
+  const QKernelSet& reference = qgemm_detail::qkernels_generic();
+  std::vector<int32_t> acc(4099);
+  std::vector<uint8_t> want_u(acc.size()), got_u(acc.size());
+  std::vector<int8_t> want_s(acc.size()), got_s(acc.size());
+  for (int round = 0; round < 300; ++round) {
+    const double m = std::exp2(log_m(rng));
+    const double bias = round % 3 == 0 ? std::floor((unit(rng) - 0.5) * 3.0e7) : std::floor((unit(rng) - 0.5) * 2000.0);
+    const double zero_u = std::floor(unit(rng) * 256.0), zero_s = std::floor(unit(rng) * 256.0) - 128.0;
+    for (size_t i = 0; i < acc.size(); ++i) {
+      switch (i % 4) {
+        case 0:  // anywhere in int32
+          acc[i] = int32_t(uint32_t(rng()));
+          break;
+        case 1: {  // (acc + bias) * m a hair from k + 0.5
+          const double k = std::floor(unit(rng) * 600.0) - 300.0;
+          acc[i] = int32_t(std::clamp(std::nearbyint((k + 0.5) / m - bias), -2147483648.0, 2147483647.0)) +
+                   int32_t(rng() % 3) - 1;
+          break;
+        }
+        case 2:  // cancels the bias
+          acc[i] = int32_t(-bias) + int32_t(rng() % 201) - 100;
+          break;
+        default:  // results in range
+          acc[i] = int32_t(std::clamp((unit(rng) * 512.0 - 256.0) / m - bias, -2147483648.0, 2147483647.0));
+      }
+    }
+    const qgemm_detail::QuantOut qu{bias, m, zero_u, 0.0, 255.0}, qs{bias, m, zero_s, -128.0, 127.0};
+    reference.requant_u8(acc.data(), int64_t(acc.size()), qu, want_u.data());
+    reference.requant_s8(acc.data(), int64_t(acc.size()), qs, want_s.data());
+    for (const QKernelSet* ks : kernels()) {
+      SCOPED_TRACE(std::string(ks->name) + " m=" + std::to_string(m) + " bias=" + std::to_string(bias));
+      for (int64_t count : {int64_t(acc.size()), int64_t(13)}) {  // the tails
+        ks->requant_u8(acc.data(), count, qu, got_u.data());
+        ks->requant_s8(acc.data(), count, qs, got_s.data());
+        for (int64_t i = 0; i < count; ++i) {
+          ASSERT_EQ(got_u[size_t(i)], want_u[size_t(i)]) << "acc " << acc[size_t(i)];
+          ASSERT_EQ(got_s[size_t(i)], want_s[size_t(i)]) << "acc " << acc[size_t(i)];
+        }
+      }
+    }
+  }
+}
+
 // The range and float32 -> uint8 steps of DynamicQuantizeLinear against the
 // scalar definition: NaN skipped by the range and sent to 0 by quantizing,
 // infinities and huge values saturated, exact ties to even, every tail length.
