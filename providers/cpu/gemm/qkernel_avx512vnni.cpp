@@ -116,7 +116,8 @@ void requant_avx512(const int32_t* acc, int64_t count, const QuantOut& q, T* y) 
     return _mm512_inserti64x4(_mm512_castsi256_si512(eight(_mm512_castsi512_si256(a))),
                               eight(_mm512_extracti64x4_epi64(a, 1)), 1);
   };
-  const bool fast = q.bias >= -4194304.0 && q.bias <= 4194304.0;
+  // Multipliers far outside float32's range (absurd scale ratios) stay in float64.
+  const bool fast = q.bias >= -4194304.0 && q.bias <= 4194304.0 && q.multiplier <= 1.0e30 && q.multiplier >= -1.0e30;
   const __m512 bias = _mm512_set1_ps(float(q.bias)), mul = _mm512_set1_ps(float(q.multiplier));
   const __m512 near_half = _mm512_set1_ps(0.5f - 0.0009765625f);
   const __m512i zero = _mm512_set1_epi32(int32_t(q.zero)), lo = _mm512_set1_epi32(int32_t(q.lo)),
@@ -130,7 +131,7 @@ void requant_avx512(const int32_t* acc, int64_t count, const QuantOut& q, T* y) 
       const __m512 v = _mm512_mul_ps(_mm512_add_ps(_mm512_cvtepi32_ps(a), bias), mul);
       const __m512i r = _mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
       const __m512 d = _mm512_abs_ps(_mm512_sub_ps(v, _mm512_cvtepi32_ps(r)));
-      if (_mm512_cmp_ps_mask(d, near_half, _CMP_GT_OQ) == 0) {
+      if (_mm512_cmp_ps_mask(d, near_half, _CMP_NLE_UQ) == 0) {  // NaN would count as near, too
         // |r| <= 4096 first, so that adding the zero point cannot overflow.
         const __m512i rc = _mm512_max_epi32(_mm512_min_epi32(r, bound), _mm512_sub_epi32(_mm512_setzero_si512(), bound));
         words = _mm512_max_epi32(_mm512_min_epi32(_mm512_add_epi32(rc, zero), hi), lo);
