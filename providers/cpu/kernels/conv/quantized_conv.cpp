@@ -1,7 +1,7 @@
 // quantized_conv.cpp: ConvInteger and QLinearConv (opset 10) with 1-3
 // spatial dims and groups. Depthwise 2-D convolutions (one input and one
 // output channel per group: MobileNet's 3x3 layers) run as direct loops over
-// a zero-point-shifted, padded plane split by stride (Phases); every other
+// a zero-point-shifted, padded plane split by stride (phase_planes.h); every other
 // convolution is an integer GEMM (gemm/qgemm.h) per image and group:
 //   Y[filter, pixel] = W[filter, :] . im2col(x)[:, pixel]
 // whose result rows are Y's rows (NCHW), so the output stage streams. The
@@ -19,12 +19,15 @@
 #include "kernels/kernel_util.h"
 #include "kernels/linalg/quantized_params.h"
 #include "kernels/narrow_types.h"
+#include "kernels/conv/phase_planes.h"
 #include "kernels/nn_util.h"
 #include "kernels/quantize/requantize.h"
 #include "kernels/registry.h"
 
 namespace onyx::cpu {
 namespace {
+
+using conv::PhasePlanes;
 
 // ConvInteger: sum over the window of (x - x_zero) * (w - w_zero[m]) in
 // int32 (wrapping like an int32 accumulator). QLinearConv: the same sum plus
@@ -157,56 +160,9 @@ class ConvIntegerKernel final : public sdk::Kernel {
     }
   }
 
-  // A 2-D (or 1-D) input plane, padded and split by stride into sy x sx
-  // phase planes of hq x wq: phase (py, px) holds the padded pixels
-  // (sy * r + py, sx * c + px). Tap (ky, kx) of output (oy, ox) is then
-  // element oy * wq + ox + offset(ky, kx) of a channel's block of phases, so
-  // a window is a set of fixed offsets over a grid as wide as a phase plane
-  // whose columns past out_w are dropped. Stride 1: one phase, the padded
-  // plane itself. Empty (block 0) for 3-D convolutions.
-  struct Phases {
-    int64_t sy = 1, sx = 1, hq = 0, wq = 0, phase = 0, block = 0;
-    int64_t slack = 0;  // the last tap of the grid's last (dropped) column reads this far past a block
-    struct Columns {    // the input columns of one column phase: first, how many, where in a phase row
-      int64_t first, count, at;
-    };
-    std::vector<Columns> columns;
-    std::vector<int64_t> offsets;  // per tap, (ky, kx) row-major
-
-    static Phases of(const Geometry& geo) {
-      const auto& d = geo.dims;
-      Phases ph;
-      if (d[0].kernel != 1 || d[0].in != 1 || d[0].out != 1) return ph;
-      const auto& h = d[1];
-      const auto& w = d[2];
-      const int64_t hp = std::max(h.in + h.pad_begin, (h.out - 1) * h.stride + h.extent()),
-                    wp = std::max(w.in + w.pad_begin, (w.out - 1) * w.stride + w.extent());
-      ph.sy = h.stride, ph.sx = w.stride, ph.hq = (hp + ph.sy - 1) / ph.sy, ph.wq = (wp + ph.sx - 1) / ph.sx;
-      ph.phase = ph.hq * ph.wq, ph.block = ph.sy * ph.sx * ph.phase;
-      ph.slack = (w.kernel - 1) * w.dilation / ph.sx;
-      for (int64_t px = 0; px < ph.sx; ++px) {
-        const int64_t first = ((px - w.pad_begin) % ph.sx + ph.sx) % ph.sx;
-        if (first < w.in)
-          ph.columns.push_back({first, (w.in - first + ph.sx - 1) / ph.sx, px * ph.phase + (first + w.pad_begin) / ph.sx});
-      }
-      for (int64_t ky = 0; ky < h.kernel; ++ky)
-        for (int64_t kx = 0; kx < w.kernel; ++kx) {
-          const int64_t yy = ky * h.dilation, xx = kx * w.dilation;
-          ph.offsets.push_back(((yy % ph.sy) * ph.sx + xx % ph.sx) * ph.phase + (yy / ph.sy) * ph.wq + xx / ph.sx);
-        }
-      return ph;
-    }
-    // Where input row iy's pixels go in a block (add a Columns' at).
-    int64_t row_at(const Geometry& geo, int64_t iy) const {
-      const int64_t yy = iy + geo.dims[1].pad_begin;
-      return (yy % sy) * sx * phase + (yy / sy) * wq;
-    }
-    int64_t grid(const Geometry& geo) const { return geo.dims[1].out * wq; }
-  };
-
   // x[b, group]'s channels as blocks of phase planes (raw bytes, the border
   // holding x_zero) into out, plus the slack after the last.
-  static void fill_phases(sdk::ComputeContext& ctx, const Geometry& geo, const Phases& ph, const uint8_t* x,
+  static void fill_phases(sdk::ComputeContext& ctx, const Geometry& geo, const PhasePlanes& ph, const uint8_t* x,
                           int64_t channels, uint8_t* out) {
     const auto pad = uint8_t(geo.x_zero);
     const int64_t in_w = geo.dims[2].in;
@@ -215,16 +171,8 @@ class ConvIntegerKernel final : public sdk::Kernel {
         uint8_t* block = out + ci * ph.block;
         std::memset(block, pad, size_t(ph.block));
         const uint8_t* src = x + ci * geo.plane();
-        for (int64_t iy = 0; iy < geo.dims[1].in; ++iy) {
-          uint8_t* row = block + ph.row_at(geo, iy);
-          for (const Phases::Columns& col : ph.columns) {
-            const uint8_t* from = src + iy * in_w + col.first;
-            if (ph.sx == 1)
-              std::memcpy(row + col.at, from, size_t(col.count));
-            else
-              for (int64_t i = 0; i < col.count; ++i) row[col.at + i] = from[i * ph.sx];
-          }
-        }
+        for (int64_t iy = 0; iy < geo.dims[1].in; ++iy)
+          ph.place_row(src + iy * in_w, in_w, block + ph.row_at(iy), [](uint8_t v) { return v; });
       }
     });
     std::memset(out + channels * ph.block, pad, size_t(ph.slack));
@@ -314,9 +262,9 @@ class ConvIntegerKernel final : public sdk::Kernel {
     // tap a fixed offset), over a grid as wide as a phase plane whose extra
     // columns are dropped, instead of an im2col matrix; 1x1 stride-1 layers
     // read x itself.
-    const Phases ph = pointwise ? Phases{} : Phases::of(geo);
+    const PhasePlanes ph = pointwise ? PhasePlanes{} : PhasePlanes::of(geo.dims);
     const bool phased = ph.block > 0;
-    const int64_t grid = phased ? ph.grid(geo) : pixels;  // B's columns
+    const int64_t grid = phased ? ph.grid() : pixels;  // B's columns
     if (phased)
       grow(s.cols, cg * ph.block + ph.slack);
     else if (!pointwise)
@@ -384,45 +332,13 @@ class ConvIntegerKernel final : public sdk::Kernel {
   }
 
 
-  // count values of src minus the zero point, as float32 (exact): contiguous
-  // (a loop that vectorizes) or every step-th.
-  template <typename T>
-  static void shift_row(const T* src, int64_t step, int64_t count, int32_t zero, float* dst) {
-    if (step == 1) {
-      for (int64_t i = 0; i < count; ++i) dst[i] = float(int32_t(src[i]) - zero);
-      return;
-    }
-    for (int64_t i = 0; i < count; ++i) dst[i] = float(int32_t(src[i * step]) - zero);
-  }
-
-  // One input row (in_w values) minus the zero point, as float32, into its
-  // phase planes' row (row + each column phase's at). Stride 2 splits even
-  // and odd columns in one pass, a loop the compiler vectorizes; other
-  // strides take each phase's columns in turn.
-  template <typename T>
-  static void phase_row(const Phases& ph, const T* src, int64_t in_w, int32_t zero, float* row) {
-    if (ph.sx == 2 && ph.columns.size() == 2) {
-      const bool even_first = ph.columns[0].first == 0;
-      float* even = row + ph.columns[even_first ? 0 : 1].at;
-      float* odd = row + ph.columns[even_first ? 1 : 0].at;
-      const int64_t pairs = in_w / 2;
-      for (int64_t i = 0; i < pairs; ++i) {
-        const float a = float(int32_t(src[2 * i]) - zero), b = float(int32_t(src[2 * i + 1]) - zero);
-        even[i] = a, odd[i] = b;
-      }
-      if (in_w % 2) even[pairs] = float(int32_t(src[in_w - 1]) - zero);
-      return;
-    }
-    for (const Phases::Columns& col : ph.columns) shift_row(src + col.first, ph.sx, col.count, zero, row + col.at);
-  }
-
   // One channel per group, 2-D, any stride and dilation: each channel's
-  // phase planes (Phases) hold the zero-point-shifted input as float32, and
+  // phase planes (PhasePlanes) hold the zero-point-shifted input as float32, and
   // all taps are summed in registers over the grid by exact float32
   // multiply-adds (window_sums; at most kWindowMaxTaps taps).
   void depthwise(sdk::ComputeContext& ctx, const Geometry& geo, const sdk::Tensor& x, const sdk::Tensor& w,
                  const std::vector<int32_t>& w_zero, const quant::Requantizer& rq, const sdk::Tensor& y) const {
-    const Phases ph = Phases::of(geo);
+    const PhasePlanes ph = PhasePlanes::of(geo.dims);
     const int64_t out_h = geo.dims[1].out, out_w = geo.dims[2].out;
     const auto taps = int64_t(ph.offsets.size()), pixels = geo.pixels();
     ctx.parallel_for(size_t(geo.n * geo.c), nn::grain_for(double(pixels * taps), 1 << 16), [&](size_t lo, size_t hi) {
@@ -437,13 +353,14 @@ class ConvIntegerKernel final : public sdk::Kernel {
         const int64_t ch = int64_t(job) % geo.c;
         std::fill(padded.begin(), padded.end(), 0.0f);
         const int64_t plane_at = int64_t(job) * geo.plane();
+        const int32_t xz = geo.x_zero;
         for (int64_t iy = 0; iy < geo.dims[1].in; ++iy) {
-          float* row = padded.data() + ph.row_at(geo, iy);
+          float* row = padded.data() + ph.row_at(iy);
           const int64_t at = plane_at + iy * geo.dims[2].in;
           if (x.dtype == ONYX_DTYPE_INT8)
-            phase_row(ph, x.data<int8_t>() + at, geo.dims[2].in, geo.x_zero, row);
+            ph.place_row(x.data<int8_t>() + at, geo.dims[2].in, row, [xz](int8_t v) { return float(int32_t(v) - xz); });
           else
-            phase_row(ph, x.data<uint8_t>() + at, geo.dims[2].in, geo.x_zero, row);
+            ph.place_row(x.data<uint8_t>() + at, geo.dims[2].in, row, [xz](uint8_t v) { return float(int32_t(v) - xz); });
         }
         const int32_t wz = w_zero[w_zero.size() == 1 ? 0 : size_t(ch)];
         for (int64_t t = 0; t < taps; ++t) {
