@@ -232,6 +232,10 @@ std::vector<ConvCase> cases() {
       with(conv("depthwise", {2, 4, 7, 7}, {4, 1, 3, 3}, 4), {2, 2}, {1, 1, 1, 1}),
       with(conv("depthwise_multiplier", {1, 3, 6, 5}, {6, 1, 3, 2}, 3), {1, 1}, {0, 1, 1, 0},
            {2, 1}),
+      // Planes big enough for the vector loops' every width (a grid of 20 x 25
+      // and 1-D at stride 2, odd width).
+      with(conv("depthwise_wide", {1, 3, 20, 23}, {3, 1, 3, 3}, 3), {1, 1}, {1, 1, 1, 1}),
+      with(conv("depthwise_1d_strided", {2, 4, 71}, {4, 1, 5}, 4), {2}, {2, 1}),
       conv("pointwise", {2, 8, 5, 6}, {5, 8, 1, 1}),
       conv("pointwise_groups", {3, 8, 4, 3}, {6, 4, 1, 1}, 2),
       with(conv("pointwise_strided", {1, 4, 5, 6}, {3, 4, 1, 1}), {2, 2}, {}),

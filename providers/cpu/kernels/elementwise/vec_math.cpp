@@ -36,6 +36,15 @@ void softmax_row_generic(const float* x, float* y, size_t n) {
   for (size_t i = 0; i < n; ++i) y[i] *= scale;
 }
 
+void window_sums_generic(float* y, const float* src, const int64_t* offsets, const float* taps, int64_t tap_count,
+                         size_t count, float bias) {
+  for (size_t o = 0; o < count; ++o) {
+    float sum = bias;
+    for (int64_t t = 0; t < tap_count; ++t) sum += src[int64_t(o) + offsets[t]] * taps[t];
+    y[o] = sum;
+  }
+}
+
 void max_pool_2x2_generic(const float* x, float* y, int64_t h, int64_t w, int64_t oh, int64_t ow) {
   (void)h;
   for (int64_t i = 0; i < oh; ++i, y += ow) {
@@ -81,6 +90,17 @@ void gelu_erf(const float* x, float* y, size_t n) {
   if (use_avx2()) return detail::gelu_erf_avx2(x, y, n);
 #endif
   detail::gelu_erf_generic(x, y, n);
+}
+
+void window_sums(float* y, const float* src, const int64_t* offsets, const float* taps, int64_t tap_count,
+                 size_t count, float bias) {
+#if defined(ONYX_CPU_AVX512_LOOPS)
+  if (use_avx512()) return detail::window_sums_avx512(y, src, offsets, taps, tap_count, count, bias);
+#endif
+#if defined(ONYX_CPU_AVX2_LOOPS)
+  if (use_avx2()) return detail::window_sums_avx2(y, src, offsets, taps, tap_count, count, bias);
+#endif
+  detail::window_sums_generic(y, src, offsets, taps, tap_count, count, bias);
 }
 
 void softmax_row(const float* x, float* y, size_t n) {

@@ -10,6 +10,7 @@
 
 #include "kernels/elementwise/gelu_impl.h"
 #include "kernels/elementwise/softmax_impl.h"
+#include "kernels/elementwise/window_impl.h"
 
 namespace onyx::cpu::vec::detail {
 namespace {
@@ -92,6 +93,10 @@ void max_pool_2x2_avx2(const float* x, float* y, int64_t h, int64_t w, int64_t o
 void gelu_erf_avx2(const float* x, float* y, size_t n) { gelu_impl::loop<Avx2, true>(x, y, n); }
 void gelu_tanh_avx2(const float* x, float* y, size_t n) { gelu_impl::loop<Avx2, false>(x, y, n); }
 void softmax_row_avx2(const float* x, float* y, size_t n) { softmax_impl::row<Avx2>(x, y, n); }
+void window_sums_avx2(float* y, const float* src, const int64_t* offsets, const float* taps, int64_t tap_count,
+                     size_t count, float bias) {
+  window_impl::sums<Avx2>(y, src, offsets, taps, tap_count, count, bias);
+}
 
 }  // namespace onyx::cpu::vec::detail
 #endif  // ONYX_CPU_AVX2_LOOPS

@@ -15,6 +15,7 @@
 
 #include "kernels/elementwise/gelu_impl.h"
 #include "kernels/elementwise/softmax_impl.h"
+#include "kernels/elementwise/window_impl.h"
 
 namespace onyx::cpu::vec::detail {
 namespace {
@@ -57,6 +58,10 @@ struct Avx512 {
 void gelu_erf_avx512(const float* x, float* y, size_t n) { gelu_impl::loop<Avx512, true>(x, y, n); }
 void gelu_tanh_avx512(const float* x, float* y, size_t n) { gelu_impl::loop<Avx512, false>(x, y, n); }
 void softmax_row_avx512(const float* x, float* y, size_t n) { softmax_impl::row<Avx512>(x, y, n); }
+void window_sums_avx512(float* y, const float* src, const int64_t* offsets, const float* taps, int64_t tap_count,
+                       size_t count, float bias) {
+  window_impl::sums<Avx512>(y, src, offsets, taps, tap_count, count, bias);
+}
 
 }  // namespace onyx::cpu::vec::detail
 
