@@ -92,7 +92,7 @@ void dequant_row_generic(const int32_t* acc, int64_t count, const float* scale, 
 }
 
 constexpr QKernelSet kGeneric = {"generic", QLayout::pairs, ukr_generic, nullptr, nullptr, pack_pair_u8, pack_pair_s8, requant_u8, requant_s8,
-                                 taps_row_impl, range_impl, quantize_u8_impl, dequant_row_generic, {}, nullptr, nullptr};
+                                 range_impl, quantize_u8_impl, dequant_row_generic, {}, nullptr, nullptr};
 
 }  // namespace
 
@@ -327,11 +327,6 @@ void requantize_row(const int32_t* acc, int64_t count, double bias, double multi
 
 void dequantize_row(const int32_t* acc, int64_t count, const float* scale, const float* bias, float* y) {
   qgemm_detail::qkernels_best().dequant_row(acc, count, scale, bias, y);
-}
-
-void window_sums(int32_t* acc, const float* src, const int64_t* offsets, const float* taps, int64_t tap_count,
-                 int64_t count) {
-  qgemm_detail::qkernels_best().taps_row(acc, src, offsets, taps, tap_count, count);
 }
 
 }  // namespace onyx::cpu

@@ -107,15 +107,6 @@ void requantize_row(const int32_t* acc, int64_t count, double bias, double multi
 // vectorized for this CPU.
 void dequantize_row(const int32_t* acc, int64_t count, const float* scale, const float* bias, float* y);
 
-// acc[o] = sum_t src[o + offsets[t]] * taps[t] for o < count: a depthwise
-// window over a flat, padded plane, all taps summed in registers. src and
-// taps hold integers (8-bit codes minus zero points, products at most
-// 255 * 255) as float32, and tap_count <= kWindowMaxTaps, so that every
-// partial sum is an integer below 2^24: the float32 sums are exact.
-constexpr int64_t kWindowMaxTaps = (int64_t(1) << 24) / (255 * 255);
-void window_sums(int32_t* acc, const float* src, const int64_t* offsets, const float* taps, int64_t tap_count,
-                 int64_t count);
-
 // The kernel set the dispatcher picked on this CPU: "avx512vnni", "avx2" or
 // "generic" (ONYX_QGEMM_ISA names a supported one to pick it instead).
 const char* qgemm_isa();

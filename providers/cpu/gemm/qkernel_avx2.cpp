@@ -116,35 +116,6 @@ void requant_s8_avx2(const int32_t* acc, int64_t count, const QuantOut& q, int8_
   requant_avx2<true>(acc, count, q, y);
 }
 
-// 32, then 8 outputs at a time, every tap added in registers: one store per
-// eight sums instead of a pass over the row per tap.
-void taps_row_avx2(int32_t* acc, const float* src, const int64_t* offsets, const float* taps, int64_t tap_count,
-                   int64_t count) {
-  int64_t o = 0;
-  for (; o + 32 <= count; o += 32) {  // four independent sums: the multiply-adds' latency overlaps
-    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-    for (int64_t t = 0; t < tap_count; ++t) {
-      const float* x = src + o + offsets[t];
-      const __m256 w = _mm256_set1_ps(taps[t]);
-      s0 = _mm256_fmadd_ps(_mm256_loadu_ps(x), w, s0);
-      s1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + 8), w, s1);
-      s2 = _mm256_fmadd_ps(_mm256_loadu_ps(x + 16), w, s2);
-      s3 = _mm256_fmadd_ps(_mm256_loadu_ps(x + 24), w, s3);
-    }
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(acc + o), _mm256_cvtps_epi32(s0));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(acc + o + 8), _mm256_cvtps_epi32(s1));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(acc + o + 16), _mm256_cvtps_epi32(s2));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(acc + o + 24), _mm256_cvtps_epi32(s3));
-  }
-  for (; o + 8 <= count; o += 8) {
-    __m256 sum = _mm256_setzero_ps();
-    for (int64_t t = 0; t < tap_count; ++t)
-      sum = _mm256_fmadd_ps(_mm256_loadu_ps(src + o + offsets[t]), _mm256_set1_ps(taps[t]), sum);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(acc + o), _mm256_cvtps_epi32(sum));
-  }
-  taps_row_impl(acc + o, src + o, offsets, taps, tap_count, count - o);
-}
-
 // min/max_ps(x, m) return m when x is NaN: NaN elements are skipped, as in
 // range_impl. Four accumulators hide the latency.
 void range_avx2(const float* x, int64_t count, float* lo, float* hi) {
@@ -204,7 +175,7 @@ void dequant_row_avx2(const int32_t* acc, int64_t count, const float* scale, con
 }
 
 constexpr QKernelSet kSet = {"avx2", QLayout::pairs, ukr, nullptr, nullptr, pack_u8, pack_s8, requant_u8_avx2, requant_s8_avx2,
-                             taps_row_avx2, range_avx2, quantize_u8_avx2, dequant_row_avx2, {}, nullptr, nullptr};
+                             range_avx2, quantize_u8_avx2, dequant_row_avx2, {}, nullptr, nullptr};
 
 }  // namespace
 

@@ -148,37 +148,6 @@ void requant_avx512(const int32_t* acc, int64_t count, const QuantOut& q, T* y) 
 void requant_u8_avx512(const int32_t* acc, int64_t count, const QuantOut& q, uint8_t* y) { requant_avx512(acc, count, q, y); }
 void requant_s8_avx512(const int32_t* acc, int64_t count, const QuantOut& q, int8_t* y) { requant_avx512(acc, count, q, y); }
 
-// A depthwise window, every tap a float32 multiply-add in registers (exact:
-// see QTapsRow): 64 outputs at a time in four independent sums, so that the
-// multiply-adds' latency overlaps; then 16 at a time, the tail masked.
-void taps_row_avx512(int32_t* acc, const float* src, const int64_t* offsets, const float* taps, int64_t tap_count,
-                     int64_t count) {
-  int64_t o = 0;
-  for (; o + 64 <= count; o += 64) {
-    __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-    for (int64_t t = 0; t < tap_count; ++t) {
-      const float* x = src + o + offsets[t];
-      const __m512 w = _mm512_set1_ps(taps[t]);
-      s0 = _mm512_fmadd_ps(_mm512_loadu_ps(x), w, s0);
-      s1 = _mm512_fmadd_ps(_mm512_loadu_ps(x + 16), w, s1);
-      s2 = _mm512_fmadd_ps(_mm512_loadu_ps(x + 32), w, s2);
-      s3 = _mm512_fmadd_ps(_mm512_loadu_ps(x + 48), w, s3);
-    }
-    _mm512_storeu_si512(acc + o, _mm512_cvtps_epi32(s0));
-    _mm512_storeu_si512(acc + o + 16, _mm512_cvtps_epi32(s1));
-    _mm512_storeu_si512(acc + o + 32, _mm512_cvtps_epi32(s2));
-    _mm512_storeu_si512(acc + o + 48, _mm512_cvtps_epi32(s3));
-  }
-  for (; o < count; o += 16) {
-    const int64_t left = count - o;
-    const __mmask16 mask = left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
-    __m512 sum = _mm512_setzero_ps();
-    for (int64_t t = 0; t < tap_count; ++t)
-      sum = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, src + o + offsets[t]), _mm512_set1_ps(taps[t]), sum);
-    _mm512_mask_storeu_epi32(acc + o, mask, _mm512_cvtps_epi32(sum));
-  }
-}
-
 // 16 at a time, the tail masked; multiply then add, never fused.
 void dequant_row_avx512(const int32_t* acc, int64_t count, const float* scale, const float* bias, float* y) {
   for (int64_t j = 0; j < count; j += 16) {
@@ -202,7 +171,6 @@ const QKernelSet& qkernels_avx512vnni() {
     s.quad_form = {true, kMR, 1, 4};
     s.requant_u8 = requant_u8_avx512;
     s.requant_s8 = requant_s8_avx512;
-    s.taps_row = taps_row_avx512;
     s.dequant_row = dequant_row_avx512;
     return s;
   }();

@@ -64,15 +64,6 @@ void requant_impl(const int32_t* acc, int64_t count, const QuantOut& q, T* y) {
   }
 }
 
-void taps_row_impl(int32_t* acc, const float* src, const int64_t* offsets, const float* taps, int64_t tap_count,
-                   int64_t count) {
-  for (int64_t o = 0; o < count; ++o) {
-    float sum = 0;
-    for (int64_t t = 0; t < tap_count; ++t) sum += src[o + offsets[t]] * taps[t];
-    acc[o] = int32_t(sum);
-  }
-}
-
 [[maybe_unused]] void pack_pair_u8(const uint8_t* r0, const uint8_t* r1, int64_t count, const int16_t* zero, int16_t* dst) {
   pack_pair_impl(r0, r1, count, zero, dst);
 }

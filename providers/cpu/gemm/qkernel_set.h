@@ -102,15 +102,6 @@ struct QuantOut {
 using QRequantU8 = void (*)(const int32_t* acc, int64_t count, const QuantOut& q, uint8_t* y);
 using QRequantS8 = void (*)(const int32_t* acc, int64_t count, const QuantOut& q, int8_t* y);
 
-// acc[o] = sum_t src[o + offsets[t]] * taps[t] for o < count: a whole
-// depthwise window at once, each sum kept in a register until stored. The
-// values are integers held in float32 (8-bit codes minus zero points, so
-// products are at most 255 * 255); the caller keeps tap_count <=
-// kWindowMaxTaps (qgemm.h), so that every partial sum is an integer below 2^24 and the
-// float32 multiply-adds are exact.
-using QTapsRow = void (*)(int32_t* acc, const float* src, const int64_t* offsets, const float* taps,
-                          int64_t tap_count, int64_t count);
-
 // y[j] = float(acc[j]) * scale[j] + bias[j], a float32 multiply and then an
 // add (never fused: the op-by-op chain Cast, Mul, Add rounds twice).
 using QDequantRow = void (*)(const int32_t* acc, int64_t count, const float* scale, const float* bias, float* y);
@@ -133,7 +124,6 @@ struct QKernelSet {
   QPackPairS8 pack_pair_s8;
   QRequantU8 requant_u8;
   QRequantS8 requant_s8;
-  QTapsRow taps_row;
   QRange range;
   QQuantizeU8 quantize_u8;
   QDequantRow dequant_row;

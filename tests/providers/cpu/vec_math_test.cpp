@@ -189,3 +189,40 @@ TEST(VecMath, SoftmaxRowWithinAMillionthOfFloat64) {
 
 }  // namespace
 }  // namespace onyx::cpu::vec
+
+namespace onyx::cpu::vec {
+namespace {
+
+// window_sums on every ISA: the float Conv's depthwise loop, and the int8
+// one's, where the values are integers (8-bit codes minus zero points) and
+// the sums must come out exact: a 3x3 window over a flat plane 12 wide, the
+// extreme codes included, every loop and tail length (64 + 64 + 5 outputs).
+TEST(VecMath, WindowSumsOfIntegersAreExact) {
+  using Sums = void (*)(float*, const float*, const int64_t*, const float*, int64_t, size_t, float);
+  std::vector<std::pair<const char*, Sums>> fns = {{"generic", detail::window_sums_generic}, {"dispatched", window_sums}};
+#if defined(ONYX_CPU_AVX2_LOOPS)
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) fns.push_back({"avx2", detail::window_sums_avx2});
+#endif
+#if defined(ONYX_CPU_AVX512_LOOPS)
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma")) fns.push_back({"avx512", detail::window_sums_avx512});
+#endif
+  std::mt19937 rng(9);
+  std::vector<float> src(160);
+  for (auto& v : src) v = float(int(rng() % 511) - 255);
+  src[0] = src[13] = 255, src[1] = -255;
+  const int64_t offsets[9] = {0, 1, 2, 12, 13, 14, 24, 25, 26};
+  const float taps[9] = {255, -1, 4, -1, 255, -9, 2, -255, 5};
+  for (const auto& [name, fn] : fns) {
+    SCOPED_TRACE(name);
+    std::vector<float> sums(133, 99.0f);
+    fn(sums.data(), src.data(), offsets, taps, 9, 133, 7.0f);
+    for (int64_t o = 0; o < 133; ++o) {
+      int64_t want = 7;
+      for (int t = 0; t < 9; ++t) want += int64_t(src[size_t(o + offsets[t])]) * int64_t(taps[t]);
+      ASSERT_EQ(sums[size_t(o)], float(want)) << "output " << o;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace onyx::cpu::vec

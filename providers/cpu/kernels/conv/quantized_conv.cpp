@@ -20,6 +20,7 @@
 #include "kernels/linalg/quantized_params.h"
 #include "kernels/narrow_types.h"
 #include "kernels/conv/phase_planes.h"
+#include "kernels/elementwise/vec_math.h"
 #include "kernels/nn_util.h"
 #include "kernels/quantize/requantize.h"
 #include "kernels/registry.h"
@@ -112,7 +113,7 @@ class ConvIntegerKernel final : public sdk::Kernel {
       for (int64_t i = 0; i < n * m; ++i) store_row(y, rq, zero.data(), 1, i % m, i * geo.pixels(), geo.pixels());
       return nullptr;
     }
-    if (c == g && m == g && dims[0].kernel == 1 && dims[0].in == 1 && geo.window() <= kWindowMaxTaps)
+    if (c == g && m == g && dims[0].kernel == 1 && dims[0].in == 1 && geo.window() <= kExactTaps)
       depthwise(ctx, geo, x, w, w_zero, rq, y);
     else
       gemm(ctx, geo, x, w, w_zero, rq, y);
@@ -332,10 +333,15 @@ class ConvIntegerKernel final : public sdk::Kernel {
   }
 
 
+  // Window sums of 8-bit codes in float32 are exact: products are at most
+  // 255 * 255, so sums of up to this many taps stay integers below 2^24.
+  static constexpr int64_t kExactTaps = (int64_t(1) << 24) / (255 * 255);
+
   // One channel per group, 2-D, any stride and dilation: each channel's
-  // phase planes (PhasePlanes) hold the zero-point-shifted input as float32, and
-  // all taps are summed in registers over the grid by exact float32
-  // multiply-adds (window_sums; at most kWindowMaxTaps taps).
+  // phase planes (PhasePlanes) hold the zero-point-shifted input as float32,
+  // all taps are summed in registers over the grid (vec::window_sums, the
+  // float Conv's loop, exact here: at most kExactTaps taps), and the integer
+  // sums go to the output stage.
   void depthwise(sdk::ComputeContext& ctx, const Geometry& geo, const sdk::Tensor& x, const sdk::Tensor& w,
                  const std::vector<int32_t>& w_zero, const quant::Requantizer& rq, const sdk::Tensor& y) const {
     const PhasePlanes ph = PhasePlanes::of(geo.dims);
@@ -344,10 +350,11 @@ class ConvIntegerKernel final : public sdk::Kernel {
     ctx.parallel_for(size_t(geo.n * geo.c), nn::grain_for(double(pixels * taps), 1 << 16), [&](size_t lo, size_t hi) {
       // Per-thread scratch, kept across runs (fresh pages each run cost more
       // than the convolution).
-      thread_local std::vector<float> padded, tap_values;
+      thread_local std::vector<float> padded, tap_values, float_sums;
       thread_local std::vector<int32_t> sums;
       padded.resize(static_cast<size_t>(ph.block + ph.slack));
-      sums.resize(static_cast<size_t>(out_h * ph.wq));
+      float_sums.resize(static_cast<size_t>(ph.grid()));
+      sums.resize(static_cast<size_t>(pixels));
       tap_values.resize(static_cast<size_t>(taps));
       for (size_t job = lo; job < hi; ++job) {
         const int64_t ch = int64_t(job) % geo.c;
@@ -367,11 +374,12 @@ class ConvIntegerKernel final : public sdk::Kernel {
           const int64_t at = ch * taps + t;
           tap_values[size_t(t)] = float((w.dtype == ONYX_DTYPE_INT8 ? w.data<int8_t>()[at] : w.data<uint8_t>()[at]) - wz);
         }
-        window_sums(sums.data(), padded.data(), ph.offsets.data(), tap_values.data(), taps, out_h * ph.wq);
-        // Rows packed together (each moves down, never over an unread one),
-        // then one output-stage call for the whole channel.
-        for (int64_t oy = 1; oy < out_h; ++oy)
-          std::memmove(sums.data() + oy * out_w, sums.data() + oy * ph.wq, size_t(out_w) * sizeof(int32_t));
+        vec::window_sums(float_sums.data(), padded.data(), ph.offsets.data(), tap_values.data(), taps,
+                         size_t(ph.grid()), 0.0f);
+        // The grid's rows packed together as int32 (exact), then one
+        // output-stage call for the whole channel.
+        for (int64_t oy = 0; oy < out_h; ++oy)
+          for (int64_t ox = 0; ox < out_w; ++ox) sums[size_t(oy * out_w + ox)] = int32_t(float_sums[size_t(oy * ph.wq + ox)]);
         store_row(y, rq, sums.data(), 1, ch, int64_t(job) * pixels, pixels);
       }
     });
