@@ -1,9 +1,11 @@
 // qkernel_set.h: what each ISA provides to the 8-bit integer kernels: the
-// GEMM microkernel (qgemm.cpp drives it), B packing, the requantizing output
-// stage and a depthwise convolution's row update. The generic set and the
-// AVX2 set share their plain loops (qkernel_impl.h), vectorized by the
-// compiler for each file's ISA. Free of standard-library templates for the
-// reason kernel_set.h gives.
+// GEMM microkernel in one of two layouts (qgemm.cpp and qgemm_quads.cpp
+// drive them), B packing, the requantizing output stage, DynamicQuantize-
+// Linear's range and codes, and DynamicQuantizeMatMul's float output stage.
+// The generic set and the AVX2 set share their plain loops (qkernel_impl.h),
+// vectorized by the compiler for each file's ISA; the AVX-512 VNNI and AMX
+// sets start from AVX2's. Free of standard-library templates for the reason
+// kernel_set.h gives.
 #pragma once
 
 #include <cstdint>
