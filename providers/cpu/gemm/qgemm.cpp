@@ -115,6 +115,22 @@ const QKernelSet& qkernels_best() {
   return best;
 }
 
+const QKernelSet& qkernels_for(int64_t k) {
+#ifdef ONYX_GEMM_X86_KERNELS
+  // AMX multiplies 64 bytes of K per tile step; with fewer than two steps per
+  // 32 x 32 tile its fixed per-tile work (tile stores, zero-point terms)
+  // outweighs them, and VNNI's smaller tiles win (MobileNetV2's 1x1 layers,
+  // K = 16..96: the int8 network 8.0 -> 7.2 ms).
+  constexpr int64_t kAmxMinK = 128;
+  const QKernelSet& best = qkernels_best();
+  if (&best == &qkernels_amx() && k < kAmxMinK) return qkernels_avx512vnni();
+  return best;
+#else
+  (void)k;
+  return qkernels_best();
+#endif
+}
+
 std::shared_ptr<PackedQA> pack_qa_with(const QKernelSet& kernels, const QBlocking& bl, const QMatrix& a, int64_t m,
                                        int64_t k, const int32_t* zero, int64_t zero_count) {
   auto packed = std::make_shared<PackedQA>();
@@ -277,7 +293,7 @@ void qgemm_detail::pack_qb_with(const QKernelSet& ks, const QMatrix& b, int64_t 
 
 void pack_qb_into(const QMatrix& b, int64_t k, int64_t n, const int32_t* zero, int64_t zero_count,
                   PackedQB* out, const ParallelFor& parallel) {
-  qgemm_detail::pack_qb_with(qgemm_detail::qkernels_best(), b, k, n, zero, zero_count, out, parallel);
+  qgemm_detail::pack_qb_with(qgemm_detail::qkernels_for(k), b, k, n, zero, zero_count, out, parallel);
 }
 
 std::shared_ptr<PackedQB> pack_qb(const QMatrix& b, int64_t k, int64_t n, const int32_t* zero,
@@ -290,17 +306,17 @@ std::shared_ptr<PackedQB> pack_qb(const QMatrix& b, int64_t k, int64_t n, const 
 void qgemm(int64_t m, int64_t n, int64_t k, const QMatrix& a, const int32_t* a_zero,
            int64_t a_zero_count, const PackedQB& b, int32_t* c, int64_t ldc,
            const QTileDone& tile_done, const ParallelFor& parallel) {
-  qgemm_detail::qgemm_with(qgemm_detail::qkernels_best(), {}, m, n, k, {a, a_zero, a_zero_count}, b, c, ldc,
+  qgemm_detail::qgemm_with(qgemm_detail::qkernels_for(k), {}, m, n, k, {a, a_zero, a_zero_count}, b, c, ldc,
                            tile_done, parallel);
 }
 
 std::shared_ptr<PackedQA> pack_qa(const QMatrix& a, int64_t m, int64_t k, const int32_t* zero, int64_t zero_count) {
-  return qgemm_detail::pack_qa_with(qgemm_detail::qkernels_best(), {}, a, m, k, zero, zero_count);
+  return qgemm_detail::pack_qa_with(qgemm_detail::qkernels_for(k), {}, a, m, k, zero, zero_count);
 }
 
 void qgemm(int64_t n, const PackedQA& a, const PackedQB& b, int32_t* c, int64_t ldc, const QTileDone& tile_done,
            const ParallelFor& parallel) {
-  qgemm_detail::qgemm_with(qgemm_detail::qkernels_best(), {}, a.m, n, a.k, {{}, nullptr, 0, &a}, b, c, ldc,
+  qgemm_detail::qgemm_with(qgemm_detail::qkernels_for(a.k), {}, a.m, n, a.k, {{}, nullptr, 0, &a}, b, c, ldc,
                            tile_done, parallel);
 }
 

@@ -17,6 +17,9 @@ namespace qgemm_detail {
 
 // The set the kernels use on this CPU (AVX-512 VNNI, else AVX2, where present).
 const QKernelSet& qkernels_best();
+// The set for a product over k: the best, except that short reductions
+// (k < 128) take AVX-512 VNNI's set where the best is AMX.
+const QKernelSet& qkernels_for(int64_t k);
 
 // Cache blocking, in K steps (pairs or quads) and rows; tests shrink them to
 // cross every boundary.
