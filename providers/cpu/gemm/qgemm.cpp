@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <stdexcept>
 #include <vector>
 
@@ -98,6 +100,34 @@ constexpr QKernelSet kGeneric = {"generic", QLayout::pairs, ukr_generic, nullptr
 
 const QKernelSet& qkernels_generic() { return kGeneric; }
 
+#ifdef ONYX_GEMM_X86_KERNELS
+// The CPU checks live here, in a file built for the baseline ISA: the kernel
+// files are built with AVX-512 (and AMX) flags, and the compiler may use
+// those anywhere in them, even in a function that only asks CPUID.
+bool avx512vnni_supported() {
+  static const bool supported = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
+                                __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return supported;
+}
+
+bool amx_supported() {
+  static const bool supported = [] {
+    if (!avx512vnni_supported()) return false;
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    __asm__("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(7), "c"(0));
+    const bool tile = edx & (1u << 24), int8 = edx & (1u << 25);
+    if (!tile || !int8) return false;
+    // Linux hands out the 8 KiB tile state only to processes that ask
+    // (ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA); a kernel without AMX
+    // support refuses and the VNNI set runs instead.
+    constexpr long kReqXcompPerm = 0x1023, kXtileData = 18;
+    return syscall(SYS_arch_prctl, kReqXcompPerm, kXtileData) == 0;
+  }();
+  return supported;
+}
+#endif
+
 const QKernelSet& qkernels_best() {
   static const QKernelSet& best = [&]() -> const QKernelSet& {
     std::vector<const QKernelSet*> supported;
@@ -121,9 +151,10 @@ const QKernelSet& qkernels_for(int64_t k) {
   // 32 x 32 tile its fixed per-tile work (tile stores, zero-point terms)
   // outweighs them, and VNNI's smaller tiles win (MobileNetV2's 1x1 layers,
   // K = 16..96: the int8 network 8.0 -> 7.2 ms).
+  // (By name: the AMX and VNNI sets may be touched only where the CPU has them.)
   constexpr int64_t kAmxMinK = 128;
   const QKernelSet& best = qkernels_best();
-  if (&best == &qkernels_amx() && k < kAmxMinK) return qkernels_avx512vnni();
+  if (k < kAmxMinK && std::strcmp(best.name, "amx") == 0) return qkernels_avx512vnni();
   return best;
 #else
   (void)k;

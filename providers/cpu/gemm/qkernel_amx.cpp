@@ -5,8 +5,6 @@
 // in four accumulator tiles; A's micro-panels hold 32 rows of 64-byte runs
 // (QuadForm group 16) and B's panels are already 16-quad tile rows.
 #include <immintrin.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <cstdint>
 
@@ -84,22 +82,6 @@ const QKernelSet& qkernels_amx() {
     return s;
   }();
   return set;
-}
-
-bool amx_supported() {
-  static const bool supported = [] {
-    if (!avx512vnni_supported()) return false;
-    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    __asm__("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(7), "c"(0));
-    const bool tile = edx & (1u << 24), int8 = edx & (1u << 25);
-    if (!tile || !int8) return false;
-    // Linux hands out the 8 KiB tile state only to processes that ask
-    // (ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA); a kernel without AMX
-    // support refuses and the VNNI set runs instead.
-    constexpr long kReqXcompPerm = 0x1023, kXtileData = 18;
-    return syscall(SYS_arch_prctl, kReqXcompPerm, kXtileData) == 0;
-  }();
-  return supported;
 }
 
 }  // namespace onyx::cpu::qgemm_detail

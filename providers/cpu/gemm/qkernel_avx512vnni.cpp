@@ -177,11 +177,4 @@ const QKernelSet& qkernels_avx512vnni() {
   return set;
 }
 
-bool avx512vnni_supported() {
-  // The file is built with F, BW, VL, VNNI, AVX2 and FMA; the compiler may use any of them.
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
-         __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-}
-
 }  // namespace onyx::cpu::qgemm_detail
