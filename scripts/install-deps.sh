@@ -20,6 +20,7 @@ test_packages=(
   python3-numpy
   python3-dev python3-venv python3-pytest         # the Python package (pip builds it in a venv) and its tests
   libopenmpi-dev openmpi-bin                      # the mpi collectives plugin and its multi-process tests
+  valgrind                                        # int8 kernels on a CPU without AVX-512 (valgrind's), memcheck
 )
 # Installed without their recommended packages (python3-torch's would add
 # libtorch-dev and a toolchain): the oracle and data of the transformer tests.
