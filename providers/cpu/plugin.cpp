@@ -12,14 +12,22 @@ namespace sdk = onyx::sdk;
 // instruction set was picked at run time ("AVX-512", ...).
 class CpuProvider : public sdk::HostMemory {
  public:
-  CpuProvider() { onyx::cpu::register_all_kernels(registry_); }
   sdk::StatusOr<sdk::DeviceDescription> describe_device(size_t) const {
     return host_device(onyx::cpu::sgemm_isa(), "Onyx");
   }
-  const sdk::KernelRegistry& registry() const { return registry_; }
-
- private:
-  sdk::KernelRegistry registry_;
+  // Built once per loaded library and shared by every provider instance
+  // (each ProviderRegistry creates its own): the kernel definitions hold no
+  // per-instance state and are read-only once built, so any thread may read
+  // them. Hundreds of definitions: building them per instance was most of the
+  // cost of loading the provider.
+  const sdk::KernelRegistry& registry() const {
+    static const sdk::KernelRegistry kernels = [] {
+      sdk::KernelRegistry r;
+      onyx::cpu::register_all_kernels(r);
+      return r;
+    }();
+    return kernels;
+  }
 };
 
 const OnyxPluginEntry kEntry = sdk::plugin_entry<CpuProvider>("cpu", "0.1.0");
