@@ -2,6 +2,10 @@
 
 #include <omp.h>
 
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
 namespace onyx::onednn {
 
 const dnnl::engine& cpu_engine() {
@@ -38,6 +42,34 @@ dnnl::primitive_attr base_attr() {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   return attr;
+}
+
+size_t BoundArgs::add(int arg, const dnnl::memory::desc& md, const dnnl::engine& engine, void* data) {
+  memories_.emplace_back(md, engine, data);
+  args_.push_back({arg, memories_.back().get()});
+  return memories_.size() - 1;
+}
+
+size_t BoundArgs::add(int arg, const dnnl::memory& memory) {
+  memories_.push_back(memory);
+  args_.push_back({arg, memories_.back().get()});
+  return memories_.size() - 1;
+}
+
+void BoundArgs::add_owned(int arg, const dnnl::memory::desc& md, const dnnl::engine& engine) {
+  size_t bytes = md.get_size();
+  if (bytes == 0) return;
+  void* buffer = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  if (!buffer) throw std::bad_alloc();
+  std::memset(buffer, 0, bytes);
+  owned_.emplace_back(buffer, std::free);
+  add(arg, md, engine, buffer);
+}
+
+void BoundArgs::execute(const dnnl::primitive& prim, const dnnl::stream& stream) const {
+  dnnl::error::wrap_c_api(
+      dnnl_primitive_execute(prim.get(), stream.get(), int(args_.size()), args_.data()),
+      "could not execute a primitive");
 }
 
 int threads_for(ComputeContext& ctx, double work) {

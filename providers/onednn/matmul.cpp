@@ -98,6 +98,14 @@ bool gemm_geometry(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
   return true;
 }
 
+// What one call binds (BoundArgs): the matmul's arguments and, with bf16,
+// the conversions of A and of a B that is not constant; the indices of the
+// arguments each call points at its own buffers.
+struct MatMulCall {
+  BoundArgs a_to_bf16, b_to_bf16, matmul;
+  size_t a = 0, b = 0, c = 0, dst = 0;
+};
+
 struct MatMulPrepared {
   Geometry geo;
   dnnl::matmul::primitive_desc pd;
@@ -106,6 +114,7 @@ struct MatMulPrepared {
   dnnl::memory bias;            // constant bias
   dnnl::memory::desc c_md;      // Gemm C as a binary post-op operand (zero: none)
   std::optional<dnnl::reorder> src_to_bf16, weights_to_bf16;
+  mutable BoundPool<MatMulCall> calls;
 };
 
 class MatMulKernel : public sdk::Kernel {
@@ -214,36 +223,51 @@ class MatMulKernel : public sdk::Kernel {
     return p;
   }
 
-  OnyxStatus* run(ComputeContext& ctx, const MatMulPrepared& p, const sdk::Tensor& a, const sdk::Tensor& b,
-                  const std::optional<sdk::Tensor>& c, const sdk::Tensor& y) const {
+  // The arguments of one call, made once per concurrent caller.
+  std::unique_ptr<MatMulCall> bind(const MatMulPrepared& p) const {
+    auto call = std::make_unique<MatMulCall>();
     const Geometry& g = p.geo;
-    std::unordered_map<int, dnnl::memory> args;
-    dnnl::stream& stream = thread_stream();
-    dnnl::memory user_a = wrap(dnnl::memory::desc(g.a, dt::f32, g.a_strides), engine_, a.raw);
-    if (p.src_to_bf16) {
-      void* buf = nullptr;
-      ONYX_SDK_RETURN_IF_ERROR(ctx.scratch(p.pd.src_desc().get_size(), &buf));
-      dnnl::memory a16(p.pd.src_desc(), engine_, buf);
-      p.src_to_bf16->execute(stream, user_a, a16);
-      args[DNNL_ARG_SRC] = a16;
+    BoundArgs& m = call->matmul;
+    dnnl::memory::desc user_a(g.a, dt::f32, g.a_strides), user_b(g.b, dt::f32, g.b_strides);
+    if (p.src_to_bf16) {  // A converted into a buffer of the call, which the matmul reads
+      call->a = call->a_to_bf16.add(DNNL_ARG_FROM, user_a, engine_);
+      call->a_to_bf16.add_owned(DNNL_ARG_TO, p.pd.src_desc(), engine_);
+      m.add(DNNL_ARG_SRC, call->a_to_bf16.memory(1));
     } else {
-      args[DNNL_ARG_SRC] = user_a;
+      call->a = m.add(DNNL_ARG_SRC, user_a, engine_);
     }
     if (p.weights) {
-      args[DNNL_ARG_WEIGHTS] = p.weights;
+      m.add(DNNL_ARG_WEIGHTS, p.weights);
+    } else if (p.weights_to_bf16) {
+      call->b = call->b_to_bf16.add(DNNL_ARG_FROM, user_b, engine_);
+      call->b_to_bf16.add_owned(DNNL_ARG_TO, p.pd.weights_desc(), engine_);
+      m.add(DNNL_ARG_WEIGHTS, call->b_to_bf16.memory(1));
     } else {
-      dnnl::memory user_b = wrap(dnnl::memory::desc(g.b, dt::f32, g.b_strides), engine_, b.raw);
-      if (p.weights_to_bf16) {
-        void* buf = nullptr;
-        ONYX_SDK_RETURN_IF_ERROR(ctx.scratch(p.pd.weights_desc().get_size(), &buf));
-        dnnl::memory b16(p.pd.weights_desc(), engine_, buf);
-        p.weights_to_bf16->execute(stream, user_b, b16);
-        args[DNNL_ARG_WEIGHTS] = b16;
-      } else {
-        args[DNNL_ARG_WEIGHTS] = user_b;
-      }
+      call->b = m.add(DNNL_ARG_WEIGHTS, user_b, engine_);
     }
-    if (p.bias) args[DNNL_ARG_BIAS] = p.bias;
+    if (p.bias) m.add(DNNL_ARG_BIAS, p.bias);
+    if (p.c_md) call->c = m.add(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, p.c_md, engine_);
+    call->dst = m.add(DNNL_ARG_DST, dnnl::memory::desc(g.out, dt::f32, dense_strides(g.out)), engine_);
+    m.add_owned(DNNL_ARG_SCRATCHPAD, p.pd.scratchpad_desc(), engine_);
+    return call;
+  }
+
+  OnyxStatus* run(ComputeContext& ctx, const MatMulPrepared& p, const sdk::Tensor& a, const sdk::Tensor& b,
+                  const std::optional<sdk::Tensor>& c, const sdk::Tensor& y) const {
+    dnnl::stream& stream = thread_stream();
+    std::unique_ptr<MatMulCall> call = p.calls.take([&] { return bind(p); });
+    if (p.src_to_bf16) {
+      call->a_to_bf16.point(call->a, a.raw);
+      call->a_to_bf16.execute(*p.src_to_bf16, stream);
+    } else {
+      call->matmul.point(call->a, a.raw);
+    }
+    if (p.weights_to_bf16) {
+      call->b_to_bf16.point(call->b, b.raw);
+      call->b_to_bf16.execute(*p.weights_to_bf16, stream);
+    } else if (!p.weights) {
+      call->matmul.point(call->b, b.raw);
+    }
     if (c) {
       const float* c_data = c->data<float>();
       if (spec_.beta != 1.f) {  // the post-op adds C as is: scale a copy
@@ -253,11 +277,13 @@ class MatMulKernel : public sdk::Kernel {
         for (int64_t i = 0; i < c->size(); ++i) scaled[i] = spec_.beta * c_data[i];
         c_data = scaled;
       }
-      args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] = wrap(p.c_md, engine_, c_data);
+      call->matmul.point(call->c, c_data);
     }
-    args[DNNL_ARG_DST] = wrap(dnnl::memory::desc(g.out, dt::f32, dense_strides(g.out)), engine_, y.raw);
+    call->matmul.point(call->dst, y.raw);
+    call->matmul.execute(p.prim, stream);
     stream.wait();
-    return execute(ctx, engine_, p.prim, p.pd, std::move(args));
+    p.calls.give_back(std::move(call));
+    return nullptr;
   }
 
   MatMulSpec spec_;
