@@ -86,10 +86,16 @@ std::vector<float> random_floats(size_t count, uint64_t seed, double lo, double 
   return onyx::test_models::Rng(seed).uniform_vector(count, lo, hi);
 }
 
-std::string expect_same_as_cpu(const onnx::ModelProto& model, const std::vector<Feed>& feeds, const char* label) {
+std::string expect_same_as_cpu(const onnx::ModelProto& model, const std::vector<Feed>& feeds, const char* label,
+                               size_t threads) {
   onyx::Env env;
-  onyx::Session onednn = make_session(env, model, onednn_then_cpu());
-  onyx::Session cpu = make_session(env, model, cpu_only());
+  onyx::SessionOptions onednn_options = onednn_then_cpu(), cpu_options = cpu_only();
+  if (threads) {
+    onednn_options.threads(threads);
+    cpu_options.threads(threads);
+  }
+  onyx::Session onednn = make_session(env, model, onednn_options);
+  onyx::Session cpu = make_session(env, model, cpu_options);
   std::vector<onyx::Tensor> tensors;
   for (const Feed& f : feeds) tensors.push_back(onyx::Tensor::from<float>(ONYX_DTYPE_FLOAT32, f.dims, f.values));
   std::vector<std::pair<std::string, const onyx::Tensor*>> inputs;

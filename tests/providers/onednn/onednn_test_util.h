@@ -37,10 +37,12 @@ struct Feed {
   std::vector<float> values;
 };
 
-// Runs `model` on onednn-then-cpu and on cpu only; expects (gtest) the same
-// outputs within kTolerance of the output's scale. Returns the onednn
-// session's partition report.
-std::string expect_same_as_cpu(const onnx::ModelProto& model, const std::vector<Feed>& feeds, const char* label);
+// Runs `model` on onednn-then-cpu and on cpu only (with `threads` intra-op
+// threads; 0: one per core); expects (gtest) the same outputs within
+// kTolerance of the output's scale. Returns the onednn session's partition
+// report.
+std::string expect_same_as_cpu(const onnx::ModelProto& model, const std::vector<Feed>& feeds, const char* label,
+                               size_t threads = 0);
 
 // A tensor's elements widened to double (float32/64, int8/32/64, uint8, bool).
 std::vector<double> tensor_values(onyx::Tensor& tensor);
