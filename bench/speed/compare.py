@@ -13,7 +13,10 @@ same model file and the same input. Each measurement is the p50 (nearest rank) o
 a warm-up, N sized to about --budget seconds. The two alternate, --rounds rounds (default 3), so
 that drift on a shared machine hits both; the best p50 of each is kept. Onyx/ORT < 1 means Onyx is
 faster (issue 12's goal: <= 0.8). The thread table gives each runtime's throughput with 2 threads
-over 1 thread (goal: >= 1.6 at batch 64).
+over 1 thread (goal: >= 1.6 at batch 64). --providers cpu,onednn times each Onyx provider in turn
+(one other than cpu with `--provider P --provider cpu --fallback allow`: what it declines runs on the
+CPU provider), each against ORT and against Onyx's CPU provider (issue 18's goals: oneDNN <= the CPU
+provider, and <= 0.8x ORT on the CNN at batch 64).
 
 Training: one step (forward, cross-entropy loss, backward, AdamW update) of the MLP and the CNN at
 batch 16 and 64, 1 and 2 threads, in samples/s = batch / median step time (steps after a warm-up,
@@ -294,9 +297,16 @@ def run_worker(python, kind, payload, timeout=900):
     return json.loads(results[-1])
 
 
-def run_onyx_bench(onyx, model, input_name, input_file, threads, iterations, warmup):
+def provider_args(provider):
+    """`onyx bench` options for one Onyx provider: the CPU provider alone, or another with the CPU one behind it."""
+    if provider == "cpu":
+        return ["--provider", "cpu", "--fallback", "fail"]
+    return ["--provider", provider, "--provider", "cpu", "--fallback", "allow"]
+
+
+def run_onyx_bench(onyx, model, input_name, input_file, threads, iterations, warmup, provider="cpu"):
     """`onyx bench`'s p50 ms."""
-    command = [onyx, "bench", model, "--provider", "cpu", "--fallback", "fail", "--threads", str(threads),
+    command = [onyx, "bench", model, *provider_args(provider), "--threads", str(threads),
                "--input", f"{input_name}={input_file}", "--iterations", str(iterations), "--warmup", str(warmup)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=900)
     for line in done.stdout.splitlines():
@@ -347,17 +357,18 @@ def iterations_for(onyx, model, input_name, input_file, threads, budget_s):
 
 
 def measure_inference(case, onyx, pythons, args):
-    """Best p50 (ms) of Onyx and of ORT over alternating rounds: {"onyx": ms, "ort": ms}."""
+    """Best p50 (ms) of each Onyx provider and of ORT over alternating rounds: {"cpu": ms, ..., "ort": ms}."""
     name, batch, threads, model, input_file = case
     input_name = MODELS[name][0]
     n = iterations_for(onyx, model, input_name, input_file, threads, args.budget)
     warmup = max(3, n // 10)
-    best = {"onyx": [], "ort": []}
+    runtimes = args.providers + ["ort"]
+    best = {r: [] for r in runtimes}
     for r in range(args.rounds):
-        order = ("onyx", "ort") if r % 2 == 0 else ("ort", "onyx")
-        for runtime in order:
-            if runtime == "onyx":
-                best["onyx"].append(run_onyx_bench(onyx, model, input_name, input_file, threads, n, warmup))
+        for runtime in runtimes if r % 2 == 0 else runtimes[::-1]:
+            if runtime != "ort":
+                best[runtime].append(run_onyx_bench(onyx, model, input_name, input_file, threads, n, warmup,
+                                                    runtime))
             else:
                 best["ort"].append(run_worker(pythons["infer_python"], "ort_infer", {
                     "model": model, "input_name": input_name, "input": input_file, "threads": threads,
@@ -377,8 +388,10 @@ def inference_part(args, onyx, pythons, models, folder, errors):
                {"inputs": sorted({(c[4], tuple(c[5])) for c in cases})})
     print(f"\nInference: p50 latency in ms, best of {args.rounds} alternating round(s), "
           f"each about {args.budget:g} s of runs")
-    print(f"{'model':<12} {'batch':>5} {'thr':>3} {'runs':>6} {'Onyx ms':>9} {'ORT ms':>9} {'Onyx/ORT':>9} "
-          f"{'<=0.8':>6}", flush=True)
+    others = [p for p in args.providers if p != "cpu"]
+    heading = "".join(f" {p + ' ms':>10} {p + '/ORT':>11} {'<=0.8':>6}" for p in args.providers)
+    heading += "".join(f" {p + '/cpu':>11}" for p in others if "cpu" in args.providers)
+    print(f"{'model':<12} {'batch':>5} {'thr':>3} {'runs':>6} {'ORT ms':>9}" + heading, flush=True)
     results = {}
     for case in cases:
         name, batch, threads = case[:3]
@@ -388,10 +401,15 @@ def inference_part(args, onyx, pythons, models, folder, errors):
             failure(errors, f"inference {name} batch {batch} threads {threads}", e)
             continue
         results[(name, batch, threads)] = best
-        r = ratio(best["onyx"], best["ort"])
-        print(f"{name:<12} {batch:>5} {threads:>3} {n:>6} {best['onyx']:>9.3f} {best['ort']:>9.3f} {r:>9.2f} "
-              f"{'yes' if r <= 0.8 else 'no':>6}", flush=True)
-    print_thread_table(results, args, ("onyx", "ort"), {"onyx": "Onyx", "ort": "ORT"}, latency=True)
+        row = ""
+        for p in args.providers:
+            r = ratio(best[p], best["ort"])
+            row += f" {best[p]:>10.3f} {r:>11.2f} {'yes' if r <= 0.8 else 'no':>6}"
+        row += "".join(f" {ratio(best[p], best['cpu']):>11.2f}" for p in others if "cpu" in args.providers)
+        print(f"{name:<12} {batch:>5} {threads:>3} {n:>6} {best['ort']:>9.3f}" + row, flush=True)
+    names = {p: "Onyx " + p for p in args.providers}
+    names["ort"] = "ORT"
+    print_thread_table(results, args, tuple(args.providers) + ("ort",), names, latency=True)
     return results
 
 
@@ -513,6 +531,8 @@ def parse_args():
     parser.add_argument("--models", default="mlp,cnn,transformer", help="inference models")
     parser.add_argument("--batch", default="1,16,64", help="inference batch sizes")
     parser.add_argument("--threads", default="1,2", help="intra-op thread counts (inference and training)")
+    parser.add_argument("--providers", default="cpu",
+                        help="Onyx providers timed for inference, e.g. cpu,onednn (others fall back to cpu)")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds; the best of each runtime counts")
     parser.add_argument("--budget", type=float, default=1.0, help="seconds of timed inference runs per measurement")
     parser.add_argument("--train-models", default="mlp,cnn")
@@ -529,6 +549,9 @@ def parse_args():
     if args.quick:
         args.rounds, args.budget, args.train_budget, args.train_warmup, args.min_steps = 1, 0.1, 0.1, 3, 5
     args.models = [m for m in args.models.split(",") if m]
+    args.providers = [p for p in args.providers.split(",") if p]
+    if not args.providers or "ort" in args.providers:
+        parser.error("--providers: one or more Onyx provider names")
     args.train_runtimes = [r for r in args.train_runtimes.split(",") if r]
     if not args.train_runtimes or set(args.train_runtimes) - set(TRAIN_RUNTIMES):
         parser.error(f"--train-runtimes: a list of {', '.join(TRAIN_RUNTIMES)}")
