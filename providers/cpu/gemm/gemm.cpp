@@ -181,6 +181,80 @@ void small_m(const Gemm& g, const ParallelFor& pf, size_t threads) {
   });
 }
 
+// One column of B (n == 1): a matrix-vector product, reading A once in
+// place. The tiled paths pack A first, which for one column is a second pass
+// over A with nothing to reuse (a Conv whose output is one pixel, 50 x 65720
+// weights per image: 2.6x longer).
+typedef float Floats16 __attribute__((vector_size(64)));
+
+// out[i - i0] = sum over j < k of a[i * lda + j] * x[j], for rows i in [i0, i1).
+__attribute__((target_clones("avx512f", "avx2", "default"))) void dot_rows(const float* a, int64_t lda,
+                                                                           const float* x, int64_t k, int64_t i0,
+                                                                           int64_t i1, float* out) {
+  for (int64_t i = i0; i < i1; ++i) {
+    const float* r = a + i * lda;
+    Floats16 s0 = {}, s1 = {}, u, v;
+    int64_t j = 0;
+    for (; j + 32 <= k; j += 32) {
+      std::memcpy(&u, r + j, sizeof u);
+      std::memcpy(&v, x + j, sizeof v);
+      s0 += u * v;
+      std::memcpy(&u, r + j + 16, sizeof u);
+      std::memcpy(&v, x + j + 16, sizeof v);
+      s1 += u * v;
+    }
+    s0 += s1;
+    float sum = 0.0f;
+    for (int l = 0; l < 16; ++l) sum += s0[l];
+    for (; j < k; ++j) sum += r[j] * x[j];
+    out[i - i0] = sum;
+  }
+}
+
+// out[i - i0] = sum over j < k of a[j * lda + i] * x[j] (A transposed), for i in [i0, i1).
+__attribute__((target_clones("avx512f", "avx2", "default"))) void axpy_rows(const float* a, int64_t lda,
+                                                                            const float* x, int64_t k, int64_t i0,
+                                                                            int64_t i1, float* out) {
+  std::fill(out, out + (i1 - i0), 0.0f);
+  for (int64_t j = 0; j < k; ++j) {
+    const float* r = a + j * lda;
+    const float xj = x[j];
+    int64_t i = i0;
+    for (; i + 16 <= i1; i += 16) {
+      Floats16 u, o;
+      std::memcpy(&u, r + i, sizeof u);
+      std::memcpy(&o, out + (i - i0), sizeof o);
+      o += xj * u;
+      std::memcpy(out + (i - i0), &o, sizeof o);
+    }
+    for (; i < i1; ++i) out[i - i0] += xj * r[i];
+  }
+}
+
+void single_column(const Gemm& g, const ParallelFor& pf, size_t threads) {
+  // B's column, contiguous (gathered when it is strided).
+  WorkspaceLease ws;
+  const float* x = g.src.b;
+  if (!g.src.trans && g.src.ldb != 1) {
+    float* gathered = ws->b.reserve(size_t(g.k));
+    for (int64_t j = 0; j < g.k; ++j) gathered[j] = g.src.b[j * g.src.ldb];
+    x = gathered;
+  }
+  const int64_t T = std::min<int64_t>(int64_t(threads), g.m);
+  run_parallel(pf, size_t(T), size_t(T), [&](size_t t0, size_t t1) {
+    float sums[256];
+    for (int64_t t = int64_t(t0); t < int64_t(t1); ++t)
+      for (int64_t i0 = split(g.m, T, t), end = split(g.m, T, t + 1); i0 < end; i0 += 256) {
+        const int64_t i1 = std::min<int64_t>(end, i0 + 256);
+        (g.trans_a ? axpy_rows : dot_rows)(g.a, g.lda, x, g.k, i0, i1, sums);
+        for (int64_t i = i0; i < i1; ++i) {
+          float* ci = g.c + i * g.ldc;
+          *ci = g.beta == 0.0f ? g.alpha * sums[i - i0] : g.alpha * sums[i - i0] + g.beta * *ci;
+        }
+      }
+  });
+}
+
 // Many rows: the BLIS loop nest described at the top, B packed once per
 // (jc, pc) and shared by all threads.
 void blocked(const Gemm& g, const ParallelFor& pf, size_t threads) {
@@ -264,7 +338,9 @@ void driver(const KernelSet& ks, const DriverOptions& opt, bool trans_a, int64_t
   const Gemm g{ks, trans_a, m, n, k, alpha, a, lda, src, beta, c, ldc,
                src.packed ? src.packed->kc : ks.kc, opt};
   const size_t threads = effective_threads(pf, opt, m, n, k);
-  if (m <= opt.small_m)
+  if (n == 1 && !src.packed)
+    single_column(g, pf, threads);
+  else if (m <= opt.small_m)
     small_m(g, pf, threads);
   else
     blocked(g, pf, threads);

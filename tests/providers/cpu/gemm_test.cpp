@@ -262,6 +262,21 @@ TEST_P(SgemmTest, Multithreaded) {
   run({true, true, 30, 700, 300, 1.0f, 0.5f}, reversed_items());
 }
 
+// One column of B takes the matrix-vector path: rows across its 256-row
+// chunks, k short of, at and past its 32-wide steps, A and B with leading
+// dimensions wider than their rows (B's column strided), alpha and beta,
+// and threads splitting the rows.
+TEST_P(SgemmTest, SingleColumn) {
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (int64_t m : {1, 5, 300})
+        for (int64_t k : {1, 31, 32, 33, 1000}) {
+          run({ta, tb, m, 1, k, 1.0f, 0.0f});
+          run({ta, tb, m, 1, k, -1.5f, 0.75f, 3, 5, 7});
+        }
+  for (bool ta : {false, true}) run({ta, false, 601, 1, 777, 1.0f, 1.0f, 1, 2, 0}, spawning(3));
+}
+
 TEST_P(SgemmTest, PackedB) {
   for (bool ta : {false, true})
     for (bool tb : {false, true}) {
