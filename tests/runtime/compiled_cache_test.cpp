@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -73,9 +74,10 @@ struct LogLines {
 class CompiledCacheTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    folder_ = fs::temp_directory_path() /
-              ("onyx_compiled_cache_" + std::to_string(getpid()) + "_" +
-               ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    // A parameterized test's name has a '/': one folder, not a folder in a folder left behind.
+    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::replace(name.begin(), name.end(), '/', '_');
+    folder_ = fs::temp_directory_path() / ("onyx_compiled_cache_" + std::to_string(getpid()) + "_" + name);
     fs::remove_all(folder_);
     registry_.add_search_dir(ONYX_PROVIDER_DIR);
     registry_.logger()->set(LogLines::record, &log_, ONYX_LOG_DEBUG);
