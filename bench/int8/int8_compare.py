@@ -2,7 +2,7 @@
 """Int8 and float32 latency of Onyx against ONNX Runtime, same model files, same run (issue 19).
 
     python bench/int8/int8_compare.py [--onyx build/bin/onyx] [--models DIR]
-        [--model resnet18_qdq,mobilenet_v2 ...] [--batch 1,16] [--threads 1,2]
+        [--model resnet18_qdq,mobilenet_v2 ...] [--provider cpu] [--batch 1,16] [--threads 1,2]
         [--iterations 50] [--warmup 5] [--rounds 2] [--budget 20] [--json FILE]
 
 The models come from bench/int8/setup.sh (manifest.json in --models, by default
@@ -15,6 +15,8 @@ same input, alternating for --rounds rounds so that drift on a shared machine hi
 side's best p50 is kept. Iterations are cut so that one row (both sides, all rounds) takes
 about --budget seconds (at least 3 iterations), since an unoptimized path can take seconds a
 run; the n column says how many were timed. A model Onyx refuses is a "refused: <message>" row.
+--provider onednn times the oneDNN provider instead, with the CPU provider behind it for the
+nodes it declines (issue 18: ResNet-18 and MobileNetV2 float32 against ORT).
 
 Columns: onyx ms, ort ms, onyx/ort (<= 1.0: Onyx is at least as fast; issue 19 asks <= 1.0
 for every int8 model), and for int8 rows "x fp32": Onyx float32 p50 / Onyx int8 p50 for the
@@ -53,13 +55,15 @@ def first_error_line(text):
 
 
 class Onyx:
-    def __init__(self, binary, timeout):
+    def __init__(self, binary, timeout, provider="cpu"):
         self.binary, self.timeout = binary, timeout
+        # Another provider runs with the CPU provider behind it for what it declines.
+        self.providers = (["--provider", "cpu", "--fallback", "fail"] if provider == "cpu" else
+                          ["--provider", provider, "--provider", "cpu", "--fallback", "allow"])
 
     def bench(self, model, threads, input_name, npy, iterations, warmup):
         """p50 ms, or raises RuntimeError with Onyx's message."""
-        cmd = [self.binary, "bench", model, "--provider", "cpu", "--fallback", "fail",
-               "--threads", str(threads), "--input", f"{input_name}={npy}",
+        cmd = [self.binary, "bench", model, *self.providers, "--threads", str(threads), "--input", f"{input_name}={npy}",
                "--iterations", str(iterations), "--warmup", str(warmup)]
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=self.timeout)
@@ -122,6 +126,8 @@ def main():
     parser.add_argument("--onyx", default=os.path.join(here, "..", "..", "build", "bin", "onyx"))
     parser.add_argument("--models", default=common.default_models_dir())
     parser.add_argument("--model", default="", help="comma-separated names or prefixes (default: all)")
+    parser.add_argument("--provider", default="cpu",
+                        help="the Onyx provider timed (cpu; onednn runs with the CPU provider behind it)")
     parser.add_argument("--batch", default="1,16")
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--iterations", type=int, default=50, help="timed runs per measurement, at most")
@@ -134,7 +140,7 @@ def main():
     parser.add_argument("--json", help="also write the rows to this file")
     args = parser.parse_args()
 
-    onyx = Onyx(os.path.abspath(args.onyx), args.timeout)
+    onyx = Onyx(os.path.abspath(args.onyx), args.timeout, args.provider)
     if not os.access(onyx.binary, os.X_OK):
         sys.exit(f"int8_compare: no {onyx.binary} (build Onyx first, or pass --onyx)")
     manifest = common.load_manifest(args.models)
@@ -143,7 +149,7 @@ def main():
     threads_list = [int(t) for t in args.threads.split(",")]
     made = manifest.get("_made_with", {})
     print(f"onnxruntime {ort.__version__}; models from {args.models} (torch {made.get('torch')}, "
-          f"onnxruntime {made.get('onnxruntime')} quantizer); onyx {onyx.binary}")
+          f"onnxruntime {made.get('onnxruntime')} quantizer); onyx {onyx.binary}, provider {args.provider}")
     print(f"p50 ms, best of {args.rounds} alternating rounds, <= {args.iterations} timed runs "
           f"(~{args.budget:g} s) each; onyx/ort <= 1.0: Onyx as fast or faster; "
           f"x fp32: float32 p50 / int8 p50 (Onyx; ORT's in brackets)\n", flush=True)
