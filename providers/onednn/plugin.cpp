@@ -99,22 +99,20 @@ class OnednnProvider : public sdk::HostMemory {
   // After the per-node claims: chains head -> [bias Add | BatchNormalization]
   // -> [activation] of claimed nodes become fused groups.
   // First, connected runs of CNN nodes become blocked-layout groups
-  // (blocked_group.h); bf16 devices keep the per-node kernels, which convert.
-  OnyxStatus* fuse(Device& device, const OnyxGraphView& g, std::span<OnyxNodeClaim> claims) const {
+  // (blocked_group.h; on bf16 devices their wider convolutions read bf16).
+  OnyxStatus* fuse(Device&, const OnyxGraphView& g, std::span<OnyxNodeClaim> claims) const {
     auto readers = value_readers(g);
     std::vector<bool> taken(g.node_count, false);
     uint32_t next_group = 1;
-    if (!device.use_bf16) {
-      for (const std::vector<uint32_t>& group : blocked_groups(g, claims)) {
-        for (uint32_t n : group) {
-          taken[n] = true;
-          claims[n].fused_group = next_group;
-          std::snprintf(claims[n].reason, sizeof claims[n].reason,
-                        "fused: oneDNN blocked-layout group of %zu nodes from '%s'", group.size(),
-                        g.nodes[group[0]].name);
-        }
-        ++next_group;
+    for (const std::vector<uint32_t>& group : blocked_groups(g, claims)) {
+      for (uint32_t n : group) {
+        taken[n] = true;
+        claims[n].fused_group = next_group;
+        std::snprintf(claims[n].reason, sizeof claims[n].reason,
+                      "fused: oneDNN blocked-layout group of %zu nodes from '%s'", group.size(),
+                      g.nodes[group[0]].name);
       }
+      ++next_group;
     }
     for (uint32_t k = 0; k < g.node_count; ++k) {
       if (taken[k] || !claims[k].claimed || !is_group_head(g.nodes[k].op_type)) continue;
@@ -137,7 +135,7 @@ class OnednnProvider : public sdk::HostMemory {
   sdk::KernelResult make_kernel(const Device& config, const OnyxGraphView& graph,
                                 std::span<const uint32_t> nodes) const {
     if (nodes.size() == 1) return registry_.create_kernel(graph, nodes[0], config);
-    if (!config.use_bf16 && !is_matmul_head(graph.nodes[nodes[0]].op_type)) {
+    if (!is_matmul_head(graph.nodes[nodes[0]].op_type)) {
       GraphLinks links(graph);
       bool blocked = std::all_of(nodes.begin(), nodes.end(),
                                  [&](uint32_t n) { return blocked_member_reason(graph, links, n).empty(); });

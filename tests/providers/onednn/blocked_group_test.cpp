@@ -5,6 +5,8 @@
 // without padding is the provider's own loop and runs no primitive).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 
@@ -46,6 +48,41 @@ TEST(OnednnBlockedGroups, BatchInChunksOnTheHostThreadsMatchesCpu) {
                      "residual cnn, 7 images, 3 threads", 3);
   expect_same_as_cpu(build_inverted_residual(2), {{"x", {5, 8, 16, 16}, random_floats(5 * 8 * 16 * 16, 8, -3, 3)}},
                      "inverted residual, 5 images, 2 threads", 2);
+}
+
+// With reduced precision allowed on a CPU with native bf16, a group's
+// convolutions on >= 16 input channels read bf16 (the stem's 3 channels stay
+// float32): the group stays one kernel, its output stays within bf16's
+// tolerance of the CPU provider's (8 significant bits per product input:
+// ~1e-2 of the output's scale, 3e-2 allowed, as in model_test.cpp) and
+// differs from the float32 group's (so bf16 really ran).
+TEST(OnednnBlockedGroups, WiderConvolutionsReadBf16WhenAllowed) {
+  onyx::Env env;
+  if (env.providers_json().find("native bf16") == std::string::npos) GTEST_SKIP() << "this CPU has no native bf16";
+  onnx::ModelProto model = build_residual_cnn(1);
+  onyx::Tensor x = onyx::Tensor::from<float>(ONYX_DTYPE_FLOAT32, {2, 3, 32, 32}, random_floats(2 * 3 * 32 * 32, 9));
+  onyx::Session bf16 = make_session(env, model, onednn_then_cpu({{"allow_reduced_precision", "1"}}));
+  onyx::Session f32 = make_session(env, model, onednn_then_cpu());
+  onyx::Session cpu = make_session(env, model, cpu_only());
+  auto output = [&](onyx::Session& s) {
+    std::vector<onyx::Tensor> out = s.run({{"x", &x}});
+    return tensor_values(out[0]);
+  };
+  const std::vector<double> got = output(bf16), full = output(f32), want = output(cpu);
+  auto error = [](const std::vector<double>& a, const std::vector<double>& b) {
+    double scale = 0, err = 0;
+    for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+      scale = std::max(scale, std::fabs(b[i]));
+      err = std::max(err, std::fabs(a[i] - b[i]));
+    }
+    return err / std::max(scale, 1e-3);
+  };
+  ASSERT_EQ(got.size(), want.size());
+  std::printf("[ accuracy ] residual cnn, bf16 group: normalized error vs cpu %.3g (tolerance 3e-2), vs float32 "
+              "group %.3g\n", error(got, want), error(got, full));
+  EXPECT_LE(error(got, want), 3e-2);
+  EXPECT_GT(error(got, full), 1e-5) << "allow_reduced_precision=1 changed nothing";
+  expect_one_group(bf16.partition_report(), {"stem", "block1.conv1", "block2.conv2", "block2.down", "gap"});
 }
 
 TEST(OnednnBlockedGroups, InvertedResidualWithRelu6AsClipMatchesCpu) {
