@@ -8,7 +8,11 @@
 // declarations (bad kinds and input indices), the statuses it returns
 // (errors with any code, pointers the host never made) and what each
 // kernel_compute does (honest; no outputs; wrong dims, dtype or index;
-// outputs requested twice; scratch past any memory; errors).
+// outputs requested twice; scratch past any memory; errors). Up to ABI 1.3:
+// the 1.3 device properties (stable ids, some without their NUL), the
+// stream and event functions of an asynchronous device (which a 1.2 host
+// drives), and the compiled-partition cache (compatibility strings,
+// serialized kernels of any bytes, blobs accepted or refused).
 //
 // What the ABI calls undefined for a plugin is never done: no wild writes,
 // no writes past a struct_size, no use of a status after handing it back.
@@ -57,7 +61,7 @@ struct Config {
   uint32_t magic = ONYX_PLUGIN_MAGIC;
   uint32_t entry_size = sizeof(OnyxPluginEntry);
   uint32_t min_abi = ONYX_ABI_VERSION(1, 0);
-  uint32_t max_abi = ONYX_ABI_VERSION(1, 1);
+  uint32_t max_abi = ONYX_ABI_VERSION(1, 3);
   int name_choice = 0;
   int version_choice = 0;
   bool create_null = false;
@@ -86,6 +90,18 @@ struct Config {
   std::vector<ComputeMode> modes;  // per kernel, in creation order
   int32_t error_code = ONYX_STATUS_INTERNAL;
   std::vector<int64_t> wrong_dims;
+  // ABI 1.3 device properties.
+  int stable_id = 0;  // 0 "", 1 "fuzz:0", 2 without its NUL, 3 with spaces
+  uint64_t free_memory = 0;
+  // Streams and events (all eight offered; null_functions may drop some).
+  bool asynchronous = false;
+  StatusKind stream_status = StatusKind::kOk;
+  // ABI 1.2 compiled-partition cache.
+  bool cache = false;
+  int compatibility = 0;  // 0 NULL, 1 "", 2 "fuzz 1", 3 a long one
+  int serialize = 0;      // 0 writes the blob, 1 UNIMPLEMENTED, 2 an error, 3 writes then an error
+  std::vector<uint8_t> blob_tail;  // written after the blob's header
+  int from_cache = 0;     // 0 accepts a well-formed blob, 1 INCOMPATIBLE, 2 DATA_LOSS, 3 another error
 };
 
 Config g_config;
@@ -132,7 +148,15 @@ const char* const kVersions[] = {"1.0", "", nullptr};
 // --- devices, memory ---------------------------------------------------------
 
 struct Device {
-  std::set<void*> kernels, buffers;
+  std::set<void*> kernels, buffers, streams, events;
+};
+
+struct Stream {
+  Device* device = nullptr;
+};
+struct Event {
+  Device* device = nullptr;
+  bool recorded = false;
 };
 
 struct Buffer {};
@@ -154,8 +178,15 @@ OnyxStatus* device_properties(OnyxPlugin*, size_t index, OnyxDeviceProperties* o
   out->kind = ONYX_DEVICE_ACCELERATOR;
   out->memory_bytes = uint64_t(1) << 30;
   out->host_can_read_device_memory = g_config.host_readable;
-  out->asynchronous = false;
+  out->asynchronous = g_config.asynchronous;
   out->memory_alignment = g_config.memory_alignment;
+  if (out->struct_size >= ONYX_DEVICE_PROPERTIES_SIZE_1_3) {  // 1.3 fields: only inside the caller's struct
+    std::memset(out->stable_id, 0, sizeof out->stable_id);
+    if (g_config.stable_id == 1) std::strcpy(out->stable_id, "fuzz:0");
+    if (g_config.stable_id == 2) std::memset(out->stable_id, 'S', sizeof out->stable_id);
+    if (g_config.stable_id == 3) std::strcpy(out->stable_id, "a stable id with spaces");
+    out->free_memory_bytes = g_config.free_memory;
+  }
   return nullptr;
 }
 
@@ -177,7 +208,8 @@ void device_close(OnyxDevice* device) {
   if (!device) return;
   auto* d = reinterpret_cast<Device*>(device);
   untrack(d);
-  if (!d->kernels.empty() || !d->buffers.empty()) host_broke_contract();  // closed under live objects
+  if (!d->kernels.empty() || !d->buffers.empty() || !d->streams.empty() || !d->events.empty())
+    host_broke_contract();  // closed under live objects
   delete d;
 }
 
@@ -212,12 +244,103 @@ void memory_free(OnyxDevice* device, int32_t, void* ptr) {
   std::free(ptr);
 }
 
-OnyxStatus* memory_copy(OnyxDevice*, OnyxStream*, int32_t direction, void* dst, const void* src, size_t bytes) {
+void check_stream(OnyxStream* stream);  // NULL, or one of this plugin's live streams
+
+OnyxStatus* memory_copy(OnyxDevice*, OnyxStream* stream, int32_t direction, void* dst, const void* src,
+                        size_t bytes) {
   if (direction < ONYX_COPY_HOST_TO_DEVICE || direction > ONYX_COPY_DEVICE_TO_DEVICE) host_broke_contract();
+  check_stream(stream);
   if (bytes && (!dst || !src)) host_broke_contract();
   if (OnyxStatus* s = status(g_config.copy_status, "copy failed")) return s;
   if (bytes) std::memmove(dst, src, bytes);
   return nullptr;
+}
+
+// --- streams and events: work runs at once, so there is nothing to wait for;
+// the host's side is checked (its own objects, on their device, alive) ------
+
+template <typename T>
+T* owned(void* handle, std::set<void*> Device::*set) {
+  auto* object = static_cast<T*>(handle);
+  std::lock_guard lock(g_mutex);
+  if (!object || !g_live.count(object) || !(object->device->*set).count(object)) host_broke_contract();
+  return object;
+}
+
+OnyxStatus* stream_create(OnyxDevice* device, OnyxStream** out) {
+  if (!device || !out) host_broke_contract();
+  if (OnyxStatus* s = status(g_config.stream_status, "stream_create failed")) return s;
+  auto* st = new Stream{reinterpret_cast<Device*>(device)};
+  track(st);
+  {
+    std::lock_guard lock(g_mutex);
+    st->device->streams.insert(st);
+  }
+  *out = reinterpret_cast<OnyxStream*>(st);
+  return nullptr;
+}
+
+void stream_destroy(OnyxStream* stream) {
+  if (!stream) return;
+  auto* st = owned<Stream>(stream, &Device::streams);
+  untrack(st);
+  {
+    std::lock_guard lock(g_mutex);
+    st->device->streams.erase(st);
+  }
+  delete st;
+}
+
+void check_stream(OnyxStream* stream) {
+  if (stream) owned<Stream>(stream, &Device::streams);
+}
+
+OnyxStatus* stream_synchronize(OnyxStream* stream) {
+  owned<Stream>(stream, &Device::streams);
+  return status(g_config.stream_status, "stream_synchronize failed");
+}
+
+OnyxStatus* event_create(OnyxDevice* device, OnyxEvent** out) {
+  if (!device || !out) host_broke_contract();
+  if (OnyxStatus* s = status(g_config.stream_status, "event_create failed")) return s;
+  auto* ev = new Event{reinterpret_cast<Device*>(device)};
+  track(ev);
+  {
+    std::lock_guard lock(g_mutex);
+    ev->device->events.insert(ev);
+  }
+  *out = reinterpret_cast<OnyxEvent*>(ev);
+  return nullptr;
+}
+
+void event_destroy(OnyxEvent* event) {
+  if (!event) return;
+  auto* ev = owned<Event>(event, &Device::events);
+  untrack(ev);
+  {
+    std::lock_guard lock(g_mutex);
+    ev->device->events.erase(ev);
+  }
+  delete ev;
+}
+
+OnyxStatus* event_record(OnyxEvent* event, OnyxStream* stream) {
+  auto* ev = owned<Event>(event, &Device::events);
+  auto* st = owned<Stream>(stream, &Device::streams);
+  if (ev->device != st->device) host_broke_contract();
+  ev->recorded = true;
+  return status(g_config.stream_status, "event_record failed");
+}
+
+OnyxStatus* stream_wait_event(OnyxStream* stream, OnyxEvent* event) {
+  owned<Stream>(stream, &Device::streams);
+  owned<Event>(event, &Device::events);
+  return status(g_config.stream_status, "stream_wait_event failed");
+}
+
+OnyxStatus* event_synchronize(OnyxEvent* event) {
+  owned<Event>(event, &Device::events);
+  return status(g_config.stream_status, "event_synchronize failed");
 }
 
 // --- capability ---------------------------------------------------------------
@@ -436,6 +559,7 @@ OnyxStatus* compute_honestly(const Kernel& k, OnyxComputeContext* ctx) {
 OnyxStatus* kernel_compute(OnyxKernel* kernel, OnyxComputeContext* ctx) {
   auto* k = reinterpret_cast<Kernel*>(kernel);
   if (!k || !ctx) host_broke_contract();
+  if (g_host->abi_version >= ONYX_ABI_VERSION(1, 2)) check_stream(g_host->ctx_stream(ctx));
   switch (k->mode) {
     case ComputeMode::kNoOutputs: return nullptr;
     case ComputeMode::kFails: return g_host->status_create(g_config.error_code, "the fuzz kernel failed");
@@ -472,6 +596,51 @@ OnyxStatus* kernel_compute(OnyxKernel* kernel, OnyxComputeContext* ctx) {
   return compute_honestly(*k, ctx);
 }
 
+// --- the compiled-partition cache (ABI 1.2): a blob is "FZK1" and the fuzzer's
+// bytes; a well-formed one gives the kernel kernel_create would ---------------
+
+constexpr char kBlobMagic[4] = {'F', 'Z', 'K', '1'};
+
+const char* device_cache_compatibility(OnyxDevice* device) {
+  if (!device) host_broke_contract();
+  static const std::string long_one(300, 'c');
+  switch (g_config.compatibility) {
+    case 1: return "";
+    case 2: return "fuzz 1";
+    case 3: return long_one.c_str();
+    default: return nullptr;
+  }
+}
+
+OnyxStatus* kernel_serialize(OnyxKernel* kernel, OnyxBlobWriteFn write, void* writer) {
+  if (!kernel || !write) host_broke_contract();
+  if (g_config.serialize == 1) return g_host->status_create(ONYX_STATUS_UNIMPLEMENTED, "nothing to cache");
+  if (g_config.serialize == 2) return g_host->status_create(g_config.error_code, "kernel_serialize failed");
+  if (OnyxStatus* s = write(writer, kBlobMagic, sizeof kBlobMagic)) return s;
+  // The rest in pieces of 1, 2, 3, ... bytes, and an empty write.
+  size_t at = 0, piece = 1;
+  while (at < g_config.blob_tail.size()) {
+    const size_t n = std::min(piece++, g_config.blob_tail.size() - at);
+    if (OnyxStatus* s = write(writer, g_config.blob_tail.data() + at, n)) return s;
+    at += n;
+  }
+  if (OnyxStatus* s = write(writer, nullptr, 0)) return s;
+  if (g_config.serialize == 3) return g_host->status_create(g_config.error_code, "kernel_serialize failed late");
+  return nullptr;
+}
+
+OnyxStatus* kernel_create_from_cache(OnyxDevice* device, const OnyxGraphView* graph, const uint32_t* nodes,
+                                     size_t count, const void* blob, size_t blob_size, OnyxKernel** out) {
+  if (!graph || !nodes || !count || !out || (blob_size && !blob)) host_broke_contract();
+  if (g_config.from_cache == 1) return g_host->status_create(ONYX_STATUS_INCOMPATIBLE, "blob layout 9");
+  if (g_config.from_cache == 2) return g_host->status_create(ONYX_STATUS_DATA_LOSS, "blob corrupt");
+  if (g_config.from_cache == 3) return g_host->status_create(g_config.error_code, "from_cache failed");
+  // Every byte read is inside the blob: the host checked a checksum, not the plugin's format.
+  if (blob_size < sizeof kBlobMagic || std::memcmp(blob, kBlobMagic, sizeof kBlobMagic) != 0)
+    return g_host->status_create(ONYX_STATUS_DATA_LOSS, "not a fuzz blob");
+  return kernel_create(device, graph, nodes, count, out);
+}
+
 // --- the table and the entry ----------------------------------------------------
 
 OnyxProviderApi g_api;
@@ -497,6 +666,19 @@ OnyxStatus* create(const OnyxPluginCreateArgs* args, OnyxPlugin** plugin, const 
   t.kernel_destroy = kernel_destroy;
   t.kernel_output_memory = kernel_output_memory;
   t.kernel_compute = kernel_compute;
+  t.stream_create = stream_create;
+  t.stream_destroy = stream_destroy;
+  t.stream_synchronize = stream_synchronize;
+  t.event_create = event_create;
+  t.event_destroy = event_destroy;
+  t.event_record = event_record;
+  t.stream_wait_event = stream_wait_event;
+  t.event_synchronize = event_synchronize;
+  if (g_config.cache) {
+    t.device_cache_compatibility = device_cache_compatibility;
+    t.kernel_serialize = kernel_serialize;
+    t.kernel_create_from_cache = kernel_create_from_cache;
+  }
   // Bit k clears the k-th function pointer (they follow struct_size).
   auto* slots = reinterpret_cast<void**>(reinterpret_cast<char*>(&t) + sizeof(size_t));
   const size_t slot_count = (sizeof t - sizeof(size_t)) / sizeof(void*);
@@ -540,11 +722,13 @@ ONYX_PLUGIN_EXPORT const OnyxPluginEntry* OnyxGetPluginEntry(void) { return &g_e
 ONYX_PLUGIN_EXPORT void onyx_fuzz_plugin_configure(const uint8_t* data, size_t size) {
   FuzzedDataProvider in(data, size);
   Config c;
-  static const uint32_t abis[] = {ONYX_ABI_VERSION(1, 0), ONYX_ABI_VERSION(1, 1), ONYX_ABI_VERSION(1, 7),
-                                  ONYX_ABI_VERSION(2, 0), 0, 0xFFFFFFFFu};
+  static const uint32_t abis[] = {ONYX_ABI_VERSION(1, 0), ONYX_ABI_VERSION(1, 1), ONYX_ABI_VERSION(1, 2),
+                                  ONYX_ABI_VERSION(1, 3), ONYX_ABI_VERSION(1, 7), ONYX_ABI_VERSION(2, 0),
+                                  0, 0xFFFFFFFFu};
   static const uint32_t entry_sizes[] = {sizeof(OnyxPluginEntry), ONYX_PLUGIN_ENTRY_SIZE_1_0, 0, 8, 24, 40,
                                          sizeof(OnyxPluginEntry) + 64, 0xFFFFFFFFu};
-  static const size_t table_sizes[] = {sizeof(OnyxProviderApi), ONYX_PROVIDER_API_SIZE_1_0, 0, 8,
+  static const size_t table_sizes[] = {sizeof(OnyxProviderApi), ONYX_PROVIDER_API_SIZE_1_0,
+                                       ONYX_PROVIDER_API_SIZE_1_2, ONYX_PROVIDER_API_SIZE_1_2 - 8, 0, 8,
                                        ONYX_PROVIDER_API_SIZE_1_0 - 8, sizeof(OnyxProviderApi) + 512, SIZE_MAX};
   static const size_t counts[] = {1, 1, 0, 2, 4096, 4097, SIZE_MAX};
   static const uint32_t alignments[] = {64, 0, 1, 3, 128, 4096, 1u << 20, 1u << 31, 0xFFFFFFFFu};
@@ -561,7 +745,7 @@ ONYX_PLUGIN_EXPORT void onyx_fuzz_plugin_configure(const uint8_t* data, size_t s
   c.create_status = pick_status(in);
   c.create_result = in.ConsumeIntegralInRange(0, 15) == 0 ? in.ConsumeIntegralInRange(1, 2) : 0;
   if (in.ConsumeIntegralInRange(0, 7) == 0) c.table_size = in.PickValueInArray(table_sizes);
-  if (in.ConsumeIntegralInRange(0, 7) == 0) c.null_functions = uint32_t(1) << in.ConsumeIntegralInRange(0, 22);
+  if (in.ConsumeIntegralInRange(0, 7) == 0) c.null_functions = uint32_t(1) << in.ConsumeIntegralInRange(0, 25);
   c.availability = pick_status(in);
   if (in.ConsumeIntegralInRange(0, 3) == 0) c.device_count = in.PickValueInArray(counts);
   c.properties_status = pick_status(in);
@@ -599,6 +783,15 @@ ONYX_PLUGIN_EXPORT void onyx_fuzz_plugin_configure(const uint8_t* data, size_t s
   c.error_code = in.PickValueInArray(codes);
   const size_t rank = in.ConsumeIntegralInRange<size_t>(0, 3);
   for (size_t k = 0; k < rank; ++k) c.wrong_dims.push_back(in.ConsumeIntegralInRange<int64_t>(-2, 7));
+  c.stable_id = in.ConsumeIntegralInRange(0, 3);
+  c.free_memory = in.ConsumeBool() ? 0 : in.ConsumeIntegral<uint64_t>();
+  c.asynchronous = in.ConsumeBool();
+  c.stream_status = in.ConsumeIntegralInRange(0, 7) == 0 ? pick_status(in) : StatusKind::kOk;
+  c.cache = in.ConsumeBool();
+  c.compatibility = in.ConsumeIntegralInRange(0, 3);
+  c.serialize = in.ConsumeIntegralInRange(0, 5) < 3 ? 0 : in.ConsumeIntegralInRange(1, 3);
+  c.blob_tail = in.ConsumeBytes<uint8_t>(in.ConsumeIntegralInRange<size_t>(0, 64));
+  c.from_cache = in.ConsumeIntegralInRange(0, 5) < 3 ? 0 : in.ConsumeIntegralInRange(1, 3);
   g_config = std::move(c);
   g_kernels_created = 0;
   g_declared_alias = false;

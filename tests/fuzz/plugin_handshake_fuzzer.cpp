@@ -5,7 +5,10 @@
 // what its kernels do. Each input loads it through a fresh ProviderRegistry
 // and, when it loads, creates a session for a fixed model (Relu -> Add -> Mul,
 // float32 [N, 3], N from the input) with the plugin first and the CPU
-// provider as fallback, and runs it once.
+// provider as fallback, and runs it once. The input's first byte picks the
+// rows, fallback policy, threads and graph optimization, its second whether
+// the session uses a compiled-partition cache folder (shared by the
+// process's inputs); the rest configures the plugin.
 //
 // Findings: a crash or sanitizer report; an error without a message; a
 // successful run whose output differs from the reference (unless the plugin
@@ -15,15 +18,19 @@
 // session are gone; and any host call the plugin finds against the ABI
 // (it traps: see the plugin).
 #include <dlfcn.h>
+#include <unistd.h>
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <string>
+#include <system_error>
 
 #include "core/log.h"
 #include "core/tensor.h"
@@ -129,17 +136,37 @@ void check_properties(const Provider& provider) {
   if (!provider.availability().ok() || provider.device_count() == 0) return;
   auto props = provider.device_properties(0);
   if (!props.ok()) return check_error(props.status());
-  if (!std::memchr(props->name, 0, sizeof props->name) || !std::memchr(props->vendor, 0, sizeof props->vendor))
+  if (!std::memchr(props->name, 0, sizeof props->name) || !std::memchr(props->vendor, 0, sizeof props->vendor) ||
+      !std::memchr(props->stable_id, 0, sizeof props->stable_id))
     finding("device properties without their terminating NUL");
+}
+
+// A compiled-partition cache folder for this process, removed at exit: its
+// entries outlive one input, so later inputs read what earlier ones wrote.
+// (Never destroyed: the exit handler, registered while it is made, runs
+// after the destructors of statics made before it returned.)
+const std::string& cache_folder() {
+  static const std::string* folder = [] {
+    auto* f = new std::string(
+        (std::filesystem::temp_directory_path() / ("onyx_fuzz_cache_" + std::to_string(getpid()))).string());
+    std::atexit([] {
+      std::error_code ec;
+      std::filesystem::remove_all(cache_folder(), ec);
+    });
+    return f;
+  }();
+  return *folder;
 }
 
 void load_and_run(const uint8_t* data, size_t size) {
   const uint8_t choice = data[0];
+  const uint8_t more = size > 1 ? data[1] : 0;  // bit 0: the compiled-partition cache on
+  const size_t used = std::min<size_t>(size, 2);
   const int64_t rows = choice % 4;
   ProviderRegistry registry;
   registry.logger()->set(nullptr, nullptr, ONYX_LOG_ERROR);  // fallback warnings are expected
   registry.add_search_dir(ONYX_FUZZ_PROVIDER_DIR);
-  fake_plugin().configure(data + 1, size - 1);
+  fake_plugin().configure(data + used, size - used);
   auto provider = registry.get(ONYX_FUZZ_FAKE_PLUGIN);
   if (!provider.ok()) return check_error(provider.status());
   check_properties(**provider);
@@ -155,6 +182,7 @@ void load_and_run(const uint8_t* data, size_t size) {
   options.intra_op_threads = (choice & 0x40) ? 2 : 1;
   options.graph_optimization = (choice & 0x80) ? GraphOptimization::kOff : GraphOptimization::kAll;
   options.host_memory_limit = size_t(64) << 20;
+  if (more & 1) options.compiled_cache_dir = cache_folder();
   auto session = Session::create(registry, std::move(*model), options);
   if (!session.ok()) return check_error(session.status());
   ++g_sessions;
