@@ -8,7 +8,10 @@
 //
 // Models whose inferred tensors are large are skipped before any session
 // exists: a valid Expand to 2^30 elements costs what it says, and that cost
-// is not a bug. Sizes known only at run time (Pad by 15M rows from an
+// is not a bug. So are models whose convolutions or matrix products take
+// more than 2^28 multiply-adds by their inferred shapes (a Conv of a 16 MB
+// tensor with itself as weights: 2.7 G, which outlasts libFuzzer's 10 s
+// under ASan, as it would take its time anywhere). Sizes known only at run time (Pad by 15M rows from an
 // initializer) are bounded by the session's host memory limit, far below
 // libFuzzer's malloc limit: past it the run fails before allocating.
 #include <algorithm>
@@ -46,6 +49,46 @@ uint64_t known_bytes(const ir::Value& v) {
   return v.kind == ir::ValueKind::kTensor && v.rank >= 0 ? shape_bytes(v.dtype, v.dims) : 0;
 }
 
+constexpr uint64_t kMaxMultiplyAdds = uint64_t(1) << 28;
+
+// Elements of value `v` by its inferred shape; 0 when unknown or absent.
+uint64_t known_elements(const ir::Graph& g, int v) {
+  if (v < 0 || size_t(v) >= g.values.size()) return 0;
+  const ir::Value& value = g.values[size_t(v)];
+  if (value.kind != ir::ValueKind::kTensor || value.rank < 0) return 0;
+  const uint64_t bytes = shape_bytes(ONYX_DTYPE_UINT8, value.dims);
+  return bytes == UINT64_MAX ? UINT64_MAX : bytes;
+}
+
+// Multiply-adds of a convolution or matrix product by the inferred shapes:
+// outputs (inputs for ConvTranspose) times the weights per output channel,
+// or outputs times the reduction; 0 for other nodes or unknown shapes.
+uint64_t multiply_adds(const ir::Graph& g, const ir::Node& n) {
+  auto input = [&](size_t k) { return k < n.inputs.size() ? n.inputs[k] : -1; };
+  auto times = [](uint64_t a, uint64_t b) { return b && a > UINT64_MAX / b ? UINT64_MAX : a * b; };
+  const bool conv = n.op_type == "Conv" || n.op_type == "ConvInteger" || n.op_type == "ConvTranspose";
+  const bool qconv = n.op_type == "QLinearConv";
+  if (conv || qconv) {
+    const int w = input(qconv ? 3 : 1);
+    const uint64_t weights = known_elements(g, w);
+    const ir::Value* wv = w >= 0 && size_t(w) < g.values.size() ? &g.values[size_t(w)] : nullptr;
+    if (!weights || !wv || wv->dims.empty() || wv->dims[0] <= 0) return 0;
+    const uint64_t per_channel = weights / uint64_t(wv->dims[0]);
+    const int over = n.op_type == "ConvTranspose" ? input(0) : (n.outputs.empty() ? -1 : n.outputs[0]);
+    return times(known_elements(g, over), per_channel);
+  }
+  if (n.op_type == "MatMul" || n.op_type == "Gemm" || n.op_type == "MatMulInteger" || n.op_type == "QLinearMatMul") {
+    const int a = input(0);
+    if (a < 0 || size_t(a) >= g.values.size() || n.outputs.empty()) return 0;
+    const ir::Value& av = g.values[size_t(a)];
+    if (av.rank < 1 || av.dims.empty()) return 0;
+    const bool trans_a = n.op_type == "Gemm" && n.attr_int("transA", 0) != 0 && av.dims.size() == 2;
+    const int64_t k = trans_a ? av.dims[0] : av.dims.back();
+    return k > 0 ? times(known_elements(g, n.outputs[0]), uint64_t(k)) : 0;
+  }
+  return 0;
+}
+
 bool small_enough(const ir::Graph& g) {
   uint64_t total = 0;
   for (const ir::Value& v : g.values) {
@@ -54,6 +97,8 @@ bool small_enough(const ir::Graph& g) {
     total += b;
     if (total > kMaxModelBytes) return false;
   }
+  for (const ir::Node& n : g.nodes)
+    if (multiply_adds(g, n) > kMaxMultiplyAdds) return false;
   return true;
 }
 
