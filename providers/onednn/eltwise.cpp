@@ -27,7 +27,9 @@ bool activation_of(const NodeInfo& node, Activation* out, std::string* reason) {
     *out = Activation{alg, alpha, beta};
     return true;
   };
-  if (!node.domain.empty()) return *reason = "not an ai.onnx op", false;
+  // com.microsoft's Gelu is ONNX's erf Gelu (no attributes).
+  if (!node.domain.empty() && !(node.domain == "com.microsoft" && op == "Gelu"))
+    return *reason = "not an ai.onnx op", false;
   if (op == "Relu") return set(algorithm::eltwise_relu);
   if (op == "LeakyRelu") return set(algorithm::eltwise_relu, float(node.get_float("alpha", 0.01)));
   if (op == "Elu") return set(algorithm::eltwise_elu, float(node.get_float("alpha", 1.0)));
@@ -136,15 +138,16 @@ void add_eltwise_ops(OpRegistry& ops) {
                                {"Abs", 6},      {"Neg", 6},       {"Reciprocal", 6},
                                {"HardSwish", 14}, {"Round", 11},    {"Gelu", 20},
                                {"Clip", 6}};
-  for (const Entry& e : kOps) {
-    ops.add(OpBuilder(e.op).since(e.since).check(eltwise_supports).create(
-        [](const NodeInfo& node, const DeviceConfig& config) {
-          Activation act;
-          std::string reason;
-          activation_of(node, &act, &reason);
-          return std::make_unique<EltwiseKernel>(act, config);
-        }));
-  }
+  auto create = [](const NodeInfo& node, const DeviceConfig& config) {
+    Activation act;
+    std::string reason;
+    activation_of(node, &act, &reason);
+    return std::make_unique<EltwiseKernel>(act, config);
+  };
+  for (const Entry& e : kOps) ops.add(OpBuilder(e.op).since(e.since).check(eltwise_supports).create(create));
+  // The erf Gelu the graph optimizer writes for models before opset 20
+  // (and ORT's transformers optimizer writes), same as ONNX's.
+  ops.add(OpBuilder("Gelu").domain("com.microsoft").since(1).check(eltwise_supports).create(create));
 }
 
 }  // namespace onyx::onednn
