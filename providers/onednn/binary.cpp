@@ -19,6 +19,7 @@ struct BinaryPrepared {
   bool expand_a = false;       // a is expanded into the output first
   dnnl::binary::primitive_desc pd;
   dnnl::binary prim;
+  mutable BoundPool<BoundArgs> calls;
 };
 
 // numpy broadcasting of two shapes, or false.
@@ -82,12 +83,8 @@ class BinaryKernel : public sdk::Kernel {
       expand(a.data<float>(), p->a, y.data<float>(), p->dst);
       first = y.raw;
     }
-    dnnl::memory::desc src0_md = p->expand_a ? plain_md(p->dst) : plain_md(p->swap ? p->b : p->a);
-    dnnl::memory::desc src1_md = plain_md(p->swap ? p->a : p->b);
-    return execute(ctx, engine_, p->prim, p->pd,
-                   {{DNNL_ARG_SRC_0, wrap(src0_md, engine_, first)},
-                    {DNNL_ARG_SRC_1, wrap(src1_md, engine_, second)},
-                    {DNNL_ARG_DST, wrap(plain_md(p->dst), engine_, y.raw)}});
+    execute_bound(p->calls, p->prim, p->pd, {{DNNL_ARG_SRC_0, first}, {DNNL_ARG_SRC_1, second}, {DNNL_ARG_DST, y.raw}});
+    return nullptr;
   }
   // oneDNN's binary runs with the output in the first input's buffer.
   void output_memory(std::span<OnyxOutputMemoryInfo> out) const override {

@@ -72,6 +72,27 @@ void BoundArgs::execute(const dnnl::primitive& prim, const dnnl::stream& stream)
       "could not execute a primitive");
 }
 
+void execute_bound(BoundPool<BoundArgs>& calls, const dnnl::primitive& prim, const dnnl::primitive_desc_base& pd,
+                   std::span<const ArgBuffer> args) {
+  std::unique_ptr<BoundArgs> bound = calls.take([&] {
+    auto made = std::make_unique<BoundArgs>();
+    const dnnl::engine engine = pd.get_engine();
+    for (const ArgBuffer& a : args) made->add(a.arg, pd.query_md(dnnl::query::exec_arg_md, a.arg), engine);
+    made->add_owned(DNNL_ARG_SCRATCHPAD, pd.scratchpad_desc(), engine);
+    return made;
+  });
+  for (size_t k = 0; k < args.size(); ++k) bound->point(k, args[k].data);
+  dnnl::stream& stream = thread_stream();
+  bound->execute(prim, stream);
+  stream.wait();
+  calls.give_back(std::move(bound));
+}
+
+void execute_bound(BoundPool<BoundArgs>& calls, const dnnl::primitive& prim, const dnnl::primitive_desc_base& pd,
+                   std::initializer_list<ArgBuffer> args) {
+  execute_bound(calls, prim, pd, std::span<const ArgBuffer>(args.begin(), args.size()));
+}
+
 int threads_for(ComputeContext& ctx, double work) {
   int host = int(std::max<size_t>(ctx.thread_count(), 1));
   return std::clamp(int(work / kWorkPerThread), 1, host);

@@ -13,9 +13,11 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -119,6 +121,23 @@ class BoundPool {
   std::mutex mutex_;
   std::vector<std::unique_ptr<Bound>> free_;
 };
+
+// One argument of a call: its id and this call's buffer (its descriptor is
+// the primitive's own, asked of its primitive_desc when first bound).
+struct ArgBuffer {
+  int arg;
+  const void* data;
+};
+
+// Runs `prim` with its arguments bound once per concurrent caller (from
+// `calls`: the descriptors `pd` gives each argument, and the scratchpad it
+// asks for) and pointed at `args`' buffers; waits for it. The arguments must
+// come in the same order on every call with the same `calls`. On the threads
+// chosen by the last use_threads_for() on this thread.
+void execute_bound(BoundPool<BoundArgs>& calls, const dnnl::primitive& prim, const dnnl::primitive_desc_base& pd,
+                   std::initializer_list<ArgBuffer> args);
+void execute_bound(BoundPool<BoundArgs>& calls, const dnnl::primitive& prim, const dnnl::primitive_desc_base& pd,
+                   std::span<const ArgBuffer> args);
 
 // Sets oneDNN's (OpenMP) thread count for the primitives the calling thread
 // creates and runs next: the host's intra-op thread count, but one thread

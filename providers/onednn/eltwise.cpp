@@ -81,6 +81,7 @@ namespace {
 struct EltwisePrepared {
   dnnl::eltwise_forward::primitive_desc pd;
   dnnl::eltwise_forward prim;
+  mutable BoundPool<BoundArgs> calls;
 };
 
 class EltwiseKernel : public sdk::Kernel {
@@ -103,9 +104,8 @@ class EltwiseKernel : public sdk::Kernel {
       p->prim = dnnl::eltwise_forward(p->pd);
       return p;
     });
-    auto md = plain_md({n});
-    return execute(ctx, engine_, prepared->prim, prepared->pd,
-                   {{DNNL_ARG_SRC, wrap(md, engine_, x.raw)}, {DNNL_ARG_DST, wrap(md, engine_, y.raw)}});
+    execute_bound(prepared->calls, prepared->prim, prepared->pd, {{DNNL_ARG_SRC, x.raw}, {DNNL_ARG_DST, y.raw}});
+    return nullptr;
   }
   // oneDNN's eltwise runs in place.
   void output_memory(std::span<OnyxOutputMemoryInfo> out) const override {

@@ -12,6 +12,7 @@ using flags = dnnl::normalization_flags;
 struct BatchNormPrepared {
   dnnl::batch_normalization_forward::primitive_desc pd;
   dnnl::batch_normalization_forward prim;
+  mutable BoundPool<BoundArgs> calls;
 };
 
 // y = (x - mean) / sqrt(var + epsilon) * scale + bias, per channel (axis 1).
@@ -40,15 +41,14 @@ class BatchNormKernel : public sdk::Kernel {
       made->prim = dnnl::batch_normalization_forward(made->pd);
       return made;
     });
-    auto md = plain_md(x.shape());
-    auto vec = plain_md({channels});
-    return execute(ctx, engine_, p->prim, p->pd,
-                   {{DNNL_ARG_SRC, wrap(md, engine_, x.raw)},
-                    {DNNL_ARG_DST, wrap(md, engine_, y.raw)},
-                    {DNNL_ARG_SCALE, wrap(vec, engine_, ctx.in(1).raw)},
-                    {DNNL_ARG_SHIFT, wrap(vec, engine_, ctx.in(2).raw)},
-                    {DNNL_ARG_MEAN, wrap(vec, engine_, ctx.in(3).raw)},
-                    {DNNL_ARG_VARIANCE, wrap(vec, engine_, ctx.in(4).raw)}});
+    execute_bound(p->calls, p->prim, p->pd,
+                  {{DNNL_ARG_SRC, x.raw},
+                   {DNNL_ARG_DST, y.raw},
+                   {DNNL_ARG_SCALE, ctx.in(1).raw},
+                   {DNNL_ARG_SHIFT, ctx.in(2).raw},
+                   {DNNL_ARG_MEAN, ctx.in(3).raw},
+                   {DNNL_ARG_VARIANCE, ctx.in(4).raw}});
+    return nullptr;
   }
 
  private:
@@ -71,6 +71,7 @@ std::string batch_norm_supports(const NodeInfo& n) {
 struct LayerNormPrepared {
   dnnl::layer_normalization_forward::primitive_desc pd;
   dnnl::layer_normalization_forward prim;
+  mutable BoundPool<BoundArgs> calls;
 };
 
 // Normalizes over the axes from `axis` on: the input is seen as [outer, inner].
@@ -113,21 +114,21 @@ class LayerNormKernel : public sdk::Kernel {
       made->prim = dnnl::layer_normalization_forward(made->pd);
       return made;
     });
-    auto md = plain_md({outer, inner});
-    std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, wrap(md, engine_, x.raw)},
-                                                  {DNNL_ARG_DST, wrap(md, engine_, y.raw)},
-                                                  {DNNL_ARG_SCALE, wrap(plain_md({inner}), engine_, scale.raw)}};
-    if (bias) args[DNNL_ARG_SHIFT] = wrap(plain_md({inner}), engine_, bias->raw);
+    // The same arguments in the same order on every call of this kernel
+    // (a bias and statistics or not), as execute_bound wants.
+    ArgBuffer args[6] = {{DNNL_ARG_SRC, x.raw}, {DNNL_ARG_DST, y.raw}, {DNNL_ARG_SCALE, scale.raw}};
+    size_t count = 3;
+    if (bias) args[count++] = {DNNL_ARG_SHIFT, bias->raw};
     float* variance = nullptr;
     if (want_stats) {
       void* buf = nullptr;
       ONYX_SDK_RETURN_IF_ERROR(ctx.scratch(size_t(outer) * 2 * sizeof(float), &buf));
       float* mean = mean_out.raw ? mean_out.data<float>() : static_cast<float*>(buf);
       variance = static_cast<float*>(buf) + outer;
-      args[DNNL_ARG_MEAN] = wrap(plain_md({outer}), engine_, mean);
-      args[DNNL_ARG_VARIANCE] = wrap(plain_md({outer}), engine_, variance);
+      args[count++] = {DNNL_ARG_MEAN, mean};
+      args[count++] = {DNNL_ARG_VARIANCE, variance};
     }
-    ONYX_SDK_RETURN_IF_ERROR(execute(ctx, engine_, p->prim, p->pd, std::move(args)));
+    execute_bound(p->calls, p->prim, p->pd, std::span<const ArgBuffer>(args, count));
     if (inv_std_out.raw)
       for (int64_t i = 0; i < outer; ++i)
         inv_std_out.data<float>()[i] = 1.f / std::sqrt(variance[i] + epsilon_);

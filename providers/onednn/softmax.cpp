@@ -7,6 +7,7 @@ namespace {
 struct SoftmaxPrepared {
   dnnl::softmax_v2_forward::primitive_desc pd;
   dnnl::softmax_v2_forward prim;
+  mutable BoundPool<BoundArgs> calls;
 };
 
 class SoftmaxKernel : public sdk::Kernel {
@@ -45,9 +46,8 @@ class SoftmaxKernel : public sdk::Kernel {
       made->prim = dnnl::softmax_v2_forward(made->pd);
       return made;
     });
-    auto md = plain_md(dims);
-    return execute(ctx, engine_, p->prim, p->pd,
-                   {{DNNL_ARG_SRC, wrap(md, engine_, x.raw)}, {DNNL_ARG_DST, wrap(md, engine_, y.raw)}});
+    execute_bound(p->calls, p->prim, p->pd, {{DNNL_ARG_SRC, x.raw}, {DNNL_ARG_DST, y.raw}});
+    return nullptr;
   }
   void output_memory(std::span<OnyxOutputMemoryInfo> out) const override {
     if (!out.empty()) out[0].kind = ONYX_OUTPUT_MAY_OVERWRITE_INPUT, out[0].input_index = 0;
