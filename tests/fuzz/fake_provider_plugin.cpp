@@ -267,29 +267,37 @@ T* owned(void* handle, std::set<void*> Device::*set) {
   return object;
 }
 
-OnyxStatus* stream_create(OnyxDevice* device, OnyxStream** out) {
+// A new stream or event of `device`, tracked until destroy_object.
+template <typename T, typename Handle>
+OnyxStatus* create_object(OnyxDevice* device, std::set<void*> Device::*set, const char* what, Handle** out) {
   if (!device || !out) host_broke_contract();
-  if (OnyxStatus* s = status(g_config.stream_status, "stream_create failed")) return s;
-  auto* st = new Stream{reinterpret_cast<Device*>(device)};
-  track(st);
+  if (OnyxStatus* s = status(g_config.stream_status, what)) return s;
+  auto* object = new T{reinterpret_cast<Device*>(device)};
+  track(object);
   {
     std::lock_guard lock(g_mutex);
-    st->device->streams.insert(st);
+    (object->device->*set).insert(object);
   }
-  *out = reinterpret_cast<OnyxStream*>(st);
+  *out = reinterpret_cast<Handle*>(object);
   return nullptr;
 }
 
-void stream_destroy(OnyxStream* stream) {
-  if (!stream) return;
-  auto* st = owned<Stream>(stream, &Device::streams);
-  untrack(st);
+template <typename T>
+void destroy_object(void* handle, std::set<void*> Device::*set) {
+  if (!handle) return;
+  auto* object = owned<T>(handle, set);
+  untrack(object);
   {
     std::lock_guard lock(g_mutex);
-    st->device->streams.erase(st);
+    (object->device->*set).erase(object);
   }
-  delete st;
+  delete object;
 }
+
+OnyxStatus* stream_create(OnyxDevice* device, OnyxStream** out) {
+  return create_object<Stream>(device, &Device::streams, "stream_create failed", out);
+}
+void stream_destroy(OnyxStream* stream) { destroy_object<Stream>(stream, &Device::streams); }
 
 void check_stream(OnyxStream* stream) {
   if (stream) owned<Stream>(stream, &Device::streams);
@@ -301,28 +309,9 @@ OnyxStatus* stream_synchronize(OnyxStream* stream) {
 }
 
 OnyxStatus* event_create(OnyxDevice* device, OnyxEvent** out) {
-  if (!device || !out) host_broke_contract();
-  if (OnyxStatus* s = status(g_config.stream_status, "event_create failed")) return s;
-  auto* ev = new Event{reinterpret_cast<Device*>(device)};
-  track(ev);
-  {
-    std::lock_guard lock(g_mutex);
-    ev->device->events.insert(ev);
-  }
-  *out = reinterpret_cast<OnyxEvent*>(ev);
-  return nullptr;
+  return create_object<Event>(device, &Device::events, "event_create failed", out);
 }
-
-void event_destroy(OnyxEvent* event) {
-  if (!event) return;
-  auto* ev = owned<Event>(event, &Device::events);
-  untrack(ev);
-  {
-    std::lock_guard lock(g_mutex);
-    ev->device->events.erase(ev);
-  }
-  delete ev;
-}
+void event_destroy(OnyxEvent* event) { destroy_object<Event>(event, &Device::events); }
 
 OnyxStatus* event_record(OnyxEvent* event, OnyxStream* stream) {
   auto* ev = owned<Event>(event, &Device::events);
