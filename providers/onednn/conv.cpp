@@ -157,13 +157,25 @@ struct ConvSpec {
   bool use_bf16 = false;
 };
 
+// What one call binds (BoundArgs): the convolution's arguments, the bf16
+// conversions of X and of weights that are not constant, the reorder of a
+// blocked output to the plain one; and the indices of the arguments each
+// call points at its tensors (kNone: not bound).
+struct ConvCall {
+  static constexpr size_t kNone = SIZE_MAX;
+  BoundArgs x_to_bf16, w_to_bf16, conv, to_plain;
+  size_t x = kNone, w = kNone, bias = kNone, y = kNone;
+};
+
 struct ConvPrepared {
   ConvGeometry geo;
+  std::vector<int64_t> x_dims;  // X's shape
   dnnl::primitive_desc pd;
   dnnl::primitive prim;
   dnnl::memory weights, bias;  // constant, in oneDNN's layout (empty: from inputs)
   std::optional<dnnl::reorder> src_to_bf16, weights_to_bf16;
   std::optional<dnnl::reorder> dst_to_plain;  // when oneDNN writes a blocked layout
+  mutable BoundPool<ConvCall> calls;
 };
 
 class ConvKernel : public sdk::Kernel {
@@ -186,60 +198,77 @@ class ConvKernel : public sdk::Kernel {
     use_threads_for(ctx, conv_work(x.shape(), w_dims));
     auto p = cache_.get(shape_key(ctx), [&] { return prepare(x.shape(), w_dims, &err); });
     if (!p) return sdk::make_status(ONYX_STATUS_INVALID_ARGUMENT, "%s: %s", op, err.c_str());
-    const ConvGeometry& g = p->geo;
-    std::unordered_map<int, dnnl::memory> args;
+    std::unique_ptr<ConvCall> call = p->calls.take([&] { return bind(*p); });
     dnnl::stream& stream = thread_stream();
-    dnnl::memory user_x = wrap(plain_md(x.shape()), engine_, x.raw);
     if (p->src_to_bf16) {
-      void* buf = nullptr;
-      ONYX_SDK_RETURN_IF_ERROR(ctx.scratch(p->pd.src_desc().get_size(), &buf));
-      args[DNNL_ARG_SRC] = dnnl::memory(p->pd.src_desc(), engine_, buf);
-      p->src_to_bf16->execute(stream, user_x, args[DNNL_ARG_SRC]);
+      call->x_to_bf16.point(call->x, x.raw);
+      call->x_to_bf16.execute(*p->src_to_bf16, stream);
     } else {
-      args[DNNL_ARG_SRC] = user_x;
+      call->conv.point(call->x, x.raw);
     }
-    if (p->weights) {
-      args[DNNL_ARG_WEIGHTS] = p->weights;
-    } else {
-      dnnl::memory user_w = wrap(dnnl::memory::desc(g.weights, dt::f32, g.user_weight_strides), engine_,
-                                 ctx.in(1).raw);
-      if (p->weights_to_bf16) {
-        void* buf = nullptr;
-        ONYX_SDK_RETURN_IF_ERROR(ctx.scratch(p->pd.weights_desc().get_size(), &buf));
-        args[DNNL_ARG_WEIGHTS] = dnnl::memory(p->pd.weights_desc(), engine_, buf);
-        p->weights_to_bf16->execute(stream, user_w, args[DNNL_ARG_WEIGHTS]);
-      } else {
-        args[DNNL_ARG_WEIGHTS] = user_w;
-      }
+    if (p->weights_to_bf16) {
+      call->w_to_bf16.point(call->w, ctx.in(1).raw);
+      call->w_to_bf16.execute(*p->weights_to_bf16, stream);
+    } else if (!p->weights) {
+      call->conv.point(call->w, ctx.in(1).raw);
     }
-    if (p->bias) {
-      args[DNNL_ARG_BIAS] = p->bias;
-    } else if (auto b = ctx.input(2)) {
-      args[DNNL_ARG_BIAS] = wrap(plain_md({g.dst[1]}), engine_, b->raw);
-    }
-    dnnl::memory user_y = wrap(plain_md(y.shape()), engine_, y.raw);
+    if (call->bias != ConvCall::kNone) call->conv.point(call->bias, ctx.in(2).raw);
     if (p->dst_to_plain) {
-      void* buf = nullptr;
-      ONYX_SDK_RETURN_IF_ERROR(ctx.scratch(p->pd.dst_desc().get_size(), &buf));
-      args[DNNL_ARG_DST] = dnnl::memory(p->pd.dst_desc(), engine_, buf);
+      call->conv.execute(p->prim, stream);
+      call->to_plain.point(call->y, y.raw);
+      call->to_plain.execute(*p->dst_to_plain, stream);
     } else {
-      args[DNNL_ARG_DST] = user_y;
+      call->conv.point(call->y, y.raw);
+      call->conv.execute(p->prim, stream);
     }
     stream.wait();
-    dnnl::memory blocked_y = args[DNNL_ARG_DST];
-    ONYX_SDK_RETURN_IF_ERROR(execute(ctx, engine_, p->prim, p->pd, std::move(args)));
-    if (p->dst_to_plain) {
-      p->dst_to_plain->execute(stream, blocked_y, user_y);
-      stream.wait();
-    }
+    p->calls.give_back(std::move(call));
     return nullptr;
   }
 
  private:
+  // The arguments of one call, made once per concurrent caller.
+  std::unique_ptr<ConvCall> bind(const ConvPrepared& p) const {
+    auto call = std::make_unique<ConvCall>();
+    const ConvGeometry& g = p.geo;
+    BoundArgs& c = call->conv;
+    const dnnl::memory::desc user_x = plain_md(p.x_dims), user_w(g.weights, dt::f32, g.user_weight_strides);
+    if (p.src_to_bf16) {
+      call->x = call->x_to_bf16.add(DNNL_ARG_FROM, user_x, engine_);
+      call->x_to_bf16.add_owned(DNNL_ARG_TO, p.pd.src_desc(), engine_);
+      c.add(DNNL_ARG_SRC, call->x_to_bf16.memory(1));
+    } else {
+      call->x = c.add(DNNL_ARG_SRC, user_x, engine_);
+    }
+    if (p.weights) {
+      c.add(DNNL_ARG_WEIGHTS, p.weights);
+    } else if (p.weights_to_bf16) {
+      call->w = call->w_to_bf16.add(DNNL_ARG_FROM, user_w, engine_);
+      call->w_to_bf16.add_owned(DNNL_ARG_TO, p.pd.weights_desc(), engine_);
+      c.add(DNNL_ARG_WEIGHTS, call->w_to_bf16.memory(1));
+    } else {
+      call->w = c.add(DNNL_ARG_WEIGHTS, user_w, engine_);
+    }
+    if (p.bias)
+      c.add(DNNL_ARG_BIAS, p.bias);
+    else if (spec_.runtime_bias)
+      call->bias = c.add(DNNL_ARG_BIAS, plain_md({g.dst[1]}), engine_);
+    if (p.dst_to_plain) {  // the convolution writes a buffer of the call's, reordered into Y
+      c.add_owned(DNNL_ARG_DST, p.pd.dst_desc(), engine_);
+      call->to_plain.add(DNNL_ARG_FROM, c.memory(c.size() - 1));
+      call->y = call->to_plain.add(DNNL_ARG_TO, plain_md(g.onnx_out), engine_);
+    } else {
+      call->y = c.add(DNNL_ARG_DST, plain_md(g.onnx_out), engine_);
+    }
+    c.add_owned(DNNL_ARG_SCRATCHPAD, p.pd.scratchpad_desc(), engine_);
+    return call;
+  }
+
   std::shared_ptr<ConvPrepared> prepare(const std::vector<int64_t>& x, const std::vector<int64_t>& w,
                                         std::string* err) const {
     auto p = std::make_shared<ConvPrepared>();
     if (!conv_geometry(spec_.attrs, x, w, &p->geo, err)) return nullptr;
+    p->x_dims = x;
     const ConvGeometry& g = p->geo;
     dt type = spec_.use_bf16 ? dt::bf16 : dt::f32;
     auto any = dnnl::memory::format_tag::any;

@@ -84,6 +84,7 @@ class BoundArgs {
   // Points argument `index` (from add) at `data`; the buffer must fit its descriptor.
   void point(size_t index, const void* data) { memories_[index].set_data_handle(const_cast<void*>(data)); }
   const dnnl::memory& memory(size_t index) const { return memories_[index]; }
+  size_t size() const { return memories_.size(); }
   // Runs `prim` on `stream` with these arguments (no wait).
   void execute(const dnnl::primitive& prim, const dnnl::stream& stream) const;
 
