@@ -106,21 +106,6 @@ void use_threads(int threads) {
 
 void use_threads_for(ComputeContext& ctx, double work) { use_threads(threads_for(ctx, work)); }
 
-OnyxStatus* execute(ComputeContext& ctx, const dnnl::engine& engine, const dnnl::primitive& prim,
-                    const dnnl::primitive_desc_base& pd,
-                    std::unordered_map<int, dnnl::memory> args) {
-  size_t scratch_bytes = pd.scratchpad_desc().get_size();
-  if (scratch_bytes > 0) {
-    void* scratch = nullptr;
-    ONYX_SDK_RETURN_IF_ERROR(ctx.scratch(scratch_bytes, &scratch));
-    args[DNNL_ARG_SCRATCHPAD] = dnnl::memory(pd.scratchpad_desc(), engine, scratch);
-  }
-  dnnl::stream& stream = thread_stream();
-  prim.execute(stream, args);
-  stream.wait();
-  return nullptr;
-}
-
 std::vector<int64_t> shape_key(ComputeContext& ctx) {
   std::vector<int64_t> key;
   for (size_t k = 0; k < ctx.input_count(); ++k) {

@@ -52,16 +52,9 @@ dnnl::memory::desc plain_md(const std::vector<int64_t>& dims,
 // A descriptor of `dims` laid out with explicit `strides`.
 dnnl::memory::desc strided_md(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides);
 
-// Attributes every primitive here uses: the host provides scratch memory
-// (so that concurrent runs never share a library-owned scratchpad).
+// Attributes every primitive here uses: the scratchpad is the caller's (each
+// call's BoundArgs owns one), so concurrent runs never share oneDNN's own.
 dnnl::primitive_attr base_attr();
-
-// Runs `prim` with `args` on a fresh stream of `engine`, with the scratchpad
-// taken from the host's per-call scratch memory, on the threads chosen by
-// the last use_threads_for() on this thread.
-OnyxStatus* execute(ComputeContext& ctx, const dnnl::engine& engine, const dnnl::primitive& prim,
-                    const dnnl::primitive_desc_base& pd,
-                    std::unordered_map<int, dnnl::memory> args);
 
 // The arguments of one primitive kept from call to call: memory objects
 // made once and pointed at each call's buffers, in the array oneDNN's C
@@ -153,11 +146,6 @@ void use_threads_for(ComputeContext& ctx, double work);
 int threads_for(ComputeContext& ctx, double work);
 // Sets the calling thread's oneDNN (OpenMP) thread count.
 void use_threads(int threads);
-
-// A memory object over a host buffer (no copy).
-inline dnnl::memory wrap(const dnnl::memory::desc& md, const dnnl::engine& engine, const void* data) {
-  return dnnl::memory(md, engine, const_cast<void*>(data));
-}
 
 // A reorder primitive from `from` to `to` on one engine.
 inline dnnl::reorder make_reorder(const dnnl::memory::desc& from, const dnnl::memory::desc& to,

@@ -28,6 +28,7 @@ struct ConvGradPrepared {
   dnnl::convolution_backward_data data;
   dnnl::convolution_backward_weights::primitive_desc weights_pd;
   dnnl::convolution_backward_weights weights;
+  mutable BoundPool<BoundArgs> data_calls, weights_calls;
 };
 
 class ConvGradKernel : public sdk::Kernel {
@@ -54,18 +55,13 @@ class ConvGradKernel : public sdk::Kernel {
     }
     use_threads_for(ctx, conv_work(x.shape(), w.shape()));
     auto p = cache_.get(shape_key(ctx), [&] { return prepare(geo, x.shape()); });
-    auto src_md = plain_md(x.shape()), dst_md = plain_md(dy.shape());
-    dnnl::memory::desc w_md(geo.weights, dt::f32, geo.user_weight_strides);
+    // The primitives were made on these plain layouts (and W's ONNX one).
     if (want_dx_)
-      ONYX_SDK_RETURN_IF_ERROR(execute(ctx, engine_, p->data, p->data_pd,
-                                       {{DNNL_ARG_DIFF_DST, wrap(dst_md, engine_, dy.raw)},
-                                        {DNNL_ARG_WEIGHTS, wrap(w_md, engine_, w.raw)},
-                                        {DNNL_ARG_DIFF_SRC, wrap(src_md, engine_, dx.raw)}}));
+      execute_bound(p->data_calls, p->data, p->data_pd,
+                    {{DNNL_ARG_DIFF_DST, dy.raw}, {DNNL_ARG_WEIGHTS, w.raw}, {DNNL_ARG_DIFF_SRC, dx.raw}});
     if (want_dw_)
-      ONYX_SDK_RETURN_IF_ERROR(execute(ctx, engine_, p->weights, p->weights_pd,
-                                       {{DNNL_ARG_SRC, wrap(src_md, engine_, x.raw)},
-                                        {DNNL_ARG_DIFF_DST, wrap(dst_md, engine_, dy.raw)},
-                                        {DNNL_ARG_DIFF_WEIGHTS, wrap(w_md, engine_, dw.raw)}}));
+      execute_bound(p->weights_calls, p->weights, p->weights_pd,
+                    {{DNNL_ARG_SRC, x.raw}, {DNNL_ARG_DIFF_DST, dy.raw}, {DNNL_ARG_DIFF_WEIGHTS, dw.raw}});
     return nullptr;
   }
 
@@ -96,12 +92,19 @@ class ConvGradKernel : public sdk::Kernel {
   ShapeCache<ConvGradPrepared> cache_;
 };
 
+// One call's arguments (BoundArgs): max pooling runs forward first, into a
+// pooled output and an argmax workspace of the call's own, which backward reads.
+struct PoolGradCall {
+  BoundArgs fwd, bwd;
+};
+
 struct PoolGradPrepared {
   PoolGeometry geo;
   dnnl::pooling_v2_forward::primitive_desc fwd_pd;  // max: to find the argmax
   dnnl::pooling_v2_forward fwd;
   dnnl::pooling_v2_backward::primitive_desc bwd_pd;
   dnnl::pooling_v2_backward bwd;
+  mutable BoundPool<PoolGradCall> calls;
 };
 
 class PoolGradKernel : public sdk::Kernel {
@@ -140,25 +143,38 @@ class PoolGradKernel : public sdk::Kernel {
     for (int64_t k : spec_.kernel) window *= double(k);
     use_threads_for(ctx, double(dx.size()) * window);
     auto p = cache_.get(x_dims, [&] { return prepare(geo, x_dims); });
-    auto src_md = plain_md(x_dims), dst_md = plain_md(geo.out);
-    std::unordered_map<int, dnnl::memory> bwd_args = {{DNNL_ARG_DIFF_DST, wrap(dst_md, engine_, dy.raw)},
-                                                      {DNNL_ARG_DIFF_SRC, wrap(src_md, engine_, dx.raw)}};
+    std::unique_ptr<PoolGradCall> call = p->calls.take([&] { return bind(*p); });
+    dnnl::stream& stream = thread_stream();
     if (spec_.max) {  // the forward pass records which input each output took
-      void* y = nullptr;
-      void* ws = nullptr;
-      ONYX_SDK_RETURN_IF_ERROR(ctx.scratch(p->fwd_pd.dst_desc().get_size(), &y));
-      ONYX_SDK_RETURN_IF_ERROR(ctx.scratch(p->fwd_pd.workspace_desc().get_size(), &ws));
-      dnnl::memory workspace(p->fwd_pd.workspace_desc(), engine_, ws);
-      ONYX_SDK_RETURN_IF_ERROR(execute(ctx, engine_, p->fwd, p->fwd_pd,
-                                       {{DNNL_ARG_SRC, wrap(src_md, engine_, second.raw)},
-                                        {DNNL_ARG_DST, wrap(dst_md, engine_, y)},
-                                        {DNNL_ARG_WORKSPACE, workspace}}));
-      bwd_args[DNNL_ARG_WORKSPACE] = workspace;
+      call->fwd.point(0, second.raw);
+      call->fwd.execute(p->fwd, stream);
     }
-    return execute(ctx, engine_, p->bwd, p->bwd_pd, std::move(bwd_args));
+    call->bwd.point(0, dy.raw);
+    call->bwd.point(1, dx.raw);
+    call->bwd.execute(p->bwd, stream);
+    stream.wait();
+    p->calls.give_back(std::move(call));
+    return nullptr;
   }
 
  private:
+  // Backward's dY and dX (arguments 0 and 1) and, for max pooling,
+  // forward's X (argument 0): pointed per call; the rest owned by the call.
+  std::unique_ptr<PoolGradCall> bind(const PoolGradPrepared& p) const {
+    auto call = std::make_unique<PoolGradCall>();
+    call->bwd.add(DNNL_ARG_DIFF_DST, p.bwd_pd.diff_dst_desc(), engine_);
+    call->bwd.add(DNNL_ARG_DIFF_SRC, p.bwd_pd.diff_src_desc(), engine_);
+    call->bwd.add_owned(DNNL_ARG_SCRATCHPAD, p.bwd_pd.scratchpad_desc(), engine_);
+    if (spec_.max) {
+      call->fwd.add(DNNL_ARG_SRC, p.fwd_pd.src_desc(), engine_);
+      call->fwd.add_owned(DNNL_ARG_DST, p.fwd_pd.dst_desc(), engine_);
+      call->fwd.add_owned(DNNL_ARG_WORKSPACE, p.fwd_pd.workspace_desc(), engine_);
+      call->fwd.add_owned(DNNL_ARG_SCRATCHPAD, p.fwd_pd.scratchpad_desc(), engine_);
+      call->bwd.add(DNNL_ARG_WORKSPACE, call->fwd.memory(2));
+    }
+    return call;
+  }
+
   std::shared_ptr<PoolGradPrepared> prepare(const PoolGeometry& g, const std::vector<int64_t>& x) const {
     auto p = std::make_shared<PoolGradPrepared>();
     p->geo = g;

@@ -49,6 +49,7 @@ std::string flatten_supports(const NodeInfo& n) {
 struct TransposePrepared {
   dnnl::memory::desc from, to;
   dnnl::reorder prim;
+  mutable BoundPool<BoundArgs> calls;
 };
 
 class TransposeKernel : public sdk::Kernel {
@@ -90,10 +91,18 @@ class TransposeKernel : public sdk::Kernel {
       made->prim = make_reorder(made->from, made->to, engine_);
       return made;
     });
-    dnnl::memory from = wrap(p->from, engine_, x.raw), to = wrap(p->to, engine_, y.raw);
+    std::unique_ptr<BoundArgs> call = p->calls.take([&] {
+      auto made = std::make_unique<BoundArgs>();
+      made->add(DNNL_ARG_FROM, p->from, engine_);
+      made->add(DNNL_ARG_TO, p->to, engine_);
+      return made;
+    });
+    call->point(0, x.raw);
+    call->point(1, y.raw);
     dnnl::stream& stream = thread_stream();
-    p->prim.execute(stream, from, to);
+    call->execute(p->prim, stream);
     stream.wait();
+    p->calls.give_back(std::move(call));
     return nullptr;
   }
 
