@@ -321,7 +321,7 @@ class BlockedGroupKernel : public sdk::Kernel {
         } else if (src.internal) {
           in.emplace_back(src_md, engine_, arena + plan.slot_offset[src.index]);
         } else {
-          in.emplace_back(p.inputs[k].md, engine_);  // pointed per call
+          in.emplace_back(p.inputs[k].md, engine_, nullptr);  // no buffer: pointed per call
         }
       }
       dnnl::memory out(plan.slot_md[step.slot], engine_, arena + plan.slot_offset[step.slot]);
