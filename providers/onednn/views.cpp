@@ -1,7 +1,7 @@
 // Layout ops, so that whole CNNs and transformer blocks stay on this
-// provider (and `--provider onednn` alone runs them): Flatten as a view
-// (ONYX_OUTPUT_ALIASES_INPUT: no bytes move), Transpose as a oneDNN reorder
-// from the input seen through permuted strides.
+// provider (and `--provider onednn` alone runs them): Flatten and Reshape as
+// views (ONYX_OUTPUT_ALIASES_INPUT: no bytes move), Transpose as a oneDNN
+// reorder from the input seen through permuted strides.
 #include <cstring>
 
 #include "ops.h"
@@ -37,6 +37,67 @@ class FlattenKernel : public sdk::Kernel {
  private:
   int64_t axis_;
 };
+
+// Reshape (opset 5 on: the shape is input 1, int64): 0 copies the input's
+// dim at that place (unless allowzero), -1 takes what is left.
+class ReshapeKernel : public sdk::Kernel {
+ public:
+  explicit ReshapeKernel(bool allow_zero) : allow_zero_(allow_zero) {}
+
+  OnyxStatus* compute(ComputeContext& ctx) override {
+    sdk::Tensor x = ctx.in(0), shape = ctx.in(1);
+    if (shape.dtype != ONYX_DTYPE_INT64 || shape.rank() != 1)
+      return sdk::make_status(ONYX_STATUS_INVALID_ARGUMENT, "Reshape: the shape must be a 1-D int64 tensor");
+    std::vector<int64_t> dims(shape.data<int64_t>(), shape.data<int64_t>() + shape.size());
+    int64_t known = 1, infer = -1;
+    for (size_t k = 0; k < dims.size(); ++k) {
+      if (dims[k] == 0 && !allow_zero_) {
+        if (k >= x.dims.size())
+          return sdk::make_status(ONYX_STATUS_INVALID_ARGUMENT, "Reshape: shape[%zu] is 0 but the input has rank %zu",
+                                  k, x.dims.size());
+        dims[k] = x.dims[k];
+      }
+      if (dims[k] == -1) {
+        if (infer >= 0) return sdk::make_status(ONYX_STATUS_INVALID_ARGUMENT, "Reshape: more than one -1 in the shape");
+        infer = int64_t(k);
+        continue;
+      }
+      if (dims[k] < 0)
+        return sdk::make_status(ONYX_STATUS_INVALID_ARGUMENT, "Reshape: shape[%zu] is %lld", k, (long long)dims[k]);
+      if (dims[k] > 0 && known > INT64_MAX / dims[k])
+        return sdk::make_status(ONYX_STATUS_INVALID_ARGUMENT, "Reshape: the shape's element count overflows");
+      known *= dims[k];
+    }
+    const int64_t count = x.size();
+    if (infer >= 0) {
+      if (known == 0 || count % known != 0)
+        return sdk::make_status(ONYX_STATUS_INVALID_ARGUMENT, "Reshape: %lld elements do not fill the shape's -1",
+                                (long long)count);
+      dims[size_t(infer)] = count / known;
+    } else if (known != count) {
+      return sdk::make_status(ONYX_STATUS_INVALID_ARGUMENT, "Reshape: %lld elements into a shape of %lld",
+                              (long long)count, (long long)known);
+    }
+    sdk::Tensor y;
+    ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, x.dtype, dims, &y));
+    // The host normally hands back x's own buffer; another buffer gets a copy.
+    size_t bytes = size_t(count) * sdk::dtype_size(x.dtype);
+    if (y.raw != x.raw && bytes > 0) std::memcpy(y.raw, x.raw, bytes);
+    return nullptr;
+  }
+  void output_memory(std::span<OnyxOutputMemoryInfo> out) const override {
+    if (!out.empty()) out[0].kind = ONYX_OUTPUT_ALIASES_INPUT, out[0].input_index = 0;
+  }
+
+ private:
+  bool allow_zero_;
+};
+
+std::string reshape_supports(const NodeInfo& n) {
+  RETURN_IF_REASON(require_f32(n, {0}));
+  if (!n.input_present(1) || n.inputs[1].dtype != ONYX_DTYPE_INT64) return "the shape (input 1) is not int64";
+  return {};
+}
 
 std::string flatten_supports(const NodeInfo& n) {
   RETURN_IF_REASON(require_f32(n, {0}));
@@ -123,6 +184,9 @@ std::string transpose_supports(const NodeInfo& n) {
 void add_view_ops(OpRegistry& ops) {
   ops.add(OpBuilder("Transpose").check(transpose_supports).create([](const NodeInfo& n, const DeviceConfig& c) {
     return std::unique_ptr<sdk::Kernel>(new TransposeKernel(n.get_ints("perm"), c));
+  }));
+  ops.add(OpBuilder("Reshape").since(5).check(reshape_supports).create([](const NodeInfo& n, const DeviceConfig&) {
+    return std::unique_ptr<sdk::Kernel>(new ReshapeKernel(n.get_int("allowzero", 0) != 0));
   }));
   ops.add(OpBuilder("Flatten").check(flatten_supports).create([](const NodeInfo& n, const DeviceConfig&) {
     return std::unique_ptr<sdk::Kernel>(new FlattenKernel(n.get_int("axis", 1)));
