@@ -123,7 +123,8 @@ TEST_P(CApiIsolationFault, TheRunFailsNamingProviderAndNodeAndTheNextRunWorks) {
 
 INSTANTIATE_TEST_SUITE_P(Faults, CApiIsolationFault,
                          ::testing::Values(Fault{"crash_segv", 0, "signal 11"}, Fault{"crash_abort", 0, "signal 6"},
-                                           Fault{"crash_hang", 0.5, "run timeout (0.5 s)"}),
+                                           // 2 s: an ASan-built worker takes over 0.5 s to start.
+                                           Fault{"crash_hang", 2.0, "run timeout (2 s)"}),
                          [](const auto& test) { return std::string(test.param.provider); });
 
 // Faults before any run (tests/plugins crash_at, chosen by ONYX_TEST_CRASH_AT,
