@@ -232,8 +232,9 @@ TEST(QGemm, RequantizationEqualsFloat64OnEveryKernelSet) {
           break;
         case 1: {  // (acc + bias) * m a hair from k + 0.5
           const double k = std::floor(unit(rng) * 600.0) - 300.0;
-          acc[i] = int32_t(std::clamp(std::nearbyint((k + 0.5) / m - bias), -2147483648.0, 2147483647.0)) +
-                   int32_t(rng() % 3) - 1;
+          // The nudge of -1..1 in int64: at int32's ends it would overflow.
+          const int64_t near = int64_t(std::clamp(std::nearbyint((k + 0.5) / m - bias), -2147483648.0, 2147483647.0));
+          acc[i] = int32_t(std::clamp<int64_t>(near + int64_t(rng() % 3) - 1, INT32_MIN, INT32_MAX));
           break;
         }
         case 2:  // cancels the bias
