@@ -129,6 +129,15 @@ double seconds_to_create(onyx::Env& env, const std::string& bytes) {
 // tensor) before it even looked at the graph.
 constexpr int64_t kWeights = 24 * kMiB;  // float32 elements
 
+// Under ASan the peaks below are not the program's: shadow memory and the
+// quarantine of freed blocks add to them (a 96 MiB file peaked at 337 MiB).
+// The other checks still run.
+#ifdef __SANITIZE_ADDRESS__
+constexpr bool kMeasuresMemory = false;
+#else
+constexpr bool kMeasuresMemory = true;
+#endif
+
 TEST(ModelCost, AModelRefusedForItsGraphCostsAtMostItsFileSizePlus64MiB) {
   TempDir dir;
   const fs::path model = dir / "undefined.onnx";
@@ -137,8 +146,10 @@ TEST(ModelCost, AModelRefusedForItsGraphCostsAtMostItsFileSizePlus64MiB) {
   ChildRun r = run_cli_measured({"info", model.string()}, dir / "log");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.output, HasSubstr("node Add 'add_missing' input 1 uses 'missing_value'"));
-  EXPECT_LE(r.max_rss_bytes, file_bytes + 64 * kMiB)
-      << "peak " << r.max_rss_bytes / kMiB << " MiB for a " << file_bytes / kMiB << " MiB file";
+  if (kMeasuresMemory) {
+    EXPECT_LE(r.max_rss_bytes, file_bytes + 64 * kMiB)
+        << "peak " << r.max_rss_bytes / kMiB << " MiB for a " << file_bytes / kMiB << " MiB file";
+  }
 }
 
 TEST(ModelCost, AValidModelHoldsItsWeightsOnceBesideTheFile) {
@@ -148,8 +159,10 @@ TEST(ModelCost, AValidModelHoldsItsWeightsOnceBesideTheFile) {
   const int64_t file_bytes = int64_t(fs::file_size(model));
   ChildRun r = run_cli_measured({"info", model.string()}, dir / "log");
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_LE(r.max_rss_bytes, 2 * file_bytes + 64 * kMiB)
-      << "peak " << r.max_rss_bytes / kMiB << " MiB for a " << file_bytes / kMiB << " MiB file";
+  if (kMeasuresMemory) {
+    EXPECT_LE(r.max_rss_bytes, 2 * file_bytes + 64 * kMiB)
+        << "peak " << r.max_rss_bytes / kMiB << " MiB for a " << file_bytes / kMiB << " MiB file";
+  }
 }
 
 // Linear work: four times the nodes may take at most ten times as long (a
