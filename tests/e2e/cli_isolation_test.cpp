@@ -47,9 +47,10 @@ TEST_F(CliIsolation, ASegfaultingProviderFailsTheRunNotOnyx) {
 }
 
 TEST_F(CliIsolation, AHangingProviderIsKilledAtTheRunTimeout) {
-  CliResult r = run_cli(run_relu("crash_hang", "--isolate --run-timeout 0.5"));
+  // 2 s: an ASan-built worker takes over 0.5 s to start.
+  CliResult r = run_cli(run_relu("crash_hang", "--isolate --run-timeout 2"));
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("run timeout (0.5 s)"));
+  EXPECT_THAT(r.output, HasSubstr("run timeout (2 s)"));
   EXPECT_THAT(r.output, HasSubstr("provider 'crash_hang'"));
 }
 
