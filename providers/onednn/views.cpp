@@ -9,7 +9,25 @@
 namespace onyx::onednn {
 namespace {
 
-class FlattenKernel : public sdk::Kernel {
+// A kernel whose output is input 0's bytes under other dims: the host
+// normally hands back x's own buffer (ALIASES_INPUT); another buffer gets a copy.
+class ViewKernel : public sdk::Kernel {
+ public:
+  void output_memory(std::span<OnyxOutputMemoryInfo> out) const override {
+    if (!out.empty()) out[0].kind = ONYX_OUTPUT_ALIASES_INPUT, out[0].input_index = 0;
+  }
+
+ protected:
+  static OnyxStatus* view(ComputeContext& ctx, const sdk::Tensor& x, const std::vector<int64_t>& dims) {
+    sdk::Tensor y;
+    ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, x.dtype, dims, &y));
+    size_t bytes = size_t(x.size()) * sdk::dtype_size(x.dtype);
+    if (y.raw != x.raw && bytes > 0) std::memcpy(y.raw, x.raw, bytes);
+    return nullptr;
+  }
+};
+
+class FlattenKernel : public ViewKernel {
  public:
   explicit FlattenKernel(int64_t axis) : axis_(axis) {}
 
@@ -22,16 +40,7 @@ class FlattenKernel : public sdk::Kernel {
                               (long long)axis_, (long long)rank);
     int64_t outer = 1, inner = 1;
     for (int64_t k = 0; k < rank; ++k) (k < axis ? outer : inner) *= x.dims[size_t(k)];
-    std::vector<int64_t> dims = {outer, inner};
-    sdk::Tensor y;
-    ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, x.dtype, dims, &y));
-    // The host normally hands back x's own buffer; another buffer gets a copy.
-    size_t bytes = size_t(x.size()) * sdk::dtype_size(x.dtype);
-    if (y.raw != x.raw && bytes > 0) std::memcpy(y.raw, x.raw, bytes);
-    return nullptr;
-  }
-  void output_memory(std::span<OnyxOutputMemoryInfo> out) const override {
-    if (!out.empty()) out[0].kind = ONYX_OUTPUT_ALIASES_INPUT, out[0].input_index = 0;
+    return view(ctx, x, {outer, inner});
   }
 
  private:
@@ -40,7 +49,7 @@ class FlattenKernel : public sdk::Kernel {
 
 // Reshape (opset 5 on: the shape is input 1, int64): 0 copies the input's
 // dim at that place (unless allowzero), -1 takes what is left.
-class ReshapeKernel : public sdk::Kernel {
+class ReshapeKernel : public ViewKernel {
  public:
   explicit ReshapeKernel(bool allow_zero) : allow_zero_(allow_zero) {}
 
@@ -78,15 +87,7 @@ class ReshapeKernel : public sdk::Kernel {
       return sdk::make_status(ONYX_STATUS_INVALID_ARGUMENT, "Reshape: %lld elements into a shape of %lld",
                               (long long)count, (long long)known);
     }
-    sdk::Tensor y;
-    ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, x.dtype, dims, &y));
-    // The host normally hands back x's own buffer; another buffer gets a copy.
-    size_t bytes = size_t(count) * sdk::dtype_size(x.dtype);
-    if (y.raw != x.raw && bytes > 0) std::memcpy(y.raw, x.raw, bytes);
-    return nullptr;
-  }
-  void output_memory(std::span<OnyxOutputMemoryInfo> out) const override {
-    if (!out.empty()) out[0].kind = ONYX_OUTPUT_ALIASES_INPUT, out[0].input_index = 0;
+    return view(ctx, x, dims);
   }
 
  private:
