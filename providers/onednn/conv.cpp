@@ -233,22 +233,12 @@ class ConvKernel : public sdk::Kernel {
     const ConvGeometry& g = p.geo;
     BoundArgs& c = call->conv;
     const dnnl::memory::desc user_x = plain_md(p.x_dims), user_w(g.weights, dt::f32, g.user_weight_strides);
-    if (p.src_to_bf16) {
-      call->x = call->x_to_bf16.add(DNNL_ARG_FROM, user_x, engine_);
-      call->x_to_bf16.add_owned(DNNL_ARG_TO, p.pd.src_desc(), engine_);
-      c.add(DNNL_ARG_SRC, call->x_to_bf16.memory(1));
-    } else {
-      call->x = c.add(DNNL_ARG_SRC, user_x, engine_);
-    }
-    if (p.weights) {
+    call->x = bind_input(c, call->x_to_bf16, DNNL_ARG_SRC, user_x, p.pd.src_desc(), p.src_to_bf16.has_value(), engine_);
+    if (p.weights)
       c.add(DNNL_ARG_WEIGHTS, p.weights);
-    } else if (p.weights_to_bf16) {
-      call->w = call->w_to_bf16.add(DNNL_ARG_FROM, user_w, engine_);
-      call->w_to_bf16.add_owned(DNNL_ARG_TO, p.pd.weights_desc(), engine_);
-      c.add(DNNL_ARG_WEIGHTS, call->w_to_bf16.memory(1));
-    } else {
-      call->w = c.add(DNNL_ARG_WEIGHTS, user_w, engine_);
-    }
+    else
+      call->w = bind_input(c, call->w_to_bf16, DNNL_ARG_WEIGHTS, user_w, p.pd.weights_desc(),
+                           p.weights_to_bf16.has_value(), engine_);
     if (p.bias)
       c.add(DNNL_ARG_BIAS, p.bias);
     else if (spec_.runtime_bias)

@@ -72,6 +72,15 @@ void BoundArgs::execute(const dnnl::primitive& prim, const dnnl::stream& stream)
       "could not execute a primitive");
 }
 
+size_t bind_input(BoundArgs& prim, BoundArgs& conversion, int arg, const dnnl::memory::desc& user,
+                  const dnnl::memory::desc& wanted, bool convert, const dnnl::engine& engine) {
+  if (!convert) return prim.add(arg, user, engine);
+  const size_t index = conversion.add(DNNL_ARG_FROM, user, engine);
+  conversion.add_owned(DNNL_ARG_TO, wanted, engine);
+  prim.add(arg, conversion.memory(index + 1));
+  return index;
+}
+
 void execute_bound(BoundPool<BoundArgs>& calls, const dnnl::primitive& prim, const dnnl::primitive_desc_base& pd,
                    std::span<const ArgBuffer> args) {
   std::unique_ptr<BoundArgs> bound = calls.take([&] {

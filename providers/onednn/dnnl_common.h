@@ -87,6 +87,13 @@ class BoundArgs {
   std::vector<std::unique_ptr<void, void (*)(void*)>> owned_;
 };
 
+// Binds argument `arg` of `prim` to a buffer each call points at (laid out
+// as `user`): directly, or, when `convert`, through `conversion` (a reorder's
+// arguments) into a buffer owned there in the layout `wanted`. Returns the
+// index to point per call, in `conversion` when converting, else in `prim`.
+size_t bind_input(BoundArgs& prim, BoundArgs& conversion, int arg, const dnnl::memory::desc& user,
+                  const dnnl::memory::desc& wanted, bool convert, const dnnl::engine& engine);
+
 // The bound arguments (BoundArgs, or a struct of them) of one prepared
 // primitive for concurrent calls: take() hands one out, made by `make` when
 // none is free, and give_back() returns it, so there are as many as calls

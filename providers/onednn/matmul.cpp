@@ -229,22 +229,12 @@ class MatMulKernel : public sdk::Kernel {
     const Geometry& g = p.geo;
     BoundArgs& m = call->matmul;
     dnnl::memory::desc user_a(g.a, dt::f32, g.a_strides), user_b(g.b, dt::f32, g.b_strides);
-    if (p.src_to_bf16) {  // A converted into a buffer of the call, which the matmul reads
-      call->a = call->a_to_bf16.add(DNNL_ARG_FROM, user_a, engine_);
-      call->a_to_bf16.add_owned(DNNL_ARG_TO, p.pd.src_desc(), engine_);
-      m.add(DNNL_ARG_SRC, call->a_to_bf16.memory(1));
-    } else {
-      call->a = m.add(DNNL_ARG_SRC, user_a, engine_);
-    }
-    if (p.weights) {
+    call->a = bind_input(m, call->a_to_bf16, DNNL_ARG_SRC, user_a, p.pd.src_desc(), p.src_to_bf16.has_value(), engine_);
+    if (p.weights)
       m.add(DNNL_ARG_WEIGHTS, p.weights);
-    } else if (p.weights_to_bf16) {
-      call->b = call->b_to_bf16.add(DNNL_ARG_FROM, user_b, engine_);
-      call->b_to_bf16.add_owned(DNNL_ARG_TO, p.pd.weights_desc(), engine_);
-      m.add(DNNL_ARG_WEIGHTS, call->b_to_bf16.memory(1));
-    } else {
-      call->b = m.add(DNNL_ARG_WEIGHTS, user_b, engine_);
-    }
+    else
+      call->b = bind_input(m, call->b_to_bf16, DNNL_ARG_WEIGHTS, user_b, p.pd.weights_desc(),
+                           p.weights_to_bf16.has_value(), engine_);
     if (p.bias) m.add(DNNL_ARG_BIAS, p.bias);
     if (p.c_md) call->c = m.add(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, p.c_md, engine_);
     call->dst = m.add(DNNL_ARG_DST, dnnl::memory::desc(g.out, dt::f32, dense_strides(g.out)), engine_);
