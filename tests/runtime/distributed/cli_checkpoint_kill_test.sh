@@ -26,9 +26,11 @@ train=("${one[@]}" --distributed mpi --zero 1)
 # The uninterrupted run.
 run "$mpirun" -np 2 "$onyx" "${train[@]}" --checkpoint-every 10 --out "$dir/full"
 
-# The same run, rank 1 killed while writing its step-20 shard.
+# The same run, rank 1 killed while writing its step-20 shard. (An ASan-built
+# onyx needs ASan's runtime ahead of any preloaded library.)
+asan=$(ldd "$onyx" 2>/dev/null | awk '/libasan/ {print $3}')
 start=$SECONDS
-timeout -s KILL 120 "$mpirun" -np 2 -x LD_PRELOAD="$killer" \
+timeout -s KILL 120 "$mpirun" -np 2 -x LD_PRELOAD="${asan:+$asan:}$killer" \
   -x ONYX_TEST_KILL_WRITING=/checkpoints/step-20/rank-1-of-2.ckpt.tmp- -x ONYX_TEST_KILL_AFTER_BYTES=65536 \
   "$onyx" "${train[@]}" --checkpoint-every 10 --out "$dir/killed" >"$dir/killed.log" 2>&1
 rc=$? elapsed=$((SECONDS - start))
