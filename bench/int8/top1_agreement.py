@@ -2,13 +2,14 @@
 """End-to-end agreement of Onyx with ONNX Runtime on the quantized networks (issue 19).
 
     python bench/int8/top1_agreement.py [--onyx build/bin/onyx] [--models DIR] [--model NAMES]
-        [--count 100] [--chunk 10] [--threads 2] [--strict]
+        [--count 100] [--chunk 10] [--threads 2] [--provider cpu] [--strict]
 
 For each int8 model of the manifest (bench/int8/setup.sh; --model narrows it to names or
 prefixes), --count random inputs (fixed seed common.SEED_AGREEMENT, never used in calibration)
 go through ORT (Python API) and through Onyx (`onyx run --provider cpu --fallback fail`, --chunk
 inputs a run as one batch, inputs and outputs as .npy files), and the top-1 classes are
-compared. Issue 19 asks that they agree on >= 99 of 100 for each quantized network.
+compared (--provider onednn: the oneDNN provider, with the CPU provider behind it for what it
+declines, as int8_compare.py runs it). Issue 19 asks that they agree on >= 99 of 100 for each quantized network.
 
 The CNNs' random weights recognise 1000 random prototype pictures (make_models.py), and each
 input is a random class's prototype plus fresh noise (common.labelled_inputs), so that, as
@@ -39,7 +40,7 @@ except ImportError as e:
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
-from int8_compare import first_error_line  # noqa: E402
+from int8_compare import Onyx, first_error_line  # noqa: E402
 
 
 def top1(entry, y):
@@ -57,13 +58,13 @@ def ort_outputs(path, entry, x, threads, chunk):
                            for i in range(0, len(x), chunk)])
 
 
-def onyx_outputs(onyx, path, entry, x, threads, chunk, tmp, timeout):
+def onyx_outputs(onyx, providers, path, entry, x, threads, chunk, tmp, timeout):
     out = []
     for i in range(0, len(x), chunk):
         npy = os.path.join(tmp, "x.npy")
         np.save(npy, x[i:i + chunk])
         folder = os.path.join(tmp, "out")
-        done = subprocess.run([onyx, "run", path, "--provider", "cpu", "--fallback", "fail",
+        done = subprocess.run([onyx, "run", path, *providers,
                                "--threads", str(threads), "--input", f"{entry['input_name']}={npy}",
                                "--output-dir", folder, "--output-format", "npy"],
                               capture_output=True, text=True, timeout=timeout)
@@ -85,9 +86,12 @@ def main():
     parser.add_argument("--chunk", type=int, default=10, help="inputs per Onyx run (one batch)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds before one onyx run is killed")
+    parser.add_argument("--provider", default="cpu",
+                        help="the Onyx provider (cpu; onednn runs with the CPU provider behind it)")
     parser.add_argument("--strict", action="store_true", help="exit 1 unless every model agrees on >= 99%%")
     args = parser.parse_args()
     onyx = os.path.abspath(args.onyx)
+    providers = Onyx(onyx, args.timeout, args.provider).providers
     if not os.access(onyx, os.X_OK):
         sys.exit(f"top1_agreement: no {onyx} (build Onyx first, or pass --onyx)")
     manifest = common.load_manifest(args.models)
@@ -97,7 +101,7 @@ def main():
         names = [n for n in names if any(n == w or n.startswith(w) for w in wanted)]
     need = max(1, -(-99 * args.count // 100))
     print(f"onnxruntime {ort.__version__}; {args.count} random inputs (seed {common.SEED_AGREEMENT}), "
-          f"Onyx {args.chunk} a run, {args.threads} threads; pass: top-1 agrees on >= {need}")
+          f"Onyx ({' '.join(providers)}) {args.chunk} a run, {args.threads} threads; pass: top-1 agrees on >= {need}")
     header = (f"{'model':<18} {'form':<8} {'onyx=ort':>9} {'':>4} {'onyx=fp32':>9} {'ort=fp32':>9} "
               f"{'fp32=label':>10} {'max|d|':>9} {'rel':>8} {'s':>5}")
     print(header)
@@ -116,7 +120,7 @@ def main():
                                                           entry, x, args.threads, args.chunk))
             theirs = ort_outputs(path, entry, x, args.threads, args.chunk)
             try:
-                ours = onyx_outputs(onyx, path, entry, x, args.threads, args.chunk, tmp, args.timeout)
+                ours = onyx_outputs(onyx, providers, path, entry, x, args.threads, args.chunk, tmp, args.timeout)
             except (RuntimeError, subprocess.TimeoutExpired) as e:
                 failed += 1
                 print(f"{name:<18} {entry['form']:<8} refused: {e}", flush=True)

@@ -57,21 +57,25 @@ def onnx_type(a):
     return helper.np_dtype_to_tensor_dtype(a.dtype)
 
 
-def write_case(name, op, inputs, outputs, attrs=None, domain=MS, opset=13):
-    """inputs/outputs: lists of (name, array or None for an omitted input)."""
+def write_case(name, op, inputs, outputs, attrs=None, domain=MS, opset=13, constants=()):
+    """inputs/outputs: lists of (name, array or None for an omitted input);
+    the inputs named in `constants` become initializers (the form quantizers
+    write, which providers that prepack weights claim)."""
     node = helper.make_node(op, [n if a is not None else "" for n, a in inputs], [n for n, _ in outputs],
                             domain=domain, **(attrs or {}))
     graph = helper.make_graph(
         [node], name,
-        [helper.make_tensor_value_info(n, onnx_type(a), a.shape) for n, a in inputs if a is not None],
-        [helper.make_tensor_value_info(n, onnx_type(a), a.shape) for n, a in outputs])
+        [helper.make_tensor_value_info(n, onnx_type(a), a.shape) for n, a in inputs
+         if a is not None and n not in constants],
+        [helper.make_tensor_value_info(n, onnx_type(a), a.shape) for n, a in outputs],
+        [numpy_helper.from_array(np.asarray(a), n) for n, a in inputs if a is not None and n in constants])
     imports = [helper.make_opsetid("", opset)] + ([helper.make_opsetid(MS, 1)] if domain == MS else [])
     model = helper.make_model(graph, opset_imports=imports, producer_name="onyx make_quantized.py")
     model.ir_version = 8
     folder = os.path.join(OUT, name)
     os.makedirs(os.path.join(folder, "test_data_set_0"))
     onnx.save(model, os.path.join(folder, "model.onnx"))
-    present = [(n, a) for n, a in inputs if a is not None]
+    present = [(n, a) for n, a in inputs if a is not None and n not in constants]
     for i, (n, a) in enumerate(present):
         t = numpy_helper.from_array(np.asarray(a), n)
         open(os.path.join(folder, "test_data_set_0", f"input_{i}.pb"), "wb").write(t.SerializeToString())
@@ -81,10 +85,10 @@ def write_case(name, op, inputs, outputs, attrs=None, domain=MS, opset=13):
     return folder
 
 
-def ort_outputs(folder, inputs):
+def ort_outputs(folder, inputs, constants=()):
     import onnxruntime as ort
     sess = ort.InferenceSession(os.path.join(folder, "model.onnx"), providers=["CPUExecutionProvider"])
-    return sess.run(None, {n: a for n, a in inputs if a is not None})
+    return sess.run(None, {n: a for n, a in inputs if a is not None and n not in constants})
 
 
 def rewrite_outputs(folder, outputs):
@@ -196,6 +200,42 @@ def qlinear_conv(name, per_channel):
     rewrite_outputs(folder, [("y", ort_outputs(folder, inputs)[0])])
 
 
+def constant_qlinear_conv(name, x_type, w_type, per_channel, attrs, channels=8, kernel=3, out_channels=16):
+    """ONNX QLinearConv with its weights, scales, zero points and bias as
+    initializers; uint8 weights carry zero point 128 (symmetric, so that
+    weights minus zero point fit int8, as oneDNN's int8 kernels need)."""
+    x = codes(x_type, (2, channels, 11, 10))
+    group = attrs.get("group", 1)
+    w = codes(w_type, (out_channels, channels // group, kernel, kernel))
+    ws = np.array(rng.uniform(0.005, 0.02, size=out_channels) if per_channel else rng.uniform(0.005, 0.02), dtype=np.float32)
+    if w_type == np.uint8:
+        wz = np.full(out_channels if per_channel else (), 128, dtype=np.uint8)
+    else:
+        wz = np.zeros(out_channels if per_channel else (), dtype=np.int8)
+    inputs = [("x", x), ("x_scale", np.array(scale())), ("x_zero_point", np.array(zero(x_type))), ("w", w),
+              ("w_scale", ws), ("w_zero_point", wz), ("y_scale", np.array(np.float32(rng.uniform(0.3, 0.6)))),
+              ("y_zero_point", np.array(zero(x_type))), ("B", rng.integers(-3000, 3000, size=out_channels, dtype=np.int32))]
+    constants = [n for n, _ in inputs if n != "x"]
+    folder = write_case(name, "QLinearConv", inputs, [("y", np.zeros((1,), dtype=x_type))], attrs, domain="",
+                        constants=constants)
+    y = ort_outputs(folder, inputs, constants)[0]
+    shutil.rmtree(folder)  # again, with the output's real shape in the graph
+    write_case(name, "QLinearConv", inputs, [("y", y)], attrs, domain="", constants=constants)
+
+
+def constant_qlinear_matmul(name, a_type, per_column):
+    a, b = codes(a_type, (2, 5, 24)), codes(np.int8, (24, 9))
+    bs = np.array(rng.uniform(0.005, 0.02, size=9) if per_column else rng.uniform(0.005, 0.02), dtype=np.float32)
+    sa, za, sy, zy = scale(), zero(a_type), np.float32(rng.uniform(0.1, 0.3)), zero(a_type)
+    real = deq(a, sa, za) @ (b.astype(np.float64) * bs.astype(np.float64))
+    y = quantize(real, sy, zy, a_type)
+    inputs = [("a", a), ("a_scale", np.array(sa)), ("a_zero_point", np.array(za)), ("b", b), ("b_scale", bs),
+              ("b_zero_point", np.zeros(bs.shape, dtype=np.int8)), ("y_scale", np.array(sy)),
+              ("y_zero_point", np.array(zy))]
+    write_case(name, "QLinearMatMul", inputs, [("y", y)], domain="", opset=21,
+               constants=[n for n, _ in inputs if n != "a"])
+
+
 def main():
     shutil.rmtree(OUT, ignore_errors=True)
     binary("test_qlinear_add_uint8_broadcast", "QLinearAdd", np.uint8, (2, 3, 4, 5), (1, 3, 1, 5))
@@ -217,6 +257,20 @@ def main():
     dynamic_quantize_matmul("test_dynamic_quantize_matmul")
     qlinear_conv("test_qlinear_conv_ms_grouped_strided", False)
     qlinear_conv("test_qlinear_conv_ms_per_channel", True)
+    constant_qlinear_conv("test_qlinear_conv_constant_uint8_per_channel", np.uint8, np.int8, True,
+                          {"pads": [1, 1, 1, 1]})
+    constant_qlinear_conv("test_qlinear_conv_constant_int8_grouped_dilated", np.int8, np.int8, False,
+                          {"group": 2, "dilations": [2, 2], "strides": [1, 2], "pads": [2, 1, 0, 2]})
+    constant_qlinear_conv("test_qlinear_conv_constant_uint8_weights", np.uint8, np.uint8, True,
+                          {"strides": [2, 2], "auto_pad": "SAME_UPPER"})
+    constant_qlinear_conv("test_qlinear_conv_constant_uint8_depthwise", np.uint8, np.int8, True,
+                          {"group": 16, "pads": [1, 1, 1, 1]}, channels=16)
+    constant_qlinear_conv("test_qlinear_conv_constant_uint8_depthwise_strided", np.uint8, np.int8, True,
+                          {"group": 16, "pads": [1, 1, 1, 1], "strides": [2, 2]}, channels=16)
+    constant_qlinear_conv("test_qlinear_conv_constant_uint8_pointwise", np.uint8, np.int8, True, {},
+                          channels=24, kernel=1)
+    constant_qlinear_matmul("test_qlinear_matmul_constant_uint8_per_column", np.uint8, True)
+    constant_qlinear_matmul("test_qlinear_matmul_constant_int8", np.int8, False)
     print(f"wrote {len(os.listdir(OUT))} cases to {OUT}")
 
 

@@ -322,6 +322,10 @@ std::string conv_supports(const NodeInfo& n) {
   RETURN_IF_REASON(require_f32(n, {0, 1, 2}));
   RETURN_IF_REASON(require_rank(n, 0, 3, 5));
   RETURN_IF_REASON(require_rank(n, 1, 3, 5));
+  return conv_attributes_supported(n);
+}
+
+std::string conv_attributes_supported(const NodeInfo& n) {
   std::string pad = n.get_string("auto_pad", "NOTSET");
   if (pad != "NOTSET" && pad != "VALID" && pad != "SAME_UPPER" && pad != "SAME_LOWER")
     return "unknown auto_pad '" + pad + "'";

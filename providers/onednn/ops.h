@@ -28,6 +28,8 @@ void add_reduce_ops(OpRegistry& ops);
 void add_binary_ops(OpRegistry& ops);
 // Flatten (a view of its input) and Transpose.
 void add_view_ops(OpRegistry& ops);
+// QLinearConv and QLinearMatMul on int8 primitives (quantized.cpp).
+void add_quantized_ops(OpRegistry& ops);
 // Gradient ops of the autodiff (runtime/autodiff), domain ai.onyx.
 void add_grad_ops(OpRegistry& ops);
 

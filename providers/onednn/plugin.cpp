@@ -64,6 +64,7 @@ class OnednnProvider : public sdk::HostMemory {
     add_reduce_ops(registry_);
     add_binary_ops(registry_);
     add_view_ops(registry_);
+    add_quantized_ops(registry_);
     add_grad_ops(registry_);
   }
 

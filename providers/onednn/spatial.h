@@ -42,6 +42,9 @@ std::vector<float> constant_floats(const NodeInfo& n, size_t k);
 void fold_batch_norm(const NodeInfo& bn, std::vector<float>* weights, std::optional<std::vector<float>>* bias);
 // "" when `n` (Conv or ConvTranspose) can run on oneDNN.
 std::string conv_supports(const NodeInfo& n);
+// "" when the window attributes of `n` (auto_pad, strides, dilations) are
+// ones conv_geometry() handles: shared with QLinearConv's check.
+std::string conv_attributes_supported(const NodeInfo& n);
 
 struct PoolSpec {
   bool global = false, max = false, ceil_mode = false, count_include_pad = false;

@@ -100,7 +100,9 @@ const RuleTable& microsoft_rules();
 // convolution's output from input ix and weights iw.
 Status matmul_shape(InferContext& ctx, size_t ia, size_t ib, int32_t dtype);
 Status gemm_shape(InferContext& ctx, size_t ia, size_t ib, size_t ic, int32_t dtype);
-Status conv_shape(InferContext& ctx, size_t ix, size_t iw, int32_t dtype);
+// With `channels_last`, input and output are N x spatial... x C (ONNX
+// Runtime's NHWC QLinearConv); the weights keep ONNX's layout.
+Status conv_shape(InferContext& ctx, size_t ix, size_t iw, int32_t dtype, bool channels_last = false);
 // Concat's output from inputs first, first + step, ... along axis_attr
 // (shape_rules_tensor.cpp; QLinearConcat interleaves scales and zero points).
 Status concat_shape(InferContext& ctx, size_t first, size_t step, int64_t axis_attr, int32_t dtype);

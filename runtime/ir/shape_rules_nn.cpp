@@ -156,12 +156,15 @@ StatusOr<int64_t> window_output(InferContext& ctx, const Window& w, size_t i, in
 // X's, so these three never reach the onnx fallback.
 }  // namespace
 
-Status conv_shape(InferContext& ctx, size_t ix, size_t iw, int32_t dtype) {
+Status conv_shape(InferContext& ctx, size_t ix, size_t iw, int32_t dtype, bool channels_last) {
   const int32_t rank = ctx.rank(ix) >= 0 ? ctx.rank(ix) : ctx.rank(iw);
   if (rank < 0) return ctx.set_output_dtype(0, dtype), Status();
-  if (rank < 3) return ctx.error("input must have rank >= 3 (N, C, spatial...), got rank " + std::to_string(rank));
+  if (rank < 3)
+    return ctx.error("input must have rank >= 3 (" + std::string(channels_last ? "N, spatial..., C" : "N, C, spatial...") +
+                     "), got rank " + std::to_string(rank));
   const size_t spatial = size_t(rank - 2);
   Shape x = ctx.rank(ix) >= 0 ? ctx.dims(ix) : Shape(size_t(rank), kUnknown);
+  if (channels_last) std::rotate(x.begin() + 1, x.end() - 1, x.end());  // as N, C, spatial...
   Shape w = ctx.rank(iw) >= 0 ? ctx.dims(iw) : Shape(size_t(rank), kUnknown);
   if (w.size() != size_t(rank))
     return ctx.error("weight " + shape_string(w) + " and input " + shape_string(x) + " ranks differ");
@@ -182,6 +185,7 @@ Status conv_shape(InferContext& ctx, size_t ix, size_t iw, int32_t dtype) {
     ONYX_ASSIGN_OR_RETURN(int64_t d, window_output(ctx, win, i, x[i + 2], false));
     out.push_back(d);
   }
+  if (channels_last) std::rotate(out.begin() + 1, out.begin() + 2, out.end());  // N, spatial..., M
   ctx.set_output(0, dtype, out);
   return Status();
 }

@@ -59,9 +59,11 @@ Status qgemm(InferContext& ctx) {
 // DynamicQuantizeMatMul(A float, B, b_scale, b_zero?, bias?): float, matmul shape.
 Status dynamic_quantize_matmul(InferContext& ctx) { return matmul_shape(ctx, 0, 1, ONYX_DTYPE_FLOAT32); }
 
-// com.microsoft's QLinearConv: ONNX's, y of y_zero_point's type (NCHW; the
-// channels_last form is declined by the kernels that do not run it).
-Status qlinear_conv(InferContext& ctx) { return conv_shape(ctx, 0, 3, ctx.dtype(7)); }
+// com.microsoft's QLinearConv: ONNX's, y of y_zero_point's type; with
+// channels_last, x and y are N x spatial... x C.
+Status qlinear_conv(InferContext& ctx) {
+  return conv_shape(ctx, 0, 3, ctx.dtype(7), ctx.attr_int("channels_last", 0) != 0);
+}
 
 Status fused_conv(InferContext& ctx) { return conv_shape(ctx, 0, 1, ctx.dtype(0)); }
 

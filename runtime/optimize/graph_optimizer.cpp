@@ -335,6 +335,8 @@ Status optimize_graph(ir::Graph& graph, GraphOptimization level, OptimizationRep
     count("Gelu", optimize::fuse_gelus(rw, providers));
     count("DynamicQuantizeMatMul", optimize::fuse_dynamic_quantized_matmuls(rw, providers));
     count("FusedConv", optimize::fuse_conv_activations(rw, providers));
+    // After QDQ fusion: the quantized convolutions it makes are what goes channels-last.
+    r.nodes_channels_last += optimize::use_channels_last(rw, providers);
   }
   r.nodes_removed += optimize::remove_unread_nodes(rw);
   optimize::compact(rw);

@@ -49,6 +49,7 @@ struct OptimizationReport {
   std::map<std::string, int> qdq_fused_ops;  // per operator-form op ("QLinearConv", ...)
   int patterns_fused = 0;                    // op-by-op groups rewritten into one fused node
   std::map<std::string, int> fused_patterns;  // per fused op ("LayerNormalization", "Gelu", ...)
+  int nodes_channels_last = 0;  // quantized nodes rewritten to read and write channels-last layout
 };
 
 // Asks the session's providers about a node the optimizer would create:

@@ -50,6 +50,12 @@ int fuse_dynamic_quantized_matmuls(GraphRewrite& rw, const ProviderRank& provide
 // BatchNormalization folding) -> com.microsoft FusedConv.
 int fuse_conv_activations(GraphRewrite& rw, const ProviderRank& providers);
 
+// channels_last.cpp: QLinearConv (and the quantized elementwise nodes and
+// global pooling between convolutions) rewritten to com.microsoft's
+// channels_last = 1 forms where a provider claims them; Transposes at the
+// edges. Returns how many nodes now run channels-last.
+int use_channels_last(GraphRewrite& rw, const ProviderRank& providers);
+
 // A new initializer named after `base` (made unique); returns its index.
 int add_initializer(GraphRewrite& rw, const std::string& base, Tensor t);
 

@@ -188,6 +188,7 @@ std::string PartitionReport::to_json(const ir::Graph& graph) const {
   w.key("qdq_fused_ops").begin_object();  // operator-form op -> groups
   for (const auto& [op, count] : optimization.qdq_fused_ops) w.key(op).value(int64_t(count));
   w.end_object();
+  w.key("nodes_channels_last").value(int64_t(optimization.nodes_channels_last));
   w.key("patterns_fused").value(int64_t(optimization.patterns_fused));
   w.key("fused_patterns").begin_object();  // fused op -> op-by-op groups it replaced
   for (const auto& [op, count] : optimization.fused_patterns) w.key(op).value(int64_t(count));

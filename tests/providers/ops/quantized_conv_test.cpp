@@ -7,6 +7,12 @@
 // over phase planes (strided, dilated, grouped, 1-D, batches) and over im2col
 // (3-D), with constant and run-time
 // weights, uint8 and int8 activations, per-tensor and per-channel weights.
+// With constant weights the scales and zero points are constants too (as
+// quantizers write them), which is what providers that prepack claim
+// (oneDNN): they requantize in float32, adding the output zero point before
+// rounding, so a value within float32's rounding of a tie may land one step
+// off; they are held to issue 19's bound (one step, on at most 1% of the
+// elements), the reference provider to exact results.
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -38,6 +44,7 @@ std::string describe(const ConvCase& c) {
 
 struct Quant {
   bool x_signed = false, per_channel = false, constant_w = true, bias = true, qlinear = true;
+  bool symmetric = false;  // per-channel weight zero points all 0 (else -2..2)
 };
 
 template <typename T>
@@ -114,11 +121,16 @@ void check(const ConvCase& c, const Quant& q, size_t threads) {
   auto wdata = random_bytes<int8_t>(size_t(nn::count(c.w_dims)), rng);
   wv.assign(wdata.begin(), wdata.end());
   std::vector<int8_t> wz8(q.per_channel ? size_t(m) : 1);
-  for (size_t i = 0; i < wz8.size(); ++i) wz8[i] = int8_t(q.per_channel ? int(i % 5) - 2 : 0);
+  for (size_t i = 0; i < wz8.size(); ++i) wz8[i] = int8_t(q.per_channel && !q.symmetric ? int(i % 5) - 2 : 0);
   wz.assign(wz8.begin(), wz8.end());
   w = q.constant_w ? make_constant<int8_t>(c.w_dims, wdata) : make_tensor<int8_t>(c.w_dims, wdata);
   wz_t = q.per_channel ? make_constant<int8_t>({m}, wz8) : make_scalar<int8_t>(0);
   wz_t.constant = q.constant_w;
+  xz_t.constant = q.constant_w;
+  auto param = [&](HostTensor t) {
+    t.constant = q.constant_w;
+    return t;
+  };
 
   const float x_scale = 0.02f, y_scale = 0.7f;
   std::vector<float> w_scale(q.per_channel ? size_t(m) : 1);
@@ -136,9 +148,9 @@ void check(const ConvCase& c, const Quant& q, size_t threads) {
   if (!c.pads.empty()) node.attr("pads", c.pads);
   if (!c.dilations.empty()) node.attr("dilations", c.dilations);
   if (q.qlinear) {
-    node.inputs = {x, make_scalar<float>(x_scale), xz_t, w,
-                   q.per_channel ? make_constant<float>({m}, w_scale) : make_scalar<float>(w_scale[0]), wz_t,
-                   make_scalar<float>(y_scale), make_scalar<uint8_t>(y_zero)};
+    node.inputs = {x, param(make_scalar<float>(x_scale)), xz_t, w,
+                   q.per_channel ? make_constant<float>({m}, w_scale) : param(make_scalar<float>(w_scale[0])), wz_t,
+                   param(make_scalar<float>(y_scale)), param(make_scalar<uint8_t>(y_zero))};
     if (q.bias) node.inputs.push_back(make_constant<int32_t>({m}, bias));
   } else {
     node.inputs = {x, w, xz_t, wz_t};
@@ -149,9 +161,18 @@ void check(const ConvCase& c, const Quant& q, size_t threads) {
   std::vector<int64_t> y_dims;
   std::vector<double> want = reference(c, xv, wv, xz, wz, bias, mult, y_zero, false, q.qlinear, &y_dims);
   ASSERT_EQ(r.outputs[0].dims, y_dims);
-  if (q.qlinear)
+  if (q.qlinear && !current_provider().reference) {
+    const std::vector<uint8_t> got = r.outputs[0].values<uint8_t>();
+    ASSERT_EQ(got.size(), want.size());
+    size_t off = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_LE(std::fabs(double(got[i]) - want[i]), 1.0) << "element " << i;
+      off += double(got[i]) != want[i];
+    }
+    EXPECT_LE(off * 100, got.size()) << off << " of " << got.size() << " elements one step off";
+  } else if (q.qlinear) {
     EXPECT_TRUE(nn::all_near(r.outputs[0].values<uint8_t>(), want, {0.0}));
-  else
+  } else
     EXPECT_TRUE(nn::all_near(r.outputs[0].values<int32_t>(), want, {0.0}));
 }
 
@@ -180,6 +201,14 @@ ONYX_OP_TEST(QLinearConvTest, EveryPathMatchesExactReference) {
   for (const ConvCase& c : geometries())
     for (bool x_signed : {false, true})
       for (bool per_channel : {false, true}) check(c, {x_signed, per_channel, true, true, true}, 1);
+}
+
+// What quantizers write: constant int8 weights with zero points 0 (the form
+// int8 kernels that prepack weights, such as oneDNN's, claim).
+ONYX_OP_TEST(QLinearConvTest, SymmetricConstantWeightsMatchReference) {
+  for (const ConvCase& c : geometries())
+    for (bool x_signed : {false, true})
+      for (bool per_channel : {false, true}) check(c, {x_signed, per_channel, true, true, true, true}, x_signed ? 2 : 1);
 }
 
 ONYX_OP_TEST(QLinearConvTest, RunTimeWeightsNoBiasAndTwoThreads) {

@@ -1,0 +1,418 @@
+// QLinearConv and QLinearMatMul on oneDNN's int8 primitives: uint8 or int8
+// activations, int8 weights, int32 accumulation, and the requantization
+//   y = saturate(round(x_scale * w_scale[c] / y_scale * (acc + B[c])) + y_zero_point)
+// done inside the primitive (output scales and zero points). QDQ models get
+// here too: the core's QDQ fusion (runtime/optimize/qdq_fusion.cpp) rewrites
+// DQ -> Conv/MatMul -> Q into these nodes when a provider claims them.
+//
+// Claimed when weights, scales and zero points are constants, the form
+// quantizers write: oneDNN bakes scales and zero points into the primitive
+// and reorders int8 weights once (with the compensation its kernels for
+// int8 activations need). Weights with a zero point (uint8 weights with 128,
+// say) are shifted to int8 with zero point 0 when every value fits.
+//
+// Without VNNI, oneDNN multiplies with vpmaddubsw, whose int16 sums of two
+// products saturate (255 * 127 * 2 > 32767) and are not corrected, so on
+// such CPUs only weights within [-64, 64] are claimed (255 * 64 * 2 = 32640).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <optional>
+
+#include "ops.h"
+#include "spatial.h"
+
+namespace onyx::onednn {
+namespace {
+
+using dt = dnnl::memory::data_type;
+
+bool cpu_has_vnni() {
+  static const bool vnni = [] {
+    auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+    auto has = [isa](unsigned bits) { return (isa & bits) == bits; };
+    return has(dnnl_cpu_isa_avx512_core_vnni) || has(dnnl_cpu_isa_avx2_vnni);
+  }();
+  return vnni;
+}
+
+bool is_8bit(int32_t dtype) { return dtype == ONYX_DTYPE_UINT8 || dtype == ONYX_DTYPE_INT8; }
+dt dnnl_type(int32_t dtype) { return dtype == ONYX_DTYPE_UINT8 ? dt::u8 : dt::s8; }
+
+// The scale and zero point of one operand, constants: one of each, or
+// (weights) one per output channel.
+struct QuantParams {
+  std::vector<float> scales;
+  std::vector<int32_t> zeros;  // as many as scales, or one
+};
+
+// Reads scale input `s` and zero point input `z` (absent: 0) of `n`, for an
+// operand of type `dtype` with `channels` output channels (1: per tensor
+// only). "" or the reason it is declined.
+std::string read_params(const NodeInfo& n, size_t s, size_t z, int32_t dtype, int64_t channels,
+                        QuantParams* q) {
+  const std::string which = "input " + std::to_string(s);
+  if (!is_constant(n, s)) return "the scale (" + which + ") is not a constant";
+  const sdk::ConstantTensor& scale = *n.inputs[s].constant;
+  if (scale.dtype != ONYX_DTYPE_FLOAT32) return "the scale (" + which + ") is not float32";
+  if (scale.dims.size() > 1 || (scale.size() != 1 && scale.size() != channels))
+    return "the scale (" + which + ") is neither one value nor one per output channel";
+  for (int64_t i = 0; i < scale.size(); ++i) {
+    float v = scale.data<float>()[i];
+    if (!(v > 0.f) || !std::isfinite(v)) return "the scale (" + which + ") is not positive and finite";
+    q->scales.push_back(v);
+  }
+  q->zeros.assign(1, 0);
+  if (!n.input_present(z)) return {};
+  if (!is_constant(n, z)) return "the zero point (input " + std::to_string(z) + ") is not a constant";
+  const sdk::ConstantTensor& zero = *n.inputs[z].constant;
+  if (zero.dtype != dtype) return "the zero point (input " + std::to_string(z) + ") differs in type from its tensor";
+  if (zero.dims.size() > 1 || (zero.size() != 1 && zero.size() != scale.size()))
+    return "the zero point (input " + std::to_string(z) + ") and the scale differ in size";
+  q->zeros.clear();
+  for (int64_t i = 0; i < zero.size(); ++i)
+    q->zeros.push_back(dtype == ONYX_DTYPE_UINT8 ? int32_t(zero.data<uint8_t>()[i]) : int32_t(zero.data<int8_t>()[i]));
+  return {};
+}
+
+// Weights minus their zero points as int8: the value at flat index i
+// belongs to channel (i / inner) % channel_count. "" or the reason.
+std::string shift_weights(const sdk::ConstantTensor& w, const std::vector<int32_t>& zeros, int64_t inner,
+                          std::vector<int8_t>* out) {
+  const int limit = cpu_has_vnni() ? 127 : 64;
+  const int64_t channels = int64_t(zeros.size());
+  out->resize(size_t(w.size()));
+  for (int64_t i = 0; i < w.size(); ++i) {
+    int32_t v = w.dtype == ONYX_DTYPE_UINT8 ? int32_t(w.data<uint8_t>()[i]) : int32_t(w.data<int8_t>()[i]);
+    v -= zeros[size_t(channels == 1 ? 0 : (i / inner) % channels)];
+    if (v < -128 || v > limit)
+      return limit == 127 ? "weights minus their zero point leave int8's range"
+                          : "weights beyond [-64, 64] on a CPU without VNNI (vpmaddubsw would saturate)";
+    (*out)[size_t(i)] = int8_t(v);
+  }
+  return {};
+}
+
+// What the primitive does to the accumulator: x_scale * w_scale / y_scale
+// (one, or per output channel) and the zero points of input and output.
+struct Requant {
+  std::vector<float> scales;
+  int32_t x_zero = 0, y_zero = 0;
+  int32_t x_type = 0, y_type = 0;
+};
+
+// The types and parameters both ops share: inputs 0-2 are X, its scale and
+// zero point; `w_scale` - 1 .. + 1 the weights, theirs; then Y's scale and
+// zero point. The weights' parameters go to *wq.
+std::string read_requant(const NodeInfo& n, size_t w_scale, int64_t channels, Requant* r, QuantParams* wq) {
+  r->x_type = n.inputs[0].dtype;
+  // Y has its zero point's type (uint8 without one).
+  const size_t y_zero = w_scale + 3;
+  r->y_type = n.input_present(y_zero) ? n.inputs[y_zero].dtype : ONYX_DTYPE_UINT8;
+  if (!is_8bit(r->x_type)) return "the input is not uint8 or int8";
+  if (!is_8bit(r->y_type)) return "the output is not uint8 or int8";
+  if (!is_8bit(n.inputs[w_scale - 1].dtype)) return "the weights are not uint8 or int8";
+  QuantParams xq, yq;
+  RETURN_IF_REASON(read_params(n, 1, 2, r->x_type, 1, &xq));
+  RETURN_IF_REASON(read_params(n, w_scale, w_scale + 1, n.inputs[w_scale - 1].dtype, channels, wq));
+  RETURN_IF_REASON(read_params(n, w_scale + 2, w_scale + 3, r->y_type, 1, &yq));
+  r->x_zero = xq.zeros[0];
+  r->y_zero = yq.zeros[0];
+  for (float ws : wq->scales) r->scales.push_back(float(double(xq.scales[0]) * ws / yq.scales[0]));
+  return {};
+}
+
+dnnl::primitive_attr requant_attr(const Requant& r, int channel_mask) {
+  dnnl::primitive_attr attr = base_attr();
+  attr.set_output_scales(r.scales.size() == 1 ? 0 : channel_mask, r.scales);
+  if (r.x_zero != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {r.x_zero});
+  if (r.y_zero != 0) attr.set_zero_points(DNNL_ARG_DST, 0, {r.y_zero});
+  return attr;
+}
+
+// ---- QLinearConv -------------------------------------------------------------
+
+struct QConvSpec {
+  ConvAttrs attrs;
+  bool channels_last = false;   // com.microsoft's form: X and Y are N x spatial... x C
+  std::vector<int64_t> w_dims;
+  std::vector<int8_t> weights;  // minus their zero points, ONNX layout
+  std::vector<int32_t> bias;    // empty: none
+  Requant requant;
+};
+
+// inputs: x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, [B]
+std::string parse_qconv(const NodeInfo& n, QConvSpec* s) {
+  if (n.inputs.size() < 8 || n.inputs.size() > 9) return "QLinearConv takes 8 or 9 inputs";
+  RETURN_IF_REASON(require_rank(n, 0, 3, 5));
+  if (!is_constant(n, 3)) return "the weights are not a constant";
+  const sdk::ConstantTensor& w = *n.inputs[3].constant;
+  if (w.dims.size() != size_t(n.inputs[0].rank)) return "the weights and the input differ in rank";
+  RETURN_IF_REASON(conv_attributes_supported(n));
+  s->attrs = read_conv_attrs(n);
+  s->channels_last = n.get_int("channels_last", 0) != 0;
+  s->w_dims = w.dims;
+  const int64_t channels = w.dims[0];
+  if (channels == 0 || w.size() == 0) return "empty weights";
+  QuantParams wq;
+  RETURN_IF_REASON(read_requant(n, 4, channels, &s->requant, &wq));
+  RETURN_IF_REASON(shift_weights(w, wq.zeros, w.size() / channels, &s->weights));
+  if (n.input_present(8)) {
+    if (!is_constant(n, 8)) return "the bias is not a constant";
+    const sdk::ConstantTensor& b = *n.inputs[8].constant;
+    if (b.dtype != ONYX_DTYPE_INT32 || b.dims.size() != 1 || b.size() != channels)
+      return "the bias is not int32 with one value per output channel";
+    s->bias.assign(b.data<int32_t>(), b.data<int32_t>() + b.size());
+  }
+  return {};
+}
+
+// What one call binds: the conversion of X to oneDNN's layout, the
+// convolution, the conversion of its output to Y's plain layout.
+struct QConvCall {
+  BoundArgs x_in, conv, y_out;
+  size_t x = 0, y = 0;
+};
+
+struct QConvPrepared {
+  ConvGeometry geo;
+  dnnl::convolution_forward::primitive_desc pd;
+  dnnl::convolution_forward prim;
+  dnnl::memory weights, bias;
+  std::optional<dnnl::reorder> x_in, y_out;  // when oneDNN's layout is not the plain one
+  mutable BoundPool<QConvCall> calls;
+};
+
+// N x C x spatial... from N x spatial... x C, and back.
+std::vector<int64_t> to_channels_first(std::vector<int64_t> d) {
+  std::rotate(d.begin() + 1, d.end() - 1, d.end());
+  return d;
+}
+std::vector<int64_t> to_channels_last(std::vector<int64_t> d) {
+  std::rotate(d.begin() + 1, d.begin() + 2, d.end());
+  return d;
+}
+
+class QConvKernel : public sdk::Kernel {
+ public:
+  QConvKernel(QConvSpec spec, const DeviceConfig& config) : spec_(std::move(spec)), engine_(config.engine) {}
+
+  OnyxStatus* compute(ComputeContext& ctx) override {
+    sdk::Tensor x = ctx.in(0);
+    const std::vector<int64_t> x_nc = spec_.channels_last ? to_channels_first(x.shape()) : x.shape();
+    ConvGeometry geo;
+    std::string err;
+    if (!conv_geometry(spec_.attrs, x_nc, spec_.w_dims, &geo, &err))
+      return sdk::make_status(ONYX_STATUS_INVALID_ARGUMENT, "QLinearConv: %s", err.c_str());
+    sdk::Tensor y;
+    ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, spec_.requant.y_type,
+                                        spec_.channels_last ? to_channels_last(geo.onnx_out) : geo.onnx_out, &y));
+    if (y.size() == 0) return nullptr;
+    use_threads_for(ctx, conv_work(x_nc, spec_.w_dims));
+    auto p = cache_.get(shape_key(ctx), [&] { return prepare(x_nc); });
+    std::unique_ptr<QConvCall> call = p->calls.take([&] { return bind(*p); });
+    dnnl::stream& stream = thread_stream();
+    if (p->x_in) {
+      call->x_in.point(call->x, x.raw);
+      call->x_in.execute(*p->x_in, stream);
+    } else {
+      call->conv.point(call->x, x.raw);
+    }
+    if (p->y_out) {
+      call->conv.execute(p->prim, stream);
+      call->y_out.point(call->y, y.raw);
+      call->y_out.execute(*p->y_out, stream);
+    } else {
+      call->conv.point(call->y, y.raw);
+      call->conv.execute(p->prim, stream);
+    }
+    stream.wait();
+    p->calls.give_back(std::move(call));
+    return nullptr;
+  }
+
+ private:
+  // X or Y as the caller lays it out: N x C x spatial... dims, dense in
+  // that order or channels last.
+  dnnl::memory::desc user_md(const std::vector<int64_t>& dims_nc, int32_t dtype) const {
+    if (!spec_.channels_last) return plain_md(dims_nc, dnnl_type(dtype));
+    dims_t strides(dims_nc.size());
+    int64_t step = 1;
+    strides[1] = step;
+    step *= dims_nc[1];
+    for (size_t k = dims_nc.size() - 1; k >= 2; --k) {
+      strides[k] = step;
+      step *= dims_nc[k];
+    }
+    strides[0] = step;
+    return dnnl::memory::desc(dims_nc, dnnl_type(dtype), strides);
+  }
+
+  std::shared_ptr<QConvPrepared> prepare(const std::vector<int64_t>& x) const {
+    auto p = std::make_shared<QConvPrepared>();
+    std::string err;
+    conv_geometry(spec_.attrs, x, spec_.w_dims, &p->geo, &err);  // checked by compute
+    const ConvGeometry& g = p->geo;
+    const Requant& r = spec_.requant;
+    // Channels-last activations go to oneDNN as they are (its int8 kernels'
+    // layout); NCHW ones are converted in and out, to a layout of oneDNN's
+    // choice: a graph of channels-last nodes (runtime/optimize/
+    // channels_last.cpp) saves that.
+    auto any = dnnl::memory::format_tag::any;
+    const dnnl::memory::desc user_x = user_md(x, r.x_type), user_y = user_md(g.onnx_out, r.y_type);
+    dnnl::memory::desc src_md = spec_.channels_last ? user_x : dnnl::memory::desc(g.src, dnnl_type(r.x_type), any);
+    dnnl::memory::desc dst_md = spec_.channels_last ? user_y : dnnl::memory::desc(g.dst, dnnl_type(r.y_type), any);
+    dnnl::memory::desc w_md(g.weights, dt::s8, any);
+    dnnl::memory::desc bias_md = spec_.bias.empty() ? dnnl::memory::desc() : plain_md({g.dst[1]}, dt::s32);
+    dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                         src_md, w_md, bias_md, dst_md, g.strides, g.dilates, g.pad_begin,
+                                         g.pad_end);
+    p->pd = dnnl::convolution_forward::primitive_desc(desc, requant_attr(r, 1 << 1), engine_);
+    p->prim = dnnl::convolution_forward(p->pd);
+    if (p->pd.src_desc() != user_x) p->x_in = make_reorder(user_x, p->pd.src_desc(), engine_);
+    if (p->pd.dst_desc() != user_y) p->y_out = make_reorder(p->pd.dst_desc(), user_y, engine_);
+    dnnl::stream& stream = thread_stream();
+    p->weights = dnnl::memory(p->pd.weights_desc(), engine_);
+    dnnl::memory user_w(dnnl::memory::desc(g.weights, dt::s8, g.user_weight_strides), engine_,
+                        const_cast<int8_t*>(spec_.weights.data()));
+    dnnl::reorder(user_w, p->weights).execute(stream, user_w, p->weights);
+    if (!spec_.bias.empty()) {
+      p->bias = dnnl::memory(bias_md, engine_);
+      std::memcpy(p->bias.get_data_handle(), spec_.bias.data(), spec_.bias.size() * sizeof(int32_t));
+    }
+    stream.wait();
+    return p;
+  }
+
+  std::unique_ptr<QConvCall> bind(const QConvPrepared& p) const {
+    auto call = std::make_unique<QConvCall>();
+    const Requant& r = spec_.requant;
+    BoundArgs& c = call->conv;
+    call->x = bind_input(c, call->x_in, DNNL_ARG_SRC, user_md(p.geo.src, r.x_type), p.pd.src_desc(),
+                         p.x_in.has_value(), engine_);
+    c.add(DNNL_ARG_WEIGHTS, p.weights);
+    if (p.bias) c.add(DNNL_ARG_BIAS, p.bias);
+    const dnnl::memory::desc user_y = user_md(p.geo.onnx_out, r.y_type);
+    if (p.y_out) {  // the convolution writes a buffer of the call's, converted into Y
+      c.add_owned(DNNL_ARG_DST, p.pd.dst_desc(), engine_);
+      call->y_out.add(DNNL_ARG_FROM, c.memory(c.size() - 1));
+      call->y = call->y_out.add(DNNL_ARG_TO, user_y, engine_);
+    } else {
+      call->y = c.add(DNNL_ARG_DST, user_y, engine_);
+    }
+    c.add_owned(DNNL_ARG_SCRATCHPAD, p.pd.scratchpad_desc(), engine_);
+    return call;
+  }
+
+  QConvSpec spec_;
+  dnnl::engine engine_;
+  mutable ShapeCache<QConvPrepared> cache_;
+};
+
+// ---- QLinearMatMul -----------------------------------------------------------
+
+struct QMatMulSpec {
+  int64_t k = 0, n = 0;
+  std::vector<int8_t> b;  // [K, N] minus its zero points
+  Requant requant;
+};
+
+// inputs: a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point
+std::string parse_qmatmul(const NodeInfo& n, QMatMulSpec* s) {
+  if (n.inputs.size() != 8) return "QLinearMatMul takes 8 inputs";
+  RETURN_IF_REASON(require_rank(n, 0, 1, 8));
+  if (!is_constant(n, 3)) return "B is not a constant";
+  const sdk::ConstantTensor& b = *n.inputs[3].constant;
+  if (b.dims.size() != 2) return "B is not a matrix";
+  s->k = b.dims[0];
+  s->n = b.dims[1];
+  if (s->k == 0 || s->n == 0) return "B is empty";
+  QuantParams bq;
+  RETURN_IF_REASON(read_requant(n, 4, s->n, &s->requant, &bq));  // per column of B
+  return shift_weights(b, bq.zeros, 1, &s->b);
+}
+
+struct QMatMulPrepared {
+  dims_t a, y;  // [rows, K], [rows, N]
+  dnnl::matmul::primitive_desc pd;
+  dnnl::matmul prim;
+  dnnl::memory b;
+  mutable BoundPool<BoundArgs> calls;
+};
+
+class QMatMulKernel : public sdk::Kernel {
+ public:
+  QMatMulKernel(QMatMulSpec spec, const DeviceConfig& config) : spec_(std::move(spec)), engine_(config.engine) {}
+
+  OnyxStatus* compute(ComputeContext& ctx) override {
+    sdk::Tensor a = ctx.in(0);
+    std::vector<int64_t> out = a.shape();
+    if (out.empty() || out.back() != spec_.k)
+      return sdk::make_status(ONYX_STATUS_INVALID_ARGUMENT, "QLinearMatMul: A's last axis is %lld, B has %lld rows",
+                              static_cast<long long>(out.empty() ? 0 : out.back()), static_cast<long long>(spec_.k));
+    out.back() = spec_.n;
+    sdk::Tensor y;
+    ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, spec_.requant.y_type, out, &y));
+    if (y.size() == 0) return nullptr;
+    const int64_t rows = a.size() / spec_.k;
+    use_threads_for(ctx, 2.0 * double(a.size()) * double(spec_.n));
+    auto p = cache_.get({rows}, [&] { return prepare(rows); });
+    execute_bound(p->calls, p->prim, p->pd,
+                  {{DNNL_ARG_SRC, a.raw}, {DNNL_ARG_WEIGHTS, p->b.get_data_handle()}, {DNNL_ARG_DST, y.raw}});
+    return nullptr;
+  }
+
+ private:
+  std::shared_ptr<QMatMulPrepared> prepare(int64_t rows) const {
+    auto p = std::make_shared<QMatMulPrepared>();
+    const Requant& r = spec_.requant;
+    p->a = {rows, spec_.k};
+    p->y = {rows, spec_.n};
+    dnnl::memory::desc b_md({spec_.k, spec_.n}, dt::s8, dnnl::memory::format_tag::any);
+    dnnl::matmul::desc desc(plain_md(p->a, dnnl_type(r.x_type)), b_md, plain_md(p->y, dnnl_type(r.y_type)));
+    p->pd = dnnl::matmul::primitive_desc(desc, requant_attr(r, 1 << 1), engine_);
+    p->prim = dnnl::matmul(p->pd);
+    p->b = dnnl::memory(p->pd.weights_desc(), engine_);
+    dnnl::memory user_b(plain_md({spec_.k, spec_.n}, dt::s8), engine_, const_cast<int8_t*>(spec_.b.data()));
+    dnnl::stream& stream = thread_stream();
+    dnnl::reorder(user_b, p->b).execute(stream, user_b, p->b);
+    stream.wait();
+    return p;
+  }
+
+  QMatMulSpec spec_;
+  dnnl::engine engine_;
+  mutable ShapeCache<QMatMulPrepared> cache_;
+};
+
+}  // namespace
+
+void add_quantized_ops(OpRegistry& ops) {
+  // ONNX's QLinearConv, and ONNX Runtime's com.microsoft copy of it (which
+  // may be channels-last).
+  for (const char* domain : {"", "com.microsoft"})
+    ops.add(OpBuilder("QLinearConv", domain)
+                .since(*domain ? 1 : 10)
+                .check([](const NodeInfo& n) -> std::string {
+                  QConvSpec s;
+                  return parse_qconv(n, &s);
+                })
+                .create([](const NodeInfo& n, const DeviceConfig& c) -> std::unique_ptr<sdk::Kernel> {
+                  QConvSpec s;
+                  parse_qconv(n, &s);
+                  return std::make_unique<QConvKernel>(std::move(s), c);
+                }));
+  ops.add(OpBuilder("QLinearMatMul")
+              .since(10)
+              .check([](const NodeInfo& n) {
+                QMatMulSpec s;
+                return parse_qmatmul(n, &s);
+              })
+              .create([](const NodeInfo& n, const DeviceConfig& c) -> std::unique_ptr<sdk::Kernel> {
+                QMatMulSpec s;
+                parse_qmatmul(n, &s);
+                return std::make_unique<QMatMulKernel>(std::move(s), c);
+              }));
+}
+
+}  // namespace onyx::onednn
