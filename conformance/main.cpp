@@ -191,6 +191,14 @@ int main(int argc, char** argv) {
   options.isolation.jobs = args.jobs;
   options.isolation.case_timeout_s = args.timeout_s;
   options.isolation.memory_limit_bytes = size_t(args.memory_limit_gib * double(size_t(1) << 30));
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  // ASan and TSan map terabytes of shadow address space at start-up: under
+  // an address-space limit every worker dies before its case begins.
+  if (options.isolation.memory_limit_bytes) {
+    std::fprintf(stderr, "onyx-conformance: --memory-limit is ignored in a sanitizer build\n");
+    options.isolation.memory_limit_bytes = 0;
+  }
+#endif
   options.verbose = args.verbose;
   options.strict_declines = args.strict_declines;
   options.isolation.quiet_workers = !args.verbose;  // --verbose shows the runtime's own logs

@@ -24,6 +24,7 @@
 #include <string>
 
 #include "gemm_internal.h"
+#include "target_clones.h"
 
 namespace onyx::cpu {
 namespace gemm_detail {
@@ -188,9 +189,7 @@ void small_m(const Gemm& g, const ParallelFor& pf, size_t threads) {
 typedef float Floats16 __attribute__((vector_size(64)));
 
 // out[i - i0] = sum over j < k of a[i * lda + j] * x[j], for rows i in [i0, i1).
-__attribute__((target_clones("avx512f", "avx2", "default"))) void dot_rows(const float* a, int64_t lda,
-                                                                           const float* x, int64_t k, int64_t i0,
-                                                                           int64_t i1, float* out) {
+ONYX_CLONES void dot_rows(const float* a, int64_t lda, const float* x, int64_t k, int64_t i0, int64_t i1, float* out) {
   for (int64_t i = i0; i < i1; ++i) {
     const float* r = a + i * lda;
     Floats16 s0 = {}, s1 = {}, u, v;
@@ -212,9 +211,7 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void dot_rows(const
 }
 
 // out[i - i0] = sum over j < k of a[j * lda + i] * x[j] (A transposed), for i in [i0, i1).
-__attribute__((target_clones("avx512f", "avx2", "default"))) void axpy_rows(const float* a, int64_t lda,
-                                                                            const float* x, int64_t k, int64_t i0,
-                                                                            int64_t i1, float* out) {
+ONYX_CLONES void axpy_rows(const float* a, int64_t lda, const float* x, int64_t k, int64_t i0, int64_t i1, float* out) {
   std::fill(out, out + (i1 - i0), 0.0f);
   for (int64_t j = 0; j < k; ++j) {
     const float* r = a + j * lda;

@@ -12,6 +12,7 @@
 
 #include "kernels/norm/norm_util.h"
 #include "kernels/registry.h"
+#include "target_clones.h"
 
 namespace onyx::cpu {
 namespace {
@@ -56,9 +57,8 @@ template <typename T>
 // One float32 LayerNormalization row (statistics and affine in double),
 // cloned for AVX-512 and AVX2: this file is built for the baseline ISA,
 // where the double loops run two lanes wide.
-__attribute__((target_clones("avx512f", "avx2", "default"))) Moments layer_row(const float* x, float* y, int64_t n,
-                                                                               const double* scale, const double* bias,
-                                                                               double epsilon) {
+ONYX_CLONES Moments layer_row(const float* x, float* y, int64_t n, const double* scale, const double* bias,
+                              double epsilon) {
   Moments m = moments(x, n);
   const double inv_std = 1.0 / std::sqrt(m.var + epsilon);
   for (int64_t k = 0; k < n; ++k) y[k] = float((double(x[k]) - m.mean) * inv_std * scale[k] + bias[k]);

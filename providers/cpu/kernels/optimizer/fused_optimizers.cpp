@@ -19,6 +19,7 @@
 
 #include "kernels/kernel_util.h"
 #include "kernels/registry.h"
+#include "target_clones.h"
 
 namespace onyx::cpu {
 namespace {
@@ -87,15 +88,12 @@ __attribute__((always_inline)) inline void adam_range(const Moments& c, const Ru
 }
 
 // One clone set per form (target_clones takes no templates).
-__attribute__((target_clones("avx512f", "avx2", "default"))) void adam_update(
-    const Moments& c, const AdamWRule& rule, const float* p, const float* g, const float* m, const float* v,
-    float* p_out, float* m_out, float* v_out, int64_t lo, int64_t hi) {
+ONYX_CLONES void adam_update(const Moments& c, const AdamWRule& rule, const float* p, const float* g, const float* m,
+                             const float* v, float* p_out, float* m_out, float* v_out, int64_t lo, int64_t hi) {
   adam_range(c, rule, p, g, m, v, p_out, m_out, v_out, lo, hi);
 }
 
-__attribute__((target_clones("avx512f", "avx2", "default"))) void adam_update(
-    const Moments& c, const AdamWHFRule& rule, const float* p, const float* g, const float* m, const float* v,
-    float* p_out, float* m_out, float* v_out, int64_t lo, int64_t hi) {
+ONYX_CLONES void adam_update( const Moments& c, const AdamWHFRule& rule, const float* p, const float* g, const float* m, const float* v, float* p_out, float* m_out, float* v_out, int64_t lo, int64_t hi) {
   adam_range(c, rule, p, g, m, v, p_out, m_out, v_out, lo, hi);
 }
 
@@ -118,9 +116,7 @@ inline void sgd_chunk(const SgdConstants& c, const float* p, const float* g, con
   std::memcpy(buf_out, nb, sizeof nb);
 }
 
-__attribute__((target_clones("avx512f", "avx2", "default"))) void sgd_range(
-    const SgdConstants& c, const float* p, const float* g, const float* buf, float* p_out, float* buf_out,
-    int64_t lo, int64_t hi) {
+ONYX_CLONES void sgd_range( const SgdConstants& c, const float* p, const float* g, const float* buf, float* p_out, float* buf_out, int64_t lo, int64_t hi) {
   int64_t i = lo;
   for (; i + kChunk <= hi; i += kChunk) sgd_chunk<kChunk>(c, p + i, g + i, buf + i, p_out + i, buf_out + i);
   for (; i < hi; ++i) sgd_chunk<1>(c, p + i, g + i, buf + i, p_out + i, buf_out + i);

@@ -17,6 +17,7 @@
 #include "kernels/kernel_util.h"
 #include "kernels/quantize/qlinear_common.h"
 #include "kernels/registry.h"
+#include "target_clones.h"
 
 namespace onyx::cpu {
 namespace {
@@ -64,11 +65,11 @@ template <bool kMul, bool kSmall, typename T>
 // The common case, Add of two same-shaped tensors (ResNet's residual
 // connections), cloned for AVX-512 and AVX2: this file is built for the
 // baseline ISA, where the float64 loop runs two lanes wide.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void add_same_shape(
+ONYX_CLONES void add_same_shape(
     const uint8_t* __restrict a, const uint8_t* __restrict b, uint8_t* __restrict y, int64_t n, const Affine f) {
   run<false, true>(a, 1, b, 1, y, n, f);
 }
-__attribute__((target_clones("avx512f", "avx2", "default"))) void add_same_shape(
+ONYX_CLONES void add_same_shape(
     const int8_t* __restrict a, const int8_t* __restrict b, int8_t* __restrict y, int64_t n, const Affine f) {
   run<false, true>(a, 1, b, 1, y, n, f);
 }
