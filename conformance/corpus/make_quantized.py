@@ -97,7 +97,7 @@ def rewrite_outputs(folder, outputs):
         open(os.path.join(folder, "test_data_set_0", f"output_{i}.pb"), "wb").write(t.SerializeToString())
 
 
-def binary(name, op, dtype, a_shape, b_shape):
+def binary(name, op, dtype, a_shape, b_shape, constant_params=False):
     a, b = codes(dtype, a_shape), codes(dtype, b_shape)
     sa, za, sb, zb, sc, zc = scale(), zero(dtype), scale(), zero(dtype), scale(), zero(dtype)
     real = deq(a, sa, za) + deq(b, sb, zb) if op == "QLinearAdd" else deq(a, sa, za) * deq(b, sb, zb)
@@ -106,7 +106,9 @@ def binary(name, op, dtype, a_shape, b_shape):
     c = quantize(real, sc, zc, dtype)
     write_case(name, op, [("A", a), ("A_scale", np.array(sa)), ("A_zero_point", np.array(za)), ("B", b),
                           ("B_scale", np.array(sb)), ("B_zero_point", np.array(zb)), ("C_scale", np.array(sc)),
-                          ("C_zero_point", np.array(zc))], [("C", c)])
+                          ("C_zero_point", np.array(zc))], [("C", c)],
+               constants=["A_scale", "A_zero_point", "B_scale", "B_zero_point", "C_scale", "C_zero_point"]
+               if constant_params else ())
 
 
 def unary(name, op, dtype, alpha=None):
@@ -165,7 +167,7 @@ def concat(name, dtype):
     write_case(name, "QLinearConcat", inputs, [("Y", y)], {"axis": 1})
 
 
-def qgemm(name, float_out, trans_b):
+def qgemm(name, float_out, trans_b, constant_params=False):
     a, b = codes(np.uint8, (5, 12)), codes(np.int8, (7, 12) if trans_b else (12, 7))
     sa, za, sb = scale(), zero(np.uint8), np.array(rng.uniform(0.01, 0.05, size=7), dtype=np.float32)
     zb = np.zeros(7, dtype=np.int8)  # ONNX Runtime's QGemm takes per-column scales with zero points 0
@@ -175,8 +177,10 @@ def qgemm(name, float_out, trans_b):
     if not float_out:
         inputs += [("y_scale", np.array(np.float32(rng.uniform(0.5, 1.5)))), ("y_zero_point", np.array(zero(np.uint8)))]
     placeholder = np.zeros((5, 7), dtype=np.float32 if float_out else np.uint8)
-    folder = write_case(name, "QGemm", inputs, [("Y", placeholder)], {"transB": int(trans_b), "alpha": 1.0})
-    rewrite_outputs(folder, [("Y", ort_outputs(folder, inputs)[0])])
+    constants = [n for n, _ in inputs if n != "A"] if constant_params else ()
+    folder = write_case(name, "QGemm", inputs, [("Y", placeholder)], {"transB": int(trans_b), "alpha": 1.0},
+                        constants=constants)
+    rewrite_outputs(folder, [("Y", ort_outputs(folder, inputs, constants)[0])])
 
 
 def dynamic_quantize_matmul(name):
@@ -269,8 +273,12 @@ def main():
                           {"group": 16, "pads": [1, 1, 1, 1], "strides": [2, 2]}, channels=16)
     constant_qlinear_conv("test_qlinear_conv_constant_uint8_pointwise", np.uint8, np.int8, True, {},
                           channels=24, kernel=1)
+    binary("test_qlinear_add_constant_uint8", "QLinearAdd", np.uint8, (2, 16, 7, 7), (2, 16, 7, 7), True)
+    binary("test_qlinear_add_constant_int8", "QLinearAdd", np.int8, (3, 40), (3, 40), True)
     constant_qlinear_matmul("test_qlinear_matmul_constant_uint8_per_column", np.uint8, True)
     constant_qlinear_matmul("test_qlinear_matmul_constant_int8", np.int8, False)
+    qgemm("test_qgemm_constant_uint8_output", False, False, True)
+    qgemm("test_qgemm_constant_float_output_trans_b", True, True, True)
     print(f"wrote {len(os.listdir(OUT))} cases to {OUT}")
 
 

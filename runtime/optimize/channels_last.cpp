@@ -13,6 +13,8 @@
 // form, where a provider claims it. Transposes convert at the edges of such
 // a region, once per value; the values the graph had keep their names and
 // NCHW layout wherever anything else reads them.
+#include <map>
+
 #include "optimize/pattern_match.h"
 
 namespace onyx::runtime::optimize {
@@ -39,6 +41,14 @@ bool is_global_pool(const ir::Node& n) {
 }
 
 bool rank4(const ir::Graph& g, int v) { return v >= 0 && g.values[size_t(v)].rank == 4; }
+
+ir::Attribute ints_attribute(const char* name, const std::vector<int64_t>& v) {
+  ir::Attribute a;
+  a.name = name;
+  a.type = ONYX_ATTR_INTS;
+  a.ints = v;
+  return a;
+}
 
 class Layout {
  public:
@@ -87,11 +97,7 @@ class Layout {
     t.op_type = "Transpose";
     t.inputs = {from};
     t.outputs = {to};
-    ir::Attribute a;
-    a.name = "perm";
-    a.type = ONYX_ATTR_INTS;
-    a.ints = perm;
-    t.attributes.push_back(a);
+    t.attributes.push_back(ints_attribute("perm", perm));
     ++rw_.readers[size_t(from)];
     g_.values[size_t(to)].producer = int(g_.nodes.size());
     g_.nodes.push_back(std::move(t));
@@ -116,11 +122,26 @@ class Layout {
     ++rw_.readers[size_t(v)];
   }
 
+  // Whether a provider of the session runs a Transpose of rank-4 value `v`
+  // (asked once per element type): the edges of a region need one.
+  bool transposable(int v) {
+    const int32_t dtype = g_.values[size_t(v)].dtype;
+    auto it = transposable_.find(dtype);
+    if (it != transposable_.end()) return it->second;
+    ir::Node t;
+    t.op_type = "Transpose";
+    t.inputs = {v};
+    t.outputs = {permuted_value(v, kToLast, "_nhwc")};
+    t.attributes.push_back(ints_attribute("perm", kToLast));
+    return transposable_[dtype] = providers_(g_, t) >= 0;
+  }
+
   // QLinearConv or QLinearGlobalAveragePool -> its channels_last = 1 form.
   int try_channels_last_form(int n) {
     const ir::Node& node = g_.nodes[size_t(n)];
     const int x = node.inputs.empty() ? -1 : node.inputs[0], y = node.outputs.empty() ? -1 : node.outputs[0];
     if (!rank4(g_, x) || !rank4(g_, y) || node.outputs.size() != 1) return 0;
+    if (!transposable(x) || !transposable(y)) return 0;
     // A global pool goes channels-last only to read a channels-last input.
     if (is_global_pool(node) && last_[size_t(x)] < 0) return 0;
     ir::Node form = node;
@@ -179,6 +200,7 @@ class Layout {
   const ProviderRank& providers_;
   std::vector<int> last_;               // per value: the channels-last value a rewritten node writes instead
   std::vector<int> converted_to_last_;  // per value: its Transpose to channels-last, once made
+  std::map<int32_t, bool> transposable_;  // per element type
 };
 
 }  // namespace

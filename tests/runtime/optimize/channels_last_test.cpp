@@ -113,5 +113,17 @@ TEST(ChannelsLast, NothingChangesWhereTheChannelsLastFormRanksLower) {
   EXPECT_EQ(node_named(g, "c1").attr_int("channels_last", 0), 0);
 }
 
+// No provider of the session runs the Transposes a region's edges need
+// (a session of one provider without them): nothing moves.
+TEST(ChannelsLast, NothingChangesWhereNoProviderRunsTheTransposes) {
+  ir::Model model = conv_chain();
+  ir::Graph& g = *model.graph;
+  OptimizationReport report;
+  auto ranks = [](const ir::Graph&, const ir::Node& n) { return n.op_type == "Transpose" ? -1 : 0; };
+  ASSERT_TRUE(optimize_graph(g, GraphOptimization::kAll, &report, ranks).ok());
+  EXPECT_EQ(report.nodes_channels_last, 0);
+  EXPECT_EQ(count_op(g, "Transpose"), 0);
+}
+
 }  // namespace
 }  // namespace onyx::runtime
