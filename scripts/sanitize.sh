@@ -35,7 +35,8 @@ run_one() {
     thread)
       dir=build-tsan
       flags="-fsanitize=thread -fno-omit-frame-pointer"
-      export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:suppressions=$root/scripts/sanitize-tsan.supp} ;;
+      # handle_segv=0: as for ASan above (the isolation tests' crashing plugins).
+      export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:handle_segv=0:suppressions=$root/scripts/sanitize-tsan.supp} ;;
     *) echo "usage: sanitize.sh [address|thread]" >&2; exit 2 ;;
   esac
   # Sanitized code is slower: the demo's and examples' long trainings time out
