@@ -358,14 +358,15 @@ std::string parse_qgemm(const NodeInfo& n, QMatMulSpec* s) {
   const bool quantized_out = n.input_present(7);
   r.y_type = !quantized_out ? ONYX_DTYPE_FLOAT32 : n.input_present(8) ? n.inputs[8].dtype : ONYX_DTYPE_UINT8;
   if (quantized_out && !is_8bit(r.y_type)) return "y_zero_point is not uint8 or int8";
-  QuantParams aq, bq, yq{{1.f}, {0}};
+  QuantParams aq, bq, yq;
   RETURN_IF_REASON(read_params(n, 1, 2, r.x_type, 1, &aq));
   RETURN_IF_REASON(read_params(n, 4, 5, b.dtype, s->n, &bq));
   if (quantized_out) RETURN_IF_REASON(read_params(n, 7, 8, r.y_type, 1, &yq));
   const double alpha = n.get_float("alpha", 1.0);
+  const double y_scale = quantized_out ? yq.scales[0] : 1.0;
   r.x_zero = aq.zeros[0];
-  r.y_zero = yq.zeros[0];
-  for (float bs : bq.scales) r.scales.push_back(float(alpha * aq.scales[0] * bs / yq.scales[0]));
+  r.y_zero = quantized_out ? yq.zeros[0] : 0;
+  for (float bs : bq.scales) r.scales.push_back(float(alpha * aq.scales[0] * bs / y_scale));
   // B' as [K, N]: the weights' zero points lie along N.
   std::vector<unsigned char> kn(b.data<unsigned char>(), b.data<unsigned char>() + b.size());
   if (trans_b)
@@ -373,10 +374,6 @@ std::string parse_qgemm(const NodeInfo& n, QMatMulSpec* s) {
       for (int64_t j = 0; j < s->n; ++j) kn[size_t(i * s->n + j)] = b.data<unsigned char>()[j * s->k + i];
   RETURN_IF_REASON(shift_weights(b.dtype, kn.data(), b.size(), bq.zeros, 1, &s->b));
   if (n.input_present(6)) {
-    // oneDNN 2.6's int8 matmul adds an s32 bias as the definition says for a
-    // float32 output but not for an 8-bit one (results several steps off;
-    // conformance corpus test_qgemm_constant_uint8_output): declined.
-    if (quantized_out) return "C with a quantized output";
     if (!is_constant(n, 6)) return "C is not a constant";
     const sdk::ConstantTensor& c = *n.inputs[6].constant;
     if (c.dtype != ONYX_DTYPE_INT32 || c.dims.size() > 1 || (c.size() != 1 && c.size() != s->n))
@@ -411,13 +408,14 @@ class QMatMulKernel : public sdk::Kernel {
     const int64_t rows = a.size() / spec_.k;
     use_threads_for(ctx, 2.0 * double(a.size()) * double(spec_.n));
     auto p = cache_.get({rows}, [&] { return prepare(rows); });
-    if (p->bias)
+    if (p->bias) {
       execute_bound(p->calls, p->prim, p->pd,
                     {{DNNL_ARG_SRC, a.raw}, {DNNL_ARG_WEIGHTS, p->b.get_data_handle()},
                      {DNNL_ARG_BIAS, p->bias.get_data_handle()}, {DNNL_ARG_DST, y.raw}});
-    else
+    } else {
       execute_bound(p->calls, p->prim, p->pd,
                     {{DNNL_ARG_SRC, a.raw}, {DNNL_ARG_WEIGHTS, p->b.get_data_handle()}, {DNNL_ARG_DST, y.raw}});
+    }
     return nullptr;
   }
 
