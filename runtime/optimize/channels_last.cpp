@@ -53,7 +53,11 @@ ir::Attribute ints_attribute(const char* name, const std::vector<int64_t>& v) {
 class Layout {
  public:
   Layout(GraphRewrite& rw, const ProviderRank& providers)
-      : rw_(rw), g_(rw.graph), providers_(providers), last_(g_.values.size(), -1), converted_to_last_(g_.values.size(), -1) {}
+      : rw_(rw),
+        g_(rw.graph),
+        providers_(providers),
+        last_(g_.values.size(), -1),
+        converted_to_last_(g_.values.size(), -1) {}
 
   int run() {
     const size_t original_values = g_.values.size(), original_nodes = g_.nodes.size();

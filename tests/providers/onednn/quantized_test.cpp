@@ -82,9 +82,9 @@ void conv(onnx::GraphProto* g, std::mt19937& rng, const std::string& in, const s
   add_initializer(g, out + "_ys", onnx::TensorProto::FLOAT, {}, {ys});
   add_initializer(g, out + "_yz", onnx::TensorProto::UINT8, {}, {120});
   add_initializer(g, out + "_b", onnx::TensorProto::INT32, {c_out}, bias);
-  auto* n = add_node(g, "QLinearConv",
-                     {in, in + "_s", in + "_z", out + "_w", out + "_ws", out + "_wz", out + "_ys", out + "_yz", out + "_b"},
-                     out);
+  auto* n = add_node(
+      g, "QLinearConv",
+      {in, in + "_s", in + "_z", out + "_w", out + "_ws", out + "_wz", out + "_ys", out + "_yz", out + "_b"}, out);
   ints(n, "pads", {k / 2, k / 2, k / 2, k / 2});
   ints(n, "strides", {stride, stride});
   one_int(n, "group", group);
