@@ -163,8 +163,9 @@ struct ConvSpec {
 // call points at its tensors (kNone: not bound).
 struct ConvCall {
   static constexpr size_t kNone = SIZE_MAX;
-  BoundArgs x_to_bf16, w_to_bf16, conv, to_plain;
-  size_t x = kNone, w = kNone, bias = kNone, y = kNone;
+  ConvertedArgs io;  // X (to bf16), the convolution, Y (to the plain layout)
+  BoundArgs w_to_bf16;
+  size_t w = kNone, bias = kNone;
 };
 
 struct ConvPrepared {
@@ -200,27 +201,14 @@ class ConvKernel : public sdk::Kernel {
     if (!p) return sdk::make_status(ONYX_STATUS_INVALID_ARGUMENT, "%s: %s", op, err.c_str());
     std::unique_ptr<ConvCall> call = p->calls.take([&] { return bind(*p); });
     dnnl::stream& stream = thread_stream();
-    if (p->src_to_bf16) {
-      call->x_to_bf16.point(call->x, x.raw);
-      call->x_to_bf16.execute(*p->src_to_bf16, stream);
-    } else {
-      call->conv.point(call->x, x.raw);
-    }
     if (p->weights_to_bf16) {
       call->w_to_bf16.point(call->w, ctx.in(1).raw);
       call->w_to_bf16.execute(*p->weights_to_bf16, stream);
     } else if (!p->weights) {
-      call->conv.point(call->w, ctx.in(1).raw);
+      call->io.main.point(call->w, ctx.in(1).raw);
     }
-    if (call->bias != ConvCall::kNone) call->conv.point(call->bias, ctx.in(2).raw);
-    if (p->dst_to_plain) {
-      call->conv.execute(p->prim, stream);
-      call->to_plain.point(call->y, y.raw);
-      call->to_plain.execute(*p->dst_to_plain, stream);
-    } else {
-      call->conv.point(call->y, y.raw);
-      call->conv.execute(p->prim, stream);
-    }
+    if (call->bias != ConvCall::kNone) call->io.main.point(call->bias, ctx.in(2).raw);
+    call->io.execute(p->prim, p->src_to_bf16, p->dst_to_plain, x.raw, y.raw, stream);
     stream.wait();
     p->calls.give_back(std::move(call));
     return nullptr;
@@ -231,9 +219,9 @@ class ConvKernel : public sdk::Kernel {
   std::unique_ptr<ConvCall> bind(const ConvPrepared& p) const {
     auto call = std::make_unique<ConvCall>();
     const ConvGeometry& g = p.geo;
-    BoundArgs& c = call->conv;
+    BoundArgs& c = call->io.main;
     const dnnl::memory::desc user_x = plain_md(p.x_dims), user_w(g.weights, dt::f32, g.user_weight_strides);
-    call->x = bind_input(c, call->x_to_bf16, DNNL_ARG_SRC, user_x, p.pd.src_desc(), p.src_to_bf16.has_value(), engine_);
+    call->io.x = bind_input(c, call->io.in, DNNL_ARG_SRC, user_x, p.pd.src_desc(), p.src_to_bf16.has_value(), engine_);
     if (p.weights)
       c.add(DNNL_ARG_WEIGHTS, p.weights);
     else
@@ -243,13 +231,8 @@ class ConvKernel : public sdk::Kernel {
       c.add(DNNL_ARG_BIAS, p.bias);
     else if (spec_.runtime_bias)
       call->bias = c.add(DNNL_ARG_BIAS, plain_md({g.dst[1]}), engine_);
-    if (p.dst_to_plain) {  // the convolution writes a buffer of the call's, reordered into Y
-      c.add_owned(DNNL_ARG_DST, p.pd.dst_desc(), engine_);
-      call->to_plain.add(DNNL_ARG_FROM, c.memory(c.size() - 1));
-      call->y = call->to_plain.add(DNNL_ARG_TO, plain_md(g.onnx_out), engine_);
-    } else {
-      call->y = c.add(DNNL_ARG_DST, plain_md(g.onnx_out), engine_);
-    }
+    call->io.y = bind_output(c, call->io.out, DNNL_ARG_DST, plain_md(g.onnx_out), p.pd.dst_desc(),
+                             p.dst_to_plain.has_value(), engine_);
     c.add_owned(DNNL_ARG_SCRATCHPAD, p.pd.scratchpad_desc(), engine_);
     return call;
   }

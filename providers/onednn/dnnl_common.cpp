@@ -81,6 +81,28 @@ size_t bind_input(BoundArgs& prim, BoundArgs& conversion, int arg, const dnnl::m
   return index;
 }
 
+size_t bind_output(BoundArgs& prim, BoundArgs& conversion, int arg, const dnnl::memory::desc& user,
+                   const dnnl::memory::desc& produced, bool convert, const dnnl::engine& engine) {
+  if (!convert) return prim.add(arg, user, engine);
+  prim.add_owned(arg, produced, engine);
+  conversion.add(DNNL_ARG_FROM, prim.memory(prim.size() - 1));
+  return conversion.add(DNNL_ARG_TO, user, engine);
+}
+
+void ConvertedArgs::execute(const dnnl::primitive& prim, const std::optional<dnnl::reorder>& to_main,
+                            const std::optional<dnnl::reorder>& from_main, const void* x_data, void* y_data,
+                            const dnnl::stream& stream) {
+  if (to_main) {
+    in.point(x, x_data);
+    in.execute(*to_main, stream);
+  } else {
+    main.point(x, x_data);
+  }
+  (from_main ? out : main).point(y, y_data);
+  main.execute(prim, stream);
+  if (from_main) out.execute(*from_main, stream);
+}
+
 void execute_bound(BoundPool<BoundArgs>& calls, const dnnl::primitive& prim, const dnnl::primitive_desc_base& pd,
                    std::span<const ArgBuffer> args) {
   std::unique_ptr<BoundArgs> bound = calls.take([&] {

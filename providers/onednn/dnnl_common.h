@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -93,6 +94,27 @@ class BoundArgs {
 // index to point per call, in `conversion` when converting, else in `prim`.
 size_t bind_input(BoundArgs& prim, BoundArgs& conversion, int arg, const dnnl::memory::desc& user,
                   const dnnl::memory::desc& wanted, bool convert, const dnnl::engine& engine);
+
+// Binds output `arg` of `prim` as bind_input binds an input: directly to a
+// buffer each call points at (laid out as `user`), or, when `convert`, to a
+// buffer owned by `prim` in the layout `produced`, which `conversion` (a
+// reorder's arguments) converts into the call's buffer. Returns the index to
+// point per call, in `conversion` when converting, else in `prim`.
+size_t bind_output(BoundArgs& prim, BoundArgs& conversion, int arg, const dnnl::memory::desc& user,
+                   const dnnl::memory::desc& produced, bool convert, const dnnl::engine& engine);
+
+// One call's arguments for a primitive whose input X and output Y may pass
+// through reorders between the caller's layouts and the ones it computes in
+// (bind_input and bind_output make `x` and `y`).
+struct ConvertedArgs {
+  BoundArgs in, main, out;  // X's reorder, the primitive, Y's reorder
+  size_t x = 0, y = 0;      // indices to point: in `in` or `main`, in `out` or `main`
+  // Points X and Y at this call's buffers, runs `to_main` on X when set, then
+  // `prim`, then `from_main` into Y when set, on `stream` (no wait).
+  void execute(const dnnl::primitive& prim, const std::optional<dnnl::reorder>& to_main,
+               const std::optional<dnnl::reorder>& from_main, const void* x_data, void* y_data,
+               const dnnl::stream& stream);
+};
 
 // The bound arguments (BoundArgs, or a struct of them) of one prepared
 // primitive for concurrent calls: take() hands one out, made by `make` when

@@ -170,12 +170,6 @@ std::string parse_qconv(const NodeInfo& n, QConvSpec* s) {
   return {};
 }
 
-// What one call binds: the conversion of X to oneDNN's layout, the
-// convolution, the conversion of its output to Y's plain layout.
-struct QConvCall {
-  BoundArgs x_in, conv, y_out;
-  size_t x = 0, y = 0;
-};
 
 struct QConvPrepared {
   ConvGeometry geo;
@@ -183,7 +177,7 @@ struct QConvPrepared {
   dnnl::convolution_forward prim;
   dnnl::memory weights, bias;
   std::optional<dnnl::reorder> x_in, y_out;  // when oneDNN's layout is not the plain one
-  mutable BoundPool<QConvCall> calls;
+  mutable BoundPool<ConvertedArgs> calls;  // X to oneDNN's layout, the convolution, Y back
 };
 
 // N x C x spatial... from N x spatial... x C, and back.
@@ -213,22 +207,9 @@ class QConvKernel : public sdk::Kernel {
     if (y.size() == 0) return nullptr;
     use_threads_for(ctx, conv_work(x_nc, spec_.w_dims));
     auto p = cache_.get(shape_key(ctx), [&] { return prepare(x_nc); });
-    std::unique_ptr<QConvCall> call = p->calls.take([&] { return bind(*p); });
+    std::unique_ptr<ConvertedArgs> call = p->calls.take([&] { return bind(*p); });
     dnnl::stream& stream = thread_stream();
-    if (p->x_in) {
-      call->x_in.point(call->x, x.raw);
-      call->x_in.execute(*p->x_in, stream);
-    } else {
-      call->conv.point(call->x, x.raw);
-    }
-    if (p->y_out) {
-      call->conv.execute(p->prim, stream);
-      call->y_out.point(call->y, y.raw);
-      call->y_out.execute(*p->y_out, stream);
-    } else {
-      call->conv.point(call->y, y.raw);
-      call->conv.execute(p->prim, stream);
-    }
+    call->execute(p->prim, p->x_in, p->y_out, x.raw, y.raw, stream);
     stream.wait();
     p->calls.give_back(std::move(call));
     return nullptr;
@@ -287,22 +268,16 @@ class QConvKernel : public sdk::Kernel {
     return p;
   }
 
-  std::unique_ptr<QConvCall> bind(const QConvPrepared& p) const {
-    auto call = std::make_unique<QConvCall>();
+  std::unique_ptr<ConvertedArgs> bind(const QConvPrepared& p) const {
+    auto call = std::make_unique<ConvertedArgs>();
     const Requant& r = spec_.requant;
-    BoundArgs& c = call->conv;
-    call->x = bind_input(c, call->x_in, DNNL_ARG_SRC, user_md(p.geo.src, r.x_type), p.pd.src_desc(),
+    BoundArgs& c = call->main;
+    call->x = bind_input(c, call->in, DNNL_ARG_SRC, user_md(p.geo.src, r.x_type), p.pd.src_desc(),
                          p.x_in.has_value(), engine_);
     c.add(DNNL_ARG_WEIGHTS, p.weights);
     if (p.bias) c.add(DNNL_ARG_BIAS, p.bias);
-    const dnnl::memory::desc user_y = user_md(p.geo.onnx_out, r.y_type);
-    if (p.y_out) {  // the convolution writes a buffer of the call's, converted into Y
-      c.add_owned(DNNL_ARG_DST, p.pd.dst_desc(), engine_);
-      call->y_out.add(DNNL_ARG_FROM, c.memory(c.size() - 1));
-      call->y = call->y_out.add(DNNL_ARG_TO, user_y, engine_);
-    } else {
-      call->y = c.add(DNNL_ARG_DST, user_y, engine_);
-    }
+    call->y = bind_output(c, call->out, DNNL_ARG_DST, user_md(p.geo.onnx_out, r.y_type), p.pd.dst_desc(),
+                          p.y_out.has_value(), engine_);
     c.add_owned(DNNL_ARG_SCRATCHPAD, p.pd.scratchpad_desc(), engine_);
     return call;
   }
