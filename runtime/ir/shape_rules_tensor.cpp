@@ -157,6 +157,7 @@ Status concat(InferContext& ctx) {
 Status split(InferContext& ctx) {
   const int32_t dtype = ctx.dtype(0);
   const size_t n = ctx.output_count();
+  if (n == 0) return ctx.error("Split has no outputs");  // ONNX requires one at least; sizes would divide by 0
   if (ctx.rank(0) < 0) {
     for (size_t k = 0; k < n; ++k) ctx.set_output_dtype(k, dtype);
     return Status();
