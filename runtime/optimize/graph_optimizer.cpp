@@ -338,6 +338,8 @@ Status optimize_graph(ir::Graph& graph, GraphOptimization level, OptimizationRep
     // After QDQ fusion: the quantized convolutions it makes are what goes channels-last.
     r.nodes_channels_last += optimize::use_channels_last(rw, providers);
   }
+  // After the fusions, which take the DequantizeLinear nodes of the groups they rewrite.
+  if (level == GraphOptimization::kAll) r.constants_hoisted += optimize::fold_weight_dequantize(rw);
   r.nodes_removed += optimize::remove_unread_nodes(rw);
   optimize::compact(rw);
   return Status();

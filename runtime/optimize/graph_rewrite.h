@@ -56,6 +56,10 @@ int fuse_conv_activations(GraphRewrite& rw, const ProviderRank& providers);
 // edges. Returns how many nodes now run channels-last.
 int use_channels_last(GraphRewrite& rw, const ProviderRank& providers);
 
+// weight_dequantize_folding.cpp: DequantizeLinear of constant weights (a
+// result of at most 16 MiB) replaced by its float32 value; returns how many.
+int fold_weight_dequantize(GraphRewrite& rw);
+
 // A new initializer named after `base` (made unique); returns its index.
 int add_initializer(GraphRewrite& rw, const std::string& base, Tensor t);
 

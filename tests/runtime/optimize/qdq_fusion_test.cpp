@@ -181,6 +181,33 @@ TEST_F(QdqFusionTest, BiasScaleOfShapeOneBesideAScalarZeroPointIsPerTensor) {
   EXPECT_EQ(ops(*s), (std::vector<std::string>{"QLinearConv"}));
 }
 
+// A DequantizeLinear of constant weights that no group takes (a float Gemm
+// with no Q after it, as a QDQ model's classifier) is computed once, at
+// session creation (optimize/weight_dequantize_folding.cpp): per-axis int8
+// weights with zero points and an int32 bias, outputs equal to the unfolded
+// graph's exactly (the same float32 weights either way).
+TEST_F(QdqFusionTest, DequantizeOfConstantWeightsIsFoldedOnce) {
+  std::mt19937 rng(5);
+  ModelBuilder mb;
+  mb.input("x", {2, 6}).output("y", {2, 5});
+  init(mb, "w", kI8, {6, 5}, random_ints(30, rng, -128, 127));
+  init(mb, "b", kI32, {5}, random_ints(5, rng, -500, 500));
+  dq(mb, "w", "wf", {0.01, 0.02, 0.03, 0.015, 0.025}, {0, 1, -2, 3, 0}, kI8, 1);
+  dq(mb, "b", "bf", {0.001}, {0}, kI32);
+  mb.node("Gemm", {"x", "wf", "bf"}, {"y"}, "gemm");
+  Tensor x = Tensor::allocate(ONYX_DTYPE_FLOAT32, {2, 6});
+  std::uniform_real_distribution<float> d(-1.f, 1.f);
+  for (int64_t i = 0; i < x.size(); ++i) x.data_as<float>()[i] = d(rng);
+  auto folded = session(mb.bytes(), GraphOptimization::kAll);
+  auto plain = session(mb.bytes(), GraphOptimization::kOff);
+  ASSERT_TRUE(folded && plain);
+  EXPECT_EQ(ops(*folded), (std::vector<std::string>{"Gemm"}));
+  EXPECT_EQ(ops(*plain), (std::vector<std::string>{"DequantizeLinear", "DequantizeLinear", "Gemm"}));
+  Tensor got = run_one(*folded, {{"x", x}}), want = run_one(*plain, {{"x", x}});
+  ASSERT_EQ(got.shape(), want.shape());
+  for (int64_t i = 0; i < got.size(); ++i) EXPECT_EQ(got.data_as<float>()[i], want.data_as<float>()[i]) << i;
+}
+
 TEST_F(QdqFusionTest, ConvGroupBecomesQLinearConv) {
   std::mt19937 rng(1);
   const std::string model = conv_model(rng, false, 128);
@@ -213,7 +240,9 @@ TEST_F(QdqFusionTest, BiasWithAnotherScaleIsNotFused) {
   auto s = check_numerics(conv_model(rng, false, 128, 2.0), {{"x", random_u8({1, 3, 10, 10}, rng)}});
   ASSERT_TRUE(s);
   EXPECT_EQ(s->partition_report().optimization.qdq_groups_fused, 0);
-  EXPECT_EQ(ops(*s).size(), 5u);  // three DQ, Conv, Q
+  // DQ of x, Conv, Q: the DQs of the constant weights and bias are folded
+  // into float initializers (weight_dequantize_folding.cpp).
+  EXPECT_EQ(ops(*s), (std::vector<std::string>{"DequantizeLinear", "Conv", "QuantizeLinear"}));
 }
 
 // int8 activations: x s8 (zero point 0), y s8 after a Relu implied by
@@ -481,7 +510,10 @@ TEST(QdqFusionPass, NothingIsFusedThatNoProviderClaims) {
     const ProviderRank none = [](const ir::Graph&, const ir::Node&) { return -1; };
     ASSERT_TRUE(optimize_graph(*m.graph, GraphOptimization::kAll, &report, with_providers ? none : ProviderRank{}).ok());
     EXPECT_EQ(report.qdq_groups_fused, 0);
-    EXPECT_EQ(m.graph->nodes.size(), 4u);  // two DQ, MatMul, Q
+    // DQ of a, MatMul, Q (the DQ of the constant b is folded into a float initializer).
+    std::vector<std::string> ops;
+    for (const ir::Node& n : m.graph->nodes) ops.push_back(n.op_type);
+    EXPECT_EQ(ops, (std::vector<std::string>{"DequantizeLinear", "MatMul", "QuantizeLinear"}));
   }
   // Claimed, but only by a provider ranked after the one running float MatMul.
   ir::Model m = load(bytes);
