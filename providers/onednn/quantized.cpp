@@ -1,10 +1,11 @@
-// QLinearConv and QLinearMatMul on oneDNN's int8 primitives, and QLinearAdd
-// of same-shaped tensors. The primitives take uint8 or int8
-// activations, int8 weights, int32 accumulation, and the requantization
+// QLinearConv, QLinearMatMul and com.microsoft QGemm on oneDNN's int8
+// primitives, and com.microsoft QLinearAdd of same-shaped tensors. The
+// primitives take uint8 or int8 activations, int8 weights, int32
+// accumulation, and the requantization
 //   y = saturate(round(x_scale * w_scale[c] / y_scale * (acc + B[c])) + y_zero_point)
 // done inside the primitive (output scales and zero points). QDQ models get
 // here too: the core's QDQ fusion (runtime/optimize/qdq_fusion.cpp) rewrites
-// DQ -> Conv/MatMul -> Q into these nodes when a provider claims them.
+// DQ -> Conv/MatMul/Gemm/Add -> Q into these nodes when a provider claims them.
 //
 // Claimed when weights, scales and zero points are constants, the form
 // quantizers write: oneDNN bakes scales and zero points into the primitive
