@@ -117,7 +117,9 @@ case "${1:-}" in
   run)
     [ $# -eq 3 ] || usage
     [[ " ${harnesses[*]} " == *" $2 "* ]] || usage
-    [ -x "$(binary "$2")" ] || build "$2"
+    # Always (incremental): a harness built before a fix fuzzes the old code
+    # and finds the fixed bug again.
+    build "$2"
     run "$2" "$3" ;;
   *) usage ;;
 esac
