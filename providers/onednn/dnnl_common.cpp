@@ -2,6 +2,9 @@
 
 #include <omp.h>
 
+#include <algorithm>
+#include <chrono>
+#include <limits>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -42,6 +45,51 @@ dnnl::primitive_attr base_attr() {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   return attr;
+}
+
+namespace {
+
+bool is_amx(const dnnl::primitive_desc& pd) { return std::strstr(pd.impl_info_str(), "amx") != nullptr; }
+
+// Milliseconds of `pd`'s primitive's fastest of three runs on scratch
+// buffers, after one to warm up; just the warm-up's when that took over
+// `give_up_ms`.
+double time_runs(const dnnl::primitive_desc& pd, const dnnl::engine& engine, double give_up_ms) {
+  dnnl::primitive prim(pd.get());
+  BoundArgs args;
+  for (const auto& [arg, md] : {std::pair{DNNL_ARG_SRC, pd.src_desc()}, {DNNL_ARG_WEIGHTS, pd.weights_desc()},
+                                {DNNL_ARG_BIAS, pd.weights_desc(1)}, {DNNL_ARG_DST, pd.dst_desc()},
+                                {DNNL_ARG_SCRATCHPAD, pd.scratchpad_desc()}})
+    if (md.get_size() != 0) args.add_owned(arg, md, engine);
+  dnnl::stream& stream = thread_stream();
+  double best = std::numeric_limits<double>::infinity();
+  for (int run = 0; run < 4; ++run) {
+    const auto start = std::chrono::steady_clock::now();
+    args.execute(prim, stream);
+    stream.wait();
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    if (run == 0 && ms > give_up_ms) return ms;
+    if (run > 0) best = std::min(best, ms);
+  }
+  return best;
+}
+
+}  // namespace
+
+void pick_faster_int8_impl(dnnl::primitive_desc& pd, const dnnl::engine& engine) {
+  if (!is_amx(pd)) return;
+  const dnnl::primitive_desc first = pd;
+  bool found = false;
+  while (!found && pd.next_impl())
+    found = !is_amx(pd) && std::strncmp(pd.impl_info_str(), "ref", 3) != 0;
+  if (!found) {
+    pd = first;
+    return;
+  }
+  const dnnl::primitive_desc other = pd;
+  constexpr double kUntimedMs = 2.0;
+  const double first_ms = time_runs(first, engine, kUntimedMs);
+  pd = first_ms > kUntimedMs || first_ms <= time_runs(other, engine, 4 * first_ms) ? first : other;
 }
 
 size_t BoundArgs::add(int arg, const dnnl::memory::desc& md, const dnnl::engine& engine, void* data) {

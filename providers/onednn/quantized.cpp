@@ -253,6 +253,7 @@ class QConvKernel : public sdk::Kernel {
                                          src_md, w_md, bias_md, dst_md, g.strides, g.dilates, g.pad_begin,
                                          g.pad_end);
     p->pd = dnnl::convolution_forward::primitive_desc(desc, requant_attr(r, 1 << 1), engine_);
+    pick_faster_int8_impl(p->pd, engine_);
     p->prim = dnnl::convolution_forward(p->pd);
     if (p->pd.src_desc() != user_x) p->x_in = make_reorder(user_x, p->pd.src_desc(), engine_);
     if (p->pd.dst_desc() != user_y) p->y_out = make_reorder(p->pd.dst_desc(), user_y, engine_);
@@ -406,6 +407,7 @@ class QMatMulKernel : public sdk::Kernel {
     const dnnl::memory::desc bias_md = spec_.bias.empty() ? dnnl::memory::desc() : plain_md({1, spec_.n}, dt::s32);
     dnnl::matmul::desc desc(plain_md(p->a, dnnl_type(r.x_type)), b_md, bias_md, plain_md(p->y, y_type));
     p->pd = dnnl::matmul::primitive_desc(desc, requant_attr(r, 1 << 1), engine_);
+    pick_faster_int8_impl(p->pd, engine_);
     p->prim = dnnl::matmul(p->pd);
     p->b = dnnl::memory(p->pd.weights_desc(), engine_);
     dnnl::memory user_b(plain_md({spec_.k, spec_.n}, dt::s8), engine_, const_cast<int8_t*>(spec_.b.data()));
