@@ -16,11 +16,14 @@
 // Without VNNI, oneDNN multiplies with vpmaddubsw, whose int16 sums of two
 // products saturate (255 * 127 * 2 > 32767) and are not corrected, so on
 // such CPUs only weights within [-64, 64] are claimed (255 * 64 * 2 = 32640).
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <optional>
+#include <type_traits>
 
 #include "ops.h"
 #include "spatial.h"
@@ -439,29 +442,59 @@ struct AddParams {
   double ka, kb, za, zb, zc;  // y = round((a - za) * ka + (b - zb) * kb + zc), saturated
 };
 
+// y = round_half_even((a - za) * ka + (b - zb) * kb + zc), saturated; in this
+// order, unfused, as the CPU provider computes it.
 template <typename T>
-[[gnu::always_inline]] inline void add_codes(const T* __restrict a, const T* __restrict b, T* __restrict y, int64_t n,
-                                             const AddParams p) {
-  const double ka = p.ka, kb = p.kb, za = p.za, zb = p.zb, zc = p.zc;
-  constexpr int32_t lo = std::numeric_limits<T>::min(), hi = std::numeric_limits<T>::max();
+void add_codes(const T* a, const T* b, T* y, int64_t n, const AddParams p) {
+  constexpr double lo = std::numeric_limits<T>::min(), hi = std::numeric_limits<T>::max();
   for (int64_t i = 0; i < n; ++i) {
-    // Adding 1.5 * 2^52 rounds to an integer, half to even, in the low bits:
-    // vectorizes where a call to nearbyint does not.
-    const double t = (double(a[i]) - za) * ka + (double(b[i]) - zb) * kb + zc + 6755399441055744.0;
-    uint64_t bits;
-    std::memcpy(&bits, &t, sizeof bits);
-    const int32_t r = int32_t(uint32_t(bits));
-    y[i] = T(r < lo ? lo : r > hi ? hi : r);
+    const double t = (double(a[i]) - p.za) * p.ka + (double(b[i]) - p.zb) * p.kb + p.zc;
+    y[i] = T(std::clamp(std::nearbyint(t), lo, hi));
   }
 }
 
-__attribute__((target_clones("avx512f", "avx2", "default"))) void add_u8(const uint8_t* a, const uint8_t* b,
-                                                                          uint8_t* y, int64_t n, const AddParams p) {
-  add_codes(a, b, y, n, p);
+// GCC 12 warns that the AVX-512 intrinsics' own undefined vectors (the
+// headers' __Y) may be used uninitialized; they are not.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// add_codes 16 codes at a time: GCC's vectorization of the loop above ran
+// at 0.8 ns a code, this at a tenth of it.
+template <typename T>
+__attribute__((target("avx512f"))) void add_codes_avx512(const T* a, const T* b, T* y, int64_t n,
+                                                         const AddParams p) {
+  const __m512d ka = _mm512_set1_pd(p.ka), kb = _mm512_set1_pd(p.kb), za = _mm512_set1_pd(p.za),
+                zb = _mm512_set1_pd(p.zb), zc = _mm512_set1_pd(p.zc);
+  const __m512i lo = _mm512_set1_epi32(std::numeric_limits<T>::min()),
+                hi = _mm512_set1_epi32(std::numeric_limits<T>::max());
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m128i a16 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i)),
+                  b16 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i));
+    const __m512i va = std::is_signed_v<T> ? _mm512_cvtepi8_epi32(a16) : _mm512_cvtepu8_epi32(a16),
+                  vb = std::is_signed_v<T> ? _mm512_cvtepi8_epi32(b16) : _mm512_cvtepu8_epi32(b16);
+    __m256i sums[2];
+    for (int h = 0; h < 2; ++h) {
+      const __m512d ta = _mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(va, h)),
+                    tb = _mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(vb, h));
+      const __m512d t = _mm512_add_pd(
+          _mm512_add_pd(_mm512_mul_pd(_mm512_sub_pd(ta, za), ka), _mm512_mul_pd(_mm512_sub_pd(tb, zb), kb)), zc);
+      sums[h] = _mm512_cvt_roundpd_epi32(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    }
+    const __m512i r = _mm512_inserti64x4(_mm512_castsi256_si512(sums[0]), sums[1], 1);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i),
+                     _mm512_cvtepi32_epi8(_mm512_min_epi32(_mm512_max_epi32(r, lo), hi)));
+  }
+  add_codes(a + i, b + i, y + i, n - i, p);
 }
-__attribute__((target_clones("avx512f", "avx2", "default"))) void add_s8(const int8_t* a, const int8_t* b, int8_t* y,
-                                                                         int64_t n, const AddParams p) {
-  add_codes(a, b, y, n, p);
+#pragma GCC diagnostic pop
+
+template <typename T>
+void add_quantized(const T* a, const T* b, T* y, int64_t n, const AddParams p) {
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  if (avx512)
+    add_codes_avx512(a, b, y, n, p);
+  else
+    add_codes(a, b, y, n, p);
 }
 
 // inputs: A, A_scale, A_zero_point, B, B_scale, B_zero_point, C_scale, C_zero_point
@@ -494,11 +527,11 @@ class QAddKernel : public sdk::Kernel {
     sdk::Tensor y;
     ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, dtype_, a.shape(), &y));
     if (dtype_ == ONYX_DTYPE_UINT8)
-      add_u8(static_cast<const uint8_t*>(a.raw), static_cast<const uint8_t*>(b.raw), static_cast<uint8_t*>(y.raw),
-             a.size(), p_);
+      add_quantized(static_cast<const uint8_t*>(a.raw), static_cast<const uint8_t*>(b.raw),
+                    static_cast<uint8_t*>(y.raw), a.size(), p_);
     else
-      add_s8(static_cast<const int8_t*>(a.raw), static_cast<const int8_t*>(b.raw), static_cast<int8_t*>(y.raw),
-             a.size(), p_);
+      add_quantized(static_cast<const int8_t*>(a.raw), static_cast<const int8_t*>(b.raw), static_cast<int8_t*>(y.raw),
+                    a.size(), p_);
     return nullptr;
   }
 
