@@ -429,6 +429,175 @@ class QMatMulKernel : public sdk::Kernel {
   mutable ShapeCache<QMatMulPrepared> cache_;
 };
 
+// ---- DynamicQuantizeMatMul ---------------------------------------------------
+// com.microsoft DynamicQuantizeMatMul (what the core's dynamic quantization
+// fusion makes of ONNX Runtime's quantize_dynamic output): A (float32) is
+// quantized to uint8 per tensor as DynamicQuantizeLinear specifies, then
+//   Y = float(sum_k (a_q - a_zero)(B - b_zero[j])) * (a_scale * b_scale[j]) + bias[j]
+// in float32, as the op-by-op chain computes it: oneDNN's int8 matmul with
+// the scale and A's zero point given per call, the bias a post-op add.
+
+struct DynMatMulSpec {
+  int64_t k = 0, n = 0;
+  std::vector<int8_t> b;           // [K, N] minus its zero points
+  std::vector<float> b_scales;     // one per column
+  std::vector<float> bias;         // one per column (empty: none)
+};
+
+// inputs: A, B, b_scale, b_zero_point?, bias?
+std::string parse_dyn_matmul(const NodeInfo& n, DynMatMulSpec* s) {
+  if (n.inputs.size() < 3 || n.inputs.size() > 5) return "DynamicQuantizeMatMul takes 3 to 5 inputs";
+  if (n.inputs[0].dtype != ONYX_DTYPE_FLOAT32) return "A is not float32";
+  RETURN_IF_REASON(require_rank(n, 0, 2, 8));
+  if (!is_constant(n, 1)) return "B is not a constant";
+  const sdk::ConstantTensor& b = *n.inputs[1].constant;
+  if (b.dims.size() != 2) return "B is not a matrix";
+  if (!is_8bit(b.dtype)) return "B is not uint8 or int8";
+  s->k = b.dims[0];
+  s->n = b.dims[1];
+  if (s->k == 0 || s->n == 0) return "B is empty";
+  QuantParams bq;
+  RETURN_IF_REASON(read_params(n, 2, 3, b.dtype, s->n, &bq));
+  for (int64_t j = 0; j < s->n; ++j) s->b_scales.push_back(bq.scales[bq.scales.size() == 1 ? 0 : size_t(j)]);
+  if (n.input_present(4)) {
+    if (!is_constant(n, 4)) return "the bias is not a constant";
+    const sdk::ConstantTensor& c = *n.inputs[4].constant;
+    if (c.dtype != ONYX_DTYPE_FLOAT32 || c.dims.size() != 1 || c.size() != s->n)
+      return "the bias is not float32 with one value per column";
+    s->bias.assign(c.data<float>(), c.data<float>() + s->n);
+  }
+  return shift_weights(b.dtype, b.bytes.data(), b.size(), bq.zeros, 1, &s->b);
+}
+
+// DynamicQuantizeLinear's parameters of `x`: the range widened to include 0
+// (NaN skipped), scale = float32((hi - lo) / 255), zero = round(-lo / scale).
+void dynamic_params(const float* x, int64_t count, float* scale, int32_t* zero) {
+  float lo = 0.f, hi = 0.f;
+  for (int64_t i = 0; i < count; ++i) {
+    lo = x[i] < lo ? x[i] : lo;
+    hi = x[i] > hi ? x[i] : hi;
+  }
+  *scale = float((double(hi) - double(lo)) / 255.0);
+  *zero = *scale == 0.f ? 0 : int32_t(std::clamp(std::nearbyint(-double(lo) / double(*scale)), 0.0, 255.0));
+}
+
+// y = saturate(round_half_even(x / scale) + zero) in float32, as the CPU
+// provider's DynamicQuantizeLinear computes it.
+void quantize_u8(const float* x, int64_t count, float scale, float zero, uint8_t* y) {
+  if (scale == 0.f) {
+    std::memset(y, int(zero), size_t(count));
+    return;
+  }
+  constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer, half to even
+  for (int64_t i = 0; i < count; ++i) {
+    float v = x[i] / scale;
+    v = v > -1.0e6f ? (v < 1.0e6f ? v : 1.0e6f) : -1.0e6f;
+    v = (v + kMagic) - kMagic + zero;
+    y[i] = uint8_t(v < 0.f ? 0.f : v > 255.f ? 255.f : v);
+  }
+}
+
+struct DynMatMulPrepared {
+  dnnl::matmul::primitive_desc pd;
+  dnnl::matmul prim;
+  dnnl::memory b, bias;
+};
+
+// One call's buffers: A's codes, the column scales, A's zero point, and the
+// primitive's arguments bound to them once.
+struct DynMatMulCall {
+  std::vector<uint8_t> a;
+  std::vector<float> scales;
+  int32_t zero = 0;
+  BoundArgs args;
+  size_t y = 0;                                         // index of DST in args
+  std::shared_ptr<const DynMatMulPrepared> bound_to;   // the primitive args is bound for
+};
+
+class DynMatMulKernel : public sdk::Kernel {
+ public:
+  DynMatMulKernel(DynMatMulSpec spec, const DeviceConfig& config) : spec_(std::move(spec)), engine_(config.engine) {}
+
+  OnyxStatus* compute(ComputeContext& ctx) override {
+    sdk::Tensor a = ctx.in(0);
+    std::vector<int64_t> out = a.shape();
+    if (out.size() < 2 || out.back() != spec_.k)
+      return sdk::make_status(ONYX_STATUS_INVALID_ARGUMENT,
+                              "DynamicQuantizeMatMul: A's last axis is %lld, B has %lld rows",
+                              static_cast<long long>(out.empty() ? 0 : out.back()), static_cast<long long>(spec_.k));
+    out.back() = spec_.n;
+    sdk::Tensor y;
+    ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, ONYX_DTYPE_FLOAT32, out, &y));
+    if (y.size() == 0) return nullptr;
+    const int64_t rows = a.size() / spec_.k;
+    use_threads_for(ctx, 2.0 * double(a.size()) * double(spec_.n));
+    auto p = cache_.get({rows}, [&] { return prepare(rows); });
+    std::unique_ptr<DynMatMulCall> call = take_call(p, rows);
+    float a_scale = 0.f;
+    dynamic_params(a.data<float>(), a.size(), &a_scale, &call->zero);
+    quantize_u8(a.data<float>(), a.size(), a_scale, float(call->zero), call->a.data());
+    for (int64_t j = 0; j < spec_.n; ++j) call->scales[size_t(j)] = a_scale * spec_.b_scales[size_t(j)];
+    call->args.point(call->y, y.raw);
+    dnnl::stream& stream = thread_stream();
+    call->args.execute(p->prim, stream);
+    stream.wait();
+    calls_.give_back(std::move(call));
+    return nullptr;
+  }
+
+ private:
+  std::shared_ptr<DynMatMulPrepared> prepare(int64_t rows) const {
+    auto p = std::make_shared<DynMatMulPrepared>();
+    dnnl::primitive_attr attr = base_attr();
+    attr.set_output_scales(1 << 1, {DNNL_RUNTIME_F32_VAL});
+    attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+    if (!spec_.bias.empty()) {
+      dnnl::post_ops ops;
+      ops.append_binary(dnnl::algorithm::binary_add, plain_md({1, spec_.n}));
+      attr.set_post_ops(ops);
+    }
+    dnnl::matmul::desc desc(plain_md({rows, spec_.k}, dt::u8),
+                            dnnl::memory::desc({spec_.k, spec_.n}, dt::s8, dnnl::memory::format_tag::any),
+                            plain_md({rows, spec_.n}));
+    p->pd = dnnl::matmul::primitive_desc(desc, attr, engine_);
+    pick_faster_int8_impl(p->pd, engine_);
+    p->prim = dnnl::matmul(p->pd);
+    p->b = dnnl::memory(p->pd.weights_desc(), engine_);
+    dnnl::memory user_b(plain_md({spec_.k, spec_.n}, dt::s8), engine_, const_cast<int8_t*>(spec_.b.data()));
+    dnnl::stream& stream = thread_stream();
+    dnnl::reorder(user_b, p->b).execute(stream, user_b, p->b);
+    stream.wait();
+    if (!spec_.bias.empty())
+      p->bias = dnnl::memory(plain_md({1, spec_.n}), engine_, const_cast<float*>(spec_.bias.data()));
+    return p;
+  }
+
+  // A call's buffers for `rows` rows of `prepared`, from the pool, bound
+  // again when last bound for another shape.
+  std::unique_ptr<DynMatMulCall> take_call(const std::shared_ptr<const DynMatMulPrepared>& prepared, int64_t rows) {
+    std::unique_ptr<DynMatMulCall> call = calls_.take([] { return std::make_unique<DynMatMulCall>(); });
+    if (call->bound_to == prepared) return call;
+    const DynMatMulPrepared& p = *prepared;
+    call->a.assign(size_t(rows * spec_.k), 0);
+    call->scales.assign(size_t(spec_.n), 0.f);
+    call->args = BoundArgs();
+    call->args.add(DNNL_ARG_SRC, p.pd.src_desc(), engine_, call->a.data());
+    call->args.add(DNNL_ARG_WEIGHTS, p.b);
+    call->y = call->args.add(DNNL_ARG_DST, p.pd.dst_desc(), engine_);
+    call->args.add(DNNL_ARG_ATTR_OUTPUT_SCALES, plain_md({spec_.n}), engine_, call->scales.data());
+    call->args.add(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, plain_md({1}, dt::s32), engine_, &call->zero);
+    if (p.bias) call->args.add(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, p.bias);
+    call->args.add_owned(DNNL_ARG_SCRATCHPAD, p.pd.scratchpad_desc(), engine_);
+    call->bound_to = prepared;
+    return call;
+  }
+
+  DynMatMulSpec spec_;
+  dnnl::engine engine_;
+  mutable ShapeCache<DynMatMulPrepared> cache_;
+  BoundPool<DynMatMulCall> calls_;
+};
+
 // ---- QLinearAdd --------------------------------------------------------------
 // com.microsoft QLinearAdd of two tensors of one shape (a residual
 // connection). Not a oneDNN primitive (oneDNN 2.6's binary takes no zero
@@ -580,6 +749,17 @@ void add_quantized_ops(OpRegistry& ops) {
                 QMatMulSpec s;
                 parse_qgemm(n, &s);
                 return std::make_unique<QMatMulKernel>(std::move(s), c);
+              }));
+  ops.add(OpBuilder("DynamicQuantizeMatMul", "com.microsoft")
+              .since(1)
+              .check([](const NodeInfo& n) {
+                DynMatMulSpec s;
+                return parse_dyn_matmul(n, &s);
+              })
+              .create([](const NodeInfo& n, const DeviceConfig& c) -> std::unique_ptr<sdk::Kernel> {
+                DynMatMulSpec s;
+                parse_dyn_matmul(n, &s);
+                return std::make_unique<DynMatMulKernel>(std::move(s), c);
               }));
   ops.add(OpBuilder("QLinearMatMul")
               .since(10)
