@@ -434,14 +434,17 @@ class QMatMulKernel : public sdk::Kernel {
 // fusion makes of ONNX Runtime's quantize_dynamic output): A (float32) is
 // quantized to uint8 per tensor as DynamicQuantizeLinear specifies, then
 //   Y = float(sum_k (a_q - a_zero)(B - b_zero[j])) * (a_scale * b_scale[j]) + bias[j]
-// in float32, as the op-by-op chain computes it: oneDNN's int8 matmul with
-// the scale and A's zero point given per call, the bias a post-op add.
+// in float32, as the op-by-op chain computes it. oneDNN's int8 matmul gives
+// sum_k a_q (B - b_zero[j]) in int32, and a loop here subtracts a_zero times
+// B's column sums and scales: oneDNN 2.6 takes a scale or zero point that
+// changes per call only in its plain gemm kernel, 3x slower than its AMX one.
 
 struct DynMatMulSpec {
   int64_t k = 0, n = 0;
   std::vector<int8_t> b;           // [K, N] minus its zero points
   std::vector<float> b_scales;     // one per column
   std::vector<float> bias;         // one per column (empty: none)
+  std::vector<int32_t> b_sums;     // per column: sum_k of b
 };
 
 // inputs: A, B, b_scale, b_zero_point?, bias?
@@ -466,14 +469,72 @@ std::string parse_dyn_matmul(const NodeInfo& n, DynMatMulSpec* s) {
       return "the bias is not float32 with one value per column";
     s->bias.assign(c.data<float>(), c.data<float>() + s->n);
   }
-  return shift_weights(b.dtype, b.bytes.data(), b.size(), bq.zeros, 1, &s->b);
+  RETURN_IF_REASON(shift_weights(b.dtype, b.bytes.data(), b.size(), bq.zeros, 1, &s->b));
+  s->b_sums.assign(size_t(s->n), 0);
+  for (int64_t p = 0; p < s->k; ++p)
+    for (int64_t j = 0; j < s->n; ++j) s->b_sums[size_t(j)] += s->b[size_t(p * s->n + j)];
+  return {};
+}
+
+// AVX-512 forms of the loops below (GCC leaves them scalar at -O2; the
+// range's min/max chain then cost 4 cycles an element). Same results: no
+// FMA (CMakeLists.txt), rounding half to even either way. (GCC 12 warns
+// about the headers' own undefined vectors, as for add_codes_avx512.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+__attribute__((target("avx512f"))) int64_t range_avx512(const float* x, int64_t count, float* lo, float* hi) {
+  __m512 vlo = _mm512_setzero_ps(), vhi = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= count; i += 16) {
+    const __m512 v = _mm512_loadu_ps(x + i);
+    vlo = _mm512_min_ps(v, vlo);  // the second operand where v is NaN: NaN skipped
+    vhi = _mm512_max_ps(v, vhi);
+  }
+  *lo = _mm512_reduce_min_ps(vlo);
+  *hi = _mm512_reduce_max_ps(vhi);
+  return i;
+}
+
+__attribute__((target("avx512f"))) int64_t quantize_u8_avx512(const float* x, int64_t count, float scale, float zero,
+                                                             uint8_t* y) {
+  const __m512 s = _mm512_set1_ps(scale), z = _mm512_set1_ps(zero), big = _mm512_set1_ps(1.0e6f),
+               top = _mm512_set1_ps(255.f);
+  int64_t i = 0;
+  for (; i + 16 <= count; i += 16) {
+    __m512 v = _mm512_div_ps(_mm512_loadu_ps(x + i), s);
+    v = _mm512_max_ps(_mm512_min_ps(v, big), _mm512_sub_ps(_mm512_setzero_ps(), big));
+    v = _mm512_add_ps(_mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), z);
+    v = _mm512_min_ps(_mm512_max_ps(v, _mm512_setzero_ps()), top);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(v)));
+  }
+  return i;
+}
+
+__attribute__((target("avx512f"))) int64_t dequantize_row_avx512(const int32_t* sums, int64_t n, const int32_t* offsets,
+                                                                const float* scales, const float* bias, float* y) {
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16) {
+    const __m512i d = _mm512_sub_epi32(_mm512_loadu_si512(sums + j), _mm512_loadu_si512(offsets + j));
+    __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(d), _mm512_loadu_ps(scales + j));
+    if (bias) v = _mm512_add_ps(v, _mm512_loadu_ps(bias + j));
+    _mm512_storeu_ps(y + j, v);
+  }
+  return j;
+}
+#pragma GCC diagnostic pop
+
+bool has_avx512() {
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  return avx512;
 }
 
 // DynamicQuantizeLinear's parameters of `x`: the range widened to include 0
 // (NaN skipped), scale = float32((hi - lo) / 255), zero = round(-lo / scale).
 void dynamic_params(const float* x, int64_t count, float* scale, int32_t* zero) {
   float lo = 0.f, hi = 0.f;
-  for (int64_t i = 0; i < count; ++i) {
+  const int64_t done = has_avx512() ? range_avx512(x, count, &lo, &hi) : 0;
+  for (int64_t i = done; i < count; ++i) {
     lo = x[i] < lo ? x[i] : lo;
     hi = x[i] > hi ? x[i] : hi;
   }
@@ -489,7 +550,7 @@ void quantize_u8(const float* x, int64_t count, float scale, float zero, uint8_t
     return;
   }
   constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer, half to even
-  for (int64_t i = 0; i < count; ++i) {
+  for (int64_t i = has_avx512() ? quantize_u8_avx512(x, count, scale, zero, y) : 0; i < count; ++i) {
     float v = x[i] / scale;
     v = v > -1.0e6f ? (v < 1.0e6f ? v : 1.0e6f) : -1.0e6f;
     v = (v + kMagic) - kMagic + zero;
@@ -500,17 +561,16 @@ void quantize_u8(const float* x, int64_t count, float scale, float zero, uint8_t
 struct DynMatMulPrepared {
   dnnl::matmul::primitive_desc pd;
   dnnl::matmul prim;
-  dnnl::memory b, bias;
+  dnnl::memory b;
 };
 
-// One call's buffers: A's codes, the column scales, A's zero point, and the
+// One call's buffers: A's codes and the int32 products, and the
 // primitive's arguments bound to them once.
 struct DynMatMulCall {
-  std::vector<uint8_t> a;
-  std::vector<float> scales;
-  int32_t zero = 0;
-  BoundArgs args;
-  size_t y = 0;                                         // index of DST in args
+  BoundArgs args;  // owns A's codes and the sums (64-byte aligned: AMX tile
+                   // loads and stores of 16-byte aligned rows ran 4x slower)
+  uint8_t* a = nullptr;
+  int32_t* sums = nullptr;
   std::shared_ptr<const DynMatMulPrepared> bound_to;   // the primitive args is bound for
 };
 
@@ -534,32 +594,45 @@ class DynMatMulKernel : public sdk::Kernel {
     auto p = cache_.get({rows}, [&] { return prepare(rows); });
     std::unique_ptr<DynMatMulCall> call = take_call(p, rows);
     float a_scale = 0.f;
-    dynamic_params(a.data<float>(), a.size(), &a_scale, &call->zero);
-    quantize_u8(a.data<float>(), a.size(), a_scale, float(call->zero), call->a.data());
-    for (int64_t j = 0; j < spec_.n; ++j) call->scales[size_t(j)] = a_scale * spec_.b_scales[size_t(j)];
-    call->args.point(call->y, y.raw);
+    int32_t a_zero = 0;
+    dynamic_params(a.data<float>(), a.size(), &a_scale, &a_zero);
+    quantize_u8(a.data<float>(), a.size(), a_scale, float(a_zero), call->a);
     dnnl::stream& stream = thread_stream();
     call->args.execute(p->prim, stream);
     stream.wait();
+    dequantize_sums(call->sums, rows, a_scale, a_zero, y.data<float>());
     calls_.give_back(std::move(call));
     return nullptr;
   }
 
  private:
+  // Y = float(sum - a_zero * b_sums[j]) * (a_scale * b_scale[j]) + bias[j],
+  // each step rounded as the chain's float32 ops round it (no FMA: see
+  // CMakeLists.txt).
+  void dequantize_sums(const int32_t* sums, int64_t rows, float a_scale, int32_t a_zero, float* y) const {
+    const int64_t n = spec_.n;
+    std::vector<float> scales(static_cast<size_t>(n));
+    std::vector<int32_t> offsets(static_cast<size_t>(n));
+    for (int64_t j = 0; j < n; ++j) {
+      scales[size_t(j)] = a_scale * spec_.b_scales[size_t(j)];
+      offsets[size_t(j)] = a_zero * spec_.b_sums[size_t(j)];
+    }
+    const float* bias = spec_.bias.empty() ? nullptr : spec_.bias.data();
+    for (int64_t i = 0; i < rows; ++i) {
+      const int32_t* s = sums + i * n;
+      float* out = y + i * n;
+      for (int64_t j = has_avx512() ? dequantize_row_avx512(s, n, offsets.data(), scales.data(), bias, out) : 0; j < n;
+           ++j)
+        out[j] = float(s[j] - offsets[size_t(j)]) * scales[size_t(j)] + (bias ? bias[j] : 0.f);
+    }
+  }
+
   std::shared_ptr<DynMatMulPrepared> prepare(int64_t rows) const {
     auto p = std::make_shared<DynMatMulPrepared>();
-    dnnl::primitive_attr attr = base_attr();
-    attr.set_output_scales(1 << 1, {DNNL_RUNTIME_F32_VAL});
-    attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
-    if (!spec_.bias.empty()) {
-      dnnl::post_ops ops;
-      ops.append_binary(dnnl::algorithm::binary_add, plain_md({1, spec_.n}));
-      attr.set_post_ops(ops);
-    }
     dnnl::matmul::desc desc(plain_md({rows, spec_.k}, dt::u8),
                             dnnl::memory::desc({spec_.k, spec_.n}, dt::s8, dnnl::memory::format_tag::any),
-                            plain_md({rows, spec_.n}));
-    p->pd = dnnl::matmul::primitive_desc(desc, attr, engine_);
+                            plain_md({rows, spec_.n}, dt::s32));
+    p->pd = dnnl::matmul::primitive_desc(desc, base_attr(), engine_);
     pick_faster_int8_impl(p->pd, engine_);
     p->prim = dnnl::matmul(p->pd);
     p->b = dnnl::memory(p->pd.weights_desc(), engine_);
@@ -567,8 +640,6 @@ class DynMatMulKernel : public sdk::Kernel {
     dnnl::stream& stream = thread_stream();
     dnnl::reorder(user_b, p->b).execute(stream, user_b, p->b);
     stream.wait();
-    if (!spec_.bias.empty())
-      p->bias = dnnl::memory(plain_md({1, spec_.n}), engine_, const_cast<float*>(spec_.bias.data()));
     return p;
   }
 
@@ -578,15 +649,12 @@ class DynMatMulKernel : public sdk::Kernel {
     std::unique_ptr<DynMatMulCall> call = calls_.take([] { return std::make_unique<DynMatMulCall>(); });
     if (call->bound_to == prepared) return call;
     const DynMatMulPrepared& p = *prepared;
-    call->a.assign(size_t(rows * spec_.k), 0);
-    call->scales.assign(size_t(spec_.n), 0.f);
     call->args = BoundArgs();
-    call->args.add(DNNL_ARG_SRC, p.pd.src_desc(), engine_, call->a.data());
+    call->args.add_owned(DNNL_ARG_SRC, p.pd.src_desc(), engine_);
+    call->a = static_cast<uint8_t*>(call->args.memory(call->args.size() - 1).get_data_handle());
     call->args.add(DNNL_ARG_WEIGHTS, p.b);
-    call->y = call->args.add(DNNL_ARG_DST, p.pd.dst_desc(), engine_);
-    call->args.add(DNNL_ARG_ATTR_OUTPUT_SCALES, plain_md({spec_.n}), engine_, call->scales.data());
-    call->args.add(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, plain_md({1}, dt::s32), engine_, &call->zero);
-    if (p.bias) call->args.add(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, p.bias);
+    call->args.add_owned(DNNL_ARG_DST, p.pd.dst_desc(), engine_);
+    call->sums = static_cast<int32_t*>(call->args.memory(call->args.size() - 1).get_data_handle());
     call->args.add_owned(DNNL_ARG_SCRATCHPAD, p.pd.scratchpad_desc(), engine_);
     call->bound_to = prepared;
     return call;
