@@ -20,8 +20,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <memory>
+#include <new>
 #include <optional>
 #include <type_traits>
 
@@ -558,20 +561,32 @@ void quantize_u8(const float* x, int64_t count, float scale, float zero, uint8_t
   }
 }
 
-struct DynMatMulPrepared {
+// The matmul of one block of rows (and of the last, shorter block).
+struct DynMatMulPart {
+  int64_t rows = 0;
   dnnl::matmul::primitive_desc pd;
   dnnl::matmul prim;
   dnnl::memory b;
 };
 
-// One call's buffers: A's codes and the int32 products, and the
-// primitive's arguments bound to them once.
+struct DynMatMulPrepared {
+  DynMatMulPart block, tail;  // tail.rows == 0: none
+};
+
+using AlignedBuffer = std::unique_ptr<void, void (*)(void*)>;
+AlignedBuffer aligned_buffer(size_t bytes) {
+  void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  if (!p) throw std::bad_alloc();
+  return AlignedBuffer(p, std::free);
+}
+
+// One call's buffers (64-byte aligned: AMX tile loads and stores of 16-byte
+// aligned rows ran slower): A's codes, one block's int32 sums, and each
+// part's arguments bound to them once (SRC, index 0, is pointed per block).
 struct DynMatMulCall {
-  BoundArgs args;  // owns A's codes and the sums (64-byte aligned: AMX tile
-                   // loads and stores of 16-byte aligned rows ran 4x slower)
-  uint8_t* a = nullptr;
-  int32_t* sums = nullptr;
-  std::shared_ptr<const DynMatMulPrepared> bound_to;   // the primitive args is bound for
+  AlignedBuffer a{nullptr, std::free}, sums{nullptr, std::free};
+  BoundArgs block, tail;
+  std::shared_ptr<const DynMatMulPrepared> bound_to;  // the primitives these are bound for
 };
 
 class DynMatMulKernel : public sdk::Kernel {
@@ -590,33 +605,46 @@ class DynMatMulKernel : public sdk::Kernel {
     ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, ONYX_DTYPE_FLOAT32, out, &y));
     if (y.size() == 0) return nullptr;
     const int64_t rows = a.size() / spec_.k;
-    use_threads_for(ctx, 2.0 * double(a.size()) * double(spec_.n));
+    use_threads_for(ctx, 2.0 * double(kBlockRows) * double(spec_.k) * double(spec_.n));
     auto p = cache_.get({rows}, [&] { return prepare(rows); });
     std::unique_ptr<DynMatMulCall> call = take_call(p, rows);
     float a_scale = 0.f;
     int32_t a_zero = 0;
     dynamic_params(a.data<float>(), a.size(), &a_scale, &a_zero);
-    quantize_u8(a.data<float>(), a.size(), a_scale, float(a_zero), call->a);
+    auto* codes = static_cast<uint8_t*>(call->a.get());
+    quantize_u8(a.data<float>(), a.size(), a_scale, float(a_zero), codes);
+    std::vector<float> scales(static_cast<size_t>(spec_.n));
+    std::vector<int32_t> offsets(static_cast<size_t>(spec_.n));
+    for (int64_t j = 0; j < spec_.n; ++j) {
+      scales[size_t(j)] = a_scale * spec_.b_scales[size_t(j)];
+      offsets[size_t(j)] = a_zero * spec_.b_sums[size_t(j)];
+    }
+    // Block by block, so that each block's sums are still in cache when
+    // scaled (all of them at once went out to memory and back: 2.5x slower).
     dnnl::stream& stream = thread_stream();
-    call->args.execute(p->prim, stream);
-    stream.wait();
-    dequantize_sums(call->sums, rows, a_scale, a_zero, y.data<float>());
+    for (int64_t r0 = 0; r0 < rows; r0 += p->block.rows) {
+      const bool last = r0 + p->block.rows > rows;
+      const DynMatMulPart& part = last ? p->tail : p->block;
+      BoundArgs& args = last ? call->tail : call->block;
+      args.point(0, codes + r0 * spec_.k);
+      args.execute(part.prim, stream);
+      stream.wait();
+      dequantize_sums(static_cast<const int32_t*>(call->sums.get()), part.rows, offsets, scales,
+                      y.data<float>() + r0 * spec_.n);
+    }
     calls_.give_back(std::move(call));
     return nullptr;
   }
 
  private:
+  static constexpr int64_t kBlockRows = 64;
+
   // Y = float(sum - a_zero * b_sums[j]) * (a_scale * b_scale[j]) + bias[j],
   // each step rounded as the chain's float32 ops round it (no FMA: see
   // CMakeLists.txt).
-  void dequantize_sums(const int32_t* sums, int64_t rows, float a_scale, int32_t a_zero, float* y) const {
+  void dequantize_sums(const int32_t* sums, int64_t rows, const std::vector<int32_t>& offsets,
+                       const std::vector<float>& scales, float* y) const {
     const int64_t n = spec_.n;
-    std::vector<float> scales(static_cast<size_t>(n));
-    std::vector<int32_t> offsets(static_cast<size_t>(n));
-    for (int64_t j = 0; j < n; ++j) {
-      scales[size_t(j)] = a_scale * spec_.b_scales[size_t(j)];
-      offsets[size_t(j)] = a_zero * spec_.b_sums[size_t(j)];
-    }
     const float* bias = spec_.bias.empty() ? nullptr : spec_.bias.data();
     for (int64_t i = 0; i < rows; ++i) {
       const int32_t* s = sums + i * n;
@@ -627,20 +655,38 @@ class DynMatMulKernel : public sdk::Kernel {
     }
   }
 
-  std::shared_ptr<DynMatMulPrepared> prepare(int64_t rows) const {
-    auto p = std::make_shared<DynMatMulPrepared>();
+  DynMatMulPart make_part(int64_t rows) const {
+    DynMatMulPart part;
+    part.rows = rows;
+    if (rows == 0) return part;
     dnnl::matmul::desc desc(plain_md({rows, spec_.k}, dt::u8),
                             dnnl::memory::desc({spec_.k, spec_.n}, dt::s8, dnnl::memory::format_tag::any),
                             plain_md({rows, spec_.n}, dt::s32));
-    p->pd = dnnl::matmul::primitive_desc(desc, base_attr(), engine_);
-    pick_faster_int8_impl(p->pd, engine_);
-    p->prim = dnnl::matmul(p->pd);
-    p->b = dnnl::memory(p->pd.weights_desc(), engine_);
+    part.pd = dnnl::matmul::primitive_desc(desc, base_attr(), engine_);
+    pick_faster_int8_impl(part.pd, engine_);
+    part.prim = dnnl::matmul(part.pd);
+    part.b = dnnl::memory(part.pd.weights_desc(), engine_);
     dnnl::memory user_b(plain_md({spec_.k, spec_.n}, dt::s8), engine_, const_cast<int8_t*>(spec_.b.data()));
     dnnl::stream& stream = thread_stream();
-    dnnl::reorder(user_b, p->b).execute(stream, user_b, p->b);
+    dnnl::reorder(user_b, part.b).execute(stream, user_b, part.b);
     stream.wait();
+    return part;
+  }
+
+  std::shared_ptr<DynMatMulPrepared> prepare(int64_t rows) const {
+    auto p = std::make_shared<DynMatMulPrepared>();
+    p->block = make_part(std::min(rows, kBlockRows));
+    p->tail = make_part(rows % p->block.rows == 0 ? 0 : rows % p->block.rows);
     return p;
+  }
+
+  void bind(BoundArgs& args, const DynMatMulPart& part, DynMatMulCall& call) const {
+    args = BoundArgs();
+    if (part.rows == 0) return;
+    args.add(DNNL_ARG_SRC, part.pd.src_desc(), engine_, call.a.get());
+    args.add(DNNL_ARG_WEIGHTS, part.b);
+    args.add(DNNL_ARG_DST, part.pd.dst_desc(), engine_, call.sums.get());
+    args.add_owned(DNNL_ARG_SCRATCHPAD, part.pd.scratchpad_desc(), engine_);
   }
 
   // A call's buffers for `rows` rows of `prepared`, from the pool, bound
@@ -648,14 +694,10 @@ class DynMatMulKernel : public sdk::Kernel {
   std::unique_ptr<DynMatMulCall> take_call(const std::shared_ptr<const DynMatMulPrepared>& prepared, int64_t rows) {
     std::unique_ptr<DynMatMulCall> call = calls_.take([] { return std::make_unique<DynMatMulCall>(); });
     if (call->bound_to == prepared) return call;
-    const DynMatMulPrepared& p = *prepared;
-    call->args = BoundArgs();
-    call->args.add_owned(DNNL_ARG_SRC, p.pd.src_desc(), engine_);
-    call->a = static_cast<uint8_t*>(call->args.memory(call->args.size() - 1).get_data_handle());
-    call->args.add(DNNL_ARG_WEIGHTS, p.b);
-    call->args.add_owned(DNNL_ARG_DST, p.pd.dst_desc(), engine_);
-    call->sums = static_cast<int32_t*>(call->args.memory(call->args.size() - 1).get_data_handle());
-    call->args.add_owned(DNNL_ARG_SCRATCHPAD, p.pd.scratchpad_desc(), engine_);
+    call->a = aligned_buffer(size_t(rows * spec_.k));
+    call->sums = aligned_buffer(size_t(prepared->block.rows * spec_.n) * sizeof(int32_t));
+    bind(call->block, prepared->block, *call);
+    bind(call->tail, prepared->tail, *call);
     call->bound_to = prepared;
     return call;
   }
