@@ -637,7 +637,7 @@ class DynMatMulKernel : public sdk::Kernel {
   }
 
  private:
-  static constexpr int64_t kBlockRows = 64;
+  static constexpr int64_t kBlockRows = 128;
 
   // Y = float(sum - a_zero * b_sums[j]) * (a_scale * b_scale[j]) + bias[j],
   // each step rounded as the chain's float32 ops round it (no FMA: see
