@@ -458,7 +458,8 @@ typedef struct OnyxHostApi {
   OnyxStatus* (*ctx_input)(const OnyxComputeContext* ctx, size_t index, OnyxTensorView* out);
   /* Output `index` with the given element type and shape: the host returns
    * a buffer (from the memory plan when the shape matches it, else freshly
-   * allocated on the kernel's device). Each output may be requested once per
+   * allocated on the kernel's device), its contents unspecified: the kernel
+   * writes every element. Each output may be requested once per
    * compute; an output the kernel never requests is absent. Ownership: the
    * host owns the buffer; the view is valid until kernel_compute returns.
    * Not thread-safe for the same ctx (request outputs from one thread at a

@@ -82,8 +82,8 @@ Status KernelContext::place(int v, RunSlot& slot, size_t bytes) {
       if (reused != run_.reuse.end() && reused->second.dtype() == slot.dtype &&
           reused->second.shape() == slot.dims)
         slot.host = reused->second;
-      else
-        slot.host = Tensor::allocate(slot.dtype, slot.dims);
+      else  // written whole by the kernel, as planned memory is (its contents are unspecified)
+        slot.host = Tensor::allocate_uninitialized(slot.dtype, slot.dims);
       slot.data = slot.host.data();
       return Status();
     }
