@@ -39,12 +39,6 @@ std::string shape_string(std::span<const int64_t> dims) {
 }
 
 Tensor Tensor::allocate(int32_t dtype, Shape shape) {
-  Tensor t = allocate_uninitialized(dtype, std::move(shape));
-  std::memset(t.data_, 0, (t.bytes() + 63) / 64 * 64);
-  return t;
-}
-
-Tensor Tensor::allocate_uninitialized(int32_t dtype, Shape shape) {
   Tensor t;
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);
@@ -57,6 +51,7 @@ Tensor Tensor::allocate_uninitialized(int32_t dtype, Shape shape) {
   if (rounded == 0) rounded = 64;
   void* p = std::aligned_alloc(64, rounded);
   if (!p) throw std::bad_alloc();
+  std::memset(p, 0, rounded);
   t.owner_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
   t.data_ = p;
   return t;

@@ -45,10 +45,6 @@ class Tensor {
   Tensor() = default;
   // Zero-filled host tensor.
   static Tensor allocate(int32_t dtype, Shape shape);
-  // Host tensor with unspecified contents, for a buffer about to be written
-  // whole (a kernel's output): zeroing fresh pages first cost the transformer
-  // block's 2 MiB graph output 0.3 ms a run on one thread, up to 4 ms on two.
-  static Tensor allocate_uninitialized(int32_t dtype, Shape shape);
   // Wraps memory kept alive by `owner` (may be empty for caller-managed memory).
   static Tensor wrap(int32_t dtype, Shape shape, void* data, std::shared_ptr<void> owner);
 

@@ -83,7 +83,7 @@ Status KernelContext::place(int v, RunSlot& slot, size_t bytes) {
           reused->second.shape() == slot.dims)
         slot.host = reused->second;
       else  // written whole by the kernel, as planned memory is (its contents are unspecified)
-        slot.host = Tensor::allocate_uninitialized(slot.dtype, slot.dims);
+        slot.host = run_.session->output_buffers().allocate_uninitialized(slot.dtype, slot.dims);
       slot.data = slot.host.data();
       return Status();
     }

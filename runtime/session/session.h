@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "core/host_buffer_pool.h"
 #include "core/thread_pool.h"
 #include "core/value.h"
 #include "ir/graph.h"
@@ -90,6 +91,8 @@ class Session {
   // Per graph output: the value a run returns it from (host-readable).
   const std::vector<int>& output_values() const { return output_values_; }
   const PartitionReport& partition_report() const { return partition_; }
+  // Where runs put the outputs they return (buffers the caller dropped come back).
+  HostBufferPool& output_buffers() const { return *output_buffers_; }
   // How create_with_device_policy chose this session's devices (device_policy.h).
   void set_device_policy_report(DevicePolicyReport report) { partition_.device_policy = std::move(report); }
 
@@ -189,6 +192,7 @@ class Session {
   std::map<int, Tensor> resident_;  // destroyed before the devices close
   PartitionReport partition_;
   std::shared_ptr<ThreadPool> pool_;  // shared with child sessions
+  std::shared_ptr<HostBufferPool> output_buffers_ = std::make_shared<HostBufferPool>();
   std::shared_ptr<Profiler> profiler_;  // null when off; read and swapped atomically
   // cancel_runs() count, shared with child sessions so that one call stops them all.
   std::shared_ptr<std::atomic<uint64_t>> cancels_ = std::make_shared<std::atomic<uint64_t>>(0);
