@@ -75,7 +75,7 @@ class BinaryKernel : public sdk::Kernel {
     sdk::Tensor y;
     ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, ONYX_DTYPE_FLOAT32, out, &y));
     if (y.size() == 0) return nullptr;
-    use_threads_for(ctx, 2.0 * double(y.size()));
+    use_threads_for(ctx, 8.0 * double(y.size()));  // memory-bound: as eltwise.cpp
     auto p = cache_.get(shape_key(ctx), [&] { return prepare(a.shape(), b.shape(), out); });
     const void* first = p->swap ? b.raw : a.raw;
     const void* second = p->swap ? a.raw : b.raw;

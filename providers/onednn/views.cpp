@@ -145,7 +145,7 @@ class TransposeKernel : public sdk::Kernel {
       *y.data<float>() = *x.data<float>();
       return nullptr;
     }
-    use_threads_for(ctx, 2.0 * double(y.size()));
+    use_threads_for(ctx, 8.0 * double(y.size()));  // memory-bound: as eltwise.cpp
     auto p = cache_.get(x.shape(), [&] {
       auto made = std::make_shared<TransposePrepared>();
       made->from = strided_md(y_dims, view_strides);
