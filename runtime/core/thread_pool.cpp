@@ -68,10 +68,13 @@ void ThreadPool::worker_main() {
   for (;;) {
     // Spin for the next loop, then sleep until one is published.
     const auto spin_until = std::chrono::steady_clock::now() + kSpin;
+    const uint64_t quiet = quiet_.load(std::memory_order_relaxed);
     uint64_t now = generation_.load();
     for (int k = 0; !published(now, seen) && !stop_.load(std::memory_order_relaxed); ++k) {
       cpu_relax();
-      if ((k & 63) == 63 && std::chrono::steady_clock::now() > spin_until) break;
+      if ((k & 63) == 63 && (quiet_.load(std::memory_order_relaxed) != quiet ||
+                             std::chrono::steady_clock::now() > spin_until))
+        break;
       now = generation_.load();
     }
     if (!published(now, seen)) {
