@@ -827,6 +827,101 @@ class QAddKernel : public sdk::Kernel {
   int32_t dtype_;
 };
 
+// ---- QLinearGlobalAveragePool ---------------------------------------------------
+// com.microsoft QLinearGlobalAveragePool, NCHW or channels-last (N x spatial...
+// x C): y = round_half_even((sum - HW * zx) * sx / (HW * sy)) + zy in float64,
+// saturated, as the CPU provider computes it. A loop, not a oneDNN primitive:
+// oneDNN 2.6's int8 pooling takes no zero points. Claimed so that the QDQ
+// fusion makes DQ -> GlobalAveragePool -> Q into this node where oneDNN runs
+// the float GlobalAveragePool (MobileNetV2's last layer), and a channels-last
+// chain of convolutions runs into it with no Transpose.
+
+struct GapSpec {
+  bool channels_last = false;
+  double sx = 1, sy = 1, zx = 0, zy = 0;
+  int32_t dtype = 0;
+};
+
+// inputs: X, x_scale, x_zero_point?, y_scale, y_zero_point?
+std::string parse_qgap(const NodeInfo& n, GapSpec* s) {
+  if (n.inputs.size() < 4 || n.inputs.size() > 5) return "QLinearGlobalAveragePool takes 4 or 5 inputs";
+  s->dtype = n.inputs[0].dtype;
+  if (!is_8bit(s->dtype)) return "X is not uint8 or int8";
+  RETURN_IF_REASON(require_rank(n, 0, 3, 8));
+  if (n.input_present(4) && n.inputs[4].dtype != s->dtype) return "y_zero_point and X differ in type";
+  QuantParams xq, yq;
+  RETURN_IF_REASON(read_params(n, 1, 2, s->dtype, 1, &xq));
+  RETURN_IF_REASON(read_params(n, 3, 4, s->dtype, 1, &yq));
+  s->channels_last = n.get_int("channels_last", 0) != 0;
+  s->sx = xq.scales[0], s->sy = yq.scales[0], s->zx = xq.zeros[0], s->zy = yq.zeros[0];
+  return {};
+}
+
+class QGapKernel : public sdk::Kernel {
+ public:
+  explicit QGapKernel(GapSpec spec) : spec_(spec) {}
+
+  OnyxStatus* compute(ComputeContext& ctx) override {
+    sdk::Tensor x = ctx.in(0);
+    const std::vector<int64_t>& dims = x.shape();
+    const size_t rank = dims.size();
+    if (rank < 3)
+      return sdk::make_status(ONYX_STATUS_INVALID_ARGUMENT, "QLinearGlobalAveragePool: X has rank %zu, not >= 3", rank);
+    const int64_t batch = dims[0], channels = spec_.channels_last ? dims[rank - 1] : dims[1];
+    const int64_t taps = channels == 0 || batch == 0 ? 0 : x.size() / (batch * channels);
+    std::vector<int64_t> out(rank, 1);
+    out[0] = batch;
+    out[spec_.channels_last ? rank - 1 : 1] = channels;
+    sdk::Tensor y;
+    ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, spec_.dtype, out, &y));
+    if (y.size() == 0) return nullptr;
+    if (taps == 0)
+      return sdk::make_status(ONYX_STATUS_INVALID_ARGUMENT, "QLinearGlobalAveragePool: X of %zu dims has an empty spatial dim", rank);
+    if (taps > (int64_t(1) << 23))  // 255 * 2^23 < 2^31: int32 sums below that
+      return run<int64_t>(x, y, batch, channels, taps);
+    return run<int32_t>(x, y, batch, channels, taps);
+  }
+
+ private:
+  template <typename Acc>
+  OnyxStatus* run(const sdk::Tensor& x, sdk::Tensor& y, int64_t batch, int64_t channels, int64_t taps) const {
+    if (spec_.dtype == ONYX_DTYPE_UINT8)
+      pool<uint8_t, Acc>(static_cast<const uint8_t*>(x.raw), static_cast<uint8_t*>(y.raw), batch, channels, taps);
+    else
+      pool<int8_t, Acc>(static_cast<const int8_t*>(x.raw), static_cast<int8_t*>(y.raw), batch, channels, taps);
+    return nullptr;
+  }
+
+  template <typename T, typename Acc>
+  void pool(const T* x, T* y, int64_t batch, int64_t channels, int64_t taps) const {
+    constexpr double lo = std::numeric_limits<T>::min(), hi = std::numeric_limits<T>::max();
+    const double divisor = double(taps) * spec_.sy;
+    auto code = [&](Acc sum) {
+      const double q = double(sum - Acc(taps) * Acc(spec_.zx)) * spec_.sx / divisor;
+      return T(std::clamp(std::nearbyint(q) + spec_.zy, lo, hi));
+    };
+    std::vector<Acc> sums(static_cast<size_t>(channels));
+    for (int64_t n = 0; n < batch; ++n) {
+      const T* xn = x + n * channels * taps;
+      T* yn = y + n * channels;
+      if (spec_.channels_last) {
+        std::fill(sums.begin(), sums.end(), Acc(0));
+        for (int64_t t = 0; t < taps; ++t)
+          for (int64_t c = 0; c < channels; ++c) sums[size_t(c)] += Acc(xn[t * channels + c]);
+        for (int64_t c = 0; c < channels; ++c) yn[c] = code(sums[size_t(c)]);
+      } else {
+        for (int64_t c = 0; c < channels; ++c) {
+          Acc sum = 0;
+          for (int64_t t = 0; t < taps; ++t) sum += Acc(xn[c * taps + t]);
+          yn[c] = code(sum);
+        }
+      }
+    }
+  }
+
+  GapSpec spec_;
+};
+
 }  // namespace
 
 void add_quantized_ops(OpRegistry& ops) {
@@ -844,6 +939,17 @@ void add_quantized_ops(OpRegistry& ops) {
                   parse_qconv(n, &s);
                   return std::make_unique<QConvKernel>(std::move(s), c);
                 }));
+  ops.add(OpBuilder("QLinearGlobalAveragePool", "com.microsoft")
+              .since(1)
+              .check([](const NodeInfo& n) {
+                GapSpec s;
+                return parse_qgap(n, &s);
+              })
+              .create([](const NodeInfo& n, const DeviceConfig&) -> std::unique_ptr<sdk::Kernel> {
+                GapSpec s;
+                parse_qgap(n, &s);
+                return std::make_unique<QGapKernel>(s);
+              }));
   ops.add(OpBuilder("QLinearAdd", "com.microsoft")
               .since(1)
               .check([](const NodeInfo& n) {

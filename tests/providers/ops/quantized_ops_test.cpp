@@ -365,7 +365,9 @@ ONYX_OP_TEST(QLinearOps, AveragePoolMatchesFloat64Reference) {
 }
 
 template <typename T>
-void check_global_pool(const std::vector<int64_t>& x_dims, bool channels_last) {
+// constant_params: the scales and zero points are constants (as quantizers
+// write them, and all that the oneDNN provider claims).
+void check_global_pool(const std::vector<int64_t>& x_dims, bool channels_last, bool constant_params = false) {
   SCOPED_TRACE("x" + ::testing::PrintToString(x_dims) + (channels_last ? " channels_last" : "") +
                (std::is_signed_v<T> ? " int8" : " uint8"));
   std::mt19937 rng(uint32_t(count(x_dims)));
@@ -378,6 +380,8 @@ void check_global_pool(const std::vector<int64_t>& x_dims, bool channels_last) {
                                : make_tensor<T>(x_dims, x),
                  make_scalar<float>(qx.scale), make_scalar<T>(T(qx.zero)), make_scalar<float>(qy.scale),
                  make_scalar<T>(T(qy.zero))};
+  if (constant_params)
+    for (size_t k = 1; k < node.inputs.size(); ++k) node.inputs[k].constant = true;
   RunResult r = run_node(node, RunOptions{.threads = 2});
   ASSERT_TRUE(r.ok()) << r.error;
   const int64_t planes = x_dims[0] * x_dims[1], plane = count(x_dims) / planes;
@@ -400,6 +404,15 @@ ONYX_OP_TEST(QLinearOps, GlobalAveragePoolMatchesFloat64Reference) {
     for (bool channels_last : {false, true}) {
       check_global_pool<uint8_t>(dims, channels_last);
       check_global_pool<int8_t>(dims, channels_last);
+    }
+}
+
+ONYX_OP_TEST(QLinearOps, GlobalAveragePoolWithConstantParametersMatchesFloat64Reference) {
+  for (const std::vector<int64_t>& dims :
+       {std::vector<int64_t>{2, 24, 7, 7}, std::vector<int64_t>{3, 5, 31}, std::vector<int64_t>{1, 6, 3, 4, 5}})
+    for (bool channels_last : {false, true}) {
+      check_global_pool<uint8_t>(dims, channels_last, true);
+      check_global_pool<int8_t>(dims, channels_last, true);
     }
 }
 
