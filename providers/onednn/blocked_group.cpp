@@ -270,24 +270,29 @@ class BlockedGroupKernel : public sdk::Kernel {
       if (!run_chunk(first, 0)) return sdk::make_status(ONYX_STATUS_OUT_OF_MEMORY, "oneDNN group: cannot allocate its arena");
       return nullptr;
     }
-    // On the host's threads: no exception may leave them; the first error is kept.
+    // On oneDNN's OpenMP threads, not the host pool's: after oneDNN
+    // primitives libgomp's threads spin for about a millisecond
+    // (GOMP_SPINCOUNT=20000, shim.cpp), holding the cores a host worker
+    // needs (the small CNN at batch 64 on 2 threads: the second chunk began
+    // 220 us late, and 2 threads ran slower than 1). No exception may leave
+    // the threads; the first error is kept.
     std::mutex failure_mutex;
     std::string failure;
-    ctx.parallel_for(size_t(chunks), 1, [&](size_t begin, size_t end) {
-      for (size_t c = begin; c < end; ++c) {
-        int64_t n0 = int64_t(c) * chunk;
-        std::string why;
-        try {
-          if (!run_chunk(n0 + chunk <= batch ? first : *schedule->tail, n0)) why = "cannot allocate its arena";
-        } catch (const std::exception& e) {
-          why = e.what();
-        }
-        if (!why.empty()) {
-          std::lock_guard lock(failure_mutex);
-          if (failure.empty()) failure = why;
-        }
+    const int threads = int(std::clamp<int64_t>(int64_t(ctx.thread_count()), 1, chunks));
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+    for (int64_t c = 0; c < chunks; ++c) {
+      int64_t n0 = c * chunk;
+      std::string why;
+      try {
+        if (!run_chunk(n0 + chunk <= batch ? first : *schedule->tail, n0)) why = "cannot allocate its arena";
+      } catch (const std::exception& e) {
+        why = e.what();
       }
-    });
+      if (!why.empty()) {
+        std::lock_guard lock(failure_mutex);
+        if (failure.empty()) failure = why;
+      }
+    }
     if (!failure.empty()) return sdk::make_status(ONYX_STATUS_INTERNAL, "oneDNN group: %s", failure.c_str());
     return nullptr;
   }
