@@ -506,7 +506,9 @@ __attribute__((target("avx512f"))) int64_t quantize_u8_avx512(const float* x, in
   int64_t i = 0;
   for (; i + 16 <= count; i += 16) {
     __m512 v = _mm512_div_ps(_mm512_loadu_ps(x + i), s);
-    v = _mm512_max_ps(_mm512_min_ps(v, big), _mm512_sub_ps(_mm512_setzero_ps(), big));
+    // min(big, v) keeps a NaN (its second operand), max(NaN, -big) gives -big:
+    // a NaN code is 0 here as in the scalar loop.
+    v = _mm512_max_ps(_mm512_min_ps(big, v), _mm512_sub_ps(_mm512_setzero_ps(), big));
     v = _mm512_add_ps(_mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), z);
     v = _mm512_min_ps(_mm512_max_ps(v, _mm512_setzero_ps()), top);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(v)));
