@@ -22,19 +22,6 @@ struct BinaryPrepared {
   mutable BoundPool<BoundArgs> calls;
 };
 
-// numpy broadcasting of two shapes, or false.
-bool broadcast_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b, std::vector<int64_t>* out) {
-  size_t rank = std::max(a.size(), b.size());
-  out->assign(rank, 1);
-  for (size_t i = 0; i < rank; ++i) {
-    int64_t da = i + a.size() >= rank ? a[i + a.size() - rank] : 1;
-    int64_t db = i + b.size() >= rank ? b[i + b.size() - rank] : 1;
-    if (da != db && da != 1 && db != 1) return false;
-    (*out)[i] = da == 1 ? db : da;
-  }
-  return true;
-}
-
 dims_t padded(const std::vector<int64_t>& d, size_t rank) {
   dims_t p(rank - d.size(), 1);
   p.insert(p.end(), d.begin(), d.end());
@@ -122,6 +109,43 @@ std::string binary_supports(const NodeInfo& n) {
 }
 
 }  // namespace
+
+bool broadcast_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b, std::vector<int64_t>* out) {
+  size_t rank = std::max(a.size(), b.size());
+  out->assign(rank, 1);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i + a.size() >= rank ? a[i + a.size() - rank] : 1;
+    int64_t db = i + b.size() >= rank ? b[i + b.size() - rank] : 1;
+    if (da != db && da != 1 && db != 1) return false;
+    (*out)[i] = da == 1 ? db : da;
+  }
+  return true;
+}
+
+void add_broadcast(const float* a, const std::vector<int64_t>& a_dims, const float* b,
+                   const std::vector<int64_t>& b_dims, float* y, const std::vector<int64_t>& out) {
+  size_t rank = out.size();
+  const dims_t pa = padded(a_dims, rank), pb = padded(b_dims, rank);
+  dims_t sa = dense_strides(pa), sb = dense_strides(pb);
+  for (size_t i = 0; i < rank; ++i) {
+    if (pa[i] == 1) sa[i] = 0;
+    if (pb[i] == 1) sb[i] = 0;
+  }
+  int64_t count = sdk::element_count(out);
+  std::vector<int64_t> index(rank, 0);
+  int64_t ia = 0, ib = 0;
+  for (int64_t n = 0; n < count; ++n) {
+    y[n] = a[ia] + b[ib];
+    for (size_t i = rank; i-- > 0;) {  // next index, odometer style
+      ia += sa[i];
+      ib += sb[i];
+      if (++index[i] < out[i]) break;
+      ia -= sa[i] * out[i];
+      ib -= sb[i] * out[i];
+      index[i] = 0;
+    }
+  }
+}
 
 void add_binary_ops(OpRegistry& ops) {
   struct Entry {

@@ -1,6 +1,7 @@
 // MatMul and Gemm on oneDNN's matmul primitive, alone or fused with a bias
-// Add and an activation (one primitive: bias and eltwise run as post-ops
-// while the output tile is still in registers).
+// Add, an activation and a residual Add (one primitive: bias, eltwise and the
+// residual's binary add run as post-ops while the output tile is still in
+// registers, so the product is never written and read back).
 //
 // Constant weights are reordered once per shape into the layout oneDNN's
 // kernel prefers (and to bf16 when the device allows reduced precision).
@@ -22,6 +23,9 @@ struct MatMulSpec {
   std::optional<sdk::ConstantTensor> constant_b;
   std::vector<float> bias;  // constant bias over the last axis (fused Add); empty: none
   std::vector<Activation> activations;
+  // A residual Add after the rest (a non-constant tensor of the product's
+  // shape): its index among the group's inputs; none when empty.
+  std::optional<size_t> residual_input;
   size_t output_index = 0;  // the group's output the kernel writes
   bool use_bf16 = false;
 };
@@ -103,7 +107,7 @@ bool gemm_geometry(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
 // arguments each call points at its own buffers.
 struct MatMulCall {
   BoundArgs a_to_bf16, b_to_bf16, matmul;
-  size_t a = 0, b = 0, c = 0, dst = 0;
+  size_t a = 0, b = 0, c = 0, residual = 0, dst = 0;
 };
 
 struct MatMulPrepared {
@@ -113,6 +117,10 @@ struct MatMulPrepared {
   dnnl::memory weights;         // reordered constant weights (empty: use input 1)
   dnnl::memory bias;            // constant bias
   dnnl::memory::desc c_md;      // Gemm C as a binary post-op operand (zero: none)
+  // The residual as the last post-op (zero: none, or added after the
+  // primitive because it broadcasts: `residual_out` is then the output shape).
+  dnnl::memory::desc residual_md;
+  std::vector<int64_t> residual_out;
   std::optional<dnnl::reorder> src_to_bf16, weights_to_bf16;
   mutable BoundPool<MatMulCall> calls;
 };
@@ -125,34 +133,38 @@ class MatMulKernel : public sdk::Kernel {
   OnyxStatus* compute(ComputeContext& ctx) override {
     sdk::Tensor a = ctx.in(0), b = ctx.in(1);
     std::optional<sdk::Tensor> c = spec_.gemm ? ctx.input(2) : std::nullopt;
+    std::optional<sdk::Tensor> r = spec_.residual_input ? std::optional(ctx.in(*spec_.residual_input)) : std::nullopt;
     std::vector<int64_t> key = shape_key(ctx);
     // Steady state: shapes seen before, their geometry is in the cache
     // (small MatMuls cost little more than this bookkeeping).
     if (auto p = cache_.find(key)) {
       sdk::Tensor y;
-      ONYX_SDK_RETURN_IF_ERROR(ctx.output(spec_.output_index, ONYX_DTYPE_FLOAT32, p->geo.onnx_out, &y));
+      ONYX_SDK_RETURN_IF_ERROR(ctx.output(spec_.output_index, ONYX_DTYPE_FLOAT32, output_shape(*p), &y));
       use_threads_for(ctx, matmul_work(a, b));
-      return run(ctx, *p, a, b, c, y);
+      return run(ctx, *p, a, b, c, r, y);
     }
     Geometry geo;
     std::string err;
     bool ok = spec_.gemm ? gemm_geometry(a.shape(), b.shape(), spec_, &geo, &err)
                          : matmul_geometry(a.shape(), b.shape(), &geo, &err);
     if (!ok) return sdk::make_status(ONYX_STATUS_INVALID_ARGUMENT, "%s", err.c_str());
+    std::vector<int64_t> out = geo.onnx_out;
+    if (r && r->shape() != out && !broadcast_shape(geo.onnx_out, r->shape(), &out))
+      return sdk::make_status(ONYX_STATUS_INVALID_ARGUMENT, "MatMul + Add: the Add's inputs do not broadcast");
     sdk::Tensor y;
-    ONYX_SDK_RETURN_IF_ERROR(ctx.output(spec_.output_index, ONYX_DTYPE_FLOAT32, geo.onnx_out, &y));
+    ONYX_SDK_RETURN_IF_ERROR(ctx.output(spec_.output_index, ONYX_DTYPE_FLOAT32, out, &y));
     if (y.size() == 0) return nullptr;
     if (geo.k == 0) {  // oneDNN has no empty reductions
-      if (!spec_.bias.empty() || c || !spec_.activations.empty())
+      if (!spec_.bias.empty() || c || !spec_.activations.empty() || r)
         return sdk::make_status(ONYX_STATUS_UNIMPLEMENTED,
-                                "MatMul with an empty inner dimension and a bias or activation");
+                                "MatMul with an empty inner dimension and a bias, activation or residual");
       std::memset(y.raw, 0, size_t(y.size()) * sizeof(float));
       return nullptr;
     }
     use_threads_for(ctx, matmul_work(a, b));
-    auto p = cache_.get(key, [&] { return prepare(a, b, c); });
+    auto p = cache_.get(key, [&] { return prepare(a, b, c, r); });
     if (!p) return sdk::make_status(ONYX_STATUS_INVALID_ARGUMENT, "Gemm: C does not broadcast to the output");
-    return run(ctx, *p, a, b, c, y);
+    return run(ctx, *p, a, b, c, r, y);
   }
 
  private:
@@ -163,9 +175,14 @@ class MatMulKernel : public sdk::Kernel {
     return 2.0 * double(a.size()) * n;
   }
 
+  static const std::vector<int64_t>& output_shape(const MatMulPrepared& p) {
+    return p.residual_out.empty() ? p.geo.onnx_out : p.residual_out;
+  }
+
   // Builds the primitive for these shapes; nullptr when the shapes are invalid.
   std::shared_ptr<MatMulPrepared> prepare(const sdk::Tensor& a, const sdk::Tensor& b,
-                                          const std::optional<sdk::Tensor>& c) const {
+                                          const std::optional<sdk::Tensor>& c,
+                                          const std::optional<sdk::Tensor>& r) const {
     auto p = std::make_shared<MatMulPrepared>();
     std::string err;
     bool ok = spec_.gemm ? gemm_geometry(a.shape(), b.shape(), spec_, &p->geo, &err)
@@ -200,6 +217,13 @@ class MatMulKernel : public sdk::Kernel {
       ops.append_binary(dnnl::algorithm::binary_add, p->c_md);
     }
     for (const Activation& act : spec_.activations) ops.append_eltwise(1.f, act.algorithm, act.alpha, act.beta);
+    if (r && r->shape() == g.onnx_out) {
+      // Same elements in the same order as the product: the dst's dims.
+      p->residual_md = dnnl::memory::desc(g.out, dt::f32, dense_strides(g.out));
+      ops.append_binary(dnnl::algorithm::binary_add, p->residual_md);
+    } else if (r && !broadcast_shape(g.onnx_out, r->shape(), &p->residual_out)) {
+      return nullptr;  // compute() checked this
+    }
     attr.set_post_ops(ops);
     dnnl::matmul::desc desc = bias_md ? dnnl::matmul::desc(src_md, wei_md, bias_md, dst_md)
                                       : dnnl::matmul::desc(src_md, wei_md, dst_md);
@@ -237,13 +261,18 @@ class MatMulKernel : public sdk::Kernel {
                            p.weights_to_bf16.has_value(), engine_);
     if (p.bias) m.add(DNNL_ARG_BIAS, p.bias);
     if (p.c_md) call->c = m.add(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, p.c_md, engine_);
+    if (p.residual_md) {  // the last post-op (MatMul heads only: no C before it)
+      int index = int(spec_.activations.size());
+      call->residual = m.add(DNNL_ARG_ATTR_MULTIPLE_POST_OP(index) | DNNL_ARG_SRC_1, p.residual_md, engine_);
+    }
     call->dst = m.add(DNNL_ARG_DST, dnnl::memory::desc(g.out, dt::f32, dense_strides(g.out)), engine_);
     m.add_owned(DNNL_ARG_SCRATCHPAD, p.pd.scratchpad_desc(), engine_);
     return call;
   }
 
   OnyxStatus* run(ComputeContext& ctx, const MatMulPrepared& p, const sdk::Tensor& a, const sdk::Tensor& b,
-                  const std::optional<sdk::Tensor>& c, const sdk::Tensor& y) const {
+                  const std::optional<sdk::Tensor>& c, const std::optional<sdk::Tensor>& r,
+                  const sdk::Tensor& y) const {
     dnnl::stream& stream = thread_stream();
     std::unique_ptr<MatMulCall> call = p.calls.take([&] { return bind(p); });
     if (p.src_to_bf16) {
@@ -269,10 +298,22 @@ class MatMulKernel : public sdk::Kernel {
       }
       call->matmul.point(call->c, c_data);
     }
-    call->matmul.point(call->dst, y.raw);
+    if (p.residual_md) call->matmul.point(call->residual, r->raw);
+    // A residual that broadcasts: the product goes to scratch and the Add
+    // follows as ONNX broadcasts it (rare: shapes only known at run time).
+    float* product = static_cast<float*>(y.raw);
+    if (!p.residual_out.empty()) {
+      void* buf = nullptr;
+      ONYX_SDK_RETURN_IF_ERROR(ctx.scratch(size_t(sdk::element_count(p.geo.onnx_out)) * sizeof(float), &buf));
+      product = static_cast<float*>(buf);
+    }
+    call->matmul.point(call->dst, product);
     call->matmul.execute(p.prim, stream);
     stream.wait();
     p.calls.give_back(std::move(call));
+    if (!p.residual_out.empty())
+      add_broadcast(product, p.geo.onnx_out, r->data<float>(), r->shape(), static_cast<float*>(y.raw),
+                    p.residual_out);
     return nullptr;
   }
 
@@ -330,14 +371,38 @@ std::string bias_of(const ChainNode& add, int64_t n, size_t out_rank, std::vecto
 
 }  // namespace
 
-std::string matmul_group_supports(const Chain& chain) {
+namespace {
+
+// The residual Add that may end a MatMul's chain: a float32 tensor (not a
+// constant bias) of the product's rank whose known dims match it. Dims known
+// only at run time that broadcast are added after the primitive.
+std::string residual_reason(const Chain& chain, size_t k) {
   const NodeInfo& head = chain[0].info;
-  std::string why = head.op_type == "Gemm" ? gemm_supports(head) : matmul_supports(head);
-  if (!why.empty()) return why;
+  const NodeInfo& node = chain[k].info;
+  if (head.op_type != "MatMul") return "only a MatMul's chain ends with a residual Add";
+  if (node.opset < 7) return "Add before opset 7 broadcasts differently";
+  if (head.inputs[0].rank < 2 || head.inputs[1].rank < 2) return "MatMul of a vector";
+  const sdk::ValueDesc& product = chain[k - 1].info.outputs[0];
+  const sdk::ValueDesc& other = node.inputs[chain[k].from_previous == 0 ? 1 : 0];
+  if (other.dtype != ONYX_DTYPE_FLOAT32) return "the residual is not float32";
+  if (product.rank < 0 || other.rank != product.rank) return "the residual's rank differs from the product's";
+  for (size_t i = 0; i < size_t(other.rank); ++i)
+    if (other.dims[i] >= 0 && product.dims[i] >= 0 && other.dims[i] != product.dims[i])
+      return "the residual broadcasts";
+  return {};
+}
+
+// Reads the chain into *spec (when given); "" or why it is not a group.
+std::string parse_chain(const Chain& chain, MatMulSpec* spec) {
+  const NodeInfo& head = chain[0].info;
+  size_t group_inputs = head.inputs.size();  // the group's inputs before node k's
+  bool activation = false, residual = false;
   for (size_t k = 1; k < chain.size(); ++k) {
     const NodeInfo& node = chain[k].info;
     if (node.outputs.size() != 1) return node.op_type + " has several outputs";
-    if (node.op_type == "Add" && k == 1) {
+    if (residual) return "the residual Add ends the group";
+    std::string why;
+    if (node.op_type == "Add" && k == 1 && is_constant(node, chain[k].from_previous == 0 ? 1 : 0)) {
       if (head.op_type != "MatMul") return "Gemm's C is its bias already";
       if (head.inputs[0].rank < 2 || head.inputs[1].rank < 2) return "MatMul of a vector";
       int64_t n = head.inputs[1].dims.back();
@@ -345,31 +410,37 @@ std::string matmul_group_supports(const Chain& chain) {
       std::vector<float> bias;
       why = bias_of(chain[k], n, size_t(std::max(head.inputs[0].rank, head.inputs[1].rank)), &bias);
       if (!why.empty()) return why;
-      continue;
+      if (spec) spec->bias = std::move(bias);
+    } else if (node.op_type == "Add") {
+      why = residual_reason(chain, k);
+      if (!why.empty()) return why;
+      residual = true;
+      if (spec) spec->residual_input = group_inputs;
+    } else {
+      Activation act;
+      if (chain[k].from_previous != 0 || !activation_of(node, &act, &why))
+        return why.empty() ? node.op_type + " is not an activation of the product" : why;
+      if (activation) return "only one activation is fused";
+      activation = true;
+      if (spec) spec->activations.push_back(act);
     }
-    Activation act;
-    if (chain[k].from_previous != 0 || !activation_of(node, &act, &why))
-      return why.empty() ? node.op_type + " is not an activation of the product" : why;
-    if (k + 1 != chain.size()) return "only one activation is fused";
+    group_inputs += node.inputs.size() - 1;  // less the value the previous node computed
   }
   return {};
 }
 
-std::unique_ptr<sdk::Kernel> create_matmul_group(const Chain& chain, const DeviceConfig& config) {
+}  // namespace
+
+std::string matmul_group_supports(const Chain& chain) {
   const NodeInfo& head = chain[0].info;
-  MatMulSpec spec = spec_of(head, config);
-  for (size_t k = 1; k < chain.size(); ++k) {
-    const NodeInfo& node = chain[k].info;
-    if (node.op_type == "Add" && k == 1) {
-      bias_of(chain[k], head.inputs[1].dims.back(),
-              size_t(std::max(head.inputs[0].rank, head.inputs[1].rank)), &spec.bias);
-    } else {
-      Activation act;
-      std::string why;
-      activation_of(node, &act, &why);
-      spec.activations.push_back(act);
-    }
-  }
+  std::string why = head.op_type == "Gemm" ? gemm_supports(head) : matmul_supports(head);
+  if (!why.empty()) return why;
+  return parse_chain(chain, nullptr);
+}
+
+std::unique_ptr<sdk::Kernel> create_matmul_group(const Chain& chain, const DeviceConfig& config) {
+  MatMulSpec spec = spec_of(chain[0].info, config);
+  parse_chain(chain, &spec);
   spec.output_index = chain.size() - 1;  // every node of a chain has one output
   return std::make_unique<MatMulKernel>(std::move(spec), config);
 }

@@ -26,6 +26,11 @@ void add_softmax_ops(OpRegistry& ops);
 void add_eltwise_ops(OpRegistry& ops);
 void add_reduce_ops(OpRegistry& ops);
 void add_binary_ops(OpRegistry& ops);
+// numpy broadcasting of shapes a and b into *out, or false (binary.cpp).
+bool broadcast_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b, std::vector<int64_t>* out);
+// y = a + b, each broadcast (numpy) to `out` (binary.cpp).
+void add_broadcast(const float* a, const std::vector<int64_t>& a_dims, const float* b,
+                   const std::vector<int64_t>& b_dims, float* y, const std::vector<int64_t>& out);
 // Flatten (a view of its input) and Transpose.
 void add_view_ops(OpRegistry& ops);
 // QLinearConv and QLinearMatMul on int8 primitives (quantized.cpp).
@@ -35,7 +40,8 @@ void add_grad_ops(OpRegistry& ops);
 
 // ---- fused groups ----------------------------------------------------------
 // A group is a chain head -> [bias Add | BatchNormalization] -> [activation]
-// where each intermediate value is read only by the next node of the chain.
+// -> [residual Add] where each intermediate value is read only by the next
+// node of the chain.
 struct ChainNode {
   NodeInfo info;
   int from_previous = -1;  // which input of this node the previous node feeds
@@ -43,7 +49,8 @@ struct ChainNode {
 using Chain = std::vector<ChainNode>;
 
 // MatMul or Gemm, optionally + Add of a constant bias over the last axis,
-// optionally + one activation.
+// optionally + one activation; a MatMul's chain optionally ends with a
+// residual Add of a tensor of the product's shape.
 std::string matmul_group_supports(const Chain& chain);
 std::unique_ptr<sdk::Kernel> create_matmul_group(const Chain& chain,
                                                  const DeviceConfig& config);

@@ -2,8 +2,8 @@
 // primitives. This file is the provider of libonyx_onednn_kernels.so, which
 // the plugin proper (shim.cpp) loads. It claims only the nodes its ops accept
 // (ops.h: each decline has a reason), and fuses MatMul/Gemm + bias +
-// activation and Conv + BatchNormalization + activation chains into single
-// kernels (the fuse hook).
+// activation (+ residual Add) and Conv + BatchNormalization + activation
+// chains into single kernels (the fuse hook).
 //
 // Device options (device_open): allow_reduced_precision=1 lets MatMul, Gemm
 // and Conv compute in bf16 (f32 accumulation) on CPUs with native bf16.
@@ -36,7 +36,7 @@ std::vector<uint32_t> grow_chain(const OnyxGraphView& g, uint32_t head, const st
   std::vector<uint32_t> nodes = {head};
   Chain chain;
   chain.push_back({NodeInfo(g, head, sdk::Constants::kBorrow), -1});
-  while (chain.size() < 3) {
+  while (chain.size() < 4) {  // head, bias or BatchNormalization, activation, residual
     const OnyxNodeView& last = g.nodes[nodes.back()];
     if (last.output_count != 1 || last.outputs[0] < 0) break;
     size_t v = size_t(last.outputs[0]);
@@ -98,7 +98,7 @@ class OnednnProvider : public sdk::HostMemory {
   const OpRegistry& registry() const { return registry_; }
 
   // After the per-node claims: chains head -> [bias Add | BatchNormalization]
-  // -> [activation] of claimed nodes become fused groups.
+  // -> [activation] -> [residual Add] of claimed nodes become fused groups.
   // First, connected runs of CNN nodes become blocked-layout groups
   // (blocked_group.h; on bf16 devices their wider convolutions read bf16).
   OnyxStatus* fuse(Device&, const OnyxGraphView& g, std::span<OnyxNodeClaim> claims) const {

@@ -24,6 +24,10 @@ TEST(OnednnFusion, TransformerBlockMatchesCpuWithFusedLinearLayers) {
   EXPECT_EQ(node_fused_group(report, "gelu"), ff1);
   EXPECT_NE(node_fused_group(report, "q.matmul"), 0);
   EXPECT_EQ(node_fused_group(report, "q.add"), node_fused_group(report, "q.matmul"));
+  // The residual Adds end the o and ff2 groups (the residual on either side).
+  EXPECT_NE(node_fused_group(report, "o.matmul"), 0);
+  EXPECT_EQ(node_fused_group(report, "residual1"), node_fused_group(report, "o.matmul"));
+  EXPECT_EQ(node_fused_group(report, "residual2"), node_fused_group(report, "ff2.matmul"));
   // The whole block runs on oneDNN, Transpose (a reorder) included.
   for (const char* node : {"ln1", "ln2", "softmax", "scores", "attention", "scaled", "residual1", "residual2", "k_t"})
     EXPECT_EQ(node_device(report, node), "onednn") << node;
@@ -87,6 +91,45 @@ TEST(OnednnFusion, BinaryOpsBroadcastEitherInput) {
                                           "binary broadcasting");
   for (const char* node : {"both_broadcast", "first_broadcast", "divide", "multiply"})
     EXPECT_EQ(node_device(report, node), "onednn") << node;
+}
+
+// MatMul + bias + Relu + residual Add is one kernel. The residual's shape is
+// only known at run time: where it equals the product's it is a post-op;
+// where it broadcasts (a row, or a batch of one) the same group adds it after
+// the product; where it does not broadcast the run fails naming the Add.
+TEST(OnednnFusion, ResidualAddEndsTheGroupAndMayBroadcastAtRunTime) {
+  onnx::ModelProto model = tm::new_model("residual");
+  onnx::GraphProto& g = *model.mutable_graph();
+  tm::add_input(g, "x", {std::string("b"), int64_t(5), int64_t(8)});
+  tm::add_input(g, "r", {std::string("rb"), std::string("rm"), int64_t(6)});
+  tm::add_initializer(g, "w", {8, 6}, random_floats(48, 21));
+  tm::add_initializer(g, "bias", {6}, random_floats(6, 22));
+  tm::add_node(g, "MatMul", "matmul", {"x", "w"}, {"m"});
+  tm::add_node(g, "Add", "bias_add", {"m", "bias"}, {"mb"});
+  tm::add_node(g, "Relu", "relu", {"mb"}, {"a"});
+  tm::add_node(g, "Add", "residual", {"r", "a"}, {"y"});
+  tm::add_output(g, "y", {std::string("b"), int64_t(5), int64_t(6)});
+  std::string report;
+  for (std::vector<int64_t> r_dims : {std::vector<int64_t>{3, 5, 6}, {3, 1, 6}, {1, 5, 6}}) {
+    int64_t r_count = r_dims[0] * r_dims[1] * r_dims[2];
+    report = expect_same_as_cpu(
+        model, {{"x", {3, 5, 8}, random_floats(120, 23)}, {"r", r_dims, random_floats(size_t(r_count), 24)}},
+        "matmul+bias+relu+residual");
+  }
+  int group = node_fused_group(report, "matmul");
+  EXPECT_NE(group, 0) << report;
+  for (const char* node : {"bias_add", "relu", "residual"}) EXPECT_EQ(node_fused_group(report, node), group) << node;
+
+  onyx::Env env;
+  onyx::Session session = make_session(env, model, onednn_then_cpu());
+  onyx::Tensor x = onyx::Tensor::from<float>(ONYX_DTYPE_FLOAT32, {3, 5, 8}, random_floats(120, 25));
+  onyx::Tensor bad = onyx::Tensor::from<float>(ONYX_DTYPE_FLOAT32, {3, 4, 6}, random_floats(72, 26));
+  try {
+    session.run({{"x", &x}, {"r", &bad}});
+    ADD_FAILURE() << "a residual that does not broadcast ran";
+  } catch (const onyx::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("broadcast"), std::string::npos) << e.what();
+  }
 }
 
 // An intermediate another node (or the caller) reads cannot be fused away.
