@@ -1,6 +1,6 @@
 // MatMul and Gemm on oneDNN's matmul primitive, alone or fused with a bias
-// Add, an activation and a residual Add (one primitive: bias, eltwise and the
-// residual's binary add run as post-ops while the output tile is still in
+// Add, a scale, an activation and a residual Add (one primitive: bias,
+// eltwise and the residual's binary add run as post-ops while the output tile is still in
 // registers, so the product is never written and read back).
 //
 // Constant weights are reordered once per shape into the layout oneDNN's
@@ -22,7 +22,7 @@ struct MatMulSpec {
   float alpha = 1.f, beta = 1.f;
   std::optional<sdk::ConstantTensor> constant_b;
   std::vector<float> bias;  // constant bias over the last axis (fused Add); empty: none
-  std::vector<Activation> activations;
+  std::vector<Activation> activations;  // eltwise post-ops in chain order (a scale, an activation)
   // A residual Add after the rest (a non-constant tensor of the product's
   // shape): its index among the group's inputs; none when empty.
   std::optional<size_t> residual_input;
@@ -392,11 +392,31 @@ std::string residual_reason(const Chain& chain, size_t k) {
   return {};
 }
 
+// A Mul or Div of the product by a constant scalar (attention's scaling),
+// as a linear post-op: alpha = c, or 1/c for a Div (x * (1/c) may differ
+// from x / c by an ulp, far inside what the product's summation order
+// already moves; the special values agree: c = 0 gives inf, 0 * inf NaN).
+// "" with *scale set, or why not.
+std::string scale_reason(const ChainNode& link, float* scale) {
+  const NodeInfo& node = link.info;
+  size_t other = link.from_previous == 0 ? 1 : 0;
+  if (node.opset < 7) return node.op_type + " before opset 7 broadcasts differently";
+  if (node.op_type == "Div" && link.from_previous != 0) return "a constant divided by the product";
+  if (!is_constant(node, other)) return node.op_type + " by a tensor that is not a constant";
+  const sdk::ConstantTensor& c = *node.inputs[other].constant;
+  if (c.dtype != ONYX_DTYPE_FLOAT32 || c.size() != 1) return node.op_type + " by a constant that is not a float32 scalar";
+  if (c.dims.size() > size_t(std::max<int32_t>(node.inputs[link.from_previous].rank, 0)))
+    return node.op_type + " by a scalar of a higher rank than the product";
+  float v = c.data<float>()[0];
+  *scale = node.op_type == "Mul" ? v : 1.f / v;
+  return {};
+}
+
 // Reads the chain into *spec (when given); "" or why it is not a group.
 std::string parse_chain(const Chain& chain, MatMulSpec* spec) {
   const NodeInfo& head = chain[0].info;
   size_t group_inputs = head.inputs.size();  // the group's inputs before node k's
-  bool activation = false, residual = false;
+  bool activation = false, residual = false, scaled = false;
   for (size_t k = 1; k < chain.size(); ++k) {
     const NodeInfo& node = chain[k].info;
     if (node.outputs.size() != 1) return node.op_type + " has several outputs";
@@ -411,6 +431,12 @@ std::string parse_chain(const Chain& chain, MatMulSpec* spec) {
       why = bias_of(chain[k], n, size_t(std::max(head.inputs[0].rank, head.inputs[1].rank)), &bias);
       if (!why.empty()) return why;
       if (spec) spec->bias = std::move(bias);
+    } else if ((node.op_type == "Mul" || node.op_type == "Div") && !activation) {
+      float scale = 1.f;
+      why = scaled ? "only one scale is fused" : scale_reason(chain[k], &scale);
+      if (!why.empty()) return why;
+      scaled = true;
+      if (spec) spec->activations.push_back({dnnl::algorithm::eltwise_linear, scale, 0.f});
     } else if (node.op_type == "Add") {
       why = residual_reason(chain, k);
       if (!why.empty()) return why;

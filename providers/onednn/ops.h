@@ -39,8 +39,8 @@ void add_quantized_ops(OpRegistry& ops);
 void add_grad_ops(OpRegistry& ops);
 
 // ---- fused groups ----------------------------------------------------------
-// A group is a chain head -> [bias Add | BatchNormalization] -> [activation]
-// -> [residual Add] where each intermediate value is read only by the next
+// A group is a chain head -> [bias Add | BatchNormalization] -> [scale]
+// -> [activation] -> [residual Add] where each intermediate value is read only by the next
 // node of the chain.
 struct ChainNode {
   NodeInfo info;
@@ -49,8 +49,9 @@ struct ChainNode {
 using Chain = std::vector<ChainNode>;
 
 // MatMul or Gemm, optionally + Add of a constant bias over the last axis,
-// optionally + one activation; a MatMul's chain optionally ends with a
-// residual Add of a tensor of the product's shape.
+// optionally + Mul or Div by a constant scalar, optionally + one activation;
+// a MatMul's chain optionally ends with a residual Add of a tensor of the
+// product's shape.
 std::string matmul_group_supports(const Chain& chain);
 std::unique_ptr<sdk::Kernel> create_matmul_group(const Chain& chain,
                                                  const DeviceConfig& config);

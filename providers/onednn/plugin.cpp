@@ -36,7 +36,7 @@ std::vector<uint32_t> grow_chain(const OnyxGraphView& g, uint32_t head, const st
   std::vector<uint32_t> nodes = {head};
   Chain chain;
   chain.push_back({NodeInfo(g, head, sdk::Constants::kBorrow), -1});
-  while (chain.size() < 4) {  // head, bias or BatchNormalization, activation, residual
+  while (chain.size() < 5) {  // head, bias or BatchNormalization, scale, activation, residual
     const OnyxNodeView& last = g.nodes[nodes.back()];
     if (last.output_count != 1 || last.outputs[0] < 0) break;
     size_t v = size_t(last.outputs[0]);
@@ -98,7 +98,8 @@ class OnednnProvider : public sdk::HostMemory {
   const OpRegistry& registry() const { return registry_; }
 
   // After the per-node claims: chains head -> [bias Add | BatchNormalization]
-  // -> [activation] -> [residual Add] of claimed nodes become fused groups.
+  // -> [scale] -> [activation] -> [residual Add] of claimed nodes become
+  // fused groups.
   // First, connected runs of CNN nodes become blocked-layout groups
   // (blocked_group.h; on bf16 devices their wider convolutions read bf16).
   OnyxStatus* fuse(Device&, const OnyxGraphView& g, std::span<OnyxNodeClaim> claims) const {

@@ -132,6 +132,39 @@ TEST(OnednnFusion, ResidualAddEndsTheGroupAndMayBroadcastAtRunTime) {
   }
 }
 
+// Attention's scaling: MatMul of two activations, then Div by a constant
+// scalar (or Mul, the scalar first), is one kernel; a Div of the scalar by
+// the product is not a scale and stays a node of its own.
+TEST(OnednnFusion, ProductScaledByAConstantScalarIsOneKernel) {
+  for (const char* form : {"div", "mul", "scalar_over_product"}) {
+    onnx::ModelProto model = tm::new_model("scaled");
+    onnx::GraphProto& g = *model.mutable_graph();
+    tm::add_input(g, "q", {int64_t(2), int64_t(3), int64_t(4), int64_t(5)});
+    tm::add_input(g, "k", {int64_t(2), int64_t(3), int64_t(5), int64_t(4)});
+    tm::add_node(g, "MatMul", "qk", {"q", "k"}, {"s"});
+    std::string f = form;
+    if (f == "mul") {
+      tm::add_initializer(g, "c", {1, 1}, {0.3f});
+      tm::add_node(g, "Mul", "scale", {"c", "s"}, {"t"});
+    } else {
+      tm::add_initializer(g, "c", {}, {f == "div" ? 2.8284271f : 0.7f});
+      tm::add_node(g, "Div", "scale", f == "div" ? std::vector<std::string>{"s", "c"} : std::vector<std::string>{"c", "s"},
+                   {"t"});
+    }
+    tm::add_node(g, "Softmax", "softmax", {"t"}, {"y"});
+    tm::add_output(g, "y", {int64_t(2), int64_t(3), int64_t(4), int64_t(4)});
+    std::string report = expect_same_as_cpu(
+        model, {{"q", {2, 3, 4, 5}, random_floats(120, 31, -2, 2)}, {"k", {2, 3, 5, 4}, random_floats(120, 32, -2, 2)}},
+        form);
+    if (f == "scalar_over_product") {
+      EXPECT_EQ(node_fused_group(report, "qk"), 0) << report;
+    } else {
+      EXPECT_NE(node_fused_group(report, "qk"), 0) << report;
+      EXPECT_EQ(node_fused_group(report, "scale"), node_fused_group(report, "qk")) << report;
+    }
+  }
+}
+
 // An intermediate another node (or the caller) reads cannot be fused away.
 TEST(OnednnFusion, SharedIntermediateIsNotFused) {
   onnx::ModelProto model = tm::new_model("shared");
