@@ -1,7 +1,8 @@
 // MatMul and Gemm on oneDNN's matmul primitive, alone or fused with a bias
 // Add, a scale, an activation and a residual Add (one primitive: bias,
-// eltwise and the residual's binary add run as post-ops while the output tile is still in
-// registers, so the product is never written and read back).
+// eltwise and the residual's binary add run as post-ops while the output
+// tile is still in registers, so the product is never written and read
+// back).
 //
 // Constant weights are reordered once per shape into the layout oneDNN's
 // kernel prefers (and to bf16 when the device allows reduced precision).
@@ -23,8 +24,8 @@ struct MatMulSpec {
   std::optional<sdk::ConstantTensor> constant_b;
   std::vector<float> bias;  // constant bias over the last axis (fused Add); empty: none
   std::vector<Activation> activations;  // eltwise post-ops in chain order (a scale, an activation)
-  // A residual Add after the rest (a non-constant tensor of the product's
-  // shape): its index among the group's inputs; none when empty.
+  // A residual Add after the rest (a tensor of the product's shape): its
+  // index among the group's inputs; none when empty.
   std::optional<size_t> residual_input;
   size_t output_index = 0;  // the group's output the kernel writes
   bool use_bf16 = false;
@@ -369,12 +370,9 @@ std::string bias_of(const ChainNode& add, int64_t n, size_t out_rank, std::vecto
   return {};
 }
 
-}  // namespace
-
-namespace {
-
-// The residual Add that may end a MatMul's chain: a float32 tensor (not a
-// constant bias) of the product's rank whose known dims match it. Dims known
+// The residual Add that may end a MatMul's chain: a float32 tensor (not the
+// constant bias right after the product) of the product's rank whose known
+// dims match it. Dims known
 // only at run time that broadcast are added after the primitive.
 std::string residual_reason(const Chain& chain, size_t k) {
   const NodeInfo& head = chain[0].info;
