@@ -148,7 +148,7 @@ void print_placement(const Json& report) {
   }
   if (optimized["patterns_fused"].num() > 0) {
     std::string per_op;
-    for (const char* op : {"LayerNormalization", "Gelu", "DynamicQuantizeMatMul", "FusedConv"})
+    for (const char* op : {"LayerNormalization", "Gelu", "MultiHeadAttention", "DynamicQuantizeMatMul", "FusedConv"})
       if (double n = optimized["fused_patterns"][op].num(); n > 0)
         per_op += (per_op.empty() ? "" : ", ") + std::string(op) + " " + std::to_string(int64_t(n));
     std::cout << "op-by-op patterns fused: " << int64_t(optimized["patterns_fused"].num())

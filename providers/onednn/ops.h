@@ -23,6 +23,8 @@ void add_conv_ops(OpRegistry& ops);
 void add_pool_ops(OpRegistry& ops);
 void add_norm_ops(OpRegistry& ops);
 void add_softmax_ops(OpRegistry& ops);
+// com.microsoft MultiHeadAttention (query, key, value), the core's fused attention.
+void add_attention_ops(OpRegistry& ops);
 void add_eltwise_ops(OpRegistry& ops);
 void add_reduce_ops(OpRegistry& ops);
 void add_binary_ops(OpRegistry& ops);

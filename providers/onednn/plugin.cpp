@@ -60,6 +60,7 @@ class OnednnProvider : public sdk::HostMemory {
     add_pool_ops(registry_);
     add_norm_ops(registry_);
     add_softmax_ops(registry_);
+    add_attention_ops(registry_);
     add_eltwise_ops(registry_);
     add_reduce_ops(registry_);
     add_binary_ops(registry_);

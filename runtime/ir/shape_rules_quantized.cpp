@@ -6,7 +6,8 @@
 // this domain, so without these rules their outputs, and everything after
 // them, would have no type or shape to claim nodes and plan memory with.
 // Each output has the type of the op's 8-bit input and its ai.onnx
-// counterpart's shape.
+// counterpart's shape. The fused nodes the optimizer writes in that domain
+// (Gelu, FastGelu, FusedConv, MultiHeadAttention) have rules here too.
 #include "ir/shape_rules.h"
 
 namespace onyx::runtime::ir::shape {
@@ -67,6 +68,18 @@ Status qlinear_conv(InferContext& ctx) {
 
 Status fused_conv(InferContext& ctx) { return conv_shape(ctx, 0, 1, ctx.dtype(0)); }
 
+// MultiHeadAttention(query [B, S, D], key [B, L, D], value [B, L, Dv]):
+// output [B, S, Dv] of the query's type (other forms: its type only).
+Status multi_head_attention(InferContext& ctx) {
+  if (ctx.rank(0) == 3 && ctx.rank(2) == 3) {
+    const Shape& q = ctx.dims(0);
+    ctx.set_output(0, ctx.dtype(0), {q[0], q[1], ctx.dims(2)[2]});
+  } else {
+    ctx.set_output_rank(0, ctx.dtype(0), ctx.rank(0));
+  }
+  return Status();
+}
+
 }  // namespace
 
 void add_microsoft_rules(RuleTable& table) {
@@ -85,6 +98,7 @@ void add_microsoft_rules(RuleTable& table) {
   table["Gelu"] = qlinear_unary;
   table["FastGelu"] = qlinear_unary;
   table["FusedConv"] = fused_conv;  // Conv + activation (optimize/conv_activation_fusion.cpp)
+  table["MultiHeadAttention"] = multi_head_attention;  // optimize/attention_fusion.cpp
 }
 
 }  // namespace onyx::runtime::ir::shape

@@ -333,6 +333,7 @@ Status optimize_graph(ir::Graph& graph, GraphOptimization level, OptimizationRep
     };
     count("LayerNormalization", optimize::fuse_layer_norms(rw, providers));
     count("Gelu", optimize::fuse_gelus(rw, providers));
+    count("MultiHeadAttention", optimize::fuse_attention(rw, providers));
     count("DynamicQuantizeMatMul", optimize::fuse_dynamic_quantized_matmuls(rw, providers));
     count("FusedConv", optimize::fuse_conv_activations(rw, providers));
     // After QDQ fusion: the quantized convolutions it makes are what goes channels-last.

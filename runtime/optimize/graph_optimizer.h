@@ -20,6 +20,9 @@
 //   - the op-by-op forms exporters write for LayerNorm and GELU become one
 //     LayerNormalization / Gelu node (layer_norm_fusion.cpp,
 //     gelu_fusion.cpp), again only where a provider claims the result;
+//   - multi-head attention written op by op (head split, scaled Q K^T,
+//     Softmax, P V, head merge) becomes one com.microsoft
+//     MultiHeadAttention (attention_fusion.cpp), where a provider claims it;
 //   - nodes whose outputs nothing reads are removed, then unused values.
 // Values read by name from a subgraph (If/Loop/Scan bodies) and graph
 // outputs are never renamed or removed.

@@ -43,6 +43,9 @@ void fuse_qdq_groups(GraphRewrite& rw, const ProviderRank& providers, Optimizati
 // and returns how many groups it fused.
 int fuse_layer_norms(GraphRewrite& rw, const ProviderRank& providers);
 int fuse_gelus(GraphRewrite& rw, const ProviderRank& providers);
+// attention_fusion.cpp: head split, scaled Q K^T, Softmax, P V and head
+// merge -> com.microsoft MultiHeadAttention.
+int fuse_attention(GraphRewrite& rw, const ProviderRank& providers);
 // dynamic_quantize_fusion.cpp: DynamicQuantizeLinear -> MatMulInteger ->
 // Cast -> Mul (-> Add) -> com.microsoft DynamicQuantizeMatMul.
 int fuse_dynamic_quantized_matmuls(GraphRewrite& rw, const ProviderRank& providers);

@@ -165,6 +165,67 @@ TEST(OnednnFusion, ProductScaledByAConstantScalarIsOneKernel) {
   }
 }
 
+// Multi-head attention as exporters write it (head split, Q K^T / sqrt(d),
+// Softmax, P V, head merge): the core rewrites it into one
+// com.microsoft::MultiHeadAttention (optimize/attention_fusion.cpp), which
+// this provider runs on strided views of Q, K and V; the CPU provider runs
+// the graph as written. Queries and keys of different lengths, a symbolic
+// batch run at two sizes; keys and values of different lengths fail the run.
+onnx::ModelProto exported_attention() {
+  onnx::ModelProto model = tm::new_model("attention");
+  onnx::GraphProto& g = *model.mutable_graph();
+  tm::add_input(g, "q", {std::string("b"), int64_t(7), int64_t(12)});
+  tm::add_input(g, "k", {std::string("b"), std::string("l"), int64_t(12)});
+  tm::add_input(g, "v", {std::string("b"), std::string("lv"), int64_t(12)});  // may differ: the run fails
+  for (auto [name, dims] : {std::pair<const char*, std::vector<int64_t>>{"split", {0, 0, 3, 4}}, {"merge", {0, 0, 12}}}) {
+    onnx::TensorProto* t = g.add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::INT64);
+    t->add_dims(int64_t(dims.size()));
+    for (int64_t d : dims) t->add_int64_data(d);
+  }
+  tm::add_initializer(g, "sqrt_d", {}, {2.f});
+  for (const char* x : {"q", "k", "v"}) {
+    const std::string s = x;
+    tm::add_node(g, "Reshape", s + "_split", {s, "split"}, {s + "_split"});
+    tm::set_ints(tm::add_node(g, "Transpose", s + "_heads", {s + "_split"}, {s + "_heads"}), "perm",
+                 s == "k" ? std::vector<int64_t>{0, 2, 3, 1} : std::vector<int64_t>{0, 2, 1, 3});
+  }
+  tm::add_node(g, "MatMul", "qk", {"q_heads", "k_heads"}, {"scores"});
+  tm::add_node(g, "Div", "scale", {"scores", "sqrt_d"}, {"scaled"});
+  tm::add_node(g, "Softmax", "softmax", {"scaled"}, {"probs"});
+  tm::add_node(g, "MatMul", "context", {"probs", "v_heads"}, {"context"});
+  tm::set_ints(tm::add_node(g, "Transpose", "merge_heads", {"context"}, {"merged"}), "perm", {0, 2, 1, 3});
+  tm::add_node(g, "Reshape", "merge", {"merged", "merge"}, {"y"});
+  tm::add_output(g, "y", {std::string("b"), int64_t(7), int64_t(12)});
+  return model;
+}
+
+TEST(OnednnFusion, AttentionWrittenOpByOpRunsAsOneKernel) {
+  const onnx::ModelProto model = exported_attention();
+  for (int64_t batch : {2, 3}) {
+    const size_t q = size_t(batch * 7 * 12), kv = size_t(batch * 5 * 12);
+    std::string report = expect_same_as_cpu(model,
+                                            {{"q", {batch, 7, 12}, random_floats(q, 20, -2, 2)},
+                                             {"k", {batch, 5, 12}, random_floats(kv, 21, -2, 2)},
+                                             {"v", {batch, 5, 12}, random_floats(kv, 22)}},
+                                            "attention");
+    EXPECT_EQ(node_device(report, "merge_attention"), "onednn") << report;
+    EXPECT_EQ(node_device(report, "softmax"), "") << report;  // fused away
+  }
+  onyx::Env env;
+  onyx::Session session = make_session(env, model, onednn_then_cpu());
+  onyx::Tensor q = onyx::Tensor::from<float>(ONYX_DTYPE_FLOAT32, {1, 7, 12}, random_floats(84, 23));
+  onyx::Tensor k = onyx::Tensor::from<float>(ONYX_DTYPE_FLOAT32, {1, 5, 12}, random_floats(60, 24));
+  onyx::Tensor v = onyx::Tensor::from<float>(ONYX_DTYPE_FLOAT32, {1, 6, 12}, random_floats(72, 25));
+  try {
+    session.run({{"q", &q}, {"k", &k}, {"v", &v}});
+    ADD_FAILURE() << "keys and values of different lengths must fail the run";
+  } catch (const onyx::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("MultiHeadAttention"), std::string::npos) << e.what();
+  }
+}
+
 // An intermediate another node (or the caller) reads cannot be fused away.
 TEST(OnednnFusion, SharedIntermediateIsNotFused) {
   onnx::ModelProto model = tm::new_model("shared");
