@@ -4,13 +4,17 @@
 //   k = Transpose(Reshape(K, [B, L, H, dh]), perm [0, 2, 3, 1])      [B, H, dh, L]
 //       (or perm [0, 2, 1, 3] and then a second Transpose [0, 1, 3, 2])
 //   v = Transpose(Reshape(V, [B, L, H, dv]), perm [0, 2, 1, 3])      [B, H, L, dv]
-//   p = Softmax(MatMul(q, k) scaled, last axis)   scaled: Div or Mul by a
-//                                                  scalar constant c, or not
+//   p = Softmax(MatMul(q, k) scaled [+ mask], last axis)
+//       scaled: Div or Mul by a scalar constant c, or not; mask: an additive
+//       float tensor broadcasting to [B, H, S, L] (BERT's [B, 1, 1, L])
 //   Y = Reshape(Transpose(MatMul(p, v), perm [0, 2, 1, 3]), [B, S, H * dv])
-// becomes one com.microsoft MultiHeadAttention(Q, K, V) with num_heads H
-// and scale 1/c (Div) or c (Mul) or 1: ONNX Runtime's contrib op, whose
-// three-input form computes exactly this and which a graph of any opset may
-// import (ONNX's own Attention needs opset 23). A provider then runs the
+// becomes one com.microsoft MultiHeadAttention(Q, K, V [, attention_bias =
+// mask as input 5]) with num_heads H and scale 1/c (Div) or c (Mul) or 1:
+// ONNX Runtime's contrib op, which computes exactly this and which a graph of
+// any opset may import (ONNX's own Attention needs opset 23). Its bias may
+// broadcast on any axis here (ORT's asks for [B or 1, H or 1, S, L]); a mask
+// that would broadcast the scores to a larger shape is not matched when its
+// dims are known, and fails the fused node's run when they are not. A provider then runs the
 // whole attention without the four head-split and head-merge copies and the
 // seven kernel launches between the projections.
 //
@@ -18,7 +22,7 @@
 // axis whatever B and S are: entries 0 (copy), a dim equal to the input's
 // known dim, or one -1, with the head entries' product the known last dim;
 // so the fused node fails on a run exactly where the Reshapes would.
-// Masks (an Add before the Softmax) and scaling of q or k before the MatMul
+// Scaling of q or k before the MatMul, and a mask added before the scale,
 // are not matched: such graphs run as written.
 #include "optimize/pattern_match.h"
 
@@ -113,6 +117,17 @@ void add_split_nodes(const GraphRewrite& rw, int v, std::vector<int>& group) {
   group.push_back(t);
 }
 
+// True when `mask` (rank <= 4) adds to the scores without growing them:
+// each known dim is 1 or the scores' known dim there (right-aligned).
+bool broadcasts_into(const ir::Value& mask, const ir::Value& scores) {
+  if (mask.rank < 0 || mask.rank > 4) return false;
+  for (int32_t i = 1; i <= mask.rank; ++i) {
+    const int64_t m = mask.dims[size_t(mask.rank - i)], s = scores.dims[size_t(4 - i)];
+    if (m > 1 && m != s) return false;
+  }
+  return true;
+}
+
 // The only live reader of `v` when it is an ai.onnx `op` reading v as input
 // `index` and writing one output; else -1.
 int reader_of(const GraphRewrite& rw, const SoleReaders& sole, int v, const char* op, size_t index) {
@@ -137,10 +152,27 @@ bool fuse_at(GraphRewrite& rw, const SoleReaders& sole, const ProviderRank& prov
   const int64_t axis = sm.attr_int("axis", g.opset("") >= 13 ? -1 : 1);
   if (sv.rank != 4 || (axis != -1 && axis != 3) || !internal(rw, scores)) return false;
   std::vector<int> group;
+  // An additive mask, either side of the Add.
+  int mask = -1;
+  int scaled = scores;
+  if (const int add = producer_of(rw, scores, "Add"); add >= 0) {
+    const ir::Node& a = g.nodes[size_t(add)];
+    for (size_t side = 0; side < 2 && mask < 0; ++side) {
+      const int from = a.inputs[side], other = a.inputs[1 - side];
+      const int maker = g.values[size_t(from)].producer;
+      if (maker < 0 || rw.removed[size_t(maker)] || !internal(rw, from)) continue;
+      const std::string& op = g.nodes[size_t(maker)].op_type;
+      if (g.nodes[size_t(maker)].domain.empty() && (op == "MatMul" || op == "Div" || op == "Mul") &&
+          broadcasts_into(g.values[size_t(other)], sv))
+        mask = other, scaled = from;
+    }
+    if (mask < 0) return false;
+    group.push_back(add);
+  }
   // The scale: Div or Mul by a scalar constant, or none.
   float scale = 1.f;
-  int product = scores;
-  const int scale_node = g.values[size_t(scores)].producer;
+  int product = scaled;
+  const int scale_node = g.values[size_t(scaled)].producer;
   if (scale_node >= 0 && !rw.removed[size_t(scale_node)]) {
     const ir::Node& s = g.nodes[size_t(scale_node)];
     if (s.domain.empty() && s.inputs.size() == 2 && (s.op_type == "Div" || s.op_type == "Mul")) {
@@ -184,6 +216,7 @@ bool fuse_at(GraphRewrite& rw, const SoleReaders& sole, const ProviderRank& prov
   const ir::Value& vv = g.values[size_t(v)];
   if (qv.dtype != kv.dtype || qv.dtype != vv.dtype || (qv.dtype != ONYX_DTYPE_FLOAT32 && qv.dtype != ONYX_DTYPE_FLOAT64))
     return false;
+  if (mask >= 0 && g.values[size_t(mask)].dtype != qv.dtype) return false;
 
   ir::Node fused;
   const int y = g.nodes[size_t(merge)].outputs[0];
@@ -192,6 +225,7 @@ bool fuse_at(GraphRewrite& rw, const SoleReaders& sole, const ProviderRank& prov
   fused.op_type = "MultiHeadAttention";
   fused.domain = "com.microsoft";
   fused.inputs = {q, k, v};
+  if (mask >= 0) fused.inputs.insert(fused.inputs.end(), {-1, -1, mask});  // bias, key_padding_mask: none
   fused.outputs = {y};
   fused.attributes.push_back(int_attribute("num_heads", heads));
   fused.attributes.push_back(float_attribute("scale", scale));

@@ -170,8 +170,12 @@ TEST(OnednnFusion, ProductScaledByAConstantScalarIsOneKernel) {
 // com.microsoft::MultiHeadAttention (optimize/attention_fusion.cpp), which
 // this provider runs on strided views of Q, K and V; the CPU provider runs
 // the graph as written. Queries and keys of different lengths, a symbolic
-// batch run at two sizes; keys and values of different lengths fail the run.
-onnx::ModelProto exported_attention() {
+// batch run at two sizes, no mask, BERT's padding mask [b, 1, 1, l] (a
+// post-op of Q K^T) and a [7, 5] mask (added by its own primitive); keys and
+// values of different lengths fail the run.
+enum class Mask { kNone, kPadding, kPerQuery };
+
+onnx::ModelProto exported_attention(Mask mask = Mask::kNone) {
   onnx::ModelProto model = tm::new_model("attention");
   onnx::GraphProto& g = *model.mutable_graph();
   tm::add_input(g, "q", {std::string("b"), int64_t(7), int64_t(12)});
@@ -193,7 +197,11 @@ onnx::ModelProto exported_attention() {
   }
   tm::add_node(g, "MatMul", "qk", {"q_heads", "k_heads"}, {"scores"});
   tm::add_node(g, "Div", "scale", {"scores", "sqrt_d"}, {"scaled"});
-  tm::add_node(g, "Softmax", "softmax", {"scaled"}, {"probs"});
+  std::string logits = "scaled";
+  if (mask == Mask::kPadding) tm::add_input(g, "mask", {std::string("b"), int64_t(1), int64_t(1), std::string("l")});
+  if (mask == Mask::kPerQuery) tm::add_initializer(g, "mask", {7, 5}, random_floats(35, 26, -3, 0));
+  if (mask != Mask::kNone) tm::add_node(g, "Add", "mask_add", {"mask", "scaled"}, {logits = "masked"});
+  tm::add_node(g, "Softmax", "softmax", {logits}, {"probs"});
   tm::add_node(g, "MatMul", "context", {"probs", "v_heads"}, {"context"});
   tm::set_ints(tm::add_node(g, "Transpose", "merge_heads", {"context"}, {"merged"}), "perm", {0, 2, 1, 3});
   tm::add_node(g, "Reshape", "merge", {"merged", "merge"}, {"y"});
@@ -202,17 +210,25 @@ onnx::ModelProto exported_attention() {
 }
 
 TEST(OnednnFusion, AttentionWrittenOpByOpRunsAsOneKernel) {
-  const onnx::ModelProto model = exported_attention();
-  for (int64_t batch : {2, 3}) {
-    const size_t q = size_t(batch * 7 * 12), kv = size_t(batch * 5 * 12);
-    std::string report = expect_same_as_cpu(model,
-                                            {{"q", {batch, 7, 12}, random_floats(q, 20, -2, 2)},
-                                             {"k", {batch, 5, 12}, random_floats(kv, 21, -2, 2)},
-                                             {"v", {batch, 5, 12}, random_floats(kv, 22)}},
-                                            "attention");
-    EXPECT_EQ(node_device(report, "merge_attention"), "onednn") << report;
-    EXPECT_EQ(node_device(report, "softmax"), "") << report;  // fused away
+  for (Mask mask : {Mask::kNone, Mask::kPadding, Mask::kPerQuery}) {
+    const onnx::ModelProto model = exported_attention(mask);
+    for (int64_t batch : {2, 3}) {
+      const size_t q = size_t(batch * 7 * 12), kv = size_t(batch * 5 * 12);
+      std::vector<Feed> feeds = {{"q", {batch, 7, 12}, random_floats(q, 20, -2, 2)},
+                                 {"k", {batch, 5, 12}, random_floats(kv, 21, -2, 2)},
+                                 {"v", {batch, 5, 12}, random_floats(kv, 22)}};
+      if (mask == Mask::kPadding) {  // the last key of the first sequence padded
+        std::vector<float> m(size_t(batch * 5), 0.f);
+        m[4] = -10000.f;
+        feeds.push_back({"mask", {batch, 1, 1, 5}, m});
+      }
+      std::string report = expect_same_as_cpu(model, feeds, "attention");
+      EXPECT_EQ(node_device(report, "merge_attention"), "onednn") << report;
+      EXPECT_EQ(node_device(report, "softmax"), "") << report;  // fused away
+      EXPECT_EQ(node_device(report, "mask_add"), "") << report;
+    }
   }
+  const onnx::ModelProto model = exported_attention();
   onyx::Env env;
   onyx::Session session = make_session(env, model, onednn_then_cpu());
   onyx::Tensor q = onyx::Tensor::from<float>(ONYX_DTYPE_FLOAT32, {1, 7, 12}, random_floats(84, 23));

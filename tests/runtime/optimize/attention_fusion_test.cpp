@@ -32,6 +32,10 @@ struct AttentionForm {
   int64_t softmax_axis = -1;
   bool scores_is_output = false;  // an intermediate the caller reads
   bool mask = false;              // an Add of a mask before the Softmax
+  std::vector<int64_t> mask_dims = {5};
+  bool mask_first = false;  // Add(mask, scores)
+  bool mask_before_scale = false;
+  std::string mask_name() const { return mask_dims.size() == 4 ? "mask4" : "mask"; }
 };
 
 void shape_constant(ModelBuilder& mb, const std::string& name, const std::vector<int64_t>& v) {
@@ -52,7 +56,13 @@ std::string attention_model(const AttentionForm& f) {
   shape_constant(mb, "merge", f.merge);
   if (f.scale_per_key) mb.initializer("c", {5}, {1, 2, 3, 4, 5});
   else mb.initializer("c", {}, {f.scale_constant});
-  mb.initializer("mask", {5}, {0, 0, -1, 0, 0});
+  if (f.mask_dims.size() == 4) {
+    mb.input("mask4", f.mask_dims);
+  } else {
+    int64_t n = 1;
+    for (int64_t d : f.mask_dims) n *= d;
+    mb.initializer("mask", f.mask_dims, std::vector<float>(size_t(n), -1.f));
+  }
   for (const char* x : {"q", "k", "v"}) {
     const std::string s = std::string(x);
     mb.node("Reshape", {s, "split"}, {s + "_split"}, s + "_split");
@@ -72,9 +82,16 @@ std::string attention_model(const AttentionForm& f) {
   }
   mb.node("MatMul", {"q_heads", kt}, {"scores"}, "scores");
   std::string scaled = "scores";
-  if (f.scale_op == "Div") mb.node("Div", {"scores", "c"}, {"scaled"}, "scale"), scaled = "scaled";
-  if (f.scale_op == "Mul") mb.node("Mul", {"c", "scores"}, {"scaled"}, "scale"), scaled = "scaled";
-  if (f.mask) mb.node("Add", {scaled, "mask"}, {"masked"}, "mask_add"), scaled = "masked";
+  auto add_mask = [&] {
+    std::vector<std::string> in = {scaled, f.mask_name()};
+    if (f.mask_first) std::swap(in[0], in[1]);
+    mb.node("Add", in, {"masked"}, "mask_add");
+    scaled = "masked";
+  };
+  if (f.mask && f.mask_before_scale) add_mask();
+  if (f.scale_op == "Div") mb.node("Div", {scaled, "c"}, {"scaled"}, "scale"), scaled = "scaled";
+  if (f.scale_op == "Mul") mb.node("Mul", {"c", scaled}, {"scaled"}, "scale"), scaled = "scaled";
+  if (f.mask && !f.mask_before_scale) add_mask();
   mb.node("Softmax", {scaled}, {"probs"}, "softmax");
   if (f.softmax_axis != -1 || f.opset < 13) attr_int(mb, "axis", f.softmax_axis);
   mb.node("MatMul", {"probs", "v_heads"}, {"context"}, "context");
@@ -105,7 +122,12 @@ void expect_fused(const AttentionForm& f, float scale) {
   const ir::Node& n = g.nodes[0];
   EXPECT_EQ(n.domain, "com.microsoft");
   EXPECT_EQ(n.op_type, "MultiHeadAttention");
-  ASSERT_EQ(n.inputs.size(), 3u);
+  ASSERT_EQ(n.inputs.size(), f.mask ? 6u : 3u);
+  if (f.mask) {  // attention_bias (input 5); bias and key_padding_mask omitted
+    EXPECT_EQ(n.inputs[3], -1);
+    EXPECT_EQ(n.inputs[4], -1);
+    EXPECT_EQ(g.values[size_t(n.inputs[5])].name, f.mask_name());
+  }
   EXPECT_EQ(g.values[size_t(n.inputs[0])].name, "q");
   EXPECT_EQ(g.values[size_t(n.inputs[1])].name, "k");
   EXPECT_EQ(g.values[size_t(n.inputs[2])].name, "v");
@@ -149,6 +171,16 @@ TEST(AttentionFusion, ExporterFormsBecomeMultiHeadAttention) {
   AttentionForm symbolic;
   symbolic.batch = -1;
   expect_fused(symbolic, 0.5f);
+  // An additive mask after the scale: attention_bias. BERT's [B, 1, 1, L]
+  // with symbolic dims, checked when the node runs.
+  AttentionForm masked;
+  masked.mask = true;
+  expect_fused(masked, 0.5f);
+  masked.mask_first = true;
+  masked.mask_dims = {-1, 1, 1, -1};
+  expect_fused(masked, 0.5f);
+  masked.scale_op = "";
+  expect_fused(masked, 1.f);
   // Opset 11: Softmax's axis 3 of a rank-4 input flattens nothing after it.
   AttentionForm old;
   old.opset = 11;
@@ -161,7 +193,8 @@ TEST(AttentionFusion, GraphsThatMeanSomethingElseStayAsWritten) {
   f.scores_is_output = true;  // the caller reads the scaled scores
   expect_unfused(f);
   f = {};
-  f.mask = true;  // masks are not matched
+  f.mask = true;
+  f.mask_before_scale = true;  // (Q K^T + mask) / c scales the mask too
   expect_unfused(f);
   f = {};
   f.softmax_axis = 2;  // softmax over the queries
