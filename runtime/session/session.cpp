@@ -58,7 +58,7 @@ StatusOr<std::unique_ptr<Session>> Session::create(ProviderRegistry& registry, i
   s->logger_ = registry.logger();
   LogRoute route(s->logger_.get());
   s->model_ = std::move(model);
-  s->pool_ = std::make_unique<ThreadPool>(options.intra_op_threads);
+  s->pool_ = options.thread_pool ? options.thread_pool : std::make_shared<ThreadPool>(options.intra_op_threads);
   // Devices open before optimizing: rewrites such as QDQ fusion ask them
   // whether they would run the node a rewrite makes.
   ONYX_RETURN_IF_ERROR(s->open_devices(registry, options));

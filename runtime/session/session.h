@@ -65,6 +65,11 @@ struct SessionOptions {
   // larger limit is lowered to it). A run past it fails with OUT_OF_MEMORY
   // before allocating; a server bounds what one request can make it hold.
   size_t host_memory_limit = 0;
+  // An intra-op pool to run on instead of one of the session's own (of
+  // intra_op_threads threads): sessions that take turns share one, so that
+  // one's workers, spinning after its run (thread_pool.h), never hold the
+  // cores the next one's run needs. Null: the session makes its own.
+  std::shared_ptr<ThreadPool> thread_pool;
   // Compiled-partition cache folder (session/compiled_cache.h); "" = off.
   // Kernels of providers that serialize them (ABI 1.2) are stored there and
   // loaded instead of compiled by later sessions with the same key.
