@@ -9,7 +9,7 @@
 #   scripts/python-venv.sh [VENV_DIR]     ONYX_PIP_ARGS: extra `pip install` arguments
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
-venv=${1:-$repo/build/python-venv}
+venv=$(realpath -m "${1:-$repo/build/python-venv}")  # absolute: the last step runs from /tmp
 python=${ONYX_PYTHON:-/usr/bin/python3}
 
 rm -rf "$venv"
