@@ -76,6 +76,7 @@ void register_all_kernels(sdk::KernelRegistry& registry) {
 
   // attention/
   register_attention_kernels(registry);         // Attention
+  register_multi_head_attention_kernels(registry);  // com.microsoft MultiHeadAttention
   register_rotary_embedding_kernels(registry);  // RotaryEmbedding
   register_flex_attention_kernels(registry);    // ai.onnx.preview FlexAttention
   register_linear_attention_kernels(registry);  // LinearAttention

@@ -68,6 +68,7 @@ void register_lp_norm_kernels(sdk::KernelRegistry& registry);
 void register_softmax_kernels(sdk::KernelRegistry& registry);
 // attention/
 void register_attention_kernels(sdk::KernelRegistry& registry);
+void register_multi_head_attention_kernels(sdk::KernelRegistry& registry);
 void register_rotary_embedding_kernels(sdk::KernelRegistry& registry);
 void register_flex_attention_kernels(sdk::KernelRegistry& registry);
 void register_linear_attention_kernels(sdk::KernelRegistry& registry);
