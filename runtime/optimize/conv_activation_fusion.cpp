@@ -79,10 +79,7 @@ bool fuse_at(GraphRewrite& rw, const ProviderRank& providers, int a) {
 }  // namespace
 
 int fuse_conv_activations(GraphRewrite& rw, const ProviderRank& providers) {
-  int fused = 0;
-  for (size_t n = 0; n < rw.graph.nodes.size(); ++n)
-    if (!rw.removed[n] && fuse_at(rw, providers, int(n))) ++fused;
-  return fused;
+  return fuse_each_node(rw, [&](int n) { return fuse_at(rw, providers, n); });
 }
 
 }  // namespace onyx::runtime::optimize

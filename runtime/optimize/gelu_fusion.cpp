@@ -149,10 +149,7 @@ bool fuse_at(GraphRewrite& rw, const SoleReaders& sole, const ProviderRank& prov
 
 int fuse_gelus(GraphRewrite& rw, const ProviderRank& providers) {
   const SoleReaders sole(rw);
-  int fused = 0;
-  for (size_t n = 0; n < rw.graph.nodes.size(); ++n)
-    if (!rw.removed[n] && fuse_at(rw, sole, providers, int(n))) ++fused;
-  return fused;
+  return fuse_each_node(rw, [&](int n) { return fuse_at(rw, sole, providers, n); });
 }
 
 }  // namespace onyx::runtime::optimize

@@ -56,6 +56,16 @@ bool claimed_in_place(const GraphRewrite& rw, const ProviderRank& providers, con
 // introduces (at version 1) in the graph's opsets.
 void commit_fusion(GraphRewrite& rw, const std::vector<int>& group, ir::Node fused);
 
+// Calls fuse_at(n) (true: it fused there) at every node n still live, in
+// graph order; returns how many fused.
+template <class FuseAt>
+int fuse_each_node(const GraphRewrite& rw, FuseAt&& fuse_at) {
+  int fused = 0;
+  for (size_t n = 0; n < rw.graph.nodes.size(); ++n)
+    if (!rw.removed[n] && fuse_at(int(n))) ++fused;
+  return fused;
+}
+
 ir::Attribute int_attribute(const char* name, int64_t v);
 ir::Attribute float_attribute(const char* name, float v);
 ir::Attribute string_attribute(const char* name, const char* v);
