@@ -79,8 +79,8 @@ class AttentionKernel : public sdk::Kernel {
     const std::vector<int64_t> out = {q.dim(0), q.dim(1), v.dim(2)};
     ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, ONYX_DTYPE_FLOAT32, out, &y));
     if (y.size() == 0) return nullptr;
-    if (k.dim(1) == 0 || q.dim(2) == 0)  // no keys: softmax over nothing
-      return sdk::make_status(ONYX_STATUS_INVALID_ARGUMENT, "MultiHeadAttention: no keys (key %s)",
+    if (k.dim(1) == 0 || q.dim(2) == 0)  // softmax over no keys; oneDNN has no empty products
+      return sdk::make_status(ONYX_STATUS_UNIMPLEMENTED, "MultiHeadAttention: no keys or an empty head (key %s)",
                               dims_text(k.dims).c_str());
     const dims_t scores = {q.dim(0), heads_, q.dim(1), k.dim(1)};
     if (bias && bias_dims(*bias, scores).empty())
