@@ -3,11 +3,13 @@
 // the memory the training graph plans and holds, printed beside the same
 // model's inference-only throughput measured in the same run.
 //
-//   onyx_train_bench [--threads N] [--steps N] [--batch B]
+//   onyx_train_bench [--threads N] [--steps N] [--batch B] [--profile K]
 //
 // forward   = the eval model (forward + loss) on the batch;
 // backward  = train step (forward + loss + gradients) - forward;
 // optimizer = one AdamW optimizer step over every trainable parameter.
+// --profile K: the K slowest kernels of the train and optimizer sessions,
+// in microseconds per step (their profilers on for the timed steps).
 // Memory: the training graph's planned arena and its lower bound (memory
 // planner), parameters + gradients + AdamW state, and the process peak RSS.
 // ReduceSum: the CNN's conv bias gradients (sum of dY [B, C, H, W] over N, H
@@ -21,6 +23,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -39,6 +42,7 @@ struct Options {
   size_t threads = 2;
   int steps = 60;
   int64_t batch = 64;
+  int profile = 0;  // kernels listed per session; 0: no profiling
 };
 
 double now_s() { return std::chrono::duration<double>(Clock::now().time_since_epoch()).count(); }
@@ -61,6 +65,30 @@ void check(const onyx::runtime::Status& s, const char* what) {
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
+}
+
+// The o.profile kernels of `session` that took longest, per step.
+void print_profile(const char* model, const char* what, onyx::runtime::Session& session, const Options& o) {
+  std::map<std::string, std::pair<int64_t, int64_t>> by_name;  // name -> (total ns, count)
+  int64_t total = 0;
+  for (const auto& e : session.profiler()->events()) {
+    if (e.category != "kernel") continue;
+    by_name[e.name].first += e.duration_ns;
+    ++by_name[e.name].second;
+    total += e.duration_ns;
+  }
+  std::vector<std::pair<int64_t, std::string>> order;
+  for (const auto& [name, t] : by_name) order.emplace_back(t.first, name);
+  std::sort(order.rbegin(), order.rend());
+  std::printf("  %s session kernels: %.1f us per step\n", what, double(total) / 1e3 / o.steps);
+  for (size_t i = 0; i < order.size() && i < size_t(o.profile); ++i)
+    std::printf("    %8.1f us  %s\n", double(order[i].first) / 1e3 / o.steps, order[i].second.c_str());
+  auto trace = session.end_profiling();
+  check(trace.status(), "end profiling");
+  if (const char* dir = std::getenv("ONYX_TRAIN_BENCH_TRACE_DIR")) {
+    std::string path = std::string(dir) + "/" + model + "-" + what + ".json";
+    if (FILE* f = std::fopen(path.c_str(), "w")) { std::fputs(trace.value().c_str(), f); std::fclose(f); }
+  }
 }
 
 void bench_model(const char* name, const ONNX_NAMESPACE::ModelProto& forward, std::vector<std::string> frozen,
@@ -110,6 +138,10 @@ void bench_model(const char* name, const ONNX_NAMESPACE::ModelProto& forward, st
     double t2 = now_s();
     check(session->optimizer_step(), "optimizer step");
     double t3 = now_s();
+    if (i == 4 && o.profile) {
+      session->training_graph_session().start_profiling();
+      session->optimizer_graph_session()->start_profiling();
+    }
     if (i < 5) continue;
     fwd.push_back(t1 - t0);
     train.push_back(t2 - t1);
@@ -125,6 +157,11 @@ void bench_model(const char* name, const ONNX_NAMESPACE::ModelProto& forward, st
   std::printf("    backward          %9.3f ms  (%4.1f%%)\n", (tr_ - f) * 1e3, 100 * (tr_ - f) / st);
   std::printf("    optimizer (AdamW) %9.3f ms  (%4.1f%%)  %s\n", op * 1e3, 100 * op / st,
               session->optimizer_fused() ? "fused kernel" : "inlined function body");
+
+  if (o.profile) {
+    print_profile(name, "train", session->training_graph_session(), o);
+    print_profile(name, "optimizer", *session->optimizer_graph_session(), o);
+  }
 
   std::map<std::string, onyx::runtime::Shape> shapes = {{"x", input_shape}, {"labels", {o.batch}}};
   auto train_memory = check(session->training_graph_session().memory_report(shapes), "training memory report");
@@ -229,7 +266,8 @@ int main(int argc, char** argv) {
     if (a == "--threads") o.threads = size_t(v);
     else if (a == "--steps") o.steps = int(v);
     else if (a == "--batch") o.batch = v;
-    else fail("unknown option " + a + " (--threads N --steps N --batch B)");
+    else if (a == "--profile") o.profile = int(v);
+    else fail("unknown option " + a + " (--threads N --steps N --batch B --profile K)");
   }
   bench_model("mlp", tm::build_mlp(tm::make_mlp_weights()), {}, {o.batch, 784}, o);
   bench_model("cnn", tm::build_cnn(tm::make_cnn_weights()), {"bn1.mean", "bn1.var", "bn2.mean", "bn2.var"},

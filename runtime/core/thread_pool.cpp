@@ -29,7 +29,8 @@ bool published(uint64_t generation, uint64_t seen) { return generation % 2 == 0 
 
 ThreadPool::ThreadPool(size_t threads) {
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  for (size_t k = 1; k < threads; ++k) workers_.emplace_back([this] { worker_main(); });
+  claimed_ = std::make_unique<std::atomic<bool>[]>(threads);
+  for (size_t k = 1; k < threads; ++k) workers_.emplace_back([this, k] { worker_main(k); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -41,8 +42,8 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::run_chunks(uint64_t generation) {
-  for (;;) {
+void ThreadPool::run_chunks(uint64_t generation, size_t self) {
+  for (size_t tried = 0;; ++tried) {
     // Sequentially consistent, with the caller's generation store and
     // pending_ load: either the caller sees this thread inside, or this
     // thread sees the job changing and leaves without reading it.
@@ -51,19 +52,22 @@ void ThreadPool::run_chunks(uint64_t generation) {
       pending_.fetch_sub(1);
       return;
     }
-    const size_t begin = next_.fetch_add(chunk_);
-    if (begin >= n_) {
+    if (tried == chunks_) {
       pending_.fetch_sub(1);
       return;
     }
-    t_inside_loop = true;
-    (*body_)(begin, std::min(n_, begin + chunk_));
-    t_inside_loop = false;
+    const size_t k = (self + tried) % chunks_;
+    if (!claimed_[k].exchange(true)) {
+      const size_t begin = k * chunk_;
+      t_inside_loop = true;
+      (*body_)(begin, std::min(n_, begin + chunk_));
+      t_inside_loop = false;
+    }
     pending_.fetch_sub(1);
   }
 }
 
-void ThreadPool::worker_main() {
+void ThreadPool::worker_main(size_t self) {
   uint64_t seen = 0;
   for (;;) {
     // Spin for the next loop, then sleep until one is published.
@@ -87,7 +91,7 @@ void ThreadPool::worker_main() {
     if (stop_.load()) return;
     if (!published(now, seen)) continue;
     seen = now;
-    run_chunks(now);
+    run_chunks(now, self);
   }
 }
 
@@ -106,14 +110,15 @@ void ThreadPool::parallel_for(size_t n, size_t grain, const std::function<void(s
   body_ = &body;
   n_ = n;
   chunk_ = (n + chunks - 1) / chunks;
-  next_.store(0);
+  chunks_ = (n + chunk_ - 1) / chunk_;  // rounding up may leave fewer
+  for (size_t k = 0; k < chunks_; ++k) claimed_[k].store(false, std::memory_order_relaxed);
   const uint64_t generation = previous + 2;
   generation_.store(generation);
   if (sleepers_.load() > 0) {
     std::lock_guard lock(sleep_mutex_);  // a worker between its check and its wait sees the new job
     wake_.notify_all();
   }
-  run_chunks(generation);
+  run_chunks(generation, 0);
   // Every chunk is claimed once run_chunks returns; wait for those others run.
   for (int k = 0; pending_.load() != 0; ++k)
     if (k < 4096) cpu_relax();

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -27,8 +28,12 @@ class ThreadPool {
 
   size_t thread_count() const { return workers_.size() + 1; }
 
-  // Runs body(begin, end) over chunks of [0, n) (each >= grain items, about
-  // one per thread), returning when all are done. A loop started while
+  // Runs body(begin, end) over chunks of [0, n) (each >= grain items, at
+  // most one per thread), returning when all are done. Thread k (the caller
+  // is 0) runs chunk k when it arrives in time, so loops of the same size
+  // touch the same range from the same core each run: a step's data stays in
+  // that core's cache from one kernel (and one step) to the next. A thread
+  // that is late loses its chunk to whichever finishes first. A loop started while
   // another caller's loop holds the workers runs inline on its own thread
   // (concurrent runs never wait for each other); a loop started from inside
   // a body runs inline too. Thread-safe.
@@ -43,10 +48,11 @@ class ThreadPool {
   void quiet() { quiet_.fetch_add(1, std::memory_order_relaxed); }
 
  private:
-  void worker_main();
-  // Claims and runs chunks of job `generation` until none is left, or
-  // returns at once when that job is no longer the current one.
-  void run_chunks(uint64_t generation);
+  void worker_main(size_t self);
+  // Claims and runs chunks of job `generation`, its own (`self`) first,
+  // until none is left, or returns at once when that job is no longer the
+  // current one.
+  void run_chunks(uint64_t generation, size_t self);
 
   std::vector<std::thread> workers_;
   std::mutex job_mutex_;  // held by the caller whose loop the workers serve
@@ -55,8 +61,8 @@ class ThreadPool {
   // makes generation_ even again. A thread enters run_chunks (pending_ + 1)
   // before it checks the generation, so it never reads fields being written.
   const std::function<void(size_t, size_t)>* body_ = nullptr;
-  size_t n_ = 0, chunk_ = 0;
-  std::atomic<size_t> next_{0};     // first unclaimed index
+  size_t n_ = 0, chunk_ = 0, chunks_ = 0;
+  std::unique_ptr<std::atomic<bool>[]> claimed_;  // per chunk; thread_count() of them
   std::atomic<size_t> pending_{0};  // threads inside run_chunks
   std::atomic<uint64_t> generation_{0};
   std::atomic<bool> stop_{false};

@@ -24,6 +24,11 @@ size_t Profiler::event_count() const {
   return events_.size();
 }
 
+std::vector<Profiler::Event> Profiler::events() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return events_;
+}
+
 uint32_t Profiler::thread_id() {
   static std::atomic<uint32_t> next{1};
   thread_local uint32_t id = next++;

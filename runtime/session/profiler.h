@@ -36,6 +36,8 @@ class Profiler {
   int64_t from_monotonic_ns(int64_t monotonic_ns) const;
   void record(Event event);
   size_t event_count() const;
+  // A copy of the events recorded so far, for summaries.
+  std::vector<Event> events() const;
   // {"traceEvents": [...], "displayTimeUnit": "ns", "otherData": {...}}; ts
   // and dur in microseconds (with fractions) as the format asks.
   std::string chrome_trace() const;

@@ -326,7 +326,7 @@ StatusOr<onnx::ModelProto> build_optimizer_model(const OptimizerDescription& opt
   return model;
 }
 
-StatusOr<onnx::ModelProto> fuse_optimizer_model(const onnx::ModelProto& inlined) {
+StatusOr<onnx::ModelProto> fuse_optimizer_model(const onnx::ModelProto& inlined, bool clipping) {
   ONYX_ASSIGN_OR_RETURN(OptimizerModelInfo info, read_optimizer_model_info(inlined));
   if (info.fused_op_type.empty()) return invalid_argument("optimizer " + info.optimizer + " names no fused op");
   onnx::ModelProto model = inlined;
@@ -339,7 +339,16 @@ StatusOr<onnx::ModelProto> fuse_optimizer_model(const onnx::ModelProto& inlined)
     for (const auto& d : input.type().tensor_type().shape().dim()) shape.push_back(d.dim_value());
     params.push_back({input.name(), ONYX_DTYPE_FLOAT32, shape});
   }
-  std::vector<std::string> grads = add_clipping(g, params);
+  std::vector<std::string> grads;
+  if (clipping) {
+    grads = add_clipping(g, params);
+  } else {
+    for (const auto& p : params) grads.push_back(gradient_name(p.name));
+    auto outputs = g.mutable_output();
+    outputs->erase(std::remove_if(outputs->begin(), outputs->end(),
+                                  [](const onnx::ValueInfoProto& v) { return v.name() == "grad_norm"; }),
+                   outputs->end());
+  }
   for (size_t k = 0; k < params.size(); ++k) {
     const std::string& p = params[k].name;
     std::vector<std::string> in = {p, grads[k]}, out = {updated_name(p)};

@@ -85,8 +85,12 @@ StatusOr<ONNX_NAMESPACE::ModelProto> build_optimizer_model(const OptimizerDescri
 
 // The same model with each parameter's update as one node of the plugin's
 // fused op (a provider that implements it claims it; see the session).
+// Without `clipping` the updates read the gradients as they are and the
+// model has no "grad_norm" output: two passes over every gradient fewer (its
+// norm, then its scaling by 1), for sessions whose max_grad_norm is <= 0.
 // Errors when the optimizer names no fused op.
-StatusOr<ONNX_NAMESPACE::ModelProto> fuse_optimizer_model(const ONNX_NAMESPACE::ModelProto& inlined);
+StatusOr<ONNX_NAMESPACE::ModelProto> fuse_optimizer_model(const ONNX_NAMESPACE::ModelProto& inlined,
+                                                          bool clipping = true);
 
 // Reads the description back from a model made by build_optimizer_model.
 StatusOr<OptimizerModelInfo> read_optimizer_model_info(const ONNX_NAMESPACE::ModelProto& model);

@@ -203,6 +203,11 @@ StatusOr<std::unique_ptr<TrainingSession>> TrainingSession::create(
         if (session.ok()) {
           s->optimizer_ = std::move(session).value();
           s->optimizer_fused_ = true;
+          // Without clipping too: steps with max_grad_norm <= 0 run it.
+          auto unclipped = fuse_optimizer_model(proto, /*clipping=*/false);
+          if (!unclipped.ok()) return unclipped.status().with_context("optimizer model without clipping");
+          ONYX_ASSIGN_OR_RETURN(s->unclipped_optimizer_, make_session(registry, unclipped->SerializeAsString(), "",
+                                                                      fused_options, "optimizer without clipping"));
         }
       }
     }
@@ -455,11 +460,14 @@ Status TrainingSession::optimizer_step() {
       feed.emplace_back(slot_name(p.name, slot.name), slot.data);
     }
   }
-  auto outputs = optimizer_->run(feed, {}, optimizer_fused_ ? &reuse : nullptr);
+  const bool clipped = !unclipped_optimizer();
+  if (!clipped) reuse.erase(reuse.begin());  // no grad_norm output
+  Session& session = clipped ? *optimizer_ : *unclipped_optimizer_;
+  auto outputs = session.run(feed, {}, optimizer_fused_ ? &reuse : nullptr);
   if (!outputs.ok()) return outputs.status().with_context("optimizer_step");
   std::vector<Tensor>& out = outputs.value();
-  last_grad_norm_ = *out[0].data_as<float>();
-  size_t i = 1;
+  last_grad_norm_ = clipped ? *out[0].data_as<float>() : std::numeric_limits<float>::quiet_NaN();
+  size_t i = clipped ? 1 : 0;
   for (size_t k = 0; k < trainable.size(); ++k) {
     trainable[k].data = std::move(out[i++]);
     for (auto& slot : group.parameters[k].tensors) slot.data = std::move(out[i++]);

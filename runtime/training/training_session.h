@@ -156,7 +156,9 @@ class TrainingSession {
   // micro-batch's count of labelled tokens makes K micro-batches equal one
   // batch whose loss is the mean over all its tokens. Must be > 0 and finite.
   Status set_step_weight(double weight);
-  // The gradients' global norm measured by the last optimizer step (before clipping).
+  // The gradients' global norm measured by the last optimizer step (before
+  // clipping); NaN when that step did not measure it: with clipping off
+  // (max_grad_norm <= 0) a fused optimizer skips the pass that would.
   float last_grad_norm() const { return last_grad_norm_; }
   // In a data-parallel job, an optimizer step whose gradients hold an inf or
   // NaN on any rank changes nothing on every rank (weights, state, step
@@ -202,7 +204,9 @@ class TrainingSession {
   bool optimizer_fused() const { return optimizer_fused_; }
   Session& training_graph_session() { return *train_; }
   Session* eval_graph_session() { return eval_.get(); }
-  Session* optimizer_graph_session() { return optimizer_.get(); }
+  // The optimizer session the next optimizer_step runs (the fused form
+  // without clipping while max_grad_norm <= 0, when there is one).
+  Session* optimizer_graph_session() { return unclipped_optimizer() ? unclipped_optimizer_.get() : optimizer_.get(); }
 
   // Time spent in the last step's parts (seconds), for benchmarks.
   double last_train_seconds() const { return last_train_seconds_; }
@@ -227,7 +231,11 @@ class TrainingSession {
   Status restore_loss_scale(const LossScaleOptions& options);
 
   std::shared_ptr<checkpoint::Checkpoint> state_;
+  // True when the next step runs unclipped_optimizer_.
+  bool unclipped_optimizer() const { return unclipped_optimizer_ && !(max_grad_norm_ > 0); }
+
   std::unique_ptr<Session> train_, eval_, optimizer_;
+  std::unique_ptr<Session> unclipped_optimizer_;  // the fused form without clipping; null when not fused
   std::string eval_model_bytes_;  // for export
   std::vector<std::string> train_inputs_, train_outputs_, eval_inputs_, eval_outputs_;
   std::vector<Tensor> grads_;          // per trainable parameter: the running sum

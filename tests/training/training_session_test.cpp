@@ -416,6 +416,40 @@ TEST(TrainingSession, FusedSgdMatchesInlinedUpdate) {
   check_fused_matches_inlined("sgd", {{"momentum", 0.9f}, {"nesterov", 1.0f}, {"weight_decay", 0.01f}});
 }
 
+// With clipping off (max_grad_norm <= 0) a fused optimizer runs a model
+// without the clipping passes: the same parameters, bit for bit, as the
+// clipping model with a bound never reached (its scale is exactly 1), and no
+// norm measured. Turning clipping on between steps switches back.
+TEST(TrainingSession, ClippingOffSkipsTheNormPassesAndChangesNoUpdate) {
+  Fixture off("adamw", 0.05), far("adamw", 0.05);
+  ASSERT_TRUE(off.session && far.session);
+  ASSERT_TRUE(off.session->optimizer_fused());
+  far.session->set_max_grad_norm(1e30f);
+  EXPECT_NE(off.session->optimizer_graph_session(), far.session->optimizer_graph_session());
+  const ir::Graph& unclipped = off.session->optimizer_graph_session()->graph();
+  for (const auto& node : unclipped.nodes) EXPECT_NE(node.op_type, "ReduceSumSquare") << "a norm pass is left";
+  auto batches = make_batches(3, 16, 8);
+  for (int step = 0; step < 4; ++step)
+    for (TrainingSession* t : {off.session.get(), far.session.get()}) {
+      t->lazy_reset_grad();
+      ASSERT_TRUE(t->train_step(batch_inputs(batches[size_t(step) % 3])).ok());
+      ASSERT_TRUE(t->optimizer_step().ok());
+    }
+  EXPECT_TRUE(std::isnan(off.session->last_grad_norm()));
+  EXPECT_GT(far.session->last_grad_norm(), 0.0f);
+  for (const char* name : {"w1", "b1", "w2", "b2"}) {
+    auto a = off.session->get_parameter(name);
+    auto b = far.session->get_parameter(name);
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ(std::memcmp(a->data(), b->data(), a->bytes()), 0) << name << " differs";
+  }
+  off.session->set_max_grad_norm(1e-3f);  // on now, and acting
+  off.session->lazy_reset_grad();
+  ASSERT_TRUE(off.session->train_step(batch_inputs(batches[0])).ok());
+  ASSERT_TRUE(off.session->optimizer_step().ok());
+  EXPECT_GT(off.session->last_grad_norm(), 1e-3f);
+}
+
 TEST(TrainingSession, LambHasNoFusedKernelAndRunsInlined) {
   Fixture f("lamb", 0.01);
   ASSERT_TRUE(f.session);

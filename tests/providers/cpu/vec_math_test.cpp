@@ -129,6 +129,50 @@ TEST(VecMath, MaxPool2x2MatchesTheScalarScan) {
   }
 }
 
+// Its gradient on the same planes: each dy lands on the tap the scalar scan
+// picks (the first maximum; a NaN tap never wins a comparison), the other
+// taps of its window get 0, and the inputs no window covers keep their value.
+TEST(VecMath, MaxPool2x2GradRoutesEachGradientToTheScanPick) {
+  using Grad = void (*)(const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t);
+  std::vector<std::pair<const char*, Grad>> grads = {{"generic", detail::max_pool_2x2_grad_generic},
+                                                     {"dispatched", max_pool_2x2_grad}};
+#if defined(ONYX_CPU_AVX2_LOOPS)
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    grads.push_back({"avx2", detail::max_pool_2x2_grad_avx2});
+#endif
+  uint32_t state = 777;
+  auto next = [&] {
+    state = state * 1664525u + 1013904223u;
+    return float(int32_t(state >> 8) % 2001 - 1000) / 100.0f;
+  };
+  for (auto [h, w] : std::vector<std::pair<int64_t, int64_t>>{{2, 2}, {28, 28}, {14, 14}, {15, 37}, {6, 34}, {4, 32}}) {
+    std::vector<float> x(size_t(h * w));
+    for (float& v : x) v = std::round(next());  // ties: the first maximum wins
+    x[3 % x.size()] = std::numeric_limits<float>::quiet_NaN();
+    x[x.size() / 2] = std::numeric_limits<float>::quiet_NaN();
+    const int64_t oh = h / 2, ow = w / 2;
+    std::vector<float> dy(size_t(oh * ow));
+    for (float& v : dy) v = next();
+    std::vector<float> want(x.size(), -7.0f);  // uncovered inputs keep the guard
+    for (int64_t i = 0; i < oh; ++i)
+      for (int64_t j = 0; j < ow; ++j) {
+        auto at = [&](int64_t t) { return size_t((2 * i + t / 2) * w + 2 * j + t % 2); };
+        int64_t pick = 0;
+        for (int64_t t = 1; t < 4; ++t)
+          if (x[at(t)] > x[at(pick)]) pick = t;
+        for (int64_t t = 0; t < 4; ++t) want[at(t)] = t == pick ? dy[size_t(i * ow + j)] : 0.0f;
+      }
+    for (auto [name, grad] : grads) {
+      std::vector<float> dx(x.size() + 8, -7.0f);  // 8 guard values after the plane
+      grad(x.data(), dy.data(), dx.data(), h, w, oh, ow);
+      for (size_t i = x.size(); i < dx.size(); ++i)
+        EXPECT_EQ(dx[i], -7.0f) << name << " " << h << "x" << w << ": wrote past the plane";
+      for (size_t i = 0; i < x.size(); ++i)
+        EXPECT_EQ(dx[i], want[i]) << name << " " << h << "x" << w << " at input " << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace onyx::cpu::vec
 

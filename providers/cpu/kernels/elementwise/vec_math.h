@@ -22,6 +22,10 @@ void gelu_tanh(const float* x, float* y, size_t n);
 // compared in row-major order, each as `tap > best ? tap : best`, as the
 // generic MaxPool loop does (so NaN handling is the same).
 void max_pool_2x2(const float* x, float* y, int64_t h, int64_t w, int64_t oh, int64_t ow);
+// Its gradient: each dy goes to the tap max_pool_2x2 picks (the first
+// maximum), the window's other taps get 0. Writes the 2 oh x 2 ow inputs the
+// windows cover; a last row or column none covers is left as it is.
+void max_pool_2x2_grad(const float* x, const float* dy, float* dx, int64_t h, int64_t w, int64_t oh, int64_t ow);
 
 // Softmax of one contiguous row of n >= 1 floats: y = exp(x - max) / sum,
 // the exponentials to about 2 ulp, 0 below e^-87.3 (so -inf, a mask, gives
@@ -57,6 +61,9 @@ void window_sums_avx512(float* y, const float* src, const int64_t* offsets, cons
                         size_t count, float bias);
 void max_pool_2x2_generic(const float* x, float* y, int64_t h, int64_t w, int64_t oh, int64_t ow);
 void max_pool_2x2_avx2(const float* x, float* y, int64_t h, int64_t w, int64_t oh, int64_t ow);
+void max_pool_2x2_grad_generic(const float* x, const float* dy, float* dx, int64_t h, int64_t w, int64_t oh,
+                               int64_t ow);
+void max_pool_2x2_grad_avx2(const float* x, const float* dy, float* dx, int64_t h, int64_t w, int64_t oh, int64_t ow);
 }  // namespace detail
 
 }  // namespace onyx::cpu::vec

@@ -90,6 +90,62 @@ void max_pool_2x2_avx2(const float* x, float* y, int64_t h, int64_t w, int64_t o
   }
 }
 
+void max_pool_2x2_grad_avx2(const float* x, const float* dy, float* dx, int64_t h, int64_t w, int64_t oh,
+                            int64_t ow) {
+  (void)h;
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const int64_t tail = ow % 8;
+  const __m256i in_lo = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(2 * tail)), lane);
+  const __m256i in_hi = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(2 * tail - 8)), lane);
+  const __m256i out = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(tail)), lane);
+  // 8 windows: the forward's comparisons in its (shuffled) lane order, dy
+  // brought into that order (permute4x64 0xD8 is its own inverse), and the
+  // four taps' values interleaved back into rows by unpacklo/hi (the inverse
+  // of shuffle_ps 0x88 / 0xDD).
+  struct Rows {
+    __m256 r0_lo, r0_hi, r1_lo, r1_hi;
+  };
+  auto grad8 = [](__m256 a0, __m256 b0, __m256 a1, __m256 b1, __m256 g) {
+    const __m256 e0 = _mm256_shuffle_ps(a0, b0, 0x88), o0 = _mm256_shuffle_ps(a0, b0, 0xDD);
+    const __m256 e1 = _mm256_shuffle_ps(a1, b1, 0x88), o1 = _mm256_shuffle_ps(a1, b1, 0xDD);
+    const __m256 take1 = _mm256_cmp_ps(o0, e0, _CMP_GT_OQ);
+    const __m256 best1 = take_greater(o0, e0);
+    const __m256 take2 = _mm256_cmp_ps(e1, best1, _CMP_GT_OQ);
+    const __m256 best2 = take_greater(e1, best1);
+    const __m256 take3 = _mm256_cmp_ps(o1, best2, _CMP_GT_OQ);
+    g = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(g), 0xD8));
+    const __m256 v3 = _mm256_and_ps(take3, g);
+    const __m256 v2 = _mm256_andnot_ps(take3, _mm256_and_ps(take2, g));
+    const __m256 later = _mm256_or_ps(take2, take3);
+    const __m256 v1 = _mm256_andnot_ps(later, _mm256_and_ps(take1, g));
+    const __m256 v0 = _mm256_andnot_ps(_mm256_or_ps(later, take1), g);
+    return Rows{_mm256_unpacklo_ps(v0, v1), _mm256_unpackhi_ps(v0, v1), _mm256_unpacklo_ps(v2, v3),
+                _mm256_unpackhi_ps(v2, v3)};
+  };
+  for (int64_t i = 0; i < oh; ++i, dy += ow) {
+    const float *r0 = x + 2 * i * w, *r1 = r0 + w;
+    float *d0 = dx + 2 * i * w, *d1 = d0 + w;
+    int64_t j = 0;
+    for (; j + 8 <= ow; j += 8) {
+      const Rows r = grad8(_mm256_loadu_ps(r0 + 2 * j), _mm256_loadu_ps(r0 + 2 * j + 8), _mm256_loadu_ps(r1 + 2 * j),
+                           _mm256_loadu_ps(r1 + 2 * j + 8), _mm256_loadu_ps(dy + j));
+      _mm256_storeu_ps(d0 + 2 * j, r.r0_lo);
+      _mm256_storeu_ps(d0 + 2 * j + 8, r.r0_hi);
+      _mm256_storeu_ps(d1 + 2 * j, r.r1_lo);
+      _mm256_storeu_ps(d1 + 2 * j + 8, r.r1_hi);
+    }
+    if (tail) {
+      const Rows r = grad8(_mm256_maskload_ps(r0 + 2 * j, in_lo), _mm256_maskload_ps(r0 + 2 * j + 8, in_hi),
+                           _mm256_maskload_ps(r1 + 2 * j, in_lo), _mm256_maskload_ps(r1 + 2 * j + 8, in_hi),
+                           _mm256_maskload_ps(dy + j, out));
+      _mm256_maskstore_ps(d0 + 2 * j, in_lo, r.r0_lo);
+      _mm256_maskstore_ps(d0 + 2 * j + 8, in_hi, r.r0_hi);
+      _mm256_maskstore_ps(d1 + 2 * j, in_lo, r.r1_lo);
+      _mm256_maskstore_ps(d1 + 2 * j + 8, in_hi, r.r1_hi);
+    }
+  }
+}
+
 void gelu_erf_avx2(const float* x, float* y, size_t n) { gelu_impl::loop<Avx2, true>(x, y, n); }
 void gelu_tanh_avx2(const float* x, float* y, size_t n) { gelu_impl::loop<Avx2, false>(x, y, n); }
 void softmax_row_avx2(const float* x, float* y, size_t n) { softmax_impl::row<Avx2>(x, y, n); }

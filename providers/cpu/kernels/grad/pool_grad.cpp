@@ -4,8 +4,10 @@
 // average), so each gradient is the adjoint of the forward kernel.
 #include <algorithm>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
+#include "kernels/elementwise/vec_math.h"
 #include "kernels/nn_util.h"
 #include "kernels/registry.h"
 
@@ -67,7 +69,8 @@ class PoolGradKernel final : public sdk::Kernel {
   void run(sdk::ComputeContext& ctx, const sdk::Tensor& dy, const sdk::Tensor& x, const sdk::Tensor& dx,
            const std::vector<nn::WindowDim>& win) const {
     const nn::WindowDim &D = win[0], &H = win[1], &W = win[2];
-    if (max_ && plain_2x2(win)) return max_2x2<T>(ctx, dy, x, dx, win);
+    if constexpr (std::is_same_v<T, float>)
+      if (max_ && plain_2x2(win)) return max_2x2(ctx, dy, x, dx, win);
     std::vector<Taps> td = taps_of(D), th = taps_of(H), tw = taps_of(W);
     const int64_t in_plane = D.in * H.in * W.in, out_plane = D.out * H.out * W.out;
     const size_t planes = size_t(dx.dim(0) * dx.dim(1));
@@ -133,36 +136,17 @@ class PoolGradKernel final : public sdk::Kernel {
   // Each dY goes to the first maximum of its 4 taps (compared in the forward
   // kernel's order), every other tap gets 0: written directly, no fill and
   // no scattered add (rows and columns no window covers are zeroed).
-  template <typename T>
-  void max_2x2(sdk::ComputeContext& ctx, const sdk::Tensor& dy, const sdk::Tensor& x, const sdk::Tensor& dx,
-               const std::vector<nn::WindowDim>& win) const {
+  static void max_2x2(sdk::ComputeContext& ctx, const sdk::Tensor& dy, const sdk::Tensor& x, const sdk::Tensor& dx,
+                      const std::vector<nn::WindowDim>& win) {
     const nn::WindowDim &H = win[1], &W = win[2];
     const int64_t in_plane = H.in * W.in, out_plane = H.out * W.out;
     const bool covered = H.in == 2 * H.out && W.in == 2 * W.out;
     ctx.parallel_for(size_t(dx.dim(0) * dx.dim(1)), nn::grain_for(double(in_plane)), [&](size_t b, size_t e) {
       for (size_t p = b; p < e; ++p) {
-        T* out = dx.data<T>() + p * size_t(in_plane);
-        const T* g = dy.data<T>() + p * size_t(out_plane);
-        const T* in = x.data<T>() + p * size_t(in_plane);
-        if (!covered) std::fill(out, out + in_plane, T(0));
-        for (int64_t i = 0; i < H.out; ++i, g += W.out) {
-          const T *r0 = in + 2 * i * W.in, *r1 = r0 + W.in;
-          T *o0 = out + 2 * i * W.in, *o1 = o0 + W.in;
-          for (int64_t j = 0; j < W.out; ++j) {
-            // Selects, not branches (random data mispredicts half of them).
-            const T t0 = r0[2 * j], t1 = r0[2 * j + 1], t2 = r1[2 * j], t3 = r1[2 * j + 1];
-            const bool take1 = t1 > t0;
-            const T b1 = take1 ? t1 : t0;
-            const bool take2 = t2 > b1;
-            const T b2 = take2 ? t2 : b1;
-            const bool take3 = t3 > b2;
-            const T v = g[j];
-            o1[2 * j + 1] = take3 ? v : T(0);
-            o1[2 * j] = take2 && !take3 ? v : T(0);
-            o0[2 * j + 1] = take1 && !take2 && !take3 ? v : T(0);
-            o0[2 * j] = !take1 && !take2 && !take3 ? v : T(0);
-          }
-        }
+        float* out = dx.data<float>() + p * size_t(in_plane);
+        if (!covered) std::fill(out, out + in_plane, 0.0f);
+        vec::max_pool_2x2_grad(x.data<float>() + p * size_t(in_plane), dy.data<float>() + p * size_t(out_plane), out,
+                               H.in, W.in, H.out, W.out);
       }
     });
   }
