@@ -149,9 +149,11 @@ class FusedUpdateKernel : public sdk::Kernel {
       ONYX_SDK_RETURN_IF_ERROR(ctx.output(i, ONYX_DTYPE_FLOAT32, param.dims, &y));
       out.push_back(y.data<float>());
     }
-    // Whole chunks per task; about 32k elements (a few microseconds) each.
+    // Whole chunks per task, 8k elements (a few microseconds) at least, so
+    // that a layer of 32k parameters is split too: its gradient lies half in
+    // each core's cache after the backward pass.
     const size_t chunks = size_t((param.size() + kChunk - 1) / kChunk);
-    ctx.parallel_for(chunks, 2048, [&](size_t lo, size_t hi) {
+    ctx.parallel_for(chunks, 512, [&](size_t lo, size_t hi) {
       update(in, scalar, out, int64_t(lo) * kChunk, std::min(param.size(), int64_t(hi) * kChunk));
     });
     return nullptr;
