@@ -186,10 +186,16 @@ TEST(DirectConv, WeightGradientOnEveryIsaMatchesTheFloat64Sum) {
     const double u = std::ldexp(1.0, -24), terms = double(s.out_h * s.out_w + 2);
     for (const Isa& isa : all) {
       const Plan plan = make_plan(s, isa.lanes);
-      std::vector<float> dw(want.size(), 0.5f);
+      // Per-lane partial sums, added into: 0.5 waits in each weight's first lane.
+      const size_t lanes = size_t(isa.lanes);
+      std::vector<float> partial(want.size() * lanes, 0.0f);
+      for (size_t i = 0; i < want.size(); ++i) partial[i * lanes] = 0.5f;
       detail::Work work = detail::work_for(plan, x.data(), nullptr, nullptr, c.e, nullptr);
-      work.dy = dy.data(), work.dw = dw.data();
+      work.dy = dy.data(), work.dw = partial.data();
       isa.weight_gradient(work, 0, plan.blocks);
+      std::vector<float> dw(want.size(), 0.0f);
+      for (size_t i = 0; i < want.size(); ++i)
+        for (size_t l = 0; l < lanes; ++l) dw[i] += partial[i * lanes + l];
       for (size_t i = 0; i < want.size(); ++i)
         ASSERT_NEAR(dw[i], want[i], terms * u * (bound[i] + 0.5) + 1e-30)
             << isa.name << " C" << s.channels << " M" << s.out_channels << " " << s.out_h << "x" << s.out_w

@@ -66,11 +66,12 @@ Plan make_plan(const Shape& s, int64_t lanes);
 void run(const Plan& p, const float* x, const float* packed_w, const float* bias, const Epilogue& e,
          float* y, int64_t block_lo, int64_t block_hi);
 
-// dw [out_channels, channels, kernel_h, kernel_w] += the weight gradient of
-// one (image, group): for every tap, the sum over output positions of
-// dy [out_channels, out_h, out_w] times x (padded, as for run()) under the
-// tap. For output channel blocks [block_lo, block_hi); safe to call
-// concurrently on disjoint blocks.
+// The weight gradient of one (image, group), added into per-lane partial
+// sums: for every tap, the sum over output positions of dy [out_channels,
+// out_h, out_w] times x (padded, as for run()) under the tap, spread over
+// lanes() floats; dw is [out_channels, channels * taps, lanes()] and the
+// gradient of a weight is the sum of its lanes. For output channel blocks
+// [block_lo, block_hi); safe to call concurrently on disjoint blocks.
 void accumulate_weight_gradient(const Plan& p, const float* x, const float* dy, float* dw, int64_t block_lo,
                                 int64_t block_hi);
 

@@ -12,6 +12,8 @@ namespace {
 struct Avx2 {
   using reg = __m256;
   static constexpr int kLanes = 8, kVectors = 3;
+  // 4 x 2 accumulators, 4 dY vectors and an X vector: 13 of the 16 registers.
+  static constexpr int kWeightPairs = 2;
   static reg zero() { return _mm256_setzero_ps(); }
   static reg loadu(const float* p) { return _mm256_loadu_ps(p); }
   static reg bcast(const float* p) { return _mm256_broadcast_ss(p); }

@@ -18,6 +18,8 @@ namespace {
 struct Avx512 {
   using reg = __m512;
   static constexpr int kLanes = 16, kVectors = 4;
+  // 4 x 6 accumulators, 4 dY vectors and an X vector: 29 of the 32 registers.
+  static constexpr int kWeightPairs = 6;
   static reg zero() { return _mm512_setzero_ps(); }
   static reg loadu(const float* p) { return _mm512_loadu_ps(p); }
   static reg bcast(const float* p) { return _mm512_set1_ps(*p); }

@@ -5,6 +5,7 @@
 // Like the vec_math loops, nothing here calls a standard-library inline
 // function: the ISA's code must not be merged into code every CPU runs.
 // V provides: reg, kLanes, kVectors (vectors of output positions per block),
+// kWeightPairs ((channel, tap) pairs per weight-gradient block),
 // zero(), loadu(p), bcast(p), fma(a, b, c) = a * b + c, add, mul, max, min,
 // select_negative(v, if_negative), store(p, v), store_first(p, v, n),
 // load_first(p, n) (the first n lanes, the rest 0), sum(v) (of the lanes).
@@ -101,45 +102,58 @@ void run(const detail::Work& k, int64_t block_lo, int64_t block_hi) {
 }
 
 // dW for MB output channels x NK (channel, tap) pairs starting at `first`:
-// vector sums over the fragments of dY x X under each tap, then one
-// horizontal sum each. Partial fragments load only their real lanes, so
-// neighbouring values (a NaN elsewhere in X) never enter a sum.
+// vector sums over the fragments of dY x X under each tap, added lane by
+// lane into dw's partial sums (a horizontal sum per call cost as much as the
+// loop on 14 x 14 planes; the caller sums the lanes once). Partial fragments
+// load only their real lanes, so neighbouring values (a NaN elsewhere in X)
+// never enter a sum.
 template <class V, int MB, int NK>
-void weight_block(const detail::Work& k, int64_t m0, int64_t first, float* dw) {
+void weight_block(const detail::Work& k, int64_t m0, int64_t first, int64_t channel, int64_t tap, float* dw) {
   const Shape& s = *k.shape;
   const int64_t plane = s.padded_h * s.padded_w, out_plane = s.out_h * s.out_w, per_filter = s.channels * k.taps;
   const float* xk[NK];
-  for (int j = 0; j < NK; ++j) {
-    const int64_t ct = first + j;
-    xk[j] = k.x + (ct / k.taps) * plane + k.tap_offsets[ct % k.taps];
+  for (int j = 0; j < NK; ++j) {  // pair first + j is (channel, tap), counted without a division
+    xk[j] = k.x + channel * plane + k.tap_offsets[tap];
+    if (++tap == k.taps) tap = 0, ++channel;
   }
   const float* dy = k.dy + m0 * out_plane;
   Reg<V> acc[MB][NK];
   for (int m = 0; m < MB; ++m)
     for (int j = 0; j < NK; ++j) acc[m][j] = V::zero();
+  // One loop body for full and partial fragments (masked loads either way):
+  // with a branch per fragment GCC kept the accumulators on the stack.
   for (int64_t f = 0; f < k.fragment_count; ++f) {
-    const Fragment& fr = k.fragments[f];
-    Reg<V> xv[NK], d[MB];
-    if (fr.lanes == V::kLanes) {
-      for (int j = 0; j < NK; ++j) xv[j] = V::loadu(xk[j] + fr.in);
-      for (int m = 0; m < MB; ++m) d[m] = V::loadu(dy + m * out_plane + fr.out);
-    } else {
-      for (int j = 0; j < NK; ++j) xv[j] = V::load_first(xk[j] + fr.in, fr.lanes);
-      for (int m = 0; m < MB; ++m) d[m] = V::load_first(dy + m * out_plane + fr.out, fr.lanes);
+    const Fragment fr = k.fragments[f];
+    Reg<V> d[MB];
+    for (int m = 0; m < MB; ++m) d[m] = V::load_first(dy + m * out_plane + fr.out, fr.lanes);
+    for (int j = 0; j < NK; ++j) {
+      const Reg<V> xv = V::load_first(xk[j] + fr.in, fr.lanes);
+      for (int m = 0; m < MB; ++m) acc[m][j] = V::fma(d[m], xv, acc[m][j]);
     }
-    for (int m = 0; m < MB; ++m)
-      for (int j = 0; j < NK; ++j) acc[m][j] = V::fma(d[m], xv[j], acc[m][j]);
   }
+  // Unrolled, so that acc[][] is only ever indexed by constants: else GCC
+  // keeps it on the stack and stores every accumulator at every fragment.
+#pragma GCC unroll 8
   for (int m = 0; m < MB; ++m)
-    for (int j = 0; j < NK; ++j) dw[(m0 + m) * per_filter + first + j] += V::sum(acc[m][j]);
+#pragma GCC unroll 8
+    for (int j = 0; j < NK; ++j) {
+      float* lanes = dw + ((m0 + m) * per_filter + first + j) * V::kLanes;
+      V::store(lanes, V::add(V::loadu(lanes), acc[m][j]));
+    }
 }
 
 template <class V, int MB>
 void weight_channels(const detail::Work& k, int64_t m0) {
+  constexpr int NK = V::kWeightPairs;
   const int64_t per_filter = k.shape->channels * k.taps;
-  int64_t ct = 0;
-  for (; ct + 3 <= per_filter; ct += 3) weight_block<V, MB, 3>(k, m0, ct, k.dw);
-  for (; ct < per_filter; ++ct) weight_block<V, MB, 1>(k, m0, ct, k.dw);
+  int64_t ct = 0, channel = 0, tap = 0;
+  auto advance = [&](int64_t pairs) {
+    ct += pairs;
+    tap += pairs;
+    while (tap >= k.taps) tap -= k.taps, ++channel;
+  };
+  for (; ct + NK <= per_filter; advance(NK)) weight_block<V, MB, NK>(k, m0, ct, channel, tap, k.dw);
+  for (; ct < per_filter; advance(1)) weight_block<V, MB, 1>(k, m0, ct, channel, tap, k.dw);
 }
 
 template <class V>

@@ -123,18 +123,21 @@ class ConvGradKernel final : public sdk::Kernel {
     if constexpr (std::is_same_v<T, float>) direct = direct_conv::fits(win, ck);
     const direct_conv::Shape shape = direct ? direct_conv::shape_for(win, cg, mg) : direct_conv::Shape{};
     const direct_conv::Plan plan = direct ? direct_conv::make_plan(shape, direct_conv::lanes()) : direct_conv::Plan{};
+    // The direct kernel leaves each weight's sum as a vector of partial
+    // sums, one per lane, added over the images and reduced once at the end.
+    const int64_t lanes = direct ? direct_conv::lanes() : 1, sums = m * ck * lanes;
     const int64_t chunk = conv_lowering::lines_per_chunk<T>(ctx, n, ck, width, lines);
     const bool parallel = conv_lowering::items_in_parallel(ctx, n);
     const size_t slots = parallel ? ctx.thread_count() : 1;
-    // Per slot: the padded input or the column buffer, then (in parallel) its own dW.
+    // Per slot: the padded input or the column buffer, then its own sums.
     const int64_t buffer = direct ? cg * shape.padded_h * shape.padded_w + direct_conv::kSlack : ck * chunk * width;
-    const int64_t per_slot = buffer + (parallel ? m * ck : 0);
+    const int64_t per_slot = buffer + sums;
     std::vector<T> scratch(slots * size_t(per_slot));
     auto image = [&](int64_t b, T* buf, T* acc, Worker<T>& worker) {
       for (int64_t g = 0; g < group_; ++g) {
         const T* xg = x.data<T>() + (b * group_ + g) * cg * in_plane;
         const T* dyg = dy.data<T>() + (b * group_ + g) * mg * ohw;
-        T* accg = acc + g * mg * ck;
+        T* accg = acc + g * mg * ck * lanes;
         if constexpr (std::is_same_v<T, float>) {
           if (direct) {
             direct_conv::pad_planes(xg, win, shape, buf);
@@ -152,24 +155,26 @@ class ConvGradKernel final : public sdk::Kernel {
       }
     };
     if (!parallel) {
-      std::fill(dw.data<T>(), dw.data<T>() + m * ck, T(0));
+      T* acc = scratch.data() + buffer;
+      std::fill(acc, acc + sums, T(0));
       Worker<T> worker{nullptr, nn::host_parallel_for(ctx), &ctx};
-      for (int64_t b = 0; b < n; ++b) image(b, scratch.data(), dw.data<T>(), worker);
-      return;
+      for (int64_t b = 0; b < n; ++b) image(b, scratch.data(), acc, worker);
+    } else {
+      ctx.parallel_for(slots, 1, [&](size_t lo, size_t hi) {
+        for (size_t slot = lo; slot < hi; ++slot) {
+          T* buf = scratch.data() + slot * size_t(per_slot);
+          T* acc = buf + buffer;
+          std::fill(acc, acc + sums, T(0));
+          Worker<T> worker{nullptr, nn::serial_parallel_for(), nullptr};
+          for (int64_t b = int64_t(slot); b < n; b += int64_t(slots)) image(b, buf, acc, worker);
+        }
+      });
     }
-    ctx.parallel_for(slots, 1, [&](size_t lo, size_t hi) {
-      for (size_t slot = lo; slot < hi; ++slot) {
-        T* buf = scratch.data() + slot * size_t(per_slot);
-        T* acc = buf + buffer;
-        std::fill(acc, acc + m * ck, T(0));
-        Worker<T> worker{nullptr, nn::serial_parallel_for(), nullptr};
-        for (int64_t b = int64_t(slot); b < n; b += int64_t(slots)) image(b, buf, acc, worker);
-      }
-    });
     T* out = dw.data<T>();
     for (int64_t i = 0; i < m * ck; ++i) {
       T sum = T(0);
-      for (size_t slot = 0; slot < slots; ++slot) sum += scratch[slot * size_t(per_slot) + size_t(buffer + i)];
+      for (size_t slot = 0; slot < slots; ++slot)
+        for (int64_t l = 0; l < lanes; ++l) sum += scratch[slot * size_t(per_slot) + size_t(buffer + i * lanes + l)];
       out[i] = sum;
     }
   }
