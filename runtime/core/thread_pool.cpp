@@ -43,28 +43,23 @@ ThreadPool::~ThreadPool() {
 }
 
 void ThreadPool::run_chunks(uint64_t generation, size_t self) {
-  for (size_t tried = 0;; ++tried) {
-    // Sequentially consistent, with the caller's generation store and
-    // pending_ load: either the caller sees this thread inside, or this
-    // thread sees the job changing and leaves without reading it.
-    pending_.fetch_add(1);
-    if (generation_.load() != generation) {
-      pending_.fetch_sub(1);
-      return;
-    }
-    if (tried == chunks_) {
-      pending_.fetch_sub(1);
-      return;
-    }
-    const size_t k = (self + tried) % chunks_;
-    if (!claimed_[k].exchange(true)) {
+  // Sequentially consistent, with the caller's generation store and pending_
+  // load: either the caller sees this thread inside, or this thread sees the
+  // job changing and leaves without reading it. Inside, it tries every chunk
+  // once, its own first (one pending_ round trip per job, not per chunk:
+  // each is a cache line crossing cores).
+  pending_.fetch_add(1);
+  if (generation_.load() == generation) {
+    for (size_t tried = 0; tried < chunks_; ++tried) {
+      const size_t k = (self + tried) % chunks_;
+      if (claimed_[k].load(std::memory_order_relaxed) || claimed_[k].exchange(true)) continue;
       const size_t begin = k * chunk_;
       t_inside_loop = true;
       (*body_)(begin, std::min(n_, begin + chunk_));
       t_inside_loop = false;
     }
-    pending_.fetch_sub(1);
   }
+  pending_.fetch_sub(1);
 }
 
 void ThreadPool::worker_main(size_t self) {
