@@ -246,6 +246,8 @@ Status Session::build_steps() {
   steps_ = std::move(copies.steps);
   output_values_ = std::move(copies.output_values);
   partition_.copies = std::move(copies.copies);
+  input_positions_.clear();
+  for (size_t k = 0; k < graph.inputs.size(); ++k) input_positions_.emplace(graph.values[size_t(graph.inputs[k])].name, k);
   return Status();
 }
 
@@ -409,12 +411,11 @@ StatusOr<std::vector<Value>> Session::run_impl(const std::vector<std::pair<std::
   for (const auto& input : inputs) {
     const std::string& name = input.first;  // not a structured binding: clang 15 cannot capture one
     const Value& value = input.second;
-    auto it = std::find_if(graph.inputs.begin(), graph.inputs.end(),
-                           [&](int v) { return graph.values[size_t(v)].name == name; });
-    if (it == graph.inputs.end()) return invalid_argument("model has no input named '" + name + "'");
-    size_t k = size_t(it - graph.inputs.begin());
+    auto it = input_positions_.find(name);
+    if (it == input_positions_.end()) return invalid_argument("model has no input named '" + name + "'");
+    const size_t k = it->second;
     if (given[k]) return invalid_argument("input '" + name + "' given twice");
-    ONYX_RETURN_IF_ERROR(check_input(graph.values[size_t(*it)], value));
+    ONYX_RETURN_IF_ERROR(check_input(graph.values[size_t(graph.inputs[k])], value));
     bound[k] = value;
     given[k] = true;
   }
