@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 
@@ -179,6 +180,34 @@ ONYX_OP_TEST(Reduce, ThreadedLargeTensorBothWalks) {
     // to ~1e-13, rounding to float adds <= 2^-24 relative.
     const std::vector<double> tol = nn::provider_tol("ReduceSum", want, nn::rel_tol(want, 1e-6, 1e-6));
     EXPECT_TRUE(nn::all_near(y, want, tol)) << axis;
+  }
+}
+
+// A bias gradient's reduction ([N, C, H, W] over N, H and W: few outputs,
+// many runs) folds blocks of runs and merges them in a fixed order: every
+// reducer matches the float64 reference, and 1, 2 and 4 threads give the
+// same bits.
+ONYX_OP_TEST(Reduce, FewOutputsOverManyRunsAnyThreadCount) {
+  const Dims dims = {37, 3, 5, 7};  // 37 runs per output: blocks of 4 and 5
+  std::vector<float> x = random_floats(37 * 3 * 5 * 7, 9, 0.5f, 1.5f);
+  const std::vector<bool> reduce = {true, false, true, true};
+  for (const Reducer& red : kReducers) {
+    Dims want_dims;
+    std::vector<double> want = reference(red, dims, x, reduce, &want_dims, false);
+    std::vector<float> first;
+    for (size_t threads : {1, 2, 4}) {
+      NodeSpec node(red.op, 18);
+      node.attr("keepdims", 0);
+      node.inputs = {make_tensor<float>(dims, x), make_tensor<int64_t>({3}, {0, 2, 3})};
+      RunResult r = run_node(node, {.threads = threads});
+      ASSERT_TRUE(r.ok()) << red.op << ": " << r.error;
+      std::vector<float> y = r.outputs[0].values<float>();
+      const std::vector<double> tol = nn::provider_tol(red.op, want, nn::rel_tol(want, 1e-6, 1e-6));
+      EXPECT_TRUE(nn::all_near(y, want, tol)) << red.op << " on " << threads << " threads";
+      if (threads == 1) first = y;
+      else EXPECT_EQ(std::memcmp(first.data(), y.data(), y.size() * sizeof(float)), 0)
+          << red.op << ": " << threads << " threads differ from 1";
+    }
   }
 }
 

@@ -202,23 +202,46 @@ void run_reduce(sdk::ComputeContext& ctx, const Walk& w, const T* x, Y* y, const
     // dependent adds would wait on the add latency at every element; lanes
     // also let the compiler vectorize), merged at the end of the output.
     constexpr int64_t kLanes = 8;
+    // The fold of output o over runs [r0, r1) of w.reduced.
+    auto fold = [&](size_t o, size_t r0, size_t r1) {
+      const double shift = shift_of(int64_t(o));
+      Acc lane[kLanes];
+      for (Acc& a : lane) a = r.init();
+      for (size_t k = r0; k < r1; ++k) {
+        const T* p = x + w.kept[o] + w.reduced[k];
+        int64_t i = 0;
+        for (; i + kLanes <= w.inner; i += kLanes)
+          for (int64_t j = 0; j < kLanes; ++j) lane[j] = r.step(lane[j], p[i + j], shift);
+        for (; i < w.inner; ++i) lane[0] = r.step(lane[0], p[i], shift);
+      }
+      Acc acc = lane[0];
+      for (int64_t j = 1; j < kLanes; ++j) acc = r.combine(acc, lane[j]);
+      return acc;
+    };
+    // Few outputs over many runs (a bias gradient: [N, C, H, W] summed over
+    // N, H and W): the runs are cut into kBlocks blocks, each folded for every
+    // output and merged in block order, so that the threads split the
+    // leading dim as the elementwise ops before them did (each reads what its
+    // core wrote) and the result does not depend on the thread count.
+    constexpr size_t kBlocks = 8;
+    if (w.kept.size() <= 64 && w.reduced.size() >= 2 * kBlocks) {
+      const size_t outputs = w.kept.size(), runs = w.reduced.size();
+      std::vector<Acc> partial(kBlocks * outputs);
+      ctx.parallel_for(kBlocks, 1, [&](size_t begin, size_t end) {
+        for (size_t b = begin; b < end; ++b)
+          for (size_t o = 0; o < outputs; ++o) partial[b * outputs + o] = fold(o, runs * b / kBlocks, runs * (b + 1) / kBlocks);
+      });
+      for (size_t o = 0; o < outputs; ++o) {
+        Acc acc = partial[o];
+        for (size_t b = 1; b < kBlocks; ++b) acc = r.combine(acc, partial[b * outputs + o]);
+        y[o] = Y(r.finish(acc, w.reduce_count, shift_of(int64_t(o))));
+      }
+      return;
+    }
     size_t grain = std::max<size_t>(1, util::kGrain / size_t(std::max<int64_t>(1, w.reduce_count)));
     ctx.parallel_for(w.kept.size(), grain, [&](size_t begin, size_t end) {
-      for (size_t o = begin; o < end; ++o) {
-        double shift = shift_of(int64_t(o));
-        Acc lane[kLanes];
-        for (Acc& a : lane) a = r.init();
-        for (int64_t start : w.reduced) {
-          const T* p = x + w.kept[o] + start;
-          int64_t i = 0;
-          for (; i + kLanes <= w.inner; i += kLanes)
-            for (int64_t j = 0; j < kLanes; ++j) lane[j] = r.step(lane[j], p[i + j], shift);
-          for (; i < w.inner; ++i) lane[0] = r.step(lane[0], p[i], shift);
-        }
-        Acc acc = lane[0];
-        for (int64_t j = 1; j < kLanes; ++j) acc = r.combine(acc, lane[j]);
-        y[o] = Y(r.finish(acc, w.reduce_count, shift));
-      }
+      for (size_t o = begin; o < end; ++o)
+        y[o] = Y(r.finish(fold(o, 0, w.reduced.size()), w.reduce_count, shift_of(int64_t(o))));
     });
     return;
   }
