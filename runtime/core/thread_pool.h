@@ -3,8 +3,9 @@
 // workers. Providers reach it through OnyxHostApi.ctx_parallel_for.
 //
 // Kernels of one run follow each other within microseconds, so a worker that
-// finished a loop spins briefly for the next before it sleeps: waking a
-// sleeping thread costs tens of microseconds, more than a small kernel takes.
+// finished a loop spins for the next (up to 1 ms) before it sleeps: waking a
+// sleeping thread costs tens to hundreds of microseconds, more than a small
+// kernel takes.
 #pragma once
 
 #include <atomic>
