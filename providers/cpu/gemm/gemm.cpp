@@ -150,19 +150,22 @@ void small_m(const Gemm& g, const ParallelFor& pf, size_t threads) {
   const bool rows_split = mpan >= 4 * T;
   const int64_t nt = rows_split ? 1 : std::min(npan, T);
   const int64_t mt = rows_split ? T : std::min(mpan, ceil_div(T, nt));
+  // A row split cuts rows, not panels, in equal parts (64 rows on 2 threads:
+  // 32 each, a 2-row panel last, instead of 6 panels against 5).
+  auto rows_of = [&](int64_t i) { return rows_split ? split(g.m, mt, i) : std::min(g.m, split(mpan, mt, i) * MR); };
+  const int64_t block_rows = std::max<int64_t>(1, ks.mc / MR) * MR;  // an A block fits L2
   run_parallel(pf, threads, size_t(mt * nt), [&](size_t t0, size_t t1) {
     WorkspaceLease ws;  // this worker's own
     for (int64_t t = int64_t(t0); t < int64_t(t1); ++t) {
-      const int64_t p0 = split(mpan, mt, t / nt), p1 = split(mpan, mt, t / nt + 1);
+      const int64_t r0 = rows_of(t / nt), r1 = rows_of(t / nt + 1);
       const int64_t q0 = split(npan, nt, t % nt), q1 = split(npan, nt, t % nt + 1);
-      const int64_t mcp = std::min(p1 - p0, std::max<int64_t>(1, ks.mc / MR));  // A block fits L2
-      float* abuf = ws->a.reserve(size_t(mcp * MR * g.kc_max));
+      float* abuf = ws->a.reserve(size_t(round_up(std::min(r1 - r0, block_rows), MR) * g.kc_max));
       float* bbuf = ws->b.reserve(size_t(g.kc_max * NR));
       for (int64_t pc = 0; pc < g.k; pc += g.kc_max) {
         const int64_t kc = std::min(g.kc_max, g.k - pc);
-        for (int64_t pb = p0; pb < p1; pb += mcp) {
-          const int64_t pe = std::min(p1, pb + mcp);
-          ks.pack_a(g.trans_a, g.a_at(pb * MR, pc), g.lda, std::min(pe * MR, g.m) - pb * MR, kc, abuf);
+        for (int64_t rb = r0; rb < r1; rb += block_rows) {
+          const int64_t re = std::min(r1, rb + block_rows);
+          ks.pack_a(g.trans_a, g.a_at(rb, pc), g.lda, re - rb, kc, abuf);
           for (int64_t q = q0; q < q1; ++q) {
             const int64_t cols = std::min(NR, g.n - q * NR);
             const float* bp = bbuf;
@@ -175,10 +178,9 @@ void small_m(const Gemm& g, const ParallelFor& pf, size_t threads) {
             } else {
               ks.pack_b(g.src.trans, g.src.at(pc, q * NR), g.src.ldb, kc, cols, bbuf);
             }
-            for (int64_t p = pb; p < pe; ++p)
-              ks.ukr[std::min(MR, g.m - p * MR)](kc, abuf + (p - pb) * MR * kc, bp, bs,
-                                                 g.c + p * MR * g.ldc + q * NR, g.ldc, g.alpha,
-                                                 g.beta_for(pc), cols);
+            for (int64_t row = rb; row < re; row += MR)
+              ks.ukr[std::min(MR, re - row)](kc, abuf + (row - rb) * kc, bp, bs, g.c + row * g.ldc + q * NR, g.ldc,
+                                             g.alpha, g.beta_for(pc), cols);
           }
         }
       }
