@@ -232,8 +232,9 @@ StatusOr<std::vector<Value>> Executor::run(Session& session, const ExecutionPlan
       if (v >= 0 && run.slots[size_t(v)].present)
         ONYX_RETURN_IF_ERROR(run.streams.wait_for(run.slots[size_t(v)], on_stream ? step.stream_device() : -1));
     // The host pool's idle workers spin for the next loop; a step on another
-    // provider may need their cores for threads of its own.
-    if (s > 0 && step.device != steps[s - 1].device) session.thread_pool().quiet();
+    // provider may need their cores for threads of its own. The first step
+    // follows the last one of the previous run.
+    if (step.device != steps[s > 0 ? s - 1 : steps.size() - 1].device) session.thread_pool().quiet();
     const int64_t step_start = profiler ? profiler->now_ns() : 0;
     ONYX_RETURN_IF_ERROR(step.kind == Step::kKernel        ? run_kernel(run, step)
                          : step.kind == Step::kControlFlow ? run_control_flow(run, step)
