@@ -27,6 +27,14 @@ struct Avx2 {
   static reg sub(reg a, reg b) { return _mm256_sub_ps(a, b); }
   static reg mul(reg a, reg b) { return _mm256_mul_ps(a, b); }
   static reg div(reg a, reg b) { return _mm256_div_ps(a, b); }
+  // 1 / d for d >= 1 (0 for +inf, NaN for NaN): the rcp estimate (relative
+  // error 1.5 x 2^-12) and one Newton step; no division, whose throughput
+  // bounds the erf-GELU loop.
+  static reg rcp(reg d) {
+    const reg r = _mm256_rcp_ps(d);
+    const reg refined = _mm256_fmadd_ps(r, _mm256_fnmadd_ps(d, r, _mm256_set1_ps(1.0f)), r);
+    return _mm256_andnot_ps(_mm256_cmp_ps(r, _mm256_setzero_ps(), _CMP_EQ_OQ), refined);  // inf: 0, not NaN
+  }
   static reg fmadd(reg a, reg b, reg c) { return _mm256_fmadd_ps(a, b, c); }
   static reg fnmadd(reg a, reg b, reg c) { return _mm256_fnmadd_ps(a, b, c); }
   static reg round(reg x) { return _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }

@@ -32,6 +32,14 @@ struct Avx512 {
   static reg sub(reg a, reg b) { return _mm512_sub_ps(a, b); }
   static reg mul(reg a, reg b) { return _mm512_mul_ps(a, b); }
   static reg div(reg a, reg b) { return _mm512_div_ps(a, b); }
+  // 1 / d for d >= 1 (0 for +inf, NaN for NaN): the rcp14 estimate
+  // (relative error 2^-14) and one Newton step; no division, whose
+  // throughput bounds the erf-GELU loop.
+  static reg rcp(reg d) {
+    const reg r = _mm512_rcp14_ps(d);
+    const reg refined = _mm512_fmadd_ps(r, _mm512_fnmadd_ps(d, r, _mm512_set1_ps(1.0f)), r);
+    return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(r, _mm512_setzero_ps(), _CMP_NEQ_UQ), refined);  // inf: 0, not NaN
+  }
   static reg fmadd(reg a, reg b, reg c) { return _mm512_fmadd_ps(a, b, c); }
   static reg fnmadd(reg a, reg b, reg c) { return _mm512_fnmadd_ps(a, b, c); }
   static reg round(reg x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
