@@ -63,17 +63,27 @@ struct Avx2 {
 // (_mm256_max_ps returns its second operand when either is NaN).
 __m256 take_greater(__m256 tap, __m256 best) { return _mm256_max_ps(tap, best); }
 
+// The last (ow % 8) windows of a 2x2 pooled row read their 2 x (ow % 8)
+// inputs with masked loads (no read past the row), in_lo and in_hi, and
+// write their outputs with a masked store, out.
+struct TailMasks {
+  int64_t tail;
+  __m256i in_lo, in_hi, out;
+  explicit TailMasks(int64_t ow) : tail(ow % 8) {
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    in_lo = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(2 * tail)), lane);
+    in_hi = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(2 * tail - 8)), lane);
+    out = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(tail)), lane);
+  }
+};
+
 }  // namespace
 
 void max_pool_2x2_avx2(const float* x, float* y, int64_t h, int64_t w, int64_t oh, int64_t ow) {
   (void)h;
-  // The last (ow % 8) outputs of a row read their 2 x (ow % 8) inputs with
-  // masked loads (no read past the row) and write with a masked store.
-  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  const int64_t tail = ow % 8;
-  const __m256i in_lo = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(2 * tail)), lane);
-  const __m256i in_hi = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(2 * tail - 8)), lane);
-  const __m256i out = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(tail)), lane);
+  const TailMasks m(ow);
+  const int64_t tail = m.tail;
+  const __m256i in_lo = m.in_lo, in_hi = m.in_hi, out = m.out;
   auto pool8 = [](__m256 a0, __m256 b0, __m256 a1, __m256 b1) {
     // 16 inputs of each row; shuffle_ps picks evens (0x88) and odds (0xDD)
     // within 128-bit lanes, permute4x64 puts the lanes back in order.
@@ -101,11 +111,9 @@ void max_pool_2x2_avx2(const float* x, float* y, int64_t h, int64_t w, int64_t o
 void max_pool_2x2_grad_avx2(const float* x, const float* dy, float* dx, int64_t h, int64_t w, int64_t oh,
                             int64_t ow) {
   (void)h;
-  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  const int64_t tail = ow % 8;
-  const __m256i in_lo = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(2 * tail)), lane);
-  const __m256i in_hi = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(2 * tail - 8)), lane);
-  const __m256i out = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(tail)), lane);
+  const TailMasks m(ow);
+  const int64_t tail = m.tail;
+  const __m256i in_lo = m.in_lo, in_hi = m.in_hi, out = m.out;
   // 8 windows: the forward's comparisons in its (shuffled) lane order, dy
   // brought into that order (permute4x64 0xD8 is its own inverse), and the
   // four taps' values interleaved back into rows by unpacklo/hi (the inverse
