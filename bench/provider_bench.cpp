@@ -1,12 +1,13 @@
-// provider_bench.cpp: the oneDNN provider against the CPU provider on the MLP,
-// the CNN (tests/models) and a transformer encoder block
-// (tests/models/transformer_block.h), in one run.
+// provider_bench.cpp: a provider (oneDNN by default, or --provider cuda)
+// against the CPU provider on the MLP, the CNN (tests/models) and a
+// transformer encoder block (tests/models/transformer_block.h), in one run.
 //
-//   onyx_provider_bench [--threads N] [--iterations N] [--batch B ...] [--bf16]
+//   onyx_provider_bench [--provider NAME] [--threads N] [--iterations N] [--batch B ...] [--bf16]
 //
-// For each model and batch: one session on "cpu", one on "onednn" (cpu
-// fallback for the few ops oneDNN does not run), optionally one on "onednn"
-// with allow_reduced_precision=1. Runs of the sessions alternate so that
+// For each model and batch: one session on "cpu", one on the provider (cpu
+// fallback for the ops it does not run), optionally one with
+// allow_reduced_precision=1. Inputs and outputs are host tensors, so a GPU
+// provider's times include the copies to and from the device. Runs of the sessions alternate so that
 // drift of this shared machine hits all alike; prints median latencies and
 // the ratio cpu / onednn (> 1: oneDNN is faster), and each session's first
 // run at each batch separately (oneDNN creates its primitives and prepacks
@@ -32,11 +33,12 @@ struct Options {
   int iterations = 100;
   std::vector<int64_t> batches;
   bool bf16 = false;
+  std::string provider = "onednn";
 };
 
 [[noreturn]] void usage_error(const std::string& what) {
   std::fprintf(stderr,
-               "onyx_provider_bench: %s\nusage: onyx_provider_bench [--threads N] [--iterations N] [--batch B ...] "
+               "onyx_provider_bench: %s\nusage: onyx_provider_bench [--provider NAME] [--threads N] [--iterations N] [--batch B ...] "
                "[--bf16]\n",
                what.c_str());
   std::exit(1);
@@ -60,6 +62,7 @@ Options parse(int argc, char** argv) {
     if (k + 1 >= argc) usage_error("unknown or incomplete option '" + a + "'");
     if (a == "--threads") o.threads = size_t(parse_positive(argv[++k], "--threads"));
     else if (a == "--iterations") o.iterations = int(parse_positive(argv[++k], "--iterations"));
+    else if (a == "--provider") o.provider = argv[++k];
     else if (a == "--batch") o.batches.push_back(parse_positive(argv[++k], "--batch"));
     else usage_error("unknown option '" + a + "'");
   }
@@ -74,13 +77,13 @@ struct Contender {
   double first_ms = 0;  // the first run at this batch: primitives created, weights prepacked
 };
 
-std::unique_ptr<onyx::Session> open(onyx::Env& env, const std::string& bytes, const Options& o, bool onednn,
+std::unique_ptr<onyx::Session> open(onyx::Env& env, const std::string& bytes, const Options& o, bool provider,
                                     bool bf16) {
   onyx::SessionOptions options;
-  if (onednn) {
+  if (provider) {
     std::vector<std::pair<std::string, std::string>> device;
     if (bf16) device.push_back({"allow_reduced_precision", "1"});
-    options.provider("onednn", device).provider("cpu").fallback(ONYX_FALLBACK_ALLOW);
+    options.provider(o.provider, device).provider("cpu").fallback(ONYX_FALLBACK_ALLOW);
   } else {
     options.provider("cpu").fallback(ONYX_FALLBACK_FAIL);
   }
@@ -89,15 +92,15 @@ std::unique_ptr<onyx::Session> open(onyx::Env& env, const std::string& bytes, co
                                          options);
 }
 
-// Nodes the onednn session placed on onednn, out of all nodes.
-std::string placement(onyx::Session& session) {
+// Nodes the provider's session placed on it, out of all nodes.
+std::string placement(onyx::Session& session, const std::string& provider) {
   std::string report = session.partition_report();
-  int on_onednn = 0, total = 0;
+  int on_provider = 0, total = 0;
   for (size_t at = report.find("\"fallback\":"); at != std::string::npos; at = report.find("\"fallback\":", at + 1)) {
     ++total;
-    if (report.compare(at + 11, 5, "false") == 0) ++on_onednn;
+    if (report.compare(at + 11, 5, "false") == 0) ++on_provider;
   }
-  return std::to_string(on_onednn) + "/" + std::to_string(total) + " nodes on onednn";
+  return std::to_string(on_provider) + "/" + std::to_string(total) + " nodes on " + provider;
 }
 
 double median(std::vector<double> v) {
@@ -111,9 +114,9 @@ void bench(onyx::Env& env, const char* name, const onnx::ModelProto& proto, std:
   if (!proto.SerializeToString(&bytes)) usage_error("cannot serialize the model");
   std::vector<Contender> contenders;
   contenders.push_back({"cpu", open(env, bytes, o, false, false), {}});
-  contenders.push_back({"onednn", open(env, bytes, o, true, false), {}});
-  if (o.bf16) contenders.push_back({"onednn-bf16", open(env, bytes, o, true, true), {}});
-  std::printf("%s: %s\n", name, placement(*contenders[1].session).c_str());
+  contenders.push_back({o.provider, open(env, bytes, o, true, false), {}});
+  if (o.bf16) contenders.push_back({o.provider + "-bf16", open(env, bytes, o, true, true), {}});
+  std::printf("%s: %s\n", name, placement(*contenders[1].session, o.provider).c_str());
   for (int64_t batch : o.batches) {
     std::vector<int64_t> dims = sample_dims;
     dims[0] = batch;
@@ -153,8 +156,8 @@ int main(int argc, char** argv) {
   Options o = parse(argc, argv);
   try {
     onyx::Env env;
-    std::printf("onyx %s: oneDNN provider vs CPU provider, %d alternating timed runs per case, threads %s\n",
-                onyx_version(), o.iterations, o.threads ? std::to_string(o.threads).c_str() : "default");
+    std::printf("onyx %s: %s provider vs CPU provider, %d alternating timed runs per case, threads %s\n",
+                onyx_version(), o.provider.c_str(), o.iterations, o.threads ? std::to_string(o.threads).c_str() : "default");
     bench(env, "mlp", tm::build_mlp(tm::make_mlp_weights()), {0, 784}, o);
     bench(env, "cnn", tm::build_cnn(tm::make_cnn_weights()), {0, 1, 28, 28}, o);
     bench(env, "transformer block (seq 128, dim 256)", onyx::test_models::build_transformer_block(128, 256),

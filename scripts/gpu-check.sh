@@ -1,88 +1,200 @@
 #!/usr/bin/env bash
-# gpu-check.sh: on a machine with an NVIDIA GPU, builds the CUDA provider and
-# runs, in one command:
-#   1. its tests: the kernels' host-side math, and the provider test (plugin
-#      load, CUDA vs CPU results, mixed cuda+cpu session), which must not skip;
-#   2. the conformance suites on it: abi, the ONNX node tests (onnx-node) and,
-#      where the runner has it, the gradient suite;
-#   3. its benchmarks: `onyx bench` of the MLP and CNN on cuda vs cpu, with the
-#      cpu/cuda latency ratio measured in the same run.
-# Exits non-zero on the first failure. Build folder: ${ONYX_BUILD_DIR:-build-gpu-check}.
-set -euo pipefail
+# gpu-check.sh: the CUDA provider's checks on a machine with an NVIDIA GPU.
+#
+#   scripts/gpu-check.sh --stage [DIR]    here (no GPU needed): build what the checks
+#                                          need, stage it into DIR (default build-gpu-stage)
+#   scripts/gpu-check.sh --staged [DIR]   on the GPU machine: run the checks from DIR
+#   scripts/gpu-check.sh                  both, on a GPU machine that has the build's packages
+#
+# The GPU machines lent to sessions reach no package registry, so the build is
+# made here and carried: stripped binaries and plugins in the build tree's
+# layout (bin/, lib/onyx/...), the non-system shared libraries they link
+# (protobuf, onnx, re2), the ONNX node tests (a .tar.xz) and Fashion-MNIST.
+# cuBLAS, cuDNN and NCCL are not carried: the machine's CUDA toolkit and
+# Python (PyTorch's nvidia-* wheels) have them; their folders are found and
+# put on LD_LIBRARY_PATH.
+#
+# The checks, each logged; a failure is reported and the next check runs:
+#   1. providers: the cuda provider loads and reports its device available;
+#   2. tests: the kernels' host-side math and the provider test (plugin load,
+#      CUDA vs CPU results, device I/O, streams), which must not skip;
+#   3. conformance: abi, claims and the ONNX node tests on the CUDA plugin, 0
+#      failures on the nodes it claims (claimed_nodes_conformance.sh);
+#   4. NCCL: the collectives plugin runs every collective on one rank;
+#   5. training: the Fashion-MNIST MLP and CNN trained on the GPU (the README's
+#      settings), with validation accuracy;
+#   6. speed: MatMul/Conv against cuBLAS/cuDNN (bench/gpu_baselines.py), the
+#      MLP, CNN and transformer block against the CPU provider at batch 64 and
+#      512 (onyx_provider_bench), training samples per second on cuda and cpu.
+# Logs and numbers go to ${OUT:-DIR/report} (at most 8 files: the device
+# tool brings back only that many). Exit status: the number of failed checks.
+set -uo pipefail
 cd "$(dirname "$0")/.."
-build_dir=${ONYX_BUILD_DIR:-build-gpu-check}
-jobs=${ONYX_JOBS:-$(nproc)}
-report_dir=${ONYX_GPU_REPORT_DIR:-$build_dir/gpu-check}
-
-if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
-  echo "gpu-check: no NVIDIA GPU visible (nvidia-smi -L failed); this script needs one" >&2
-  exit 2
-fi
-nvidia-smi -L
-
-scripts/install-deps.sh --test
-export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/onyx-ccache}
-export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}
-cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release >/dev/null
-if ! cmake --build "$build_dir" --target help | grep -q onyx_provider_cuda; then
-  echo "gpu-check: the CUDA provider is not configured (no nvcc? see the cmake output)" >&2
-  exit 2
-fi
+mode=${1:-all}
+stage_dir=${2:-build-gpu-stage}
+build_dir=${ONYX_BUILD_DIR:-build}
 targets=(onyx_cli onyx_provider_cpu onyx_provider_cuda onyx_gpu_math_test onyx_cuda_provider_test
-         onyx_make_test_models)
-has_conformance=0
-if cmake --build "$build_dir" --target help | grep -q "onyx-conformance\|onyx_conformance"; then
-  has_conformance=1
-  targets+=("$(cmake --build "$build_dir" --target help | grep -o 'onyx[-_]conformance' | head -1)")
-fi
-cmake --build "$build_dir" -j"$jobs" --target "${targets[@]}"
-bin=$build_dir/bin
-mkdir -p "$report_dir"
+         onyx_make_test_models onyx_conformance onyx_collectives_check onyx_provider_bench onyx_gpu_op_bench)
 
-echo "== availability"
-"$bin/onyx" providers | tee "$report_dir/providers.txt"
-if ! grep -E "^cuda " "$report_dir/providers.txt" | grep -q " available"; then
-  echo "gpu-check: the cuda provider is not available on this machine (reason above)" >&2
-  exit 1
-fi
-
-echo "== tests"
-"$bin/onyx_gpu_math_test"
-# No test may skip here: a skip would mean the GPU was not used.
-"$bin/onyx_cuda_provider_test" | tee "$report_dir/provider_test.txt"
-if grep -q "\[  SKIPPED \]" "$report_dir/provider_test.txt"; then
-  echo "gpu-check: provider tests skipped although a GPU is present" >&2
-  exit 1
-fi
-
-echo "== conformance"
-if [ "$has_conformance" = 1 ]; then
-  conformance=$bin/onyx-conformance
-  # abi, claims and the ONNX node tests: 0 failures on claimed nodes.
-  tests/providers/cuda/claimed_nodes_conformance.sh "$conformance" \
-    "$build_dir/lib/onyx/providers/libonyx_provider_cuda.so" | tee "$report_dir/conformance.txt"
-  if "$conformance" --help 2>&1 | grep -q "gradient"; then
-    "$conformance" --provider cuda --suite gradient --report "$report_dir/gradient"
-  else
-    echo "gpu-check: this onyx-conformance has no gradient suite yet"
+stage() {
+  set -e
+  if [ ! -f "$build_dir/CMakeCache.txt" ]; then scripts/build.sh --test; fi
+  export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/onyx-ccache}
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}
+  if ! cmake --build "$build_dir" --target help | grep -c onyx_provider_cuda >/dev/null; then
+    echo "gpu-check: the CUDA provider is not configured in $build_dir (no nvcc or cudnn.h? see cmake's output)" >&2
+    exit 2
   fi
-else
-  echo "gpu-check: onyx-conformance is not part of this build; conformance not run" >&2
-  exit 1
-fi
+  cmake --build "$build_dir" -j"$(nproc)" --target "${targets[@]}"
+  rm -rf "$stage_dir"
+  mkdir -p "$stage_dir"/{bin,lib/onyx/providers,lib/onyx/optimizers,lib/onyx/collectives,syslib,data}
+  local b=$build_dir/bin l=$build_dir/lib
+  for f in onyx onyx-conformance onyx_gpu_math_test onyx_cuda_provider_test onyx_make_test_models \
+           onyx_collectives_check onyx_provider_bench onyx_gpu_op_bench; do
+    strip -o "$stage_dir/bin/$f" "$b/$f"
+  done
+  strip -o "$stage_dir/lib/libonyx.so.0" "$l/libonyx.so.0"
+  for f in providers/libonyx_provider_cpu.so providers/libonyx_provider_cuda.so collectives/libonyx_collectives_nccl.so \
+           optimizers/libonyx_optimizer_{sgd,adamw,adamw_hf,lamb}.so; do
+    strip -o "$stage_dir/lib/onyx/$f" "$l/onyx/$f"
+  done
+  # Shared libraries from this machine's packages (not glibc, libstdc++ or the
+  # CUDA libraries, which the GPU machine has in newer versions).
+  ldd "$stage_dir"/bin/* "$stage_dir"/lib/libonyx.so.0 "$stage_dir"/lib/onyx/*/*.so 2>/dev/null |
+    awk '/=> \// { print $3 }' | sort -u |
+    grep -vE '/(libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s|libz|libnccl|libcuda|libcudart)\.so' |
+    grep -v "$PWD/$build_dir" | while read -r lib; do cp -L "$lib" "$stage_dir/syslib/"; done
+  local corpus=../shared/onnx-backend-tests/node
+  [ -d "$corpus" ] || corpus=/usr/share/libonnx-testdata/data/node
+  tar -C "$(dirname "$corpus")" -cJf "$stage_dir/data/node.tar.xz" "$(basename "$corpus")"
+  cp -r /usr/share/datasets/fashion-mnist "$stage_dir/data/"
+  du -sh "$stage_dir"
+  echo "gpu-check: staged into $stage_dir; on the GPU machine: scripts/gpu-check.sh --staged $stage_dir"
+}
 
-echo "== benchmarks (cpu vs cuda, same run)"
-models=$build_dir/test_models
-"$bin/onyx_make_test_models" "$models" >/dev/null
-for model in mlp cnn; do
-  cpu_ms=$("$bin/onyx" bench "$models/$model.onnx" --provider cpu --iterations 200 |
-           sed -n 's/.*p50 \([0-9.]*\).*/\1/p')
-  # Nodes the CUDA provider declines run on the CPU (the copies are part of the cost).
-  cuda_ms=$("$bin/onyx" bench "$models/$model.onnx" --provider cuda --provider cpu --fallback allow \
-              --iterations 200 |
-            sed -n 's/.*p50 \([0-9.]*\).*/\1/p')
-  awk -v m="$model" -v c="$cpu_ms" -v g="$cuda_ms" \
-    'BEGIN { printf "%s: p50 cpu %.3f ms, cuda %.3f ms, cpu/cuda %.2fx\n", m, c, g, c / g }' |
-    tee -a "$report_dir/bench.txt"
-done
-echo "gpu-check: all passed; reports in $report_dir"
+# Adds to LD_LIBRARY_PATH the folders of the CUDA libraries the plugins load.
+find_cuda_libraries() {
+  local dirs=() lib found
+  for lib in libcublas.so.13 libcudnn.so.9 libnccl.so.2; do
+    found=$(find /usr/local/cuda/lib64 /usr/local/cuda*/lib* /usr/lib/x86_64-linux-gnu /opt /usr/local/lib \
+              -name "$lib" 2>/dev/null | head -1)
+    if [ -n "$found" ]; then
+      dirs+=("$(dirname "$found")")
+      echo "  $lib: $found"
+    else
+      echo "  $lib: not found"
+    fi
+  done
+  local joined
+  joined=$(printf '%s:' "${dirs[@]}")
+  export LD_LIBRARY_PATH="$PWD/$stage_dir/lib:$PWD/$stage_dir/syslib:${joined}${LD_LIBRARY_PATH:-}"
+}
+
+failures=0
+report=""
+# check NAME TIMEOUT CMD...: runs CMD, logs it to $report/NAME.log, counts a failure.
+check() {
+  local name=$1 limit=$2
+  shift 2
+  echo "== $name"
+  local start=$SECONDS
+  timeout "$limit" "$@" 2>&1 | tee "$report/$name.log"
+  local rc=${PIPESTATUS[0]}
+  if [ "$rc" -ne 0 ]; then
+    failures=$((failures + 1))
+    echo "gpu-check: FAILED $name (exit $rc, ${limit}s limit)" | tee -a "$report/summary.txt"
+  else
+    echo "gpu-check: passed $name ($((SECONDS - start)) s)" | tee -a "$report/summary.txt"
+  fi
+}
+
+# The provider test must pass without skipping: a skip would mean the GPU was not used.
+provider_test() {
+  "$bin/onyx_cuda_provider_test" 2>&1 | tee "$data/provider_test.txt"
+  [ "${PIPESTATUS[0]}" -eq 0 ] && ! grep -q "\[  SKIPPED \]" "$data/provider_test.txt"
+}
+
+conformance() {
+  ONYX_CONFORMANCE_CORPUS="$data/node" tests/providers/cuda/claimed_nodes_conformance.sh \
+    "$bin/onyx-conformance" "$PWD/$stage_dir/lib/onyx/providers/libonyx_provider_cuda.so"
+}
+
+# Training samples/s of `onyx train` (steps 2..N of one run) on one provider.
+train_throughput() {
+  local model=$1 batch=$2 provider=$3 frozen=()
+  [ "$model" = cnn ] && frozen=(--frozen bn1.mean --frozen bn1.var --frozen bn2.mean --frozen bn2.var)
+  "$bin/onyx" train "$data/models/$model.onnx" --data "$data/fashion-mnist" --batch-size "$batch" --max-steps 100 \
+    --valid-split none --provider "$provider" --provider cpu --fallback allow --out "$data/throughput" "${frozen[@]}" |
+    sed -n 's/^trained .* \([0-9.]*\) samples\/s$/\1/p'
+}
+
+speed() {
+  python3 bench/gpu_baselines.py "$bin/onyx_gpu_op_bench" --iterations 50 || return 1
+  "$bin/onyx_provider_bench" --provider cuda --batch 64 --batch 512 --iterations 50 || return 1
+  "$bin/onyx_make_test_models" "$data/models" >/dev/null || return 1
+  local model batch cpu cuda
+  for model in mlp cnn; do
+    for batch in 64 512; do
+      cpu=$(train_throughput "$model" "$batch" cpu)
+      cuda=$(train_throughput "$model" "$batch" cuda)
+      [ -n "$cpu" ] && [ -n "$cuda" ] || return 1
+      awk -v m="$model" -v b="$batch" -v c="$cpu" -v g="$cuda" 'BEGIN {
+        printf "training %s batch %d: cpu %.0f samples/s, cuda %.0f samples/s, cuda/cpu %.2fx\n", m, b, c, g, g / c }'
+    done
+  done
+}
+
+train() {
+  local models=$data/models epochs=${ONYX_GPU_CHECK_EPOCHS:-10}
+  "$bin/onyx_make_test_models" "$models" >/dev/null || return 1
+  "$bin/onyx" train "$models/mlp.onnx" --data "$data/fashion-mnist" --epochs "$epochs" --batch-size 64 \
+    --optimizer adamw --lr 1e-3 --lr-schedule cosine --provider cuda --provider cpu --fallback warn \
+    --out "$data/train-mlp" || return 1
+  "$bin/onyx" eval "$data/train-mlp/model.onnx" --data "$data/fashion-mnist" --provider cuda --provider cpu \
+    --fallback warn || return 1
+  "$bin/onyx" train "$models/cnn.onnx" --data "$data/fashion-mnist" --epochs "$epochs" --batch-size 64 \
+    --optimizer adamw --lr 2e-3 --lr-schedule cosine --provider cuda --provider cpu --fallback warn \
+    --out "$data/train-cnn" --frozen bn1.mean --frozen bn1.var --frozen bn2.mean --frozen bn2.var || return 1
+  "$bin/onyx" eval "$data/train-cnn/model.onnx" --data "$data/fashion-mnist" --provider cuda --provider cpu \
+    --fallback warn
+}
+
+run_checks() {
+  if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
+    echo "gpu-check: no NVIDIA GPU visible (nvidia-smi -L failed); the checks need one" >&2
+    exit 2
+  fi
+  bin=$PWD/$stage_dir/bin
+  data=$PWD/$stage_dir/data
+  report=${OUT:-$stage_dir/report}
+  mkdir -p "$report"
+  : >"$report/summary.txt"
+  {
+    nvidia-smi -L
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
+    echo "CUDA libraries:"
+    find_cuda_libraries
+  } | tee "$report/summary.txt"
+  find_cuda_libraries >/dev/null
+  echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+  [ -d "$data/node" ] || tar -C "$data" -xJf "$data/node.tar.xz"
+  export bin data stage_dir
+  export -f provider_test conformance speed train train_throughput
+  check providers 30 bash -c "'$bin/onyx' providers | tee /dev/stderr | grep -E '^cuda ' | grep -q ' available'"
+  check gpu_math_test 60 "$bin/onyx_gpu_math_test" --gtest_brief=1
+  check provider_test 120 bash -c provider_test
+  check conformance 180 bash -c conformance
+  check nccl 60 "$bin/onyx_collectives_check" nccl
+  check train 300 bash -c train
+  check speed 240 bash -c speed
+  echo "gpu-check: $failures failed check(s); summary:"
+  cat "$report/summary.txt"
+  return "$failures"
+}
+
+case $mode in
+  --stage) stage ;;
+  --staged) run_checks ;;
+  all) (stage) && run_checks ;;
+  *) echo "usage: scripts/gpu-check.sh [--stage [DIR] | --staged [DIR]]" >&2; exit 2 ;;
+esac
