@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """MatMul against cuBLAS and Conv against cuDNN, on the GPU, in one run.
 
-    gpu_baselines.py ONYX_GPU_OP_BENCH [--provider cuda] [--iterations N]
+    onyx_gpu_op_bench --iterations N > ops.txt
+    gpu_baselines.py ops.txt [--iterations N]
 
-Runs onyx_gpu_op_bench (one node, device-bound I/O), then the same shapes
-through PyTorch's torch.matmul (cuBLAS) and conv2d (cuDNN), float32 with TF32
+Reads what onyx_gpu_op_bench printed (one node, device-bound I/O; run apart
+so that each process loads its own cuDNN: PyTorch refuses an older one found
+first on LD_LIBRARY_PATH), then times the same shapes through PyTorch's torch.matmul (cuBLAS) and conv2d (cuDNN), float32 with TF32
 off (the provider asks cuBLAS for its default math and cuDNN for FMA math, no
 TF32). Both sides are timed the same way: wall time of one call followed by a
 device synchronize, median of N. Prints each case and the ratio
@@ -13,7 +15,6 @@ onyx/baseline (1.00: as fast as the vendor library; < 1 is faster).
 import argparse
 import re
 import statistics
-import subprocess
 import sys
 import time
 
@@ -51,12 +52,10 @@ def torch_case(torch, name, iterations):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("bench")
-    ap.add_argument("--provider", default="cuda")
+    ap.add_argument("onyx_results", help="onyx_gpu_op_bench's output")
     ap.add_argument("--iterations", type=int, default=100)
     a = ap.parse_args()
-    out = subprocess.run([a.bench, "--provider", a.provider, "--iterations", str(a.iterations)],
-                         check=True, capture_output=True, text=True).stdout
+    out = open(a.onyx_results).read()
     cases = re.findall(r"case (\S+) median_us ([\d.]+) gflops ([\d.]+)", out)
     if not cases:
         sys.exit("gpu_baselines: onyx_gpu_op_bench printed no case:\n" + out)

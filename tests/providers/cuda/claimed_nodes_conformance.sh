@@ -16,7 +16,7 @@ trap 'rm -rf "$work"' EXIT
 # The abi and claims suites (the ABI contract; every claimed node run directly
 # through the ABI): each must have 0 failures.
 for suite in abi claims; do
-  "$conformance" --provider "$plugin" --suite "$suite" >"$work/$suite.txt" 2>&1 || { cat "$work/$suite.txt"; exit 1; }
+  "$conformance" --provider "$plugin" --suite "$suite" "${corpus[@]}" >"$work/$suite.txt" 2>&1 || { cat "$work/$suite.txt"; exit 1; }
   tail -1 "$work/$suite.txt"
 done
 status=0

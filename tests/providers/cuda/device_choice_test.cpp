@@ -10,6 +10,8 @@
 
 #include <filesystem>
 #include <span>
+#include <stdexcept>
+#include <string>
 
 #include "emulation_stats.h"
 #include "model_builder.h"
@@ -187,14 +189,25 @@ TEST(DeviceChoice, AValueTheCpuProviderReadsIsCopiedOutByTheGpu) {
   EXPECT_EQ(d[kD2D], 0u);
 }
 
+// The file make_env() loads provider `name` from ("path" of its listing), so
+// that a test run from a staged tree (scripts/gpu-check.sh) finds it too.
+std::string plugin_path(const std::string& name) {
+  onyx::Env env = make_env();
+  const std::string json = env.providers_json();
+  const size_t at = json.find("\"name\":\"" + name + "\"");
+  const size_t key = at == std::string::npos ? at : json.rfind("\"path\":\"", at);  // {"path":...,"name":...}
+  if (key == std::string::npos) throw std::runtime_error("no provider " + name + ": " + json);
+  const size_t begin = key + 8;
+  return json.substr(begin, json.find('"', begin) - begin);
+}
+
 // A folder holding only the CPU and this GPU plugin, for the policies.
 struct PluginFolder {
   fs::path dir = fs::temp_directory_path() / ("onyx_gpu_policy_" + std::to_string(::getpid()));
   PluginFolder() {
     fs::create_directories(dir);
-    fs::create_symlink(std::string(ONYX_PROVIDER_DIR) + "/libonyx_provider_cpu.so", dir / "libonyx_provider_cpu.so");
-    const std::string gpu = "libonyx_provider_" + kGpu + ".so";
-    fs::create_symlink(std::string(ONYX_GPU_PLUGIN_DIR) + "/" + gpu, dir / gpu);
+    fs::create_symlink(plugin_path("cpu"), dir / "libonyx_provider_cpu.so");
+    fs::create_symlink(plugin_path(kGpu), dir / ("libonyx_provider_" + kGpu + ".so"));
   }
   ~PluginFolder() { fs::remove_all(dir); }
 };
