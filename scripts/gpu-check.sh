@@ -127,10 +127,11 @@ conformance() {
 
 # Training samples/s of `onyx train` (steps 2..N of one run) on one provider.
 train_throughput() {
-  local model=$1 batch=$2 provider=$3 frozen=()
+  local model=$1 batch=$2 providers=(--provider "$3") frozen=()
+  [ "$3" = cpu ] || providers+=(--provider cpu --fallback allow)
   [ "$model" = cnn ] && frozen=(--frozen bn1.mean --frozen bn1.var --frozen bn2.mean --frozen bn2.var)
   "$bin/onyx" train "$data/models/$model.onnx" --data "$data/fashion-mnist" --batch-size "$batch" --max-steps 100 \
-    --valid-split none --provider "$provider" --provider cpu --fallback allow --out "$data/throughput" "${frozen[@]}" |
+    --valid-split none "${providers[@]}" --out "$data/throughput" "${frozen[@]}" 2>/dev/null |
     sed -n 's/^trained .* \([0-9.]*\) samples\/s$/\1/p'
 }
 

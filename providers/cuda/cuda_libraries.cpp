@@ -7,6 +7,9 @@
 #include <cudnn.h>
 #include <dlfcn.h>
 
+#include <array>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 
@@ -128,12 +131,30 @@ struct ConvDescriptors {
   }
 };
 
+// A convolution's descriptors and the algorithm cuDNN's heuristics chose,
+// made on its shape's first run and kept: creating the descriptors and asking
+// the heuristics cost more than the convolution itself on small images.
+struct ConvPlan {
+  ConvDescriptors d;
+  cudnnConvolutionFwdAlgo_t algo{};
+  size_t workspace_bytes = 0;
+};
+
+using ConvKey = std::array<int64_t, 17>;
+
+ConvKey conv_key(const Conv2dShape& s) {
+  return {s.batch,  s.channels, s.height,   s.width,    s.out_channels, s.out_height, s.out_width,
+          s.kernel_h, s.kernel_w, s.stride_h, s.stride_w, s.pad_h,        s.pad_w,      s.dilation_h,
+          s.dilation_w, s.groups, 0};
+}
+
 }  // namespace
 
 struct VendorLibraries {
   std::mutex mutex;  // a handle's stream binding + call must not interleave
   cublasHandle_t cublas = nullptr;
   cudnnHandle_t cudnn = nullptr;
+  std::map<ConvKey, std::unique_ptr<ConvPlan>> conv_plans;  // under `mutex`
 };
 
 std::string vendor_probe() { return libraries().error; }
@@ -172,12 +193,13 @@ std::string vendor_gemm(VendorLibraries* libs, gpuStream_t stream, const GemmPar
   return s == CUBLAS_STATUS_SUCCESS ? std::string() : cublas_error(s, "cublasSgemmStridedBatched");
 }
 
-std::string vendor_conv2d(VendorLibraries* libs, gpuStream_t stream, const Conv2dShape& s,
-                          const float* x, const float* w, float* y, const ScratchFn& scratch) {
+namespace {
+
+// Describes the convolution `s` and lets cuDNN's heuristics rank the
+// algorithms; keeps the first it can run.
+std::string make_conv_plan(VendorLibraries* libs, const Conv2dShape& s, ConvPlan* plan) {
   const Functions& f = fn();
-  std::lock_guard<std::mutex> lock(libs->mutex);
-  ONYX_CUDNN_CHECK(f.cudnnSetStream(libs->cudnn, stream), "binding the cuDNN stream");
-  ConvDescriptors d;
+  ConvDescriptors& d = plan->d;
   ONYX_CUDNN_CHECK(f.cudnnCreateTensorDescriptor(&d.x), "cudnnCreateTensorDescriptor");
   ONYX_CUDNN_CHECK(f.cudnnCreateTensorDescriptor(&d.y), "cudnnCreateTensorDescriptor");
   ONYX_CUDNN_CHECK(f.cudnnCreateFilterDescriptor(&d.w), "cudnnCreateFilterDescriptor");
@@ -201,7 +223,6 @@ std::string vendor_conv2d(VendorLibraries* libs, gpuStream_t stream, const Conv2
   ONYX_CUDNN_CHECK(f.cudnnSetConvolutionGroupCount(d.conv, int(s.groups)), "setting Conv groups");
   // Full fp32: no TF32 unless the session allows reduced precision (not yet plumbed).
   ONYX_CUDNN_CHECK(f.cudnnSetConvolutionMathType(d.conv, CUDNN_FMA_MATH), "setting the math type");
-  // cuDNN's heuristics rank the algorithms; take the first it can run.
   constexpr int kCandidates = 8;
   cudnnConvolutionFwdAlgoPerf_t candidates[kCandidates] = {};
   int returned = 0;
@@ -212,20 +233,39 @@ std::string vendor_conv2d(VendorLibraries* libs, gpuStream_t stream, const Conv2
   for (int i = 0; i < returned && !chosen; ++i)
     if (candidates[i].status == CUDNN_STATUS_SUCCESS) chosen = &candidates[i];
   if (!chosen) return "cuDNN offers no usable algorithm for this convolution";
-  const cudnnConvolutionFwdAlgoPerf_t& perf = *chosen;
-  size_t workspace_bytes = 0;
+  plan->algo = chosen->algo;
   ONYX_CUDNN_CHECK(f.cudnnGetConvolutionForwardWorkspaceSize(libs->cudnn, d.x, d.w, d.conv, d.y,
-                                                             perf.algo, &workspace_bytes),
+                                                             plan->algo, &plan->workspace_bytes),
                    "sizing the convolution workspace");
+  return {};
+}
+
+}  // namespace
+
+std::string vendor_conv2d(VendorLibraries* libs, gpuStream_t stream, const Conv2dShape& s,
+                          const float* x, const float* w, float* y, const ScratchFn& scratch) {
+  const Functions& f = fn();
+  std::lock_guard<std::mutex> lock(libs->mutex);
+  ONYX_CUDNN_CHECK(f.cudnnSetStream(libs->cudnn, stream), "binding the cuDNN stream");
+  if (libs->conv_plans.size() >= 256) libs->conv_plans.clear();  // many shapes: start over
+  std::unique_ptr<ConvPlan>& plan = libs->conv_plans[conv_key(s)];
+  if (!plan) {
+    auto made = std::make_unique<ConvPlan>();
+    if (std::string error = make_conv_plan(libs, s, made.get()); !error.empty()) {
+      libs->conv_plans.erase(conv_key(s));
+      return error;
+    }
+    plan = std::move(made);
+  }
   void* workspace = nullptr;
-  if (workspace_bytes) {
+  if (plan->workspace_bytes) {
     std::string error;
-    workspace = scratch(workspace_bytes, &error);
+    workspace = scratch(plan->workspace_bytes, &error);
     if (!workspace) return "convolution workspace: " + error;
   }
   const float one = 1.f, zero = 0.f;
-  ONYX_CUDNN_CHECK(f.cudnnConvolutionForward(libs->cudnn, &one, d.x, x, d.w, w, d.conv, perf.algo,
-                                             workspace, workspace_bytes, &zero, d.y, y),
+  ONYX_CUDNN_CHECK(f.cudnnConvolutionForward(libs->cudnn, &one, plan->d.x, x, plan->d.w, w, plan->d.conv,
+                                             plan->algo, workspace, plan->workspace_bytes, &zero, plan->d.y, y),
                    "cudnnConvolutionForward");
   return {};
 }

@@ -28,11 +28,61 @@ OnyxStatus* set_device(int index) {
   return e == gpuSuccess ? nullptr : gpu_status(e, "selecting the device");
 }
 
-// An opened device: its vendor libraries, and the buffers aligned beyond the
-// runtime's 256 bytes (aligned pointer -> the runtime's pointer, which
-// memory_free must release).
+// Device memory the runtime freed, kept for its next allocation of the same
+// size class: cudaMalloc costs tens of microseconds and cudaFree waits for
+// the whole device, while a run allocates scratch (cuDNN workspaces) and
+// outputs the plan could not place every time. The runtime frees a block
+// only after every stream that used it has passed it (provider_api), so a
+// cached block is idle. Emptied when an allocation fails and at close.
+class BlockCache {
+ public:
+  // Sizes rounded up so that near sizes share blocks: to 512 bytes below
+  // 1 MiB, to 1 MiB above (at most 1/2 of a small block and 1 MiB wasted).
+  static size_t size_class(size_t bytes) {
+    const size_t step = bytes < (size_t(1) << 20) ? 512 : (size_t(1) << 20);
+    return (std::max<size_t>(bytes, 1) + step - 1) / step * step;
+  }
+  void* take(size_t size) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = free_.find(size);
+    if (it == free_.end()) return nullptr;
+    void* p = it->second;
+    free_.erase(it);
+    in_use_[p] = size;
+    return p;
+  }
+  void track(void* p, size_t size) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    in_use_[p] = size;
+  }
+  // Keeps `p` if this cache handed it out; false if it is not one of its.
+  bool give_back(void* p) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = in_use_.find(p);
+    if (it == in_use_.end()) return false;
+    free_.emplace(it->second, p);
+    in_use_.erase(it);
+    return true;
+  }
+  // Frees every idle block (the caller selected the device).
+  void release_idle() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& [size, p] : free_) (void)gpuFree(p);
+    free_.clear();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::unordered_multimap<size_t, void*> free_;
+  std::unordered_map<void*, size_t> in_use_;
+};
+
+// An opened device: its vendor libraries, its block cache, and the buffers
+// aligned beyond the runtime's 256 bytes (aligned pointer -> the runtime's
+// pointer, which memory_free must release).
 struct OpenDevice {
   GpuDevice gpu;
+  BlockCache blocks;
   // Device option exclude_ops=Op1,Op2: op types this device declines (as
   // ONNX Runtime's TensorRT provider's trt_op_types_to_exclude), to keep
   // an op on another device or the CPU, e.g. one slow or wrong on this GPU.
@@ -41,6 +91,7 @@ struct OpenDevice {
   std::unordered_map<void*, void*> over_aligned;
   ~OpenDevice() {
     set_device_quietly(gpu.index);
+    blocks.release_idle();
     vendor_close(gpu.libs);
   }
 };
@@ -129,7 +180,21 @@ class GpuProvider {
     size_t padding = alignment > 256 ? alignment : 0;
     gpuError_t e = gpuSuccess;
     switch (kind) {
-      case ONYX_MEMORY_DEVICE: e = gpuMalloc(out, bytes + padding); break;
+      case ONYX_MEMORY_DEVICE:
+        if (!padding) {
+          const size_t size = BlockCache::size_class(bytes);
+          if ((*out = device.blocks.take(size))) return nullptr;
+          e = gpuMalloc(out, size);
+          if (e != gpuSuccess) {  // idle cached blocks may be what is missing
+            (void)gpuGetLastError();
+            device.blocks.release_idle();
+            e = gpuMalloc(out, size);
+          }
+          if (e == gpuSuccess) device.blocks.track(*out, size);
+        } else {
+          e = gpuMalloc(out, bytes + padding);
+        }
+        break;
       case ONYX_MEMORY_HOST_PINNED: e = gpuMallocHost(out, bytes + padding); break;
       case ONYX_MEMORY_HOST: {
         size_t a = std::max<size_t>(alignment, 64);
@@ -164,6 +229,7 @@ class GpuProvider {
       }
     }
     // A failed free leaves nothing to undo.
+    if (kind == ONYX_MEMORY_DEVICE && device.blocks.give_back(ptr)) return;
     if (kind == ONYX_MEMORY_DEVICE) (void)gpuFree(ptr);
     else if (kind == ONYX_MEMORY_HOST_PINNED) (void)gpuFreeHost(ptr);
     else std::free(ptr);
@@ -176,6 +242,11 @@ class GpuProvider {
                                                         : gpuMemcpyDeviceToDevice;
     ONYX_SDK_RETURN_IF_ERROR(set_device(device.gpu.index));
     gpuError_t e = stream ? gpuMemcpyAsync(dst, src, bytes, kind, stream->stream) : gpuMemcpy(dst, src, bytes, kind);
+    // Without a stream the copy must be complete on return, but cudaMemcpy
+    // may return before the DMA of a pageable host-to-device or a
+    // device-to-device copy is done, and the kernels' non-blocking streams
+    // are not ordered after the default stream that ran it.
+    if (e == gpuSuccess && !stream) e = gpuStreamSynchronize(nullptr);
     if (e == gpuSuccess) return nullptr;
     const std::string what = std::string("copying ") + std::to_string(bytes) + " bytes " +
                              (kind == gpuMemcpyHostToDevice   ? "host-to-device"

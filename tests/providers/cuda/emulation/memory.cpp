@@ -17,9 +17,11 @@ struct Allocation {
 
 std::mutex g_mutex;
 size_t g_used[kEmulatedDevices];
-std::map<uintptr_t, Allocation>& allocations() {  // by start address
-  static std::map<uintptr_t, Allocation> by_start;
-  return by_start;
+// By start address. Never destroyed: a device closed during static
+// destruction (a test's cached session) still frees its cached blocks.
+std::map<uintptr_t, Allocation>& allocations() {
+  static auto* by_start = new std::map<uintptr_t, Allocation>;
+  return *by_start;
 }
 
 // The allocation holding address `p` (caller holds g_mutex), or end().
