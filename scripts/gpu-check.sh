@@ -16,8 +16,9 @@
 #
 # The checks, each logged; a failure is reported and the next check runs:
 #   1. providers: the cuda provider loads and reports its device available;
-#   2. tests: the kernels' host-side math and the provider test (plugin load,
-#      CUDA vs CPU results, device I/O, streams), which must not skip;
+#   2. tests: the kernels' host-side math, the provider test (plugin load,
+#      CUDA vs CPU results, device I/O, streams), which must not skip for want
+#      of the GPU, and every op test (tests/providers/ops) on the cuda plugin;
 #   3. conformance: abi, claims and the ONNX node tests on the CUDA plugin, 0
 #      failures on the nodes it claims (claimed_nodes_conformance.sh);
 #   4. NCCL: the collectives plugin runs every collective on one rank;
@@ -34,7 +35,8 @@ mode=${1:-all}
 stage_dir=${2:-build-gpu-stage}
 build_dir=${ONYX_BUILD_DIR:-build}
 targets=(onyx_cli onyx_provider_cpu onyx_provider_cuda onyx_gpu_math_test onyx_cuda_provider_test
-         onyx_make_test_models onyx_conformance onyx_collectives_check onyx_provider_bench onyx_gpu_op_bench)
+         onyx_make_test_models onyx_conformance onyx_collectives_check onyx_provider_bench onyx_gpu_op_bench
+         onyx_op_tests)
 
 stage() {
   set -e
@@ -50,7 +52,7 @@ stage() {
   mkdir -p "$stage_dir"/{bin,lib/onyx/providers,lib/onyx/optimizers,lib/onyx/collectives,syslib,data}
   local b=$build_dir/bin l=$build_dir/lib
   for f in onyx onyx-conformance onyx_gpu_math_test onyx_cuda_provider_test onyx_make_test_models \
-           onyx_collectives_check onyx_provider_bench onyx_gpu_op_bench; do
+           onyx_collectives_check onyx_provider_bench onyx_gpu_op_bench onyx_op_tests; do
     strip -o "$stage_dir/bin/$f" "$b/$f"
   done
   strip -o "$stage_dir/lib/libonyx.so.0" "$l/libonyx.so.0"
@@ -118,6 +120,19 @@ provider_test() {
     echo "gpu-check: a provider test skipped as if no GPU were present" >&2
     return 1
   fi
+}
+
+# Every op test (tests/providers/ops) on the cuda plugin, against the same
+# float64 references as on the CPU.
+op_tests() {
+  local plugins=$PWD/$stage_dir/lib/onyx/providers
+  ONYX_TEST_PROVIDER_PLUGINS="cpu=$plugins/libonyx_provider_cpu.so,cuda=$plugins/libonyx_provider_cuda.so" \
+    ONYX_TEST_PROVIDERS=cuda ONYX_ONNX_NODE_TESTS="$data/node" \
+    "$bin/onyx_op_tests" --gtest_filter='*/cuda:*/cuda_*' --gtest_brief=1 2>&1 | tee "$data/op_tests.txt"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || return 1
+  grep -q "/cuda" "$data/op_tests.txt" || { echo "gpu-check: no op test ran on cuda" >&2; return 1; }
+  echo "op tests on cuda: $(grep -c '^\[       OK \]' "$data/op_tests.txt" || true) passed (--gtest_brief hides them)," \
+       "$(grep -c '^\[  SKIPPED \]' "$data/op_tests.txt" || true) skipped (declined)"
 }
 
 conformance() {
@@ -189,10 +204,11 @@ run_checks() {
   [ -d "$data/node" ] || tar -C "$data" -xJf "$data/node.tar.xz"
   system_library_path=$saved_library_path
   export bin data stage_dir system_library_path
-  export -f provider_test conformance speed train train_throughput
-  check providers 30 bash -c "'$bin/onyx' providers | tee /dev/stderr | grep -E '^cuda ' | grep -q ' available'"
-  check gpu_math_test 60 "$bin/onyx_gpu_math_test" --gtest_brief=1
+  export -f provider_test op_tests conformance speed train train_throughput
+  check setup 90 bash -c "'$bin/onyx' providers | tee /dev/stderr | grep -E '^cuda ' | grep ' available' >/dev/null &&
+                          '$bin/onyx_gpu_math_test' --gtest_brief=1"
   check provider_test 120 bash -c provider_test
+  check op_tests 300 bash -c op_tests
   check conformance 180 bash -c conformance
   check nccl 60 "$bin/onyx_collectives_check" nccl
   check train 300 bash -c train

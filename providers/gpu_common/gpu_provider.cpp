@@ -128,6 +128,7 @@ class GpuProvider {
     register_cnn_kernels(registry_);
     register_shape_kernels(registry_);
     register_scatter_kernels(registry_);
+    register_training_kernels(registry_);
   }
 
   std::string availability() const { return unavailable_reason_; }

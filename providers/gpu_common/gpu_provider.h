@@ -11,6 +11,7 @@
 #include <onyx/sdk/status.hpp>
 
 #include <functional>
+#include <span>
 #include <string>
 
 #include "gpu_vendor.h"
@@ -60,6 +61,17 @@ class GpuKernel : public sdk::Kernel {
 
 // A status for a failed runtime call, naming the call and the runtime's error.
 OnyxStatus* gpu_status(gpuError_t error, const char* what);
+// nullptr for gpuSuccess, else gpu_status(e, what): for kernel launches.
+inline OnyxStatus* launch_status(gpuError_t e, const char* what) {
+  return e == gpuSuccess ? nullptr : gpu_status(e, what);
+}
+// Runs `launch` with a zeroed device int and reads it back (waiting for the
+// stream): *raised tells whether a kernel set it (an index or label out of
+// range, which the kernel skipped rather than read out of bounds).
+OnyxStatus* launch_with_flag(sdk::ComputeContext& ctx, const std::function<gpuError_t(gpuStream_t, int*)>& launch,
+                             const char* what, bool* raised);
+// Device scratch for a vendor call, freed after the kernel's compute (ctx.scratch).
+ScratchFn scratch_of(sdk::ComputeContext& ctx);
 // A status for a vendor-library error sentence ("" gives nullptr).
 OnyxStatus* vendor_status(const std::string& error, const char* node_name);
 // The stream the kernel must use (the host's, or the default stream).
@@ -74,9 +86,20 @@ void register_linalg_kernels(sdk::KernelRegistry& registry);
 void register_cnn_kernels(sdk::KernelRegistry& registry);
 void register_shape_kernels(sdk::KernelRegistry& registry);
 void register_scatter_kernels(sdk::KernelRegistry& registry);
+void register_training_kernels(sdk::KernelRegistry& registry);
 
 // A decline check: "" when every present input is float32, else the reason.
 std::string require_float32(const sdk::NodeInfo& node);
+
+// Conv's attributes (pads, strides, dilations, group) of a node that
+// conv2d_supported accepted; the tensor sizes are filled at run time.
+Conv2dShape conv2d_attributes(const sdk::NodeInfo& node);
+// "" when a Conv-like node (Conv, ConvGrad) is one this provider runs: 2-D,
+// explicit symmetric pads or VALID, float32; input `x` and weights `w`.
+std::string conv2d_supported(const sdk::NodeInfo& node, size_t x, size_t w);
+// Fills the sizes of `shape` from the input [N, C, H, W] and weights
+// [M, C/group, kh, kw]; "" or what does not fit.
+std::string complete_conv2d_shape(std::span<const int64_t> x, std::span<const int64_t> w, Conv2dShape* shape);
 
 // Creates the plugin (the OnyxPluginEntry's create for both GPU providers).
 OnyxStatus* create_gpu_plugin(const OnyxPluginCreateArgs* args, OnyxPlugin** plugin,

@@ -3,6 +3,8 @@
 // device, the float32 predicate.
 #include "gpu_provider.h"
 
+#include <algorithm>
+
 namespace onyx::gpu {
 
 using sdk::make_status;
@@ -32,8 +34,76 @@ OnyxStatus* read_int64_input(sdk::ComputeContext& ctx, const sdk::Tensor& t, std
   return e == gpuSuccess ? nullptr : gpu_status(e, "reading an int64 input back");
 }
 
+OnyxStatus* launch_with_flag(sdk::ComputeContext& ctx, const std::function<gpuError_t(gpuStream_t, int*)>& launch,
+                             const char* what, bool* raised) {
+  gpuStream_t stream = kernel_stream(ctx);
+  void* flag = nullptr;
+  ONYX_SDK_RETURN_IF_ERROR(ctx.scratch(sizeof(int), &flag));
+  int value = 0;
+  gpuError_t e = gpuMemsetAsync(flag, 0, sizeof(int), stream);
+  if (e == gpuSuccess) e = launch(stream, static_cast<int*>(flag));
+  if (e == gpuSuccess) e = gpuMemcpyAsync(&value, flag, sizeof value, gpuMemcpyDeviceToHost, stream);
+  if (e == gpuSuccess) e = gpuStreamSynchronize(stream);
+  if (e != gpuSuccess) return gpu_status(e, what);
+  *raised = value != 0;
+  return nullptr;
+}
+
+ScratchFn scratch_of(sdk::ComputeContext& ctx) {
+  return [&ctx](size_t bytes, std::string* error) -> void* {
+    void* p = nullptr;
+    if (OnyxStatus* st = ctx.scratch(bytes, &p)) {
+      *error = ctx.host().status_message(st);
+      ctx.host().status_release(st);
+      return nullptr;
+    }
+    return p;
+  };
+}
+
 std::string require_float32(const sdk::NodeInfo& node) {
   return sdk::require_input_types(node, {ONYX_DTYPE_FLOAT32});
+}
+
+Conv2dShape conv2d_attributes(const sdk::NodeInfo& n) {
+  Conv2dShape s;
+  std::vector<int64_t> pads = n.get_ints("pads", {0, 0, 0, 0});
+  std::vector<int64_t> strides = n.get_ints("strides", {1, 1});
+  std::vector<int64_t> dilations = n.get_ints("dilations", {1, 1});
+  s.pad_h = pads[0], s.pad_w = pads[1];
+  s.stride_h = strides[0], s.stride_w = strides[1];
+  s.dilation_h = dilations[0], s.dilation_w = dilations[1];
+  s.groups = n.get_int("group", 1);
+  return s;
+}
+
+std::string conv2d_supported(const sdk::NodeInfo& n, size_t x, size_t w) {
+  if (n.inputs[x].rank >= 0 && n.inputs[x].rank != 4) return "only 2-D convolution (4-D input) runs here";
+  if (n.inputs[w].rank != 4) return "only 2-D convolution (4-D weights) runs here";
+  std::string auto_pad = n.get_string("auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "VALID") return "auto_pad " + auto_pad + " is not supported";
+  std::vector<int64_t> pads = n.get_ints("pads", {0, 0, 0, 0});
+  if (pads.size() != 4 || pads[0] != pads[2] || pads[1] != pads[3])
+    return "only symmetric pads are supported";
+  std::vector<int64_t> strides = n.get_ints("strides", {1, 1}), dilations = n.get_ints("dilations", {1, 1});
+  if (strides.size() != 2 || dilations.size() != 2) return "strides and dilations must have 2 entries";
+  if (std::min({strides[0], strides[1], dilations[0], dilations[1]}) <= 0 || n.get_int("group", 1) <= 0)
+    return "strides, dilations and group must be positive";
+  return require_float32(n);
+}
+
+std::string complete_conv2d_shape(std::span<const int64_t> x, std::span<const int64_t> w, Conv2dShape* shape) {
+  Conv2dShape& s = *shape;
+  if (x.size() != 4 || w.size() != 4) return "Conv needs 4-D input and weights";
+  s.batch = x[0], s.channels = x[1], s.height = x[2], s.width = x[3];
+  s.out_channels = w[0], s.kernel_h = w[2], s.kernel_w = w[3];
+  if (s.channels % s.groups || s.out_channels % s.groups || w[1] * s.groups != s.channels)
+    return "weights [" + std::to_string(w[0]) + ", " + std::to_string(w[1]) + ", ...] do not match " +
+           std::to_string(s.channels) + " input channels in " + std::to_string(s.groups) + " groups";
+  s.out_height = (s.height + 2 * s.pad_h - s.dilation_h * (s.kernel_h - 1) - 1) / s.stride_h + 1;
+  s.out_width = (s.width + 2 * s.pad_w - s.dilation_w * (s.kernel_w - 1) - 1) / s.stride_w + 1;
+  if (s.out_height <= 0 || s.out_width <= 0) return "kernel larger than padded input";
+  return {};
 }
 
 }  // namespace onyx::gpu

@@ -64,6 +64,20 @@ ONYX_HD float apply_unary(UnaryOp op, float x, float alpha) {
 
 enum class BinaryOp : int32_t { kAdd, kSub, kMul, kDiv, kPow, kMax, kMin };
 
+// Comparisons of float32 to a bool (one byte); NaN compares false (true for !=).
+enum class CompareOp : int32_t { kGreater, kLess, kGreaterOrEqual, kLessOrEqual, kEqual };
+
+ONYX_HD unsigned char apply_compare(CompareOp op, float a, float b) {
+  switch (op) {
+    case CompareOp::kGreater: return a > b;
+    case CompareOp::kLess: return a < b;
+    case CompareOp::kGreaterOrEqual: return a >= b;
+    case CompareOp::kLessOrEqual: return a <= b;
+    case CompareOp::kEqual: return a == b;
+  }
+  return 0;
+}
+
 ONYX_HD float apply_binary(BinaryOp op, float a, float b) {
   switch (op) {
     case BinaryOp::kAdd: return a + b;
@@ -343,6 +357,99 @@ ONYX_HD float pool2d_value(const Pool2dShape& s, const float* plane, int64_t oy,
   return divisor > 0 ? acc / float(divisor) : 0.f;
 }
 
+// NegativeLogLikelihoodLoss over scores [n, classes, inner] and labels
+// [n, inner] (int32 or int64); reduction 0 mean, 1 sum, 2 none.
+struct NllShape {
+  int64_t n = 0, classes = 0, inner = 1;
+  bool int64_labels = true;
+  bool has_ignore_index = false;
+  int64_t ignore_index = 0;
+  int32_t reduction = 0;
+};
+constexpr int32_t kNllMean = 0, kNllSum = 1, kNllNone = 2;
+
+// Target t (= b * inner + i): its label, and whether it counts (not ignored)
+// and is in range (an out-of-range label that is not ignored is an error).
+ONYX_HD int64_t nll_label(const NllShape& s, const void* labels, int64_t t, bool* counts, bool* in_range) {
+  int64_t label = s.int64_labels ? static_cast<const int64_t*>(labels)[t]
+                                 : int64_t(static_cast<const int32_t*>(labels)[t]);
+  *counts = !(s.has_ignore_index && label == s.ignore_index);
+  *in_range = !*counts || (label >= 0 && label < s.classes);
+  return label;
+}
+// Offset in the scores of target t's label (valid when it counts and is in range).
+ONYX_HD int64_t nll_offset(const NllShape& s, int64_t t, int64_t label) {
+  return ((t / s.inner) * s.classes + label) * s.inner + t % s.inner;
+}
+
+// Fused optimizer updates (domain ai.onyx.optimizers), the CPU provider's
+// float32 formulas (providers/cpu/kernels/optimizer/fused_optimizers.cpp).
+// The scalars stay in device memory: each thread reads them, so a step needs
+// no read-back. AdamW's scalars: lr, step, beta1, beta2, epsilon, weight_decay.
+struct AdamStep {
+  float m, v, p;
+};
+ONYX_HD AdamStep adamw_element(bool hf, const float* s, float p, float g, float m, float v) {
+  const float lr = s[0], step = s[1], beta1 = s[2], beta2 = s[3], epsilon = s[4], weight_decay = s[5];
+  const float bias1 = 1.0f - powf(beta1, step), bias2 = 1.0f - powf(beta2, step), keep = 1.0f - lr * weight_decay;
+  AdamStep r;
+  r.m = beta1 * m + (1.0f - beta1) * g;
+  r.v = beta2 * v + (1.0f - beta2) * (g * g);
+  if (hf) {  // adamw_hf: epsilon before the second moment's correction, decay after
+    const float step_size = lr * sqrtf(bias2) / bias1;
+    r.p = (p - step_size * (r.m / (sqrtf(r.v) + epsilon))) * keep;
+  } else {  // adamw (PyTorch): decoupled decay, corrections as reciprocals
+    const float step_size = lr / bias1, inv_sqrt_bias2 = 1.0f / sqrtf(bias2);
+    r.p = p * keep - step_size * r.m / (sqrtf(r.v) * inv_sqrt_bias2 + epsilon);
+  }
+  return r;
+}
+// SGD's scalars: lr, step, momentum, nesterov (0 or 1), weight_decay.
+ONYX_HD void sgd_element(const float* s, float p, float g, float buf, float* p_out, float* buf_out) {
+  const float lr = s[0], momentum = s[2], nesterov = s[3], weight_decay = s[4];
+  const float grad = g + weight_decay * p;
+  const float new_buf = momentum * buf + grad;
+  const float direction = nesterov * (grad + momentum * new_buf) + (1.0f - nesterov) * new_buf;
+  *p_out = p - lr * direction;
+  *buf_out = new_buf;
+}
+
+// MaxPool's gradient at input pixel (iy, ix) of one plane: the sum of dY over
+// the windows whose maximum is this pixel. A window's maximum is its first
+// tap (row-major) holding the largest value, or its first NaN, as
+// pool2d_value picks it; gathering per input pixel needs no atomics.
+ONYX_HD float max_pool2d_grad_value(const Pool2dShape& s, const float* x_plane, const float* dy_plane,
+                                    int64_t iy, int64_t ix) {
+  float grad = 0.f;
+  for (int64_t kh = 0; kh < s.kernel_h; ++kh) {
+    int64_t ty = iy + s.pad_top - kh * s.dilation_h;  // = oy * stride
+    if (ty < 0 || ty % s.stride_h) continue;
+    int64_t oy = ty / s.stride_h;
+    if (oy >= s.out_height) continue;
+    for (int64_t kw = 0; kw < s.kernel_w; ++kw) {
+      int64_t tx = ix + s.pad_left - kw * s.dilation_w;
+      if (tx < 0 || tx % s.stride_w) continue;
+      int64_t ox = tx / s.stride_w;
+      if (ox >= s.out_width) continue;
+      // The argmax of window (oy, ox), as pool2d_value scans it.
+      float best = -INFINITY;
+      int64_t best_at = -1;
+      for (int64_t h = 0; h < s.kernel_h; ++h) {
+        int64_t y = oy * s.stride_h - s.pad_top + h * s.dilation_h;
+        if (y < 0 || y >= s.height) continue;
+        for (int64_t w = 0; w < s.kernel_w; ++w) {
+          int64_t x = ox * s.stride_w - s.pad_left + w * s.dilation_w;
+          if (x < 0 || x >= s.width) continue;
+          float v = x_plane[y * s.width + x];
+          if (best_at < 0 || (best == best && (v > best || v != v))) best = v, best_at = y * s.width + x;
+        }
+      }
+      if (best_at == iy * s.width + ix) grad += dy_plane[oy * s.out_width + ox];
+    }
+  }
+  return grad;
+}
+
 // ---------------------------------------------------------------------------
 // Convolution lowering (im2col) for providers without a convolution library
 // ---------------------------------------------------------------------------
@@ -369,6 +476,30 @@ ONYX_HD float im2col_value(const Conv2dShape& s, const float* image, int64_t g, 
   int64_t x = ox * s.stride_w - s.pad_w + kw * s.dilation_w;
   if (y < 0 || y >= s.height || x < 0 || x >= s.width) return 0.f;
   return image[(c * s.height + y) * s.width + x];
+}
+
+// The adjoint of im2col: element (c, y, x) of one image's gradient, c within
+// group g's channels, is the sum of the column-matrix gradient entries that
+// im2col_value read from it (one per tap whose output pixel exists).
+ONYX_HD float col2im_value(const Conv2dShape& s, const float* columns, int64_t c, int64_t y,
+                           int64_t x) {
+  int64_t cols = s.out_height * s.out_width;
+  float sum = 0.f;
+  for (int64_t kh = 0; kh < s.kernel_h; ++kh) {
+    int64_t ty = y + s.pad_h - kh * s.dilation_h;
+    if (ty < 0 || ty % s.stride_h) continue;
+    int64_t oy = ty / s.stride_h;
+    if (oy >= s.out_height) continue;
+    for (int64_t kw = 0; kw < s.kernel_w; ++kw) {
+      int64_t tx = x + s.pad_w - kw * s.dilation_w;
+      if (tx < 0 || tx % s.stride_w) continue;
+      int64_t ox = tx / s.stride_w;
+      if (ox >= s.out_width) continue;
+      int64_t row = (c * s.kernel_h + kh) * s.kernel_w + kw;
+      sum += columns[row * cols + oy * s.out_width + ox];
+    }
+  }
+  return sum;
 }
 
 }  // namespace onyx::gpu

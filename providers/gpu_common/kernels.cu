@@ -45,6 +45,16 @@ __global__ void binary_kernel(BinaryOp op, BroadcastIndex index, const float* a,
   }
 }
 
+__global__ void compare_kernel(CompareOp op, BroadcastIndex index, const float* a, const float* b,
+                               unsigned char* y, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t ia, ib;
+    broadcast_offsets(index, i, &ia, &ib);
+    y[i] = apply_compare(op, a[ia], b[ib]);
+  }
+}
+
 __global__ void strided_copy_kernel(BroadcastIndex index, const unsigned char* x, unsigned char* y,
                                     int64_t n, int64_t element_bytes) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
@@ -208,6 +218,84 @@ __global__ void pool2d_kernel(Pool2dShape shape, bool max_pool, const float* x, 
   }
 }
 
+__global__ void max_pool2d_grad_kernel(Pool2dShape s, const float* x, const float* dy, float* dx,
+                                       int64_t total) {
+  int64_t plane_in = s.height * s.width, plane_out = s.out_height * s.out_width;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t plane = i / plane_in, pixel = i % plane_in;
+    dx[i] = max_pool2d_grad_value(s, x + plane * plane_in, dy + plane * plane_out, pixel / s.width,
+                                  pixel % s.width);
+  }
+}
+
+// One block: per-thread partial loss and count, then the block's sums.
+__global__ void nll_loss_kernel(NllShape s, const float* scores, const void* labels, float* y,
+                                int* bad_label) {
+  __shared__ float shared[kThreads];
+  float total = 0.f, count = 0.f;
+  for (int64_t t = threadIdx.x; t < s.n * s.inner; t += kThreads) {
+    bool counts, in_range;
+    int64_t label = nll_label(s, labels, t, &counts, &in_range);
+    if (!in_range) *bad_label = 1;
+    float v = counts && in_range ? -scores[nll_offset(s, t, label)] : 0.f;
+    if (s.reduction == kNllNone) y[t] = v;
+    total += v;
+    count += counts ? 1.f : 0.f;
+  }
+  auto add = [](float a, float b) { return a + b; };
+  total = block_reduce(total, shared, add);
+  count = block_reduce(count, shared, add);
+  if (threadIdx.x == 0 && s.reduction == kNllSum) y[0] = total;
+  if (threadIdx.x == 0 && s.reduction == kNllMean) y[0] = count > 0.f ? total / count : 0.f;
+}
+
+__global__ void nll_loss_grad_kernel(NllShape s, const float* dy, const void* labels, float* dx,
+                                     int* bad_label) {
+  __shared__ float shared[kThreads];
+  float count = 0.f;
+  for (int64_t t = threadIdx.x; t < s.n * s.inner; t += kThreads) {
+    bool counts, in_range;
+    nll_label(s, labels, t, &counts, &in_range);
+    count += counts ? 1.f : 0.f;
+  }
+  count = block_reduce(count, shared, [](float a, float b) { return a + b; });
+  float scale = s.reduction == kNllMean ? (count > 0.f ? 1.f / count : 0.f) : 1.f;
+  for (int64_t t = threadIdx.x; t < s.n * s.inner; t += kThreads) {
+    bool counts, in_range;
+    int64_t label = nll_label(s, labels, t, &counts, &in_range);
+    if (!in_range) *bad_label = 1;
+    if (counts && in_range) dx[nll_offset(s, t, label)] = -dy[s.reduction == kNllNone ? t : 0] * scale;
+  }
+}
+
+// The scalars are read once per block into shared memory.
+__global__ void adamw_kernel(bool hf, OptimizerScalars scalars, const float* p, const float* g, const float* m,
+                             const float* v, float* p_out, float* m_out, float* v_out, int64_t n) {
+  __shared__ float s[6];
+  if (threadIdx.x < 6) s[threadIdx.x] = *scalars.values[threadIdx.x];
+  __syncthreads();
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    AdamStep r = adamw_element(hf, s, p[i], g[i], m[i], v[i]);
+    p_out[i] = r.p, m_out[i] = r.m, v_out[i] = r.v;
+  }
+}
+
+__global__ void sgd_kernel(OptimizerScalars scalars, const float* p, const float* g, const float* buf,
+                           float* p_out, float* buf_out, int64_t n) {
+  __shared__ float s[5];
+  if (threadIdx.x < 5) s[threadIdx.x] = *scalars.values[threadIdx.x];
+  __syncthreads();
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    sgd_element(s, p[i], g[i], buf[i], &p_out[i], &buf_out[i]);
+}
+
+__global__ void write_int64s_kernel(SmallInt64s v, int64_t* y) {
+  if (int32_t(threadIdx.x) < v.count) y[threadIdx.x] = v.values[threadIdx.x];
+}
+
 __global__ void __launch_bounds__(kGemmThreads) gemm_tiled_kernel(GemmParams p) {
   __shared__ GemmTiles tiles;
   const float* a = p.a + blockIdx.z * p.stride_a;
@@ -226,10 +314,27 @@ __global__ void __launch_bounds__(kGemmThreads) gemm_tiled_kernel(GemmParams p) 
 }
 
 __global__ void im2col_kernel(Conv2dShape shape, const float* image, int64_t group, float* columns,
-                              int64_t rows, int64_t cols) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < rows * cols;
-       i += int64_t(gridDim.x) * blockDim.x)
-    columns[i] = im2col_value(shape, image, group, i / cols, i % cols);
+                              int64_t rows, int64_t cols, int64_t images) {
+  int64_t per_image = rows * cols, image_size = shape.channels * shape.height * shape.width;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < images * per_image;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t n = i / per_image, e = i % per_image;
+    columns[i] = im2col_value(shape, image + n * image_size, group, e / cols, e % cols);
+  }
+}
+
+// Element i of `images` x (group channels x H x W) gradient elements.
+__global__ void col2im_kernel(Conv2dShape s, const float* columns, int64_t group, float* image_grad,
+                              int64_t images) {
+  int64_t group_channels = s.channels / s.groups, plane = s.height * s.width;
+  int64_t per_image = group_channels * plane;
+  int64_t column_size = group_channels * s.kernel_h * s.kernel_w * s.out_height * s.out_width;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < images * per_image;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t n = i / per_image, e = i % per_image, c = e / plane, p = e % plane;
+    image_grad[(n * s.channels + group * group_channels + c) * plane + p] =
+        col2im_value(s, columns + n * column_size, c, p / s.width, p % s.width);
+  }
 }
 
 }  // namespace
@@ -245,6 +350,13 @@ gpuError_t launch_binary(gpuStream_t stream, BinaryOp op, const BroadcastIndex& 
                          const float* a, const float* b, float* y, int64_t n) {
   if (n == 0) return gpuSuccess;
   binary_kernel<<<grid_for(n), kThreads, 0, stream>>>(op, index, a, b, y, n);
+  return gpuGetLastError();
+}
+
+gpuError_t launch_compare(gpuStream_t stream, CompareOp op, const BroadcastIndex& index,
+                          const float* a, const float* b, unsigned char* y, int64_t n) {
+  if (n == 0) return gpuSuccess;
+  compare_kernel<<<grid_for(n), kThreads, 0, stream>>>(op, index, a, b, y, n);
   return gpuGetLastError();
 }
 
@@ -354,6 +466,50 @@ gpuError_t launch_pool2d(gpuStream_t stream, const Pool2dShape& shape, bool max_
   return gpuGetLastError();
 }
 
+gpuError_t launch_max_pool2d_grad(gpuStream_t stream, const Pool2dShape& shape, const float* x,
+                                  const float* dy, float* dx, int64_t planes) {
+  int64_t total = planes * shape.height * shape.width;
+  if (total == 0) return gpuSuccess;
+  max_pool2d_grad_kernel<<<grid_for(total), kThreads, 0, stream>>>(shape, x, dy, dx, total);
+  return gpuGetLastError();
+}
+
+gpuError_t launch_nll_loss(gpuStream_t stream, const NllShape& shape, const float* scores,
+                           const void* labels, float* y, int* bad_label) {
+  nll_loss_kernel<<<1, kThreads, 0, stream>>>(shape, scores, labels, y, bad_label);
+  return gpuGetLastError();
+}
+
+gpuError_t launch_nll_loss_grad(gpuStream_t stream, const NllShape& shape, const float* dy,
+                                const void* labels, float* dx, int* bad_label) {
+  size_t bytes = size_t(shape.n * shape.classes * shape.inner) * sizeof(float);
+  gpuError_t e = bytes ? gpuMemsetAsync(dx, 0, bytes, stream) : gpuSuccess;
+  if (e != gpuSuccess) return e;
+  nll_loss_grad_kernel<<<1, kThreads, 0, stream>>>(shape, dy, labels, dx, bad_label);
+  return gpuGetLastError();
+}
+
+gpuError_t launch_adamw(gpuStream_t stream, bool hf, const OptimizerScalars& scalars, const float* p,
+                        const float* g, const float* m, const float* v, float* p_out, float* m_out,
+                        float* v_out, int64_t n) {
+  if (n == 0) return gpuSuccess;
+  adamw_kernel<<<grid_for(n), kThreads, 0, stream>>>(hf, scalars, p, g, m, v, p_out, m_out, v_out, n);
+  return gpuGetLastError();
+}
+
+gpuError_t launch_sgd(gpuStream_t stream, const OptimizerScalars& scalars, const float* p, const float* g,
+                      const float* buf, float* p_out, float* buf_out, int64_t n) {
+  if (n == 0) return gpuSuccess;
+  sgd_kernel<<<grid_for(n), kThreads, 0, stream>>>(scalars, p, g, buf, p_out, buf_out, n);
+  return gpuGetLastError();
+}
+
+gpuError_t launch_write_int64s(gpuStream_t stream, const SmallInt64s& values, int64_t* y) {
+  if (values.count == 0) return gpuSuccess;
+  write_int64s_kernel<<<1, kMaxRank, 0, stream>>>(values, y);
+  return gpuGetLastError();
+}
+
 gpuError_t launch_gemm_tiled(gpuStream_t stream, const GemmParams& params) {
   if (params.m == 0 || params.n == 0 || params.batch == 0) return gpuSuccess;
   dim3 grid(unsigned((params.n + kGemmTileN - 1) / kGemmTileN),
@@ -364,12 +520,20 @@ gpuError_t launch_gemm_tiled(gpuStream_t stream, const GemmParams& params) {
 }
 
 gpuError_t launch_im2col(gpuStream_t stream, const Conv2dShape& shape, const float* image,
-                         int64_t group, float* columns) {
+                         int64_t group, float* columns, int64_t images) {
   int64_t rows = shape.channels / shape.groups * shape.kernel_h * shape.kernel_w;
   int64_t cols = shape.out_height * shape.out_width;
-  if (rows * cols == 0) return gpuSuccess;
-  im2col_kernel<<<grid_for(rows * cols), kThreads, 0, stream>>>(shape, image, group, columns, rows,
-                                                                 cols);
+  if (rows * cols * images == 0) return gpuSuccess;
+  im2col_kernel<<<grid_for(rows * cols * images), kThreads, 0, stream>>>(shape, image, group, columns,
+                                                                          rows, cols, images);
+  return gpuGetLastError();
+}
+
+gpuError_t launch_col2im(gpuStream_t stream, const Conv2dShape& shape, const float* columns,
+                         int64_t group, float* image_grad, int64_t images) {
+  int64_t total = images * shape.channels / shape.groups * shape.height * shape.width;
+  if (total == 0) return gpuSuccess;
+  col2im_kernel<<<grid_for(total), kThreads, 0, stream>>>(shape, columns, group, image_grad, images);
   return gpuGetLastError();
 }
 

@@ -16,6 +16,9 @@ gpuError_t launch_unary(gpuStream_t stream, UnaryOp op, float alpha, const float
                         int64_t n);
 gpuError_t launch_binary(gpuStream_t stream, BinaryOp op, const BroadcastIndex& index,
                          const float* a, const float* b, float* y, int64_t n);
+// y[i] (bool, one byte) = a[ia] op b[ib] over a broadcast.
+gpuError_t launch_compare(gpuStream_t stream, CompareOp op, const BroadcastIndex& index,
+                          const float* a, const float* b, unsigned char* y, int64_t n);
 // y[i] = x[a offset of i] for elements of `element_bytes`: a transpose or a
 // broadcast (Expand) as strides (b_strides unused).
 gpuError_t launch_strided_copy(gpuStream_t stream, const BroadcastIndex& index, const void* x,
@@ -71,11 +74,46 @@ gpuError_t launch_batch_norm(gpuStream_t stream, const float* x, const float* sc
 // MaxPool / AveragePool over `planes` (= N * C) planes of one shape.
 gpuError_t launch_pool2d(gpuStream_t stream, const Pool2dShape& shape, bool max_pool,
                          const float* x, float* y, int64_t planes);
+// MaxPool's gradient dX (planes of the input's shape) from X and dY; every
+// element of dx is written.
+gpuError_t launch_max_pool2d_grad(gpuStream_t stream, const Pool2dShape& shape, const float* x,
+                                  const float* dy, float* dx, int64_t planes);
+// NegativeLogLikelihoodLoss: y is one value (mean, sum) or [n, inner] (none).
+// One block: the batch of a loss is small. A label out of range sets *bad_label.
+gpuError_t launch_nll_loss(gpuStream_t stream, const NllShape& shape, const float* scores,
+                           const void* labels, float* y, int* bad_label);
+// Its gradient into dx [n, classes, inner] (zeroed here first): -dy (divided
+// by the count of targets for mean) at each counted target's label.
+gpuError_t launch_nll_loss_grad(gpuStream_t stream, const NllShape& shape, const float* dy,
+                                const void* labels, float* dx, int* bad_label);
+// Device pointers to an optimizer's scalar inputs (AdamW 6, SGD 5).
+struct OptimizerScalars {
+  const float* values[6] = {};
+};
+// Fused AdamW (hf: the adamw_hf form) / SGD over n elements; outputs may be
+// their inputs. The scalars are gathered on the device first.
+gpuError_t launch_adamw(gpuStream_t stream, bool hf, const OptimizerScalars& scalars, const float* p,
+                        const float* g, const float* m, const float* v, float* p_out, float* m_out,
+                        float* v_out, int64_t n);
+gpuError_t launch_sgd(gpuStream_t stream, const OptimizerScalars& scalars, const float* p, const float* g,
+                      const float* buf, float* p_out, float* buf_out, int64_t n);
+// Up to kMaxRank int64 values known on the host (a shape), passed by value.
+struct SmallInt64s {
+  int64_t values[kMaxRank] = {};
+  int32_t count = 0;
+};
+// y[0..count) = values: device data from the host without a host buffer
+// that must outlive the copy.
+gpuError_t launch_write_int64s(gpuStream_t stream, const SmallInt64s& values, int64_t* y);
 // The project's tiled SGEMM (gemm_tiled.h).
 gpuError_t launch_gemm_tiled(gpuStream_t stream, const GemmParams& params);
-// Column matrix of image `image` (NCHW, one image), group g:
-// [channels/groups * kh * kw, out_h * out_w].
+// Column matrices of `images` consecutive images from `image` (NCHW), group g:
+// [images][channels/groups * kh * kw][out_h * out_w].
 gpuError_t launch_im2col(gpuStream_t stream, const Conv2dShape& shape, const float* image,
-                         int64_t group, float* columns);
+                         int64_t group, float* columns, int64_t images = 1);
+// The adjoint: group g's channels of `images` consecutive image gradients
+// from their column-matrix gradients (laid out as launch_im2col writes them).
+gpuError_t launch_col2im(gpuStream_t stream, const Conv2dShape& shape, const float* columns,
+                         int64_t group, float* image_grad, int64_t images);
 
 }  // namespace onyx::gpu

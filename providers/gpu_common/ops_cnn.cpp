@@ -8,10 +8,6 @@ namespace {
 
 using sdk::make_status;
 
-OnyxStatus* launch_status(gpuError_t e, const char* what) {
-  return e == gpuSuccess ? nullptr : gpu_status(e, what);
-}
-
 class BatchNormKernel : public GpuKernel {
  public:
   BatchNormKernel(float epsilon, std::string name) : epsilon_(epsilon), name_(std::move(name)) {}

@@ -1,4 +1,5 @@
-// ops_elementwise.cpp: unary activations and broadcasting binary ops (float32).
+// ops_elementwise.cpp: unary activations, broadcasting binary ops and
+// comparisons (float32), Cast and Where.
 #include <array>
 
 #include "gpu_provider.h"
@@ -42,6 +43,28 @@ class BinaryKernel : public GpuKernel {
 
  private:
   BinaryOp op_;
+  std::string name_;
+};
+
+// Greater, Less, ... of two broadcast float32 tensors: a bool tensor.
+class CompareKernel : public GpuKernel {
+ public:
+  CompareKernel(CompareOp op, std::string name) : op_(op), name_(std::move(name)) {}
+  OnyxStatus* compute(sdk::ComputeContext& ctx) override {
+    sdk::Tensor a = ctx.in(0), b = ctx.in(1), y;
+    BroadcastIndex index;
+    std::vector<int64_t> out_dims;
+    std::string error = make_broadcast(a.dims, b.dims, &index, &out_dims);
+    if (!error.empty())
+      return sdk::make_status(ONYX_STATUS_INVALID_ARGUMENT, "node '%s': %s", name_.c_str(), error.c_str());
+    ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, ONYX_DTYPE_BOOL, out_dims, &y));
+    return launch_status(launch_compare(kernel_stream(ctx), op_, index, a.data<float>(), b.data<float>(),
+                                        y.data<unsigned char>(), y.size()),
+                         "launching a comparison");
+  }
+
+ private:
+  CompareOp op_;
   std::string name_;
 };
 
@@ -110,6 +133,11 @@ void add_binary(sdk::KernelRegistry& r, const char* op, int64_t since, BinaryOp 
          }});
 }
 
+void add_compare(sdk::KernelRegistry& r, const char* op, int64_t since, CompareOp kind) {
+  r.add({"", op, since, 1 << 30, require_float32,
+         [kind](const sdk::NodeInfo& n) { return std::make_unique<CompareKernel>(kind, n.name); }});
+}
+
 }  // namespace
 
 void register_elementwise_kernels(sdk::KernelRegistry& r) {
@@ -160,6 +188,11 @@ void register_elementwise_kernels(sdk::KernelRegistry& r) {
   add_binary(r, "Pow", 7, BinaryOp::kPow);
   add_binary(r, "Max", 8, BinaryOp::kMax);
   add_binary(r, "Min", 8, BinaryOp::kMin);
+  add_compare(r, "Greater", 7, CompareOp::kGreater);
+  add_compare(r, "Less", 7, CompareOp::kLess);
+  add_compare(r, "GreaterOrEqual", 12, CompareOp::kGreaterOrEqual);
+  add_compare(r, "LessOrEqual", 12, CompareOp::kLessOrEqual);
+  add_compare(r, "Equal", 7, CompareOp::kEqual);
 }
 
 }  // namespace onyx::gpu

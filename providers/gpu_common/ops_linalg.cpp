@@ -8,10 +8,6 @@ namespace {
 
 using sdk::make_status;
 
-OnyxStatus* launch_status(gpuError_t e, const char* what) {
-  return e == gpuSuccess ? nullptr : gpu_status(e, what);
-}
-
 // MatMul with numpy semantics: 1-D operands are promoted and the added
 // dimension removed; batch dimensions broadcast.
 class MatMulKernel : public GpuKernel {
@@ -121,55 +117,23 @@ class GemmKernel : public GpuKernel {
 // 2-D convolution, NCHW, explicit symmetric pads (or VALID).
 class ConvKernel : public GpuKernel {
  public:
-  ConvKernel(const sdk::NodeInfo& n) : name_(n.name) {
-    std::vector<int64_t> pads = n.get_ints("pads", {0, 0, 0, 0});
-    std::vector<int64_t> strides = n.get_ints("strides", {1, 1});
-    std::vector<int64_t> dilations = n.get_ints("dilations", {1, 1});
-    shape_.pad_h = pads[0], shape_.pad_w = pads[1];
-    shape_.stride_h = strides[0], shape_.stride_w = strides[1];
-    shape_.dilation_h = dilations[0], shape_.dilation_w = dilations[1];
-    shape_.groups = n.get_int("group", 1);
-  }
+  ConvKernel(const sdk::NodeInfo& n) : shape_(conv2d_attributes(n)), name_(n.name) {}
   OnyxStatus* compute(sdk::ComputeContext& ctx) override {
     sdk::Tensor x = ctx.in(0), w = ctx.in(1), y;
     auto bias = ctx.input(2);
     Conv2dShape s = shape_;
-    if (x.rank() != 4 || w.rank() != 4)
-      return make_status(ONYX_STATUS_INVALID_ARGUMENT, "node '%s': Conv needs 4-D input and weights",
-                         name_.c_str());
-    s.batch = x.dim(0), s.channels = x.dim(1), s.height = x.dim(2), s.width = x.dim(3);
-    s.out_channels = w.dim(0), s.kernel_h = w.dim(2), s.kernel_w = w.dim(3);
-    if (s.groups <= 0 || s.channels % s.groups || s.out_channels % s.groups ||
-        w.dim(1) * s.groups != s.channels)
-      return make_status(ONYX_STATUS_INVALID_ARGUMENT,
-                         "node '%s': weights [%lld, %lld, ...] do not match %lld input channels in %lld groups",
-                         name_.c_str(), (long long)w.dim(0), (long long)w.dim(1),
-                         (long long)s.channels, (long long)s.groups);
+    if (std::string error = complete_conv2d_shape(x.dims, w.dims, &s); !error.empty())
+      return make_status(ONYX_STATUS_INVALID_ARGUMENT, "node '%s': %s", name_.c_str(), error.c_str());
     if (bias && (bias->rank() != 1 || bias->dim(0) != s.out_channels))
       return make_status(ONYX_STATUS_INVALID_ARGUMENT, "node '%s': bias must have %lld elements",
                          name_.c_str(), (long long)s.out_channels);
-    s.out_height = (s.height + 2 * s.pad_h - s.dilation_h * (s.kernel_h - 1) - 1) / s.stride_h + 1;
-    s.out_width = (s.width + 2 * s.pad_w - s.dilation_w * (s.kernel_w - 1) - 1) / s.stride_w + 1;
-    if (s.out_height <= 0 || s.out_width <= 0)
-      return make_status(ONYX_STATUS_INVALID_ARGUMENT, "node '%s': kernel larger than padded input",
-                         name_.c_str());
     int64_t out_dims[4] = {s.batch, s.out_channels, s.out_height, s.out_width};
     ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, ONYX_DTYPE_FLOAT32, out_dims, &y));
     if (y.size() == 0) return nullptr;
-    ScratchFn scratch = [&ctx](size_t bytes, std::string* error) -> void* {
-      void* p = nullptr;
-      OnyxStatus* st = ctx.scratch(bytes, &p);
-      if (st) {
-        *error = ctx.host().status_message(st);
-        ctx.host().status_release(st);
-        return nullptr;
-      }
-      return p;
-    };
     gpuStream_t stream = kernel_stream(ctx);
-    ONYX_SDK_RETURN_IF_ERROR(vendor_status(
-        vendor_conv2d(device->libs, stream, s, x.data<float>(), w.data<float>(), y.data<float>(), scratch),
-        name_.c_str()));
+    ONYX_SDK_RETURN_IF_ERROR(vendor_status(vendor_conv2d(device->libs, stream, s, x.data<float>(), w.data<float>(),
+                                                         y.data<float>(), scratch_of(ctx)),
+                                           name_.c_str()));
     if (!bias) return nullptr;
     return launch_status(launch_channel_bias(stream, y.data<float>(), bias->data<float>(), s.batch,
                                              s.out_channels, s.out_height * s.out_width),
@@ -180,19 +144,6 @@ class ConvKernel : public GpuKernel {
   Conv2dShape shape_;
   std::string name_;
 };
-
-std::string conv_supported(const sdk::NodeInfo& n) {
-  if (n.inputs[0].rank >= 0 && n.inputs[0].rank != 4) return "only 2-D convolution (4-D input) runs here";
-  if (n.inputs[1].rank != 4) return "only 2-D convolution (4-D weights) runs here";
-  std::string auto_pad = n.get_string("auto_pad", "NOTSET");
-  if (auto_pad != "NOTSET" && auto_pad != "VALID") return "auto_pad " + auto_pad + " is not supported";
-  std::vector<int64_t> pads = n.get_ints("pads", {0, 0, 0, 0});
-  if (pads.size() != 4 || pads[0] != pads[2] || pads[1] != pads[3])
-    return "only symmetric pads are supported";
-  if (n.get_ints("strides", {1, 1}).size() != 2 || n.get_ints("dilations", {1, 1}).size() != 2)
-    return "strides and dilations must have 2 entries";
-  return require_float32(n);
-}
 
 }  // namespace
 
@@ -211,7 +162,7 @@ void register_linalg_kernels(sdk::KernelRegistry& r) {
                                                float(n.get_float("alpha", 1.0)),
                                                float(n.get_float("beta", 1.0)), n.name);
          }});
-  r.add({"", "Conv", 11, 1 << 30, conv_supported,
+  r.add({"", "Conv", 11, 1 << 30, [](const sdk::NodeInfo& n) { return conv2d_supported(n, 0, 1); },
          [](const sdk::NodeInfo& n) { return std::make_unique<ConvKernel>(n); }});
 }
 

@@ -195,18 +195,15 @@ class GatherKernel : public GpuKernel {
     for (size_t k = size_t(axis) + 1; k < data.rank(); ++k) inner *= data.dims[k];
     ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, data.dtype, out_dims, &y));
     if (y.size() == 0) return nullptr;
-    void* flag = nullptr;
-    ONYX_SDK_RETURN_IF_ERROR(ctx.scratch(sizeof(int), &flag));
-    gpuStream_t stream = kernel_stream(ctx);
-    gpuError_t e = gpuMemsetAsync(flag, 0, sizeof(int), stream);
-    if (e == gpuSuccess)
-      e = launch_gather(stream, data.raw, indices.raw, indices.dtype == ONYX_DTYPE_INT64, y.raw,
-                        y.size(), inner, indices.size(), data.dims[size_t(axis)],
-                        int64_t(sdk::dtype_size(data.dtype)), static_cast<int*>(flag));
-    int bad = 0;
-    if (e == gpuSuccess) e = gpuMemcpyAsync(&bad, flag, sizeof bad, gpuMemcpyDeviceToHost, stream);
-    if (e == gpuSuccess) e = gpuStreamSynchronize(stream);
-    if (e != gpuSuccess) return gpu_status(e, "running Gather");
+    bool bad = false;
+    ONYX_SDK_RETURN_IF_ERROR(launch_with_flag(
+        ctx,
+        [&](gpuStream_t stream, int* flag) {
+          return launch_gather(stream, data.raw, indices.raw, indices.dtype == ONYX_DTYPE_INT64, y.raw, y.size(),
+                               inner, indices.size(), data.dims[size_t(axis)], int64_t(sdk::dtype_size(data.dtype)),
+                               flag);
+        },
+        "running Gather", &bad));
     if (bad)
       return make_status(ONYX_STATUS_INVALID_ARGUMENT,
                          "node '%s': an index is outside [-%lld, %lld) on axis %lld", name_.c_str(),

@@ -15,17 +15,15 @@ using sdk::make_status;
 template <typename Launch>
 OnyxStatus* scatter_into(sdk::ComputeContext& ctx, const sdk::Tensor& data, const sdk::Tensor& y,
                          const std::string& name, Launch launch) {
-  gpuStream_t stream = kernel_stream(ctx);
   size_t bytes = size_t(data.size()) * sdk::dtype_size(data.dtype);
-  void* flag = nullptr;
-  ONYX_SDK_RETURN_IF_ERROR(ctx.scratch(sizeof(int), &flag));
-  gpuError_t e = bytes ? gpuMemcpyAsync(y.raw, data.raw, bytes, gpuMemcpyDeviceToDevice, stream) : gpuSuccess;
-  if (e == gpuSuccess) e = gpuMemsetAsync(flag, 0, sizeof(int), stream);
-  if (e == gpuSuccess) e = launch(stream, static_cast<int*>(flag));
-  int bad = 0;
-  if (e == gpuSuccess) e = gpuMemcpyAsync(&bad, flag, sizeof bad, gpuMemcpyDeviceToHost, stream);
-  if (e == gpuSuccess) e = gpuStreamSynchronize(stream);
-  if (e != gpuSuccess) return gpu_status(e, "running a scatter");
+  bool bad = false;
+  ONYX_SDK_RETURN_IF_ERROR(launch_with_flag(
+      ctx,
+      [&](gpuStream_t stream, int* flag) {
+        gpuError_t e = bytes ? gpuMemcpyAsync(y.raw, data.raw, bytes, gpuMemcpyDeviceToDevice, stream) : gpuSuccess;
+        return e == gpuSuccess ? launch(stream, flag) : e;
+      },
+      "running a scatter", &bad));
   if (bad) return make_status(ONYX_STATUS_INVALID_ARGUMENT, "node '%s': an index is out of range", name.c_str());
   return nullptr;
 }

@@ -1,6 +1,7 @@
 // ops_shape.cpp: ops that only rearrange: views (Flatten, Reshape, Squeeze,
 // Unsqueeze, Identity: declared ALIASES_INPUT, they move no bytes) and
 // strided copies (Transpose, Expand). Any element type of 1, 2, 4 or 8 bytes.
+#include <algorithm>
 #include <optional>
 
 #include "gpu_provider.h"
@@ -219,9 +220,42 @@ std::string int64_second_input(const sdk::NodeInfo& n) {
   return plain_element_type(n);
 }
 
+// Shape: the input's dims [start, end) (opset 15 clamps both into [0, rank]),
+// written to the device by a kernel that takes them as its argument.
+class ShapeKernel : public GpuKernel {
+ public:
+  explicit ShapeKernel(const sdk::NodeInfo& n)
+      : start_(n.get_int("start", 0)), end_(n.has("end") ? std::optional<int64_t>(n.get_int("end", 0)) : std::nullopt),
+        name_(n.name) {}
+  OnyxStatus* compute(sdk::ComputeContext& ctx) override {
+    const std::vector<int64_t> dims = ctx.in(0).shape();
+    const int64_t rank = int64_t(dims.size());
+    auto clamp = [rank](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + rank : v, 0, rank); };
+    const int64_t begin = clamp(start_), end = std::max(begin, clamp(end_.value_or(rank)));
+    if (end - begin > kMaxRank)
+      return make_status(ONYX_STATUS_UNIMPLEMENTED, "node '%s': rank %lld exceeds %d", name_.c_str(),
+                         (long long)rank, kMaxRank);
+    SmallInt64s values;
+    values.count = int32_t(end - begin);
+    std::copy(dims.begin() + begin, dims.begin() + end, values.values);
+    sdk::Tensor y;
+    const int64_t out_dims[1] = {end - begin};
+    ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, ONYX_DTYPE_INT64, out_dims, &y));
+    gpuError_t e = launch_write_int64s(kernel_stream(ctx), values, y.data<int64_t>());
+    return e == gpuSuccess ? nullptr : gpu_status(e, "writing Shape's output");
+  }
+
+ private:
+  int64_t start_;
+  std::optional<int64_t> end_;
+  std::string name_;
+};
+
 }  // namespace
 
 void register_shape_kernels(sdk::KernelRegistry& r) {
+  r.add({"", "Shape", 1, 1 << 30, [](const sdk::NodeInfo&) { return std::string(); },
+         [](const sdk::NodeInfo& n) { return std::make_unique<ShapeKernel>(n); }});
   r.add({"", "Flatten", 1, 1 << 30, plain_element_type, [](const sdk::NodeInfo& n) {
            int64_t axis = n.get_int("axis", 1);
            return std::make_unique<ViewKernel>(

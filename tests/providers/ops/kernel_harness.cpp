@@ -70,6 +70,10 @@ onnx::GraphProto graph_of(const NodeSpec& spec, bool hide_input_shapes) {
   }
   for (size_t k = 0; k < spec.output_count; ++k) {
     const std::string name = "output_" + std::to_string(k);
+    if (k < spec.omitted_outputs.size() && spec.omitted_outputs[k]) {
+      node.add_output("");
+      continue;
+    }
     node.add_output(name);
     declare(g.add_output(), name, k < spec.output_dtypes.size() ? spec.output_dtypes[k] : 0, nullptr);
   }

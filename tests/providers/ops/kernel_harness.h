@@ -148,6 +148,9 @@ struct NodeSpec {
   std::string name = "test_node";
   std::vector<HostTensor> inputs;
   size_t output_count = 1;
+  // Outputs the graph leaves out (an empty name, as ONNX omits an optional
+  // output); the kernel should not compute them.
+  std::vector<bool> omitted_outputs;
   // Optional: element types of the outputs as the graph would declare them
   // (0 = not known); empty means all unknown.
   std::vector<int32_t> output_dtypes;

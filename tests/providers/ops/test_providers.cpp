@@ -20,7 +20,10 @@ namespace {
 // (ONYX_TEST_PROVIDER_PLUGINS, set by CMake: "cpu=/.../libonyx_provider_cpu.so,...").
 std::vector<std::pair<std::string, std::string>> built_plugins() {
   std::vector<std::pair<std::string, std::string>> out;
-  std::stringstream in(ONYX_TEST_PROVIDER_PLUGINS);
+  // $ONYX_TEST_PROVIDER_PLUGINS (same form) replaces the list: a build
+  // carried to another machine (scripts/gpu-check.sh) names its plugins there.
+  const char* env = std::getenv("ONYX_TEST_PROVIDER_PLUGINS");
+  std::stringstream in(env && *env ? env : ONYX_TEST_PROVIDER_PLUGINS);
   std::string entry;
   while (std::getline(in, entry, ',')) {
     const size_t eq = entry.find('=');

@@ -19,7 +19,9 @@
 //   ONYX_PROVIDER_CASE_SUITE(PoolTest, Pool, cases(), case_index);   // provider x case
 //   ONYX_OP_TEST(PoolTest, MatchesReference) { const Pool& c = test_case(self); ... }
 //
-// ONYX_TEST_PROVIDERS=cpu,gpuemu (environment) restricts the providers.
+// ONYX_TEST_PROVIDERS=cpu,gpuemu (environment) restricts the providers;
+// ONYX_TEST_PROVIDER_PLUGINS=cpu=PATH,cuda=PATH replaces the plugins built
+// with the test (a build carried to a GPU machine, scripts/gpu-check.sh).
 #pragma once
 
 #include <gtest/gtest.h>

@@ -48,6 +48,17 @@ gpuError_t launch_binary(gpuStream_t stream, BinaryOp op, const BroadcastIndex& 
   });
 }
 
+gpuError_t launch_compare(gpuStream_t stream, CompareOp op, const BroadcastIndex& index, const float* a,
+                          const float* b, unsigned char* y, int64_t n) {
+  return emulation_launch(stream, [=] {
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t ia, ib;
+      broadcast_offsets(index, i, &ia, &ib);
+      y[i] = apply_compare(op, a[ia], b[ib]);
+    }
+  });
+}
+
 gpuError_t launch_strided_copy(gpuStream_t stream, const BroadcastIndex& index, const void* x, void* y,
                                int64_t n, int64_t element_bytes) {
   return emulation_launch(stream, [=] {
@@ -228,6 +239,90 @@ gpuError_t launch_pool2d(gpuStream_t stream, const Pool2dShape& s, bool max_pool
   });
 }
 
+gpuError_t launch_max_pool2d_grad(gpuStream_t stream, const Pool2dShape& s, const float* x, const float* dy,
+                                  float* dx, int64_t planes) {
+  return emulation_launch(stream, [=] {
+    int64_t plane_in = s.height * s.width, plane_out = s.out_height * s.out_width;
+    for (int64_t i = 0; i < planes * plane_in; ++i) {
+      int64_t plane = i / plane_in, pixel = i % plane_in;
+      dx[i] = max_pool2d_grad_value(s, x + plane * plane_in, dy + plane * plane_out, pixel / s.width,
+                                    pixel % s.width);
+    }
+  });
+}
+
+// nll_loss_kernel's one block: thread t takes targets t, t + 256, ...
+gpuError_t launch_nll_loss(gpuStream_t stream, const NllShape& s, const float* scores, const void* labels,
+                           float* y, int* bad_label) {
+  return emulation_launch(stream, [=] {
+    const int64_t targets = s.n * s.inner;
+    auto value = [&](int64_t t) {
+      bool counts, in_range;
+      int64_t label = nll_label(s, labels, t, &counts, &in_range);
+      if (!in_range) *bad_label = 1;
+      return counts && in_range ? -scores[nll_offset(s, t, label)] : 0.f;
+    };
+    auto add = [](float a, float b) { return a + b; };
+    float total = block_reduce(targets, 0.f, [&](float acc, int64_t t) {
+      float v = value(t);
+      if (s.reduction == kNllNone) y[t] = v;
+      return acc + v;
+    }, add);
+    float count = block_reduce(targets, 0.f, [&](float acc, int64_t t) {
+      bool counts, in_range;
+      nll_label(s, labels, t, &counts, &in_range);
+      return acc + (counts ? 1.f : 0.f);
+    }, add);
+    if (s.reduction == kNllSum) y[0] = total;
+    if (s.reduction == kNllMean) y[0] = count > 0.f ? total / count : 0.f;
+  });
+}
+
+gpuError_t launch_nll_loss_grad(gpuStream_t stream, const NllShape& s, const float* dy, const void* labels,
+                                float* dx, int* bad_label) {
+  return emulation_launch(stream, [=] {
+    const int64_t targets = s.n * s.inner;
+    std::fill(dx, dx + s.n * s.classes * s.inner, 0.f);
+    float count = block_reduce(targets, 0.f, [&](float acc, int64_t t) {
+      bool counts, in_range;
+      nll_label(s, labels, t, &counts, &in_range);
+      return acc + (counts ? 1.f : 0.f);
+    }, [](float a, float b) { return a + b; });
+    float scale = s.reduction == kNllMean ? (count > 0.f ? 1.f / count : 0.f) : 1.f;
+    for (int64_t t = 0; t < targets; ++t) {
+      bool counts, in_range;
+      int64_t label = nll_label(s, labels, t, &counts, &in_range);
+      if (!in_range) *bad_label = 1;
+      if (counts && in_range) dx[nll_offset(s, t, label)] = -dy[s.reduction == kNllNone ? t : 0] * scale;
+    }
+  });
+}
+
+gpuError_t launch_adamw(gpuStream_t stream, bool hf, const OptimizerScalars& scalars, const float* p, const float* g,
+                        const float* m, const float* v, float* p_out, float* m_out, float* v_out, int64_t n) {
+  return emulation_launch(stream, [=] {
+    float s[6];
+    for (int k = 0; k < 6; ++k) s[k] = *scalars.values[k];
+    for (int64_t i = 0; i < n; ++i) {
+      AdamStep r = adamw_element(hf, s, p[i], g[i], m[i], v[i]);
+      p_out[i] = r.p, m_out[i] = r.m, v_out[i] = r.v;
+    }
+  });
+}
+
+gpuError_t launch_sgd(gpuStream_t stream, const OptimizerScalars& scalars, const float* p, const float* g,
+                      const float* buf, float* p_out, float* buf_out, int64_t n) {
+  return emulation_launch(stream, [=] {
+    float s[5];
+    for (int k = 0; k < 5; ++k) s[k] = *scalars.values[k];
+    for (int64_t i = 0; i < n; ++i) sgd_element(s, p[i], g[i], buf[i], &p_out[i], &buf_out[i]);
+  });
+}
+
+gpuError_t launch_write_int64s(gpuStream_t stream, const SmallInt64s& values, int64_t* y) {
+  return emulation_launch(stream, [=] { std::copy(values.values, values.values + values.count, y); });
+}
+
 // gemm_tiled_kernel, block by block, each step for all threads before the next.
 gpuError_t launch_gemm_tiled(gpuStream_t stream, const GemmParams& p) {
   return emulation_launch(stream, [=] {
@@ -256,10 +351,27 @@ gpuError_t launch_gemm_tiled(gpuStream_t stream, const GemmParams& p) {
 }
 
 gpuError_t launch_im2col(gpuStream_t stream, const Conv2dShape& s, const float* image, int64_t group,
-                         float* columns) {
+                         float* columns, int64_t images) {
   return emulation_launch(stream, [=] {
     int64_t rows = s.channels / s.groups * s.kernel_h * s.kernel_w, cols = s.out_height * s.out_width;
-    for (int64_t i = 0; i < rows * cols; ++i) columns[i] = im2col_value(s, image, group, i / cols, i % cols);
+    for (int64_t n = 0; n < images; ++n) {
+      const float* x = image + n * s.channels * s.height * s.width;
+      float* out = columns + n * rows * cols;
+      for (int64_t i = 0; i < rows * cols; ++i) out[i] = im2col_value(s, x, group, i / cols, i % cols);
+    }
+  });
+}
+
+gpuError_t launch_col2im(gpuStream_t stream, const Conv2dShape& s, const float* columns, int64_t group,
+                         float* image_grad, int64_t images) {
+  return emulation_launch(stream, [=] {
+    int64_t group_channels = s.channels / s.groups, plane = s.height * s.width;
+    int64_t column_size = group_channels * s.kernel_h * s.kernel_w * s.out_height * s.out_width;
+    for (int64_t n = 0; n < images; ++n)
+      for (int64_t c = 0; c < group_channels; ++c)
+        for (int64_t p = 0; p < plane; ++p)
+          image_grad[(n * s.channels + group * group_channels + c) * plane + p] =
+              col2im_value(s, columns + n * column_size, c, p / s.width, p % s.width);
   });
 }
 
