@@ -183,6 +183,16 @@ void vendor_close(VendorLibraries* libs) {
 std::string vendor_gemm(VendorLibraries* libs, gpuStream_t stream, const GemmParams& p) {
   // cuBLAS is column-major: a row-major C = A*B is the column-major C' = B'*A',
   // so the operands swap and each keeps its own transpose flag.
+  if (p.m == 0 || p.n == 0 || p.batch == 0) return {};
+  if (p.k == 0) {  // an empty sum: C = beta * C, and cuBLAS refuses a leading dimension of 0
+    if (p.beta != 0.f) return "a GEMM with k = 0 and beta != 0 is not supported";
+    for (int64_t b = 0; b < p.batch; ++b)
+      for (int64_t r = 0; r < p.m; ++r)
+        if (gpuError_t e = gpuMemsetAsync(p.c + b * p.stride_c + r * p.ldc, 0, size_t(p.n) * sizeof(float), stream);
+            e != gpuSuccess)
+          return std::string("clearing an empty product: ") + gpuGetErrorString(e);
+    return {};
+  }
   std::lock_guard<std::mutex> lock(libs->mutex);
   cublasStatus_t s = fn().cublasSetStream_v2(libs->cublas, stream);
   if (s != CUBLAS_STATUS_SUCCESS) return cublas_error(s, "binding the cuBLAS stream");

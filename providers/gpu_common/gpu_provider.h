@@ -91,8 +91,8 @@ void register_training_kernels(sdk::KernelRegistry& registry);
 // A decline check: "" when every present input is float32, else the reason.
 std::string require_float32(const sdk::NodeInfo& node);
 
-// Conv's attributes (pads, strides, dilations, group) of a node that
-// conv2d_supported accepted; the tensor sizes are filled at run time.
+// Conv's attributes (pads, strides, dilations, group, kernel_shape) of a node
+// that conv2d_supported accepted; the tensor sizes are filled at run time.
 Conv2dShape conv2d_attributes(const sdk::NodeInfo& node);
 // "" when a Conv-like node (Conv, ConvGrad) is one this provider runs: 2-D,
 // explicit symmetric pads or VALID, float32; input `x` and weights `w`.

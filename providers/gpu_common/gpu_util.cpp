@@ -74,6 +74,9 @@ Conv2dShape conv2d_attributes(const sdk::NodeInfo& n) {
   s.stride_h = strides[0], s.stride_w = strides[1];
   s.dilation_h = dilations[0], s.dilation_w = dilations[1];
   s.groups = n.get_int("group", 1);
+  // kernel_shape, when given, must be the weights' (checked at run time).
+  std::vector<int64_t> kernel = n.get_ints("kernel_shape", {});
+  if (kernel.size() == 2) s.kernel_h = kernel[0], s.kernel_w = kernel[1];
   return s;
 }
 
@@ -85,6 +88,7 @@ std::string conv2d_supported(const sdk::NodeInfo& n, size_t x, size_t w) {
   std::vector<int64_t> pads = n.get_ints("pads", {0, 0, 0, 0});
   if (pads.size() != 4 || pads[0] != pads[2] || pads[1] != pads[3])
     return "only symmetric pads are supported";
+  if (n.has("kernel_shape") && n.get_ints("kernel_shape", {}).size() != 2) return "kernel_shape must have 2 entries";
   std::vector<int64_t> strides = n.get_ints("strides", {1, 1}), dilations = n.get_ints("dilations", {1, 1});
   if (strides.size() != 2 || dilations.size() != 2) return "strides and dilations must have 2 entries";
   if (std::min({strides[0], strides[1], dilations[0], dilations[1]}) <= 0 || n.get_int("group", 1) <= 0)
@@ -96,6 +100,9 @@ std::string complete_conv2d_shape(std::span<const int64_t> x, std::span<const in
   Conv2dShape& s = *shape;
   if (x.size() != 4 || w.size() != 4) return "Conv needs 4-D input and weights";
   s.batch = x[0], s.channels = x[1], s.height = x[2], s.width = x[3];
+  if ((s.kernel_h || s.kernel_w) && (s.kernel_h != w[2] || s.kernel_w != w[3]))
+    return "kernel_shape [" + std::to_string(s.kernel_h) + ", " + std::to_string(s.kernel_w) +
+           "] does not match the weights' [" + std::to_string(w[2]) + ", " + std::to_string(w[3]) + "]";
   s.out_channels = w[0], s.kernel_h = w[2], s.kernel_w = w[3];
   if (s.channels % s.groups || s.out_channels % s.groups || w[1] * s.groups != s.channels)
     return "weights [" + std::to_string(w[0]) + ", " + std::to_string(w[1]) + ", ...] do not match " +

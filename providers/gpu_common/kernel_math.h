@@ -36,7 +36,7 @@ enum class UnaryOp : int32_t {
 
 ONYX_HD float apply_unary(UnaryOp op, float x, float alpha) {
   switch (op) {
-    case UnaryOp::kRelu: return x > 0.f ? x : 0.f;
+    case UnaryOp::kRelu: return x < 0.f ? 0.f : x;  // max(0, x) keeps NaN, as numpy
     // Split by sign so that exp never overflows.
     case UnaryOp::kSigmoid: {
       if (x >= 0.f) return 1.f / (1.f + expf(-x));

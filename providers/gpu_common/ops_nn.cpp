@@ -55,12 +55,16 @@ class ReduceKernel : public GpuKernel {
       if (auto t = ctx.input(1)) ONYX_SDK_RETURN_IF_ERROR(read_int64_input(ctx, *t, &axes));
     }
     std::vector<bool> reduced(rank, axes.empty() && !config_.noop_with_empty_axes);
+    std::vector<bool> named(rank, false);
     for (int64_t a : axes) {
       int64_t axis = normalize_axis(a, rank);
       if (axis < 0 || axis >= int64_t(rank))
         return make_status(ONYX_STATUS_INVALID_ARGUMENT, "node '%s': axis %lld out of range for rank %zu",
                            name_.c_str(), (long long)a, rank);
-      reduced[size_t(axis)] = true;
+      if (named[size_t(axis)])
+        return make_status(ONYX_STATUS_INVALID_ARGUMENT, "node '%s': axis %lld is named twice in the axes",
+                           name_.c_str(), (long long)axis);
+      named[size_t(axis)] = reduced[size_t(axis)] = true;
     }
     std::vector<int64_t> out_dims;
     ReduceIndex index = make_reduce_index(x.dims, reduced, config_.keepdims, &out_dims);
@@ -148,11 +152,13 @@ class LayerNormKernel : public GpuKernel {
       return make_status(ONYX_STATUS_INVALID_ARGUMENT, "node '%s': axis %lld out of range for rank %zu",
                          name_.c_str(), (long long)axis_, x.rank());
     RowLayout rows = make_softmax_rows(x.dims, axis, false);
-    // Scale and bias must hold exactly one row (the normalized shape).
-    if (scale.size() != rows.length || (bias && bias->size() != rows.length))
-      return make_status(ONYX_STATUS_INVALID_ARGUMENT,
-                         "node '%s': scale/bias must have %lld elements (the normalized shape)",
-                         name_.c_str(), (long long)rows.length);
+    // Scale and bias broadcast to the normalized shape (ONNX); the kernel
+    // reads one full row of each, expanded here when they are smaller.
+    const std::span<const int64_t> normalized(x.dims.begin() + axis, x.dims.end());
+    const float* scale_row = nullptr;
+    const float* bias_row = nullptr;
+    ONYX_SDK_RETURN_IF_ERROR(normalized_row(ctx, scale, normalized, "scale", &scale_row));
+    if (bias) ONYX_SDK_RETURN_IF_ERROR(normalized_row(ctx, *bias, normalized, "bias", &bias_row));
     ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, ONYX_DTYPE_FLOAT32, x.dims, &y));
     // Mean and InvStdDev keep the leading dims and have 1 for normalized ones.
     std::vector<int64_t> stat_dims(x.dims.begin(), x.dims.end());
@@ -162,13 +168,39 @@ class LayerNormKernel : public GpuKernel {
       ONYX_SDK_RETURN_IF_ERROR(ctx.output(1, ONYX_DTYPE_FLOAT32, stat_dims, &mean));
     if (want_inv_std_)
       ONYX_SDK_RETURN_IF_ERROR(ctx.output(2, ONYX_DTYPE_FLOAT32, stat_dims, &inv_std));
-    gpuError_t e = launch_layer_norm(kernel_stream(ctx), rows, epsilon_, x.data<float>(),
-                                     scale.data<float>(), bias ? bias->data<float>() : nullptr,
+    gpuError_t e = launch_layer_norm(kernel_stream(ctx), rows, epsilon_, x.data<float>(), scale_row, bias_row,
                                      y.data<float>(), mean.data<float>(), inv_std.data<float>());
     return e == gpuSuccess ? nullptr : gpu_status(e, "launching layer normalization");
   }
 
  private:
+  // `t` as one row of the normalized shape: itself when it has that shape's
+  // elements, else broadcast into scratch.
+  OnyxStatus* normalized_row(sdk::ComputeContext& ctx, const sdk::Tensor& t, std::span<const int64_t> normalized,
+                             const char* what, const float** row) const {
+    const int64_t length = sdk::element_count(normalized);
+    if (t.size() == length && t.rank() <= normalized.size()) {
+      *row = t.data<float>();
+      return nullptr;
+    }
+    BroadcastIndex index;
+    std::vector<int64_t> dims;
+    std::string error = make_broadcast(normalized, t.dims, &index, &dims);
+    if (!error.empty() || sdk::element_count(dims) != length)
+      return make_status(ONYX_STATUS_INVALID_ARGUMENT,
+                         "node '%s': %s of %lld elements does not broadcast to the normalized shape (%lld elements)",
+                         name_.c_str(), what, (long long)t.size(), (long long)length);
+    void* expanded = nullptr;
+    ONYX_SDK_RETURN_IF_ERROR(ctx.scratch(size_t(length) * sizeof(float), &expanded));
+    // The broadcast's b side walks `t`: copy it as the a side of a strided copy.
+    BroadcastIndex copy = index;
+    for (int32_t k = 0; k < copy.rank; ++k) copy.a_strides[k] = index.b_strides[k];
+    gpuError_t e = launch_strided_copy(kernel_stream(ctx), copy, t.raw, expanded, length, sizeof(float));
+    if (e != gpuSuccess) return gpu_status(e, "broadcasting layer normalization's scale or bias");
+    *row = static_cast<const float*>(expanded);
+    return nullptr;
+  }
+
   int64_t axis_;
   float epsilon_;
   bool want_mean_, want_inv_std_;  // the optional outputs the node names
