@@ -67,6 +67,7 @@ Status qlinear_conv(InferContext& ctx) {
 }
 
 Status fused_conv(InferContext& ctx) { return conv_shape(ctx, 0, 1, ctx.dtype(0)); }
+Status fused_gemm(InferContext& ctx) { return gemm_shape(ctx, 0, 1, 2, ctx.dtype(0)); }
 
 // MultiHeadAttention(query [B, S, D], key [B, L, D], value [B, L, Dv]):
 // output [B, S, Dv] of the query's type (other forms: its type only).
@@ -97,7 +98,8 @@ void add_microsoft_rules(RuleTable& table) {
   // writes for opsets before ONNX's Gelu (optimize/gelu_fusion.cpp).
   table["Gelu"] = qlinear_unary;
   table["FastGelu"] = qlinear_unary;
-  table["FusedConv"] = fused_conv;  // Conv + activation (optimize/conv_activation_fusion.cpp)
+  table["FusedConv"] = fused_conv;  // Conv + activation (optimize/activation_fusion.cpp)
+  table["FusedGemm"] = fused_gemm;  // Gemm + Relu (the same)
   table["MultiHeadAttention"] = multi_head_attention;  // optimize/attention_fusion.cpp
 }
 

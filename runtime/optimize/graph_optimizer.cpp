@@ -335,7 +335,9 @@ Status optimize_graph(ir::Graph& graph, GraphOptimization level, OptimizationRep
     count("Gelu", optimize::fuse_gelus(rw, providers));
     count("MultiHeadAttention", optimize::fuse_attention(rw, providers));
     count("DynamicQuantizeMatMul", optimize::fuse_dynamic_quantized_matmuls(rw, providers));
-    count("FusedConv", optimize::fuse_conv_activations(rw, providers));
+    const optimize::ActivationFusions activations = optimize::fuse_activations(rw, providers);
+    count("FusedConv", activations.conv);
+    count("FusedGemm", activations.gemm);
     // After QDQ fusion: the quantized convolutions it makes are what goes channels-last.
     r.nodes_channels_last += optimize::use_channels_last(rw, providers);
   }

@@ -49,9 +49,13 @@ int fuse_attention(GraphRewrite& rw, const ProviderRank& providers);
 // dynamic_quantize_fusion.cpp: DynamicQuantizeLinear -> MatMulInteger ->
 // Cast -> Mul (-> Add) -> com.microsoft DynamicQuantizeMatMul.
 int fuse_dynamic_quantized_matmuls(GraphRewrite& rw, const ProviderRank& providers);
-// conv_activation_fusion.cpp: Conv -> Relu / LeakyRelu / Clip (after
-// BatchNormalization folding) -> com.microsoft FusedConv.
-int fuse_conv_activations(GraphRewrite& rw, const ProviderRank& providers);
+// activation_fusion.cpp: Conv -> Relu / LeakyRelu / Clip (after
+// BatchNormalization folding) -> com.microsoft FusedConv; Gemm -> Relu ->
+// com.microsoft FusedGemm. Returns the number of each made.
+struct ActivationFusions {
+  int conv = 0, gemm = 0;
+};
+ActivationFusions fuse_activations(GraphRewrite& rw, const ProviderRank& providers);
 
 // channels_last.cpp: QLinearConv (and the quantized elementwise nodes and
 // global pooling between convolutions) rewritten to com.microsoft's

@@ -114,6 +114,25 @@ void scale_c(int64_t m, int64_t n, float beta, float* c, int64_t ldc) {
   }
 }
 
+// C[i, j] = act(C[i, j] + bias[c0 + j]) over a rows x cols block. The four
+// forms are separate loops so that each vectorizes.
+ONYX_CLONES void apply_epilogue(const GemmEpilogue& e, float* c, int64_t ldc, int64_t rows, int64_t cols,
+                                int64_t c0) {
+  const float* bias = e.bias ? e.bias + c0 : nullptr;
+  for (int64_t i = 0; i < rows; ++i) {
+    float* ci = c + i * ldc;
+    if (bias && e.relu)
+      for (int64_t j = 0; j < cols; ++j) {
+        const float v = ci[j] + bias[j];
+        ci[j] = v < 0.0f ? 0.0f : v;
+      }
+    else if (bias)
+      for (int64_t j = 0; j < cols; ++j) ci[j] += bias[j];
+    else
+      for (int64_t j = 0; j < cols; ++j) ci[j] = ci[j] < 0.0f ? 0.0f : ci[j];
+  }
+}
+
 struct Gemm {
   const KernelSet& ks;
   bool trans_a;
@@ -127,9 +146,14 @@ struct Gemm {
   int64_t ldc;
   int64_t kc_max;  // KC, or the PackedB's
   DriverOptions opt;
+  GemmEpilogue epilogue;
 
   const float* a_at(int64_t i0, int64_t k0) const { return trans_a ? a + k0 * lda + i0 : a + i0 * lda + k0; }
   float beta_for(int64_t pc) const { return pc == 0 ? beta : 1.0f; }  // later K blocks accumulate
+  // Rows [r0, r1) x columns [c0, c0 + cols) of C are final after K block pc.
+  void finish(int64_t pc, int64_t kc, int64_t r0, int64_t r1, int64_t c0, int64_t cols) const {
+    if (!epilogue.empty() && pc + kc >= k) apply_epilogue(epilogue, c + r0 * ldc + c0, ldc, r1 - r0, cols, c0);
+  }
 };
 
 // Few rows (m <= small_m). Each task owns a block of C (a range of its rows
@@ -179,8 +203,9 @@ void small_m(const Gemm& g, const ParallelFor& pf, size_t threads) {
               ks.pack_b(g.src.trans, g.src.at(pc, q * NR), g.src.ldb, kc, cols, bbuf);
             }
             for (int64_t row = rb; row < re; row += MR)
-              ks.ukr[std::min(MR, re - row)](kc, abuf + (row - rb) * kc, bp, bs, g.c + row * g.ldc + q * NR, g.ldc,
+              tile_kernel(ks, std::min(MR, re - row), cols)(kc, abuf + (row - rb) * kc, bp, bs, g.c + row * g.ldc + q * NR, g.ldc,
                                              g.alpha, g.beta_for(pc), cols);
+            g.finish(pc, kc, rb, re, q * NR, cols);
           }
         }
       }
@@ -254,6 +279,7 @@ void single_column(const Gemm& g, const ParallelFor& pf, size_t threads) {
           float* ci = g.c + i * g.ldc;
           *ci = g.beta == 0.0f ? g.alpha * sums[i - i0] : g.alpha * sums[i - i0] + g.beta * *ci;
         }
+        g.finish(0, g.k, i0, i1, 0, 1);
       }
   });
 }
@@ -318,8 +344,9 @@ void blocked(const Gemm& g, const ParallelFor& pf, size_t threads) {
               const int64_t cols = std::min(NR, nc - q * NR);
               float* cq = g.c + ic * g.ldc + jc + q * NR;
               for (int64_t p = p0; p < p1; ++p)
-                ks.ukr[std::min(MR, mrows - p * MR)](kc, abuf + p * MR * kc, bp, NR, cq + p * MR * g.ldc,
+                tile_kernel(ks, std::min(MR, mrows - p * MR), cols)(kc, abuf + p * MR * kc, bp, NR, cq + p * MR * g.ldc,
                                                      g.ldc, g.alpha, g.beta_for(pc), cols);
+              g.finish(pc, kc, ic + p0 * MR, ic + std::min(p1 * MR, mrows), jc + q * NR, cols);
             }
           }
         });
@@ -332,14 +359,15 @@ void blocked(const Gemm& g, const ParallelFor& pf, size_t threads) {
 
 void driver(const KernelSet& ks, const DriverOptions& opt, bool trans_a, int64_t m, int64_t n, int64_t k,
             float alpha, const float* a, int64_t lda, const BSource& src, float beta, float* c, int64_t ldc,
-            const ParallelFor& pf) {
+            const ParallelFor& pf, const GemmEpilogue& epilogue) {
   if (m <= 0 || n <= 0) return;
   if (k <= 0 || alpha == 0.0f) {
     scale_c(m, n, beta, c, ldc);
+    if (!epilogue.empty()) apply_epilogue(epilogue, c, ldc, m, n, 0);
     return;
   }
   const Gemm g{ks, trans_a, m, n, k, alpha, a, lda, src, beta, c, ldc,
-               src.packed ? src.packed->kc : ks.kc, opt};
+               src.packed ? src.packed->kc : ks.kc, opt, epilogue};
   const size_t threads = effective_threads(pf, opt, m, n, k);
   if (n == 1 && !src.packed)
     single_column(g, pf, threads);
@@ -406,12 +434,12 @@ const KernelSet& kernel_set(Isa isa) {
 
 void sgemm_with_isa(Isa isa, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                     float alpha, const float* a, int64_t lda, const float* b, int64_t ldb,
-                    float beta, float* c, int64_t ldc, const ParallelFor& parallel) {
+                    float beta, float* c, int64_t ldc, const ParallelFor& parallel, const GemmEpilogue& epilogue) {
   BSource src;
   src.trans = trans_b;
   src.b = b;
   src.ldb = ldb;
-  driver(kernel_set(isa), DriverOptions{}, trans_a, m, n, k, alpha, a, lda, src, beta, c, ldc, parallel);
+  driver(kernel_set(isa), DriverOptions{}, trans_a, m, n, k, alpha, a, lda, src, beta, c, ldc, parallel, epilogue);
 }
 
 std::shared_ptr<PackedB> pack_b_with_isa(Isa isa, bool trans_b, int64_t k, int64_t n,
@@ -440,9 +468,9 @@ std::shared_ptr<PackedB> pack_b_with_kernels(const KernelSet& ks, bool trans_b, 
 
 void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
            const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
-           int64_t ldc, const ParallelFor& parallel) {
+           int64_t ldc, const ParallelFor& parallel, const GemmEpilogue& epilogue) {
   gemm_detail::sgemm_with_isa(gemm_detail::best_isa(), trans_a, trans_b, m, n, k, alpha, a, lda,
-                              b, ldb, beta, c, ldc, parallel);
+                              b, ldb, beta, c, ldc, parallel, epilogue);
 }
 
 std::shared_ptr<PackedB> pack_b(bool trans_b, int64_t k, int64_t n, const float* b, int64_t ldb) {
@@ -454,7 +482,7 @@ int64_t packed_b_n(const PackedB& b) { return b.n; }
 
 void sgemm_packed(bool trans_a, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                   int64_t lda, const PackedB& b, float beta, float* c, int64_t ldc,
-                  const ParallelFor& parallel) {
+                  const ParallelFor& parallel, const GemmEpilogue& epilogue) {
   if (b.k != k || b.n != n)
     throw std::invalid_argument("sgemm_packed: B was packed as " + std::to_string(b.k) + "x" +
                                 std::to_string(b.n) + ", called with k=" + std::to_string(k) +
@@ -462,7 +490,7 @@ void sgemm_packed(bool trans_a, int64_t m, int64_t n, int64_t k, float alpha, co
   gemm_detail::BSource src;
   src.packed = &b;
   gemm_detail::driver(gemm_detail::kernel_set(b.isa), gemm_detail::DriverOptions{}, trans_a, m, n, k,
-                      alpha, a, lda, src, beta, c, ldc, parallel);
+                      alpha, a, lda, src, beta, c, ldc, parallel, epilogue);
 }
 
 const char* sgemm_isa() { return gemm_detail::kernel_set(gemm_detail::best_isa()).name; }

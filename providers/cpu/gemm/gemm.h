@@ -21,12 +21,22 @@ struct ParallelFor {
   std::function<void(size_t n, const std::function<void(size_t, size_t)>& body)> run;  // empty => inline, serial
 };
 
+// Work on each block of C once its sum is complete, while the block is in
+// cache: C[i, j] = act(C[i, j] + bias[j]). A Gemm's bias row and a fused
+// Relu then cost no pass of their own.
+struct GemmEpilogue {
+  const float* bias = nullptr;  // n values (one per column of C), or none
+  bool relu = false;            // max(0, x), NaN kept
+  bool empty() const { return !bias && !relu; }
+};
+
 // Row-major: C[m x n] = alpha * op(A)[m x k] * op(B)[k x n] + beta * C, where
-// op(X) = X or X^T. lda/ldb/ldc are the row strides, in elements, of the
-// matrices as stored. beta == 0 means C is not read (it may hold NaN).
+// op(X) = X or X^T, then the epilogue. lda/ldb/ldc are the row strides, in
+// elements, of the matrices as stored. beta == 0 means C is not read (it may
+// hold NaN).
 void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
            const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
-           float* c, int64_t ldc, const ParallelFor& parallel = {});
+           float* c, int64_t ldc, const ParallelFor& parallel = {}, const GemmEpilogue& epilogue = {});
 
 // Constant-weight fast path (e.g. MatMul/Gemm whose B is an initializer): op(B)
 // packed once into the microkernel's layout, reusable by any number of
@@ -40,7 +50,7 @@ int64_t packed_b_n(const PackedB& b);
 // As sgemm with op(B) = the packed matrix; k and n must be those it was packed with.
 void sgemm_packed(bool trans_a, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                   int64_t lda, const PackedB& b, float beta, float* c, int64_t ldc,
-                  const ParallelFor& parallel = {});
+                  const ParallelFor& parallel = {}, const GemmEpilogue& epilogue = {});
 
 // Double precision, same contract as sgemm. Simple loops (dgemm.cpp): for
 // float64 references and gradient checks, not tuned for speed.

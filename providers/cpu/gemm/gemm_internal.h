@@ -79,13 +79,14 @@ struct BSource {
 // A PackedB in `src` must come from pack_b_with_kernels() with the same set.
 void driver(const KernelSet& ks, const DriverOptions& opt, bool trans_a, int64_t m, int64_t n, int64_t k,
             float alpha, const float* a, int64_t lda, const BSource& src, float beta, float* c, int64_t ldc,
-            const ParallelFor& pf);
+            const ParallelFor& pf, const GemmEpilogue& epilogue = {});
 std::shared_ptr<PackedB> pack_b_with_kernels(const KernelSet& ks, bool trans_b, int64_t k, int64_t n,
                                              const float* b, int64_t ldb);
 
 void sgemm_with_isa(Isa isa, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                     float alpha, const float* a, int64_t lda, const float* b, int64_t ldb,
-                    float beta, float* c, int64_t ldc, const ParallelFor& parallel = {});
+                    float beta, float* c, int64_t ldc, const ParallelFor& parallel = {},
+                    const GemmEpilogue& epilogue = {});
 std::shared_ptr<PackedB> pack_b_with_isa(Isa isa, bool trans_b, int64_t k, int64_t n,
                                          const float* b, int64_t ldb);
 

@@ -32,33 +32,36 @@ inline __mmask16 tail_mask(int64_t left) {
   return left >= 16 ? __mmask16(0xFFFF) : left <= 0 ? __mmask16(0) : __mmask16((1u << left) - 1);
 }
 
-template <int M>
+// An M x (16 * NV) tile; NV = 4 is the main kernel, NV = 1 the narrow one
+// for a last panel of at most 16 columns (a 10-class output layer: the full
+// width would spend 54 of every 64 lanes on padding).
+template <int M, int NV>
 void ukr(int64_t kc, const float* a, const float* b, int64_t bs, float* c, int64_t ldc,
          float alpha, float beta, int64_t cols) {
-  __m512 acc[M][kNV];
+  __m512 acc[M][NV];
 #pragma GCC unroll 16
   for (int i = 0; i < M; ++i)
 #pragma GCC unroll 4
-    for (int v = 0; v < kNV; ++v) acc[i][v] = _mm512_setzero_ps();
+    for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_setzero_ps();
 
   // The tile of C is read and written only at the end: start fetching it now.
 #pragma GCC unroll 16
   for (int i = 0; i < M; ++i) {
 #pragma GCC unroll 4
-    for (int v = 0; v < kNV; ++v) _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + 16 * v), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + kNR - 1), _MM_HINT_T0);  // C may be unaligned
+    for (int v = 0; v < NV; ++v) _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + 16 * v), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + 16 * NV - 1), _MM_HINT_T0);  // C may be unaligned
   }
 
 #pragma GCC unroll 4
   for (int64_t k = 0; k < kc; ++k) {
-    __m512 bv[kNV];
+    __m512 bv[NV];
 #pragma GCC unroll 4
-    for (int v = 0; v < kNV; ++v) bv[v] = _mm512_loadu_ps(b + 16 * v);
+    for (int v = 0; v < NV; ++v) bv[v] = _mm512_loadu_ps(b + 16 * v);
 #pragma GCC unroll 16
     for (int i = 0; i < M; ++i) {
       const __m512 ai = _mm512_set1_ps(a[i]);
 #pragma GCC unroll 4
-      for (int v = 0; v < kNV; ++v) acc[i][v] = _mm512_fmadd_ps(ai, bv[v], acc[i][v]);
+      for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_fmadd_ps(ai, bv[v], acc[i][v]);
     }
     a += kMR;
     b += bs;
@@ -66,20 +69,20 @@ void ukr(int64_t kc, const float* a, const float* b, int64_t bs, float* c, int64
 
   const __m512 va = _mm512_set1_ps(alpha);
   const __m512 vb = _mm512_set1_ps(beta);
-  __mmask16 mask[kNV];
+  __mmask16 mask[NV];
 #pragma GCC unroll 4
-  for (int v = 0; v < kNV; ++v) mask[v] = tail_mask(cols - 16 * v);
+  for (int v = 0; v < NV; ++v) mask[v] = tail_mask(cols - 16 * v);
   if (beta == 0.0f) {
 #pragma GCC unroll 16
     for (int i = 0; i < M; ++i)
 #pragma GCC unroll 4
-      for (int v = 0; v < kNV; ++v)
+      for (int v = 0; v < NV; ++v)
         _mm512_mask_storeu_ps(c + i * ldc + 16 * v, mask[v], _mm512_mul_ps(acc[i][v], va));
   } else {
 #pragma GCC unroll 16
     for (int i = 0; i < M; ++i)
 #pragma GCC unroll 4
-      for (int v = 0; v < kNV; ++v) {
+      for (int v = 0; v < NV; ++v) {
         float* ci = c + i * ldc + 16 * v;
         const __m512 old = _mm512_maskz_loadu_ps(mask[v], ci);
         _mm512_mask_storeu_ps(ci, mask[v], _mm512_fmadd_ps(vb, old, _mm512_mul_ps(acc[i][v], va)));
@@ -87,10 +90,10 @@ void ukr(int64_t kc, const float* a, const float* b, int64_t bs, float* c, int64
   }
 }
 
-template <int M>
+template <int M, int NV = kNV>
 constexpr MicroKernel pick() {
   if constexpr (M >= 1 && M <= kMR)
-    return &ukr<M>;
+    return &ukr<M, NV>;
   else
     return nullptr;
 }
@@ -203,7 +206,10 @@ constexpr KernelSet kSet = {
     /*mc=*/240, /*kc=*/384, /*nc=*/2048,
     {pick<0>(), pick<1>(), pick<2>(), pick<3>(), pick<4>(), pick<5>(), pick<6>(), pick<7>(), pick<8>(),
      pick<9>(), pick<10>(), pick<11>(), pick<12>(), pick<13>(), pick<14>(), pick<15>(), pick<16>()},
-    pack_a, pack_b};
+    pack_a, pack_b, /*narrow_cols=*/16,
+    {pick<0, 1>(), pick<1, 1>(), pick<2, 1>(), pick<3, 1>(), pick<4, 1>(), pick<5, 1>(), pick<6, 1>(),
+     pick<7, 1>(), pick<8, 1>(), pick<9, 1>(), pick<10, 1>(), pick<11, 1>(), pick<12, 1>(), pick<13, 1>(),
+     pick<14, 1>(), pick<15, 1>(), pick<16, 1>()}};
 static_assert(kSet.nc % kNR == 0 && kSet.mc % kMR == 0);
 
 }  // namespace

@@ -38,7 +38,17 @@ struct KernelSet {
   MicroKernel ukr[kMaxMR + 1];
   PackA pack_a;
   PackB pack_b;
+  // Optional (narrow_cols 0: none): tiles of the same height but only
+  // narrow_cols wide, same signature and B layout, for a last column panel
+  // that narrow (an output layer of 10 classes).
+  int narrow_cols = 0;
+  MicroKernel narrow[kMaxMR + 1] = {};
 };
+
+// The kernel for a tile of `rows` x `cols` (rows <= mr, cols <= nr).
+inline MicroKernel tile_kernel(const KernelSet& ks, int64_t rows, int64_t cols) {
+  return cols <= ks.narrow_cols && ks.narrow[rows] ? ks.narrow[rows] : ks.ukr[rows];
+}
 
 // Defined in kernel_<isa>.cpp; only call one whose ISA the CPU supports.
 const KernelSet& kernels_generic();

@@ -31,13 +31,14 @@ struct Case {
   float alpha = 1.0f, beta = 0.0f;
   int64_t pad_a = 0, pad_b = 0, pad_c = 0;  // leading dimension minus width
   bool integers = false;                    // small integers: every result exact
+  bool bias = false, relu = false;          // the epilogue: C = act(C + bias[j])
 };
 
 std::string describe(const Case& c) {
   return std::string(c.ta ? "T" : "N") + (c.tb ? "T" : "N") + " m=" + std::to_string(c.m) +
          " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k) + " alpha=" + std::to_string(c.alpha) +
          " beta=" + std::to_string(c.beta) + " pads=" + std::to_string(c.pad_a) + "," +
-         std::to_string(c.pad_b) + "," + std::to_string(c.pad_c);
+         std::to_string(c.pad_b) + "," + std::to_string(c.pad_c) + (c.bias ? " +bias" : "") + (c.relu ? " relu" : "");
 }
 
 // Operands as stored: op(A) is m x k, op(B) is k x n; padding holds NaN so
@@ -45,7 +46,7 @@ std::string describe(const Case& c) {
 struct Problem {
   Case cs;
   int64_t lda, ldb, ldc;
-  std::vector<float> a, b, c;
+  std::vector<float> a, b, c, bias;
 
   explicit Problem(const Case& c_, uint32_t seed) : cs(c_) {
     const int64_t a_rows = cs.ta ? cs.k : cs.m, a_cols = cs.ta ? cs.m : cs.k;
@@ -66,6 +67,7 @@ struct Problem {
     fill(b, b_rows, b_cols, ldb, 3.0f, kNaN);  // B first: same seed and shape, same B
     fill(a, a_rows, a_cols, lda, 2.0f, kNaN);
     fill(c, cs.m, cs.n, ldc, 4.0f, kGuard);
+    if (cs.bias) fill(bias, 1, cs.n, cs.n, 4.0f, kNaN);
     if (cs.beta == 0.0f)  // beta == 0 must not read C: NaN would show through
       for (int64_t i = 0; i < cs.m; ++i)
         for (int64_t j = 0; j < cs.n; ++j) c[size_t(i * ldc + j)] = kNaN;
@@ -119,6 +121,8 @@ struct Problem {
           want += double(cs.beta) * c0;
           bound += std::fabs(double(cs.beta) * c0);
         }
+        if (cs.bias) want += bias[size_t(j)], bound += std::fabs(bias[size_t(j)]);
+        if (cs.relu) want = std::max(want, 0.0);  // 1-Lipschitz: the bound holds
         const double tol = cs.integers ? 0.0 : double(k + 8) * FLT_EPSILON * bound + 1e-30;
         if (!(std::fabs(double(got_ij) - want) <= tol))
           ++bad, ADD_FAILURE() << what << ": C(" << i << "," << j << ") = " << got_ij << ", want " << want
@@ -160,11 +164,17 @@ class SgemmTest : public ::testing::TestWithParam<Isa> {
   }
   const gemm_detail::KernelSet& ks() const { return gemm_detail::kernel_set(GetParam()); }
 
+  static GemmEpilogue epilogue_of(const Case& cs, const Problem& p) {
+    GemmEpilogue e;
+    e.bias = cs.bias ? p.bias.data() : nullptr;
+    e.relu = cs.relu;
+    return e;
+  }
   void run(const Case& cs, const ParallelFor& pf = {}, uint32_t seed = 1) {
     Problem p(cs, seed);
     std::vector<float> c = p.c;
     gemm_detail::sgemm_with_isa(GetParam(), cs.ta, cs.tb, cs.m, cs.n, cs.k, cs.alpha, p.a.data(), p.lda,
-                                p.b.data(), p.ldb, cs.beta, c.data(), p.ldc, pf);
+                                p.b.data(), p.ldb, cs.beta, c.data(), p.ldc, pf, epilogue_of(cs, p));
     p.check(c, describe(cs));
   }
   void run_packed(const Case& cs, const ParallelFor& pf = {}, uint32_t seed = 1) {
@@ -173,7 +183,8 @@ class SgemmTest : public ::testing::TestWithParam<Isa> {
     ASSERT_EQ(packed_b_k(*packed), cs.k);
     ASSERT_EQ(packed_b_n(*packed), cs.n);
     std::vector<float> c = p.c;
-    sgemm_packed(cs.ta, cs.m, cs.n, cs.k, cs.alpha, p.a.data(), p.lda, *packed, cs.beta, c.data(), p.ldc, pf);
+    sgemm_packed(cs.ta, cs.m, cs.n, cs.k, cs.alpha, p.a.data(), p.lda, *packed, cs.beta, c.data(), p.ldc, pf,
+                 epilogue_of(cs, p));
     p.check(c, "packed " + describe(cs));
   }
 };
@@ -205,6 +216,29 @@ TEST_P(SgemmTest, AlphaBeta) {
         run({ta, tb, 37, 45, 29, alpha, beta});
         run({ta, tb, 13, 70, 300, alpha, beta});
       }
+}
+
+// The epilogue (a bias row, a Relu, both) on every driver path: few rows,
+// many rows (blocked), one column, K blocks crossed, threads, packed B, and
+// an empty product (C = act(beta * C + bias)).
+TEST_P(SgemmTest, EpilogueAddsTheBiasAndAppliesRelu) {
+  for (auto [bias, relu] : {std::pair{true, false}, std::pair{false, true}, std::pair{true, true}})
+    for (bool tb : {false, true}) {
+      auto with = [&](Case c) {
+        c.tb = tb, c.bias = bias, c.relu = relu;
+        return c;
+      };
+      run(with({false, false, 37, 45, 29}));
+      run(with({false, false, 64, 10, 128}));                  // narrow last panel
+      run(with({false, false, 13, 70, 2 * ks().kc + 5}));      // K blocks
+      run(with({true, false, 700, 90, 70, 0.5f, 1.0f, 3, 1, 2}));  // blocked, beta 1, padded
+      run(with({false, false, 100, 1, 257}));                  // one column
+      run(with({false, false, 9, 17, 0, 1.0f, 0.5f}));         // empty product
+      run(with({false, false, 257, 300, 129}), spawning(2));
+      run(with({false, false, 7, 1000, 300}), spawning(3));
+      run_packed(with({false, false, 64, 256, 784}));
+      run_packed(with({false, false, 600, 100, ks().kc + 7}), spawning(2));
+    }
 }
 
 TEST_P(SgemmTest, EmptyK) {  // C = beta * C

@@ -92,7 +92,7 @@ TEST_F(GraphOptimizerTest, FoldsInferenceBatchNormIntoConv) {
   auto folded = session(mb.bytes(), GraphOptimization::kBasic);
   auto plain = session(mb.bytes(), GraphOptimization::kOff);
   ASSERT_TRUE(folded && plain);
-  // The folded Conv then takes the Relu in too (conv_activation_fusion.cpp).
+  // The folded Conv then takes the Relu in too (activation_fusion.cpp).
   EXPECT_EQ(ops(*folded), (std::vector<std::string>{"FusedConv"}));
   EXPECT_EQ(ops(*plain), (std::vector<std::string>{"Conv", "BatchNormalization", "Relu"}));
   EXPECT_EQ(folded->partition_report().optimization.batchnorms_folded, 1);

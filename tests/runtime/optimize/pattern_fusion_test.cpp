@@ -298,6 +298,42 @@ TEST_F(PatternFusionTest, ConvThenActivationBecomesFusedConv) {
   }
 }
 
+TEST_F(PatternFusionTest, GemmThenReluBecomesFusedGemm) {
+  std::mt19937 rng(15);
+  const int64_t M = 5, K = 7, N = 6;
+  const std::vector<float> w = random_floats(size_t(N * K), rng, -1, 1), b = random_floats(size_t(N), rng, -1, 1);
+  const std::vector<float> x = random_floats(size_t(M * K), rng, -1, 1);
+  for (bool trans_b : {false, true}) {
+    SCOPED_TRACE(trans_b ? "transB" : "B");
+    ModelBuilder mb(13);
+    mb.input("x", {M, K}).output("y", {M, N});
+    mb.initializer("w", trans_b ? Shape{N, K} : Shape{K, N}, w).initializer("b", {N}, b);
+    mb.node("Gemm", {"x", "w", "b"}, {"g"}, "fc");
+    attr_int(mb, "transB", trans_b ? 1 : 0);
+    mb.node("Relu", {"g"}, {"y"}, "act");
+    std::vector<double> reference;
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double acc = b[size_t(j)];
+        for (int64_t p = 0; p < K; ++p)
+          acc += double(x[size_t(i * K + p)]) * w[size_t(trans_b ? j * K + p : p * N + j)];
+        reference.push_back(std::max(acc, 0.0));
+      }
+    // float32 sums of 8 terms of magnitude <= 1.
+    check(mb.bytes(), {"com.microsoft::FusedGemm"}, {M, N}, x, reference, 0, 1e-5, {M, K});
+  }
+  // A pre-activation read elsewhere (as a training graph's Relu gradient
+  // reads it) keeps the Gemm and the Relu apart.
+  ModelBuilder mb(13);
+  mb.input("x", {M, K}).output("y", {M, N}).output("g", {M, N});
+  mb.initializer("w", {K, N}, w).initializer("b", {N}, b);
+  mb.node("Gemm", {"x", "w", "b"}, {"g"}, "fc");
+  mb.node("Relu", {"g"}, {"y"}, "act");
+  auto fused = session(mb.bytes(), GraphOptimization::kAll);
+  ASSERT_TRUE(fused);
+  EXPECT_EQ(ops(*fused), (std::vector<std::string>{"Gemm", "Relu"}));
+}
+
 TEST(PatternFusionPass, NothingIsFusedThatNoProviderClaimsFirst) {
   const std::string bytes = gelu_model(20, false, GeluOrder::kXTimesPThenHalf);
   auto load = [&] {

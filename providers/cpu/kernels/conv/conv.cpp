@@ -92,7 +92,7 @@ class ConvBase : public sdk::Kernel {
 
 // com.microsoft FusedConv's activation, applied to each output block while
 // it is still in cache (the graph optimizer writes FusedConv for Conv -> Relu
-// and Conv -> Clip / LeakyRelu: optimize/conv_activation_fusion.cpp).
+// and Conv -> Clip / LeakyRelu: optimize/activation_fusion.cpp).
 struct Activation : direct_conv::Epilogue {
   // "" and the activation of a FusedConv node, or why it is not supported.
   static std::string read(const sdk::NodeInfo& node, Activation* out) {

@@ -196,7 +196,9 @@ class GemmKernel final : public sdk::Kernel {
         alpha_(node.get_float("alpha", 1.0)),
         beta_(node.get_float("beta", 1.0)),
         // Before opset 7, C broadcasts only when the broadcast attribute says so.
-        c_must_match_(node.opset < 7 && node.get_int("broadcast", 0) == 0) {
+        c_must_match_(node.domain.empty() && node.opset < 7 && node.get_int("broadcast", 0) == 0),
+        // com.microsoft FusedGemm (optimize/activation_fusion.cpp): Gemm, then Relu.
+        relu_(node.op_type == "FusedGemm") {
     const sdk::ValueDesc& b = node.inputs[1];
     if (b.constant && b.dtype == ONYX_DTYPE_FLOAT32 && b.constant->dims.size() == 2 &&
         b.constant->size() > 0) {
@@ -293,22 +295,36 @@ class GemmKernel final : public sdk::Kernel {
         yd[i * n + j] = T(beta_ * double(cd[i * cols + (cols == 1 ? 0 : j)]));
   }
 
+  // A C of one row (a bias, [n] or [1, n]) is added by the GEMM's epilogue
+  // to each block of Y as it is finished (with the fused activation, if
+  // any); any other C is copied into Y first and accumulated onto.
   void run_float(sdk::ComputeContext& ctx, const sdk::Tensor& a, const sdk::Tensor& b,
                  const std::optional<sdk::Tensor>& c, const sdk::Tensor& y, int64_t m, int64_t n, int64_t k,
                  bool add_c) const {
-    if (add_c) fill_c<float>(*c, y, m, n);
-    if (k == 0) {  // an empty product: Y is beta * C (or 0)
-      if (!add_c) std::fill(y.data<float>(), y.data<float>() + y.size(), 0.0f);
-      return;
+    GemmEpilogue epilogue;
+    epilogue.relu = relu_;
+    std::vector<float> bias;
+    const bool bias_row = add_c && (c->rank() < 2 || c->dim(0) == 1);
+    if (bias_row) {
+      const int64_t cols = c->rank() >= 1 ? c->dim(c->rank() - 1) : 1;
+      if (cols == n && beta_ == 1.0) {
+        epilogue.bias = c->data<float>();
+      } else {
+        bias.resize(size_t(n));
+        for (int64_t j = 0; j < n; ++j) bias[size_t(j)] = float(beta_ * double(c->data<float>()[cols == 1 ? 0 : j]));
+        epilogue.bias = bias.data();
+      }
+    } else if (add_c) {
+      fill_c<float>(*c, y, m, n);
     }
     ParallelFor pf = nn::host_parallel_for(ctx);
-    float beta = add_c ? 1.0f : 0.0f;
+    float beta = add_c && !bias_row ? 1.0f : 0.0f;
     if (uses_packed(k, n))
       sgemm_packed(trans_a_, m, n, k, float(alpha_), a.data<float>(), a.dim(1), *packed_b_, beta,
-                   y.data<float>(), n, pf);
+                   y.data<float>(), n, pf, epilogue);
     else
       sgemm(trans_a_, trans_b_, m, n, k, float(alpha_), a.data<float>(), a.dim(1), b.data<float>(), b.dim(1),
-            beta, y.data<float>(), n, pf);
+            beta, y.data<float>(), n, pf, epilogue);
   }
 
   template <typename T>
@@ -327,6 +343,7 @@ class GemmKernel final : public sdk::Kernel {
   bool trans_a_, trans_b_;
   double alpha_, beta_;
   bool c_must_match_;
+  bool relu_;
   std::shared_ptr<PackedB> packed_b_;
 
   bool uses_packed(int64_t k, int64_t n) const {
@@ -352,6 +369,17 @@ void register_matmul_kernels(sdk::KernelRegistry& registry) {
   // training's MatMul gradients and autocast Gemms need.
   registry.add(
       sdk::KernelDefBuilder("Gemm").inputs(2, 3).input_types({0, 1, 2}, kTypes | sdk::dtypes::kHalf).create<GemmKernel>());
+  // ONNX Runtime's com.microsoft FusedGemm with activation Relu: the Relu is
+  // applied to each block of Y as the GEMM finishes it (float32).
+  registry.add(sdk::KernelDefBuilder("FusedGemm", "com.microsoft")
+                   .inputs(2, 3)
+                   .input_types({0, 1, 2}, sdk::dtypes::kFloat32)
+                   .check([](const sdk::NodeInfo& node) {
+                     const std::string activation = node.get_string("activation", "");
+                     return activation == "Relu" ? std::string()
+                                                 : "FusedGemm activation '" + activation + "' is not supported";
+                   })
+                   .create<GemmKernel>());
 }
 
 }  // namespace onyx::cpu

@@ -1,11 +1,15 @@
-// conv_activation_fusion.cpp: Conv -> Relu, Conv -> LeakyRelu and Conv ->
-// Clip (constant bounds) become ONNX Runtime's com.microsoft FusedConv
-// (the Conv's inputs and attributes, plus activation and
-// activation_params), so that the activation runs on each output block
-// while it is in cache instead of in a pass of its own. float32 only; the
-// Conv's output must have no other reader. Runs after BatchNormalization
-// folding, so Conv -> BatchNormalization -> Relu fuses too.
+// activation_fusion.cpp: an activation folded into the node that makes its
+// input, so that it runs on each output block while the block is in cache
+// instead of in a pass of its own (ONNX Runtime's com.microsoft forms):
+//   Conv -> Relu / LeakyRelu / Clip (constant bounds) -> FusedConv (the
+//     Conv's inputs and attributes, plus activation and activation_params);
+//   Gemm -> Relu -> FusedGemm (the Gemm's, plus activation "Relu").
+// float32 only; the producer's output must have no other reader (a training
+// graph's pre-activation, read by the Relu's gradient, keeps them apart).
+// Runs after BatchNormalization folding, so Conv -> BatchNormalization ->
+// Relu fuses too.
 #include <cfloat>
+#include <cstring>
 
 #include "optimize/pattern_match.h"
 
@@ -51,35 +55,40 @@ bool activation_of(const GraphRewrite& rw, const ir::Node& act, const char** nam
   return true;
 }
 
-bool fuse_at(GraphRewrite& rw, const ProviderRank& providers, int a) {
+bool fuse_at(GraphRewrite& rw, const ProviderRank& providers, int a, ActivationFusions* made) {
   ir::Graph& g = rw.graph;
   const ir::Node& act = g.nodes[size_t(a)];
   const char* name = nullptr;
   std::vector<float> params;
   if (!activation_of(rw, act, &name, &params)) return false;
   const int v = act.inputs[0];
-  const int c = producer_of(rw, v, "Conv");
+  int c = producer_of(rw, v, "Conv");
+  const bool gemm = c < 0;
+  if (gemm) c = std::strcmp(name, "Relu") == 0 ? producer_of(rw, v, "Gemm") : -1;
   if (c < 0 || !internal(rw, v) || g.values[size_t(v)].dtype != ONYX_DTYPE_FLOAT32) return false;
-  const ir::Node& conv = g.nodes[size_t(c)];
-  if (conv.inputs.size() < 2 || conv.inputs.size() > 3) return false;
+  const ir::Node& producer = g.nodes[size_t(c)];
+  if (producer.inputs.size() < 2 || producer.inputs.size() > 3) return false;
   ir::Node fused;
-  fused.name = (conv.name.empty() ? g.values[size_t(act.outputs[0])].name : conv.name) + "_" + act.op_type;
-  fused.op_type = "FusedConv";
+  fused.name = (producer.name.empty() ? g.values[size_t(act.outputs[0])].name : producer.name) + "_" + act.op_type;
+  fused.op_type = gemm ? "FusedGemm" : "FusedConv";
   fused.domain = "com.microsoft";
-  fused.inputs = conv.inputs;
+  fused.inputs = producer.inputs;
   fused.outputs = act.outputs;
-  fused.attributes = conv.attributes;
+  fused.attributes = producer.attributes;
   fused.attributes.push_back(string_attribute("activation", name));
   if (!params.empty()) fused.attributes.push_back(floats_attribute("activation_params", params));
   if (!claimed_in_place(rw, providers, fused, {c, a})) return false;
   commit_fusion(rw, {c, a}, std::move(fused));
+  ++(gemm ? made->gemm : made->conv);
   return true;
 }
 
 }  // namespace
 
-int fuse_conv_activations(GraphRewrite& rw, const ProviderRank& providers) {
-  return fuse_each_node(rw, [&](int n) { return fuse_at(rw, providers, n); });
+ActivationFusions fuse_activations(GraphRewrite& rw, const ProviderRank& providers) {
+  ActivationFusions made;
+  fuse_each_node(rw, [&](int n) { return fuse_at(rw, providers, n, &made); });
+  return made;
 }
 
 }  // namespace onyx::runtime::optimize
