@@ -171,7 +171,12 @@ void small_m(const Gemm& g, const ParallelFor& pf, size_t threads) {
   // only reads of B are shared, nothing is done twice), else the columns
   // (then each task packs all of A, which is small).
   const int64_t T = int64_t(threads);
-  const bool rows_split = mpan >= 4 * T;
+  // A transposed B is packed by each task for the panels it computes: split
+  // by rows, every task would pack all of it (a training step's X * W^T,
+  // W 256 x 784: twice 0.8 MB), so split the columns when each task still
+  // gets a panel and B outweighs A.
+  const bool b_packed_per_task = g.src.trans && !g.src.packed && npan >= T && g.n >= g.m;
+  const bool rows_split = mpan >= 4 * T && !b_packed_per_task;
   const int64_t nt = rows_split ? 1 : std::min(npan, T);
   const int64_t mt = rows_split ? T : std::min(mpan, ceil_div(T, nt));
   // A row split cuts rows, not panels, in equal parts (64 rows on 2 threads:
