@@ -91,6 +91,20 @@ void register_training_kernels(sdk::KernelRegistry& registry);
 // A decline check: "" when every present input is float32, else the reason.
 std::string require_float32(const sdk::NodeInfo& node);
 
+// A pooling node's window as its attributes give it (kernel, strides,
+// dilations, pads, count_include_pad); the sizes are filled at run time.
+struct Pool2dWindow {
+  Pool2dShape shape;
+  int64_t pad_bottom = 0, pad_right = 0;
+  // The shape for an H x W input (a global pool: the whole plane); "" or
+  // why the window does not fit.
+  std::string complete(int64_t height, int64_t width, bool global, Pool2dShape* out) const;
+};
+Pool2dWindow pool2d_attributes(const sdk::NodeInfo& node);
+// "" when a MaxPool / AveragePool-like node (input `x`) is one this provider
+// runs: 2-D, explicit pads or VALID, no ceil_mode, float32.
+std::string pool2d_supported(const sdk::NodeInfo& node, size_t x);
+
 // Conv's attributes (pads, strides, dilations, group, kernel_shape) of a node
 // that conv2d_supported accepted; the tensor sizes are filled at run time.
 Conv2dShape conv2d_attributes(const sdk::NodeInfo& node);

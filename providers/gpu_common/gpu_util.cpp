@@ -65,6 +65,41 @@ std::string require_float32(const sdk::NodeInfo& node) {
   return sdk::require_input_types(node, {ONYX_DTYPE_FLOAT32});
 }
 
+Pool2dWindow pool2d_attributes(const sdk::NodeInfo& n) {
+  Pool2dWindow w;
+  std::vector<int64_t> k = n.get_ints("kernel_shape", {1, 1}), s = n.get_ints("strides", {1, 1}),
+                       d = n.get_ints("dilations", {1, 1}), p = n.get_ints("pads", {0, 0, 0, 0});
+  w.shape.kernel_h = k[0], w.shape.kernel_w = k[1];
+  w.shape.stride_h = s[0], w.shape.stride_w = s[1];
+  w.shape.dilation_h = d[0], w.shape.dilation_w = d[1];
+  w.shape.pad_top = p[0], w.shape.pad_left = p[1];
+  w.pad_bottom = p[2], w.pad_right = p[3];
+  w.shape.count_include_pad = n.get_int("count_include_pad", 0) != 0;
+  return w;
+}
+
+std::string Pool2dWindow::complete(int64_t height, int64_t width, bool global, Pool2dShape* out) const {
+  Pool2dShape& s = *out;
+  s = shape;
+  s.height = height, s.width = width;
+  if (global) s.kernel_h = height, s.kernel_w = width;
+  s.out_height = (s.height + s.pad_top + pad_bottom - s.dilation_h * (s.kernel_h - 1) - 1) / s.stride_h + 1;
+  s.out_width = (s.width + s.pad_left + pad_right - s.dilation_w * (s.kernel_w - 1) - 1) / s.stride_w + 1;
+  return s.out_height > 0 && s.out_width > 0 ? std::string() : "window larger than the padded input";
+}
+
+std::string pool2d_supported(const sdk::NodeInfo& n, size_t x) {
+  if (n.inputs[x].rank >= 0 && n.inputs[x].rank != 4) return "only 2-D pooling (4-D input) runs here";
+  std::string auto_pad = n.get_string("auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "VALID") return "auto_pad " + auto_pad + " is not supported";
+  if (n.get_int("ceil_mode", 0) != 0) return "ceil_mode=1 is not supported";
+  if (n.get_ints("kernel_shape").size() != 2) return "kernel_shape must have 2 entries";
+  if (n.get_ints("strides", {1, 1}).size() != 2 || n.get_ints("dilations", {1, 1}).size() != 2 ||
+      n.get_ints("pads", {0, 0, 0, 0}).size() != 4)
+    return "strides, dilations and pads must be 2-D";
+  return require_float32(n);
+}
+
 Conv2dShape conv2d_attributes(const sdk::NodeInfo& n) {
   Conv2dShape s;
   std::vector<int64_t> pads = n.get_ints("pads", {0, 0, 0, 0});

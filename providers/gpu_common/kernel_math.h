@@ -357,6 +357,15 @@ ONYX_HD float pool2d_value(const Pool2dShape& s, const float* plane, int64_t oy,
   return divisor > 0 ? acc / float(divisor) : 0.f;
 }
 
+// The output position whose window puts tap k on input position i along
+// one dim (i = o * stride - pad + k * dilation), or -1 when there is none:
+// how a gradient gathers per input element, without atomics.
+ONYX_HD int64_t output_of_tap(int64_t i, int64_t k, int64_t pad, int64_t stride, int64_t dilation, int64_t out) {
+  const int64_t t = i + pad - k * dilation;  // = o * stride
+  if (t < 0 || t % stride) return -1;
+  return t / stride < out ? t / stride : -1;
+}
+
 // NegativeLogLikelihoodLoss over scores [n, classes, inner] and labels
 // [n, inner] (int32 or int64); reduction 0 mean, 1 sum, 2 none.
 struct NllShape {
@@ -422,15 +431,11 @@ ONYX_HD float max_pool2d_grad_value(const Pool2dShape& s, const float* x_plane, 
                                     int64_t iy, int64_t ix) {
   float grad = 0.f;
   for (int64_t kh = 0; kh < s.kernel_h; ++kh) {
-    int64_t ty = iy + s.pad_top - kh * s.dilation_h;  // = oy * stride
-    if (ty < 0 || ty % s.stride_h) continue;
-    int64_t oy = ty / s.stride_h;
-    if (oy >= s.out_height) continue;
+    const int64_t oy = output_of_tap(iy, kh, s.pad_top, s.stride_h, s.dilation_h, s.out_height);
+    if (oy < 0) continue;
     for (int64_t kw = 0; kw < s.kernel_w; ++kw) {
-      int64_t tx = ix + s.pad_left - kw * s.dilation_w;
-      if (tx < 0 || tx % s.stride_w) continue;
-      int64_t ox = tx / s.stride_w;
-      if (ox >= s.out_width) continue;
+      const int64_t ox = output_of_tap(ix, kw, s.pad_left, s.stride_w, s.dilation_w, s.out_width);
+      if (ox < 0) continue;
       // The argmax of window (oy, ox), as pool2d_value scans it.
       float best = -INFINITY;
       int64_t best_at = -1;
@@ -486,15 +491,11 @@ ONYX_HD float col2im_value(const Conv2dShape& s, const float* columns, int64_t c
   int64_t cols = s.out_height * s.out_width;
   float sum = 0.f;
   for (int64_t kh = 0; kh < s.kernel_h; ++kh) {
-    int64_t ty = y + s.pad_h - kh * s.dilation_h;
-    if (ty < 0 || ty % s.stride_h) continue;
-    int64_t oy = ty / s.stride_h;
-    if (oy >= s.out_height) continue;
+    const int64_t oy = output_of_tap(y, kh, s.pad_h, s.stride_h, s.dilation_h, s.out_height);
+    if (oy < 0) continue;
     for (int64_t kw = 0; kw < s.kernel_w; ++kw) {
-      int64_t tx = x + s.pad_w - kw * s.dilation_w;
-      if (tx < 0 || tx % s.stride_w) continue;
-      int64_t ox = tx / s.stride_w;
-      if (ox >= s.out_width) continue;
+      const int64_t ox = output_of_tap(x, kw, s.pad_w, s.stride_w, s.dilation_w, s.out_width);
+      if (ox < 0) continue;
       int64_t row = (c * s.kernel_h + kh) * s.kernel_w + kw;
       sum += columns[row * cols + oy * s.out_width + ox];
     }

@@ -41,30 +41,16 @@ class PoolKernel : public GpuKernel {
  public:
   // global: the window is the whole plane.
   PoolKernel(const sdk::NodeInfo& n, bool max_pool, bool global)
-      : max_pool_(max_pool), global_(global), name_(n.name) {
-    if (global) return;
-    std::vector<int64_t> k = n.get_ints("kernel_shape"), s = n.get_ints("strides", {1, 1}),
-                         d = n.get_ints("dilations", {1, 1}), p = n.get_ints("pads", {0, 0, 0, 0});
-    shape_.kernel_h = k[0], shape_.kernel_w = k[1];
-    shape_.stride_h = s[0], shape_.stride_w = s[1];
-    shape_.dilation_h = d[0], shape_.dilation_w = d[1];
-    shape_.pad_top = p[0], shape_.pad_left = p[1];
-    pad_bottom_ = p[2], pad_right_ = p[3];
-    shape_.count_include_pad = n.get_int("count_include_pad", 0) != 0;
-  }
+      : window_(global ? Pool2dWindow{} : pool2d_attributes(n)), max_pool_(max_pool), global_(global),
+        name_(n.name) {}
   OnyxStatus* compute(sdk::ComputeContext& ctx) override {
     sdk::Tensor x = ctx.in(0), y;
     if (x.rank() != 4)
       return make_status(ONYX_STATUS_INVALID_ARGUMENT, "node '%s': only 2-D pooling (4-D input) runs here",
                          name_.c_str());
-    Pool2dShape s = shape_;
-    s.height = x.dim(2), s.width = x.dim(3);
-    if (global_) s.kernel_h = s.height, s.kernel_w = s.width;
-    s.out_height = (s.height + s.pad_top + pad_bottom_ - s.dilation_h * (s.kernel_h - 1) - 1) / s.stride_h + 1;
-    s.out_width = (s.width + s.pad_left + pad_right_ - s.dilation_w * (s.kernel_w - 1) - 1) / s.stride_w + 1;
-    if (s.out_height <= 0 || s.out_width <= 0)
-      return make_status(ONYX_STATUS_INVALID_ARGUMENT, "node '%s': window larger than the padded input",
-                         name_.c_str());
+    Pool2dShape s;
+    if (std::string error = window_.complete(x.dim(2), x.dim(3), global_, &s); !error.empty())
+      return make_status(ONYX_STATUS_INVALID_ARGUMENT, "node '%s': %s", name_.c_str(), error.c_str());
     int64_t out_dims[4] = {x.dim(0), x.dim(1), s.out_height, s.out_width};
     ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, ONYX_DTYPE_FLOAT32, out_dims, &y));
     return launch_status(launch_pool2d(kernel_stream(ctx), s, max_pool_, x.data<float>(),
@@ -73,24 +59,15 @@ class PoolKernel : public GpuKernel {
   }
 
  private:
-  Pool2dShape shape_;
-  int64_t pad_bottom_ = 0, pad_right_ = 0;
+  Pool2dWindow window_;
   bool max_pool_, global_;
   std::string name_;
 };
 
 std::string pool_supported(const sdk::NodeInfo& n) {
   if (n.outputs.size() > 1 && n.outputs[1].present) return "MaxPool's Indices output is not supported";
-  if (n.inputs[0].rank >= 0 && n.inputs[0].rank != 4) return "only 2-D pooling (4-D input) runs here";
-  std::string auto_pad = n.get_string("auto_pad", "NOTSET");
-  if (auto_pad != "NOTSET" && auto_pad != "VALID") return "auto_pad " + auto_pad + " is not supported";
-  if (n.get_int("ceil_mode", 0) != 0) return "ceil_mode=1 is not supported";
-  if (n.get_ints("kernel_shape").size() != 2) return "kernel_shape must have 2 entries";
-  if (n.get_ints("strides", {1, 1}).size() != 2 || n.get_ints("dilations", {1, 1}).size() != 2 ||
-      n.get_ints("pads", {0, 0, 0, 0}).size() != 4)
-    return "strides, dilations and pads must be 2-D";
   if (n.get_int("storage_order", 0) != 0) return "storage_order=1 is not supported";
-  return require_float32(n);
+  return pool2d_supported(n, 0);
 }
 
 }  // namespace

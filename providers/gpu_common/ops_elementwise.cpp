@@ -1,6 +1,7 @@
 // ops_elementwise.cpp: unary activations, broadcasting binary ops and
 // comparisons (float32), Cast and Where.
 #include <array>
+#include <functional>
 
 #include "gpu_provider.h"
 #include "op_util.h"
@@ -24,32 +25,14 @@ class UnaryKernel : public GpuKernel {
   float alpha_;
 };
 
-class BinaryKernel : public GpuKernel {
+// A broadcasting op of two float32 tensors: arithmetic (float32 out) or a
+// comparison (bool out), by its launcher.
+class BroadcastKernel : public GpuKernel {
  public:
-  BinaryKernel(BinaryOp op, std::string name) : op_(op), name_(std::move(name)) {}
-  OnyxStatus* compute(sdk::ComputeContext& ctx) override {
-    sdk::Tensor a = ctx.in(0), b = ctx.in(1), y;
-    BroadcastIndex index;
-    std::vector<int64_t> out_dims;
-    std::string error = make_broadcast(a.dims, b.dims, &index, &out_dims);
-    if (!error.empty())
-      return sdk::make_status(ONYX_STATUS_INVALID_ARGUMENT, "node '%s': %s", name_.c_str(),
-                              error.c_str());
-    ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, ONYX_DTYPE_FLOAT32, out_dims, &y));
-    gpuError_t e = launch_binary(kernel_stream(ctx), op_, index, a.data<float>(), b.data<float>(),
-                                 y.data<float>(), y.size());
-    return e == gpuSuccess ? nullptr : gpu_status(e, "launching a broadcasting kernel");
-  }
-
- private:
-  BinaryOp op_;
-  std::string name_;
-};
-
-// Greater, Less, ... of two broadcast float32 tensors: a bool tensor.
-class CompareKernel : public GpuKernel {
- public:
-  CompareKernel(CompareOp op, std::string name) : op_(op), name_(std::move(name)) {}
+  using Launch = std::function<gpuError_t(gpuStream_t, const BroadcastIndex&, const float*, const float*, void*,
+                                          int64_t)>;
+  BroadcastKernel(int32_t out_dtype, Launch launch, std::string name)
+      : out_dtype_(out_dtype), launch_(std::move(launch)), name_(std::move(name)) {}
   OnyxStatus* compute(sdk::ComputeContext& ctx) override {
     sdk::Tensor a = ctx.in(0), b = ctx.in(1), y;
     BroadcastIndex index;
@@ -57,14 +40,14 @@ class CompareKernel : public GpuKernel {
     std::string error = make_broadcast(a.dims, b.dims, &index, &out_dims);
     if (!error.empty())
       return sdk::make_status(ONYX_STATUS_INVALID_ARGUMENT, "node '%s': %s", name_.c_str(), error.c_str());
-    ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, ONYX_DTYPE_BOOL, out_dims, &y));
-    return launch_status(launch_compare(kernel_stream(ctx), op_, index, a.data<float>(), b.data<float>(),
-                                        y.data<unsigned char>(), y.size()),
-                         "launching a comparison");
+    ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, out_dtype_, out_dims, &y));
+    return launch_status(launch_(kernel_stream(ctx), index, a.data<float>(), b.data<float>(), y.raw, y.size()),
+                         "launching a broadcasting kernel");
   }
 
  private:
-  CompareOp op_;
+  int32_t out_dtype_;
+  Launch launch_;
   std::string name_;
 };
 
@@ -129,13 +112,24 @@ void add_binary(sdk::KernelRegistry& r, const char* op, int64_t since, BinaryOp 
     return require_float32(n);
   };
   r.add({"", op, since, 1 << 30, supports, [kind](const sdk::NodeInfo& n) {
-           return std::make_unique<BinaryKernel>(kind, n.name);
+           return std::make_unique<BroadcastKernel>(
+               ONYX_DTYPE_FLOAT32,
+               [kind](gpuStream_t stream, const BroadcastIndex& index, const float* a, const float* b, void* y,
+                      int64_t count) { return launch_binary(stream, kind, index, a, b, static_cast<float*>(y), count); },
+               n.name);
          }});
 }
 
 void add_compare(sdk::KernelRegistry& r, const char* op, int64_t since, CompareOp kind) {
-  r.add({"", op, since, 1 << 30, require_float32,
-         [kind](const sdk::NodeInfo& n) { return std::make_unique<CompareKernel>(kind, n.name); }});
+  r.add({"", op, since, 1 << 30, require_float32, [kind](const sdk::NodeInfo& n) {
+           return std::make_unique<BroadcastKernel>(
+               ONYX_DTYPE_BOOL,
+               [kind](gpuStream_t stream, const BroadcastIndex& index, const float* a, const float* b, void* y,
+                      int64_t count) {
+                 return launch_compare(stream, kind, index, a, b, static_cast<unsigned char*>(y), count);
+               },
+               n.name);
+         }});
 }
 
 }  // namespace

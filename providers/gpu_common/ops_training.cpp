@@ -167,26 +167,17 @@ class NllLossGradKernel : public NllKernelBase {
 // MaxPoolGrad(dY, X) with MaxPool's attributes: dX.
 class MaxPoolGradKernel : public GpuKernel {
  public:
-  explicit MaxPoolGradKernel(const sdk::NodeInfo& n) : name_(n.name) {
-    std::vector<int64_t> k = n.get_ints("kernel_shape"), s = n.get_ints("strides", {1, 1}),
-                         d = n.get_ints("dilations", {1, 1}), p = n.get_ints("pads", {0, 0, 0, 0});
-    shape_.kernel_h = k[0], shape_.kernel_w = k[1];
-    shape_.stride_h = s[0], shape_.stride_w = s[1];
-    shape_.dilation_h = d[0], shape_.dilation_w = d[1];
-    shape_.pad_top = p[0], shape_.pad_left = p[1];
-    pad_bottom_ = p[2], pad_right_ = p[3];
-  }
+  explicit MaxPoolGradKernel(const sdk::NodeInfo& n) : window_(pool2d_attributes(n)), name_(n.name) {}
   OnyxStatus* compute(sdk::ComputeContext& ctx) override {
     sdk::Tensor dy = ctx.in(0), x = ctx.in(1), dx;
     if (x.rank() != 4)
       return make_status(ONYX_STATUS_INVALID_ARGUMENT, "node '%s': only 2-D pooling (4-D input) runs here",
                          name_.c_str());
-    Pool2dShape s = shape_;
-    s.height = x.dim(2), s.width = x.dim(3);
-    s.out_height = (s.height + s.pad_top + pad_bottom_ - s.dilation_h * (s.kernel_h - 1) - 1) / s.stride_h + 1;
-    s.out_width = (s.width + s.pad_left + pad_right_ - s.dilation_w * (s.kernel_w - 1) - 1) / s.stride_w + 1;
+    Pool2dShape s;
+    if (std::string error = window_.complete(x.dim(2), x.dim(3), false, &s); !error.empty())
+      return make_status(ONYX_STATUS_INVALID_ARGUMENT, "node '%s': %s", name_.c_str(), error.c_str());
     const std::vector<int64_t> expected = {x.dim(0), x.dim(1), s.out_height, s.out_width};
-    if (s.out_height <= 0 || s.out_width <= 0 || dy.shape() != expected)
+    if (dy.shape() != expected)
       return make_status(ONYX_STATUS_INVALID_ARGUMENT,
                          "node '%s': output gradient of shape %s does not match the pool's output %s", name_.c_str(),
                          dims_text(dy.dims).c_str(), dims_text(expected).c_str());
@@ -197,22 +188,9 @@ class MaxPoolGradKernel : public GpuKernel {
   }
 
  private:
-  Pool2dShape shape_;
-  int64_t pad_bottom_ = 0, pad_right_ = 0;
+  Pool2dWindow window_;
   std::string name_;
 };
-
-std::string max_pool_grad_supported(const sdk::NodeInfo& n) {
-  if (n.inputs[1].rank >= 0 && n.inputs[1].rank != 4) return "only 2-D pooling (4-D input) runs here";
-  std::string auto_pad = n.get_string("auto_pad", "NOTSET");
-  if (auto_pad != "NOTSET" && auto_pad != "VALID") return "auto_pad " + auto_pad + " is not supported";
-  if (n.get_int("ceil_mode", 0) != 0) return "ceil_mode=1 is not supported";
-  if (n.get_ints("kernel_shape").size() != 2) return "kernel_shape must have 2 entries";
-  if (n.get_ints("strides", {1, 1}).size() != 2 || n.get_ints("dilations", {1, 1}).size() != 2 ||
-      n.get_ints("pads", {0, 0, 0, 0}).size() != 4)
-    return "strides, dilations and pads must be 2-D";
-  return require_float32(n);
-}
 
 // ConvGrad(dY, X, W) -> (dX, dW) with Conv's attributes; an output the graph
 // omits is not computed. Per group, images in chunks:
@@ -398,7 +376,7 @@ void register_training_kernels(sdk::KernelRegistry& r) {
   r.add({kOnyxDomain, "NegativeLogLikelihoodLossGrad", 1, 1 << 30,
          [](const sdk::NodeInfo& n) { return nll_supported(n, 0); },
          [](const sdk::NodeInfo& n) { return std::make_unique<NllLossGradKernel>(n); }});
-  r.add({kOnyxDomain, "MaxPoolGrad", 1, 1 << 30, max_pool_grad_supported,
+  r.add({kOnyxDomain, "MaxPoolGrad", 1, 1 << 30, [](const sdk::NodeInfo& n) { return pool2d_supported(n, 1); },
          [](const sdk::NodeInfo& n) { return std::make_unique<MaxPoolGradKernel>(n); }});
   r.add({kOnyxDomain, "ConvGrad", 1, 1 << 30, [](const sdk::NodeInfo& n) { return conv2d_supported(n, 1, 2); },
          [](const sdk::NodeInfo& n) { return std::make_unique<ConvGradKernel>(n); }});
