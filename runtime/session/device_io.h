@@ -32,6 +32,9 @@ struct DeviceBinding {
   std::vector<int> input_device;          // per graph input: -1 host, or the device holding it
   std::map<int, int> output_device;       // returned copy value -> device the output stays on
   std::map<int, Tensor> output_target;    // returned copy value -> the caller's device tensor to fill
+  // Value -> that tensor, for a value whose only reader is that output's
+  // copy: its kernel writes into the caller's tensor, and the copy is none.
+  std::map<int, Tensor> direct_output;
 };
 
 // `bytes` of device memory as a Tensor of `dtype` and `shape` (contents

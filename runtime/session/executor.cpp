@@ -106,6 +106,10 @@ Status run_copy(RunState& run, const Step& step) {
   if (direction == ONYX_COPY_HOST_TO_DEVICE && src.device == step.device) direction = ONYX_COPY_DEVICE_TO_DEVICE;
   if (direction == ONYX_COPY_DEVICE_TO_HOST && run.binding && run.binding->output_device.count(v)) {
     ONYX_RETURN_IF_ERROR(place_bound_output(run, step, dst));
+    if (dst.data == src.data) {  // the kernel wrote into the caller's tensor (KernelContext::place)
+      run.slots[size_t(v)] = std::move(dst);
+      return Status();
+    }
     direction = ONYX_COPY_DEVICE_TO_DEVICE;
   } else if (direction == ONYX_COPY_DEVICE_TO_HOST && step.device == step.copy_by) {  // to the host
     dst.host = Tensor::allocate(src.dtype, src.dims);

@@ -59,9 +59,32 @@ Status KernelContext::check_planned(size_t index, int v, int32_t dtype, const Sh
                         typed_shape(dtype, shape));
 }
 
+namespace {
+
+// Whether some value of the plan shares the bytes of `v` (an in-place output
+// written over it).
+bool shared_by_another(const ExecutionPlan& plan, int v) {
+  for (const ExecutionPlan::ValuePlan& vp : plan.values)
+    if (vp.storage == ExecutionPlan::kAlias && vp.alias_of == v) return true;
+  return false;
+}
+
+}  // namespace
+
 Status KernelContext::place(int v, RunSlot& slot, size_t bytes) {
   const ExecutionPlan::ValuePlan& vp = run_.plan->values[size_t(v)];
   const Device& device = device_of(run_, step_.device);
+  // Bound to the caller's device tensor and read only by its copy there: the
+  // kernel writes into that tensor (run_copy then copies nothing).
+  if (run_.binding) {
+    auto direct = run_.binding->direct_output.find(v);
+    if (direct != run_.binding->direct_output.end() && direct->second.dtype() == slot.dtype &&
+        direct->second.shape() == slot.dims && !shared_by_another(*run_.plan, v)) {
+      slot.host = direct->second;
+      slot.data = slot.host.data();
+      return Status();
+    }
+  }
   switch (vp.storage) {
     case ExecutionPlan::kAlias: {
       const RunSlot& shared = run_.slots[size_t(vp.alias_of)];

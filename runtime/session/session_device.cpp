@@ -30,6 +30,13 @@ const Step* output_copy_step(const std::vector<Step>& steps, int c) {
   return producer;
 }
 
+// How many steps read value `v`.
+size_t readers_of(const std::vector<Step>& steps, int v) {
+  size_t n = 0;
+  for (const Step& step : steps) n += size_t(std::count(step.inputs.begin(), step.inputs.end(), v));
+  return n;
+}
+
 }  // namespace
 
 Status Session::upload_constants() {
@@ -89,7 +96,13 @@ StatusOr<std::vector<BoundTensor>> Session::run_bound(
     const Step* copy = target.device >= 0 ? output_copy_step(steps_, c) : nullptr;
     if (copy && copy->device == target.device) {
       binding.output_device[c] = target.device;
-      if (!target.tensor.empty()) binding.output_target[c] = target.tensor;
+      if (!target.tensor.empty()) {
+        binding.output_target[c] = target.tensor;
+        const int v = copy->inputs[0];
+        const ir::Value& produced = graph.values[size_t(v)];
+        if (readers_of(steps_, v) == 1 && !produced.is_graph_input && !produced.constant)
+          binding.direct_output[v] = target.tensor;
+      }
     }
     names.push_back(name);
     reuse.push_back(target.device < 0 ? target.tensor : Tensor());

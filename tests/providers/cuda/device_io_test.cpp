@@ -77,7 +77,8 @@ TEST(DeviceIo, DeviceTensorsRoundTripThroughCopies) {
 
 // The acceptance test of issue 14: 100 runs with device-bound input and
 // output make no copy between host and device at all (the weights were
-// uploaded at session creation), and compute what a host run computes.
+// uploaded at session creation), and compute what a host run computes; the
+// bound output is written by its kernel, not copied.
 TEST(DeviceIo, HundredRunLoopWithDeviceBoundIoMakesNoHostCopies) {
   Fixture f = mlp_on_gpu();
   if (!f.skip.empty()) GTEST_SKIP() << f.skip;
@@ -94,7 +95,9 @@ TEST(DeviceIo, HundredRunLoopWithDeviceBoundIoMakesNoHostCopies) {
     const Stats after = read_stats(stats);
     EXPECT_EQ(after[kH2D] - before[kH2D], 0u) << "host-to-device copies in 100 runs";
     EXPECT_EQ(after[kD2H] - before[kD2H], 0u) << "device-to-host copies in 100 runs";
-    EXPECT_GE(after[kD2D] - before[kD2D], 200u) << "each run copies its input and output within the device";
+    // The input is copied within the device; the last kernel writes the
+    // bound output tensor itself (no copy).
+    EXPECT_EQ(after[kD2D] - before[kD2D], 100u) << "each run copies its input, not its output, within the device";
   } else {
     std::printf("no emulation counters in the %s plugin: copies not counted\n", kGpu.c_str());
   }
