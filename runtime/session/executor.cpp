@@ -102,8 +102,19 @@ Status run_copy(RunState& run, const Step& step) {
   const size_t bytes = storage_bytes(src.dtype, element_count(src.dims));
   const ExecutionPlan::ValuePlan& vp = run.plan->values[size_t(v)];
   int32_t direction = step.copy_direction;
-  // An input the caller bound on this device: copied within it.
-  if (direction == ONYX_COPY_HOST_TO_DEVICE && src.device == step.device) direction = ONYX_COPY_DEVICE_TO_DEVICE;
+  // An input the caller bound on this device: read in place when no kernel
+  // writes over its bytes (no in-place output or view shares them), else
+  // copied within the device.
+  if (direction == ONYX_COPY_HOST_TO_DEVICE && src.device == step.device) {
+    if (!run.plan->bytes_shared(v)) {
+      dst.host = src.host;
+      dst.data = src.data;
+      dst.device = step.device;
+      run.slots[size_t(v)] = std::move(dst);
+      return Status();
+    }
+    direction = ONYX_COPY_DEVICE_TO_DEVICE;
+  }
   if (direction == ONYX_COPY_DEVICE_TO_HOST && run.binding && run.binding->output_device.count(v)) {
     ONYX_RETURN_IF_ERROR(place_bound_output(run, step, dst));
     if (dst.data == src.data) {  // the kernel wrote into the caller's tensor (KernelContext::place)

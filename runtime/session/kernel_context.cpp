@@ -59,17 +59,6 @@ Status KernelContext::check_planned(size_t index, int v, int32_t dtype, const Sh
                         typed_shape(dtype, shape));
 }
 
-namespace {
-
-// Whether some value of the plan shares the bytes of `v` (an in-place output
-// written over it).
-bool shared_by_another(const ExecutionPlan& plan, int v) {
-  for (const ExecutionPlan::ValuePlan& vp : plan.values)
-    if (vp.storage == ExecutionPlan::kAlias && vp.alias_of == v) return true;
-  return false;
-}
-
-}  // namespace
 
 Status KernelContext::place(int v, RunSlot& slot, size_t bytes) {
   const ExecutionPlan::ValuePlan& vp = run_.plan->values[size_t(v)];
@@ -79,7 +68,7 @@ Status KernelContext::place(int v, RunSlot& slot, size_t bytes) {
   if (run_.binding) {
     auto direct = run_.binding->direct_output.find(v);
     if (direct != run_.binding->direct_output.end() && direct->second.dtype() == slot.dtype &&
-        direct->second.shape() == slot.dims && !shared_by_another(*run_.plan, v)) {
+        direct->second.shape() == slot.dims && !run_.plan->bytes_shared(v)) {
       slot.host = direct->second;
       slot.data = slot.host.data();
       return Status();

@@ -48,6 +48,17 @@ struct ExecutionPlan {
   std::vector<size_t> arena_bytes;   // per device
   std::vector<int> last_use;         // per value: the last step reading its bytes (-1: none)
   std::vector<MemoryReport> report;  // per device
+
+  // Whether another value shares the bytes of `v`, directly or through a
+  // chain of kAlias values (an in-place output, a view): then v's bytes
+  // must be the run's own, never a caller's tensor.
+  bool bytes_shared(int v) const {
+    for (const ValuePlan& vp : values)
+      for (int a = vp.storage == kAlias ? vp.alias_of : -1, hops = 0; a >= 0 && hops <= int(values.size());
+           a = values[size_t(a)].storage == kAlias ? values[size_t(a)].alias_of : -1, ++hops)
+        if (a == v) return true;
+    return false;
+  }
 };
 
 // Builds the plan for `input_shapes` (one per graph input, concrete).
