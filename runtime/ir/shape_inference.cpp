@@ -220,6 +220,15 @@ const RuleTable& microsoft_rules() {
   return table;
 }
 
+const RuleTable& training_rules() {
+  static const RuleTable table = [] {
+    RuleTable t;
+    add_training_rules(t);
+    return t;
+  }();
+  return table;
+}
+
 }  // namespace shape
 
 namespace {
@@ -393,6 +402,9 @@ Status infer_node(Graph& g, int n) {
   } else if (auto ms = shape::microsoft_rules().find(node.op_type);
              node.domain == "com.microsoft" && ms != shape::microsoft_rules().end()) {
     ONYX_RETURN_IF_ERROR(ms->second(ctx));
+  } else if (auto tr = shape::training_rules().find(node.op_type);
+             node.domain == "ai.onyx" && tr != shape::training_rules().end()) {
+    ONYX_RETURN_IF_ERROR(tr->second(ctx));
   } else {
     onnx_schema_fallback(g, node, ctx.outputs());
     from_onnx = true;

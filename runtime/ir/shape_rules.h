@@ -90,9 +90,12 @@ void add_tensor_rules(RuleTable& table);
 void add_reduce_rules(RuleTable& table);
 // com.microsoft rules by op_type (ONNX Runtime's contrib ops that Onyx runs).
 void add_microsoft_rules(RuleTable& table);
+// ai.onyx rules by op_type (the ops autodiff writes, shape_rules_training.cpp).
+void add_training_rules(RuleTable& table);
 // ai.onnx rules by op_type.
 const RuleTable& rules();
 const RuleTable& microsoft_rules();
+const RuleTable& training_rules();
 
 // Shared by ai.onnx ops and their com.microsoft quantized forms
 // (shape_rules_nn.cpp): numpy matmul of inputs ia and ib; Gemm's [M, N] from

@@ -1,0 +1,98 @@
+// shape_rules_training.cpp: the ai.onyx ops that autodiff writes into
+// training graphs (runtime/autodiff, the CPU kernels in
+// providers/cpu/kernels/grad/). onnx's schemas do not know this domain;
+// without these rules every gradient these ops make would be a dynamic
+// buffer, allocated and freed on each step instead of planned.
+#include "ir/shape_rules.h"
+
+namespace onyx::runtime::ir::shape {
+namespace {
+
+// Output `out` of dtype `dtype` whose shape is the value of int64 input
+// `shape_input`: exact when that value is a constant (a folded Shape of a
+// parameter), else only its rank when the input's length is known.
+void shape_from_input(InferContext& ctx, size_t out, int32_t dtype, size_t shape_input) {
+  if (auto v = ctx.ints(shape_input)) {
+    ctx.set_output(out, dtype, Shape(v->begin(), v->end()));
+    return;
+  }
+  const Shape& d = ctx.dims(shape_input);
+  if (ctx.rank(shape_input) == 1 && d[0] >= 0) ctx.set_output_rank(out, dtype, int32_t(d[0]));
+  else ctx.set_output_dtype(out, dtype);
+}
+
+// SumToShape(G, shape): G summed to `shape`.
+Status sum_to_shape(InferContext& ctx) {
+  shape_from_input(ctx, 0, ctx.dtype(0), 1);
+  return Status();
+}
+
+// NegativeLogLikelihoodLoss(log_prob [N, C, d...], labels [N, d...]):
+// the labels' shape for reduction none, else a scalar.
+Status nll_loss(InferContext& ctx) {
+  if (ctx.attr_string("reduction", "mean") != "none") {
+    ctx.set_output(0, ctx.dtype(0), {});
+  } else if (ctx.rank(1) >= 0) {
+    ctx.set_output(0, ctx.dtype(0), ctx.dims(1));
+  } else {
+    ctx.set_output_dtype(0, ctx.dtype(0));
+  }
+  return Status();
+}
+
+// NegativeLogLikelihoodLossGrad(dloss, labels [N, d...], shape of log_prob):
+// the scores' shape, [N, C, d...] (C from the shape input alone).
+Status nll_loss_grad(InferContext& ctx) {
+  if (ctx.ints(2) || ctx.rank(1) < 0) {
+    shape_from_input(ctx, 0, ctx.dtype(0), 2);
+    return Status();
+  }
+  Shape dims = ctx.dims(1);
+  dims.insert(dims.begin() + (dims.empty() ? 0 : 1), kUnknown);
+  ctx.set_output(0, ctx.dtype(0), dims);
+  return Status();
+}
+
+// MaxPoolGrad(dY, X): X's shape.
+Status max_pool_grad(InferContext& ctx) {
+  if (ctx.rank(1) >= 0) ctx.set_output(0, ctx.dtype(0), ctx.dims(1));
+  else ctx.set_output_dtype(0, ctx.dtype(0));
+  return Status();
+}
+
+// AveragePoolGrad(dY, shape of X), GatherGrad(dY, indices, shape of data),
+// SliceGrad(dY, shape of data, starts, ends, ...): the shape input's value.
+Status average_pool_grad(InferContext& ctx) {
+  shape_from_input(ctx, 0, ctx.dtype(0), 1);
+  return Status();
+}
+
+Status gather_grad(InferContext& ctx) {
+  shape_from_input(ctx, 0, ctx.dtype(0), 2);
+  return Status();
+}
+
+// ConvGrad(dY, X, W) -> (dX, dW): X's and W's shapes.
+Status conv_grad(InferContext& ctx) {
+  for (size_t k = 0; k < 2; ++k) {
+    if (!ctx.has_output(k)) continue;
+    if (ctx.rank(k + 1) >= 0) ctx.set_output(k, ctx.dtype(0), ctx.dims(k + 1));
+    else ctx.set_output_dtype(k, ctx.dtype(0));
+  }
+  return Status();
+}
+
+}  // namespace
+
+void add_training_rules(RuleTable& table) {
+  table["SumToShape"] = sum_to_shape;
+  table["NegativeLogLikelihoodLoss"] = nll_loss;
+  table["NegativeLogLikelihoodLossGrad"] = nll_loss_grad;
+  table["MaxPoolGrad"] = max_pool_grad;
+  table["AveragePoolGrad"] = average_pool_grad;
+  table["GatherGrad"] = gather_grad;
+  table["SliceGrad"] = average_pool_grad;  // the shape is input 1 too
+  table["ConvGrad"] = conv_grad;
+}
+
+}  // namespace onyx::runtime::ir::shape
