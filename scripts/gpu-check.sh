@@ -26,7 +26,8 @@
 #      settings), with validation accuracy;
 #   6. speed: MatMul/Conv against cuBLAS/cuDNN (bench/gpu_baselines.py), the
 #      MLP, CNN and transformer block against the CPU provider at batch 64 and
-#      512 (onyx_provider_bench), training samples per second on cuda and cpu.
+#      512 (onyx_provider_bench), host against device-bound I/O per run
+#      (onyx_device_io_bench), training samples per second on cuda and cpu.
 # Logs and numbers go to ${OUT:-DIR/report} (at most 8 files: the device
 # tool brings back only that many). Exit status: the number of failed checks.
 set -uo pipefail
@@ -36,7 +37,7 @@ stage_dir=${2:-build-gpu-stage}
 build_dir=${ONYX_BUILD_DIR:-build}
 targets=(onyx_cli onyx_provider_cpu onyx_provider_cuda onyx_gpu_math_test onyx_cuda_provider_test
          onyx_make_test_models onyx_conformance onyx_collectives_check onyx_provider_bench onyx_gpu_op_bench
-         onyx_op_tests)
+         onyx_device_io_bench onyx_op_tests)
 
 stage() {
   set -e
@@ -52,7 +53,7 @@ stage() {
   mkdir -p "$stage_dir"/{bin,lib/onyx/providers,lib/onyx/optimizers,lib/onyx/collectives,syslib,data}
   local b=$build_dir/bin l=$build_dir/lib
   for f in onyx onyx-conformance onyx_gpu_math_test onyx_cuda_provider_test onyx_make_test_models \
-           onyx_collectives_check onyx_provider_bench onyx_gpu_op_bench onyx_op_tests; do
+           onyx_collectives_check onyx_provider_bench onyx_gpu_op_bench onyx_device_io_bench onyx_op_tests; do
     strip -o "$stage_dir/bin/$f" "$b/$f"
   done
   strip -o "$stage_dir/lib/libonyx.so.0" "$l/libonyx.so.0"
@@ -154,6 +155,8 @@ speed() {
   "$bin/onyx_gpu_op_bench" --iterations 50 >"$data/ops.txt" || return 1
   LD_LIBRARY_PATH=$system_library_path python3 bench/gpu_baselines.py "$data/ops.txt" --iterations 50 || return 1
   "$bin/onyx_provider_bench" --provider cuda --batch 64 --batch 512 --iterations 50 || return 1
+  # Per-run cost of host I/O against device-bound I/O (which copies nothing).
+  "$bin/onyx_device_io_bench" --provider cuda --iterations 200 || return 1
   "$bin/onyx_make_test_models" "$data/models" >/dev/null || return 1
   local model batch cpu cuda
   for model in mlp cnn; do
