@@ -148,9 +148,8 @@ void print_placement(const Json& report) {
   }
   if (optimized["patterns_fused"].num() > 0) {
     std::string per_op;
-    for (const char* op : {"LayerNormalization", "Gelu", "MultiHeadAttention", "DynamicQuantizeMatMul", "FusedConv"})
-      if (double n = optimized["fused_patterns"][op].num(); n > 0)
-        per_op += (per_op.empty() ? "" : ", ") + std::string(op) + " " + std::to_string(int64_t(n));
+    for (const auto& [op, count] : optimized["fused_patterns"].members())
+      if (double n = count.num(); n > 0) per_op += (per_op.empty() ? "" : ", ") + op + " " + std::to_string(int64_t(n));
     std::cout << "op-by-op patterns fused: " << int64_t(optimized["patterns_fused"].num())
               << (per_op.empty() ? "" : " (" + per_op + ")") << "\n";
   }

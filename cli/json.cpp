@@ -192,6 +192,12 @@ const Json::Array& Json::items() const {
   return a ? *a : empty;
 }
 
+const Json::Object& Json::members() const {
+  static const Object empty;
+  const Object* o = std::get_if<Object>(&value_);
+  return o ? *o : empty;
+}
+
 std::string Json::str(const std::string& fallback) const {
   const std::string* s = std::get_if<std::string>(&value_);
   return s ? *s : fallback;

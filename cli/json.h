@@ -38,6 +38,7 @@ class Json {
   // gives the fallback, so an older or newer runtime's report still prints.
   const Json& operator[](const std::string& key) const;
   const Array& items() const;
+  const Object& members() const;  // an object's (key, value) pairs in source order
   std::string str(const std::string& fallback = "") const;
   double num(double fallback = 0) const;
   bool boolean(bool fallback = false) const;

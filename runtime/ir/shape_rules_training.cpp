@@ -1,6 +1,6 @@
 // shape_rules_training.cpp: the ai.onyx ops that autodiff writes into
 // training graphs (runtime/autodiff, the CPU kernels in
-// providers/cpu/kernels/grad/). onnx's schemas do not know this domain;
+// providers/cpu/kernels/grad/), and the graph optimizer's MatMulBias. onnx's schemas do not know this domain;
 // without these rules every gradient these ops make would be a dynamic
 // buffer, allocated and freed on each step instead of planned.
 #include "ir/shape_rules.h"
@@ -82,9 +82,13 @@ Status conv_grad(InferContext& ctx) {
   return Status();
 }
 
+// MatMulBias(A, B, bias) (optimize/matmul_bias_fusion.cpp): MatMul's shape.
+Status matmul_bias(InferContext& ctx) { return matmul_shape(ctx, 0, 1, ctx.dtype(0)); }
+
 }  // namespace
 
 void add_training_rules(RuleTable& table) {
+  table["MatMulBias"] = matmul_bias;
   table["SumToShape"] = sum_to_shape;
   table["NegativeLogLikelihoodLoss"] = nll_loss;
   table["NegativeLogLikelihoodLossGrad"] = nll_loss_grad;

@@ -334,6 +334,7 @@ Status optimize_graph(ir::Graph& graph, GraphOptimization level, OptimizationRep
     count("LayerNormalization", optimize::fuse_layer_norms(rw, providers));
     count("Gelu", optimize::fuse_gelus(rw, providers));
     count("MultiHeadAttention", optimize::fuse_attention(rw, providers));
+    count("MatMulBias", optimize::fuse_matmul_biases(rw, providers));  // after fuse_gelus
     count("DynamicQuantizeMatMul", optimize::fuse_dynamic_quantized_matmuls(rw, providers));
     const optimize::ActivationFusions activations = optimize::fuse_activations(rw, providers);
     count("FusedConv", activations.conv);

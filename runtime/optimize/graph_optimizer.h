@@ -23,6 +23,8 @@
 //   - multi-head attention written op by op (head split, scaled Q K^T,
 //     Softmax, P V, head merge) becomes one com.microsoft
 //     MultiHeadAttention (attention_fusion.cpp), where a provider claims it;
+//   - a MatMul, its constant bias Add and an activation become one ai.onyx
+//     MatMulBias (matmul_bias_fusion.cpp), where a provider claims it;
 //   - nodes whose outputs nothing reads are removed, then unused values.
 // Values read by name from a subgraph (If/Loop/Scan bodies) and graph
 // outputs are never renamed or removed.

@@ -46,6 +46,9 @@ int fuse_gelus(GraphRewrite& rw, const ProviderRank& providers);
 // attention_fusion.cpp: head split, scaled Q K^T, Softmax, P V and head
 // merge -> com.microsoft MultiHeadAttention.
 int fuse_attention(GraphRewrite& rw, const ProviderRank& providers);
+// matmul_bias_fusion.cpp: MatMul -> Add of a constant bias (-> Relu | Gelu
+// | FastGelu) -> ai.onyx MatMulBias.
+int fuse_matmul_biases(GraphRewrite& rw, const ProviderRank& providers);
 // dynamic_quantize_fusion.cpp: DynamicQuantizeLinear -> MatMulInteger ->
 // Cast -> Mul (-> Add) -> com.microsoft DynamicQuantizeMatMul.
 int fuse_dynamic_quantized_matmuls(GraphRewrite& rw, const ProviderRank& providers);

@@ -115,7 +115,7 @@ void scale_c(int64_t m, int64_t n, float beta, float* c, int64_t ldc) {
 }
 
 // C[i, j] = act(C[i, j] + bias[c0 + j]) over a rows x cols block. The four
-// forms are separate loops so that each vectorizes.
+// bias/Relu forms are separate loops so that each vectorizes.
 ONYX_CLONES void apply_epilogue(const GemmEpilogue& e, float* c, int64_t ldc, int64_t rows, int64_t cols,
                                 int64_t c0) {
   const float* bias = e.bias ? e.bias + c0 : nullptr;
@@ -128,8 +128,9 @@ ONYX_CLONES void apply_epilogue(const GemmEpilogue& e, float* c, int64_t ldc, in
       }
     else if (bias)
       for (int64_t j = 0; j < cols; ++j) ci[j] += bias[j];
-    else
+    else if (e.relu)
       for (int64_t j = 0; j < cols; ++j) ci[j] = ci[j] < 0.0f ? 0.0f : ci[j];
+    if (e.activation) e.activation(ci, ci, size_t(cols));
   }
 }
 
@@ -149,6 +150,18 @@ struct Gemm {
   GemmEpilogue epilogue;
 
   const float* a_at(int64_t i0, int64_t k0) const { return trans_a ? a + k0 * lda + i0 : a + i0 * lda + k0; }
+  // A is read in place by the set's DirectKernels (no pack_a pass).
+  bool direct_a() const { return !trans_a && ks.direct[1]; }
+  // The tile of C at (row, col) from K block pc: A's rows from the packed
+  // micro-panel `apanel` or, direct_a(), in place; B's from bp (row stride bs).
+  void tile(int64_t row, int64_t rows, int64_t col, int64_t cols, int64_t pc, int64_t kc, const float* apanel,
+            const float* bp, int64_t bs) const {
+    float* ct = c + row * ldc + col;
+    if (direct_a())
+      direct_tile_kernel(ks, rows, cols)(kc, a_at(row, pc), lda, bp, bs, ct, ldc, alpha, beta_for(pc), cols);
+    else
+      tile_kernel(ks, rows, cols)(kc, apanel, bp, bs, ct, ldc, alpha, beta_for(pc), cols);
+  }
   float beta_for(int64_t pc) const { return pc == 0 ? beta : 1.0f; }  // later K blocks accumulate
   // Rows [r0, r1) x columns [c0, c0 + cols) of C are final after K block pc.
   void finish(int64_t pc, int64_t kc, int64_t r0, int64_t r1, int64_t c0, int64_t cols) const {
@@ -188,13 +201,13 @@ void small_m(const Gemm& g, const ParallelFor& pf, size_t threads) {
     for (int64_t t = int64_t(t0); t < int64_t(t1); ++t) {
       const int64_t r0 = rows_of(t / nt), r1 = rows_of(t / nt + 1);
       const int64_t q0 = split(npan, nt, t % nt), q1 = split(npan, nt, t % nt + 1);
-      float* abuf = ws->a.reserve(size_t(round_up(std::min(r1 - r0, block_rows), MR) * g.kc_max));
+      float* abuf = g.direct_a() ? nullptr : ws->a.reserve(size_t(round_up(std::min(r1 - r0, block_rows), MR) * g.kc_max));
       float* bbuf = ws->b.reserve(size_t(g.kc_max * NR));
       for (int64_t pc = 0; pc < g.k; pc += g.kc_max) {
         const int64_t kc = std::min(g.kc_max, g.k - pc);
         for (int64_t rb = r0; rb < r1; rb += block_rows) {
           const int64_t re = std::min(r1, rb + block_rows);
-          ks.pack_a(g.trans_a, g.a_at(rb, pc), g.lda, re - rb, kc, abuf);
+          if (!g.direct_a()) ks.pack_a(g.trans_a, g.a_at(rb, pc), g.lda, re - rb, kc, abuf);
           for (int64_t q = q0; q < q1; ++q) {
             const int64_t cols = std::min(NR, g.n - q * NR);
             const float* bp = bbuf;
@@ -208,8 +221,7 @@ void small_m(const Gemm& g, const ParallelFor& pf, size_t threads) {
               ks.pack_b(g.src.trans, g.src.at(pc, q * NR), g.src.ldb, kc, cols, bbuf);
             }
             for (int64_t row = rb; row < re; row += MR)
-              tile_kernel(ks, std::min(MR, re - row), cols)(kc, abuf + (row - rb) * kc, bp, bs, g.c + row * g.ldc + q * NR, g.ldc,
-                                             g.alpha, g.beta_for(pc), cols);
+              g.tile(row, std::min(MR, re - row), q * NR, cols, pc, kc, abuf ? abuf + (row - rb) * kc : nullptr, bp, bs);
             g.finish(pc, kc, rb, re, q * NR, cols);
           }
         }
@@ -300,7 +312,7 @@ void blocked(const Gemm& g, const ParallelFor& pf, size_t threads) {
   const PackedB* packed = g.src.packed;
 
   WorkspaceLease ws;
-  float* abuf = ws->a.reserve(size_t(msuper * std::min(KC, g.k)));
+  float* abuf = g.direct_a() ? nullptr : ws->a.reserve(size_t(msuper * std::min(KC, g.k)));
   float* bbuf = packed ? nullptr : ws->b.reserve(size_t(std::min(KC, g.k) * std::min(round_up(g.n, NR), NC)));
 
   for (int64_t jc = 0; jc < g.n; jc += NC) {
@@ -314,9 +326,9 @@ void blocked(const Gemm& g, const ParallelFor& pf, size_t threads) {
         const int64_t mpan = ceil_div(mrows, MR);
 
         // Region 1: pack A's rows, and B's panel once per (jc, pc).
-        const int64_t ta = std::min(T, mpan);
+        const int64_t ta = g.direct_a() ? 0 : std::min(T, mpan);
         const int64_t tb = (packed || ic > 0) ? 0 : std::min(T, npan);
-        run_parallel(pf, threads, size_t(ta + tb), [&](size_t t0, size_t t1) {
+        if (ta + tb > 0) run_parallel(pf, threads, size_t(ta + tb), [&](size_t t0, size_t t1) {
           for (int64_t t = int64_t(t0); t < int64_t(t1); ++t) {
             if (t < ta) {
               const int64_t p0 = split(mpan, ta, t), p1 = split(mpan, ta, t + 1);
@@ -347,10 +359,9 @@ void blocked(const Gemm& g, const ParallelFor& pf, size_t threads) {
             for (int64_t q = q0; q < q1; ++q) {
               const float* bp = bpanel + q * kc * NR;
               const int64_t cols = std::min(NR, nc - q * NR);
-              float* cq = g.c + ic * g.ldc + jc + q * NR;
               for (int64_t p = p0; p < p1; ++p)
-                tile_kernel(ks, std::min(MR, mrows - p * MR), cols)(kc, abuf + p * MR * kc, bp, NR, cq + p * MR * g.ldc,
-                                                     g.ldc, g.alpha, g.beta_for(pc), cols);
+                g.tile(ic + p * MR, std::min(MR, mrows - p * MR), jc + q * NR, cols, pc, kc,
+                       abuf ? abuf + p * MR * kc : nullptr, bp, NR);
               g.finish(pc, kc, ic + p0 * MR, ic + std::min(p1 * MR, mrows), jc + q * NR, cols);
             }
           }

@@ -34,10 +34,11 @@ inline __mmask16 tail_mask(int64_t left) {
 
 // An M x (16 * NV) tile; NV = 4 is the main kernel, NV = 1 the narrow one
 // for a last panel of at most 16 columns (a 10-class output layer: the full
-// width would spend 54 of every 64 lanes on padding).
-template <int M, int NV>
-void ukr(int64_t kc, const float* a, const float* b, int64_t bs, float* c, int64_t ldc,
-         float alpha, float beta, int64_t cols) {
+// width would spend 54 of every 64 lanes on padding). kDirect: A read in
+// place (row i at a + i * lda, DirectKernel), else packed (MicroKernel).
+template <int M, int NV, bool kDirect>
+inline __attribute__((always_inline)) void tile(int64_t kc, const float* a, int64_t lda, const float* b, int64_t bs,
+                                                float* c, int64_t ldc, float alpha, float beta, int64_t cols) {
   __m512 acc[M][NV];
 #pragma GCC unroll 16
   for (int i = 0; i < M; ++i)
@@ -59,11 +60,11 @@ void ukr(int64_t kc, const float* a, const float* b, int64_t bs, float* c, int64
     for (int v = 0; v < NV; ++v) bv[v] = _mm512_loadu_ps(b + 16 * v);
 #pragma GCC unroll 16
     for (int i = 0; i < M; ++i) {
-      const __m512 ai = _mm512_set1_ps(a[i]);
+      const __m512 ai = _mm512_set1_ps(kDirect ? a[i * lda + k] : a[i]);
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_fmadd_ps(ai, bv[v], acc[i][v]);
     }
-    a += kMR;
+    if (!kDirect) a += kMR;
     b += bs;
   }
 
@@ -88,6 +89,26 @@ void ukr(int64_t kc, const float* a, const float* b, int64_t bs, float* c, int64
         _mm512_mask_storeu_ps(ci, mask[v], _mm512_fmadd_ps(vb, old, _mm512_mul_ps(acc[i][v], va)));
       }
   }
+}
+
+template <int M, int NV>
+void ukr(int64_t kc, const float* a, const float* b, int64_t bs, float* c, int64_t ldc, float alpha, float beta,
+         int64_t cols) {
+  tile<M, NV, false>(kc, a, 0, b, bs, c, ldc, alpha, beta, cols);
+}
+
+template <int M, int NV>
+void ukr_direct(int64_t kc, const float* a, int64_t lda, const float* b, int64_t bs, float* c, int64_t ldc,
+                float alpha, float beta, int64_t cols) {
+  tile<M, NV, true>(kc, a, lda, b, bs, c, ldc, alpha, beta, cols);
+}
+
+template <int M, int NV = kNV>
+constexpr DirectKernel pick_direct() {
+  if constexpr (M >= 1 && M <= kMR)
+    return &ukr_direct<M, NV>;
+  else
+    return nullptr;
 }
 
 template <int M, int NV = kNV>
@@ -209,7 +230,14 @@ constexpr KernelSet kSet = {
     pack_a, pack_b, /*narrow_cols=*/16,
     {pick<0, 1>(), pick<1, 1>(), pick<2, 1>(), pick<3, 1>(), pick<4, 1>(), pick<5, 1>(), pick<6, 1>(),
      pick<7, 1>(), pick<8, 1>(), pick<9, 1>(), pick<10, 1>(), pick<11, 1>(), pick<12, 1>(), pick<13, 1>(),
-     pick<14, 1>(), pick<15, 1>(), pick<16, 1>()}};
+     pick<14, 1>(), pick<15, 1>(), pick<16, 1>()},
+    {pick_direct<0>(), pick_direct<1>(), pick_direct<2>(), pick_direct<3>(), pick_direct<4>(), pick_direct<5>(),
+     pick_direct<6>(), pick_direct<7>(), pick_direct<8>(), pick_direct<9>(), pick_direct<10>(), pick_direct<11>(),
+     pick_direct<12>(), pick_direct<13>(), pick_direct<14>(), pick_direct<15>(), pick_direct<16>()},
+    {pick_direct<0, 1>(), pick_direct<1, 1>(), pick_direct<2, 1>(), pick_direct<3, 1>(), pick_direct<4, 1>(),
+     pick_direct<5, 1>(), pick_direct<6, 1>(), pick_direct<7, 1>(), pick_direct<8, 1>(), pick_direct<9, 1>(),
+     pick_direct<10, 1>(), pick_direct<11, 1>(), pick_direct<12, 1>(), pick_direct<13, 1>(), pick_direct<14, 1>(),
+     pick_direct<15, 1>(), pick_direct<16, 1>()}};
 static_assert(kSet.nc % kNR == 0 && kSet.mc % kMR == 0);
 
 }  // namespace

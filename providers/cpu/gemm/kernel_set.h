@@ -23,6 +23,13 @@ constexpr int kMaxMR = 16;
 using MicroKernel = void (*)(int64_t kc, const float* a, const float* b, int64_t b_stride,
                              float* c, int64_t ldc, float alpha, float beta, int64_t cols);
 
+// As MicroKernel, but A is read in place: row i of the tile at a + i * lda,
+// kc contiguous floats from `a` (A not transposed). No packing pass: with
+// few column panels to reuse it, packing A costs a good part of the product
+// (a 16 x 16 transpose per 6 x 16 block).
+using DirectKernel = void (*)(int64_t kc, const float* a, int64_t lda, const float* b, int64_t b_stride,
+                              float* c, int64_t ldc, float alpha, float beta, int64_t cols);
+
 // Packs op(A) rows [0, rows) x [0, kc) into ceil(rows/MR) micro-panels of kc*MR
 // floats (short panels zero-padded). `a` points at op(A)(0, 0) of the block.
 using PackA = void (*)(bool trans, const float* a, int64_t lda, int64_t rows, int64_t kc, float* dst);
@@ -43,11 +50,19 @@ struct KernelSet {
   // that narrow (an output layer of 10 classes).
   int narrow_cols = 0;
   MicroKernel narrow[kMaxMR + 1] = {};
+  // Optional (null: pack A): the DirectKernel forms of ukr and narrow.
+  DirectKernel direct[kMaxMR + 1] = {};
+  DirectKernel narrow_direct[kMaxMR + 1] = {};
 };
 
 // The kernel for a tile of `rows` x `cols` (rows <= mr, cols <= nr).
 inline MicroKernel tile_kernel(const KernelSet& ks, int64_t rows, int64_t cols) {
   return cols <= ks.narrow_cols && ks.narrow[rows] ? ks.narrow[rows] : ks.ukr[rows];
+}
+
+// Its DirectKernel form, or null when the set has none.
+inline DirectKernel direct_tile_kernel(const KernelSet& ks, int64_t rows, int64_t cols) {
+  return cols <= ks.narrow_cols && ks.narrow_direct[rows] ? ks.narrow_direct[rows] : ks.direct[rows];
 }
 
 // Defined in kernel_<isa>.cpp; only call one whose ISA the CPU supports.

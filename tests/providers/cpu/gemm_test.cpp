@@ -32,13 +32,20 @@ struct Case {
   int64_t pad_a = 0, pad_b = 0, pad_c = 0;  // leading dimension minus width
   bool integers = false;                    // small integers: every result exact
   bool bias = false, relu = false;          // the epilogue: C = act(C + bias[j])
+  bool halve = false;                       // and then its activation function: halve()
 };
+
+// An epilogue activation whose exact result the check knows: y = x / 2.
+void halve(const float* x, float* y, size_t n) {
+  for (size_t i = 0; i < n; ++i) y[i] = 0.5f * x[i];
+}
 
 std::string describe(const Case& c) {
   return std::string(c.ta ? "T" : "N") + (c.tb ? "T" : "N") + " m=" + std::to_string(c.m) +
          " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k) + " alpha=" + std::to_string(c.alpha) +
          " beta=" + std::to_string(c.beta) + " pads=" + std::to_string(c.pad_a) + "," +
-         std::to_string(c.pad_b) + "," + std::to_string(c.pad_c) + (c.bias ? " +bias" : "") + (c.relu ? " relu" : "");
+         std::to_string(c.pad_b) + "," + std::to_string(c.pad_c) + (c.bias ? " +bias" : "") + (c.relu ? " relu" : "") +
+         (c.halve ? " halve" : "");
 }
 
 // Operands as stored: op(A) is m x k, op(B) is k x n; padding holds NaN so
@@ -123,6 +130,7 @@ struct Problem {
         }
         if (cs.bias) want += bias[size_t(j)], bound += std::fabs(bias[size_t(j)]);
         if (cs.relu) want = std::max(want, 0.0);  // 1-Lipschitz: the bound holds
+        if (cs.halve) want *= 0.5, bound *= 0.5;  // exact in binary
         const double tol = cs.integers ? 0.0 : double(k + 8) * FLT_EPSILON * bound + 1e-30;
         if (!(std::fabs(double(got_ij) - want) <= tol))
           ++bad, ADD_FAILURE() << what << ": C(" << i << "," << j << ") = " << got_ij << ", want " << want
@@ -168,6 +176,7 @@ class SgemmTest : public ::testing::TestWithParam<Isa> {
     GemmEpilogue e;
     e.bias = cs.bias ? p.bias.data() : nullptr;
     e.relu = cs.relu;
+    e.activation = cs.halve ? halve : nullptr;
     return e;
   }
   void run(const Case& cs, const ParallelFor& pf = {}, uint32_t seed = 1) {
@@ -187,6 +196,7 @@ class SgemmTest : public ::testing::TestWithParam<Isa> {
                  epilogue_of(cs, p));
     p.check(c, "packed " + describe(cs));
   }
+  void tiny_blocking(bool direct);
 };
 
 TEST_P(SgemmTest, OddSizesAllTransposes) {
@@ -218,14 +228,18 @@ TEST_P(SgemmTest, AlphaBeta) {
       }
 }
 
-// The epilogue (a bias row, a Relu, both) on every driver path: few rows,
-// many rows (blocked), one column, K blocks crossed, threads, packed B, and
-// an empty product (C = act(beta * C + bias)).
-TEST_P(SgemmTest, EpilogueAddsTheBiasAndAppliesRelu) {
-  for (auto [bias, relu] : {std::pair{true, false}, std::pair{false, true}, std::pair{true, true}})
+// The epilogue (a bias row, a Relu, an activation function, together) on
+// every driver path: few rows, many rows (blocked), one column, K blocks
+// crossed, threads, packed B, and an empty product (C = act(beta * C + bias)).
+TEST_P(SgemmTest, EpilogueAddsTheBiasAndAppliesTheActivations) {
+  struct Form {
+    bool bias, relu, halve;
+  };
+  for (Form f : {Form{true, false, false}, Form{false, true, false}, Form{true, true, false}, Form{true, false, true},
+                 Form{false, true, true}})
     for (bool tb : {false, true}) {
       auto with = [&](Case c) {
-        c.tb = tb, c.bias = bias, c.relu = relu;
+        c.tb = tb, c.bias = f.bias, c.relu = f.relu, c.halve = f.halve;
         return c;
       };
       run(with({false, false, 37, 45, 29}));
@@ -344,12 +358,22 @@ TEST_P(SgemmTest, PackedBIsReusable) {
 // NC = 2 NR, 3 MR + 1 rows per packed A region) and threads even for tiny
 // work, so that small exact problems cross every loop boundary of both
 // drivers: several K blocks, column panels, row blocks and A regions, partial
-// tiles at every edge, serial and threaded, with B packed ahead or not.
+// tiles at every edge, serial and threaded, with B packed ahead or not, and
+// A read in place (the set's DirectKernels, where it has them) or packed.
 TEST_P(SgemmTest, TinyBlockingCrossesEveryBoundary) {
+  for (bool direct : {true, false})
+    tiny_blocking(direct);
+}
+
+void SgemmTest::tiny_blocking(bool direct) {
   gemm_detail::KernelSet tiny = ks();
   tiny.kc = 5;
   tiny.mc = 2 * tiny.mr;
   tiny.nc = 2 * tiny.nr;
+  if (!direct) {
+    std::fill(std::begin(tiny.direct), std::end(tiny.direct), nullptr);
+    std::fill(std::begin(tiny.narrow_direct), std::end(tiny.narrow_direct), nullptr);
+  }
   for (int64_t small_m : {int64_t(0), int64_t(1) << 40}) {  // blocked() only, then small_m() only
     gemm_detail::DriverOptions opt;
     opt.small_m = small_m;
@@ -362,7 +386,7 @@ TEST_P(SgemmTest, TinyBlockingCrossesEveryBoundary) {
             Case cs{ta, tb, 7 * tiny.mr + 3, 5 * tiny.nr + 3, 17, 1.0f, beta, 1, 2, 3};
             cs.integers = true;
             const std::string what = describe(cs) + " small_m=" + std::to_string(small_m) +
-                                     " threads=" + std::to_string(threads);
+                                     " threads=" + std::to_string(threads) + (direct ? "" : " packed A");
             Problem p(cs, 3);
             const ParallelFor pf = threads > 1 ? spawning(threads) : ParallelFor{};
             std::vector<float> c = p.c;

@@ -1,7 +1,8 @@
 // The pattern fusions (runtime/optimize/layer_norm_fusion.cpp,
-// gelu_fusion.cpp): each test writes the op-by-op form an exporter writes,
-// checks the one node the optimized session runs instead, and compares its
-// outputs with the same model run unfused and with a float64 reference.
+// gelu_fusion.cpp, matmul_bias_fusion.cpp, activation_fusion.cpp): each test
+// writes the op-by-op form an exporter writes, checks the one node the
+// optimized session runs instead, and compares its outputs with the same
+// model run unfused and with a float64 reference.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -332,6 +333,102 @@ TEST_F(PatternFusionTest, GemmThenReluBecomesFusedGemm) {
   auto fused = session(mb.bytes(), GraphOptimization::kAll);
   ASSERT_TRUE(fused);
   EXPECT_EQ(ops(*fused), (std::vector<std::string>{"Gemm", "Relu"}));
+}
+
+// ---------------------------------------------------------------------------
+// MatMul + bias (+ activation)
+// ---------------------------------------------------------------------------
+
+struct MatMulBiasForm {
+  const char* activation = "";  // "", "Relu", "Gelu", "GeluTanh"
+  bool bias_first = false;      // Add(bias, product)
+  bool bias_3d = false;         // the bias as [1, 1, N]
+};
+
+constexpr int64_t kMmRows = 2, kMmSeq = 3, kMmK = 7, kMmN = 20;  // N > 16: a full and a narrow panel
+
+std::string matmul_bias_model(const MatMulBiasForm& f, const std::vector<float>& w, const std::vector<float>& b,
+                              bool sum_is_output = false) {
+  ModelBuilder mb(20);
+  mb.input("x", {kMmRows, kMmSeq, kMmK}).output("y", {kMmRows, kMmSeq, kMmN});
+  if (sum_is_output) mb.output("s", {kMmRows, kMmSeq, kMmN});
+  mb.initializer("w", {kMmK, kMmN}, w).initializer("b", f.bias_3d ? Shape{1, 1, kMmN} : Shape{kMmN}, b);
+  mb.node("MatMul", {"x", "w"}, {"m"}, "proj");
+  const std::string sum = *f.activation ? "s" : "y";
+  mb.node("Add", f.bias_first ? std::vector<std::string>{"b", "m"} : std::vector<std::string>{"m", "b"}, {sum}, "bias");
+  if (*f.activation) {
+    const bool tanh_form = std::string(f.activation) == "GeluTanh";
+    mb.node(tanh_form ? "Gelu" : f.activation, {"s"}, {"y"}, "act");
+    if (tanh_form) {
+      auto* a = last_node(mb).add_attribute();
+      a->set_name("approximate");
+      a->set_type(pb::AttributeProto::STRING);
+      a->set_s("tanh");
+    }
+  }
+  return mb.bytes();
+}
+
+std::vector<double> matmul_bias_reference(const std::string& activation, const std::vector<float>& x,
+                                          const std::vector<float>& w, const std::vector<float>& b) {
+  std::vector<double> y;
+  for (int64_t i = 0; i < kMmRows * kMmSeq; ++i)
+    for (int64_t j = 0; j < kMmN; ++j) {
+      double v = b[size_t(j)];
+      for (int64_t p = 0; p < kMmK; ++p) v += double(x[size_t(i * kMmK + p)]) * w[size_t(p * kMmN + j)];
+      if (activation == "Relu") v = std::max(v, 0.0);
+      if (activation == "Gelu") v = 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
+      if (activation == "GeluTanh")
+        v = 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+      y.push_back(v);
+    }
+  return y;
+}
+
+TEST_F(PatternFusionTest, MatMulBiasAndActivationBecomeMatMulBias) {
+  std::mt19937 rng(21);
+  const std::vector<float> w = random_floats(size_t(kMmK * kMmN), rng, -1, 1);
+  const std::vector<float> b = random_floats(size_t(kMmN), rng, -1, 1);
+  const std::vector<float> x = random_floats(size_t(kMmRows * kMmSeq * kMmK), rng, -1, 1);
+  const Shape shape = {kMmRows, kMmSeq, kMmN}, x_shape = {kMmRows, kMmSeq, kMmK};
+  for (const char* act : {"", "Relu", "Gelu", "GeluTanh"})
+    for (bool bias_first : {false, true})
+      for (bool bias_3d : {false, true}) {
+        SCOPED_TRACE(std::string("activation '") + act + "'" + (bias_first ? " bias first" : "") +
+                     (bias_3d ? " bias [1, 1, N]" : ""));
+        // float32 sums of 8 terms of magnitude <= 1, then GELU to 2e-6 relative.
+        check(matmul_bias_model({act, bias_first, bias_3d}, w, b), {"ai.onyx::MatMulBias"}, shape, x,
+              matmul_bias_reference(act, x, w, b), 2e-6, 1e-5, x_shape);
+      }
+}
+
+TEST_F(PatternFusionTest, MatMulBiasLeavesOutWhatOthersRead) {
+  std::mt19937 rng(22);
+  const std::vector<float> w = random_floats(size_t(kMmK * kMmN), rng, -1, 1);
+  const std::vector<float> b = random_floats(size_t(kMmN), rng, -1, 1);
+  // The sum is a graph output too (as a training graph's pre-activation is
+  // read by the activation's gradient): the activation stays a node.
+  auto fused = session(matmul_bias_model({"Relu"}, w, b, true), GraphOptimization::kAll);
+  ASSERT_TRUE(fused);
+  EXPECT_EQ(ops(*fused), (std::vector<std::string>{"ai.onyx::MatMulBias", "Relu"}));
+  // The product is read elsewhere: nothing fuses.
+  ModelBuilder mb(20);
+  mb.input("x", {kMmRows, kMmSeq, kMmK}).output("y", {kMmRows, kMmSeq, kMmN}).output("m", {kMmRows, kMmSeq, kMmN});
+  mb.initializer("w", {kMmK, kMmN}, w).initializer("b", {kMmN}, b);
+  mb.node("MatMul", {"x", "w"}, {"m"}, "proj");
+  mb.node("Add", {"m", "b"}, {"y"}, "bias");
+  fused = session(mb.bytes(), GraphOptimization::kAll);
+  ASSERT_TRUE(fused);
+  EXPECT_EQ(ops(*fused), (std::vector<std::string>{"MatMul", "Add"}));
+  // An [M, N] tensor added to the product is not a bias (one value per column).
+  ModelBuilder full(20);
+  full.input("x", {kMmSeq, kMmK}).output("y", {kMmSeq, kMmN});
+  full.initializer("w", {kMmK, kMmN}, w).initializer("b", {kMmSeq, kMmN}, random_floats(size_t(kMmSeq * kMmN), rng, -1, 1));
+  full.node("MatMul", {"x", "w"}, {"m"}, "proj");
+  full.node("Add", {"m", "b"}, {"y"}, "bias");
+  fused = session(full.bytes(), GraphOptimization::kAll);
+  ASSERT_TRUE(fused);
+  EXPECT_EQ(ops(*fused), (std::vector<std::string>{"MatMul", "Add"}));
 }
 
 TEST(PatternFusionPass, NothingIsFusedThatNoProviderClaimsFirst) {

@@ -1,4 +1,5 @@
-// matmul.cpp: MatMul and Gemm.
+// matmul.cpp: MatMul and Gemm, and ai.onyx MatMulBias (a MatMul, its bias
+// Add and an activation, which optimize/matmul_bias_fusion.cpp writes).
 //
 // float32 runs on the provider's SGEMM (gemm/gemm.h); a B that is a constant
 // initializer is packed once at kernel creation. float64 and the integer
@@ -9,6 +10,7 @@
 #include <memory>
 #include <type_traits>
 
+#include "kernels/elementwise/vec_math.h"
 #include "kernels/linalg/matmul_shape.h"
 #include "kernels/nn_util.h"
 #include "kernels/registry.h"
@@ -65,9 +67,30 @@ void gemm_loop(sdk::ComputeContext& ctx, bool ta, bool tb, int64_t m, int64_t n,
 // MatMul
 // ---------------------------------------------------------------------------
 
+// ai.onyx MatMulBias(A, B, bias) with attribute activation "" | "Relu" |
+// "Gelu" | "FastGelu": Y = activation(A x B + bias), bias a constant vector
+// over Y's last axis. Float32 only; the bias and activation run on each block
+// of Y as the GEMM finishes it.
+std::string matmul_bias_supports(const sdk::NodeInfo& node) {
+  const std::string act = node.get_string("activation", "");
+  if (act != "" && act != "Relu" && act != "Gelu" && act != "FastGelu")
+    return "MatMulBias activation '" + act + "' is not supported";
+  const sdk::ValueDesc& bias = node.inputs[2];
+  if (!bias.constant) return "MatMulBias: the bias is not a constant";
+  if (bias.constant->dims.size() != 1) return "MatMulBias: the bias is not a vector";
+  return {};
+}
+
 class MatMulKernel final : public sdk::Kernel {
  public:
   explicit MatMulKernel(const sdk::NodeInfo& node) : label_(nn::node_label(node)) {
+    if (node.op_type == "MatMulBias") {
+      const sdk::ConstantTensor& bias = *node.inputs[2].constant;
+      bias_.assign(bias.data<float>(), bias.data<float>() + bias.size());
+      const std::string act = node.get_string("activation", "");
+      epilogue_.relu = act == "Relu";
+      epilogue_.activation = act == "Gelu" ? vec::gelu_erf : act == "FastGelu" ? vec::gelu_tanh : nullptr;
+    }
     // A constant float32 B with one matrix is packed once for all runs.
     const sdk::ValueDesc& b = node.inputs[1];
     if (b.constant && b.dtype == ONYX_DTYPE_FLOAT32 && b.constant->dims.size() <= 2 &&
@@ -86,6 +109,9 @@ class MatMulKernel final : public sdk::Kernel {
     MatMulShape s;
     if (std::string e = matmul_shape(a.dims, b.dims, &s); !e.empty())
       return nn::fail(label_, "%s", e.c_str());
+    if (!bias_.empty() && (a.dtype != ONYX_DTYPE_FLOAT32 || s.n != int64_t(bias_.size())))
+      return nn::fail(label_, "MatMulBias of %s x %s: the %zu-element float32 bias does not fit",
+                      nn::dims_str(a.dims).c_str(), nn::dims_str(b.dims).c_str(), bias_.size());
     ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, a.dtype, s.y_dims, &y));
     if (y.size() == 0) return nullptr;
     switch (a.dtype) {
@@ -135,7 +161,9 @@ class MatMulKernel final : public sdk::Kernel {
                  const sdk::Tensor& y, const MatMulShape& s) const {
     const float *ad = a.data<float>(), *bd = b.data<float>();
     float* yd = y.data<float>();
-    if (s.k == 0) {
+    GemmEpilogue epilogue = epilogue_;
+    epilogue.bias = bias_.empty() ? nullptr : bias_.data();
+    if (s.k == 0 && epilogue.empty()) {
       std::fill(yd, yd + y.size(), 0.0f);
       return;
     }
@@ -143,14 +171,14 @@ class MatMulKernel final : public sdk::Kernel {
       ParallelFor pf = nn::host_parallel_for(ctx);
       if (uses_packed(s.k, s.n))
         sgemm_packed(false, s.batch() * s.m, s.n, s.k, 1.0f, ad, s.k, *packed_b_, 0.0f, yd, s.n,
-                     pf);
+                     pf, epilogue);
       else
-        sgemm(false, false, s.batch() * s.m, s.n, s.k, 1.0f, ad, s.k, bd, s.n, 0.0f, yd, s.n, pf);
+        sgemm(false, false, s.batch() * s.m, s.n, s.k, 1.0f, ad, s.k, bd, s.n, 0.0f, yd, s.n, pf, epilogue);
       return;
     }
     auto one = [&](int64_t t, const ParallelFor& pf) {
       sgemm(false, false, s.m, s.n, s.k, 1.0f, ad + s.a_index[size_t(t)] * s.m * s.k, s.k,
-            bd + s.b_index[size_t(t)] * s.k * s.n, s.n, 0.0f, yd + t * s.m * s.n, s.n, pf);
+            bd + s.b_index[size_t(t)] * s.k * s.n, s.n, 0.0f, yd + t * s.m * s.n, s.n, pf, epilogue);
     };
     // Many small matrices: one whole GEMM per task. Few: parallel inside each.
     if (s.batch() >= int64_t(ctx.thread_count())) {
@@ -181,6 +209,8 @@ class MatMulKernel final : public sdk::Kernel {
 
   std::string label_;
   std::shared_ptr<PackedB> packed_b_;
+  std::vector<float> bias_;  // MatMulBias: one per column of Y; MatMul: empty
+  GemmEpilogue epilogue_;    // MatMulBias's activation (its bias is bias_)
 };
 
 // ---------------------------------------------------------------------------
@@ -364,6 +394,11 @@ void register_matmul_kernels(sdk::KernelRegistry& registry) {
                        return std::string();
                      return sdk::TypeRule{"", {0, 1}, kTypes}.check(node);
                    })
+                   .create<MatMulKernel>());
+  registry.add(sdk::KernelDefBuilder("MatMulBias", kOnyxDomain)
+                   .inputs(3)
+                   .input_types({0, 1, 2}, sdk::dtypes::kFloat32)
+                   .check(matmul_bias_supports)
                    .create<MatMulKernel>());
   // Gemm: float16/bfloat16 too (widened, as MatMul's), which mixed-precision
   // training's MatMul gradients and autocast Gemms need.
