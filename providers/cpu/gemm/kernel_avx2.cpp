@@ -14,9 +14,11 @@ constexpr int kMR = 6;
 constexpr int kNV = 2;  // ymm vectors per tile row
 constexpr int kNR = 8 * kNV;
 
-template <int M>
-void ukr(int64_t kc, const float* a, const float* b, int64_t bs, float* c, int64_t ldc,
-         float alpha, float beta, int64_t cols) {
+// kDirect: A read in place (row i at a + i * lda, DirectKernel), else
+// packed (MicroKernel).
+template <int M, bool kDirect>
+inline __attribute__((always_inline)) void tile(int64_t kc, const float* a, int64_t lda, const float* b, int64_t bs,
+                                                float* c, int64_t ldc, float alpha, float beta, int64_t cols) {
   __m256 acc[M][kNV];
 #pragma GCC unroll 8
   for (int i = 0; i < M; ++i)
@@ -34,11 +36,11 @@ void ukr(int64_t kc, const float* a, const float* b, int64_t bs, float* c, int64
     for (int v = 0; v < kNV; ++v) bv[v] = _mm256_loadu_ps(b + 8 * v);
 #pragma GCC unroll 8
     for (int i = 0; i < M; ++i) {
-      const __m256 ai = _mm256_broadcast_ss(a + i);
+      const __m256 ai = _mm256_broadcast_ss(kDirect ? a + i * lda + k : a + i);
 #pragma GCC unroll 4
       for (int v = 0; v < kNV; ++v) acc[i][v] = _mm256_fmadd_ps(ai, bv[v], acc[i][v]);
     }
-    a += kMR;
+    if (!kDirect) a += kMR;
     b += bs;
   }
 
@@ -70,9 +72,29 @@ void ukr(int64_t kc, const float* a, const float* b, int64_t bs, float* c, int64
 }
 
 template <int M>
+void ukr(int64_t kc, const float* a, const float* b, int64_t bs, float* c, int64_t ldc, float alpha, float beta,
+         int64_t cols) {
+  tile<M, false>(kc, a, 0, b, bs, c, ldc, alpha, beta, cols);
+}
+
+template <int M>
+void ukr_direct(int64_t kc, const float* a, int64_t lda, const float* b, int64_t bs, float* c, int64_t ldc,
+                float alpha, float beta, int64_t cols) {
+  tile<M, true>(kc, a, lda, b, bs, c, ldc, alpha, beta, cols);
+}
+
+template <int M>
 constexpr MicroKernel pick() {
   if constexpr (M >= 1 && M <= kMR)
     return &ukr<M>;
+  else
+    return nullptr;
+}
+
+template <int M>
+constexpr DirectKernel pick_direct() {
+  if constexpr (M >= 1 && M <= kMR)
+    return &ukr_direct<M>;
   else
     return nullptr;
 }
@@ -152,7 +174,10 @@ constexpr KernelSet kSet = {
     /*mc=*/144, /*kc=*/256, /*nc=*/2048,
     {pick<0>(), pick<1>(), pick<2>(), pick<3>(), pick<4>(), pick<5>(), pick<6>(), pick<7>(), pick<8>(),
      pick<9>(), pick<10>(), pick<11>(), pick<12>(), pick<13>(), pick<14>(), pick<15>(), pick<16>()},
-    pack_a, pack_b};
+    pack_a, pack_b, /*narrow_cols=*/0, {},
+    {pick_direct<0>(), pick_direct<1>(), pick_direct<2>(), pick_direct<3>(), pick_direct<4>(), pick_direct<5>(),
+     pick_direct<6>(), pick_direct<7>(), pick_direct<8>(), pick_direct<9>(), pick_direct<10>(), pick_direct<11>(),
+     pick_direct<12>(), pick_direct<13>(), pick_direct<14>(), pick_direct<15>(), pick_direct<16>()}};
 static_assert(kSet.nc % kNR == 0 && kSet.mc % kMR == 0);
 
 }  // namespace
