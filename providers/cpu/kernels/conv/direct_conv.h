@@ -32,6 +32,7 @@ struct Shape {
   int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, dilation_h = 1, dilation_w = 1;
   int64_t out_h = 0, out_w = 0;
   int64_t padded_h = 0, padded_w = 0;
+  bool operator==(const Shape&) const = default;
 };
 
 // Output channels per register block, and the floats a vector load may read
