@@ -4,11 +4,11 @@
 // standard-library inline function, so no ISA code is merged into code every
 // CPU runs.
 //
-// V provides: reg and ireg (float and int32 vectors), kLanes, set(float),
+// V provides: reg (a float vector), kLanes, set(float),
 // min, max, add, sub, mul, div, rcp(d) (1 / d to about an ulp for d >= 1, 0 for +inf),
 // fmadd(a, b, c) = a b + c, fnmadd = c - a b,
-// round (to nearest), to_int, shift_right_1, sub_int, pow2 (2^n from the
-// exponent field, n in [-126, 127]), abs, zero_where_zero(c, v) (v, 0 where c
+// round (to nearest), scale_pow2(p, n) (p 2^n exactly, n integral in
+// [-126, 128]), abs, zero_where_zero(c, v) (v, 0 where c
 // == 0), select_nonnegative(x, a, b) (x >= 0 ? a : b), zero_below(x, limit,
 // v) (v, 0 where x < limit; NaN keeps v), loadu, storeu, load_first(p, n)
 // (the first n lanes, the rest 0), store_first(p, v, n).
@@ -48,9 +48,8 @@ ONYX_GELU_INLINE Reg<V> exp(Reg<V> x) {
   const Reg<V> p45 = V::fmadd(V::set(1.9875691500e-4f), r, V::set(1.3981999507e-3f));
   Reg<V> p = V::fmadd(V::fmadd(p45, r2, p23), r2, p01);
   p = V::fmadd(p, r2, V::add(r, V::set(1.0f)));
-  // n in [-126, 128]: 2^n by the exponent field; 2^128 is split in two.
-  const typename V::ireg e = V::to_int(n), half = V::shift_right_1(e);
-  return V::mul(V::mul(p, V::pow2(half)), V::pow2(V::sub_int(e, half)));
+  // n in [-126, 128] (x clamped above): p 2^n.
+  return V::scale_pow2(p, n);
 }
 
 // erfc(z) for z >= 0 with relative error below 1.2e-7 in exact arithmetic

@@ -38,9 +38,12 @@ struct Avx2 {
   static reg fmadd(reg a, reg b, reg c) { return _mm256_fmadd_ps(a, b, c); }
   static reg fnmadd(reg a, reg b, reg c) { return _mm256_fnmadd_ps(a, b, c); }
   static reg round(reg x) { return _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
-  static ireg to_int(reg x) { return _mm256_cvtps_epi32(x); }
-  static ireg shift_right_1(ireg e) { return _mm256_srai_epi32(e, 1); }
-  static ireg sub_int(ireg a, ireg b) { return _mm256_sub_epi32(a, b); }
+  // p 2^n for integral n in [-126, 128]: 2^n from the exponent field, split
+  // in two halves so that 2^128 (and 2^-126 p, not flushed) stays exact.
+  static reg scale_pow2(reg p, reg n) {
+    const ireg e = _mm256_cvtps_epi32(n), half = _mm256_srai_epi32(e, 1);
+    return _mm256_mul_ps(_mm256_mul_ps(p, pow2(half)), pow2(_mm256_sub_epi32(e, half)));
+  }
   static reg pow2(ireg n) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n, _mm256_set1_epi32(127)), 23)); }
   static reg abs(reg x) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x); }
   static reg zero_where_zero(reg c, reg v) {
