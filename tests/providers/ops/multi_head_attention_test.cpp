@@ -29,7 +29,8 @@ std::vector<Case> cases() {
           Case{2, 3, 4, 2, 3, 2, {3, 4}, false},          // one row per query (a causal-style mask)
           Case{2, 5, 7, 3, 4, 4, {2, 1, 1, 7}, true},     // BERT's padding mask
           Case{1, 4, 4, 2, 8, 8, {1, 2, 4, 4}, false},    // per head
-          Case{3, 1, 6, 4, 16, 8, {}, true}};             // one query (decoding)
+          Case{3, 1, 6, 4, 16, 8, {}, true},              // one query (decoding)
+          Case{1, 70, 80, 2, 8, 4, {1, 1, 70, 80}, false}};  // longer sequences, a per-query mask
 }
 
 ONYX_PROVIDER_CASE_SUITE(MultiHeadAttentionTest, Case, cases(), case_index<Case>);
