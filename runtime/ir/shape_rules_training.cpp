@@ -82,6 +82,16 @@ Status conv_grad(InferContext& ctx) {
   return Status();
 }
 
+// ReluGrad(dY, X) (optimize/relu_grad_fusion.cpp): the broadcast of both,
+// dY's type.
+Status relu_grad(InferContext& ctx) {
+  const TypeShape shapes[] = {ctx.input_type(0), ctx.input_type(1)};
+  ONYX_ASSIGN_OR_RETURN(TypeShape out, broadcast(ctx, shapes));
+  out.dtype = ctx.dtype(0);
+  ctx.set_output(0, out);
+  return Status();
+}
+
 // MatMulBias(A, B, bias) (optimize/matmul_bias_fusion.cpp): MatMul's shape.
 Status matmul_bias(InferContext& ctx) { return matmul_shape(ctx, 0, 1, ctx.dtype(0)); }
 
@@ -89,6 +99,7 @@ Status matmul_bias(InferContext& ctx) { return matmul_shape(ctx, 0, 1, ctx.dtype
 
 void add_training_rules(RuleTable& table) {
   table["MatMulBias"] = matmul_bias;
+  table["ReluGrad"] = relu_grad;
   table["SumToShape"] = sum_to_shape;
   table["NegativeLogLikelihoodLoss"] = nll_loss;
   table["NegativeLogLikelihoodLossGrad"] = nll_loss_grad;

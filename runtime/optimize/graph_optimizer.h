@@ -25,6 +25,8 @@
 //     MultiHeadAttention (attention_fusion.cpp), where a provider claims it;
 //   - a MatMul, its constant bias Add and an activation become one ai.onyx
 //     MatMulBias (matmul_bias_fusion.cpp), where a provider claims it;
+//   - Relu's gradient as autodiff writes it, Where(Greater(X, 0), dY, 0),
+//     becomes one ai.onyx ReluGrad (relu_grad_fusion.cpp), the same way;
 //   - nodes whose outputs nothing reads are removed, then unused values.
 // Values read by name from a subgraph (If/Loop/Scan bodies) and graph
 // outputs are never renamed or removed.

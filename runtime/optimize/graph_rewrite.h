@@ -49,6 +49,8 @@ int fuse_attention(GraphRewrite& rw, const ProviderRank& providers);
 // matmul_bias_fusion.cpp: MatMul -> Add of a constant bias (-> Relu | Gelu
 // | FastGelu) -> ai.onyx MatMulBias.
 int fuse_matmul_biases(GraphRewrite& rw, const ProviderRank& providers);
+// relu_grad_fusion.cpp: Where(Greater(X, 0), dY, 0) -> ai.onyx ReluGrad(dY, X).
+int fuse_relu_grads(GraphRewrite& rw, const ProviderRank& providers);
 // dynamic_quantize_fusion.cpp: DynamicQuantizeLinear -> MatMulInteger ->
 // Cast -> Mul (-> Add) -> com.microsoft DynamicQuantizeMatMul.
 int fuse_dynamic_quantized_matmuls(GraphRewrite& rw, const ProviderRank& providers);

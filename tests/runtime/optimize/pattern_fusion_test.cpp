@@ -1,11 +1,13 @@
 // The pattern fusions (runtime/optimize/layer_norm_fusion.cpp,
-// gelu_fusion.cpp, matmul_bias_fusion.cpp, activation_fusion.cpp): each test
-// writes the op-by-op form an exporter writes, checks the one node the
-// optimized session runs instead, and compares its outputs with the same
-// model run unfused and with a float64 reference.
+// gelu_fusion.cpp, matmul_bias_fusion.cpp, relu_grad_fusion.cpp,
+// activation_fusion.cpp): each test writes the op-by-op form an exporter (or
+// autodiff) writes, checks the one node the optimized session runs instead,
+// and compares its outputs with the same model run unfused and with a
+// float64 reference.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "ir/onnx_import.h"
@@ -429,6 +431,54 @@ TEST_F(PatternFusionTest, MatMulBiasLeavesOutWhatOthersRead) {
   fused = session(full.bytes(), GraphOptimization::kAll);
   ASSERT_TRUE(fused);
   EXPECT_EQ(ops(*fused), (std::vector<std::string>{"MatMul", "Add"}));
+}
+
+// ---------------------------------------------------------------------------
+// Relu's gradient
+// ---------------------------------------------------------------------------
+
+// Where(Greater(x, 0), dy, 0), as autodiff writes it; dy may broadcast.
+std::string relu_grad_model(const Shape& x_shape, const Shape& dy_shape, float zero = 0) {
+  ModelBuilder mb(13);
+  mb.input("x", x_shape).input("dy", dy_shape).output("dx", x_shape);
+  scalar(mb, "zero", zero);
+  mb.node("Greater", {"x", "zero"}, {"positive"}, "relu_grad_mask");
+  mb.node("Where", {"positive", "dy", "zero"}, {"dx"}, "relu_grad");
+  return mb.bytes();
+}
+
+TEST_F(PatternFusionTest, GreaterThenWhereBecomesReluGrad) {
+  std::mt19937 rng(23);
+  const Shape x_shape = {2, 3, 20};
+  const std::vector<float> xs = random_floats(2 * 3 * 20, rng, -1, 1);
+  for (const Shape& dy_shape : {Shape{2, 3, 20}, Shape{3, 20}}) {  // the same shape, and a dy that broadcasts
+    SCOPED_TRACE("dy " + std::to_string(dy_shape.size()) + "-D");
+    const int64_t dy_size = dy_shape.size() == 3 ? 2 * 3 * 20 : 3 * 20;
+    std::vector<float> dys = random_floats(size_t(dy_size), rng, -1, 1);
+    auto fused = session(relu_grad_model(x_shape, dy_shape), GraphOptimization::kAll);
+    auto plain = session(relu_grad_model(x_shape, dy_shape), GraphOptimization::kOff);
+    ASSERT_TRUE(fused && plain);
+    EXPECT_EQ(ops(*fused), (std::vector<std::string>{"ai.onyx::ReluGrad"}));
+    Tensor x = Tensor::allocate(ONYX_DTYPE_FLOAT32, x_shape), dy = Tensor::allocate(ONYX_DTYPE_FLOAT32, dy_shape);
+    std::copy(xs.begin(), xs.end(), x.data_as<float>());
+    std::copy(dys.begin(), dys.end(), dy.data_as<float>());
+    x.data_as<float>()[0] = 0.0f;  // not positive: 0
+    x.data_as<float>()[1] = std::numeric_limits<float>::quiet_NaN();  // Greater is false: 0
+    for (Session* s : {fused.get(), plain.get()}) {
+      auto out = s->run({{"x", x}, {"dy", dy}});
+      ASSERT_TRUE(out.ok()) << out.status().to_string();
+      const Tensor& dx = out.value()[0];
+      ASSERT_EQ(dx.shape(), x_shape);
+      for (int64_t i = 0; i < 2 * 3 * 20; ++i) {
+        const float xi = x.data_as<float>()[i], dyi = dys[size_t(i % dy_size)];
+        ASSERT_EQ(dx.data_as<float>()[i], xi > 0 ? dyi : 0.0f) << (s == fused.get() ? "fused" : "unfused") << " " << i;
+      }
+    }
+  }
+  // A threshold other than 0 is not Relu's gradient.
+  auto other = session(relu_grad_model(x_shape, x_shape, 0.5f), GraphOptimization::kAll);
+  ASSERT_TRUE(other);
+  EXPECT_EQ(ops(*other), (std::vector<std::string>{"Greater", "Where"}));
 }
 
 TEST(PatternFusionPass, NothingIsFusedThatNoProviderClaimsFirst) {

@@ -1,5 +1,6 @@
 // binary.cpp: two-input element-wise ops with multidirectional
-// broadcasting: arithmetic, Pow, Mod, bit ops, logic, comparisons, PRelu.
+// broadcasting: arithmetic, Pow, Mod, bit ops, logic, comparisons, PRelu,
+// and ai.onyx ReluGrad (optimize/relu_grad_fusion.cpp).
 // Integer arithmetic wraps around (two's complement), as in numpy.
 #include <cmath>
 
@@ -151,6 +152,15 @@ struct PRelu {
     if constexpr (std::is_integral_v<T>) return x < T(0) ? T(wide_unsigned_t<T>(x) * wide_unsigned_t<T>(slope)) : x;
     else return x < T(0) ? x * slope : x;
   }
+};
+
+// ai.onyx ReluGrad(dY, X) = X > 0 ? dY : 0, the Greater + Where that
+// autodiff writes for Relu's gradient in one pass (NaN in X gives 0, as
+// Greater's false does).
+struct ReluGrad {
+  static constexpr unsigned kTypes = kFloat | kHalf;
+  template <typename T>
+  T operator()(T dy, T x) const { return x > T(0) ? dy : T(0); }
 };
 
 template <typename Op>
@@ -364,6 +374,11 @@ void register_binary_kernels(sdk::KernelRegistry& registry) {
   registry.add(binary<LessOrEqual>("LessOrEqual", 12));
   registry.add(binary<GreaterOrEqual>("GreaterOrEqual", 12));
   registry.add(binary<PRelu>("PRelu", 1));
+  registry.add(sdk::KernelDefBuilder("ReluGrad", kOnyxDomain)
+                   .since(1)
+                   .inputs(2)
+                   .type_constraint("T", {}, util::dtype_set(ReluGrad::kTypes))
+                   .create<BinaryKernel<ReluGrad>>());
 
   registry.add(sdk::KernelDefBuilder("Pow")
                    .inputs(2)

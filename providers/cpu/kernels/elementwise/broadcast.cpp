@@ -32,7 +32,7 @@ std::string broadcast_shape(std::initializer_list<std::span<const int64_t>> shap
 
 LegacyBroadcast LegacyBroadcast::read(const sdk::NodeInfo& node) {
   LegacyBroadcast l;
-  l.enabled = node.opset < 7;
+  l.enabled = node.domain.empty() && node.opset < 7;  // ai.onnx's opsets only
   l.broadcast = node.get_int("broadcast", 0) != 0;
   l.has_axis = node.has("axis");
   l.axis = node.get_int("axis", 0);
