@@ -203,6 +203,10 @@ void pack_b(bool trans, const float* b, int64_t ldb, int64_t kc, int64_t cols, f
       for (int v = 0; v < kNV; ++v) {
         const int64_t j0 = q + 16 * v;
         const int64_t jn = min64(16, cols - j0);  // may be <= 0: zero padding
+        if (jn <= 0) {  // padding only: no transposes of zeros (3 of 4 for a 16-key attention head)
+          for (int64_t k = 0; k < kc; ++k) _mm512_storeu_ps(dst + k * kNR + 16 * v, _mm512_setzero_ps());
+          continue;
+        }
         for (int64_t k0 = 0; k0 < kc; k0 += 16) {
           const int64_t kn = min64(16, kc - k0);
           __m512 r[16];
