@@ -92,8 +92,17 @@ Status relu_grad(InferContext& ctx) {
   return Status();
 }
 
-// MatMulBias(A, B, bias) (optimize/matmul_bias_fusion.cpp): MatMul's shape.
-Status matmul_bias(InferContext& ctx) { return matmul_shape(ctx, 0, 1, ctx.dtype(0)); }
+// MatMulBias(A, B, bias[, residual]) (optimize/matmul_bias_fusion.cpp):
+// MatMul's shape, broadcast with the residual's.
+Status matmul_bias(InferContext& ctx) {
+  ONYX_RETURN_IF_ERROR(matmul_shape(ctx, 0, 1, ctx.dtype(0)));
+  if (!ctx.has_input(3) || ctx.outputs().empty()) return Status();
+  const TypeShape shapes[] = {ctx.outputs()[0], ctx.input_type(3)};
+  ONYX_ASSIGN_OR_RETURN(TypeShape out, broadcast(ctx, shapes));
+  out.dtype = ctx.dtype(0);
+  ctx.set_output(0, out);
+  return Status();
+}
 
 }  // namespace
 

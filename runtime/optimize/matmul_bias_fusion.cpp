@@ -1,12 +1,13 @@
 // matmul_bias_fusion.cpp: a MatMul, the Add of a constant bias over its last
-// axis and, optionally, an activation of the sum,
-//   Y = act(MatMul(A, B) + bias)     act: Relu, Gelu (erf), FastGelu (tanh)
-// become one ai.onyx MatMulBias(A, B, bias) with attribute activation ("" for
-// none), where a provider claims it. The provider adds the bias and applies
-// the activation to each block of Y while the block is in cache: a
-// transformer's projections and feed-forward layers otherwise make a pass
-// over memory per op (at batch 64 the bias Adds and the GELU of one encoder
-// block cost the CPU more than its attention).
+// axis and, optionally, an activation of the sum and a residual Add after it,
+//   Y = act(MatMul(A, B) + bias) + R     act: Relu, Gelu (erf), FastGelu (tanh)
+// become one ai.onyx MatMulBias(A, B, bias[, R]) with attribute activation
+// ("" for none), where a provider claims it. The provider adds the bias,
+// applies the activation and adds R to each block of Y while the block is
+// in cache: a transformer's projections and feed-forward layers otherwise
+// make a pass over memory per op (at batch 64 the bias Adds, the GELU and
+// the residual Adds of one encoder block cost the CPU more than its
+// attention). R: float32, of the product's rank (it may broadcast to it).
 // float32; A of rank >= 2, B a matrix; the bias a constant of B's width N,
 // [N] or [1, ..., 1, N] and of no higher rank than the product. The product
 // and the sum must have no other reader (a training graph's pre-activation,
@@ -52,6 +53,17 @@ int bias_of(GraphRewrite& rw, const ir::Node& add, int product, int64_t n, int32
   return add_initializer(rw, rw.graph.values[size_t(other)].name + "_vector", std::move(vector));
 }
 
+// The residual the Add `add` adds to `value` (a float32 tensor of the
+// product's `rank`, not `value` itself), or -1.
+int residual_of(const GraphRewrite& rw, int add, int value, int32_t rank) {
+  const ir::Node& n = rw.graph.nodes[size_t(add)];
+  if (!n.domain.empty() || n.op_type != "Add" || n.outputs.size() != 1 || rw.removed[size_t(add)]) return -1;
+  const int other = other_input(n, value);
+  if (other < 0 || other == value) return -1;
+  const ir::Value& r = rw.graph.values[size_t(other)];
+  return r.dtype == ONYX_DTYPE_FLOAT32 && r.rank == rank ? other : -1;
+}
+
 bool fuse_at(GraphRewrite& rw, const SoleReaders& sole, const ProviderRank& providers, int mm) {
   ir::Graph& g = rw.graph;
   {
@@ -77,23 +89,38 @@ bool fuse_at(GraphRewrite& rw, const SoleReaders& sole, const ProviderRank& prov
   fused.op_type = "MatMulBias";
   fused.domain = "ai.onyx";
   fused.inputs = {a, b, bias};
-  // With the activation after the sum when there is one and a provider
-  // claims that; else the MatMul and the Add alone.
+  // The longest claimed form: with the activation after the sum when there
+  // is one, then with a residual Add after that; else the MatMul and the Add.
   const int sum = g.nodes[size_t(add)].outputs[0];
   const int act = internal(rw, sum) ? sole.of(sum) : -1;
   const char* activation = act >= 0 && !rw.removed[size_t(act)] ? activation_of(g.nodes[size_t(act)]) : nullptr;
-  if (activation) {
-    ir::Node with = fused;
-    with.name += std::string("_") + activation;
-    with.outputs = g.nodes[size_t(act)].outputs;
-    with.attributes.push_back(string_attribute("activation", activation));
-    if (claimed_in_place(rw, providers, with, {mm, add, act})) {
-      commit_fusion(rw, {mm, add, act}, std::move(with));
+  std::vector<int> group = {mm, add};
+  if (activation) group.push_back(act);
+  fused.attributes.push_back(string_attribute("activation", activation ? activation : ""));
+  if (activation) fused.name += std::string("_") + activation;
+  const int end = g.nodes[size_t(group.back())].outputs[0];
+  const int residual_add = internal(rw, end) ? sole.of(end) : -1;
+  const int residual = residual_add >= 0 ? residual_of(rw, residual_add, end, pv.rank) : -1;
+  for (bool with_residual : {true, false}) {
+    if (with_residual && residual < 0) continue;
+    ir::Node candidate = fused;
+    std::vector<int> nodes = group;
+    if (with_residual) {
+      candidate.inputs.push_back(residual);
+      candidate.name += "_residual";
+      nodes.push_back(residual_add);
+    }
+    candidate.outputs = g.nodes[size_t(nodes.back())].outputs;
+    if (claimed_in_place(rw, providers, candidate, nodes)) {
+      commit_fusion(rw, nodes, std::move(candidate));
       return true;
     }
   }
+  if (!activation) return false;
+  // The activation's form unclaimed: the MatMul and the bias Add alone.
+  fused.attributes.back() = string_attribute("activation", "");
+  fused.name = fused.name.substr(0, fused.name.size() - std::strlen(activation) - 1);
   fused.outputs = {sum};
-  fused.attributes.push_back(string_attribute("activation", ""));
   if (!claimed_in_place(rw, providers, fused, {mm, add})) return false;
   commit_fusion(rw, {mm, add}, std::move(fused));
   return true;

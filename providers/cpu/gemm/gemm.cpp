@@ -114,10 +114,11 @@ void scale_c(int64_t m, int64_t n, float beta, float* c, int64_t ldc) {
   }
 }
 
-// C[i, j] = act(C[i, j] + bias[c0 + j]) over a rows x cols block. The four
-// bias/Relu forms are separate loops so that each vectorizes.
+// C[i, j] = act(C[i, j] + bias[c0 + j]) + residual[r0 + i, c0 + j] over a
+// rows x cols block whose first element is C's (r0, c0). The four bias/Relu
+// forms are separate loops so that each vectorizes.
 ONYX_CLONES void apply_epilogue(const GemmEpilogue& e, float* c, int64_t ldc, int64_t rows, int64_t cols,
-                                int64_t c0) {
+                                int64_t r0, int64_t c0) {
   const float* bias = e.bias ? e.bias + c0 : nullptr;
   for (int64_t i = 0; i < rows; ++i) {
     float* ci = c + i * ldc;
@@ -131,6 +132,10 @@ ONYX_CLONES void apply_epilogue(const GemmEpilogue& e, float* c, int64_t ldc, in
     else if (e.relu)
       for (int64_t j = 0; j < cols; ++j) ci[j] = ci[j] < 0.0f ? 0.0f : ci[j];
     if (e.activation) e.activation(ci, ci, size_t(cols));
+    if (e.residual) {
+      const float* ri = e.residual + (r0 + i) * e.ldr + c0;
+      for (int64_t j = 0; j < cols; ++j) ci[j] += ri[j];
+    }
   }
 }
 
@@ -165,7 +170,7 @@ struct Gemm {
   float beta_for(int64_t pc) const { return pc == 0 ? beta : 1.0f; }  // later K blocks accumulate
   // Rows [r0, r1) x columns [c0, c0 + cols) of C are final after K block pc.
   void finish(int64_t pc, int64_t kc, int64_t r0, int64_t r1, int64_t c0, int64_t cols) const {
-    if (!epilogue.empty() && pc + kc >= k) apply_epilogue(epilogue, c + r0 * ldc + c0, ldc, r1 - r0, cols, c0);
+    if (!epilogue.empty() && pc + kc >= k) apply_epilogue(epilogue, c + r0 * ldc + c0, ldc, r1 - r0, cols, r0, c0);
   }
 };
 
@@ -379,7 +384,7 @@ void driver(const KernelSet& ks, const DriverOptions& opt, bool trans_a, int64_t
   if (m <= 0 || n <= 0) return;
   if (k <= 0 || alpha == 0.0f) {
     scale_c(m, n, beta, c, ldc);
-    if (!epilogue.empty()) apply_epilogue(epilogue, c, ldc, m, n, 0);
+    if (!epilogue.empty()) apply_epilogue(epilogue, c, ldc, m, n, 0, 0);
     return;
   }
   const Gemm g{ks, trans_a, m, n, k, alpha, a, lda, src, beta, c, ldc,

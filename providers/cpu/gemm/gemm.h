@@ -22,15 +22,19 @@ struct ParallelFor {
 };
 
 // Work on each block of C once its sum is complete, while the block is in
-// cache: C[i, j] = act(C[i, j] + bias[j]). A Gemm's bias row and a fused
-// activation then cost no pass of their own.
+// cache: C[i, j] = act(C[i, j] + bias[j]) + residual[i, j]. A Gemm's bias
+// row, a fused activation and a residual Add then cost no pass of their own.
 struct GemmEpilogue {
   const float* bias = nullptr;  // n values (one per column of C), or none
   bool relu = false;            // max(0, x), NaN kept
   // Any other activation, run in place (x == y) on each finished row segment
   // after the bias: e.g. vec::gelu_erf. Must be callable from any thread.
   void (*activation)(const float* x, float* y, size_t n) = nullptr;
-  bool empty() const { return !bias && !relu && !activation; }
+  // Added last: an m x n matrix, row i at residual + i * ldr; it must not
+  // overlap C.
+  const float* residual = nullptr;
+  int64_t ldr = 0;
+  bool empty() const { return !bias && !relu && !activation && !residual; }
 };
 
 // Row-major: C[m x n] = alpha * op(A)[m x k] * op(B)[k x n] + beta * C, where

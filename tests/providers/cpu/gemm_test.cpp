@@ -33,6 +33,7 @@ struct Case {
   bool integers = false;                    // small integers: every result exact
   bool bias = false, relu = false;          // the epilogue: C = act(C + bias[j])
   bool halve = false;                       // and then its activation function: halve()
+  bool residual = false;                    // and then a residual matrix added (row stride n + 1)
 };
 
 // An epilogue activation whose exact result the check knows: y = x / 2.
@@ -45,7 +46,7 @@ std::string describe(const Case& c) {
          " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k) + " alpha=" + std::to_string(c.alpha) +
          " beta=" + std::to_string(c.beta) + " pads=" + std::to_string(c.pad_a) + "," +
          std::to_string(c.pad_b) + "," + std::to_string(c.pad_c) + (c.bias ? " +bias" : "") + (c.relu ? " relu" : "") +
-         (c.halve ? " halve" : "");
+         (c.halve ? " halve" : "") + (c.residual ? " +residual" : "");
 }
 
 // Operands as stored: op(A) is m x k, op(B) is k x n; padding holds NaN so
@@ -53,7 +54,7 @@ std::string describe(const Case& c) {
 struct Problem {
   Case cs;
   int64_t lda, ldb, ldc;
-  std::vector<float> a, b, c, bias;
+  std::vector<float> a, b, c, bias, residual;
 
   explicit Problem(const Case& c_, uint32_t seed) : cs(c_) {
     const int64_t a_rows = cs.ta ? cs.k : cs.m, a_cols = cs.ta ? cs.m : cs.k;
@@ -75,6 +76,7 @@ struct Problem {
     fill(a, a_rows, a_cols, lda, 2.0f, kNaN);
     fill(c, cs.m, cs.n, ldc, 4.0f, kGuard);
     if (cs.bias) fill(bias, 1, cs.n, cs.n, 4.0f, kNaN);
+    if (cs.residual) fill(residual, cs.m, cs.n, cs.n + 1, 4.0f, kNaN);  // padded: rows at their stride
     if (cs.beta == 0.0f)  // beta == 0 must not read C: NaN would show through
       for (int64_t i = 0; i < cs.m; ++i)
         for (int64_t j = 0; j < cs.n; ++j) c[size_t(i * ldc + j)] = kNaN;
@@ -131,6 +133,10 @@ struct Problem {
         if (cs.bias) want += bias[size_t(j)], bound += std::fabs(bias[size_t(j)]);
         if (cs.relu) want = std::max(want, 0.0);  // 1-Lipschitz: the bound holds
         if (cs.halve) want *= 0.5, bound *= 0.5;  // exact in binary
+        if (cs.residual) {
+          const double r = residual[size_t(i * (n + 1) + j)];
+          want += r, bound += std::fabs(r);
+        }
         const double tol = cs.integers ? 0.0 : double(k + 8) * FLT_EPSILON * bound + 1e-30;
         if (!(std::fabs(double(got_ij) - want) <= tol))
           ++bad, ADD_FAILURE() << what << ": C(" << i << "," << j << ") = " << got_ij << ", want " << want
@@ -177,6 +183,8 @@ class SgemmTest : public ::testing::TestWithParam<Isa> {
     e.bias = cs.bias ? p.bias.data() : nullptr;
     e.relu = cs.relu;
     e.activation = cs.halve ? halve : nullptr;
+    e.residual = cs.residual ? p.residual.data() : nullptr;
+    e.ldr = cs.n + 1;
     return e;
   }
   void run(const Case& cs, const ParallelFor& pf = {}, uint32_t seed = 1) {
@@ -228,18 +236,19 @@ TEST_P(SgemmTest, AlphaBeta) {
       }
 }
 
-// The epilogue (a bias row, a Relu, an activation function, together) on
+// The epilogue (a bias row, a Relu, an activation function, a residual) on
 // every driver path: few rows, many rows (blocked), one column, K blocks
 // crossed, threads, packed B, and an empty product (C = act(beta * C + bias)).
 TEST_P(SgemmTest, EpilogueAddsTheBiasAndAppliesTheActivations) {
   struct Form {
-    bool bias, relu, halve;
+    bool bias, relu, halve, residual;
   };
-  for (Form f : {Form{true, false, false}, Form{false, true, false}, Form{true, true, false}, Form{true, false, true},
-                 Form{false, true, true}})
+  for (Form f : {Form{true, false, false, false}, Form{false, true, false, false}, Form{true, true, false, false},
+                 Form{true, false, true, false}, Form{false, true, true, false}, Form{false, false, false, true},
+                 Form{true, false, true, true}})
     for (bool tb : {false, true}) {
       auto with = [&](Case c) {
-        c.tb = tb, c.bias = f.bias, c.relu = f.relu, c.halve = f.halve;
+        c.tb = tb, c.bias = f.bias, c.relu = f.relu, c.halve = f.halve, c.residual = f.residual;
         return c;
       };
       run(with({false, false, 37, 45, 29}));

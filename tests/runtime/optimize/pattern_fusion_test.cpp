@@ -404,6 +404,48 @@ TEST_F(PatternFusionTest, MatMulBiasAndActivationBecomeMatMulBias) {
       }
 }
 
+// MatMul + bias (+ Gelu) + a residual input r, which may broadcast: one
+// MatMulBias with r as input 3, against float64.
+TEST_F(PatternFusionTest, AResidualAddJoinsMatMulBias) {
+  std::mt19937 rng(24);
+  const std::vector<float> w = random_floats(size_t(kMmK * kMmN), rng, -1, 1);
+  const std::vector<float> b = random_floats(size_t(kMmN), rng, -1, 1);
+  const std::vector<float> xs = random_floats(size_t(kMmRows * kMmSeq * kMmK), rng, -1, 1);
+  const Shape shape = {kMmRows, kMmSeq, kMmN}, x_shape = {kMmRows, kMmSeq, kMmK};
+  for (const char* act : {"", "Gelu"})
+    for (const Shape& r_shape : {shape, Shape{1, kMmSeq, kMmN}}) {  // the product's shape, and one that broadcasts
+      SCOPED_TRACE(std::string("activation '") + act + "', residual batch " + std::to_string(r_shape[0]));
+      ModelBuilder mb(20);
+      mb.input("x", x_shape).input("r", r_shape).output("y", shape);
+      mb.initializer("w", {kMmK, kMmN}, w).initializer("b", {kMmN}, b);
+      mb.node("MatMul", {"x", "w"}, {"m"}, "proj");
+      mb.node("Add", {"m", "b"}, {"s"}, "bias");
+      if (*act) mb.node(act, {"s"}, {"g"}, "act");
+      mb.node("Add", {"r", *act ? "g" : "s"}, {"y"}, "residual");
+      auto fused = session(mb.bytes(), GraphOptimization::kAll);
+      auto plain = session(mb.bytes(), GraphOptimization::kOff);
+      ASSERT_TRUE(fused && plain);
+      EXPECT_EQ(ops(*fused), (std::vector<std::string>{"ai.onyx::MatMulBias"}));
+      const std::vector<float> rs = random_floats(size_t(r_shape[0] * kMmSeq * kMmN), rng, -1, 1);
+      Tensor x = Tensor::allocate(ONYX_DTYPE_FLOAT32, x_shape), r = Tensor::allocate(ONYX_DTYPE_FLOAT32, r_shape);
+      std::copy(xs.begin(), xs.end(), x.data_as<float>());
+      std::copy(rs.begin(), rs.end(), r.data_as<float>());
+      std::vector<double> want = matmul_bias_reference(act, xs, w, b);
+      const int64_t r_size = int64_t(rs.size());
+      for (size_t i = 0; i < want.size(); ++i) want[i] += rs[i % size_t(r_size)];
+      for (Session* s : {fused.get(), plain.get()}) {
+        auto out = s->run({{"x", x}, {"r", r}});
+        ASSERT_TRUE(out.ok()) << out.status().to_string();
+        const Tensor& y = out.value()[0];
+        ASSERT_EQ(y.shape(), shape);
+        // float32 sums of 8 terms of magnitude <= 1, GELU to 2e-6, one more add.
+        for (size_t i = 0; i < want.size(); ++i)
+          ASSERT_NEAR(y.data_as<float>()[i], want[i], 2e-6 * std::fabs(want[i]) + 2e-5)
+              << (s == fused.get() ? "fused" : "unfused") << " element " << i;
+      }
+    }
+}
+
 TEST_F(PatternFusionTest, MatMulBiasLeavesOutWhatOthersRead) {
   std::mt19937 rng(22);
   const std::vector<float> w = random_floats(size_t(kMmK * kMmN), rng, -1, 1);

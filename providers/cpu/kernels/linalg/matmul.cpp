@@ -1,5 +1,6 @@
 // matmul.cpp: MatMul and Gemm, and ai.onyx MatMulBias (a MatMul, its bias
-// Add and an activation, which optimize/matmul_bias_fusion.cpp writes).
+// Add, an activation and a residual Add, which
+// optimize/matmul_bias_fusion.cpp writes).
 //
 // float32 runs on the provider's SGEMM (gemm/gemm.h); a B that is a constant
 // initializer is packed once at kernel creation. float64 and the integer
@@ -10,6 +11,7 @@
 #include <memory>
 #include <type_traits>
 
+#include "kernels/elementwise/elementwise.h"
 #include "kernels/elementwise/vec_math.h"
 #include "kernels/linalg/matmul_shape.h"
 #include "kernels/nn_util.h"
@@ -67,10 +69,11 @@ void gemm_loop(sdk::ComputeContext& ctx, bool ta, bool tb, int64_t m, int64_t n,
 // MatMul
 // ---------------------------------------------------------------------------
 
-// ai.onyx MatMulBias(A, B, bias) with attribute activation "" | "Relu" |
-// "Gelu" | "FastGelu": Y = activation(A x B + bias), bias a constant vector
-// over Y's last axis. Float32 only; the bias and activation run on each block
-// of Y as the GEMM finishes it.
+// ai.onyx MatMulBias(A, B, bias[, residual]) with attribute activation "" |
+// "Relu" | "Gelu" | "FastGelu": Y = activation(A x B + bias) + residual, bias
+// a constant vector over the last axis, the residual broadcasting to the
+// product. Float32 only; the bias, activation and a residual of the
+// product's shape are applied to each block of Y as the GEMM finishes it.
 std::string matmul_bias_supports(const sdk::NodeInfo& node) {
   const std::string act = node.get_string("activation", "");
   if (act != "" && act != "Relu" && act != "Gelu" && act != "FastGelu")
@@ -85,6 +88,7 @@ class MatMulKernel final : public sdk::Kernel {
  public:
   explicit MatMulKernel(const sdk::NodeInfo& node) : label_(nn::node_label(node)) {
     if (node.op_type == "MatMulBias") {
+      residual_ = node.input_present(3);
       const sdk::ConstantTensor& bias = *node.inputs[2].constant;
       bias_.assign(bias.data<float>(), bias.data<float>() + bias.size());
       const std::string act = node.get_string("activation", "");
@@ -112,6 +116,7 @@ class MatMulKernel final : public sdk::Kernel {
     if (!bias_.empty() && (a.dtype != ONYX_DTYPE_FLOAT32 || s.n != int64_t(bias_.size())))
       return nn::fail(label_, "MatMulBias of %s x %s: the %zu-element float32 bias does not fit",
                       nn::dims_str(a.dims).c_str(), nn::dims_str(b.dims).c_str(), bias_.size());
+    if (residual_) return run_with_residual(ctx, a, b, s);
     ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, a.dtype, s.y_dims, &y));
     if (y.size() == 0) return nullptr;
     switch (a.dtype) {
@@ -144,6 +149,34 @@ class MatMulKernel final : public sdk::Kernel {
   }
 
  private:
+  // MatMulBias with a residual: added by the epilogue when it has the
+  // product's shape; else (it broadcasts) the product goes to scratch and a
+  // broadcasting add writes Y.
+  OnyxStatus* run_with_residual(sdk::ComputeContext& ctx, const sdk::Tensor& a, const sdk::Tensor& b,
+                                const MatMulShape& s) const {
+    const sdk::Tensor r = ctx.in(3);
+    if (r.dtype != ONYX_DTYPE_FLOAT32) return nn::fail(label_, "the residual is %s, not float32", sdk::dtype_name(r.dtype));
+    std::vector<int64_t> out;
+    if (std::string e = ew::broadcast_shape({s.y_dims, r.dims}, &out); !e.empty())
+      return nn::fail(label_, "the residual does not broadcast to the product: %s", e.c_str());
+    sdk::Tensor y;
+    ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, ONYX_DTYPE_FLOAT32, out, &y));
+    if (y.size() == 0) return nullptr;
+    if (std::ranges::equal(r.dims, s.y_dims)) {
+      run_float(ctx, a, b, y, s, r.data<float>());
+      return nullptr;
+    }
+    void* scratch = nullptr;
+    ONYX_SDK_RETURN_IF_ERROR(ctx.scratch(size_t(sdk::element_count(s.y_dims)) * sizeof(float), &scratch));
+    sdk::Tensor product = y;
+    product.raw = scratch;
+    product.dims = s.y_dims;
+    run_float(ctx, a, b, product, s);
+    ew::binary_loop(ctx, ew::make_plan({s.y_dims, r.dims}, out), static_cast<const float*>(scratch),
+                    r.data<float>(), y.data<float>(), [](float p, float q) { return p + q; });
+    return nullptr;
+  }
+
   // float16/bfloat16: widened to float32, multiplied, rounded back.
   void run_half(sdk::ComputeContext& ctx, const sdk::Tensor& a, const sdk::Tensor& b,
                 const sdk::Tensor& y, const MatMulShape& s) const {
@@ -157,12 +190,15 @@ class MatMulKernel final : public sdk::Kernel {
     util::floats_to_halves(y.dtype, yf.data(), y.data<uint16_t>(), yf.size());
   }
 
+  // `residual`: MatMulBias's, of Y's shape, or null.
   void run_float(sdk::ComputeContext& ctx, const sdk::Tensor& a, const sdk::Tensor& b,
-                 const sdk::Tensor& y, const MatMulShape& s) const {
+                 const sdk::Tensor& y, const MatMulShape& s, const float* residual = nullptr) const {
     const float *ad = a.data<float>(), *bd = b.data<float>();
     float* yd = y.data<float>();
     GemmEpilogue epilogue = epilogue_;
     epilogue.bias = bias_.empty() ? nullptr : bias_.data();
+    epilogue.residual = residual;
+    epilogue.ldr = s.n;
     if (s.k == 0 && epilogue.empty()) {
       std::fill(yd, yd + y.size(), 0.0f);
       return;
@@ -177,8 +213,10 @@ class MatMulKernel final : public sdk::Kernel {
       return;
     }
     auto one = [&](int64_t t, const ParallelFor& pf) {
+      GemmEpilogue e = epilogue;
+      if (residual) e.residual = residual + t * s.m * s.n;
       sgemm(false, false, s.m, s.n, s.k, 1.0f, ad + s.a_index[size_t(t)] * s.m * s.k, s.k,
-            bd + s.b_index[size_t(t)] * s.k * s.n, s.n, 0.0f, yd + t * s.m * s.n, s.n, pf, epilogue);
+            bd + s.b_index[size_t(t)] * s.k * s.n, s.n, 0.0f, yd + t * s.m * s.n, s.n, pf, e);
     };
     // Many small matrices: one whole GEMM per task. Few: parallel inside each.
     if (s.batch() >= int64_t(ctx.thread_count())) {
@@ -211,6 +249,7 @@ class MatMulKernel final : public sdk::Kernel {
   std::shared_ptr<PackedB> packed_b_;
   std::vector<float> bias_;  // MatMulBias: one per column of Y; MatMul: empty
   GemmEpilogue epilogue_;    // MatMulBias's activation (its bias is bias_)
+  bool residual_ = false;    // MatMulBias with input 3
 };
 
 // ---------------------------------------------------------------------------
@@ -396,8 +435,8 @@ void register_matmul_kernels(sdk::KernelRegistry& registry) {
                    })
                    .create<MatMulKernel>());
   registry.add(sdk::KernelDefBuilder("MatMulBias", kOnyxDomain)
-                   .inputs(3)
-                   .input_types({0, 1, 2}, sdk::dtypes::kFloat32)
+                   .inputs(3, 4)
+                   .input_types({0, 1, 2, 3}, sdk::dtypes::kFloat32)
                    .check(matmul_bias_supports)
                    .create<MatMulKernel>());
   // Gemm: float16/bfloat16 too (widened, as MatMul's), which mixed-precision
