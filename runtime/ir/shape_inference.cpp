@@ -199,6 +199,14 @@ StatusOr<TypeShape> broadcast(const InferContext& ctx, std::span<const TypeShape
   return result;
 }
 
+Status set_broadcast(InferContext& ctx, const TypeShape& a, const TypeShape& b, int32_t dtype) {
+  const TypeShape both[] = {a, b};
+  ONYX_ASSIGN_OR_RETURN(TypeShape out, broadcast(ctx, both));
+  out.dtype = dtype;
+  ctx.set_output(0, out);
+  return Status();
+}
+
 const RuleTable& rules() {
   static const RuleTable table = [] {
     RuleTable t;

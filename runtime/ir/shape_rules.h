@@ -117,6 +117,8 @@ Status pool_shape(InferContext& ctx, bool channels_last);
 // Multidirectional (numpy) broadcasting of several shapes. An input of
 // unknown rank makes the result's rank unknown.
 StatusOr<TypeShape> broadcast(const InferContext& ctx, std::span<const TypeShape> shapes);
+// Output 0: the broadcast of `a` and `b`, of type `dtype`.
+Status set_broadcast(InferContext& ctx, const TypeShape& a, const TypeShape& b, int32_t dtype);
 // Dim helpers: -1 stays unknown.
 // The element count of `dims`; kUnknown for an unknown dim or an overflow.
 inline int64_t dim_product(std::span<const int64_t> dims) {

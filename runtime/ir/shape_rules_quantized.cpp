@@ -15,11 +15,7 @@ namespace {
 
 // A, A_scale, A_zero_point, B, ...: A and B broadcast.
 Status qlinear_binary(InferContext& ctx) {
-  const TypeShape both[] = {ctx.input_type(0), ctx.input_type(3)};
-  ONYX_ASSIGN_OR_RETURN(TypeShape out, broadcast(ctx, both));
-  out.dtype = ctx.dtype(0);
-  ctx.set_output(0, out);
-  return Status();
+  return set_broadcast(ctx, ctx.input_type(0), ctx.input_type(3), ctx.dtype(0));
 }
 
 Status qlinear_unary(InferContext& ctx) {

@@ -85,11 +85,7 @@ Status conv_grad(InferContext& ctx) {
 // ReluGrad(dY, X) (optimize/relu_grad_fusion.cpp): the broadcast of both,
 // dY's type.
 Status relu_grad(InferContext& ctx) {
-  const TypeShape shapes[] = {ctx.input_type(0), ctx.input_type(1)};
-  ONYX_ASSIGN_OR_RETURN(TypeShape out, broadcast(ctx, shapes));
-  out.dtype = ctx.dtype(0);
-  ctx.set_output(0, out);
-  return Status();
+  return set_broadcast(ctx, ctx.input_type(0), ctx.input_type(1), ctx.dtype(0));
 }
 
 // MatMulBias(A, B, bias[, residual]) (optimize/matmul_bias_fusion.cpp):
@@ -97,11 +93,7 @@ Status relu_grad(InferContext& ctx) {
 Status matmul_bias(InferContext& ctx) {
   ONYX_RETURN_IF_ERROR(matmul_shape(ctx, 0, 1, ctx.dtype(0)));
   if (!ctx.has_input(3) || ctx.outputs().empty()) return Status();
-  const TypeShape shapes[] = {ctx.outputs()[0], ctx.input_type(3)};
-  ONYX_ASSIGN_OR_RETURN(TypeShape out, broadcast(ctx, shapes));
-  out.dtype = ctx.dtype(0);
-  ctx.set_output(0, out);
-  return Status();
+  return set_broadcast(ctx, ctx.outputs()[0], ctx.input_type(3), ctx.dtype(0));
 }
 
 }  // namespace

@@ -387,12 +387,20 @@ std::vector<double> matmul_bias_reference(const std::string& activation, const s
   return y;
 }
 
-TEST_F(PatternFusionTest, MatMulBiasAndActivationBecomeMatMulBias) {
-  std::mt19937 rng(21);
+// Random weights, bias and input for the MatMul + bias models.
+struct MatMulBiasData {
+  explicit MatMulBiasData(uint32_t seed) : rng(seed) {}
+  std::mt19937 rng;
   const std::vector<float> w = random_floats(size_t(kMmK * kMmN), rng, -1, 1);
   const std::vector<float> b = random_floats(size_t(kMmN), rng, -1, 1);
   const std::vector<float> x = random_floats(size_t(kMmRows * kMmSeq * kMmK), rng, -1, 1);
   const Shape shape = {kMmRows, kMmSeq, kMmN}, x_shape = {kMmRows, kMmSeq, kMmK};
+};
+
+TEST_F(PatternFusionTest, MatMulBiasAndActivationBecomeMatMulBias) {
+  const MatMulBiasData d(21);
+  const auto &w = d.w, &b = d.b, &x = d.x;
+  const Shape &shape = d.shape, &x_shape = d.x_shape;
   for (const char* act : {"", "Relu", "Gelu", "GeluTanh"})
     for (bool bias_first : {false, true})
       for (bool bias_3d : {false, true}) {
@@ -407,11 +415,10 @@ TEST_F(PatternFusionTest, MatMulBiasAndActivationBecomeMatMulBias) {
 // MatMul + bias (+ Gelu) + a residual input r, which may broadcast: one
 // MatMulBias with r as input 3, against float64.
 TEST_F(PatternFusionTest, AResidualAddJoinsMatMulBias) {
-  std::mt19937 rng(24);
-  const std::vector<float> w = random_floats(size_t(kMmK * kMmN), rng, -1, 1);
-  const std::vector<float> b = random_floats(size_t(kMmN), rng, -1, 1);
-  const std::vector<float> xs = random_floats(size_t(kMmRows * kMmSeq * kMmK), rng, -1, 1);
-  const Shape shape = {kMmRows, kMmSeq, kMmN}, x_shape = {kMmRows, kMmSeq, kMmK};
+  MatMulBiasData d(24);
+  const auto &w = d.w, &b = d.b, &xs = d.x;
+  const Shape &shape = d.shape, &x_shape = d.x_shape;
+  std::mt19937& rng = d.rng;
   for (const char* act : {"", "Gelu"})
     for (const Shape& r_shape : {shape, Shape{1, kMmSeq, kMmN}}) {  // the product's shape, and one that broadcasts
       SCOPED_TRACE(std::string("activation '") + act + "', residual batch " + std::to_string(r_shape[0]));
@@ -447,9 +454,9 @@ TEST_F(PatternFusionTest, AResidualAddJoinsMatMulBias) {
 }
 
 TEST_F(PatternFusionTest, MatMulBiasLeavesOutWhatOthersRead) {
-  std::mt19937 rng(22);
-  const std::vector<float> w = random_floats(size_t(kMmK * kMmN), rng, -1, 1);
-  const std::vector<float> b = random_floats(size_t(kMmN), rng, -1, 1);
+  MatMulBiasData d(22);
+  const auto &w = d.w, &b = d.b;
+  std::mt19937& rng = d.rng;
   // The sum is a graph output too (as a training graph's pre-activation is
   // read by the activation's gradient): the activation stays a node.
   auto fused = session(matmul_bias_model({"Relu"}, w, b, true), GraphOptimization::kAll);
