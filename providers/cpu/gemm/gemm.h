@@ -1,8 +1,9 @@
 // gemm.h: the CPU provider's matrix multiply (single precision; dgemm for double).
 //
 // GotoBLAS/BLIS structure: B is packed into KC x NR micro-panels, A into
-// MR x KC micro-panels, and a register-blocked microkernel computes MR x NR
-// tiles of C. The microkernel is chosen at run time from the CPU's features
+// MR x KC micro-panels (or, not transposed, read in place by the AVX2 and
+// AVX-512 kernels, which broadcast from its rows: no packing pass), and a
+// register-blocked microkernel computes MR x NR tiles of C. The microkernel is chosen at run time from the CPU's features
 // (AVX-512, AVX2+FMA, or portable C++), so the library runs on any x86-64.
 #pragma once
 
