@@ -72,7 +72,8 @@ bool fuse_at(GraphRewrite& rw, const SoleReaders& sole, const ProviderRank& prov
   }
   const int a = g.nodes[size_t(mm)].inputs[0], b = g.nodes[size_t(mm)].inputs[1];
   const int product = g.nodes[size_t(mm)].outputs[0];
-  const ir::Value& pv = g.values[size_t(product)];
+  // Copies: bias_of may add a value, moving g.values.
+  const ir::Value pv = g.values[size_t(product)];
   const ir::Value& bv = g.values[size_t(b)];
   if (pv.dtype != ONYX_DTYPE_FLOAT32 || pv.rank < 2 || g.values[size_t(a)].rank < 2 || bv.rank != 2 ||
       bv.dims[1] < 0 || !internal(rw, product) || g.opset("") < 7)
