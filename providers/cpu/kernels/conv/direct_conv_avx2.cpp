@@ -6,6 +6,8 @@
 #if defined(ONYX_CPU_AVX2_LOOPS)
 #include <immintrin.h>
 
+#include "kernels/avx2_store.h"
+
 namespace onyx::cpu::direct_conv {
 namespace {
 
@@ -29,7 +31,7 @@ struct Avx2 {
   static __m256i first(int64_t n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   }
-  static void store_first(float* p, reg v, int64_t n) { _mm256_maskstore_ps(p, first(n), v); }
+  static void store_first(float* p, reg v, int64_t n) { avx2::store_first(p, v, n); }
   static reg load_first(const float* p, int64_t n) { return _mm256_maskload_ps(p, first(n)); }
   static float sum(reg v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));

@@ -8,6 +8,7 @@
 #if defined(ONYX_CPU_AVX2_LOOPS)
 #include <immintrin.h>
 
+#include "kernels/avx2_store.h"
 #include "kernels/elementwise/gelu_impl.h"
 #include "kernels/elementwise/softmax_impl.h"
 #include "kernels/elementwise/window_impl.h"
@@ -59,7 +60,7 @@ struct Avx2 {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   }
   static reg load_first(const float* p, size_t n) { return _mm256_maskload_ps(p, first(n)); }
-  static void store_first(float* p, reg v, size_t n) { _mm256_maskstore_ps(p, first(n), v); }
+  static void store_first(float* p, reg v, size_t n) { avx2::store_first(p, v, int64_t(n)); }
 };
 
 // `tap > best ? tap : best` per lane, the generic loop's comparison
@@ -67,8 +68,8 @@ struct Avx2 {
 __m256 take_greater(__m256 tap, __m256 best) { return _mm256_max_ps(tap, best); }
 
 // The last (ow % 8) windows of a 2x2 pooled row read their 2 x (ow % 8)
-// inputs with masked loads (no read past the row), in_lo and in_hi, and
-// write their outputs with a masked store, out.
+// inputs with masked loads (no read past the row), in_lo and in_hi; the
+// gradient reads their dy with `out` (stores: avx2::store_first).
 struct TailMasks {
   int64_t tail;
   __m256i in_lo, in_hi, out;
@@ -86,7 +87,7 @@ void max_pool_2x2_avx2(const float* x, float* y, int64_t h, int64_t w, int64_t o
   (void)h;
   const TailMasks m(ow);
   const int64_t tail = m.tail;
-  const __m256i in_lo = m.in_lo, in_hi = m.in_hi, out = m.out;
+  const __m256i in_lo = m.in_lo, in_hi = m.in_hi;
   auto pool8 = [](__m256 a0, __m256 b0, __m256 a1, __m256 b1) {
     // 16 inputs of each row; shuffle_ps picks evens (0x88) and odds (0xDD)
     // within 128-bit lanes, permute4x64 puts the lanes back in order.
@@ -105,9 +106,10 @@ void max_pool_2x2_avx2(const float* x, float* y, int64_t h, int64_t w, int64_t o
       _mm256_storeu_ps(y + j, pool8(_mm256_loadu_ps(r0 + 2 * j), _mm256_loadu_ps(r0 + 2 * j + 8),
                                     _mm256_loadu_ps(r1 + 2 * j), _mm256_loadu_ps(r1 + 2 * j + 8)));
     if (tail)
-      _mm256_maskstore_ps(y + j, out,
-                          pool8(_mm256_maskload_ps(r0 + 2 * j, in_lo), _mm256_maskload_ps(r0 + 2 * j + 8, in_hi),
-                                _mm256_maskload_ps(r1 + 2 * j, in_lo), _mm256_maskload_ps(r1 + 2 * j + 8, in_hi)));
+      avx2::store_first(y + j,
+                        pool8(_mm256_maskload_ps(r0 + 2 * j, in_lo), _mm256_maskload_ps(r0 + 2 * j + 8, in_hi),
+                              _mm256_maskload_ps(r1 + 2 * j, in_lo), _mm256_maskload_ps(r1 + 2 * j + 8, in_hi)),
+                        tail);
   }
 }
 
@@ -157,10 +159,11 @@ void max_pool_2x2_grad_avx2(const float* x, const float* dy, float* dx, int64_t 
       const Rows r = grad8(_mm256_maskload_ps(r0 + 2 * j, in_lo), _mm256_maskload_ps(r0 + 2 * j + 8, in_hi),
                            _mm256_maskload_ps(r1 + 2 * j, in_lo), _mm256_maskload_ps(r1 + 2 * j + 8, in_hi),
                            _mm256_maskload_ps(dy + j, out));
-      _mm256_maskstore_ps(d0 + 2 * j, in_lo, r.r0_lo);
-      _mm256_maskstore_ps(d0 + 2 * j + 8, in_hi, r.r0_hi);
-      _mm256_maskstore_ps(d1 + 2 * j, in_lo, r.r1_lo);
-      _mm256_maskstore_ps(d1 + 2 * j + 8, in_hi, r.r1_hi);
+      const int64_t lo = 2 * tail < 8 ? 2 * tail : 8, hi = 2 * tail - lo;
+      avx2::store_first(d0 + 2 * j, r.r0_lo, lo);
+      avx2::store_first(d0 + 2 * j + 8, r.r0_hi, hi);
+      avx2::store_first(d1 + 2 * j, r.r1_lo, lo);
+      avx2::store_first(d1 + 2 * j + 8, r.r1_hi, hi);
     }
   }
 }
