@@ -19,18 +19,19 @@ constexpr int64_t kAlwaysReduction = 576;
 
 // One input plane into its padded_h x padded_w window of the padded input:
 // row r, column j hold x[r - pad_top, j - pad_left], or 0 outside x.
-void pad_plane(const float* x, const nn::WindowDim& H, const nn::WindowDim& W, const Shape& s, float* dst) {
+void pad_plane(const float* x, const nn::WindowDim& H, const nn::WindowDim& W, const Shape& s, bool padding_written,
+               float* dst) {
   const int64_t left = W.pad_begin;
   const int64_t copy_end = std::min(s.padded_w, left + W.in);  // columns [left, copy_end) come from x
   for (int64_t r = 0; r < s.padded_h; ++r, dst += s.padded_w) {
     const int64_t ih = r - H.pad_begin;
     if (ih < 0 || ih >= H.in || copy_end <= left) {
-      std::fill(dst, dst + s.padded_w, 0.0f);
+      if (!padding_written) std::fill(dst, dst + s.padded_w, 0.0f);
       continue;
     }
-    std::fill(dst, dst + std::min(left, s.padded_w), 0.0f);
+    if (!padding_written) std::fill(dst, dst + std::min(left, s.padded_w), 0.0f);
     std::copy(x + ih * W.in, x + ih * W.in + (copy_end - left), dst + left);
-    std::fill(dst + copy_end, dst + s.padded_w, 0.0f);
+    if (!padding_written) std::fill(dst + copy_end, dst + s.padded_w, 0.0f);
   }
 }
 
@@ -144,10 +145,12 @@ Shape shape_for(const std::vector<nn::WindowDim>& win, int64_t channels, int64_t
   return s;
 }
 
-void pad_planes(const float* x, const std::vector<nn::WindowDim>& win, const Shape& s, float* dst) {
+void pad_planes(const float* x, const std::vector<nn::WindowDim>& win, const Shape& s, float* dst,
+                bool padding_written) {
   const int64_t in_plane = win[1].in * win[2].in, padded_plane = s.padded_h * s.padded_w;
-  for (int64_t c = 0; c < s.channels; ++c) pad_plane(x + c * in_plane, win[1], win[2], s, dst + c * padded_plane);
-  std::fill(dst + s.channels * padded_plane, dst + s.channels * padded_plane + kSlack, 0.0f);
+  for (int64_t c = 0; c < s.channels; ++c)
+    pad_plane(x + c * in_plane, win[1], win[2], s, padding_written, dst + c * padded_plane);
+  if (!padding_written) std::fill(dst + s.channels * padded_plane, dst + s.channels * padded_plane + kSlack, 0.0f);
 }
 
 bool fits(const std::vector<nn::WindowDim>& win, int64_t reduction) {
@@ -175,7 +178,7 @@ OnyxStatus* convolve(sdk::ComputeContext& ctx, const float* x, int64_t n, int64_
   auto run_item = [&](int64_t item, Worker<float>& worker) {
     const int64_t image = item / group, g = item % group;
     float* padded = worker.scratch;
-    pad_planes(x + (image * channels + g * s.channels) * in_plane, win, s, padded);
+    pad_planes(x + (image * channels + g * s.channels) * in_plane, win, s, padded, /*padding_written=*/true);
     const float* bg = bias ? bias + g * s.out_channels : nullptr;
     float* yg = y + (image * out_channels + g * s.out_channels) * s.out_h * s.out_w;
     const float* wg = packed_w + g * s.out_channels * per_filter;
@@ -183,7 +186,10 @@ OnyxStatus* convolve(sdk::ComputeContext& ctx, const float* x, int64_t n, int64_
       run(plan, padded, wg, bg, e, yg, int64_t(lo), int64_t(hi));
     });
   };
-  return conv_lowering::for_each_item<float>(ctx, n * group, scratch, run_item);
+  // Zeroed once: every item then writes only the interior, and the padding
+  // (copied row by row with three calls each, a tenth of the test CNN's
+  // time) stays zero.
+  return conv_lowering::for_each_item<float>(ctx, n * group, scratch, run_item, /*zero_scratch=*/true);
 }
 
 bool available() { return best_isa() != Isa::none; }

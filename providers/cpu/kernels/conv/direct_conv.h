@@ -78,9 +78,12 @@ void accumulate_weight_gradient(const Plan& p, const float* x, const float* dy, 
 
 // The shape run() sees for windows `win` (lifted to 3-D) of one group, and
 // the input planes of one (image, group) copied into `dst` with their zero
-// padding, followed by kSlack zeros.
+// padding, followed by kSlack zeros. padding_written: `dst` already holds
+// them (it was zeroed, or written by pad_planes for this shape), so only
+// the input is copied.
 Shape shape_for(const std::vector<nn::WindowDim>& win, int64_t channels, int64_t out_channels);
-void pad_planes(const float* x, const std::vector<nn::WindowDim>& win, const Shape& s, float* dst);
+void pad_planes(const float* x, const std::vector<nn::WindowDim>& win, const Shape& s, float* dst,
+                bool padding_written = false);
 
 // Whether convolve() takes windows `win` (lifted to 3-D) with `reduction`
 // multiply-adds per output (channels per group x taps): 1-D or 2-D, stride 1

@@ -81,13 +81,22 @@ template <class V, int MB>
 void channel_block(const Shape& s, const float* x, const int64_t* tap_offsets, int64_t taps,
                    const float* w, const Fragment* f, int64_t fragments, const float* bias,
                    const Epilogue& e, float* y) {
+  constexpr int K = V::kVectors;  // at most 4
+  auto run_block = [&]<int NV>(int64_t at) {
+    block<V, MB, (NV < K ? NV : K)>(s, x, tap_offsets, taps, w, f + at, bias, e, y);
+  };
+  // A block of one vector loads as much per FMA as it computes: the last
+  // K + 1 fragments make two blocks instead (2 + 2 for K = 3, 3 + 2 for 4).
+  const int64_t rest = fragments % K;
+  const int64_t full = fragments - (rest == 1 && fragments > K ? K + 1 : rest);
   int64_t i = 0;
-  for (; i + V::kVectors <= fragments; i += V::kVectors)
-    block<V, MB, V::kVectors>(s, x, tap_offsets, taps, w, f + i, bias, e, y);
-  switch (fragments - i) {  // kVectors is at most 4
-    case 3: block<V, MB, 3 < V::kVectors ? 3 : 1>(s, x, tap_offsets, taps, w, f + i, bias, e, y); break;
-    case 2: block<V, MB, 2 < V::kVectors ? 2 : 1>(s, x, tap_offsets, taps, w, f + i, bias, e, y); break;
-    case 1: block<V, MB, 1>(s, x, tap_offsets, taps, w, f + i, bias, e, y); break;
+  for (; i < full; i += K) run_block.template operator()<K>(i);
+  switch (fragments - i) {
+    case 5: run_block.template operator()<3>(i), run_block.template operator()<2>(i + 3); break;
+    case 4: run_block.template operator()<2>(i), run_block.template operator()<2>(i + 2); break;
+    case 3: run_block.template operator()<3>(i); break;
+    case 2: run_block.template operator()<2>(i); break;
+    case 1: run_block.template operator()<1>(i); break;
     default: break;
   }
 }

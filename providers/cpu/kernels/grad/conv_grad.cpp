@@ -140,7 +140,9 @@ class ConvGradKernel final : public sdk::Kernel {
         T* accg = acc + g * mg * ck * lanes;
         if constexpr (std::is_same_v<T, float>) {
           if (direct) {
-            direct_conv::pad_planes(xg, win, shape, buf);
+            // buf is only ever this shape's padded planes: its padding,
+            // zeroed with the vector, stays written.
+            direct_conv::pad_planes(xg, win, shape, buf, /*padding_written=*/true);
             worker.for_range(size_t(plan.blocks), 1, [&](size_t lo, size_t hi) {
               direct_conv::accumulate_weight_gradient(plan, buf, dyg, accg, int64_t(lo), int64_t(hi));
             });
