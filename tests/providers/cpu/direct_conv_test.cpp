@@ -130,6 +130,49 @@ TEST(DirectConv, EveryIsaMatchesTheFloat64Loop) {
   }
 }
 
+// The channel-lane form (AVX2) against float64, over position ranges as
+// the pool splits them (ends that cut 6-position tiles and 8 x 8
+// transposes), every activation, strides, dilations and no bias.
+TEST(DirectConv, LaneFormMatchesTheFloat64Loop) {
+  if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) GTEST_SKIP() << "no AVX2 on this CPU";
+  std::vector<Case> all = {make(8, 16, 3, 3, 14, 14), make(16, 32, 3, 3, 7, 7), make(3, 16, 3, 3, 5, 13),
+                           make(2, 48, 2, 5, 4, 11, 2, 2, 3), make(1, 16, 1, 1, 1, 1)};
+  Case relu = make(8, 16, 3, 3, 9, 6), clip = relu, leaky = relu, nobias = relu;
+  relu.e.kind = Epilogue::kRelu;
+  clip.e = {Epilogue::kClip, -0.25f, 0.5f};
+  leaky.e = {Epilogue::kLeakyRelu, 0.1f, 0};
+  nobias.bias = false;
+  for (const Case& c : {relu, clip, leaky, nobias}) all.push_back(c);
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  for (const Case& c : all) {
+    const Shape& s = c.s;
+    const int64_t taps = s.kernel_h * s.kernel_w, positions = s.out_h * s.out_w;
+    std::vector<float> x(size_t(s.channels * s.padded_h * s.padded_w + kSlack)), b(size_t(s.out_channels));
+    std::vector<float> w(size_t(s.out_channels * s.channels * taps));
+    for (float& f : x) f = dist(rng);
+    for (float& f : w) f = dist(rng);
+    for (float& f : b) f = dist(rng);
+    const std::vector<double> want = reference(c, x, w, b);
+    const std::vector<float> packed = pack_weights(w.data(), s.out_channels, s.channels, taps);
+    std::vector<float> lane_w(packed.size());
+    lane_weights(packed.data(), s.out_channels, s.channels, taps, lane_w.data());
+    const Plan plan = make_plan(s, 8);
+    const double tol = double(s.channels * taps + 1) * s.channels * taps * std::ldexp(1.0, -24);
+    for (int64_t cut : {positions, std::min<int64_t>(1, positions), std::min<int64_t>(7, positions), positions / 2}) {
+      std::vector<float> y(want.size() + 32, 12345.0f), staged(size_t(positions * s.out_channels));
+      const float* bias = c.bias ? b.data() : nullptr;
+      run_lanes(plan, x.data(), lane_w.data(), bias, c.e, staged.data(), y.data(), 0, cut);
+      run_lanes(plan, x.data(), lane_w.data(), bias, c.e, staged.data(), y.data(), cut, positions);
+      const std::string where = "C" + std::to_string(s.channels) + " M" + std::to_string(s.out_channels) + " " +
+                                std::to_string(s.out_h) + "x" + std::to_string(s.out_w) + " act " +
+                                std::to_string(int(c.e.kind)) + " cut at " + std::to_string(cut);
+      for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(y[i], want[i], tol) << where << " element " << i;
+      for (size_t i = want.size(); i < y.size(); ++i) ASSERT_EQ(y[i], 12345.0f) << where << ": wrote past the output";
+    }
+  }
+}
+
 // Blocks run separately (as the pool splits them) give the same output.
 TEST(DirectConv, BlocksRunSeparatelyGiveTheSameOutput) {
   const std::vector<Isa> all = isas();

@@ -57,7 +57,18 @@ struct Plan {
   std::vector<int64_t> tap_offsets;
   std::vector<Fragment> fragments;
   int64_t blocks = 0;  // of kChannelBlock output channels
+  // Per output position (row-major), where its first tap reads in a padded
+  // plane: for the channel-lane form (convolve() on AVX2 with output
+  // channels a multiple of kLaneChannels).
+  std::vector<int64_t> positions;
 };
+
+// The channel-lane form: registers hold kLaneChannels output channels (two
+// AVX2 vectors) of kLanePositions output positions, each input value
+// broadcast, so that no lane idles on rows narrower than a vector multiple
+// (14-wide rows left 2 of 16 lanes idle). Its results are staged position
+// by position, then transposed into the output planes.
+constexpr int64_t kLaneChannels = 16, kLanePositions = 6;
 // `lanes`: the vector width of the ISA that will run the plan (lanes()).
 Plan make_plan(const Shape& s, int64_t lanes);
 
@@ -66,6 +77,18 @@ Plan make_plan(const Shape& s, int64_t lanes);
 // concurrently on disjoint blocks or outputs.
 void run(const Plan& p, const float* x, const float* packed_w, const float* bias, const Epilogue& e,
          float* y, int64_t block_lo, int64_t block_hi);
+
+// The channel-lane form: whether convolve() takes it for `s`; the packed
+// weights (pack_weights(), out_channels a multiple of kLaneChannels)
+// reordered for it into dst [out_channels / kLaneChannels][channels][taps]
+// [kLaneChannels] (a block's weights stay in L1); and run() in that
+// form over output positions [p_lo, p_hi), every channel, with `staged`
+// (out_h * out_w * out_channels floats) for its results before they are
+// written to y. Safe to call concurrently on disjoint positions.
+bool lane_form(const Shape& s);
+void lane_weights(const float* packed_w, int64_t out_channels, int64_t channels, int64_t taps, float* dst);
+void run_lanes(const Plan& p, const float* x, const float* lane_w, const float* bias, const Epilogue& e,
+               float* staged, float* y, int64_t p_lo, int64_t p_hi);
 
 // The weight gradient of one (image, group), added into per-lane partial
 // sums: for every tap, the sum over output positions of dy [out_channels,
@@ -125,6 +148,19 @@ struct Work {
 Work work_for(const Plan& p, const float* x, const float* packed_w, const float* bias,
               const Epilogue& e, float* y);
 void run_avx2(const Work& w, int64_t block_lo, int64_t block_hi);
+// The channel-lane form over output positions [p_lo, p_hi), every output
+// channel: act(conv + bias) staged at staged[p * out_channels + m], then
+// written to y [out_channels, positions]. lane_w: as lane_weights() writes it.
+struct LaneWork {
+  const Shape* shape;
+  const int64_t* tap_offsets;
+  int64_t taps;
+  const int64_t* positions;
+  const float *x, *lane_w, *bias;
+  const Epilogue* epilogue;
+  float *staged, *y;
+};
+void run_lanes_avx2(const LaneWork& w, int64_t p_lo, int64_t p_hi);
 void run_avx512(const Work& w, int64_t block_lo, int64_t block_hi);
 void weight_gradient_avx2(const Work& w, int64_t block_lo, int64_t block_hi);
 void weight_gradient_avx512(const Work& w, int64_t block_lo, int64_t block_hi);

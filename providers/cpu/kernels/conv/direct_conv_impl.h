@@ -120,6 +120,69 @@ void run(const detail::Work& k, int64_t block_lo, int64_t block_hi) {
   }
 }
 
+// The channel-lane form (direct_conv.h): kLanePositions output positions
+// [p0, p0 + n) x kLaneChannels output channels from m0, staged. Positions
+// past n repeat the last one (computed, not stored), so one instance serves
+// the tail.
+template <class V>
+void lane_tile(const detail::LaneWork& k, int64_t p0, int64_t n, int64_t m0) {
+  constexpr int P = int(kLanePositions), NV = int(kLaneChannels) / V::kLanes;
+  const Shape& s = *k.shape;
+  const int64_t M = s.out_channels, plane = s.padded_h * s.padded_w;
+  const float* xp[P];
+#pragma GCC unroll 8
+  for (int p = 0; p < P; ++p) xp[p] = k.x + k.positions[p0 + (p < n ? p : n - 1)];
+  Reg<V> acc[P][NV];
+#pragma GCC unroll 8
+  for (int p = 0; p < P; ++p)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[p][v] = V::zero();
+  const float* w = k.lane_w + m0 * s.channels * k.taps;
+  for (int64_t c = 0, coff = 0; c < s.channels; ++c, coff += plane)
+    for (int64_t t = 0; t < k.taps; ++t, w += kLaneChannels) {
+      const int64_t off = coff + k.tap_offsets[t];
+      Reg<V> wv[NV];
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) wv[v] = V::loadu(w + v * V::kLanes);
+#pragma GCC unroll 8
+      for (int p = 0; p < P; ++p) {
+        const Reg<V> xv = V::bcast(xp[p] + off);
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) acc[p][v] = V::fma(xv, wv[v], acc[p][v]);
+      }
+    }
+#pragma GCC unroll 4
+  for (int v = 0; v < NV; ++v) {
+    const Reg<V> b = k.bias ? V::loadu(k.bias + m0 + v * V::kLanes) : V::zero();
+#pragma GCC unroll 8
+    for (int p = 0; p < P; ++p)
+      if (p < n) V::store(k.staged + (p0 + p) * M + m0 + v * V::kLanes, activate<V>(*k.epilogue, V::add(acc[p][v], b)));
+  }
+}
+
+template <class V>
+void run_lanes(const detail::LaneWork& k, int64_t p_lo, int64_t p_hi) {
+  const Shape& s = *k.shape;
+  const int64_t M = s.out_channels, positions = s.out_h * s.out_w;
+  for (int64_t m0 = 0; m0 < M; m0 += kLaneChannels)
+    for (int64_t p = p_lo; p < p_hi; p += kLanePositions) {
+      const int64_t n = p_hi - p < kLanePositions ? p_hi - p : kLanePositions;
+      lane_tile<V>(k, p, n, m0);
+    }
+  // [positions][M] -> [M][positions], kLanes x kLanes at a time.
+  constexpr int L = V::kLanes;
+  int64_t p = p_lo;
+  for (; p + L <= p_hi; p += L)
+    for (int64_t m = 0; m < M; m += L) {
+      Reg<V> r[L];
+      for (int i = 0; i < L; ++i) r[i] = V::loadu(k.staged + (p + i) * M + m);
+      V::transpose(r);
+      for (int i = 0; i < L; ++i) V::store(k.y + (m + i) * positions + p, r[i]);
+    }
+  for (; p < p_hi; ++p)
+    for (int64_t m = 0; m < M; ++m) k.y[m * positions + p] = k.staged[p * M + m];
+}
+
 // dW for MB output channels x NK (channel, tap) pairs starting at `first`:
 // vector sums over the fragments of dY x X under each tap, added lane by
 // lane into dw's partial sums (a horizontal sum per call cost as much as the
