@@ -251,6 +251,11 @@ std::vector<ConvCase> cases() {
       with(conv("direct_one_by_seven", {1, 5, 4, 20}, {3, 5, 1, 7}), {1, 1}, {0, 3, 0, 3}),
       with(conv("direct_pads_past_the_kernel", {1, 2, 3, 4}, {5, 2, 2, 2}), {1, 1}, {3, 2, 1, 4}),
       with(conv("direct_conv1d", {2, 3, 19}, {5, 3, 4}), {1}, {2, 1}, {2}),
+      // Output channels in multiples of 16, 7 to 14-wide rows, from 8 input
+      // channels: its channel-lane form on AVX2; 5 images (and 3 x 2
+      // groups) so that 4 threads take items in parallel.
+      with(conv("direct_channel_lanes", {5, 8, 14, 14}, {16, 8, 3, 3}), {1, 1}, {1, 1, 1, 1}),
+      with(conv("direct_channel_lanes_groups", {3, 16, 9, 7}, {64, 8, 3, 3}, 2), {1, 1}, {1, 0, 1, 2}),
       // 32 channels x 3 x 3 = 288 multiply-adds per output: the direct limit.
       with(conv("direct_at_its_limit", {1, 32, 6, 9}, {5, 32, 3, 3}), {1, 1}, {1, 1, 1, 1}),
       with(conv("im2col_past_the_direct_limit", {1, 33, 6, 9}, {5, 33, 3, 3}), {1, 1}, {1, 1, 1, 1}),

@@ -208,12 +208,16 @@ OnyxStatus* convolve(sdk::ComputeContext& ctx, const float* x, int64_t n, int64_
   // The channel-lane form's weights, reordered per call from the packed
   // ones (a few thousand floats), and its staged results after the padded
   // input in each worker's scratch.
-  thread_local std::vector<float> lane_w;
+  // (Through a pointer: the workers that run the items have their own,
+  // empty, thread_local vectors.)
+  thread_local std::vector<float> lane_buffer;
+  const float* lane_w = nullptr;
   if (lanes) {
-    lane_w.resize(size_t(out_channels * per_filter));
+    lane_buffer.resize(size_t(out_channels * per_filter));
     for (int64_t g = 0; g < group; ++g)
       lane_weights(packed_w + g * s.out_channels * per_filter, s.out_channels, s.channels,
-                   s.kernel_h * s.kernel_w, lane_w.data() + g * s.out_channels * per_filter);
+                   s.kernel_h * s.kernel_w, lane_buffer.data() + g * s.out_channels * per_filter);
+    lane_w = lane_buffer.data();
   }
   const int64_t scratch = padded + (lanes ? out_plane * s.out_channels : 0);
   // A block of output channels (or of positions) per task only from about
@@ -228,7 +232,7 @@ OnyxStatus* convolve(sdk::ComputeContext& ctx, const float* x, int64_t n, int64_
     const float* bg = bias ? bias + g * s.out_channels : nullptr;
     float* yg = y + (image * out_channels + g * s.out_channels) * out_plane;
     if (lanes) {
-      const float* wg = lane_w.data() + g * s.out_channels * per_filter;
+      const float* wg = lane_w + g * s.out_channels * per_filter;
       const size_t tiles = size_t((out_plane + kLanePositions - 1) / kLanePositions);
       worker.for_range(tiles, lane_grain, [&](size_t lo, size_t hi) {
         run_lanes(plan, padded_x, wg, bg, e, padded_x + padded, yg, int64_t(lo) * kLanePositions,
