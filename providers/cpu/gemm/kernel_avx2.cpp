@@ -2,6 +2,7 @@
 // for this file only; the dispatcher calls into it only after checking the CPU.
 #include <immintrin.h>
 
+#include "avx2_registers.h"
 #include "kernel_set.h"
 #include "pack_impl.h"  // the plain loops, and min64
 
@@ -120,31 +121,11 @@ constexpr DirectKernel pick_direct() {
     return nullptr;
 }
 
-// In-register 8 x 8 transpose: afterwards r[c] holds what was column c.
-inline void transpose8(__m256 r[8]) {
-  __m256 u[8];
-  for (int g = 0; g < 2; ++g) {  // rows 4g .. 4g+3
-    const __m256 t0 = _mm256_unpacklo_ps(r[4 * g], r[4 * g + 1]);
-    const __m256 t1 = _mm256_unpackhi_ps(r[4 * g], r[4 * g + 1]);
-    const __m256 t2 = _mm256_unpacklo_ps(r[4 * g + 2], r[4 * g + 3]);
-    const __m256 t3 = _mm256_unpackhi_ps(r[4 * g + 2], r[4 * g + 3]);
-    // u[4g + e], 128-bit lane l: column 4l + e of rows 4g .. 4g+3
-    u[4 * g + 0] = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
-    u[4 * g + 1] = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
-    u[4 * g + 2] = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
-    u[4 * g + 3] = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
-  }
-  for (int e = 0; e < 4; ++e) {
-    r[e] = _mm256_permute2f128_ps(u[e], u[4 + e], 0x20);
-    r[4 + e] = _mm256_permute2f128_ps(u[e], u[4 + e], 0x31);
-  }
-}
-
 // Loads `rows` (<= 8) rows of 8 floats at src (row stride ld), zeros for
 // the other rows, and transposes them: r[c] = column c.
 inline void load_transposed8(const float* src, int64_t ld, int64_t rows, __m256 r[8]) {
   for (int i = 0; i < 8; ++i) r[i] = i < rows ? _mm256_loadu_ps(src + i * ld) : _mm256_setzero_ps();
-  transpose8(r);
+  avx2::transpose8(r);
 }
 
 void pack_a(bool trans, const float* a, int64_t lda, int64_t rows, int64_t kc, float* dst) {

@@ -76,6 +76,20 @@ Case make(int64_t channels, int64_t out_channels, int64_t kh, int64_t kw, int64_
   return c;
 }
 
+struct Inputs {
+  std::vector<float> x, w, b;  // padded input (and its slack), weights, bias: uniform in [-1, 1)
+};
+
+Inputs random_inputs(const Shape& s, std::mt19937& rng) {
+  std::uniform_real_distribution<float> dist(-1, 1);
+  Inputs in{std::vector<float>(size_t(s.channels * s.padded_h * s.padded_w + kSlack)),
+            std::vector<float>(size_t(s.out_channels * s.channels * s.kernel_h * s.kernel_w)),
+            std::vector<float>(size_t(s.out_channels))};
+  for (std::vector<float>* v : {&in.x, &in.w, &in.b})
+    for (float& f : *v) f = dist(rng);
+  return in;
+}
+
 // Output widths around both vector sizes, 1 to 9 output channels (every
 // partial block of 4), strides and dilations, every activation, no bias.
 std::vector<Case> cases() {
@@ -99,15 +113,10 @@ TEST(DirectConv, EveryIsaMatchesTheFloat64Loop) {
   const std::vector<Isa> all = isas();
   if (all.empty()) GTEST_SKIP() << "no AVX2 or AVX-512 on this CPU: the provider uses im2col";
   std::mt19937 rng(7);
-  std::uniform_real_distribution<float> dist(-1, 1);
   for (const Case& c : cases()) {
     const Shape& s = c.s;
     const int64_t taps = s.kernel_h * s.kernel_w;
-    std::vector<float> x(size_t(s.channels * s.padded_h * s.padded_w + kSlack)), b(size_t(s.out_channels));
-    std::vector<float> w(size_t(s.out_channels * s.channels * taps));
-    for (float& f : x) f = dist(rng);
-    for (float& f : w) f = dist(rng);
-    for (float& f : b) f = dist(rng);
+    const auto [x, w, b] = random_inputs(s, rng);
     const std::vector<double> want = reference(c, x, w, b);
     const std::vector<float> packed = pack_weights(w.data(), s.out_channels, s.channels, taps);
     for (const Isa& isa : all) {
@@ -144,15 +153,10 @@ TEST(DirectConv, LaneFormMatchesTheFloat64Loop) {
   nobias.bias = false;
   for (const Case& c : {relu, clip, leaky, nobias}) all.push_back(c);
   std::mt19937 rng(5);
-  std::uniform_real_distribution<float> dist(-1, 1);
   for (const Case& c : all) {
     const Shape& s = c.s;
     const int64_t taps = s.kernel_h * s.kernel_w, positions = s.out_h * s.out_w;
-    std::vector<float> x(size_t(s.channels * s.padded_h * s.padded_w + kSlack)), b(size_t(s.out_channels));
-    std::vector<float> w(size_t(s.out_channels * s.channels * taps));
-    for (float& f : x) f = dist(rng);
-    for (float& f : w) f = dist(rng);
-    for (float& f : b) f = dist(rng);
+    const auto [x, w, b] = random_inputs(s, rng);
     const std::vector<double> want = reference(c, x, w, b);
     const std::vector<float> packed = pack_weights(w.data(), s.out_channels, s.channels, taps);
     std::vector<float> lane_w(packed.size());

@@ -6,7 +6,7 @@
 #if defined(ONYX_CPU_AVX2_LOOPS)
 #include <immintrin.h>
 
-#include "kernels/avx2_store.h"
+#include "gemm/avx2_registers.h"
 
 namespace onyx::cpu::direct_conv {
 namespace {
@@ -33,22 +33,7 @@ struct Avx2 {
   }
   static void store_first(float* p, reg v, int64_t n) { avx2::store_first(p, v, n); }
   static reg load_first(const float* p, int64_t n) { return _mm256_maskload_ps(p, first(n)); }
-  // In-register 8 x 8 transpose: r[c] becomes what was column c.
-  static void transpose(reg r[8]) {
-    reg u[8];
-    for (int g = 0; g < 2; ++g) {
-      const reg t0 = _mm256_unpacklo_ps(r[4 * g], r[4 * g + 1]), t1 = _mm256_unpackhi_ps(r[4 * g], r[4 * g + 1]);
-      const reg t2 = _mm256_unpacklo_ps(r[4 * g + 2], r[4 * g + 3]), t3 = _mm256_unpackhi_ps(r[4 * g + 2], r[4 * g + 3]);
-      u[4 * g + 0] = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
-      u[4 * g + 1] = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
-      u[4 * g + 2] = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
-      u[4 * g + 3] = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
-    }
-    for (int e = 0; e < 4; ++e) {
-      r[e] = _mm256_permute2f128_ps(u[e], u[4 + e], 0x20);
-      r[4 + e] = _mm256_permute2f128_ps(u[e], u[4 + e], 0x31);
-    }
-  }
+  static void transpose(reg r[8]) { avx2::transpose8(r); }
   static float sum(reg v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));

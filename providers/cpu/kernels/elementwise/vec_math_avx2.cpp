@@ -8,7 +8,7 @@
 #if defined(ONYX_CPU_AVX2_LOOPS)
 #include <immintrin.h>
 
-#include "kernels/avx2_store.h"
+#include "gemm/avx2_registers.h"
 #include "kernels/elementwise/gelu_impl.h"
 #include "kernels/elementwise/softmax_impl.h"
 #include "kernels/elementwise/window_impl.h"

@@ -1,0 +1,54 @@
+// avx2_registers.h: small AVX2 register routines shared by the CPU
+// provider's AVX2 files (gemm/kernel_avx2.cpp, kernels/*_avx2.cpp). For
+// files compiled with -mavx2 only; static, so that no copy of this AVX2 code
+// is merged into code every CPU runs.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+namespace onyx::cpu::avx2 {
+
+// p[0, n) = the first n lanes of v, for 0 <= n <= 8; writes nothing else.
+// Not _mm256_maskstore_ps, which AMD's Zen cores run as microcode (tens of
+// cycles a store: the 6 lanes at the end of each 14-wide row cost the test
+// CNN's convolution a quarter of its time).
+[[gnu::always_inline]] static inline void store_first(float* p, __m256 v, int64_t n) {
+  __m128 part = _mm256_castps256_ps128(v);
+  if (n >= 4) {
+    _mm_storeu_ps(p, part);
+    if (n == 8) {
+      _mm_storeu_ps(p + 4, _mm256_extractf128_ps(v, 1));
+      return;
+    }
+    p += 4, n -= 4, part = _mm256_extractf128_ps(v, 1);
+  }
+  if (n >= 2) {
+    _mm_storel_pi(reinterpret_cast<__m64*>(p), part);
+    p += 2, n -= 2, part = _mm_movehl_ps(part, part);
+  }
+  if (n == 1) _mm_store_ss(p, part);
+}
+
+// In-register 8 x 8 transpose: afterwards r[c] holds what was column c.
+[[gnu::always_inline]] static inline void transpose8(__m256 r[8]) {
+  __m256 u[8];
+  for (int g = 0; g < 2; ++g) {  // rows 4g .. 4g+3
+    const __m256 t0 = _mm256_unpacklo_ps(r[4 * g], r[4 * g + 1]);
+    const __m256 t1 = _mm256_unpackhi_ps(r[4 * g], r[4 * g + 1]);
+    const __m256 t2 = _mm256_unpacklo_ps(r[4 * g + 2], r[4 * g + 3]);
+    const __m256 t3 = _mm256_unpackhi_ps(r[4 * g + 2], r[4 * g + 3]);
+    // u[4g + e], 128-bit lane l: column 4l + e of rows 4g .. 4g+3
+    u[4 * g + 0] = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
+    u[4 * g + 1] = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
+    u[4 * g + 2] = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
+    u[4 * g + 3] = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int e = 0; e < 4; ++e) {
+    r[e] = _mm256_permute2f128_ps(u[e], u[4 + e], 0x20);
+    r[4 + e] = _mm256_permute2f128_ps(u[e], u[4 + e], 0x31);
+  }
+}
+
+}  // namespace onyx::cpu::avx2
