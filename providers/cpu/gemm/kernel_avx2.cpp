@@ -152,7 +152,21 @@ void pack_a(bool trans, const float* a, int64_t lda, int64_t rows, int64_t kc, f
 }
 
 void pack_b(bool trans, const float* b, int64_t ldb, int64_t kc, int64_t cols, float* dst) {
-  if (!trans) return pack_b_impl<kNR>(trans, b, ldb, kc, cols, dst);  // contiguous copies already
+  if (!trans) {
+    // op(B)(k, j) = b[k*ldb + j]: four panels at a time, so that each row of
+    // B is read 64 floats at a stretch (a panel alone reads one cache line per
+    // row, rows ldb apart: at ldb 1024 the packing was 8% of a 1024^3 product).
+    const int64_t full = cols / (4 * kNR) * (4 * kNR);
+    for (int64_t q = 0; q < full; q += 4 * kNR, dst += 4 * kc * kNR)
+      for (int64_t k = 0; k < kc; ++k) {
+        const float* src = b + k * ldb + q;
+        for (int p = 0; p < 4; ++p)
+          for (int v = 0; v < kNV; ++v)
+            _mm256_storeu_ps(dst + p * kc * kNR + k * kNR + 8 * v, _mm256_loadu_ps(src + p * kNR + 8 * v));
+      }
+    if (full < cols) pack_b_impl<kNR>(trans, b + full, ldb, kc, cols - full, dst);
+    return;
+  }
   // op(B)(k, j) = b[j*ldb + k]: 8 x 8 transposes of 8 stored rows x 8 k steps.
   const int64_t k8 = kc / 8 * 8;
   for (int64_t q = 0; q < cols; q += kNR, dst += kc * kNR) {
