@@ -2,9 +2,12 @@
 // float16/bfloat16, widened to float32), 1-D to 3-D, with groups, pads,
 // strides, dilations and auto_pad.
 //
-// Conv: few input channels per group (the lowered GEMM too small to pay for
-// its column matrix) on an AVX2/AVX-512 CPU: a direct convolution over a
-// padded copy of each image (direct_conv.h). Otherwise per (image, group),
+// Conv, float32 on an AVX2/AVX-512 CPU: a 3x3, stride-1 Conv with enough
+// channels and outputs by Winograd's F(4x4, 3x3) (winograd.h: 36 GEMMs on
+// transformed tiles, a quarter of the multiply-adds), when its inputs and
+// weights are finite; few input channels per group (the lowered GEMM too
+// small to pay for its column matrix): a direct convolution over a padded
+// copy of each image (direct_conv.h). Otherwise per (image, group),
 // im2col of the input into a [C/group * K, cols]
 // matrix (in chunks of output lines to bound the scratch memory), then one
 // GEMM with the group's weights [M/group, C/group * K]. A 1x1, stride-1,
@@ -18,8 +21,11 @@
 #include "kernels/conv/conv_lowering.h"
 #include "kernels/conv/direct_conv.h"
 #include "kernels/conv/phase_planes.h"
+#include "kernels/conv/winograd.h"
 #include "kernels/elementwise/vec_math.h"
 #include "kernels/registry.h"
+
+#include <mutex>
 
 namespace onyx::cpu {
 namespace {
@@ -144,6 +150,7 @@ class ConvKernel final : public ConvBase {
     Activation::read(node, &act_);
     // A constant float32 W is reordered for the direct convolution once.
     const sdk::ValueDesc& w = node.inputs[1];
+    if (w.constant && w.dtype == ONYX_DTYPE_FLOAT32) constant_dims_ = w.constant->dims;
     if (w.constant && w.dtype == ONYX_DTYPE_FLOAT32 && w.constant->dims.size() >= 3 &&
         w.constant->size() > 0 && direct_conv::available()) {
       packed_dims_ = w.constant->dims;
@@ -189,8 +196,15 @@ class ConvKernel final : public ConvBase {
                   const std::optional<sdk::Tensor>& b, const Channels& ch,
                   const std::vector<nn::WindowDim>& win, const sdk::Tensor& y) {
     if (ch.group > 1 && ch.c == ch.group) return depthwise<T>(ctx, x, w, b, ch, win, y);
-    if constexpr (std::is_same_v<T, float>)
+    if constexpr (std::is_same_v<T, float>) {
+      std::vector<float> local;
+      const float* u = nullptr;
+      if (winograd::fits(win, ch.n, ch.c / ch.group, ch.m / ch.group) && winograd::finite(x.data<float>(), x.size()) &&
+          (u = winograd_weights(w, ch, &local)))
+        return winograd::convolve(ctx, x.data<float>(), ch.n, ch.group, ch.c, ch.m, win, u,
+                                  b ? b->data<float>() : nullptr, act_, y.data<float>());
       if (direct_fits(ch, win)) return direct(ctx, x, w, b, ch, win, y);
+    }
     return im2col_gemm<T>(ctx, x, w, b, ch, win, y);
   }
 
@@ -230,6 +244,24 @@ class ConvKernel final : public ConvBase {
     }
     return direct_conv::convolve(ctx, x.data<float>(), ch.n, ch.group, ch.c, ch.m, win, packed,
                                  b ? b->data<float>() : nullptr, act_, y.data<float>());
+  }
+
+  // The Winograd-transformed W, or null when W is not all finite (then
+  // winograd::convolve() may not run). A constant W is transformed on the
+  // first run that takes this path, not when the session is made: a 3x3
+  // Conv on a small image at batch 1 never does, and the transformed
+  // weights are 4x the size of W. Else into `local`.
+  const float* winograd_weights(const sdk::Tensor& w, const Channels& ch, std::vector<float>* local) {
+    const int64_t cg = ch.c / ch.group;
+    if (!constant_dims_.empty() && std::equal(constant_dims_.begin(), constant_dims_.end(), w.dims.begin(), w.dims.end())) {
+      std::call_once(winograd_once_, [&] {
+        winograd_w_ = winograd::transform_weights(w.data<float>(), ch.m, cg, ch.group);
+        if (!winograd::finite(winograd_w_.data(), int64_t(winograd_w_.size()))) winograd_w_.clear();
+      });
+      return winograd_w_.empty() ? nullptr : winograd_w_.data();
+    }
+    *local = winograd::transform_weights(w.data<float>(), ch.m, cg, ch.group);
+    return winograd::finite(local->data(), int64_t(local->size())) ? local->data() : nullptr;
   }
 
   template <typename T>
@@ -374,6 +406,9 @@ class ConvKernel final : public ConvBase {
   Activation act_;
   std::vector<int64_t> packed_dims_;  // W's dims when packed_w_ was made from a constant W
   std::vector<float> packed_w_;
+  std::vector<int64_t> constant_dims_;  // a constant float32 W's dims, else empty
+  std::once_flag winograd_once_;
+  std::vector<float> winograd_w_;  // winograd::transform_weights() of the constant W
 };
 
 class ConvTransposeKernel final : public ConvBase {
