@@ -238,11 +238,19 @@ class ConvKernel final : public ConvBase {
                      const std::vector<nn::WindowDim>& win, const sdk::Tensor& y) {
     std::vector<float> repacked;
     const float* packed = packed_w_.data();
+    const float* lanes = nullptr;  // reordered by convolve() when it needs them
     if (packed_w_.empty() || !std::equal(packed_dims_.begin(), packed_dims_.end(), w.dims.begin(), w.dims.end())) {
       repacked = pack_direct(w.data<float>(), w.dims);
       packed = repacked.data();
+    } else if (direct_conv::lane_form(direct_conv::shape_for(win, ch.c / ch.group, ch.m / ch.group))) {
+      // The constant W in the channel-lane form's order, made on its first use.
+      std::call_once(lane_once_, [&] {
+        lane_w_ = direct_conv::lane_weights(packed, ch.group, ch.m / ch.group, ch.c / ch.group,
+                                            kernel_volume(win));
+      });
+      lanes = lane_w_.data();
     }
-    return direct_conv::convolve(ctx, x.data<float>(), ch.n, ch.group, ch.c, ch.m, win, packed,
+    return direct_conv::convolve(ctx, x.data<float>(), ch.n, ch.group, ch.c, ch.m, win, packed, lanes,
                                  b ? b->data<float>() : nullptr, act_, y.data<float>());
   }
 
@@ -406,6 +414,8 @@ class ConvKernel final : public ConvBase {
   Activation act_;
   std::vector<int64_t> packed_dims_;  // W's dims when packed_w_ was made from a constant W
   std::vector<float> packed_w_;
+  std::once_flag lane_once_;
+  std::vector<float> lane_w_;  // packed_w_ in the channel-lane form's order
   std::vector<int64_t> constant_dims_;  // a constant float32 W's dims, else empty
   std::once_flag winograd_once_;
   std::vector<float> winograd_w_;  // winograd::transform_weights() of the constant W

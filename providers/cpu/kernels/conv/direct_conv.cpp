@@ -101,6 +101,15 @@ void lane_weights(const float* packed_w, int64_t out_channels, int64_t channels,
           *dst++ = packed_w[(m / kChannelBlock) * per_block + (c * taps + t) * kChannelBlock + m % kChannelBlock];
 }
 
+std::vector<float> lane_weights(const float* packed_w, int64_t group, int64_t out_channels, int64_t channels,
+                                int64_t taps) {
+  const int64_t per_group = out_channels * channels * taps;
+  std::vector<float> dst(size_t(group * per_group));
+  for (int64_t g = 0; g < group; ++g)
+    lane_weights(packed_w + g * per_group, out_channels, channels, taps, dst.data() + g * per_group);
+  return dst;
+}
+
 void run_lanes(const Plan& p, const float* x, const float* lane_w, const float* bias, const Epilogue& e,
                float* staged, float* y, int64_t p_lo, int64_t p_hi) {
   const detail::LaneWork work{&p.shape, p.tap_offsets.data(), int64_t(p.tap_offsets.size()), p.positions.data(),
@@ -197,7 +206,7 @@ bool fits(const std::vector<nn::WindowDim>& win, int64_t reduction) {
 
 OnyxStatus* convolve(sdk::ComputeContext& ctx, const float* x, int64_t n, int64_t group, int64_t channels,
                      int64_t out_channels, const std::vector<nn::WindowDim>& win, const float* packed_w,
-                     const float* bias, const Epilogue& e, float* y) {
+                     const float* lane_w, const float* bias, const Epilogue& e, float* y) {
   using conv_lowering::Worker;
   const Shape s = shape_for(win, channels / group, out_channels / group);
   const Plan& plan = plan_for(s);
@@ -205,19 +214,11 @@ OnyxStatus* convolve(sdk::ComputeContext& ctx, const float* x, int64_t n, int64_
   const int64_t per_filter = s.channels * s.kernel_h * s.kernel_w;
   const int64_t padded = s.channels * s.padded_h * s.padded_w + kSlack;
   const bool lanes = lane_form(s);
-  // The channel-lane form's weights, reordered per call from the packed
-  // ones (a few thousand floats), and its staged results after the padded
-  // input in each worker's scratch.
-  // (Through a pointer: the workers that run the items have their own,
-  // empty, thread_local vectors.)
-  thread_local std::vector<float> lane_buffer;
-  const float* lane_w = nullptr;
-  if (lanes) {
-    lane_buffer.resize(size_t(out_channels * per_filter));
-    for (int64_t g = 0; g < group; ++g)
-      lane_weights(packed_w + g * s.out_channels * per_filter, s.out_channels, s.channels,
-                   s.kernel_h * s.kernel_w, lane_buffer.data() + g * s.out_channels * per_filter);
-    lane_w = lane_buffer.data();
+  // The channel-lane form's weights, reordered here unless given.
+  std::vector<float> reordered;
+  if (lanes && !lane_w) {
+    reordered = lane_weights(packed_w, group, s.out_channels, s.channels, s.kernel_h * s.kernel_w);
+    lane_w = reordered.data();
   }
   const int64_t scratch = padded + (lanes ? out_plane * s.out_channels : 0);
   // A block of output channels (or of positions) per task only from about

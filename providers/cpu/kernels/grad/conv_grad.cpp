@@ -213,7 +213,7 @@ class ConvGradKernel final : public sdk::Kernel {
       const std::vector<float> part = direct_conv::pack_weights(wt.data(), cg, mg, taps);
       packed.insert(packed.end(), part.begin(), part.end());
     }
-    direct_conv::convolve(ctx, dy.data<float>(), dy.dim(0), group_, m, c, flipped, packed.data(), nullptr,
+    direct_conv::convolve(ctx, dy.data<float>(), dy.dim(0), group_, m, c, flipped, packed.data(), nullptr, nullptr,
                           direct_conv::Epilogue{}, dx.data<float>());
   }
 
