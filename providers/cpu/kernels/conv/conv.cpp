@@ -215,7 +215,9 @@ class ConvKernel final : public ConvBase {
     bool pointwise = true;
     for (const nn::WindowDim& d : win)
       pointwise = pointwise && d.kernel == 1 && d.stride == 1 && d.pad_begin == 0 && d.pad_end == 0;
-    return !pointwise && direct_conv::fits(win, ch.c / ch.group * win[1].kernel * win[2].kernel);
+    const int64_t cg = ch.c / ch.group;
+    return !pointwise && (direct_conv::fits(win, cg * win[1].kernel * win[2].kernel) ||
+                          direct_conv::fits_strided(win, cg, ch.m / ch.group));
   }
 
   // W [M, C/group, k...] reordered group by group for direct_conv::run

@@ -77,7 +77,7 @@ Plan make_plan(const Shape& s, int64_t width) {
       p.fragments.push_back({r * s.stride_h * s.padded_w + c, r * s.out_w + c, std::min(width, s.out_w - c)});
   p.blocks = (s.out_channels + kChannelBlock - 1) / kChannelBlock;
   for (int64_t r = 0; r < s.out_h; ++r)
-    for (int64_t q = 0; q < s.out_w; ++q) p.positions.push_back(r * s.stride_h * s.padded_w + q);
+    for (int64_t q = 0; q < s.out_w; ++q) p.positions.push_back(r * s.stride_h * s.padded_w + q * s.stride_w);
   return p;
 }
 
@@ -85,11 +85,15 @@ Plan make_plan(const Shape& s, int64_t width) {
 // the FMA peak where its vectors are full (16 or 32 wide) and the lane form
 // 75-85%; on 7, 14 and 28-wide rows, an eighth of the row form's lanes
 // idle and the lane form is 4-11% faster, from 8 input channels (below, its
-// staging and transposes cost more: 3 channels ran 1.9x slower).
+// staging and transposes cost more: 3 channels ran 1.9x slower). Strided
+// along W, where the row form cannot run, against im2col + GEMM: 0.59x the
+// time for 256 -> 512 channels, 3x3 / 2 on 14 x 14 (the GEMM's 49 columns
+// fill its 16-wide panels badly), 0.78x for ResNet's first layer (3 -> 64,
+// 7x7 / 2 on 224 x 224), 0.98x for 64 -> 128, 3x3 / 2 on 56 x 56.
 bool lane_form(const Shape& s) {
   const int64_t width = 8, vectors = (s.out_w + width - 1) / width;
   return best_isa() == Isa::avx2 && s.out_channels % kLaneChannels == 0 &&
-         s.channels * s.kernel_h * s.kernel_w >= 64 && 10 * s.out_w < 9 * vectors * width;
+         s.channels * s.kernel_h * s.kernel_w >= 64 && (s.stride_w > 1 || 10 * s.out_w < 9 * vectors * width);
 }
 
 void lane_weights(const float* packed_w, int64_t out_channels, int64_t channels, int64_t taps, float* dst) {
@@ -180,10 +184,10 @@ Shape shape_for(const std::vector<nn::WindowDim>& win, int64_t channels, int64_t
   s.channels = channels;
   s.out_channels = out_channels;
   s.kernel_h = H.kernel, s.kernel_w = W.kernel;
-  s.stride_h = H.stride, s.dilation_h = H.dilation, s.dilation_w = W.dilation;
+  s.stride_h = H.stride, s.stride_w = W.stride, s.dilation_h = H.dilation, s.dilation_w = W.dilation;
   s.out_h = H.out, s.out_w = W.out;
   s.padded_h = (H.out - 1) * H.stride + H.extent();
-  s.padded_w = W.out - 1 + W.extent();
+  s.padded_w = (W.out - 1) * W.stride + W.extent();
   return s;
 }
 
@@ -202,6 +206,12 @@ bool fits(const std::vector<nn::WindowDim>& win, int64_t reduction) {
     return false;
   const int64_t width = lanes(), vectors = (W.out + width - 1) / width;
   return reduction <= kAlwaysReduction || 4 * W.out >= 3 * vectors * width;
+}
+
+bool fits_strided(const std::vector<nn::WindowDim>& win, int64_t channels, int64_t out_channels) {
+  const nn::WindowDim &D = win[0], &W = win[2];
+  return available() && D.kernel == 1 && D.in == 1 && D.out == 1 && W.stride > 1 && W.pad_begin >= 0 &&
+         win[1].pad_begin >= 0 && lane_form(shape_for(win, channels, out_channels));
 }
 
 OnyxStatus* convolve(sdk::ComputeContext& ctx, const float* x, int64_t n, int64_t group, int64_t channels,

@@ -29,7 +29,7 @@ struct Epilogue {
 // written in), followed by at least kSlack readable floats.
 struct Shape {
   int64_t channels = 0, out_channels = 0;  // of the group
-  int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, dilation_h = 1, dilation_w = 1;
+  int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
   int64_t out_h = 0, out_w = 0;
   int64_t padded_h = 0, padded_w = 0;
   bool operator==(const Shape&) const = default;
@@ -78,7 +78,8 @@ Plan make_plan(const Shape& s, int64_t lanes);
 void run(const Plan& p, const float* x, const float* packed_w, const float* bias, const Epilogue& e,
          float* y, int64_t block_lo, int64_t block_hi);
 
-// The channel-lane form: whether convolve() takes it for `s`; the packed
+// The channel-lane form: whether convolve() takes it for `s` (the only form
+// for a stride along W: it reads one input value per position); the packed
 // weights (pack_weights(), out_channels a multiple of kLaneChannels)
 // reordered for it into dst [out_channels / kLaneChannels][channels][taps]
 // [kLaneChannels] (a block's weights stay in L1); and run() in that
@@ -115,8 +116,11 @@ void pad_planes(const float* x, const std::vector<nn::WindowDim>& win, const Sha
 // Whether convolve() takes windows `win` (lifted to 3-D) with `reduction`
 // multiply-adds per output (channels per group x taps): 1-D or 2-D, stride 1
 // along W, vector code for this CPU, and a reduction that im2col + GEMM
-// would not do faster.
+// would not do faster. (The row form: run() and the weight gradient.)
 bool fits(const std::vector<nn::WindowDim>& win, int64_t reduction);
+// Whether convolve() takes windows `win` strided along W, with `channels`
+// and `out_channels` per group: in the channel-lane form.
+bool fits_strided(const std::vector<nn::WindowDim>& win, int64_t channels, int64_t out_channels);
 
 // y [n, out_channels, ...] = act(conv(x [n, channels, ...], w) + bias) for a
 // whole batch: per (image, group), the input planes copied with their zero
