@@ -275,6 +275,10 @@ std::vector<ConvCase> cases() {
       with(conv("winograd_ragged_tiles", {1, 64, 9, 30}, {64, 64, 3, 3}), {1, 1}, {1, 1, 1, 1}),
       with(conv("winograd_narrow_rows", {3, 64, 7, 14}, {64, 64, 3, 3}), {1, 1}, {1, 1, 1, 1}),
       with(conv("winograd_groups", {2, 64, 12, 12}, {64, 32, 3, 3}, 2), {1, 1}, {1, 1, 1, 1}),
+      // Pointwise on planes of at most 100: with a constant W, the CPU
+      // provider's transposed GEMM (x^T W^T, then transposed into y).
+      with(conv("pointwise_small_plane", {2, 24, 7, 7}, {40, 24, 1, 1}), {}, {}),
+      with(conv("pointwise_small_plane_groups", {1, 32, 5, 6}, {48, 16, 1, 1}, 2), {}, {}),
       // Big enough that im2col runs in several chunks of output lines.
       with(conv("chunked_im2col", {4, 64, 48, 48}, {8, 64, 3, 3}), {1, 1}, {1, 1, 1, 1}),
       transposed(with(conv("convT1d", {1, 2, 5}, {2, 3, 3}), {2}, {})),

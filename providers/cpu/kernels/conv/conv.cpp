@@ -274,6 +274,33 @@ class ConvKernel final : public ConvBase {
     return winograd::finite(local->data(), int64_t(local->size())) ? local->data() : nullptr;
   }
 
+  // Output planes up to this size take the transposed pointwise GEMM.
+  static constexpr int64_t kTransposedPlane = 100;
+
+  // A constant W [M, C/group] packed as W^T per group for the transposed
+  // pointwise GEMM, on its first use; null for any other W.
+  const PackedB* const* transposed_weights(const sdk::Tensor& w, const Channels& ch) {
+    if (constant_dims_.empty() || !std::equal(constant_dims_.begin(), constant_dims_.end(), w.dims.begin(), w.dims.end()))
+      return nullptr;
+    std::call_once(transposed_once_, [&] {
+      const int64_t cg = ch.c / ch.group, mg = ch.m / ch.group;
+      for (int64_t g = 0; g < ch.group; ++g) {
+        transposed_w_.push_back(pack_b(true, cg, mg, w.data<float>() + g * mg * cg, cg));
+        transposed_ptrs_.push_back(transposed_w_.back().get());
+      }
+    });
+    return transposed_ptrs_.data();
+  }
+
+  // dst [cols x rows] = src [rows x cols]^T, in 8 x 8 blocks.
+  static void transpose(const float* src, int64_t rows, int64_t cols, float* dst) {
+    constexpr int64_t kBlock = 8;
+    for (int64_t r0 = 0; r0 < rows; r0 += kBlock)
+      for (int64_t c0 = 0; c0 < cols; c0 += kBlock)
+        for (int64_t c = c0; c < std::min(cols, c0 + kBlock); ++c)
+          for (int64_t r = r0; r < std::min(rows, r0 + kBlock); ++r) dst[c * rows + r] = src[r * cols + c];
+  }
+
   template <typename T>
   OnyxStatus* im2col_gemm(sdk::ComputeContext& ctx, const sdk::Tensor& x, const sdk::Tensor& w,
                           const std::optional<sdk::Tensor>& b, const Channels& ch,
@@ -287,6 +314,15 @@ class ConvKernel final : public ConvBase {
     const int64_t items = ch.n * ch.group;
     const int64_t chunk =
         pointwise ? lines : lines_per_chunk<T>(ctx, items, rows, width, lines);
+    // A pointwise Conv on a small plane (7 x 7: 49 GEMM columns, which fill
+    // 16-wide panels badly) as y^T [plane x mg] = x^T W^T with W^T packed
+    // once, then transposed into y: 0.53-0.67 -> 0.74-0.90 of the FMA peak
+    // for MobileNetV2's last 1x1 layers (320 -> 1280, 960 -> 320 on 7 x 7).
+    const PackedB* const* packed_wt = nullptr;
+    if constexpr (std::is_same_v<T, float>)
+      if (pointwise && out_plane <= kTransposedPlane) packed_wt = transposed_weights(w, ch);
+    int64_t scratch = pointwise ? 0 : rows * chunk * width;
+    if (packed_wt) scratch = out_plane * mg;
     // The GEMMs write the output; the bias is added with the activation in
     // one pass over each item's block while it is in cache (not a fill of the
     // whole output first and GEMMs accumulating onto it).
@@ -297,6 +333,15 @@ class ConvKernel final : public ConvBase {
       const T* xg = x.data<T>() + (n * ch.c + g * cg) * in_plane;
       const T* wg = w.data<T>() + g * mg * rows;
       T* yg = y.data<T>() + (n * ch.m + g * mg) * out_plane;
+      if (packed_wt) {
+        if constexpr (std::is_same_v<T, float>) {
+          sgemm_packed(true, out_plane, mg, cg, 1.0f, xg, in_plane, *packed_wt[g], 0.0f, worker.scratch, mg,
+                       worker.gemm);
+          transpose(worker.scratch, out_plane, mg, yg);
+        }
+        finish(yg, bias ? bias + g * mg : nullptr, mg, out_plane);
+        return;
+      }
       if (pointwise) {
         gemm(false, false, mg, out_plane, cg, wg, rows, xg, in_plane, beta, yg, out_plane,
              worker.gemm);
@@ -311,7 +356,7 @@ class ConvKernel final : public ConvBase {
       }
       finish(yg, bias ? bias + g * mg : nullptr, mg, out_plane);
     };
-    return for_each_item<T>(ctx, items, pointwise ? 0 : rows * chunk * width, run_item);
+    return for_each_item<T>(ctx, items, scratch, run_item);
   }
 
   // One input channel per group: y[n, m] = B[m] + sum over taps of
@@ -419,7 +464,9 @@ class ConvKernel final : public ConvBase {
   std::once_flag lane_once_;
   std::vector<float> lane_w_;  // packed_w_ in the channel-lane form's order
   std::vector<int64_t> constant_dims_;  // a constant float32 W's dims, else empty
-  std::once_flag winograd_once_;
+  std::once_flag winograd_once_, transposed_once_;
+  std::vector<std::shared_ptr<PackedB>> transposed_w_;  // W^T per group, packed
+  std::vector<const PackedB*> transposed_ptrs_;
   std::vector<float> winograd_w_;  // winograd::transform_weights() of the constant W
 };
 
