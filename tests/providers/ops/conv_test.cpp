@@ -260,6 +260,7 @@ std::vector<ConvCase> cases() {
       with(conv("direct_strided_lanes", {2, 8, 15, 17}, {32, 8, 3, 3}), {2, 2}, {1, 1, 1, 1}),
       with(conv("direct_strided_lanes_7x7", {1, 3, 23, 19}, {16, 3, 7, 7}), {2, 2}, {3, 3, 3, 3}),
       with(conv("direct_strided_lanes_w_only", {1, 16, 6, 20}, {16, 16, 3, 3}), {1, 3}, {0, 1, 2, 0}),
+      with(conv("direct_strided_lanes_small_reduction", {2, 3, 17, 16}, {32, 3, 3, 3}), {2, 2}, {1, 1, 1, 1}),
       // 32 channels x 3 x 3 = 288 multiply-adds per output: the direct limit.
       with(conv("direct_at_its_limit", {1, 32, 6, 9}, {5, 32, 3, 3}), {1, 1}, {1, 1, 1, 1}),
       with(conv("im2col_past_the_direct_limit", {1, 33, 6, 9}, {5, 33, 3, 3}), {1, 1}, {1, 1, 1, 1}),

@@ -89,11 +89,13 @@ Plan make_plan(const Shape& s, int64_t width) {
 // along W, where the row form cannot run, against im2col + GEMM: 0.59x the
 // time for 256 -> 512 channels, 3x3 / 2 on 14 x 14 (the GEMM's 49 columns
 // fill its 16-wide panels badly), 0.78x for ResNet's first layer (3 -> 64,
-// 7x7 / 2 on 224 x 224), 0.98x for 64 -> 128, 3x3 / 2 on 56 x 56.
+// 7x7 / 2 on 224 x 224), 0.98x for 64 -> 128, 3x3 / 2 on 56 x 56; and
+// with reductions under 64 too: 0.57-0.98x for 3 or 8 -> 16 to 64
+// channels, 3x3 or 5x5 / 2 (MobileNetV2's first layer: 0.84x).
 bool lane_form(const Shape& s) {
   const int64_t width = 8, vectors = (s.out_w + width - 1) / width;
   return best_isa() == Isa::avx2 && s.out_channels % kLaneChannels == 0 &&
-         s.channels * s.kernel_h * s.kernel_w >= 64 && (s.stride_w > 1 || 10 * s.out_w < 9 * vectors * width);
+         (s.stride_w > 1 || (s.channels * s.kernel_h * s.kernel_w >= 64 && 10 * s.out_w < 9 * vectors * width));
 }
 
 void lane_weights(const float* packed_w, int64_t out_channels, int64_t channels, int64_t taps, float* dst) {
