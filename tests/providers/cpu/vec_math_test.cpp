@@ -242,7 +242,7 @@ namespace {
 // the sums must come out exact: a 3x3 window over a flat plane 12 wide, the
 // extreme codes included, every loop and tail length (64 + 64 + 5 outputs).
 TEST(VecMath, WindowSumsOfIntegersAreExact) {
-  using Sums = void (*)(float*, const float*, const int64_t*, const float*, int64_t, size_t, float);
+  using Sums = void (*)(float*, const float*, const int64_t*, const float*, int64_t, size_t, float, float, float);
   std::vector<std::pair<const char*, Sums>> fns = {{"generic", detail::window_sums_generic}, {"dispatched", window_sums}};
 #if defined(ONYX_CPU_AVX2_LOOPS)
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) fns.push_back({"avx2", detail::window_sums_avx2});
@@ -259,7 +259,7 @@ TEST(VecMath, WindowSumsOfIntegersAreExact) {
   for (const auto& [name, fn] : fns) {
     SCOPED_TRACE(name);
     std::vector<float> sums(133, 99.0f);
-    fn(sums.data(), src.data(), offsets, taps, 9, 133, 7.0f);
+    fn(sums.data(), src.data(), offsets, taps, 9, 133, 7.0f, -INFINITY, INFINITY);
     for (int64_t o = 0; o < 133; ++o) {
       int64_t want = 7;
       for (int t = 0; t < 9; ++t) want += int64_t(src[size_t(o + offsets[t])]) * int64_t(taps[t]);

@@ -25,6 +25,7 @@
 #include "kernels/elementwise/vec_math.h"
 #include "kernels/registry.h"
 
+#include <cmath>
 #include <mutex>
 
 namespace onyx::cpu {
@@ -422,30 +423,36 @@ class ConvKernel final : public ConvBase {
   // The float32 2-D (and 1-D) depthwise: each input plane copied once into
   // its zero-padded phase planes (conv/phase_planes.h), then every tap of
   // the window summed in registers over the grid (vec::window_sums, bias
-  // first), the grid's rows packed into the output plane, the activation
-  // applied. One pass over the output instead of one per tap.
+  // first, then the activation's clamp), the grid's rows packed into the
+  // output plane. One pass over the output instead of one per tap (and one
+  // for the activation: a fifth of MobileNetV2's depthwise layers' time).
   OnyxStatus* depthwise_phases(sdk::ComputeContext& ctx, const sdk::Tensor& x, const sdk::Tensor& w,
                                const std::optional<sdk::Tensor>& b, const Channels& ch,
                                const std::vector<nn::WindowDim>& win, const conv::PhasePlanes& ph,
                                const sdk::Tensor& y) {
     const int64_t mg = ch.m / ch.group, in_plane = in_volume(win), out_plane = out_volume(win);
     const int64_t taps = int64_t(ph.offsets.size()), in_h = win[1].in, in_w = win[2].in, out_w = win[2].out;
-    ctx.parallel_for(size_t(ch.n * ch.m), nn::grain_for(double(out_plane * taps)), [&](size_t lo, size_t hi) {
+    // Relu and Clip are a clamp of the sums in registers; LeakyRelu a pass of its own.
+    float lo = -INFINITY, hi = INFINITY;
+    if (act_.kind == Activation::kRelu) lo = 0;
+    if (act_.kind == Activation::kClip) lo = act_.a, hi = act_.b;
+    const bool separate_pass = act_.kind == Activation::kLeakyRelu;
+    ctx.parallel_for(size_t(ch.n * ch.m), nn::grain_for(double(out_plane * taps)), [&](size_t lo_item, size_t hi_item) {
       thread_local std::vector<float> padded, sums;  // per thread, grown only
       if (padded.size() < size_t(ph.block + ph.slack)) padded.resize(size_t(ph.block + ph.slack));
       if (sums.size() < size_t(ph.grid())) sums.resize(size_t(ph.grid()));
-      for (size_t p = lo; p < hi; ++p) {
+      for (size_t p = lo_item; p < hi_item; ++p) {
         const int64_t n = int64_t(p) / ch.m, m = int64_t(p) % ch.m;
         const float* xp = x.data<float>() + (n * ch.c + m / mg) * in_plane;
         std::fill(padded.begin(), padded.begin() + ph.block + ph.slack, 0.0f);
         for (int64_t iy = 0; iy < in_h; ++iy)
           ph.place_row(xp + iy * in_w, in_w, padded.data() + ph.row_at(iy), [](float v) { return v; });
         vec::window_sums(sums.data(), padded.data(), ph.offsets.data(), w.data<float>() + m * taps, taps,
-                         size_t(ph.grid()), b ? b->data<float>()[m] : 0.0f);
+                         size_t(ph.grid()), b ? b->data<float>()[m] : 0.0f, lo, hi);
         float* plane = y.data<float>() + int64_t(p) * out_plane;
         for (int64_t oy = 0; oy < ph.out_h; ++oy)
           std::copy(sums.data() + oy * ph.wq, sums.data() + oy * ph.wq + out_w, plane + oy * out_w);
-        act_.apply(plane, out_plane);
+        if (separate_pass) act_.apply(plane, out_plane);
       }
     });
     return nullptr;

@@ -375,7 +375,7 @@ class ConvIntegerKernel final : public sdk::Kernel {
           tap_values[size_t(t)] = float((w.dtype == ONYX_DTYPE_INT8 ? w.data<int8_t>()[at] : w.data<uint8_t>()[at]) - wz);
         }
         vec::window_sums(float_sums.data(), padded.data(), ph.offsets.data(), tap_values.data(), taps,
-                         size_t(ph.grid()), 0.0f);
+                         size_t(ph.grid()), 0.0f, -INFINITY, INFINITY);
         // The grid's rows packed together as int32 (exact), then one
         // output-stage call for the whole channel.
         for (int64_t oy = 0; oy < out_h; ++oy)

@@ -37,11 +37,12 @@ void softmax_row_generic(const float* x, float* y, size_t n) {
 }
 
 void window_sums_generic(float* y, const float* src, const int64_t* offsets, const float* taps, int64_t tap_count,
-                         size_t count, float bias) {
+                         size_t count, float bias, float lo, float hi) {
   for (size_t o = 0; o < count; ++o) {
     float sum = bias;
     for (int64_t t = 0; t < tap_count; ++t) sum += src[int64_t(o) + offsets[t]] * taps[t];
-    y[o] = sum;
+    sum = sum < lo ? lo : sum;  // NaN compares false: kept
+    y[o] = sum > hi ? hi : sum;
   }
 }
 
@@ -116,14 +117,14 @@ void gelu_erf(const float* x, float* y, size_t n) {
 }
 
 void window_sums(float* y, const float* src, const int64_t* offsets, const float* taps, int64_t tap_count,
-                 size_t count, float bias) {
+                 size_t count, float bias, float lo, float hi) {
 #if defined(ONYX_CPU_AVX512_LOOPS)
-  if (use_avx512()) return detail::window_sums_avx512(y, src, offsets, taps, tap_count, count, bias);
+  if (use_avx512()) return detail::window_sums_avx512(y, src, offsets, taps, tap_count, count, bias, lo, hi);
 #endif
 #if defined(ONYX_CPU_AVX2_LOOPS)
-  if (use_avx2()) return detail::window_sums_avx2(y, src, offsets, taps, tap_count, count, bias);
+  if (use_avx2()) return detail::window_sums_avx2(y, src, offsets, taps, tap_count, count, bias, lo, hi);
 #endif
-  detail::window_sums_generic(y, src, offsets, taps, tap_count, count, bias);
+  detail::window_sums_generic(y, src, offsets, taps, tap_count, count, bias, lo, hi);
 }
 
 void softmax_row(const float* x, float* y, size_t n) {

@@ -172,8 +172,8 @@ void gelu_erf_avx2(const float* x, float* y, size_t n) { gelu_impl::loop<Avx2, t
 void gelu_tanh_avx2(const float* x, float* y, size_t n) { gelu_impl::loop<Avx2, false>(x, y, n); }
 void softmax_row_avx2(const float* x, float* y, size_t n) { softmax_impl::row<Avx2>(x, y, n); }
 void window_sums_avx2(float* y, const float* src, const int64_t* offsets, const float* taps, int64_t tap_count,
-                     size_t count, float bias) {
-  window_impl::sums<Avx2>(y, src, offsets, taps, tap_count, count, bias);
+                     size_t count, float bias, float lo, float hi) {
+  window_impl::sums<Avx2>(y, src, offsets, taps, tap_count, count, bias, lo, hi);
 }
 
 }  // namespace onyx::cpu::vec::detail
