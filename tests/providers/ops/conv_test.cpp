@@ -384,6 +384,22 @@ ONYX_OP_TEST(FusedConv, MatchesConvThenTheActivation) {
   }
 }
 
+// Depthwise layers of one padded size but other pads, one after the other on
+// one thread: the CPU provider keeps each thread's zero padding between
+// channels and layers, and must not keep it across geometries (the first
+// layer's interior lies in the second's padding).
+ONYX_OP_TEST(Conv, DepthwiseGeometriesOneAfterAnother) {
+  std::vector<float> x = nn::random_floats(256, 71, -2, 2), w = nn::random_floats(36, 72), b = {1, -1, 2, 0};
+  const ConvCase a = with(conv("pads_1111", {1, 4, 8, 8}, {4, 1, 3, 3}, 4), {1, 1}, {1, 1, 1, 1});
+  const ConvCase c = with(conv("pads_0220", {1, 4, 8, 8}, {4, 1, 3, 3}, 4), {1, 1}, {0, 2, 2, 0});
+  for (const ConvCase* k : {&a, &c, &a}) {
+    Ref want = reference(*k, nn::to_double(x), nn::to_double(w), nn::to_double(b));
+    RunResult r = run_node(make_node(*k, x, w, b), {.threads = 1});
+    ASSERT_TRUE(r.ok()) << k->name << ": " << r.error;
+    EXPECT_TRUE(all_near(r.outputs[0].values<float>(), want.y, want.tol)) << k->name;
+  }
+}
+
 ONYX_OP_TEST(Conv, UnknownShapesAtCreation) {
   // Value infos without shapes: the kernel learns everything at compute.
   ConvCase c = with(conv("dyn", {1, 2, 6, 5}, {3, 2, 3, 2}), {2, 1}, {1, 0, 1, 1});

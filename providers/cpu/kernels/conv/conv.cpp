@@ -439,14 +439,26 @@ class ConvKernel final : public ConvBase {
     const bool separate_pass = act_.kind == Activation::kLeakyRelu;
     ctx.parallel_for(size_t(ch.n * ch.m), nn::grain_for(double(out_plane * taps)), [&](size_t lo_item, size_t hi_item) {
       thread_local std::vector<float> padded, sums;  // per thread, grown only
-      if (padded.size() < size_t(ph.block + ph.slack)) padded.resize(size_t(ph.block + ph.slack));
+      thread_local std::vector<int64_t> rows;
+      // The padding is zeroed once per thread and geometry: every channel
+      // then writes the same interior (on 7 x 7 planes, zeroing each one
+      // and finding its rows with divisions cost a third of the layer).
+      thread_local std::vector<int64_t> zeroed_for;  // the geometry whose interior `padded` holds
+      std::vector<int64_t> geometry = {ph.block + ph.slack, ph.wq, ph.hq, ph.sx, ph.sy, ph.top, in_h, in_w};
+      for (const conv::PhasePlanes::Columns& c : ph.columns) geometry.insert(geometry.end(), {c.first, c.count, c.at});
+      if (padded.size() < size_t(ph.block + ph.slack)) padded.resize(size_t(ph.block + ph.slack)), zeroed_for.clear();
       if (sums.size() < size_t(ph.grid())) sums.resize(size_t(ph.grid()));
+      if (zeroed_for != geometry) {
+        std::fill(padded.begin(), padded.begin() + ph.block + ph.slack, 0.0f);
+        zeroed_for = geometry;
+      }
+      rows.resize(size_t(in_h));
+      for (int64_t iy = 0; iy < in_h; ++iy) rows[size_t(iy)] = ph.row_at(iy);
       for (size_t p = lo_item; p < hi_item; ++p) {
         const int64_t n = int64_t(p) / ch.m, m = int64_t(p) % ch.m;
         const float* xp = x.data<float>() + (n * ch.c + m / mg) * in_plane;
-        std::fill(padded.begin(), padded.begin() + ph.block + ph.slack, 0.0f);
         for (int64_t iy = 0; iy < in_h; ++iy)
-          ph.place_row(xp + iy * in_w, in_w, padded.data() + ph.row_at(iy), [](float v) { return v; });
+          ph.place_row(xp + iy * in_w, in_w, padded.data() + rows[size_t(iy)], [](float v) { return v; });
         vec::window_sums(sums.data(), padded.data(), ph.offsets.data(), w.data<float>() + m * taps, taps,
                          size_t(ph.grid()), b ? b->data<float>()[m] : 0.0f, lo, hi);
         float* plane = y.data<float>() + int64_t(p) * out_plane;
