@@ -116,7 +116,8 @@ void scale_c(int64_t m, int64_t n, float beta, float* c, int64_t ldc) {
 
 // C[i, j] = act(C[i, j] + bias[c0 + j]) + residual[r0 + i, c0 + j] over a
 // rows x cols block whose first element is C's (r0, c0). The four bias/Relu
-// forms are separate loops so that each vectorizes.
+// forms are separate loops so that each vectorizes; a row bias and a clamp
+// one more.
 ONYX_CLONES void apply_epilogue(const GemmEpilogue& e, float* c, int64_t ldc, int64_t rows, int64_t cols,
                                 int64_t r0, int64_t c0) {
   const float* bias = e.bias ? e.bias + c0 : nullptr;
@@ -131,6 +132,14 @@ ONYX_CLONES void apply_epilogue(const GemmEpilogue& e, float* c, int64_t ldc, in
       for (int64_t j = 0; j < cols; ++j) ci[j] += bias[j];
     else if (e.relu)
       for (int64_t j = 0; j < cols; ++j) ci[j] = ci[j] < 0.0f ? 0.0f : ci[j];
+    if (e.row_bias || e.clamps()) {
+      const float add = e.row_bias ? e.row_bias[r0 + i] : 0.0f, lo = e.lo, hi = e.hi;
+      for (int64_t j = 0; j < cols; ++j) {
+        const float v = ci[j] + add;
+        const float l = v < lo ? lo : v;  // NaN compares false: kept
+        ci[j] = l > hi ? hi : l;
+      }
+    }
     if (e.activation) e.activation(ci, ci, size_t(cols));
     if (e.residual) {
       const float* ri = e.residual + (r0 + i) * e.ldr + c0;

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 
 namespace onyx::cpu {
@@ -28,6 +29,10 @@ struct ParallelFor {
 struct GemmEpilogue {
   const float* bias = nullptr;  // n values (one per column of C), or none
   bool relu = false;            // max(0, x), NaN kept
+  // Then (a Conv's output channels are C's rows): + row_bias[i] (m values,
+  // one per row of C), clamped to [lo, hi] (a fused Clip; NaN kept).
+  const float* row_bias = nullptr;
+  float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
   // Any other activation, run in place (x == y) on each finished row segment
   // after the bias: e.g. vec::gelu_erf. Must be callable from any thread.
   void (*activation)(const float* x, float* y, size_t n) = nullptr;
@@ -35,7 +40,8 @@ struct GemmEpilogue {
   // overlap C.
   const float* residual = nullptr;
   int64_t ldr = 0;
-  bool empty() const { return !bias && !relu && !activation && !residual; }
+  bool clamps() const { return lo != -std::numeric_limits<float>::infinity() || hi != std::numeric_limits<float>::infinity(); }
+  bool empty() const { return !bias && !relu && !row_bias && !clamps() && !activation && !residual; }
 };
 
 // Row-major: C[m x n] = alpha * op(A)[m x k] * op(B)[k x n] + beta * C, where

@@ -323,7 +323,8 @@ ONYX_PROVIDER_SUITE(FusedConv);
 
 // com.microsoft FusedConv = the activation of Conv's output, with NaN kept
 // as the activation ops keep it. The shapes take the CPU provider's direct
-// convolution, im2col, its depthwise loops (Relu and Clip as a clamp of the
+// convolution, im2col and the pointwise GEMM (the activation in the GEMM's
+// epilogue), its depthwise loops (Relu and Clip as a clamp of the
 // window sums) and Winograd; x holds values on both sides of every
 // activation's corners, and a NaN, which must reach only the outputs whose
 // windows hold it (Winograd's transforms would spread it over a tile: the
@@ -342,6 +343,7 @@ ONYX_OP_TEST(FusedConv, MatchesConvThenTheActivation) {
   };
   for (ConvCase c : {with(conv("direct", {2, 3, 6, 21}, {6, 3, 3, 3}), {1, 1}, {1, 1, 1, 1}),
                      with(conv("im2col", {1, 40, 5, 6}, {5, 40, 3, 3}), {1, 1}, {1, 1, 1, 1}),
+                     conv("pointwise", {2, 8, 5, 6}, {6, 8, 1, 1}),
                      with(conv("depthwise", {2, 8, 9, 10}, {8, 1, 3, 3}, 8), {1, 1}, {1, 1, 1, 1}),
                      with(conv("depthwise_strided", {1, 6, 11, 9}, {6, 1, 3, 3}, 6), {2, 2}, {1, 0, 1, 1}),
                      with(conv("winograd", {2, 32, 16, 16}, {32, 32, 3, 3}), {1, 1}, {1, 1, 1, 1}),

@@ -16,14 +16,16 @@ namespace onyx::cpu::conv_lowering {
 
 // C = op(A) op(B) + beta C for the element type: the blocked SGEMM or the
 // plain DGEMM (gemm/gemm.h).
+// The epilogue (gemm/gemm.h) runs only on float32; a float64 caller
+// applies its own.
 inline void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
                  const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
-                 const ParallelFor& pf) {
-  sgemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc, pf);
+                 const ParallelFor& pf, const GemmEpilogue& epilogue = {}) {
+  sgemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc, pf, epilogue);
 }
 inline void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
                  const double* b, int64_t ldb, double beta, double* c, int64_t ldc,
-                 const ParallelFor& pf) {
+                 const ParallelFor& pf, const GemmEpilogue& = {}) {
   dgemm(ta, tb, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc, pf);
 }
 
