@@ -276,6 +276,9 @@ std::vector<ConvCase> cases() {
       with(conv("winograd_ragged_tiles", {1, 64, 9, 30}, {64, 64, 3, 3}), {1, 1}, {1, 1, 1, 1}),
       with(conv("winograd_narrow_rows", {3, 64, 7, 14}, {64, 64, 3, 3}), {1, 1}, {1, 1, 1, 1}),
       with(conv("winograd_groups", {2, 64, 12, 12}, {64, 32, 3, 3}, 2), {1, 1}, {1, 1, 1, 1}),
+      // 30 tile rows of 10 tiles in chunks of 13 (winograd.cpp's 1 MB of
+      // transformed tiles): chunks that start and end inside an image.
+      with(conv("winograd_chunks", {3, 32, 40, 40}, {32, 32, 3, 3}), {1, 1}, {1, 1, 1, 1}),
       // Pointwise on planes of at most 100: with a constant W, the CPU
       // provider's transposed GEMM (x^T W^T, then transposed into y).
       with(conv("pointwise_small_plane", {2, 24, 7, 7}, {40, 24, 1, 1}), {}, {}),
