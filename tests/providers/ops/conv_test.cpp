@@ -279,6 +279,15 @@ std::vector<ConvCase> cases() {
       // 30 tile rows of 10 tiles in chunks of 13 (winograd.cpp's 1 MB of
       // transformed tiles): chunks that start and end inside an image.
       with(conv("winograd_chunks", {3, 32, 40, 40}, {32, 32, 3, 3}), {1, 1}, {1, 1, 1, 1}),
+      // Batches of small planes with 8 to 64 channels: 8 images to a vector
+      // (winograd.cpp's image lanes). A batch of 8; 15 images, the last
+      // lane repeating one, with ragged tiles; groups; unpadded; and
+      // 64 -> 64 channels on 13 x 13, whose 16 tiles take 3 passes of 7.
+      with(conv("winograd_image_lanes", {8, 8, 14, 14}, {16, 8, 3, 3}), {1, 1}, {1, 1, 1, 1}),
+      with(conv("winograd_image_lanes_partial", {15, 16, 9, 13}, {16, 16, 3, 3}), {1, 1}, {0, 1, 2, 1}),
+      with(conv("winograd_image_lanes_groups", {8, 32, 6, 7}, {64, 16, 3, 3}, 2), {1, 1}, {1, 1, 1, 1}),
+      with(conv("winograd_image_lanes_unpadded", {8, 8, 10, 11}, {16, 8, 3, 3}), {1, 1}, {}),
+      with(conv("winograd_image_lanes_passes", {8, 64, 13, 13}, {64, 64, 3, 3}), {1, 1}, {1, 1, 1, 1}),
       // Pointwise on planes of at most 100: with a constant W, the CPU
       // provider's transposed GEMM (x^T W^T, then transposed into y).
       with(conv("pointwise_small_plane", {2, 24, 7, 7}, {40, 24, 1, 1}), {}, {}),
@@ -350,8 +359,10 @@ ONYX_OP_TEST(FusedConv, MatchesConvThenTheActivation) {
                      with(conv("depthwise", {2, 8, 9, 10}, {8, 1, 3, 3}, 8), {1, 1}, {1, 1, 1, 1}),
                      with(conv("depthwise_strided", {1, 6, 11, 9}, {6, 1, 3, 3}, 6), {2, 2}, {1, 0, 1, 1}),
                      with(conv("winograd", {2, 32, 16, 16}, {32, 32, 3, 3}), {1, 1}, {1, 1, 1, 1}),
-                     with(conv("winograd_finite", {2, 32, 16, 16}, {32, 32, 3, 3}), {1, 1}, {1, 1, 1, 1})}) {
-    const bool nan = c.name != "winograd_finite";
+                     with(conv("winograd_finite", {2, 32, 16, 16}, {32, 32, 3, 3}), {1, 1}, {1, 1, 1, 1}),
+                     with(conv("winograd_image_lanes", {8, 8, 7, 9}, {16, 8, 3, 3}), {1, 1}, {1, 1, 1, 1}),
+                     with(conv("winograd_image_lanes_finite", {8, 8, 7, 9}, {16, 8, 3, 3}), {1, 1}, {1, 1, 1, 1})}) {
+    const bool nan = !c.name.ends_with("_finite");
     std::vector<float> x = nn::random_floats(size_t(nn::count(c.x_dims)), 51, -2, 2);
     if (nan) x[7] = std::nanf("");
     std::vector<float> w = nn::random_floats(size_t(nn::count(c.w_dims)), 52);

@@ -191,6 +191,92 @@ void detail::output_tiles_avx2(const OutputTiles& t) {
     }
 }
 
+void detail::interleave_avx2(const Interleave& t) {
+  const int64_t row_floats = t.padded_w * 8;
+  float* dst = t.dst;
+  for (int64_t r = 0; r < t.padded_h; ++r, dst += row_floats) {
+    const int64_t iy = r - t.top;
+    if (iy < 0 || iy >= t.in_h) {
+      for (int64_t j = 0; j < row_floats; ++j) dst[j] = 0.0f;
+      continue;
+    }
+    // Input columns [0, in_w) go to padded columns [left, left + in_w), cut
+    // at padded_w; the rest of the row is zero.
+    const int64_t left = t.left < t.padded_w ? t.left : t.padded_w;
+    const int64_t cols = t.in_w < t.padded_w - left ? t.in_w : t.padded_w - left;
+    for (int64_t j = 0; j < left * 8; ++j) dst[j] = 0.0f;
+    for (int64_t j = (left + cols) * 8; j < row_floats; ++j) dst[j] = 0.0f;
+    float* out = dst + left * 8;
+    const float* src[8];
+    for (int k = 0; k < 8; ++k) src[k] = t.planes[k] + iy * t.in_w;
+    int64_t c = 0;
+    for (; c + 8 <= cols; c += 8) {  // 8 columns of 8 images: one 8 x 8 transpose
+      reg v[8];
+      for (int k = 0; k < 8; ++k) v[k] = _mm256_loadu_ps(src[k] + c);
+      avx2::transpose8(v);
+      for (int k = 0; k < 8; ++k) _mm256_storeu_ps(out + (c + k) * 8, v[k]);
+    }
+    for (; c < cols; ++c)
+      for (int k = 0; k < 8; ++k) out[c * 8 + k] = src[k][c];
+  }
+}
+
+void detail::input_tiles_lanes_avx2(const LaneTiles& t) {
+  const int64_t row = t.padded_w * 8;
+  for (int64_t tile = t.first; tile < t.last; ++tile) {
+    const float* base = t.x + (4 * (tile / t.tiles_w) * t.padded_w + 4 * (tile % t.tiles_w)) * 8;
+    reg d[6][6];  // B^T x: d[k][c], row k, column c of the tile's 6 x 6 inputs
+    for (int c = 0; c < 6; ++c) {
+      reg z[6], o[6];
+      for (int k = 0; k < 6; ++k) z[k] = _mm256_loadu_ps(base + k * row + c * 8);
+      input_points(z, o);
+      for (int k = 0; k < 6; ++k) d[k][c] = o[k];
+    }
+    float* const v = t.points + (tile - t.first) * 8;
+    for (int k = 0; k < 6; ++k) {
+      reg o[6];
+      input_points(d[k], o);  // (B^T x) B, row k
+      for (int l = 0; l < 6; ++l) _mm256_storeu_ps(v + (k * 6 + l) * t.point_stride, o[l]);
+    }
+  }
+}
+
+void detail::output_tiles_lanes_avx2(const LaneTiles& t, float bias, const direct_conv::Epilogue& e, int64_t out_h,
+                                     int64_t out_w) {
+  const reg b = _mm256_set1_ps(bias);
+  for (int64_t tile = t.first; tile < t.last; ++tile) {
+    const int64_t y0 = 4 * (tile / t.tiles_w), x0 = 4 * (tile % t.tiles_w);
+    const float* const m = t.points + (tile - t.first) * 8;
+    reg s[4][6];  // A^T M: s[a][l], row a, column l
+    for (int l = 0; l < 6; ++l) {
+      reg z[6], o[4];
+      for (int k = 0; k < 6; ++k) z[k] = _mm256_loadu_ps(m + (k * 6 + l) * t.point_stride);
+      output_points(z, o);
+      for (int a = 0; a < 4; ++a) s[a][l] = o[a];
+    }
+    const int64_t rows = out_h - y0 < 4 ? out_h - y0 : 4, cols = out_w - x0 < 4 ? out_w - x0 : 4;
+    for (int a = 0; a < rows; ++a) {
+      reg o[4];
+      output_points(s[a], o);  // (A^T M) A, row a: its 4 columns
+      float* dst = t.x + ((y0 + a) * out_w + x0) * 8;
+      for (int c = 0; c < cols; ++c)
+        _mm256_storeu_ps(dst + c * 8, direct_conv::impl::activate<avx2::Vec>(e, _mm256_add_ps(o[c], b)));
+    }
+  }
+}
+
+void detail::deinterleave_avx2(const float* src, int64_t plane, float* const dst[8], int64_t count) {
+  int64_t p = 0;
+  for (; p + 8 <= plane; p += 8) {  // 8 positions of 8 images: one 8 x 8 transpose
+    reg v[8];
+    for (int k = 0; k < 8; ++k) v[k] = _mm256_loadu_ps(src + (p + k) * 8);
+    avx2::transpose8(v);
+    for (int k = 0; k < count; ++k) _mm256_storeu_ps(dst[k] + p, v[k]);
+  }
+  for (; p < plane; ++p)
+    for (int k = 0; k < count; ++k) dst[k][p] = src[p * 8 + k];
+}
+
 }  // namespace onyx::cpu::winograd
 
 #endif  // ONYX_CPU_AVX2_LOOPS
