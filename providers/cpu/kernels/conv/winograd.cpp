@@ -26,6 +26,11 @@ constexpr double kG[6][3] = {{1.0 / 4, 0, 0},
 constexpr int64_t kChunkBytes = int64_t(1) << 20;
 constexpr int64_t kMinChunkTiles = 128;
 
+// The points of a tile are a V (or M) matrix apart, plus this many floats
+// (a cache line), so that the 36 of one tile do not fall in a few cache sets
+// (8 x 128 floats apart, the image lanes' transforms ran 4x slower).
+constexpr int64_t kSkew = 16;
+
 bool has_avx2() {
 #if defined(ONYX_CPU_AVX2_LOOPS)
   static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -127,17 +132,13 @@ OnyxStatus* convolve_image_lanes(sdk::ComputeContext& ctx, const float* x, int64
   // within kChunkBytes.
   const int64_t per_tile = kPoints * (cg + mg) * 8;
   const int64_t chunk = std::clamp<int64_t>(kChunkBytes / int64_t(sizeof(float)) / per_tile, 1, tiles);
-  // The points of a tile are a V (or M) matrix apart; a cache line more
-  // than the matrix, so that the 36 of one tile do not all fall in the same
-  // cache set (8 x 128 floats apart, the transforms ran 4x slower).
-  const int64_t skew = 16;
-  const int64_t xs = cg * padded_plane, scratch = xs + chunk * per_tile + 2 * kPoints * skew + mg * out_plane * 8;
+  const int64_t xs = cg * padded_plane, scratch = xs + chunk * per_tile + 2 * kPoints * kSkew + mg * out_plane * 8;
   const ParallelFor serial = nn::serial_parallel_for();
   auto run_item = [&](int64_t item, conv_lowering::Worker<float>& worker) {
     const int64_t first = item / group * 8, g = item % group, count = std::min<int64_t>(8, n - first);
     float* const xi = worker.scratch;
     float* const v = xi + xs;
-    float* const yi = v + chunk * per_tile + 2 * kPoints * skew;
+    float* const yi = v + chunk * per_tile + 2 * kPoints * kSkew;
     worker.for_range(size_t(cg), 1, [&](size_t lo, size_t hi) {
       for (size_t c = lo; c < hi; ++c) {
         detail::Interleave t{{}, H.in, W.in, H.pad_begin, W.pad_begin, padded_h, padded_w, xi + int64_t(c) * padded_plane};
@@ -150,7 +151,7 @@ OnyxStatus* convolve_image_lanes(sdk::ComputeContext& ctx, const float* x, int64
     const float* ug = u + g * kPoints * mg * cg;
     for (int64_t t0 = 0; t0 < tiles; t0 += chunk) {
       const int64_t t1 = std::min(tiles, t0 + chunk), cols = (t1 - t0) * 8;
-      const int64_t v_stride = cg * cols + skew, m_stride = mg * cols + skew;  // between points
+      const int64_t v_stride = cg * cols + kSkew, m_stride = mg * cols + kSkew;  // between points
       float* const m = v + kPoints * v_stride;
       worker.for_range(size_t(cg), 1, [&](size_t lo, size_t hi) {
         for (size_t c = lo; c < hi; ++c)
@@ -199,7 +200,7 @@ OnyxStatus* convolve(sdk::ComputeContext& ctx, const float* x, int64_t n, int64_
   const int64_t min_rows = (kMinChunkTiles + tiles_w - 1) / tiles_w;
   const int64_t chunk = std::clamp<int64_t>(std::max(kChunkBytes / int64_t(sizeof(float)) / per_row, min_rows), 1, rows);
   void* mem = nullptr;
-  ONYX_SDK_RETURN_IF_ERROR(ctx.scratch(size_t(chunk * per_row + 8) * sizeof(float), &mem));
+  ONYX_SDK_RETURN_IF_ERROR(ctx.scratch(size_t(chunk * per_row + 2 * kPoints * kSkew + 8) * sizeof(float), &mem));
   float* const v = static_cast<float*>(mem);
   const ParallelFor serial = nn::serial_parallel_for();
   // A chunk's tile rows in runs of one image each.
@@ -210,7 +211,8 @@ OnyxStatus* convolve(sdk::ComputeContext& ctx, const float* x, int64_t n, int64_
   for (int64_t g = 0; g < group; ++g)
     for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
       const int64_t r1 = std::min(rows, r0 + chunk), tiles = (r1 - r0) * tiles_w;
-      float* const m = v + kPoints * cg * tiles;
+      const int64_t v_stride = cg * tiles + kSkew, m_stride = mg * tiles + kSkew;  // between points
+      float* const m = v + kPoints * v_stride;
       runs.clear();
       for (int64_t r = r0; r < r1;) {
         const int64_t image = r / tiles_h, end = std::min(r1, (image + 1) * tiles_h);
@@ -229,7 +231,7 @@ OnyxStatus* convolve(sdk::ComputeContext& ctx, const float* x, int64_t n, int64_
           if (buf.size() < need) buf.resize(need);
           detail::input_tiles_avx2({x + (run.image * channels + g * cg + c) * in_plane, H.in, W.in,
                                     run.first_row * kTile - H.pad_begin, -W.pad_begin, tiles_w, run.rows,
-                                    v + c * tiles + run.first_tile, cg * tiles, buf.data()});
+                                    v + c * tiles + run.first_tile, v_stride, buf.data()});
         }
       });
       const float* ug = u + g * kPoints * mg * cg;
@@ -237,7 +239,7 @@ OnyxStatus* convolve(sdk::ComputeContext& ctx, const float* x, int64_t n, int64_
                        [&](size_t lo, size_t hi) {
                          for (size_t p = lo; p < hi; ++p)
                            sgemm(false, false, mg, tiles, cg, 1.0f, ug + int64_t(p) * mg * cg, cg,
-                                 v + int64_t(p) * cg * tiles, tiles, 0.0f, m + int64_t(p) * mg * tiles, tiles,
+                                 v + int64_t(p) * v_stride, tiles, 0.0f, m + int64_t(p) * m_stride, tiles,
                                  serial);
                        });
       ctx.parallel_for(size_t(mg * nruns), grain, [&](size_t lo, size_t hi) {
@@ -247,7 +249,7 @@ OnyxStatus* convolve(sdk::ComputeContext& ctx, const float* x, int64_t n, int64_
           const Run& run = runs[size_t(int64_t(i) % nruns)];
           const size_t need = size_t(detail::scratch_floats(tiles_w, run.rows));
           if (buf.size() < need) buf.resize(need);
-          detail::output_tiles_avx2({m + k * tiles + run.first_tile, mg * tiles, tiles_w, run.rows,
+          detail::output_tiles_avx2({m + k * tiles + run.first_tile, m_stride, tiles_w, run.rows,
                                      bias ? bias[oc] : 0.0f, &e,
                                      y + (run.image * out_channels + oc) * out_plane + run.first_row * kTile * W.out,
                                      W.out, H.out - run.first_row * kTile, buf.data()});
