@@ -1,6 +1,6 @@
 // shape_rules_training.cpp: the ai.onyx ops that autodiff writes into
 // training graphs (runtime/autodiff, the CPU kernels in
-// providers/cpu/kernels/grad/), and the graph optimizer's MatMulBias. onnx's schemas do not know this domain;
+// providers/cpu/kernels/grad/), and the graph optimizer's MatMulBias and FusedConvMaxPool. onnx's schemas do not know this domain;
 // without these rules every gradient these ops make would be a dynamic
 // buffer, allocated and freed on each step instead of planned.
 #include "ir/shape_rules.h"
@@ -96,9 +96,30 @@ Status matmul_bias(InferContext& ctx) {
   return set_broadcast(ctx, ctx.outputs()[0], ctx.input_type(3), ctx.dtype(0));
 }
 
+// FusedConvMaxPool(X, W[, B]) (optimize/conv_pool_fusion.cpp): Conv's
+// shape, each spatial axis then max-pooled by windows of pool_size with
+// stride pool_size and no padding (floor(d / pool_size)).
+Status fused_conv_max_pool(InferContext& ctx) {
+  ONYX_RETURN_IF_ERROR(conv_shape(ctx, 0, 1, ctx.dtype(0)));
+  const int64_t size = ctx.attr_int("pool_size", 0);
+  if (size < 1) return ctx.error("pool_size must be positive, got " + std::to_string(size));
+  if (ctx.outputs().empty() || ctx.outputs()[0].rank < 3) return Status();
+  Shape dims = ctx.outputs()[0].dims;
+  for (size_t i = 2; i < dims.size(); ++i) {
+    if (dims[i] < 0) continue;
+    if (dims[i] < size)
+      return ctx.error("the convolution's spatial axis " + std::to_string(i - 2) + " (" + std::to_string(dims[i]) +
+                       ") is smaller than pool_size " + std::to_string(size));
+    dims[i] /= size;
+  }
+  ctx.set_output(0, ctx.dtype(0), dims);
+  return Status();
+}
+
 }  // namespace
 
 void add_training_rules(RuleTable& table) {
+  table["FusedConvMaxPool"] = fused_conv_max_pool;
   table["MatMulBias"] = matmul_bias;
   table["ReluGrad"] = relu_grad;
   table["SumToShape"] = sum_to_shape;

@@ -27,6 +27,8 @@
 //     MatMulBias (matmul_bias_fusion.cpp), where a provider claims it;
 //   - Relu's gradient as autodiff writes it, Where(Greater(X, 0), dY, 0),
 //     becomes one ai.onyx ReluGrad (relu_grad_fusion.cpp), the same way;
+//   - a Conv or FusedConv and the 2 x 2, stride-2 MaxPool after it become
+//     one ai.onyx FusedConvMaxPool (conv_pool_fusion.cpp), the same way;
 //   - nodes whose outputs nothing reads are removed, then unused values.
 // Values read by name from a subgraph (If/Loop/Scan bodies) and graph
 // outputs are never renamed or removed.

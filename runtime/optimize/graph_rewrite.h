@@ -61,6 +61,9 @@ struct ActivationFusions {
   int conv = 0, gemm = 0;
 };
 ActivationFusions fuse_activations(GraphRewrite& rw, const ProviderRank& providers);
+// conv_pool_fusion.cpp: Conv | FusedConv -> MaxPool 2 x 2, stride 2 ->
+// ai.onyx FusedConvMaxPool (after fuse_activations); returns how many.
+int fuse_conv_pools(GraphRewrite& rw, const ProviderRank& providers);
 
 // channels_last.cpp: QLinearConv (and the quantized elementwise nodes and
 // global pooling between convolutions) rewritten to com.microsoft's

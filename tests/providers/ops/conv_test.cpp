@@ -332,6 +332,7 @@ std::vector<ConvCase> cases() {
 ONYX_PROVIDER_SUITE(Conv);
 
 ONYX_PROVIDER_SUITE(FusedConv);
+ONYX_PROVIDER_SUITE(FusedConvMaxPool);
 
 // com.microsoft FusedConv = the activation of Conv's output, with NaN kept
 // as the activation ops keep it. The shapes take the CPU provider's direct
@@ -398,6 +399,95 @@ ONYX_OP_TEST(FusedConv, MatchesConvThenTheActivation) {
       EXPECT_TRUE(all_near(got_no_nan, y_no_nan, tol)) << c.name << " " << act.name;
     }
   }
+}
+
+// ai.onyx FusedConvMaxPool (the graph optimizer's Conv | FusedConv ->
+// MaxPool 2 x 2, stride 2) against the float64 convolution, its activation
+// and the pool, on each CPU path: the direct convolution's row and
+// channel-lane forms and Winograd's image lanes pool per item, im2col and
+// the depthwise loops convolve the whole batch first. Odd planes (the last
+// row or column no window covers), no activation, groups.
+ONYX_OP_TEST(FusedConvMaxPool, MatchesTheConvolutionThenTheMaxPool) {
+  struct Case {
+    ConvCase conv;
+    std::string activation;
+    std::vector<float> params;
+  };
+  const std::vector<Case> cases = {
+      {with(conv("direct_rows", {3, 1, 28, 28}, {8, 1, 3, 3}), {1, 1}, {1, 1, 1, 1}), "Relu", {}},
+      {with(conv("direct_rows_odd", {2, 3, 11, 13}, {6, 3, 3, 3}), {1, 1}, {1, 0, 1, 2}), "", {}},
+      {with(conv("direct_channel_lanes", {3, 8, 14, 14}, {16, 8, 3, 3}), {1, 1}, {1, 1, 1, 1}), "Clip", {-0.5f, 0.75f}},
+      {with(conv("winograd_image_lanes", {8, 8, 14, 14}, {16, 8, 3, 3}), {1, 1}, {1, 1, 1, 1}), "Relu", {}},
+      {with(conv("winograd_image_lanes_odd", {15, 16, 13, 11}, {16, 16, 3, 3}), {1, 1}, {1, 1, 1, 1}), "LeakyRelu", {0.125f}},
+      {with(conv("winograd_image_lanes_groups", {8, 32, 6, 7}, {64, 16, 3, 3}, 2), {1, 1}, {1, 1, 1, 1}), "", {}},
+      {with(conv("im2col", {2, 40, 6, 9}, {5, 40, 3, 3}), {1, 1}, {1, 1, 1, 1}), "Relu", {}},
+      {with(conv("depthwise", {2, 8, 9, 10}, {8, 1, 3, 3}, 8), {1, 1}, {1, 1, 1, 1}), "Relu", {}},
+  };
+  for (const Case& k : cases) {
+    const ConvCase& c = k.conv;
+    std::vector<float> x = nn::random_floats(size_t(nn::count(c.x_dims)), 61, -2, 2);
+    std::vector<float> w = nn::random_floats(size_t(nn::count(c.w_dims)), 62);
+    std::vector<float> b = nn::random_floats(size_t(c.w_dims[0]), 63);
+    const Ref conv_ref = reference(c, nn::to_double(x), nn::to_double(w), nn::to_double(b));
+    auto act = [&](double v) {
+      if (k.activation == "Relu") return v < 0 ? 0.0 : v;
+      if (k.activation == "Clip") return std::min(std::max(v, double(k.params[0])), double(k.params[1]));
+      if (k.activation == "LeakyRelu") return v < 0 ? double(k.params[0]) * v : v;
+      return v;
+    };
+    // Pooled: the window's largest activated value, with that value's
+    // tolerance (the activations and max are monotone, 1-Lipschitz here).
+    const int64_t n = conv_ref.dims[0], m = conv_ref.dims[1], h = conv_ref.dims[2], wd = conv_ref.dims[3];
+    const int64_t ph = h / 2, pw = wd / 2;
+    std::vector<double> want, tol;
+    for (int64_t p = 0; p < n * m; ++p)
+      for (int64_t i = 0; i < ph; ++i)
+        for (int64_t j = 0; j < pw; ++j) {
+          double best = -INFINITY, best_tol = 0;
+          for (int64_t a = 0; a < 2; ++a)
+            for (int64_t e = 0; e < 2; ++e) {
+              const size_t at = size_t((p * h + 2 * i + a) * wd + 2 * j + e);
+              best = std::max(best, act(conv_ref.y[at]));
+              best_tol = std::max(best_tol, conv_ref.tol[at]);
+            }
+          want.push_back(best);
+          tol.push_back(best_tol);
+        }
+    NodeSpec node = make_node(c, x, w, b);
+    node.op_type = "FusedConvMaxPool";
+    node.domain = "ai.onyx";
+    node.opset = 1;
+    node.inputs[1].constant = true;
+    node.attr("pool_size", int64_t(2));
+    if (!k.activation.empty()) node.attr("activation", k.activation);
+    if (!k.params.empty()) node.attr("activation_params", k.params);
+    for (size_t threads : {1u, 2u}) {
+      RunResult r = run_node(node, {.threads = threads});
+      ASSERT_TRUE(r.ok()) << c.name << ": " << r.error;
+      EXPECT_EQ(r.outputs[0].dims, (std::vector<int64_t>{n, m, ph, pw})) << c.name;
+      EXPECT_TRUE(all_near(r.outputs[0].values<float>(), want, tol)) << c.name << " on " << threads << " threads";
+    }
+  }
+}
+
+// Bad FusedConvMaxPool nodes: a pool other than 2 x 2 is declined, and a
+// convolution output smaller than the pool is an error naming the shapes.
+ONYX_OP_TEST(FusedConvMaxPool, RefusesWhatItCannotPool) {
+  ConvCase c = with(conv("tiny", {1, 2, 3, 3}, {4, 2, 3, 3}), {1, 1}, {});  // a 1 x 1 output
+  std::vector<float> x(18, 1.0f), w(72, 0.5f), b(4, 0.0f);
+  NodeSpec node = make_node(c, x, w, b);
+  node.op_type = "FusedConvMaxPool";
+  node.domain = "ai.onyx";
+  node.opset = 1;
+  node.attr("pool_size", int64_t(2));
+  RunResult r = run_node(node);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error.find("smaller than the 2 x 2 pool"), std::string::npos) << r.error;
+  node.attributes.clear();
+  node.attr("pool_size", int64_t(3));
+  r = run_node(node);
+  EXPECT_TRUE(r.declined) << r.error;
+  EXPECT_NE(r.error.find("pool_size 3"), std::string::npos) << r.error;
 }
 
 // Depthwise layers of one padded size but other pads, one after the other on

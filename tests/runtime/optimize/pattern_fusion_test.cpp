@@ -1,6 +1,6 @@
 // The pattern fusions (runtime/optimize/layer_norm_fusion.cpp,
 // gelu_fusion.cpp, matmul_bias_fusion.cpp, relu_grad_fusion.cpp,
-// activation_fusion.cpp): each test writes the op-by-op form an exporter (or
+// activation_fusion.cpp, conv_pool_fusion.cpp): each test writes the op-by-op form an exporter (or
 // autodiff) writes, checks the one node the optimized session runs instead,
 // and compares its outputs with the same model run unfused and with a
 // float64 reference.
@@ -298,6 +298,84 @@ TEST_F(PatternFusionTest, ConvThenActivationBecomesFusedConv) {
           }
     // float32 sums of 28 terms of magnitude <= 1: a few ulps of 28.
     check(mb.bytes(), {"com.microsoft::FusedConv"}, {2, M, H, W}, x, reference, 0, 1e-5, {2, C, H, W});
+  }
+}
+
+// Conv (-> Relu) -> MaxPool 2 x 2, stride 2 becomes one ai.onyx
+// FusedConvMaxPool, against float64 (an odd plane: the last row and column
+// no window covers); a pool it does not cover, Indices, and a convolution
+// output read elsewhere stay unfused.
+std::string conv_pool_model(bool relu, const std::vector<float>& w, const std::vector<float>& b, int variant = 0) {
+  ModelBuilder mb(13);
+  const std::vector<int64_t> pooled = {2, 4, 3, variant == 2 ? 8 : 4};
+  mb.input("x", {2, 3, 7, 9}).output("y", pooled);
+  if (variant == 3) mb.output("idx", pooled, 7);  // int64
+  if (variant == 4) mb.output("c", {2, 4, 7, 9});
+  mb.initializer("w", {4, 3, 3, 3}, w).initializer("b", {4}, b);
+  mb.node("Conv", {"x", "w", "b"}, {"c"}, "conv");
+  attr_ints(mb, "pads", {1, 1, 1, 1});
+  if (relu) mb.node("Relu", {"c"}, {"r"}, "act");
+  std::vector<std::string> outs = {"y"};
+  if (variant == 3) outs.push_back("idx");
+  mb.node("MaxPool", {relu ? "r" : "c"}, outs, "pool");
+  attr_ints(mb, "kernel_shape", {variant == 1 ? 3 : 2, 2});
+  attr_ints(mb, "strides", {2, variant == 2 ? 1 : 2});
+  return mb.bytes();
+}
+
+TEST_F(PatternFusionTest, ConvThenMaxPoolBecomesFusedConvMaxPool) {
+  std::mt19937 rng(16);
+  const std::vector<float> w = random_floats(108, rng, -1, 1), b = random_floats(4, rng, -1, 1);
+  const std::vector<float> xs = random_floats(2 * 3 * 7 * 9, rng, -1, 1);
+  Tensor x = Tensor::allocate(ONYX_DTYPE_FLOAT32, {2, 3, 7, 9});
+  std::copy(xs.begin(), xs.end(), x.data_as<float>());
+  for (bool relu : {true, false}) {
+    SCOPED_TRACE(relu ? "relu" : "no activation");
+    std::vector<double> conv;  // [2, 4, 7, 9]
+    for (int64_t n = 0; n < 2; ++n)
+      for (int64_t m = 0; m < 4; ++m)
+        for (int64_t i = 0; i < 7; ++i)
+          for (int64_t j = 0; j < 9; ++j) {
+            double acc = b[size_t(m)];
+            for (int64_t c = 0; c < 3; ++c)
+              for (int64_t di = 0; di < 3; ++di)
+                for (int64_t dj = 0; dj < 3; ++dj) {
+                  const int64_t ii = i + di - 1, jj = j + dj - 1;
+                  if (ii < 0 || ii >= 7 || jj < 0 || jj >= 9) continue;
+                  acc += double(xs[size_t(((n * 3 + c) * 7 + ii) * 9 + jj)]) * w[size_t(((m * 3 + c) * 3 + di) * 3 + dj)];
+                }
+            conv.push_back(relu ? std::max(acc, 0.0) : acc);
+          }
+    auto fused = session(conv_pool_model(relu, w, b), GraphOptimization::kAll);
+    auto plain = session(conv_pool_model(relu, w, b), GraphOptimization::kOff);
+    ASSERT_TRUE(fused && plain);
+    EXPECT_EQ(ops(*fused), std::vector<std::string>{"ai.onyx::FusedConvMaxPool"});
+    EXPECT_EQ(fused->partition_report().optimization.fused_patterns.at("FusedConvMaxPool"), 1);
+    for (Session* s : {fused.get(), plain.get()}) {
+      auto out = s->run({{"x", x}});
+      ASSERT_TRUE(out.ok()) << out.status().to_string();
+      const Tensor& y = out.value()[0];
+      ASSERT_EQ(y.shape(), (Shape{2, 4, 3, 4}));
+      for (int64_t p = 0; p < 8; ++p)
+        for (int64_t i = 0; i < 3; ++i)
+          for (int64_t j = 0; j < 4; ++j) {
+            double want = -INFINITY;
+            for (int64_t a = 0; a < 2; ++a)
+              for (int64_t e = 0; e < 2; ++e) want = std::max(want, conv[size_t((p * 7 + 2 * i + a) * 9 + 2 * j + e)]);
+            // float32 sums of 28 terms of magnitude <= 1: a few ulps of 28.
+            ASSERT_NEAR(y.data_as<float>()[(p * 3 + i) * 4 + j], want, 1e-5)
+                << (s == fused.get() ? "fused" : "unfused") << " plane " << p << " (" << i << ", " << j << ")";
+          }
+    }
+  }
+  // 3 x 2 windows; stride 1 along W; the Indices output; the convolution's
+  // output a graph output too.
+  for (int variant = 1; variant <= 4; ++variant) {
+    auto s = session(conv_pool_model(true, w, b, variant), GraphOptimization::kAll);
+    ASSERT_TRUE(s);
+    const std::vector<std::string> want = variant == 4 ? std::vector<std::string>{"Conv", "Relu", "MaxPool"}
+                                                       : std::vector<std::string>{"com.microsoft::FusedConv", "MaxPool"};
+    EXPECT_EQ(ops(*s), want) << "variant " << variant;
   }
 }
 

@@ -103,8 +103,9 @@ class ConvBase : public sdk::Kernel {
 struct Activation : direct_conv::Epilogue {
   // "" and the activation of a FusedConv node, or why it is not supported.
   static std::string read(const sdk::NodeInfo& node, Activation* out) {
-    if (node.op_type != "FusedConv") return {};
+    if (node.op_type != "FusedConv" && node.op_type != "FusedConvMaxPool") return {};
     const std::string name = node.get_string("activation", "");
+    if (name.empty() && node.op_type == "FusedConvMaxPool") return {};  // its activation is optional
     const std::vector<float> params = node.get_floats("activation_params");
     if (name == "Relu" && params.empty()) out->kind = kRelu;
     else if (name == "Clip" && params.size() == 2) out->kind = kClip, out->a = params[0], out->b = params[1];
@@ -147,7 +148,8 @@ struct Activation : direct_conv::Epilogue {
 
 class ConvKernel final : public ConvBase {
  public:
-  explicit ConvKernel(const sdk::NodeInfo& node) : ConvBase(node) {
+  explicit ConvKernel(const sdk::NodeInfo& node)
+      : ConvBase(node), pool_(node.op_type == "FusedConvMaxPool" ? node.get_int("pool_size", 0) : 0) {
     Activation::read(node, &act_);
     // A constant float32 W is reordered for the direct convolution once.
     const sdk::ValueDesc& w = node.inputs[1];
@@ -171,9 +173,22 @@ class ConvKernel final : public ConvBase {
                       nn::dims_str(w.dims).c_str(), e.c_str());
     std::vector<int64_t> y_dims = {ch.n, ch.m};
     for (const nn::WindowDim& d : win) y_dims.push_back(d.out);
+    if (pool_) {  // FusedConvMaxPool: y is the pooled output
+      if (x.rank() != 4)
+        return nn::fail(label_, "input 0 (X) has shape %s; only 2-D convolutions (rank 4) are supported",
+                        nn::dims_str(x.dims).c_str());
+      for (size_t i = 2; i < y_dims.size(); ++i) {
+        if (y_dims[i] < pool_)
+          return nn::fail(label_, "X %s, W %s: the convolution's output %s is smaller than the %lld x %lld pool",
+                          nn::dims_str(x.dims).c_str(), nn::dims_str(w.dims).c_str(), nn::dims_str(y_dims).c_str(),
+                          (long long)pool_, (long long)pool_);
+        y_dims[i] /= pool_;
+      }
+    }
     ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, x.dtype, y_dims, &y));
     if (y.size() == 0) return nullptr;
     nn::lift_to_3d(&win);
+    if (pool_) return run_pooled(ctx, x, w, b, ch, win, y);
     if (x.dtype == ONYX_DTYPE_FLOAT64) return run<double>(ctx, x, w, b, ch, win, y);
     if (!util::is_half(x.dtype)) return run<float>(ctx, x, w, b, ch, win, y);
     // float16/bfloat16: widened to float32, convolved, rounded back.
@@ -209,6 +224,37 @@ class ConvKernel final : public ConvBase {
     return im2col_gemm<T>(ctx, x, w, b, ch, win, y);
   }
 
+  // FusedConvMaxPool (float32, 2-D, pool_ 2): the direct convolution and
+  // Winograd's image lanes pool each item's output while it is in cache;
+  // any other path convolves the whole batch into scratch, then pools it.
+  OnyxStatus* run_pooled(sdk::ComputeContext& ctx, const sdk::Tensor& x, const sdk::Tensor& w,
+                         const std::optional<sdk::Tensor>& b, const Channels& ch,
+                         const std::vector<nn::WindowDim>& win, const sdk::Tensor& y) {
+    const int64_t cg = ch.c / ch.group, mg = ch.m / ch.group;
+    const bool depthwise = ch.group > 1 && ch.c == ch.group;
+    std::vector<float> local;
+    const float* u = nullptr;
+    if (!depthwise && winograd::fits(win, ch.n, cg, mg) && winograd::image_lanes(win, ch.n, cg, mg) &&
+        winograd::finite(x.data<float>(), x.size()) && (u = winograd_weights(w, ch, &local)))
+      return winograd::convolve(ctx, x.data<float>(), ch.n, ch.group, ch.c, ch.m, win, u,
+                                b ? b->data<float>() : nullptr, act_, y.data<float>(), /*pool_2x2=*/true);
+    if (!depthwise && direct_fits(ch, win)) return direct(ctx, x, w, b, ch, win, y, /*pool_2x2=*/true);
+    const int64_t out_h = win[1].out, out_w = win[2].out, plane = out_h * out_w;
+    void* mem = nullptr;
+    ONYX_SDK_RETURN_IF_ERROR(ctx.scratch(size_t(ch.n * ch.m * plane) * sizeof(float), &mem));
+    sdk::Tensor full = y;  // only its data is read from here on
+    full.raw = mem;
+    ONYX_SDK_RETURN_IF_ERROR(run<float>(ctx, x, w, b, ch, win, full));
+    const float* conv = static_cast<const float*>(mem);
+    const int64_t pooled = (out_h / 2) * (out_w / 2);
+    ctx.parallel_for(size_t(ch.n * ch.m), nn::grain_for(double(plane)), [&](size_t lo, size_t hi) {
+      for (size_t p = lo; p < hi; ++p)
+        vec::max_pool_2x2(conv + int64_t(p) * plane, y.data<float>() + int64_t(p) * pooled, out_h, out_w,
+                          out_h / 2, out_w / 2);
+    });
+    return nullptr;
+  }
+
   // A pointwise Conv (1x1, stride 1, unpadded) is a plain GEMM on x with no
   // im2col to save, and the direct loops would fill a 7-pixel row into
   // 16-lane vectors (MobileNetV2's last 1x1 layers: 2.3x slower).
@@ -238,7 +284,7 @@ class ConvKernel final : public ConvBase {
 
   OnyxStatus* direct(sdk::ComputeContext& ctx, const sdk::Tensor& x, const sdk::Tensor& w,
                      const std::optional<sdk::Tensor>& b, const Channels& ch,
-                     const std::vector<nn::WindowDim>& win, const sdk::Tensor& y) {
+                     const std::vector<nn::WindowDim>& win, const sdk::Tensor& y, bool pool_2x2 = false) {
     std::vector<float> repacked;
     const float* packed = packed_w_.data();
     const float* lanes = nullptr;  // reordered by convolve() when it needs them
@@ -254,7 +300,7 @@ class ConvKernel final : public ConvBase {
       lanes = lane_w_.data();
     }
     return direct_conv::convolve(ctx, x.data<float>(), ch.n, ch.group, ch.c, ch.m, win, packed, lanes,
-                                 b ? b->data<float>() : nullptr, act_, y.data<float>());
+                                 b ? b->data<float>() : nullptr, act_, y.data<float>(), pool_2x2);
   }
 
   // The Winograd-transformed W, or null when W is not all finite (then
@@ -502,6 +548,7 @@ class ConvKernel final : public ConvBase {
   }
 
   Activation act_;
+  int64_t pool_;  // FusedConvMaxPool's pool_size (2), else 0
   std::vector<int64_t> packed_dims_;  // W's dims when packed_w_ was made from a constant W
   std::vector<float> packed_w_;
   std::once_flag lane_once_;
@@ -649,6 +696,23 @@ void register_conv_kernels(sdk::KernelRegistry& registry) {
                    .type_constraint("T", {0, 1, 2}, sdk::dtypes::kFloat | sdk::dtypes::kHalf)
                    .check([](const sdk::NodeInfo& node) {
                      if (node.inputs.size() > 3) return std::string("input 3 (Z) is not supported");
+                     Activation act;
+                     if (std::string e = Activation::read(node, &act); !e.empty()) return e;
+                     return check_conv_node(node, false);
+                   })
+                   .create<ConvKernel>());
+  // ai.onyx FusedConvMaxPool (optimize/conv_pool_fusion.cpp): FusedConv (or
+  // Conv, with no activation), then MaxPool over 2 x 2 windows of stride 2;
+  // float32 and 2-D.
+  registry.add(sdk::KernelDefBuilder("FusedConvMaxPool", kOnyxDomain)
+                   .since(1)
+                   .type_constraint("T", {0, 1, 2}, sdk::dtypes::kFloat32)
+                   .check([](const sdk::NodeInfo& node) {
+                     if (node.get_int("pool_size", 0) != 2)
+                       return "pool_size " + std::to_string(node.get_int("pool_size", 0)) + " is not supported (2 is)";
+                     if (node.inputs.size() > 3) return std::string("it takes X, W and an optional B");
+                     if (node.inputs.size() > 1 && node.inputs[1].rank != 4)
+                       return std::string("only 2-D convolutions (W of rank 4) are supported");
                      Activation act;
                      if (std::string e = Activation::read(node, &act); !e.empty()) return e;
                      return check_conv_node(node, false);

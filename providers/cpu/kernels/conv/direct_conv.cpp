@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "kernels/conv/conv_lowering.h"
+#include "kernels/elementwise/vec_math.h"
 
 namespace onyx::cpu::direct_conv {
 namespace {
@@ -218,7 +219,7 @@ bool fits_strided(const std::vector<nn::WindowDim>& win, int64_t channels, int64
 
 OnyxStatus* convolve(sdk::ComputeContext& ctx, const float* x, int64_t n, int64_t group, int64_t channels,
                      int64_t out_channels, const std::vector<nn::WindowDim>& win, const float* packed_w,
-                     const float* lane_w, const float* bias, const Epilogue& e, float* y) {
+                     const float* lane_w, const float* bias, const Epilogue& e, float* y, bool pool_2x2) {
   using conv_lowering::Worker;
   const Shape s = shape_for(win, channels / group, out_channels / group);
   const Plan& plan = plan_for(s);
@@ -232,7 +233,9 @@ OnyxStatus* convolve(sdk::ComputeContext& ctx, const float* x, int64_t n, int64_
     reordered = lane_weights(packed_w, group, s.out_channels, s.channels, s.kernel_h * s.kernel_w);
     lane_w = reordered.data();
   }
-  const int64_t scratch = padded + (lanes ? out_plane * s.out_channels : 0);
+  const int64_t staged = lanes ? out_plane * s.out_channels : 0;
+  const int64_t pooled_h = s.out_h / 2, pooled_w = s.out_w / 2, pooled_plane = pooled_h * pooled_w;
+  const int64_t scratch = padded + staged + (pool_2x2 ? s.out_channels * out_plane : 0);
   // A block of output channels (or of positions) per task only from about
   // 0.5 M multiply-adds: below that, waking a second thread costs more than
   // it saves (the test CNN at batch 1 ran 1.3x slower on 2 threads than on 1).
@@ -243,7 +246,14 @@ OnyxStatus* convolve(sdk::ComputeContext& ctx, const float* x, int64_t n, int64_
     float* padded_x = worker.scratch;
     pad_planes(x + (image * channels + g * s.channels) * in_plane, win, s, padded_x, /*padding_written=*/true);
     const float* bg = bias ? bias + g * s.out_channels : nullptr;
-    float* yg = y + (image * out_channels + g * s.out_channels) * out_plane;
+    // Pooled: the convolution into scratch, pooled from there below.
+    float* yg = pool_2x2 ? padded_x + padded + staged : y + (image * out_channels + g * s.out_channels) * out_plane;
+    auto pool = [&] {
+      if (!pool_2x2) return;
+      float* pooled = y + (image * out_channels + g * s.out_channels) * pooled_plane;
+      for (int64_t m = 0; m < s.out_channels; ++m)
+        vec::max_pool_2x2(yg + m * out_plane, pooled + m * pooled_plane, s.out_h, s.out_w, pooled_h, pooled_w);
+    };
     if (lanes) {
       const float* wg = lane_w + g * s.out_channels * per_filter;
       const size_t tiles = size_t((out_plane + kLanePositions - 1) / kLanePositions);
@@ -251,12 +261,14 @@ OnyxStatus* convolve(sdk::ComputeContext& ctx, const float* x, int64_t n, int64_
         run_lanes(plan, padded_x, wg, bg, e, padded_x + padded, yg, int64_t(lo) * kLanePositions,
                   std::min(out_plane, int64_t(hi) * kLanePositions));
       });
+      pool();
       return;
     }
     const float* wg = packed_w + g * s.out_channels * per_filter;
     worker.for_range(size_t(plan.blocks), grain, [&](size_t lo, size_t hi) {
       run(plan, padded_x, wg, bg, e, yg, int64_t(lo), int64_t(hi));
     });
+    pool();
   };
   // Zeroed once: every item then writes only the interior, and the padding
   // (copied row by row with three calls each, a tenth of the test CNN's

@@ -129,10 +129,12 @@ bool fits_strided(const std::vector<nn::WindowDim>& win, int64_t channels, int64
 // group's pack_weights(), one after the other; lane_w: lane_weights() of
 // them, or null (then reordered here when the channel-lane form runs: for
 // 512 x 512 x 3x3 weights, a quarter of the convolution's time). Requires
-// fits().
+// fits(). pool_2x2: y is instead the output max-pooled over 2 x 2 windows
+// of stride 2 ([n, out_channels, H / 2, W / 2]), each item's convolution
+// pooled from the worker's scratch while it is in cache.
 OnyxStatus* convolve(sdk::ComputeContext& ctx, const float* x, int64_t n, int64_t group, int64_t channels,
                      int64_t out_channels, const std::vector<nn::WindowDim>& win, const float* packed_w,
-                     const float* lane_w, const float* bias, const Epilogue& e, float* y);
+                     const float* lane_w, const float* bias, const Epilogue& e, float* y, bool pool_2x2 = false);
 
 // True when run() has vector code for this CPU (AVX2+FMA or AVX-512); when
 // false, conv.cpp keeps im2col.

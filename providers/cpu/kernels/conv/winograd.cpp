@@ -42,6 +42,8 @@ bool has_avx2() {
 
 int64_t tiles_along(int64_t out) { return (out + kTile - 1) / kTile; }
 
+}  // namespace
+
 // Whether convolve() puts 8 images in the lanes of its vectors (for the
 // windows fits() takes). Measured on single Conv nodes (3x3, pad 1, Zen 4,
 // one and two threads) against the direct convolution and the tile-row
@@ -57,8 +59,6 @@ bool image_lanes(const std::vector<nn::WindowDim>& win, int64_t n, int64_t chann
   if (n < 7 * groups || channels < 8 || out_channels < 16 || widest > 64) return false;
   return widest < 64 || win[2].out <= 28;
 }
-
-}  // namespace
 
 bool fits(const std::vector<nn::WindowDim>& win, int64_t n, int64_t channels, int64_t out_channels) {
   const nn::WindowDim &D = win[0], &H = win[1], &W = win[2];
@@ -122,7 +122,8 @@ namespace {
 // into the images' planes at the end.
 OnyxStatus* convolve_image_lanes(sdk::ComputeContext& ctx, const float* x, int64_t n, int64_t group,
                                  int64_t channels, int64_t out_channels, const std::vector<nn::WindowDim>& win,
-                                 const float* u, const float* bias, const direct_conv::Epilogue& e, float* y) {
+                                 const float* u, const float* bias, const direct_conv::Epilogue& e, float* y,
+                                 bool pool_2x2) {
   const nn::WindowDim &H = win[1], &W = win[2];
   const int64_t cg = channels / group, mg = out_channels / group;
   const int64_t tiles_w = tiles_along(W.out), tiles = tiles_along(H.out) * tiles_w;
@@ -170,11 +171,15 @@ OnyxStatus* convolve_image_lanes(sdk::ComputeContext& ctx, const float* x, int64
                                           bias ? bias[g * mg + int64_t(k)] : 0.0f, e, H.out, W.out);
       });
     }
+    // Pooled: each interleaved plane pooled in place, then split.
+    const int64_t plane = pool_2x2 ? (H.out / 2) * (W.out / 2) : out_plane;
     worker.for_range(size_t(mg), 1, [&](size_t lo, size_t hi) {
       for (size_t k = lo; k < hi; ++k) {
+        float* const src = yi + int64_t(k) * out_plane * 8;
+        if (pool_2x2) detail::max_pool_2x2_lanes_avx2(src, H.out, W.out);
         float* dst[8];
-        for (int64_t j = 0; j < count; ++j) dst[j] = y + ((first + j) * out_channels + g * mg + int64_t(k)) * out_plane;
-        detail::deinterleave_avx2(yi + int64_t(k) * out_plane * 8, out_plane, dst, count);
+        for (int64_t j = 0; j < count; ++j) dst[j] = y + ((first + j) * out_channels + g * mg + int64_t(k)) * plane;
+        detail::deinterleave_avx2(src, plane, dst, count);
       }
     });
   };
@@ -186,10 +191,11 @@ OnyxStatus* convolve_image_lanes(sdk::ComputeContext& ctx, const float* x, int64
 
 OnyxStatus* convolve(sdk::ComputeContext& ctx, const float* x, int64_t n, int64_t group, int64_t channels,
                      int64_t out_channels, const std::vector<nn::WindowDim>& win, const float* u,
-                     const float* bias, const direct_conv::Epilogue& e, float* y) {
+                     const float* bias, const direct_conv::Epilogue& e, float* y, bool pool_2x2) {
 #if defined(ONYX_CPU_AVX2_LOOPS)
   if (image_lanes(win, n, channels / group, out_channels / group))
-    return convolve_image_lanes(ctx, x, n, group, channels, out_channels, win, u, bias, e, y);
+    return convolve_image_lanes(ctx, x, n, group, channels, out_channels, win, u, bias, e, y, pool_2x2);
+  if (pool_2x2) return sdk::make_status(ONYX_STATUS_INTERNAL, "Winograd pooling asked for outside the image lanes");
   const nn::WindowDim &H = win[1], &W = win[2];
   const int64_t cg = channels / group, mg = out_channels / group;
   const int64_t tiles_h = tiles_along(H.out), tiles_w = tiles_along(W.out), rows = n * tiles_h;
@@ -259,7 +265,7 @@ OnyxStatus* convolve(sdk::ComputeContext& ctx, const float* x, int64_t n, int64_
   return nullptr;
 #else
   (void)ctx, (void)x, (void)n, (void)group, (void)channels, (void)out_channels, (void)win, (void)u, (void)bias,
-      (void)e, (void)y;
+      (void)e, (void)y, (void)pool_2x2;
   return sdk::make_status(ONYX_STATUS_INTERNAL, "Winograd convolution called on a build without AVX2 loops");
 #endif
 }

@@ -45,12 +45,18 @@ bool finite(const float* p, int64_t count);
 // [channels], computed in float64 and rounded once.
 std::vector<float> transform_weights(const float* w, int64_t out_channels, int64_t channels, int64_t group);
 
+// Whether convolve() puts 8 images in the lanes of its vectors (a batch of
+// small planes with 8 to 64 channels), for windows fits() takes.
+bool image_lanes(const std::vector<nn::WindowDim>& win, int64_t n, int64_t channels, int64_t out_channels);
+
 // y [n, out_channels, H, W] = act(conv(x [n, channels, H', W'], w) + bias)
 // with `u` = transform_weights(w). `bias` may be null. Requires fits().
-// Runs on ctx's pool; scratch memory from ctx.
+// Runs on ctx's pool; scratch memory from ctx. pool_2x2 (only where
+// image_lanes()): y is instead the output max-pooled over 2 x 2 windows of
+// stride 2 ([n, out_channels, H / 2, W / 2]), pooled while in cache.
 OnyxStatus* convolve(sdk::ComputeContext& ctx, const float* x, int64_t n, int64_t group, int64_t channels,
                      int64_t out_channels, const std::vector<nn::WindowDim>& win, const float* u,
-                     const float* bias, const direct_conv::Epilogue& e, float* y);
+                     const float* bias, const direct_conv::Epilogue& e, float* y, bool pool_2x2 = false);
 
 namespace detail {  // the AVX2 loops (winograd_avx2.cpp); call only on an AVX2+FMA CPU
 
@@ -116,6 +122,10 @@ void output_tiles_lanes_avx2(const LaneTiles& t, float bias, const direct_conv::
                              int64_t out_w);
 // dst[k][p] = src[p * 8 + k] for the first `count` images, `plane` positions.
 void deinterleave_avx2(const float* src, int64_t plane, float* const dst[8], int64_t count);
+// An interleaved h x w plane max-pooled over 2 x 2 windows of stride 2 into
+// its first (h / 2) x (w / 2) positions, in place (taps compared as MaxPool
+// does: `tap > best ? tap : best`, in row-major order).
+void max_pool_2x2_lanes_avx2(float* plane, int64_t h, int64_t w);
 
 }  // namespace detail
 

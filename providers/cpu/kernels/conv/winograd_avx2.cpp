@@ -277,6 +277,24 @@ void detail::deinterleave_avx2(const float* src, int64_t plane, float* const dst
     for (int k = 0; k < count; ++k) dst[k][p] = src[p * 8 + k];
 }
 
+void detail::max_pool_2x2_lanes_avx2(float* plane, int64_t h, int64_t w) {
+  // Position q of the pooled plane is written after every read of the
+  // positions its window covers, and before none a later window reads
+  // (those are at 2 q and beyond).
+  const int64_t ph = h / 2, pw = w / 2;
+  float* dst = plane;
+  for (int64_t r = 0; r < ph; ++r)
+    for (int64_t c = 0; c < pw; ++c, dst += 8) {
+      const float* top = plane + (2 * r * w + 2 * c) * 8;
+      const float* bottom = top + w * 8;
+      reg best = _mm256_loadu_ps(top);
+      best = _mm256_max_ps(_mm256_loadu_ps(top + 8), best);  // tap > best ? tap : best
+      best = _mm256_max_ps(_mm256_loadu_ps(bottom), best);
+      best = _mm256_max_ps(_mm256_loadu_ps(bottom + 8), best);
+      _mm256_storeu_ps(dst, best);
+    }
+}
+
 }  // namespace onyx::cpu::winograd
 
 #endif  // ONYX_CPU_AVX2_LOOPS
