@@ -37,8 +37,8 @@ def test_metadata_and_reports(cnn_path):
     assert session.get_outputs()[0].name == "logits"
     assert session.get_providers() == ["cpu"]
     report = session.partition_report()
-    # Conv + Relu run as one FusedConv node after graph optimization.
-    assert report["policy"] == "fail" and {n["op"] for n in report["nodes"]} >= {"FusedConv", "MaxPool", "Gemm"}
+    # Conv + Relu + MaxPool run as one FusedConvMaxPool node after graph optimization.
+    assert report["policy"] == "fail" and {n["op"] for n in report["nodes"]} >= {"FusedConvMaxPool", "Gemm"}
     assert all(n["device"].startswith("cpu") for n in report["nodes"])
     memory = session.memory_report({"x": [8, 1, 28, 28]})
     assert memory["cpu"]["arena_bytes"] >= memory["cpu"]["lower_bound_bytes"] > 8 * 8 * 28 * 28 * 4
