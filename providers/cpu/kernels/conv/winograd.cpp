@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "kernels/conv/conv_lowering.h"
+#include "kernels/conv/image_lanes.h"
 
 namespace onyx::cpu::winograd {
 namespace {
@@ -142,11 +143,11 @@ OnyxStatus* convolve_image_lanes(sdk::ComputeContext& ctx, const float* x, int64
     float* const yi = v + chunk * per_tile + 2 * kPoints * kSkew;
     worker.for_range(size_t(cg), 1, [&](size_t lo, size_t hi) {
       for (size_t c = lo; c < hi; ++c) {
-        detail::Interleave t{{}, H.in, W.in, H.pad_begin, W.pad_begin, padded_h, padded_w, xi + int64_t(c) * padded_plane};
+        image_lanes::Interleave t{{}, H.in, W.in, H.pad_begin, W.pad_begin, padded_h, padded_w, xi + int64_t(c) * padded_plane};
         // Lanes past the batch repeat its last image: computed, never stored.
         for (int64_t k = 0; k < 8; ++k)
           t.planes[k] = x + ((first + std::min(k, count - 1)) * channels + g * cg + int64_t(c)) * in_plane;
-        detail::interleave_avx2(t);
+        image_lanes::interleave(t);
       }
     });
     const float* ug = u + g * kPoints * mg * cg;
@@ -176,10 +177,10 @@ OnyxStatus* convolve_image_lanes(sdk::ComputeContext& ctx, const float* x, int64
     worker.for_range(size_t(mg), 1, [&](size_t lo, size_t hi) {
       for (size_t k = lo; k < hi; ++k) {
         float* const src = yi + int64_t(k) * out_plane * 8;
-        if (pool_2x2) detail::max_pool_2x2_lanes_avx2(src, H.out, W.out);
+        if (pool_2x2) image_lanes::max_pool_2x2(src, H.out, W.out);
         float* dst[8];
         for (int64_t j = 0; j < count; ++j) dst[j] = y + ((first + j) * out_channels + g * mg + int64_t(k)) * plane;
-        detail::deinterleave_avx2(src, plane, dst, count);
+        image_lanes::deinterleave(src, plane, dst, count);
       }
     });
   };

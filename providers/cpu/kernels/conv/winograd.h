@@ -92,19 +92,9 @@ void output_tiles_avx2(const OutputTiles& t);
 // Floats of scratch either function needs.
 int64_t scratch_floats(int64_t tiles_w, int64_t tile_rows);
 
-// Image lanes (convolve() on a batch of small planes): lane k of every
-// vector belongs to image k of a group of 8, so that tiles need no
+// Image lanes (convolve() on a batch of small planes; image_lanes.h): lane k
+// of every vector belongs to image k of a group of 8, so that tiles need no
 // rearranging and planes of any width fill the vectors.
-//
-// One channel of 8 images into padded_h x padded_w positions of 8 floats
-// (position (r, c): input row r - top, column c - left of each image, or 0
-// outside the input).
-struct Interleave {
-  const float* planes[8];  // each in_h x in_w
-  int64_t in_h, in_w, top, left, padded_h, padded_w;
-  float* dst;
-};
-void interleave_avx2(const Interleave& t);
 // The tiles [first, last) of a plane tiles_w tiles wide (tile t: row t /
 // tiles_w, column t % tiles_w). Input transform: x is an interleaved padded
 // plane (padded_w positions wide) and point p of tile t goes to points[p *
@@ -120,12 +110,6 @@ struct LaneTiles {
 void input_tiles_lanes_avx2(const LaneTiles& t);
 void output_tiles_lanes_avx2(const LaneTiles& t, float bias, const direct_conv::Epilogue& e, int64_t out_h,
                              int64_t out_w);
-// dst[k][p] = src[p * 8 + k] for the first `count` images, `plane` positions.
-void deinterleave_avx2(const float* src, int64_t plane, float* const dst[8], int64_t count);
-// An interleaved h x w plane max-pooled over 2 x 2 windows of stride 2 into
-// its first (h / 2) x (w / 2) positions, in place (taps compared as MaxPool
-// does: `tap > best ? tap : best`, in row-major order).
-void max_pool_2x2_lanes_avx2(float* plane, int64_t h, int64_t w);
 
 }  // namespace detail
 
