@@ -4,6 +4,7 @@
 // (../ops/conv_test.cpp) cover it through the Conv kernel on the best ISA.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
@@ -160,7 +161,7 @@ TEST(DirectConv, LaneFormMatchesTheFloat64Loop) {
     const std::vector<double> want = reference(c, x, w, b);
     const std::vector<float> packed = pack_weights(w.data(), s.out_channels, s.channels, taps);
     std::vector<float> lane_w(packed.size());
-    lane_weights(packed.data(), s.out_channels, s.channels, taps, lane_w.data());
+    lane_weights(packed.data(), s.out_channels, s.channels, taps, kLaneChannels, lane_w.data());
     const Plan plan = make_plan(s, 8);
     const double tol = double(s.channels * taps + 1) * s.channels * taps * std::ldexp(1.0, -24);
     for (int64_t cut : {positions, std::min<int64_t>(1, positions), std::min<int64_t>(7, positions), positions / 2}) {
@@ -173,6 +174,63 @@ TEST(DirectConv, LaneFormMatchesTheFloat64Loop) {
                                 std::to_string(int(c.e.kind)) + " cut at " + std::to_string(cut);
       for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(y[i], want[i], tol) << where << " element " << i;
       for (size_t i = want.size(); i < y.size(); ++i) ASSERT_EQ(y[i], 12345.0f) << where << ": wrote past the output";
+    }
+  }
+}
+
+// The flat form (AVX2) against float64, unpooled and pooled 2 x 2 (odd
+// planes: the last row or column no window covers), over row ranges as the
+// pool splits them, with NaN in the slack past the last plane (read only by
+// the dropped columns past each row), both tap orders (a 3-wide kernel row
+// at a time, else tap by tap), dilations, every activation and no bias.
+TEST(DirectConv, FlatFormMatchesTheFloat64Loop) {
+  if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) GTEST_SKIP() << "no AVX2 on this CPU";
+  std::vector<Case> all = {make(1, 8, 3, 3, 28, 28), make(1, 16, 3, 3, 7, 7),   make(3, 8, 3, 3, 5, 13),
+                           make(2, 8, 5, 5, 6, 9),   make(2, 8, 3, 3, 4, 11, 1, 2, 1), make(1, 8, 2, 3, 3, 3),
+                           make(4, 24, 1, 3, 5, 6),  make(1, 8, 3, 2, 9, 1)};
+  Case relu = make(2, 8, 3, 3, 9, 6), clip = relu, leaky = relu, nobias = relu;
+  relu.e.kind = Epilogue::kRelu;
+  clip.e = {Epilogue::kClip, -0.25f, 0.5f};
+  leaky.e = {Epilogue::kLeakyRelu, 0.1f, 0};
+  nobias.bias = false;
+  for (const Case& c : {relu, clip, leaky, nobias}) all.push_back(c);
+  std::mt19937 rng(9);
+  for (const Case& c : all) {
+    const Shape& s = c.s;
+    const int64_t taps = s.kernel_h * s.kernel_w, plane = s.padded_h * s.padded_w;
+    auto [x, w, b] = random_inputs(s, rng);
+    for (int64_t i = 0; i < kSlack; ++i) x[size_t(s.channels * plane + i)] = std::nanf("");
+    const std::vector<double> conv = reference(c, x, w, b);
+    const std::vector<float> packed = pack_weights(w.data(), s.out_channels, s.channels, taps);
+    std::vector<float> flat_w(packed.size());
+    lane_weights(packed.data(), s.out_channels, s.channels, taps, kFlatChannels, flat_w.data());
+    const Plan plan = make_plan(s, 8);
+    const double tol = double(s.channels * taps + 1) * s.channels * taps * std::ldexp(1.0, -24);
+    for (bool pool : {false, true}) {
+      const int64_t rows = pool ? s.out_h / 2 : s.out_h, cols = pool ? s.out_w / 2 : s.out_w;
+      std::vector<double> want;
+      for (int64_t m = 0; m < s.out_channels; ++m)
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t q = 0; q < cols; ++q) {
+            auto at = [&](int64_t i, int64_t j) { return conv[size_t((m * s.out_h + i) * s.out_w + j)]; };
+            want.push_back(pool ? std::max({at(2 * r, 2 * q), at(2 * r, 2 * q + 1), at(2 * r + 1, 2 * q),
+                                            at(2 * r + 1, 2 * q + 1)})
+                                : at(r, q));
+          }
+      for (int64_t cut : {rows, std::min<int64_t>(1, rows), rows / 2}) {
+        std::vector<float> y(want.size() + 32, 12345.0f), staged(size_t(s.out_h * s.padded_w * kFlatChannels));
+        const float* bias = c.bias ? b.data() : nullptr;
+        run_flat(plan, x.data(), flat_w.data(), bias, c.e, pool, staged.data(), y.data(), 0, cut);
+        run_flat(plan, x.data(), flat_w.data(), bias, c.e, pool, staged.data(), y.data(), cut, rows);
+        const std::string where = "C" + std::to_string(s.channels) + " M" + std::to_string(s.out_channels) + " " +
+                                  std::to_string(s.kernel_h) + "x" + std::to_string(s.kernel_w) + " on " +
+                                  std::to_string(s.out_h) + "x" + std::to_string(s.out_w) + " act " +
+                                  std::to_string(int(c.e.kind)) + (pool ? " pooled" : "") + " cut at " +
+                                  std::to_string(cut);
+        for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(y[i], want[i], tol) << where << " element " << i;
+        for (size_t i = want.size(); i < y.size(); ++i)
+          ASSERT_EQ(y[i], 12345.0f) << where << ": wrote past the output";
+      }
     }
   }
 }

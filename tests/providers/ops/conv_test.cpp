@@ -403,10 +403,11 @@ ONYX_OP_TEST(FusedConv, MatchesConvThenTheActivation) {
 
 // ai.onyx FusedConvMaxPool (the graph optimizer's Conv | FusedConv ->
 // MaxPool 2 x 2, stride 2) against the float64 convolution, its activation
-// and the pool, on each CPU path: the direct convolution's row and
-// channel-lane forms and Winograd's image lanes pool per item, im2col and
-// the depthwise loops convolve the whole batch first. Odd planes (the last
-// row or column no window covers), no activation, groups.
+// and the pool, on each CPU path: the direct convolution's row, flat and
+// channel-lane forms and Winograd's image lanes pool per item (the flat
+// form in registers), im2col and the depthwise loops convolve the whole
+// batch first. Odd planes (the last row or column no window covers), no
+// activation, groups.
 ONYX_OP_TEST(FusedConvMaxPool, MatchesTheConvolutionThenTheMaxPool) {
   struct Case {
     ConvCase conv;
@@ -414,7 +415,8 @@ ONYX_OP_TEST(FusedConvMaxPool, MatchesTheConvolutionThenTheMaxPool) {
     std::vector<float> params;
   };
   const std::vector<Case> cases = {
-      {with(conv("direct_rows", {3, 1, 28, 28}, {8, 1, 3, 3}), {1, 1}, {1, 1, 1, 1}), "Relu", {}},
+      {with(conv("direct_flat", {3, 1, 28, 28}, {8, 1, 3, 3}), {1, 1}, {1, 1, 1, 1}), "Relu", {}},
+      {with(conv("direct_flat_odd", {2, 2, 9, 7}, {16, 2, 3, 3}), {1, 1}, {1, 1, 1, 1}), "LeakyRelu", {0.125f}},
       {with(conv("direct_rows_odd", {2, 3, 11, 13}, {6, 3, 3, 3}), {1, 1}, {1, 0, 1, 2}), "", {}},
       {with(conv("direct_channel_lanes", {3, 8, 14, 14}, {16, 8, 3, 3}), {1, 1}, {1, 1, 1, 1}), "Clip", {-0.5f, 0.75f}},
       {with(conv("winograd_image_lanes", {8, 8, 14, 14}, {16, 8, 3, 3}), {1, 1}, {1, 1, 1, 1}), "Relu", {}},

@@ -291,13 +291,16 @@ class ConvKernel final : public ConvBase {
     if (packed_w_.empty() || !std::equal(packed_dims_.begin(), packed_dims_.end(), w.dims.begin(), w.dims.end())) {
       repacked = pack_direct(w.data<float>(), w.dims);
       packed = repacked.data();
-    } else if (direct_conv::lane_form(direct_conv::shape_for(win, ch.c / ch.group, ch.m / ch.group))) {
-      // The constant W in the channel-lane form's order, made on its first use.
-      std::call_once(lane_once_, [&] {
-        lane_w_ = direct_conv::lane_weights(packed, ch.group, ch.m / ch.group, ch.c / ch.group,
-                                            kernel_volume(win));
+    } else if (const int64_t lane_channels =
+                   direct_conv::lane_channels(direct_conv::shape_for(win, ch.c / ch.group, ch.m / ch.group), pool_2x2)) {
+      // The constant W in the channel-lane or flat form's order, made on its
+      // first use (per form: another input size may take the other).
+      const size_t form = lane_channels == direct_conv::kFlatChannels;
+      std::call_once(lane_once_[form], [&] {
+        lane_w_[form] = direct_conv::lane_weights(packed, ch.group, ch.m / ch.group, ch.c / ch.group,
+                                                  kernel_volume(win), lane_channels);
       });
-      lanes = lane_w_.data();
+      lanes = lane_w_[form].data();
     }
     return direct_conv::convolve(ctx, x.data<float>(), ch.n, ch.group, ch.c, ch.m, win, packed, lanes,
                                  b ? b->data<float>() : nullptr, act_, y.data<float>(), pool_2x2);
@@ -551,8 +554,8 @@ class ConvKernel final : public ConvBase {
   int64_t pool_;  // FusedConvMaxPool's pool_size (2), else 0
   std::vector<int64_t> packed_dims_;  // W's dims when packed_w_ was made from a constant W
   std::vector<float> packed_w_;
-  std::once_flag lane_once_;
-  std::vector<float> lane_w_;  // packed_w_ in the channel-lane form's order
+  std::once_flag lane_once_[2];
+  std::vector<float> lane_w_[2];  // packed_w_ in the channel-lane, flat form's order
   std::vector<int64_t> constant_dims_;  // a constant float32 W's dims, else empty
   std::once_flag winograd_once_, transposed_once_;
   std::vector<std::shared_ptr<PackedB>> transposed_w_;  // W^T per group, packed

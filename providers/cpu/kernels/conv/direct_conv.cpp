@@ -99,28 +99,60 @@ bool lane_form(const Shape& s) {
          (s.stride_w > 1 || (s.channels * s.kernel_h * s.kernel_w >= 64 && 10 * s.out_w < 9 * vectors * width));
 }
 
-void lane_weights(const float* packed_w, int64_t out_channels, int64_t channels, int64_t taps, float* dst) {
+void lane_weights(const float* packed_w, int64_t out_channels, int64_t channels, int64_t taps,
+                  int64_t lane_channels, float* dst) {
   const int64_t per_block = kChannelBlock * channels * taps;  // every block is full
-  for (int64_t m0 = 0; m0 < out_channels; m0 += kLaneChannels)
+  for (int64_t m0 = 0; m0 < out_channels; m0 += lane_channels)
     for (int64_t c = 0; c < channels; ++c)
       for (int64_t t = 0; t < taps; ++t)
-        for (int64_t m = m0; m < m0 + kLaneChannels; ++m)
+        for (int64_t m = m0; m < m0 + lane_channels; ++m)
           *dst++ = packed_w[(m / kChannelBlock) * per_block + (c * taps + t) * kChannelBlock + m % kChannelBlock];
 }
 
 std::vector<float> lane_weights(const float* packed_w, int64_t group, int64_t out_channels, int64_t channels,
-                                int64_t taps) {
+                                int64_t taps, int64_t lane_channels) {
   const int64_t per_group = out_channels * channels * taps;
   std::vector<float> dst(size_t(group * per_group));
   for (int64_t g = 0; g < group; ++g)
-    lane_weights(packed_w + g * per_group, out_channels, channels, taps, dst.data() + g * per_group);
+    lane_weights(packed_w + g * per_group, out_channels, channels, taps, lane_channels, dst.data() + g * per_group);
   return dst;
+}
+
+// Measured on AVX2 (Zen 4, one thread, 3x3, pad 1, batch 1 to 64) against
+// the row form: pooled, 0.56-0.72x the time (with the pool) for 1 or 2
+// input channels and 0.80-0.87x for 3 or 4 (8 to 32 output channels, 14 x
+// 14 to 56 x 56); unpooled, 0.86x for 1 input channel and 0.94x for 2, but
+// from 3 (27 taps, long enough for the row form's blocks) 1.0x on 28-wide
+// rows and 1.1-1.3x on 32 and 56-wide ones, whose vectors the row form fills.
+bool flat_form(const Shape& s, bool pool_2x2) {
+  // Every run reads up to kFlatPositions - 1 floats past its last position:
+  // within kSlack of the last padded plane.
+  const bool reach = kFlatPositions - 1 + (s.kernel_w - 1) * s.dilation_w <= kSlack;
+  const int64_t reduction = s.channels * s.kernel_h * s.kernel_w;
+  return best_isa() == Isa::avx2 && s.out_channels % kFlatChannels == 0 && s.stride_h == 1 && s.stride_w == 1 &&
+         reach && !lane_form(s) && (pool_2x2 || reduction < 27);
+}
+
+int64_t lane_channels(const Shape& s, bool pool_2x2) {
+  return lane_form(s) ? kLaneChannels : flat_form(s, pool_2x2) ? kFlatChannels : 0;
+}
+
+void run_flat(const Plan& p, const float* x, const float* flat_w, const float* bias, const Epilogue& e,
+              bool pool_2x2, float* staged, float* y, int64_t row_lo, int64_t row_hi) {
+  const int64_t row_floats = (pool_2x2 ? p.shape.out_w / 2 : p.shape.padded_w) * kFlatChannels;
+  const detail::LaneWork work{&p.shape, p.tap_offsets.data(), int64_t(p.tap_offsets.size()), p.positions.data(),
+                              x, flat_w, bias, &e, staged + row_lo * row_floats, y, pool_2x2};
+#if defined(ONYX_CPU_AVX2_LOOPS)
+  if (best_isa() == Isa::avx2) detail::run_flat_avx2(work, row_lo, row_hi);
+#else
+  (void)work;
+#endif
 }
 
 void run_lanes(const Plan& p, const float* x, const float* lane_w, const float* bias, const Epilogue& e,
                float* staged, float* y, int64_t p_lo, int64_t p_hi) {
   const detail::LaneWork work{&p.shape, p.tap_offsets.data(), int64_t(p.tap_offsets.size()), p.positions.data(),
-                              x, lane_w, bias, &e, staged, y};
+                              x, lane_w, bias, &e, staged, y, false};
 #if defined(ONYX_CPU_AVX2_LOOPS)
   if (best_isa() == Isa::avx2) detail::run_lanes_avx2(work, p_lo, p_hi);
 #else
@@ -226,21 +258,23 @@ OnyxStatus* convolve(sdk::ComputeContext& ctx, const float* x, int64_t n, int64_
   const int64_t in_plane = win[1].in * win[2].in, out_plane = s.out_h * s.out_w;
   const int64_t per_filter = s.channels * s.kernel_h * s.kernel_w;
   const int64_t padded = s.channels * s.padded_h * s.padded_w + kSlack;
-  const bool lanes = lane_form(s);
-  // The channel-lane form's weights, reordered here unless given.
+  const bool lanes = lane_form(s), flat = !lanes && flat_form(s, pool_2x2);
+  // The channel-lane or flat form's weights, reordered here unless given.
   std::vector<float> reordered;
-  if (lanes && !lane_w) {
-    reordered = lane_weights(packed_w, group, s.out_channels, s.channels, s.kernel_h * s.kernel_w);
+  if ((lanes || flat) && !lane_w) {
+    reordered = lane_weights(packed_w, group, s.out_channels, s.channels, s.kernel_h * s.kernel_w,
+                             lane_channels(s, pool_2x2));
     lane_w = reordered.data();
   }
-  const int64_t staged = lanes ? out_plane * s.out_channels : 0;
+  const int64_t staged = lanes ? out_plane * s.out_channels : flat ? s.out_h * s.padded_w * kFlatChannels : 0;
   const int64_t pooled_h = s.out_h / 2, pooled_w = s.out_w / 2, pooled_plane = pooled_h * pooled_w;
-  const int64_t scratch = padded + staged + (pool_2x2 ? s.out_channels * out_plane : 0);
+  const int64_t scratch = padded + staged + (pool_2x2 && !flat ? s.out_channels * out_plane : 0);
   // A block of output channels (or of positions) per task only from about
   // 0.5 M multiply-adds: below that, waking a second thread costs more than
   // it saves (the test CNN at batch 1 ran 1.3x slower on 2 threads than on 1).
   const size_t grain = nn::grain_for(double(kChannelBlock * per_filter * out_plane), 524288);
   const size_t lane_grain = nn::grain_for(double(kLanePositions * per_filter * s.out_channels), 524288);
+  const size_t flat_grain = nn::grain_for(double(per_filter * s.padded_w * s.out_channels * (pool_2x2 ? 2 : 1)), 524288);
   auto run_item = [&](int64_t item, Worker<float>& worker) {
     const int64_t image = item / group, g = item % group;
     float* padded_x = worker.scratch;
@@ -254,6 +288,15 @@ OnyxStatus* convolve(sdk::ComputeContext& ctx, const float* x, int64_t n, int64_
       for (int64_t m = 0; m < s.out_channels; ++m)
         vec::max_pool_2x2(yg + m * out_plane, pooled + m * pooled_plane, s.out_h, s.out_w, pooled_h, pooled_w);
     };
+    if (flat) {  // pools in registers
+      const float* wg = lane_w + g * s.out_channels * per_filter;
+      float* out = y + (image * out_channels + g * s.out_channels) * (pool_2x2 ? pooled_plane : out_plane);
+      const int64_t rows = pool_2x2 ? pooled_h : s.out_h;
+      worker.for_range(size_t(rows), flat_grain, [&](size_t lo, size_t hi) {
+        run_flat(plan, padded_x, wg, bg, e, pool_2x2, padded_x + padded, out, int64_t(lo), int64_t(hi));
+      });
+      return;
+    }
     if (lanes) {
       const float* wg = lane_w + g * s.out_channels * per_filter;
       const size_t tiles = size_t((out_plane + kLanePositions - 1) / kLanePositions);

@@ -87,13 +87,42 @@ void run(const Plan& p, const float* x, const float* packed_w, const float* bias
 // (out_h * out_w * out_channels floats) for its results before they are
 // written to y. Safe to call concurrently on disjoint positions.
 bool lane_form(const Shape& s);
-void lane_weights(const float* packed_w, int64_t out_channels, int64_t channels, int64_t taps, float* dst);
+// (lane_channels: kLaneChannels, or kFlatChannels for the flat form below.)
+void lane_weights(const float* packed_w, int64_t out_channels, int64_t channels, int64_t taps,
+                  int64_t lane_channels, float* dst);
 // lane_weights() of every group of convolve()'s packed_w (per group:
 // `out_channels` and `channels`), for convolve()'s lane_w.
 std::vector<float> lane_weights(const float* packed_w, int64_t group, int64_t out_channels, int64_t channels,
-                                int64_t taps);
+                                int64_t taps, int64_t lane_channels);
 void run_lanes(const Plan& p, const float* x, const float* lane_w, const float* bias, const Epilogue& e,
                float* staged, float* y, int64_t p_lo, int64_t p_hi);
+
+// The flat form, for small reductions and for convolutions pooled 2 x 2 (a
+// grayscale network's first layer, 1 -> 8 channels, ran at under half the
+// FMA peak in the row form, whose 12 accumulators saw only 9 taps between
+// their loads and stores): registers hold one vector of kFlatChannels output
+// channels at kFlatPositions output positions, the weights of a kernel row
+// in registers and each input value broadcast once for the positions it
+// reaches. Positions run flat along the padded rows (out_h x padded_w, so a
+// run may cross a row; the padded_w - out_w columns past each row are
+// computed and dropped): no table of positions, no tail per row. Pooled,
+// a run is 2 rows x kFlatPositions / 2 columns, pooled in registers.
+// Results are staged position by position (staged: out_h * padded_w *
+// kFlatChannels floats, at least), then transposed into the output planes.
+constexpr int64_t kFlatChannels = 8, kFlatPositions = 8;
+// Whether convolve() takes the flat form for `s` (stride 1, out_channels a
+// multiple of kFlatChannels, where it beats the row form: pooled, or with
+// a reduction under 27).
+bool flat_form(const Shape& s, bool pool_2x2);
+// The output channels per weight block of the form convolve() takes for
+// `s`: kLaneChannels (channel-lane form), kFlatChannels (flat form), or 0
+// (the row form, which reads pack_weights()'s order itself).
+int64_t lane_channels(const Shape& s, bool pool_2x2);
+// The flat form over output rows [row_lo, row_hi) (pooled rows when
+// pool_2x2), every output channel, with flat_w as lane_weights() writes it
+// for kFlatChannels. Safe to call concurrently on disjoint rows.
+void run_flat(const Plan& p, const float* x, const float* flat_w, const float* bias, const Epilogue& e,
+              bool pool_2x2, float* staged, float* y, int64_t row_lo, int64_t row_hi);
 
 // The weight gradient of one (image, group), added into per-lane partial
 // sums: for every tap, the sum over output positions of dy [out_channels,
@@ -127,8 +156,9 @@ bool fits_strided(const std::vector<nn::WindowDim>& win, int64_t channels, int64
 // padding into scratch, then run() over the blocks of output channels (split
 // over the pool when the items are fewer than threads). packed_w: each
 // group's pack_weights(), one after the other; lane_w: lane_weights() of
-// them, or null (then reordered here when the channel-lane form runs: for
-// 512 x 512 x 3x3 weights, a quarter of the convolution's time). Requires
+// them for lane_channels(), or null (then reordered here when the
+// channel-lane or flat form runs: for 512 x 512 x 3x3 weights, a quarter
+// of the convolution's time). Requires
 // fits(). pool_2x2: y is instead the output max-pooled over 2 x 2 windows
 // of stride 2 ([n, out_channels, H / 2, W / 2]), each item's convolution
 // pooled from the worker's scratch while it is in cache.
@@ -172,8 +202,13 @@ struct LaneWork {
   const float *x, *lane_w, *bias;
   const Epilogue* epilogue;
   float *staged, *y;
+  bool pool_2x2;  // the flat form only
 };
 void run_lanes_avx2(const LaneWork& w, int64_t p_lo, int64_t p_hi);
+// The flat form over output rows (or pooled rows) [row_lo, row_hi), every
+// output channel: lane_w as lane_weights() writes it for kFlatChannels, y
+// the whole output, staged for these rows' results.
+void run_flat_avx2(const LaneWork& w, int64_t row_lo, int64_t row_hi);
 void run_avx512(const Work& w, int64_t block_lo, int64_t block_hi);
 void weight_gradient_avx2(const Work& w, int64_t block_lo, int64_t block_hi);
 void weight_gradient_avx512(const Work& w, int64_t block_lo, int64_t block_hi);

@@ -25,6 +25,8 @@ void detail::run_avx2(const Work& w, int64_t block_lo, int64_t block_hi) {
 
 void detail::run_lanes_avx2(const LaneWork& w, int64_t p_lo, int64_t p_hi) { impl::run_lanes<Avx2>(w, p_lo, p_hi); }
 
+void detail::run_flat_avx2(const LaneWork& w, int64_t row_lo, int64_t row_hi) { impl::run_flat<Avx2>(w, row_lo, row_hi); }
+
 void detail::weight_gradient_avx2(const Work& w, int64_t block_lo, int64_t block_hi) {
   impl::weight_gradient<Avx2>(w, block_lo, block_hi);
 }

@@ -19,17 +19,23 @@ template <class V>
 using Reg = typename V::reg;
 
 // act(v) as the op computes it; max/min return their second operand on NaN.
+// With the activation known at compile time: the flat form's runs are
+// short, and a switch per run cost a tenth of them.
+template <class V, Epilogue::Kind A>
+inline Reg<V> activate_as(const Epilogue& e, Reg<V> v) {
+  if constexpr (A == Epilogue::kRelu) return V::max(V::zero(), v);  // v < 0 ? 0 : v
+  if constexpr (A == Epilogue::kClip) return V::min(V::bcast(&e.b), V::max(V::bcast(&e.a), v));  // min(max(v, a), b)
+  if constexpr (A == Epilogue::kLeakyRelu) return V::select_negative(v, V::mul(V::bcast(&e.a), v));
+  return v;
+}
+
 template <class V>
 inline Reg<V> activate(const Epilogue& e, Reg<V> v) {
   switch (e.kind) {
-    case Epilogue::kNone:
-      return v;
-    case Epilogue::kRelu:
-      return V::max(V::zero(), v);  // v < 0 ? 0 : v
-    case Epilogue::kClip:
-      return V::min(V::bcast(&e.b), V::max(V::bcast(&e.a), v));  // min(max(v, a), b)
-    case Epilogue::kLeakyRelu:
-      return V::select_negative(v, V::mul(V::bcast(&e.a), v));
+    case Epilogue::kNone: return v;
+    case Epilogue::kRelu: return activate_as<V, Epilogue::kRelu>(e, v);
+    case Epilogue::kClip: return activate_as<V, Epilogue::kClip>(e, v);
+    case Epilogue::kLeakyRelu: return activate_as<V, Epilogue::kLeakyRelu>(e, v);
   }
   return v;
 }
@@ -181,6 +187,150 @@ void run_lanes(const detail::LaneWork& k, int64_t p_lo, int64_t p_hi) {
     }
   for (; p < p_hi; ++p)
     for (int64_t m = 0; m < M; ++m) k.y[m * positions + p] = k.staged[p * M + m];
+}
+
+// staged [rows][stride][kLanes] -> y [kLanes][rows][cols] (planes `plane`
+// apart): the first `cols` positions of each staged row, transposed kLanes
+// at a time; a row's last block overlaps the one before it (the same values
+// written twice) instead of a scalar tail.
+template <class V>
+void unstage(const float* staged, int64_t rows, int64_t stride, int64_t cols, float* y, int64_t plane) {
+  constexpr int L = V::kLanes;
+  for (int64_t r = 0; r < rows; ++r, staged += stride * L, y += cols) {
+    if (cols < L) {
+      for (int64_t q = 0; q < cols; ++q)
+        for (int m = 0; m < L; ++m) y[m * plane + q] = staged[q * L + m];
+      continue;
+    }
+    for (int64_t q0 = 0;; q0 += L) {
+      const int64_t q = q0 < cols - L ? q0 : cols - L;
+      Reg<V> v[L];
+      for (int i = 0; i < L; ++i) v[i] = V::loadu(staged + (q + i) * L);
+      V::transpose(v);
+      for (int i = 0; i < L; ++i) V::store(y + i * plane + q, v[i]);
+      if (q == cols - L) break;
+    }
+  }
+}
+
+// The flat form's accumulation: acc[r][p] += the taps from `first` on of
+// every input channel at x + r * row + p (r < R rows of P positions), w
+// their weights [channel][tap][kLanes]. Taps go KW at a time, a row of the
+// kernel when KW is its width (3, dilation 1): then each input value is
+// broadcast once for up to KW neighbouring positions (with one broadcast
+// per multiply-add, Zen 4's two vector loads a cycle held it at 60% of the
+// FMA peak).
+template <class V, int R, int P, int KW>
+inline void flat_accumulate(const detail::LaneWork& k, const float* x, int64_t row, const float* w,
+                            Reg<V> (&acc)[R][P]) {
+  const Shape& s = *k.shape;
+  const int64_t plane = s.padded_h * s.padded_w;
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 16
+    for (int p = 0; p < P; ++p) acc[r][p] = V::zero();
+  for (int64_t c = 0; c < s.channels; ++c, x += plane)
+    for (int64_t t = 0; t < k.taps; t += KW, w += KW * V::kLanes) {
+      const float* xt = x + k.tap_offsets[t];
+      Reg<V> wv[KW];
+#pragma GCC unroll 4
+      for (int d = 0; d < KW; ++d) wv[d] = V::loadu(w + d * V::kLanes);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r)
+#pragma GCC unroll 16
+        for (int j = 0; j < P + KW - 1; ++j) {
+          const Reg<V> xv = V::bcast(xt + r * row + j);
+#pragma GCC unroll 4
+          for (int d = 0; d < KW; ++d)
+            if (j - d >= 0 && j - d < P) acc[r][j - d] = V::fma(xv, wv[d], acc[r][j - d]);
+        }
+    }
+}
+
+// The flat form (direct_conv.h) for kLanes output channels with weights w,
+// bias `bias` (or null), into `staged` from its start: unpooled, flat
+// positions [q_lo, q_hi) (row-major over out_h x padded_w) kFlatPositions
+// at a time, staged [q - q_lo][kLanes].
+template <class V, int KW, Epilogue::Kind A>
+void flat_runs(const detail::LaneWork& k, int64_t q_lo, int64_t q_hi, const float* w, const float* bias,
+               float* staged) {
+  constexpr int P = int(kFlatPositions);
+  const Reg<V> b = bias ? V::loadu(bias) : V::zero();
+  for (int64_t q = q_lo; q < q_hi; q += P, staged += P * V::kLanes) {
+    Reg<V> acc[1][P];
+    flat_accumulate<V, 1, P, KW>(k, k.x + q, 0, w, acc);
+    const int64_t n = q_hi - q;
+#pragma GCC unroll 16
+    for (int p = 0; p < P; ++p)
+      if (p < n) V::store(staged + p * V::kLanes, activate_as<V, A>(*k.epilogue, V::add(acc[0][p], b)));
+  }
+}
+
+// Pooled: pooled rows [row_lo, row_hi), each 2 output rows x P columns at a
+// time max-pooled 2 x 2 in registers, staged [row - row_lo][column][kLanes].
+// The max is taken as vec::max_pool_2x2 takes it (a NaN first in its window
+// wins; a NaN later does not), so that fused and unfused agree bit for bit.
+template <class V, int KW, Epilogue::Kind A>
+void flat_pooled_runs(const detail::LaneWork& k, int64_t row_lo, int64_t row_hi, const float* w,
+                      const float* bias, float* staged) {
+  constexpr int P = int(kFlatPositions) / 2;  // 2 x P accumulators, as unpooled
+  const int64_t row = k.shape->padded_w, pw = k.shape->out_w / 2;
+  const Reg<V> b = bias ? V::loadu(bias) : V::zero();
+  const Epilogue& e = *k.epilogue;
+  for (int64_t r = row_lo; r < row_hi; ++r)
+    for (int64_t j = 0; j < pw; j += P / 2) {
+      float* out = staged + ((r - row_lo) * pw + j) * V::kLanes;
+      Reg<V> acc[2][P];
+      flat_accumulate<V, 2, P, KW>(k, k.x + 2 * r * row + 2 * j, row, w, acc);
+      const int64_t n = pw - j;
+#pragma GCC unroll 4
+      for (int i = 0; i < P / 2; ++i) {
+        Reg<V> best = activate_as<V, A>(e, V::add(acc[0][2 * i], b));
+        best = V::max(activate_as<V, A>(e, V::add(acc[0][2 * i + 1], b)), best);
+        best = V::max(activate_as<V, A>(e, V::add(acc[1][2 * i], b)), best);
+        best = V::max(activate_as<V, A>(e, V::add(acc[1][2 * i + 1], b)), best);
+        if (i < n) V::store(out + i * V::kLanes, best);
+      }
+    }
+}
+
+template <class V, int KW, Epilogue::Kind A>
+void run_flat(const detail::LaneWork& k, int64_t row_lo, int64_t row_hi) {
+  static_assert(V::kLanes == kFlatChannels && kFlatPositions % 4 == 0);
+  constexpr int64_t L = kFlatChannels;
+  const Shape& s = *k.shape;
+  const int64_t per_block = s.channels * k.taps * L, rows = row_hi - row_lo;
+  for (int64_t m0 = 0; m0 < s.out_channels; m0 += L) {
+    const float* w = k.lane_w + m0 / L * per_block;
+    const float* bias = k.bias ? k.bias + m0 : nullptr;
+    if (!k.pool_2x2) {
+      const int64_t plane = s.out_h * s.out_w;
+      flat_runs<V, KW, A>(k, row_lo * s.padded_w, row_hi * s.padded_w, w, bias, k.staged);
+      unstage<V>(k.staged, rows, s.padded_w, s.out_w, k.y + m0 * plane + row_lo * s.out_w, plane);
+      continue;
+    }
+    const int64_t pw = s.out_w / 2, plane = s.out_h / 2 * pw;
+    flat_pooled_runs<V, KW, A>(k, row_lo, row_hi, w, bias, k.staged);
+    unstage<V>(k.staged, rows, pw, pw, k.y + m0 * plane + row_lo * pw, plane);
+  }
+}
+
+template <class V, int KW>
+void run_flat(const detail::LaneWork& k, int64_t row_lo, int64_t row_hi) {
+  switch (k.epilogue->kind) {
+    case Epilogue::kNone: return run_flat<V, KW, Epilogue::kNone>(k, row_lo, row_hi);
+    case Epilogue::kRelu: return run_flat<V, KW, Epilogue::kRelu>(k, row_lo, row_hi);
+    case Epilogue::kClip: return run_flat<V, KW, Epilogue::kClip>(k, row_lo, row_hi);
+    case Epilogue::kLeakyRelu: return run_flat<V, KW, Epilogue::kLeakyRelu>(k, row_lo, row_hi);
+  }
+}
+
+template <class V>
+void run_flat(const detail::LaneWork& k, int64_t row_lo, int64_t row_hi) {
+  if (k.shape->kernel_w == 3 && k.shape->dilation_w == 1)
+    run_flat<V, 3>(k, row_lo, row_hi);
+  else
+    run_flat<V, 1>(k, row_lo, row_hi);
 }
 
 // dW for MB output channels x NK (channel, tap) pairs starting at `first`:
