@@ -91,6 +91,34 @@ Inputs random_inputs(const Shape& s, std::mt19937& rng) {
   return in;
 }
 
+// W in the channel-lane or flat form's order (lane_channels output channels
+// per block).
+std::vector<float> lane_order(const Shape& s, const std::vector<float>& w, int64_t lane_channels) {
+  const int64_t taps = s.kernel_h * s.kernel_w;
+  const std::vector<float> packed = pack_weights(w.data(), s.out_channels, s.channels, taps);
+  std::vector<float> ordered(packed.size());
+  lane_weights(packed.data(), s.out_channels, s.channels, taps, lane_channels, ordered.data());
+  return ordered;
+}
+
+// float32 sums of channels x taps + 1 terms of magnitude <= 1: each within
+// (terms) * 2^-24 of the sum of |terms| (a loose bound).
+double tolerance(const Shape& s) {
+  const int64_t terms = s.channels * s.kernel_h * s.kernel_w;
+  return double(terms + 1) * double(terms) * std::ldexp(1.0, -24);
+}
+
+// `base` with each activation (Relu, Clip, LeakyRelu) and without its bias,
+// appended to `cases`.
+void add_epilogues(const Case& base, std::vector<Case>& cases) {
+  Case relu = base, clip = base, leaky = base, nobias = base;
+  relu.e.kind = Epilogue::kRelu;
+  clip.e = {Epilogue::kClip, -0.25f, 0.5f};
+  leaky.e = {Epilogue::kLeakyRelu, 0.1f, 0};
+  nobias.bias = false;
+  for (const Case& c : {relu, clip, leaky, nobias}) cases.push_back(c);
+}
+
 // Output widths around both vector sizes, 1 to 9 output channels (every
 // partial block of 4), strides and dilations, every activation, no bias.
 std::vector<Case> cases() {
@@ -101,12 +129,7 @@ std::vector<Case> cases() {
   v.push_back(make(8, 16, 3, 3, 14, 14));
   v.push_back(make(3, 6, 2, 5, 4, 11, 2, 2, 3));
   v.push_back(make(5, 4, 1, 7, 2, 20));
-  Case relu = make(3, 7, 3, 3, 5, 13), clip = relu, leaky = relu, nobias = relu;
-  relu.e.kind = Epilogue::kRelu;
-  clip.e = {Epilogue::kClip, -0.25f, 0.5f};
-  leaky.e = {Epilogue::kLeakyRelu, 0.1f, 0};
-  nobias.bias = false;
-  for (const Case& c : {relu, clip, leaky, nobias}) v.push_back(c);
+  add_epilogues(make(3, 7, 3, 3, 5, 13), v);
   return v;
 }
 
@@ -130,9 +153,7 @@ TEST(DirectConv, EveryIsaMatchesTheFloat64Loop) {
       const std::string where = isa.name + " C" + std::to_string(s.channels) + " M" +
                                 std::to_string(s.out_channels) + " " + std::to_string(s.out_h) + "x" +
                                 std::to_string(s.out_w) + " act " + std::to_string(int(c.e.kind));
-      // float32 sums of channels x taps + 1 terms of magnitude <= 1: each
-      // within (terms) * 2^-24 of the sum of |terms| (a loose bound).
-      const double tol = double(s.channels * taps + 1) * s.channels * taps * std::ldexp(1.0, -24);
+      const double tol = tolerance(s);
       for (size_t i = 0; i < want.size(); ++i)
         ASSERT_NEAR(y[i], want[i], tol) << where << " element " << i;
       for (size_t i = want.size(); i < y.size(); ++i) ASSERT_EQ(y[i], 12345.0f) << where << ": wrote past the output";
@@ -147,23 +168,16 @@ TEST(DirectConv, LaneFormMatchesTheFloat64Loop) {
   if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) GTEST_SKIP() << "no AVX2 on this CPU";
   std::vector<Case> all = {make(8, 16, 3, 3, 14, 14), make(16, 32, 3, 3, 7, 7), make(3, 16, 3, 3, 5, 13),
                            make(2, 48, 2, 5, 4, 11, 2, 2, 3), make(1, 16, 1, 1, 1, 1)};
-  Case relu = make(8, 16, 3, 3, 9, 6), clip = relu, leaky = relu, nobias = relu;
-  relu.e.kind = Epilogue::kRelu;
-  clip.e = {Epilogue::kClip, -0.25f, 0.5f};
-  leaky.e = {Epilogue::kLeakyRelu, 0.1f, 0};
-  nobias.bias = false;
-  for (const Case& c : {relu, clip, leaky, nobias}) all.push_back(c);
+  add_epilogues(make(8, 16, 3, 3, 9, 6), all);
   std::mt19937 rng(5);
   for (const Case& c : all) {
     const Shape& s = c.s;
-    const int64_t taps = s.kernel_h * s.kernel_w, positions = s.out_h * s.out_w;
+    const int64_t positions = s.out_h * s.out_w;
     const auto [x, w, b] = random_inputs(s, rng);
     const std::vector<double> want = reference(c, x, w, b);
-    const std::vector<float> packed = pack_weights(w.data(), s.out_channels, s.channels, taps);
-    std::vector<float> lane_w(packed.size());
-    lane_weights(packed.data(), s.out_channels, s.channels, taps, kLaneChannels, lane_w.data());
+    const std::vector<float> lane_w = lane_order(s, w, kLaneChannels);
     const Plan plan = make_plan(s, 8);
-    const double tol = double(s.channels * taps + 1) * s.channels * taps * std::ldexp(1.0, -24);
+    const double tol = tolerance(s);
     for (int64_t cut : {positions, std::min<int64_t>(1, positions), std::min<int64_t>(7, positions), positions / 2}) {
       std::vector<float> y(want.size() + 32, 12345.0f), staged(size_t(positions * s.out_channels));
       const float* bias = c.bias ? b.data() : nullptr;
@@ -188,24 +202,17 @@ TEST(DirectConv, FlatFormMatchesTheFloat64Loop) {
   std::vector<Case> all = {make(1, 8, 3, 3, 28, 28), make(1, 16, 3, 3, 7, 7),   make(3, 8, 3, 3, 5, 13),
                            make(2, 8, 5, 5, 6, 9),   make(2, 8, 3, 3, 4, 11, 1, 2, 1), make(1, 8, 2, 3, 3, 3),
                            make(4, 24, 1, 3, 5, 6),  make(1, 8, 3, 2, 9, 1)};
-  Case relu = make(2, 8, 3, 3, 9, 6), clip = relu, leaky = relu, nobias = relu;
-  relu.e.kind = Epilogue::kRelu;
-  clip.e = {Epilogue::kClip, -0.25f, 0.5f};
-  leaky.e = {Epilogue::kLeakyRelu, 0.1f, 0};
-  nobias.bias = false;
-  for (const Case& c : {relu, clip, leaky, nobias}) all.push_back(c);
+  add_epilogues(make(2, 8, 3, 3, 9, 6), all);
   std::mt19937 rng(9);
   for (const Case& c : all) {
     const Shape& s = c.s;
-    const int64_t taps = s.kernel_h * s.kernel_w, plane = s.padded_h * s.padded_w;
+    const int64_t plane = s.padded_h * s.padded_w;
     auto [x, w, b] = random_inputs(s, rng);
     for (int64_t i = 0; i < kSlack; ++i) x[size_t(s.channels * plane + i)] = std::nanf("");
     const std::vector<double> conv = reference(c, x, w, b);
-    const std::vector<float> packed = pack_weights(w.data(), s.out_channels, s.channels, taps);
-    std::vector<float> flat_w(packed.size());
-    lane_weights(packed.data(), s.out_channels, s.channels, taps, kFlatChannels, flat_w.data());
+    const std::vector<float> flat_w = lane_order(s, w, kFlatChannels);
     const Plan plan = make_plan(s, 8);
-    const double tol = double(s.channels * taps + 1) * s.channels * taps * std::ldexp(1.0, -24);
+    const double tol = tolerance(s);
     for (bool pool : {false, true}) {
       const int64_t rows = pool ? s.out_h / 2 : s.out_h, cols = pool ? s.out_w / 2 : s.out_w;
       std::vector<double> want;
