@@ -114,12 +114,43 @@ void scale_c(int64_t m, int64_t n, float beta, float* c, int64_t ldc) {
   }
 }
 
-// C[i, j] = act(C[i, j] + bias[c0 + j]) + residual[r0 + i, c0 + j] over a
-// rows x cols block whose first element is C's (r0, c0). The four bias/Relu
-// forms are separate loops so that each vectorizes; a row bias and a clamp
-// one more.
+// The part of e the microkernels apply at their store: all of it but the
+// activation function, and the residual only when no activation precedes it.
+TileEpilogue tile_part(const GemmEpilogue& e) {
+  TileEpilogue t;
+  t.bias = e.bias;
+  t.relu = e.relu;
+  t.row_bias = e.row_bias;
+  t.clamp = e.clamps();
+  t.lo = e.lo;
+  t.hi = e.hi;
+  if (!e.activation) {
+    t.residual = e.residual;
+    t.ldr = e.ldr;
+  }
+  return t;
+}
+
+bool empty(const TileEpilogue& t) { return !t.bias && !t.relu && !t.row_bias && !t.clamp && !t.residual; }
+
+// The epilogue over a rows x cols block of C whose first element is C's
+// (r0, c0): all of it, or with tile_part_done what tile_part() leaves (the
+// activation, then the residual). The four bias/Relu forms are separate
+// loops so that each vectorizes; a row bias and a clamp one more.
 ONYX_CLONES void apply_epilogue(const GemmEpilogue& e, float* c, int64_t ldc, int64_t rows, int64_t cols,
-                                int64_t r0, int64_t c0) {
+                                int64_t r0, int64_t c0, bool tile_part_done = false) {
+  if (tile_part_done) {
+    if (!e.activation) return;
+    for (int64_t i = 0; i < rows; ++i) {
+      float* ci = c + i * ldc;
+      e.activation(ci, ci, size_t(cols));
+      if (e.residual) {
+        const float* ri = e.residual + (r0 + i) * e.ldr + c0;
+        for (int64_t j = 0; j < cols; ++j) ci[j] += ri[j];
+      }
+    }
+    return;
+  }
   const float* bias = e.bias ? e.bias + c0 : nullptr;
   for (int64_t i = 0; i < rows; ++i) {
     float* ci = c + i * ldc;
@@ -162,24 +193,38 @@ struct Gemm {
   int64_t kc_max;  // KC, or the PackedB's
   DriverOptions opt;
   GemmEpilogue epilogue;
+  TileEpilogue tile_epilogue;  // tile_part(epilogue)
+  bool tile_epilogue_empty;
 
   const float* a_at(int64_t i0, int64_t k0) const { return trans_a ? a + k0 * lda + i0 : a + i0 * lda + k0; }
   // A is read in place by the set's DirectKernels (no pack_a pass).
   bool direct_a() const { return !trans_a && ks.direct[1]; }
   // The tile of C at (row, col) from K block pc: A's rows from the packed
   // micro-panel `apanel` or, direct_a(), in place; B's from bp (row stride bs).
+  // The last K block's tile gets the epilogue's tile part.
   void tile(int64_t row, int64_t rows, int64_t col, int64_t cols, int64_t pc, int64_t kc, const float* apanel,
             const float* bp, int64_t bs) const {
     float* ct = c + row * ldc + col;
+    TileEpilogue ep;
+    const bool with_ep = !tile_epilogue_empty && pc + kc >= k;
+    if (with_ep) {
+      ep = tile_epilogue;
+      if (ep.bias) ep.bias += col;
+      if (ep.row_bias) ep.row_bias += row;
+      if (ep.residual) ep.residual += row * ep.ldr + col;
+    }
     if (direct_a())
-      direct_tile_kernel(ks, rows, cols)(kc, a_at(row, pc), lda, bp, bs, ct, ldc, alpha, beta_for(pc), cols);
+      direct_tile_kernel(ks, rows, cols)(kc, a_at(row, pc), lda, bp, bs, ct, ldc, alpha, beta_for(pc), cols,
+                                         with_ep ? &ep : nullptr);
     else
-      tile_kernel(ks, rows, cols)(kc, apanel, bp, bs, ct, ldc, alpha, beta_for(pc), cols);
+      tile_kernel(ks, rows, cols)(kc, apanel, bp, bs, ct, ldc, alpha, beta_for(pc), cols, with_ep ? &ep : nullptr);
   }
   float beta_for(int64_t pc) const { return pc == 0 ? beta : 1.0f; }  // later K blocks accumulate
-  // Rows [r0, r1) x columns [c0, c0 + cols) of C are final after K block pc.
+  // Rows [r0, r1) x columns [c0, c0 + cols) of C are final after K block pc:
+  // the rest of the epilogue (an activation function) runs on them.
   void finish(int64_t pc, int64_t kc, int64_t r0, int64_t r1, int64_t c0, int64_t cols) const {
-    if (!epilogue.empty() && pc + kc >= k) apply_epilogue(epilogue, c + r0 * ldc + c0, ldc, r1 - r0, cols, r0, c0);
+    if (epilogue.activation && pc + kc >= k)
+      apply_epilogue(epilogue, c + r0 * ldc + c0, ldc, r1 - r0, cols, r0, c0, /*tile_part_done=*/true);
   }
 };
 
@@ -310,7 +355,7 @@ void single_column(const Gemm& g, const ParallelFor& pf, size_t threads) {
           float* ci = g.c + i * g.ldc;
           *ci = g.beta == 0.0f ? g.alpha * sums[i - i0] : g.alpha * sums[i - i0] + g.beta * *ci;
         }
-        g.finish(0, g.k, i0, i1, 0, 1);
+        if (!g.epilogue.empty()) apply_epilogue(g.epilogue, g.c + i0 * g.ldc, g.ldc, i1 - i0, 1, i0, 0);  // no tiles here
       }
   });
 }
@@ -396,8 +441,9 @@ void driver(const KernelSet& ks, const DriverOptions& opt, bool trans_a, int64_t
     if (!epilogue.empty()) apply_epilogue(epilogue, c, ldc, m, n, 0, 0);
     return;
   }
+  const TileEpilogue tile_ep = tile_part(epilogue);
   const Gemm g{ks, trans_a, m, n, k, alpha, a, lda, src, beta, c, ldc,
-               src.packed ? src.packed->kc : ks.kc, opt, epilogue};
+               src.packed ? src.packed->kc : ks.kc, opt, epilogue, tile_ep, empty(tile_ep)};
   const size_t threads = effective_threads(pf, opt, m, n, k);
   if (n == 1 && !src.packed)
     single_column(g, pf, threads);

@@ -20,9 +20,20 @@ constexpr int kNR = 8 * kNV;
 // over interleaved k (summed at the end): with 2 or 4 chains of dependent
 // FMAs the loop would wait on their latency (one row of a batch-1 layer ran
 // at a quarter of the FMA rate).
+// The epilogue of vector v of row i of a full tile, in registers.
+inline __attribute__((always_inline)) __m256 epilogue(const TileEpilogue& e, __m256 r, int i, int v) {
+  if (e.bias) r = _mm256_add_ps(r, _mm256_loadu_ps(e.bias + 8 * v));
+  if (e.relu) r = _mm256_max_ps(_mm256_setzero_ps(), r);  // max_ps returns its second operand for NaN
+  if (e.row_bias) r = _mm256_add_ps(r, _mm256_broadcast_ss(e.row_bias + i));
+  if (e.clamp) r = _mm256_min_ps(_mm256_set1_ps(e.hi), _mm256_max_ps(_mm256_set1_ps(e.lo), r));
+  if (e.residual) r = _mm256_add_ps(r, _mm256_loadu_ps(e.residual + i * e.ldr + 8 * v));
+  return r;
+}
+
 template <int M, bool kDirect>
 inline __attribute__((always_inline)) void tile(int64_t kc, const float* a, int64_t lda, const float* b, int64_t bs,
-                                                float* c, int64_t ldc, float alpha, float beta, int64_t cols) {
+                                                float* c, int64_t ldc, float alpha, float beta, int64_t cols,
+                                                const TileEpilogue* ep) {
   constexpr int S = M == 1 ? 4 : M <= 3 ? 2 : 1;
   __m256 acc[S][M][kNV];
 #pragma GCC unroll 4
@@ -67,7 +78,8 @@ inline __attribute__((always_inline)) void tile(int64_t kc, const float* a, int6
       for (int v = 0; v < kNV; ++v) acc[0][i][v] = _mm256_add_ps(acc[0][i][v], acc[s][i][v]);
 
   // AVX2 has no cheap masked store: a partial tile goes through a scratch
-  // tile, which also keeps the loads of C inside the matrix.
+  // tile, which also keeps the loads of C (and of the epilogue's bias and
+  // residual) inside the matrix.
   const bool full = cols == kNR;
   alignas(32) float tmp[M][kNR];
   float* dst = full ? c : &tmp[0][0];
@@ -85,24 +97,25 @@ inline __attribute__((always_inline)) void tile(int64_t kc, const float* a, int6
       float* p = dst + i * ld + 8 * v;
       __m256 r = _mm256_mul_ps(acc[0][i][v], va);
       if (beta != 0.0f) r = _mm256_fmadd_ps(vb, _mm256_loadu_ps(p), r);
+      if (ep && full) r = epilogue(*ep, r, i, v);
       _mm256_storeu_ps(p, r);
     }
 
   if (!full)
     for (int i = 0; i < M; ++i)
-      for (int64_t j = 0; j < cols; ++j) c[i * ldc + j] = tmp[i][j];
+      for (int64_t j = 0; j < cols; ++j) c[i * ldc + j] = ep ? tile_epilogue_at(*ep, tmp[i][j], i, j) : tmp[i][j];
 }
 
 template <int M>
 void ukr(int64_t kc, const float* a, const float* b, int64_t bs, float* c, int64_t ldc, float alpha, float beta,
-         int64_t cols) {
-  tile<M, false>(kc, a, 0, b, bs, c, ldc, alpha, beta, cols);
+         int64_t cols, const TileEpilogue* ep) {
+  tile<M, false>(kc, a, 0, b, bs, c, ldc, alpha, beta, cols, ep);
 }
 
 template <int M>
 void ukr_direct(int64_t kc, const float* a, int64_t lda, const float* b, int64_t bs, float* c, int64_t ldc,
-                float alpha, float beta, int64_t cols) {
-  tile<M, true>(kc, a, lda, b, bs, c, ldc, alpha, beta, cols);
+                float alpha, float beta, int64_t cols, const TileEpilogue* ep) {
+  tile<M, true>(kc, a, lda, b, bs, c, ldc, alpha, beta, cols, ep);
 }
 
 template <int M>

@@ -36,9 +36,20 @@ inline __mmask16 tail_mask(int64_t left) {
 // for a last panel of at most 16 columns (a 10-class output layer: the full
 // width would spend 54 of every 64 lanes on padding). kDirect: A read in
 // place (row i at a + i * lda, DirectKernel), else packed (MicroKernel).
+// The epilogue of vector v (lanes `mask`) of row i, in registers.
+inline __attribute__((always_inline)) __m512 epilogue(const TileEpilogue& e, __m512 r, int i, int v, __mmask16 mask) {
+  if (e.bias) r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(mask, e.bias + 16 * v));
+  if (e.relu) r = _mm512_max_ps(_mm512_setzero_ps(), r);  // max_ps returns its second operand for NaN
+  if (e.row_bias) r = _mm512_add_ps(r, _mm512_set1_ps(e.row_bias[i]));
+  if (e.clamp) r = _mm512_min_ps(_mm512_set1_ps(e.hi), _mm512_max_ps(_mm512_set1_ps(e.lo), r));
+  if (e.residual) r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(mask, e.residual + i * e.ldr + 16 * v));
+  return r;
+}
+
 template <int M, int NV, bool kDirect>
 inline __attribute__((always_inline)) void tile(int64_t kc, const float* a, int64_t lda, const float* b, int64_t bs,
-                                                float* c, int64_t ldc, float alpha, float beta, int64_t cols) {
+                                                float* c, int64_t ldc, float alpha, float beta, int64_t cols,
+                                                const TileEpilogue* ep) {
   __m512 acc[M][NV];
 #pragma GCC unroll 16
   for (int i = 0; i < M; ++i)
@@ -73,34 +84,28 @@ inline __attribute__((always_inline)) void tile(int64_t kc, const float* a, int6
   __mmask16 mask[NV];
 #pragma GCC unroll 4
   for (int v = 0; v < NV; ++v) mask[v] = tail_mask(cols - 16 * v);
-  if (beta == 0.0f) {
 #pragma GCC unroll 16
-    for (int i = 0; i < M; ++i)
+  for (int i = 0; i < M; ++i)
 #pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v)
-        _mm512_mask_storeu_ps(c + i * ldc + 16 * v, mask[v], _mm512_mul_ps(acc[i][v], va));
-  } else {
-#pragma GCC unroll 16
-    for (int i = 0; i < M; ++i)
-#pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) {
-        float* ci = c + i * ldc + 16 * v;
-        const __m512 old = _mm512_maskz_loadu_ps(mask[v], ci);
-        _mm512_mask_storeu_ps(ci, mask[v], _mm512_fmadd_ps(vb, old, _mm512_mul_ps(acc[i][v], va)));
-      }
-  }
+    for (int v = 0; v < NV; ++v) {
+      float* ci = c + i * ldc + 16 * v;
+      __m512 r = _mm512_mul_ps(acc[i][v], va);
+      if (beta != 0.0f) r = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(mask[v], ci), r);
+      if (ep) r = epilogue(*ep, r, i, v, mask[v]);
+      _mm512_mask_storeu_ps(ci, mask[v], r);
+    }
 }
 
 template <int M, int NV>
 void ukr(int64_t kc, const float* a, const float* b, int64_t bs, float* c, int64_t ldc, float alpha, float beta,
-         int64_t cols) {
-  tile<M, NV, false>(kc, a, 0, b, bs, c, ldc, alpha, beta, cols);
+         int64_t cols, const TileEpilogue* ep) {
+  tile<M, NV, false>(kc, a, 0, b, bs, c, ldc, alpha, beta, cols, ep);
 }
 
 template <int M, int NV>
 void ukr_direct(int64_t kc, const float* a, int64_t lda, const float* b, int64_t bs, float* c, int64_t ldc,
-                float alpha, float beta, int64_t cols) {
-  tile<M, NV, true>(kc, a, lda, b, bs, c, ldc, alpha, beta, cols);
+                float alpha, float beta, int64_t cols, const TileEpilogue* ep) {
+  tile<M, NV, true>(kc, a, lda, b, bs, c, ldc, alpha, beta, cols, ep);
 }
 
 template <int M, int NV = kNV>

@@ -12,7 +12,7 @@ constexpr int kNR = 8;
 
 template <int M>
 void ukr(int64_t kc, const float* a, const float* b, int64_t bs, float* c, int64_t ldc,
-         float alpha, float beta, int64_t cols) {
+         float alpha, float beta, int64_t cols, const TileEpilogue* ep) {
   float acc[M][kNR] = {};
   for (int64_t k = 0; k < kc; ++k) {
     for (int i = 0; i < M; ++i) {
@@ -24,8 +24,10 @@ void ukr(int64_t kc, const float* a, const float* b, int64_t bs, float* c, int64
   }
   for (int i = 0; i < M; ++i) {
     float* ci = c + i * ldc;
-    for (int64_t j = 0; j < cols; ++j)
-      ci[j] = beta == 0.0f ? alpha * acc[i][j] : alpha * acc[i][j] + beta * ci[j];
+    for (int64_t j = 0; j < cols; ++j) {
+      const float v = beta == 0.0f ? alpha * acc[i][j] : alpha * acc[i][j] + beta * ci[j];
+      ci[j] = ep ? tile_epilogue_at(*ep, v, i, j) : v;
+    }
   }
 }
 

@@ -14,21 +14,54 @@ enum class Isa { generic, avx2, avx512 };
 
 constexpr int kMaxMR = 16;
 
+// What a microkernel applies to its tile as it stores it (the tile of the
+// last K block only), in this order, with pointers at the tile's row 0 and
+// column 0: + bias[j]; relu (max(0, x)); + row_bias[i]; clamp to [lo, hi];
+// + residual[i * ldr + j]. NaN stays NaN through relu and the clamp. The
+// driver's GemmEpilogue less its `activation` (a function run over finished
+// rows), so that the common forms (a Conv's bias and Clip, a MatMul's bias
+// and residual) cost no second pass over C.
+struct TileEpilogue {
+  const float* bias = nullptr;
+  bool relu = false;
+  const float* row_bias = nullptr;
+  bool clamp = false;
+  float lo = 0.0f, hi = 0.0f;
+  const float* residual = nullptr;
+  int64_t ldr = 0;
+};
+
+// The epilogue of element (i, j) of a tile, for the scalar edges.
+[[gnu::always_inline]] static inline float tile_epilogue_at(const TileEpilogue& e, float v, int64_t i, int64_t j) {
+  if (e.bias) v += e.bias[j];
+  if (e.relu) v = v < 0.0f ? 0.0f : v;  // NaN compares false: kept
+  if (e.row_bias) v += e.row_bias[i];
+  if (e.clamp) {
+    v = v < e.lo ? e.lo : v;
+    v = v > e.hi ? e.hi : v;
+  }
+  if (e.residual) v += e.residual[i * e.ldr + j];
+  return v;
+}
+
 // One MR x NR tile of C (only its first `rows` x `cols` elements are touched):
-//   C = alpha * sum_k A(:, k) B(k, :) + beta * C;  beta == 0: C is not read.
+//   C = alpha * sum_k A(:, k) B(k, :) + beta * C;  beta == 0: C is not read;
+// then the epilogue `ep`, unless it is null.
 // a: packed A micro-panel, kc steps of MR floats (row i of step k at a[k*MR + i]).
 // b: kc rows of NR floats, row r at b[r*b_stride]; columns >= cols must be
 //    readable (packing pads them with zeros).
 // The kernel at index `rows` of KernelSet::ukr handles tiles of that height.
 using MicroKernel = void (*)(int64_t kc, const float* a, const float* b, int64_t b_stride,
-                             float* c, int64_t ldc, float alpha, float beta, int64_t cols);
+                             float* c, int64_t ldc, float alpha, float beta, int64_t cols,
+                             const TileEpilogue* ep);
 
 // As MicroKernel, but A is read in place: row i of the tile at a + i * lda,
 // kc contiguous floats from `a` (A not transposed). No packing pass: with
 // few column panels to reuse it, packing A costs a good part of the product
 // (a 16 x 16 transpose per 6 x 16 block).
 using DirectKernel = void (*)(int64_t kc, const float* a, int64_t lda, const float* b, int64_t b_stride,
-                              float* c, int64_t ldc, float alpha, float beta, int64_t cols);
+                              float* c, int64_t ldc, float alpha, float beta, int64_t cols,
+                              const TileEpilogue* ep);
 
 // Packs op(A) rows [0, rows) x [0, kc) into ceil(rows/MR) micro-panels of kc*MR
 // floats (short panels zero-padded). `a` points at op(A)(0, 0) of the block.

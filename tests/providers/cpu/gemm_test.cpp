@@ -34,7 +34,10 @@ struct Case {
   bool bias = false, relu = false;          // the epilogue: C = act(C + bias[j])
   bool halve = false;                       // and then its activation function: halve()
   bool residual = false;                    // and then a residual matrix added (row stride n + 1)
+  bool row_bias = false, clamp = false;     // after the Relu: + row_bias[i], clamped to [kLo, kHi]
 };
+
+constexpr float kLo = -2.5f, kHi = 3.0f;
 
 // An epilogue activation whose exact result the check knows: y = x / 2.
 void halve(const float* x, float* y, size_t n) {
@@ -46,7 +49,8 @@ std::string describe(const Case& c) {
          " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k) + " alpha=" + std::to_string(c.alpha) +
          " beta=" + std::to_string(c.beta) + " pads=" + std::to_string(c.pad_a) + "," +
          std::to_string(c.pad_b) + "," + std::to_string(c.pad_c) + (c.bias ? " +bias" : "") + (c.relu ? " relu" : "") +
-         (c.halve ? " halve" : "") + (c.residual ? " +residual" : "");
+         (c.halve ? " halve" : "") + (c.residual ? " +residual" : "") + (c.row_bias ? " +row_bias" : "") +
+         (c.clamp ? " clamp" : "");
 }
 
 // Operands as stored: op(A) is m x k, op(B) is k x n; padding holds NaN so
@@ -54,7 +58,7 @@ std::string describe(const Case& c) {
 struct Problem {
   Case cs;
   int64_t lda, ldb, ldc;
-  std::vector<float> a, b, c, bias, residual;
+  std::vector<float> a, b, c, bias, residual, row_bias;
 
   explicit Problem(const Case& c_, uint32_t seed) : cs(c_) {
     const int64_t a_rows = cs.ta ? cs.k : cs.m, a_cols = cs.ta ? cs.m : cs.k;
@@ -77,6 +81,7 @@ struct Problem {
     fill(c, cs.m, cs.n, ldc, 4.0f, kGuard);
     if (cs.bias) fill(bias, 1, cs.n, cs.n, 4.0f, kNaN);
     if (cs.residual) fill(residual, cs.m, cs.n, cs.n + 1, 4.0f, kNaN);  // padded: rows at their stride
+    if (cs.row_bias) fill(row_bias, 1, cs.m, cs.m, 4.0f, kNaN);
     if (cs.beta == 0.0f)  // beta == 0 must not read C: NaN would show through
       for (int64_t i = 0; i < cs.m; ++i)
         for (int64_t j = 0; j < cs.n; ++j) c[size_t(i * ldc + j)] = kNaN;
@@ -132,6 +137,8 @@ struct Problem {
         }
         if (cs.bias) want += bias[size_t(j)], bound += std::fabs(bias[size_t(j)]);
         if (cs.relu) want = std::max(want, 0.0);  // 1-Lipschitz: the bound holds
+        if (cs.row_bias) want += row_bias[size_t(i)], bound += std::fabs(row_bias[size_t(i)]);
+        if (cs.clamp) want = std::min(std::max(want, double(kLo)), double(kHi));  // 1-Lipschitz too
         if (cs.halve) want *= 0.5, bound *= 0.5;  // exact in binary
         if (cs.residual) {
           const double r = residual[size_t(i * (n + 1) + j)];
@@ -185,6 +192,8 @@ class SgemmTest : public ::testing::TestWithParam<Isa> {
     e.activation = cs.halve ? halve : nullptr;
     e.residual = cs.residual ? p.residual.data() : nullptr;
     e.ldr = cs.n + 1;
+    e.row_bias = cs.row_bias ? p.row_bias.data() : nullptr;
+    if (cs.clamp) e.lo = kLo, e.hi = kHi;
     return e;
   }
   void run(const Case& cs, const ParallelFor& pf = {}, uint32_t seed = 1) {
@@ -236,19 +245,23 @@ TEST_P(SgemmTest, AlphaBeta) {
       }
 }
 
-// The epilogue (a bias row, a Relu, an activation function, a residual) on
-// every driver path: few rows, many rows (blocked), one column, K blocks
+// The epilogue (a bias row, a Relu, a bias column and a clamp, an
+// activation function, a residual), applied by the microkernels or after
+// them, on every driver path: few rows, many rows (blocked), one column, K blocks
 // crossed, threads, packed B, and an empty product (C = act(beta * C + bias)).
 TEST_P(SgemmTest, EpilogueAddsTheBiasAndAppliesTheActivations) {
   struct Form {
-    bool bias, relu, halve, residual;
+    bool bias, relu, halve, residual, row_bias = false, clamp = false;
   };
   for (Form f : {Form{true, false, false, false}, Form{false, true, false, false}, Form{true, true, false, false},
                  Form{true, false, true, false}, Form{false, true, true, false}, Form{false, false, false, true},
-                 Form{true, false, true, true}})
+                 Form{true, false, true, true}, Form{false, false, false, false, true, true},
+                 Form{false, false, false, false, false, true}, Form{true, true, false, true, true, true},
+                 Form{false, false, true, true, true, true}})
     for (bool tb : {false, true}) {
       auto with = [&](Case c) {
         c.tb = tb, c.bias = f.bias, c.relu = f.relu, c.halve = f.halve, c.residual = f.residual;
+        c.row_bias = f.row_bias, c.clamp = f.clamp;
         return c;
       };
       run(with({false, false, 37, 45, 29}));
