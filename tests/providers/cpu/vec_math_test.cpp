@@ -237,34 +237,61 @@ TEST(VecMath, SoftmaxRowWithinAMillionthOfFloat64) {
 namespace onyx::cpu::vec {
 namespace {
 
-// window_sums on every ISA: the float Conv's depthwise loop, and the int8
+// window_rows on every ISA: the float Conv's depthwise loop, and the int8
 // one's, where the values are integers (8-bit codes minus zero points) and
-// the sums must come out exact: a 3x3 window over a flat plane 12 wide, the
-// extreme codes included, every loop and tail length (64 + 64 + 5 outputs).
-TEST(VecMath, WindowSumsOfIntegersAreExact) {
-  using Sums = void (*)(float*, const float*, const int64_t*, const float*, int64_t, size_t, float, float, float);
-  std::vector<std::pair<const char*, Sums>> fns = {{"generic", detail::window_sums_generic}, {"dispatched", window_sums}};
+// the sums must come out exact: a 3x3 window over a flat plane whose rows
+// are 41 apart, the extreme codes included, every row block (8, 4, 3, 2, 1
+// rows and what is left) and every column count to 4 vectors and past.
+// Nothing past a row's columns is written.
+TEST(VecMath, WindowRowsOfIntegersAreExact) {
+  using Rows = void (*)(float*, int64_t, const float*, int64_t, int64_t, int64_t, const int64_t*, const float*,
+                        int64_t, float, float, float);
+  std::vector<std::pair<const char*, Rows>> fns = {{"generic", detail::window_rows_generic}, {"dispatched", window_rows}};
 #if defined(ONYX_CPU_AVX2_LOOPS)
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) fns.push_back({"avx2", detail::window_sums_avx2});
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) fns.push_back({"avx2", detail::window_rows_avx2});
 #endif
 #if defined(ONYX_CPU_AVX512_LOOPS)
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma")) fns.push_back({"avx512", detail::window_sums_avx512});
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma")) fns.push_back({"avx512", detail::window_rows_avx512});
 #endif
-  std::mt19937 rng(9);
-  std::vector<float> src(160);
-  for (auto& v : src) v = float(int(rng() % 511) - 255);
-  src[0] = src[13] = 255, src[1] = -255;
-  const int64_t offsets[9] = {0, 1, 2, 12, 13, 14, 24, 25, 26};
+  constexpr int64_t lds = 41, max_rows = 19, max_cols = 38, ldy = 40;
+  const int64_t offsets[9] = {0, 1, 2, lds, lds + 1, lds + 2, 2 * lds, 2 * lds + 1, 2 * lds + 2};
   const float taps[9] = {255, -1, 4, -1, 255, -9, 2, -255, 5};
-  for (const auto& [name, fn] : fns) {
-    SCOPED_TRACE(name);
-    std::vector<float> sums(133, 99.0f);
-    fn(sums.data(), src.data(), offsets, taps, 9, 133, 7.0f, -INFINITY, INFINITY);
-    for (int64_t o = 0; o < 133; ++o) {
-      int64_t want = 7;
-      for (int t = 0; t < 9; ++t) want += int64_t(src[size_t(o + offsets[t])]) * int64_t(taps[t]);
-      ASSERT_EQ(sums[size_t(o)], float(want)) << "output " << o;
-    }
+  std::mt19937 rng(9);
+  // Rows to max_rows + 2 (the window's reach), then what window_rows may read past.
+  std::vector<float> src(size_t((max_rows + 2) * lds + kWindowReadPast));
+  for (auto& v : src) v = float(int(rng() % 511) - 255);
+  src[0] = src[lds + 1] = 255, src[1] = -255;
+  for (const auto& [name, fn] : fns)
+    for (int64_t rows : {1, 2, 3, 5, 7, 8, 13, 19})
+      for (int64_t cols : {1, 5, 8, 9, 16, 17, 24, 31, 32, 33, 38}) {
+        SCOPED_TRACE(std::string(name) + " rows " + std::to_string(rows) + " cols " + std::to_string(cols));
+        std::vector<float> y(size_t(max_rows * ldy), 99.0f);
+        fn(y.data(), ldy, src.data(), lds, rows, cols, offsets, taps, 9, 7.0f, -INFINITY, INFINITY);
+        for (int64_t r = 0; r < max_rows; ++r)
+          for (int64_t o = 0; o < ldy; ++o) {
+            float want = 99.0f;
+            if (r < rows && o < cols) {
+              int64_t sum = 7;
+              for (int t = 0; t < 9; ++t) sum += int64_t(src[size_t(r * lds + o + offsets[t])]) * int64_t(taps[t]);
+              want = float(sum);
+            }
+            ASSERT_EQ(y[size_t(r * ldy + o)], want) << "row " << r << " column " << o;
+          }
+      }
+  static_assert(max_cols < ldy);
+}
+
+// The clamp of a fused Relu or Clip: NaN sums stay NaN, the rest land in [lo, hi].
+TEST(VecMath, WindowRowsClampKeepsNaN) {
+  for (int64_t cols : {3, 8, 20}) {
+    std::vector<float> src(size_t(cols + kWindowReadPast), 2.0f);
+    std::vector<float> y(size_t(cols), 99.0f);
+    src[1] = NAN;
+    const int64_t offsets[2] = {0, 1};
+    const float taps[2] = {1.0f, -4.0f};
+    window_rows(y.data(), cols, src.data(), cols, 1, cols, offsets, taps, 2, 0.5f, 0.0f, 6.0f);
+    EXPECT_TRUE(std::isnan(y[0]) && std::isnan(y[1]));  // outputs 0 and 1 read src[1]
+    for (int64_t o = 2; o < cols; ++o) EXPECT_EQ(y[size_t(o)], 0.0f) << o;  // 0.5 + 2 - 8 clamped up to 0
   }
 }
 

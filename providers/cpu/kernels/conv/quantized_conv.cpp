@@ -339,7 +339,7 @@ class ConvIntegerKernel final : public sdk::Kernel {
 
   // One channel per group, 2-D, any stride and dilation: each channel's
   // phase planes (PhasePlanes) hold the zero-point-shifted input as float32,
-  // all taps are summed in registers over the grid (vec::window_sums, the
+  // all taps are summed in registers over the output rows (vec::window_rows, the
   // float Conv's loop, exact here: at most kExactTaps taps), and the integer
   // sums go to the output stage.
   void depthwise(sdk::ComputeContext& ctx, const Geometry& geo, const sdk::Tensor& x, const sdk::Tensor& w,
@@ -352,8 +352,8 @@ class ConvIntegerKernel final : public sdk::Kernel {
       // than the convolution).
       thread_local std::vector<float> padded, tap_values, float_sums;
       thread_local std::vector<int32_t> sums;
-      padded.resize(static_cast<size_t>(ph.block + ph.slack));
-      float_sums.resize(static_cast<size_t>(ph.grid()));
+      padded.resize(static_cast<size_t>(ph.block + ph.slack + vec::kWindowReadPast));
+      float_sums.resize(static_cast<size_t>(pixels));
       sums.resize(static_cast<size_t>(pixels));
       tap_values.resize(static_cast<size_t>(taps));
       for (size_t job = lo; job < hi; ++job) {
@@ -374,12 +374,10 @@ class ConvIntegerKernel final : public sdk::Kernel {
           const int64_t at = ch * taps + t;
           tap_values[size_t(t)] = float((w.dtype == ONYX_DTYPE_INT8 ? w.data<int8_t>()[at] : w.data<uint8_t>()[at]) - wz);
         }
-        vec::window_sums(float_sums.data(), padded.data(), ph.offsets.data(), tap_values.data(), taps,
-                         size_t(ph.grid()), 0.0f, -INFINITY, INFINITY);
-        // The grid's rows packed together as int32 (exact), then one
-        // output-stage call for the whole channel.
-        for (int64_t oy = 0; oy < out_h; ++oy)
-          for (int64_t ox = 0; ox < out_w; ++ox) sums[size_t(oy * out_w + ox)] = int32_t(float_sums[size_t(oy * ph.wq + ox)]);
+        vec::window_rows(float_sums.data(), out_w, padded.data(), ph.wq, out_h, out_w, ph.offsets.data(),
+                         tap_values.data(), taps, 0.0f, -INFINITY, INFINITY);
+        // The sums as int32 (exact), then one output-stage call for the whole channel.
+        for (int64_t i = 0; i < pixels; ++i) sums[size_t(i)] = int32_t(float_sums[size_t(i)]);
         store_row(y, rq, sums.data(), 1, ch, int64_t(job) * pixels, pixels);
       }
     });

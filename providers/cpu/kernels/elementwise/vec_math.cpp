@@ -36,14 +36,15 @@ void softmax_row_generic(const float* x, float* y, size_t n) {
   for (size_t i = 0; i < n; ++i) y[i] *= scale;
 }
 
-void window_sums_generic(float* y, const float* src, const int64_t* offsets, const float* taps, int64_t tap_count,
-                         size_t count, float bias, float lo, float hi) {
-  for (size_t o = 0; o < count; ++o) {
-    float sum = bias;
-    for (int64_t t = 0; t < tap_count; ++t) sum += src[int64_t(o) + offsets[t]] * taps[t];
-    sum = sum < lo ? lo : sum;  // NaN compares false: kept
-    y[o] = sum > hi ? hi : sum;
-  }
+void window_rows_generic(float* y, int64_t ldy, const float* src, int64_t lds, int64_t rows, int64_t cols,
+                         const int64_t* offsets, const float* taps, int64_t tap_count, float bias, float lo, float hi) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t o = 0; o < cols; ++o) {
+      float sum = bias;
+      for (int64_t t = 0; t < tap_count; ++t) sum += src[r * lds + o + offsets[t]] * taps[t];
+      sum = sum < lo ? lo : sum;  // NaN compares false: kept
+      y[r * ldy + o] = sum > hi ? hi : sum;
+    }
 }
 
 void max_pool_2x2_generic(const float* x, float* y, int64_t h, int64_t w, int64_t oh, int64_t ow) {
@@ -116,15 +117,16 @@ void gelu_erf(const float* x, float* y, size_t n) {
   detail::gelu_erf_generic(x, y, n);
 }
 
-void window_sums(float* y, const float* src, const int64_t* offsets, const float* taps, int64_t tap_count,
-                 size_t count, float bias, float lo, float hi) {
+void window_rows(float* y, int64_t ldy, const float* src, int64_t lds, int64_t rows, int64_t cols,
+                 const int64_t* offsets, const float* taps, int64_t tap_count, float bias, float lo, float hi) {
 #if defined(ONYX_CPU_AVX512_LOOPS)
-  if (use_avx512()) return detail::window_sums_avx512(y, src, offsets, taps, tap_count, count, bias, lo, hi);
+  if (use_avx512())
+    return detail::window_rows_avx512(y, ldy, src, lds, rows, cols, offsets, taps, tap_count, bias, lo, hi);
 #endif
 #if defined(ONYX_CPU_AVX2_LOOPS)
-  if (use_avx2()) return detail::window_sums_avx2(y, src, offsets, taps, tap_count, count, bias, lo, hi);
+  if (use_avx2()) return detail::window_rows_avx2(y, ldy, src, lds, rows, cols, offsets, taps, tap_count, bias, lo, hi);
 #endif
-  detail::window_sums_generic(y, src, offsets, taps, tap_count, count, bias, lo, hi);
+  detail::window_rows_generic(y, ldy, src, lds, rows, cols, offsets, taps, tap_count, bias, lo, hi);
 }
 
 void softmax_row(const float* x, float* y, size_t n) {

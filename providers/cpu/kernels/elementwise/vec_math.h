@@ -32,13 +32,16 @@ void max_pool_2x2_grad(const float* x, const float* dy, float* dx, int64_t h, in
 // exactly 0; a row holding NaN or +inf is NaN). y may be x.
 void softmax_row(const float* x, float* y, size_t n);
 
-// y[o] = min(hi, max(lo, bias + sum_t src[o + offsets[t]] * taps[t])) for
-// o < count (NaN kept): a depthwise convolution window over a flat, padded
-// plane (conv/phase_planes.h), every tap summed in registers, clamped as a
-// fused Relu or Clip would (lo, hi = -inf, inf: no clamp). y must not
-// overlap src.
-void window_sums(float* y, const float* src, const int64_t* offsets, const float* taps, int64_t tap_count,
-                 size_t count, float bias, float lo, float hi);
+// y[r * ldy + o] = min(hi, max(lo, bias + sum_t src[r * lds + o + offsets[t]] * taps[t]))
+// for rows r < rows and columns o < cols (NaN kept): a depthwise convolution
+// window over a flat, padded plane (conv/phase_planes.h) whose grid rows are
+// lds apart, every tap summed in registers, clamped as a fused Relu or Clip
+// would (lo, hi = -inf, inf: no clamp), each row written straight to y.
+// Reads up to kWindowReadPast floats past the last element a row's window
+// covers (whole vectors; those lanes are dropped). y must not overlap src.
+constexpr int64_t kWindowReadPast = 16;
+void window_rows(float* y, int64_t ldy, const float* src, int64_t lds, int64_t rows, int64_t cols,
+                 const int64_t* offsets, const float* taps, int64_t tap_count, float bias, float lo, float hi);
 
 // "avx512 (GELU), avx2", "avx2" or "generic": which loops the functions above run.
 const char* isa();
@@ -47,20 +50,20 @@ namespace detail {  // the per-ISA loops, for the dispatcher and the tests
 void gelu_erf_generic(const float* x, float* y, size_t n);
 void gelu_tanh_generic(const float* x, float* y, size_t n);
 void softmax_row_generic(const float* x, float* y, size_t n);
-void window_sums_generic(float* y, const float* src, const int64_t* offsets, const float* taps, int64_t tap_count,
-                         size_t count, float bias, float lo, float hi);
+void window_rows_generic(float* y, int64_t ldy, const float* src, int64_t lds, int64_t rows, int64_t cols,
+                         const int64_t* offsets, const float* taps, int64_t tap_count, float bias, float lo, float hi);
 // Defined only where ONYX_CPU_AVX2_LOOPS is set; call only on an AVX2+FMA CPU.
 void gelu_erf_avx2(const float* x, float* y, size_t n);
 void gelu_tanh_avx2(const float* x, float* y, size_t n);
 void softmax_row_avx2(const float* x, float* y, size_t n);
-void window_sums_avx2(float* y, const float* src, const int64_t* offsets, const float* taps, int64_t tap_count,
-                      size_t count, float bias, float lo, float hi);
+void window_rows_avx2(float* y, int64_t ldy, const float* src, int64_t lds, int64_t rows, int64_t cols,
+                      const int64_t* offsets, const float* taps, int64_t tap_count, float bias, float lo, float hi);
 // Defined only where ONYX_CPU_AVX512_LOOPS is set; call only on an AVX-512 CPU.
 void gelu_erf_avx512(const float* x, float* y, size_t n);
 void gelu_tanh_avx512(const float* x, float* y, size_t n);
 void softmax_row_avx512(const float* x, float* y, size_t n);
-void window_sums_avx512(float* y, const float* src, const int64_t* offsets, const float* taps, int64_t tap_count,
-                        size_t count, float bias, float lo, float hi);
+void window_rows_avx512(float* y, int64_t ldy, const float* src, int64_t lds, int64_t rows, int64_t cols,
+                        const int64_t* offsets, const float* taps, int64_t tap_count, float bias, float lo, float hi);
 void max_pool_2x2_generic(const float* x, float* y, int64_t h, int64_t w, int64_t oh, int64_t ow);
 void max_pool_2x2_avx2(const float* x, float* y, int64_t h, int64_t w, int64_t oh, int64_t ow);
 void max_pool_2x2_grad_generic(const float* x, const float* dy, float* dx, int64_t h, int64_t w, int64_t oh,

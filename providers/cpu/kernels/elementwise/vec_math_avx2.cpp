@@ -171,9 +171,9 @@ void max_pool_2x2_grad_avx2(const float* x, const float* dy, float* dx, int64_t 
 void gelu_erf_avx2(const float* x, float* y, size_t n) { gelu_impl::loop<Avx2, true>(x, y, n); }
 void gelu_tanh_avx2(const float* x, float* y, size_t n) { gelu_impl::loop<Avx2, false>(x, y, n); }
 void softmax_row_avx2(const float* x, float* y, size_t n) { softmax_impl::row<Avx2>(x, y, n); }
-void window_sums_avx2(float* y, const float* src, const int64_t* offsets, const float* taps, int64_t tap_count,
-                     size_t count, float bias, float lo, float hi) {
-  window_impl::sums<Avx2>(y, src, offsets, taps, tap_count, count, bias, lo, hi);
+void window_rows_avx2(float* y, int64_t ldy, const float* src, int64_t lds, int64_t rows, int64_t cols,
+                      const int64_t* offsets, const float* taps, int64_t tap_count, float bias, float lo, float hi) {
+  window_impl::rows<Avx2>(y, ldy, src, lds, rows, cols, offsets, taps, tap_count, bias, lo, hi);
 }
 
 }  // namespace onyx::cpu::vec::detail

@@ -65,9 +65,9 @@ struct Avx512 {
 void gelu_erf_avx512(const float* x, float* y, size_t n) { gelu_impl::loop<Avx512, true>(x, y, n); }
 void gelu_tanh_avx512(const float* x, float* y, size_t n) { gelu_impl::loop<Avx512, false>(x, y, n); }
 void softmax_row_avx512(const float* x, float* y, size_t n) { softmax_impl::row<Avx512>(x, y, n); }
-void window_sums_avx512(float* y, const float* src, const int64_t* offsets, const float* taps, int64_t tap_count,
-                       size_t count, float bias, float lo, float hi) {
-  window_impl::sums<Avx512>(y, src, offsets, taps, tap_count, count, bias, lo, hi);
+void window_rows_avx512(float* y, int64_t ldy, const float* src, int64_t lds, int64_t rows, int64_t cols,
+                        const int64_t* offsets, const float* taps, int64_t tap_count, float bias, float lo, float hi) {
+  window_impl::rows<Avx512>(y, ldy, src, lds, rows, cols, offsets, taps, tap_count, bias, lo, hi);
 }
 
 }  // namespace onyx::cpu::vec::detail

@@ -1,12 +1,14 @@
-// window_impl.h: a depthwise convolution window over a flat plane, written
-// once over a vector type V (vec_math_avx2.cpp and vec_math_avx512.cpp
-// instantiate it; V as in gelu_impl.h). Calls no standard-library inline
-// function, like gelu_impl.h.
+// window_impl.h: a depthwise convolution window over the rows of a flat
+// plane, written once over a vector type V (vec_math_avx2.cpp and
+// vec_math_avx512.cpp instantiate it; V as in gelu_impl.h). Calls no
+// standard-library inline function, like gelu_impl.h.
 //
-// y[o] = bias + sum_t src[o + offsets[t]] * taps[t], clamped to [lo, hi]:
-// four vectors of outputs at a time in independent sums, so that the
-// multiply-adds' latency overlaps, then one vector, then the tail under a
-// mask.
+// y[r * ldy + o] = clamp(bias + sum_t src[r * lds + o + offsets[t]] * taps[t])
+// for rows r and columns o (vec_math.h's window_rows). A block of R rows x
+// NV vectors is summed in R * NV independent registers (about 8: enough to
+// cover the multiply-adds' latency however narrow the rows, 7 on
+// MobileNet's last layers), written straight to its rows, the last vector
+// of a row under a store of its first lanes.
 #pragma once
 
 #include <cstddef>
@@ -15,34 +17,79 @@
 namespace onyx::cpu::vec::window_impl {
 
 template <class V>
-void sums(float* y, const float* src, const int64_t* offsets, const float* taps, int64_t tap_count, size_t count,
-          float bias, float lo, float hi) {
+struct Window {
   using Reg = typename V::reg;
-  constexpr size_t kLanes = V::kLanes;
-  const Reg vlo = V::set(lo), vhi = V::set(hi);
+  const int64_t* offsets;
+  const float* taps;
+  int64_t tap_count;
+  Reg bias, lo, hi;
   // max and min return their second operand when one is NaN: a NaN sum stays.
-  auto clamp = [&](Reg s) { return V::min(vhi, V::max(vlo, s)); };
-  size_t o = 0;
-  for (; o + 4 * kLanes <= count; o += 4 * kLanes) {
-    Reg s0 = V::set(bias), s1 = s0, s2 = s0, s3 = s0;
-    for (int64_t t = 0; t < tap_count; ++t) {
-      const float* x = src + o + offsets[t];
-      const Reg w = V::set(taps[t]);
-      s0 = V::fmadd(V::loadu(x), w, s0);
-      s1 = V::fmadd(V::loadu(x + kLanes), w, s1);
-      s2 = V::fmadd(V::loadu(x + 2 * kLanes), w, s2);
-      s3 = V::fmadd(V::loadu(x + 3 * kLanes), w, s3);
-    }
-    V::storeu(y + o, clamp(s0));
-    V::storeu(y + o + kLanes, clamp(s1));
-    V::storeu(y + o + 2 * kLanes, clamp(s2));
-    V::storeu(y + o + 3 * kLanes, clamp(s3));
+  Reg clamp(Reg s) const { return V::min(hi, V::max(lo, s)); }
+};
+
+// R rows x NV vectors from column 0; the last vector's first `last` lanes are stored.
+template <class V, int R, int NV>
+inline __attribute__((always_inline)) void block(const Window<V>& w, float* y, int64_t ldy, const float* src,
+                                                 int64_t lds, size_t last) {
+  using Reg = typename V::reg;
+  constexpr int64_t L = int64_t(V::kLanes);
+  Reg s[R][NV];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) s[r][v] = w.bias;
+  for (int64_t t = 0; t < w.tap_count; ++t) {
+    const float* x = src + w.offsets[t];
+    const Reg tap = V::set(w.taps[t]);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) s[r][v] = V::fmadd(V::loadu(x + r * lds + v * L), tap, s[r][v]);
   }
-  for (; o < count; o += kLanes) {
-    const size_t n = count - o < kLanes ? count - o : kLanes;
-    Reg s = V::set(bias);
-    for (int64_t t = 0; t < tap_count; ++t) s = V::fmadd(V::load_first(src + o + offsets[t], n), V::set(taps[t]), s);
-    V::store_first(y + o, clamp(s), n);
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+    for (int v = 0; v + 1 < NV; ++v) V::storeu(y + r * ldy + v * L, w.clamp(s[r][v]));
+    if (last == V::kLanes)
+      V::storeu(y + r * ldy + (NV - 1) * L, w.clamp(s[r][NV - 1]));
+    else
+      V::store_first(y + r * ldy + (NV - 1) * L, w.clamp(s[r][NV - 1]), last);
+  }
+}
+
+// All `rows` rows, R at a time, then the rest in halving blocks.
+template <class V, int R, int NV>
+void row_blocks(const Window<V>& w, float* y, int64_t ldy, const float* src, int64_t lds, int64_t rows, size_t last) {
+  int64_t r = 0;
+  for (; r + R <= rows; r += R) block<V, R, NV>(w, y + r * ldy, ldy, src + r * lds, lds, last);
+  if constexpr (R > 1)
+    if (r < rows) row_blocks<V, R / 2, NV>(w, y + r * ldy, ldy, src + r * lds, lds, rows - r, last);
+}
+
+template <class V>
+void rows(float* y, int64_t ldy, const float* src, int64_t lds, int64_t rows, int64_t cols, const int64_t* offsets,
+          const float* taps, int64_t tap_count, float bias, float lo, float hi) {
+  const Window<V> w{offsets, taps, tap_count, V::set(bias), V::set(lo), V::set(hi)};
+  constexpr int64_t L = int64_t(V::kLanes);
+  for (int64_t c0 = 0; c0 < cols; c0 += 4 * L) {
+    const int64_t vectors = (cols - c0 + L - 1) / L;
+    const auto last = size_t(cols - c0 - (vectors < 4 ? vectors - 1 : 3) * L);
+    float* yc = y + c0;
+    const float* sc = src + c0;
+    switch (vectors) {
+      case 1:
+        row_blocks<V, 8, 1>(w, yc, ldy, sc, lds, rows, last);
+        break;
+      case 2:
+        row_blocks<V, 4, 2>(w, yc, ldy, sc, lds, rows, last);
+        break;
+      case 3:
+        row_blocks<V, 3, 3>(w, yc, ldy, sc, lds, rows, last);
+        break;
+      default:
+        row_blocks<V, 2, 4>(w, yc, ldy, sc, lds, rows, last < size_t(L) ? last : size_t(L));
+        break;
+    }
   }
 }
 
