@@ -281,6 +281,29 @@ TEST(VecMath, WindowRowsOfIntegersAreExact) {
   static_assert(max_cols < ldy);
 }
 
+// transpose on every ISA: whole 8 x 8 blocks, ragged rows and columns,
+// strides wider than the rows; nothing outside dst's rows is written.
+TEST(VecMath, TransposeMovesEveryElementAndNothingElse) {
+  using Fn = void (*)(const float*, int64_t, int64_t, int64_t, float*, int64_t);
+  std::vector<std::pair<const char*, Fn>> fns = {{"generic", detail::transpose_generic}, {"dispatched", transpose}};
+#if defined(ONYX_CPU_AVX2_LOOPS)
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) fns.push_back({"avx2", detail::transpose_avx2});
+#endif
+  for (const auto& [name, fn] : fns)
+    for (int64_t rows : {1, 7, 8, 49, 64})
+      for (int64_t cols : {1, 5, 8, 20, 33}) {
+        SCOPED_TRACE(std::string(name) + " " + std::to_string(rows) + " x " + std::to_string(cols));
+        const int64_t ld_src = cols + 3, ld_dst = rows + 2;
+        std::vector<float> src(size_t(rows * ld_src));
+        for (size_t i = 0; i < src.size(); ++i) src[i] = float(i);
+        std::vector<float> dst(size_t(cols * ld_dst), -1.0f);
+        fn(src.data(), rows, cols, ld_src, dst.data(), ld_dst);
+        for (int64_t c = 0; c < cols; ++c)
+          for (int64_t r = 0; r < ld_dst; ++r)
+            ASSERT_EQ(dst[size_t(c * ld_dst + r)], r < rows ? src[size_t(r * ld_src + c)] : -1.0f) << c << "," << r;
+      }
+}
+
 // The clamp of a fused Relu or Clip: NaN sums stay NaN, the rest land in [lo, hi].
 TEST(VecMath, WindowRowsClampKeepsNaN) {
   for (int64_t cols : {3, 8, 20}) {

@@ -357,6 +357,7 @@ ONYX_OP_TEST(FusedConv, MatchesConvThenTheActivation) {
   for (ConvCase c : {with(conv("direct", {2, 3, 6, 21}, {6, 3, 3, 3}), {1, 1}, {1, 1, 1, 1}),
                      with(conv("im2col", {1, 40, 5, 6}, {5, 40, 3, 3}), {1, 1}, {1, 1, 1, 1}),
                      conv("pointwise", {2, 8, 5, 6}, {6, 8, 1, 1}),
+                     conv("pointwise_small_plane", {1, 12, 7, 9}, {20, 12, 1, 1}),
                      with(conv("depthwise", {2, 8, 9, 10}, {8, 1, 3, 3}, 8), {1, 1}, {1, 1, 1, 1}),
                      with(conv("depthwise_strided", {1, 6, 11, 9}, {6, 1, 3, 3}, 6), {2, 2}, {1, 0, 1, 1}),
                      with(conv("winograd", {2, 32, 16, 16}, {32, 32, 3, 3}), {1, 1}, {1, 1, 1, 1}),

@@ -342,15 +342,6 @@ class ConvKernel final : public ConvBase {
     return transposed_ptrs_.data();
   }
 
-  // dst [cols x rows] = src [rows x cols]^T, in 8 x 8 blocks.
-  static void transpose(const float* src, int64_t rows, int64_t cols, float* dst) {
-    constexpr int64_t kBlock = 8;
-    for (int64_t r0 = 0; r0 < rows; r0 += kBlock)
-      for (int64_t c0 = 0; c0 < cols; c0 += kBlock)
-        for (int64_t c = c0; c < std::min(cols, c0 + kBlock); ++c)
-          for (int64_t r = r0; r < std::min(rows, r0 + kBlock); ++r) dst[c * rows + r] = src[r * cols + c];
-  }
-
   template <typename T>
   OnyxStatus* im2col_gemm(sdk::ComputeContext& ctx, const sdk::Tensor& x, const sdk::Tensor& w,
                           const std::optional<sdk::Tensor>& b, const Channels& ch,
@@ -385,11 +376,20 @@ class ConvKernel final : public ConvBase {
       T* yg = y.data<T>() + (n * ch.m + g * mg) * out_plane;
       if (packed_wt) {
         if constexpr (std::is_same_v<T, float>) {
+          // The bias and a Relu or Clip by the GEMM: the channels are its columns here.
+          GemmEpilogue epilogue;
+          const bool fused = epilogue_for(bias ? bias + g * mg : nullptr, &epilogue, /*channels_are_rows=*/false);
           sgemm_packed(true, out_plane, mg, cg, 1.0f, xg, in_plane, *packed_wt[g], 0.0f, worker.scratch, mg,
-                       worker.gemm);
-          transpose(worker.scratch, out_plane, mg, yg);
+                       worker.gemm, epilogue);
+          const float* yt = worker.scratch;  // y^T
+          // In blocks of 8 channels: the transpose's vector blocks.
+          const int64_t blocks = (mg + 7) / 8;
+          worker.for_range(size_t(blocks), nn::grain_for(double(8 * out_plane)), [&](size_t lo, size_t hi) {
+            const int64_t c0 = int64_t(lo) * 8, c1 = std::min(mg, int64_t(hi) * 8);
+            vec::transpose(yt + c0, out_plane, c1 - c0, mg, yg + c0 * out_plane, out_plane);
+          });
+          if (!fused) finish(worker, yg, bias ? bias + g * mg : nullptr, mg, out_plane, out_plane);
         }
-        finish(worker, yg, bias ? bias + g * mg : nullptr, mg, out_plane, out_plane);
         return;
       }
       const T* bg = bias ? bias + g * mg : nullptr;
@@ -534,14 +534,15 @@ class ConvKernel final : public ConvBase {
   }
 
   // The GEMM epilogue that adds `bias` (per output channel: a row of the
-  // GEMM's output) and applies the activation, when it can (not LeakyRelu).
+  // GEMM's output, or a column) and applies the activation, when it can
+  // (not LeakyRelu).
   template <typename T>
-  bool epilogue_for(const T* bias, GemmEpilogue* e) const {
+  bool epilogue_for(const T* bias, GemmEpilogue* e, bool channels_are_rows = true) const {
     if constexpr (!std::is_same_v<T, float>) {
       return false;
     } else {
       if (act_.kind == Activation::kLeakyRelu) return false;
-      e->row_bias = bias;
+      (channels_are_rows ? e->row_bias : e->bias) = bias;
       if (act_.kind == Activation::kRelu) e->lo = 0.0f;
       if (act_.kind == Activation::kClip) e->lo = act_.a, e->hi = act_.b;
       return true;

@@ -1,6 +1,7 @@
 // vec_math.cpp: the portable loops and the dispatch of vec_math.h.
 #include "kernels/elementwise/vec_math.h"
 
+#include <algorithm>
 #include <cmath>
 #include <initializer_list>
 
@@ -45,6 +46,14 @@ void window_rows_generic(float* y, int64_t ldy, const float* src, int64_t lds, i
       sum = sum < lo ? lo : sum;  // NaN compares false: kept
       y[r * ldy + o] = sum > hi ? hi : sum;
     }
+}
+
+void transpose_generic(const float* src, int64_t rows, int64_t cols, int64_t ld_src, float* dst, int64_t ld_dst) {
+  constexpr int64_t kBlock = 8;  // blocks: both sides' lines stay in cache
+  for (int64_t r0 = 0; r0 < rows; r0 += kBlock)
+    for (int64_t c0 = 0; c0 < cols; c0 += kBlock)
+      for (int64_t c = c0; c < std::min(cols, c0 + kBlock); ++c)
+        for (int64_t r = r0; r < std::min(rows, r0 + kBlock); ++r) dst[c * ld_dst + r] = src[r * ld_src + c];
 }
 
 void max_pool_2x2_generic(const float* x, float* y, int64_t h, int64_t w, int64_t oh, int64_t ow) {
@@ -147,6 +156,13 @@ void gelu_tanh(const float* x, float* y, size_t n) {
   if (use_avx2()) return detail::gelu_tanh_avx2(x, y, n);
 #endif
   detail::gelu_tanh_generic(x, y, n);
+}
+
+void transpose(const float* src, int64_t rows, int64_t cols, int64_t ld_src, float* dst, int64_t ld_dst) {
+#if defined(ONYX_CPU_AVX2_LOOPS)
+  if (use_avx2()) return detail::transpose_avx2(src, rows, cols, ld_src, dst, ld_dst);
+#endif
+  detail::transpose_generic(src, rows, cols, ld_src, dst, ld_dst);
 }
 
 void max_pool_2x2(const float* x, float* y, int64_t h, int64_t w, int64_t oh, int64_t ow) {

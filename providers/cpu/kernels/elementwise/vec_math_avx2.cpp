@@ -168,6 +168,23 @@ void max_pool_2x2_grad_avx2(const float* x, const float* dy, float* dx, int64_t 
   }
 }
 
+// 8 x 8 blocks through registers; the ragged edges element by element.
+void transpose_avx2(const float* src, int64_t rows, int64_t cols, int64_t ld_src, float* dst, int64_t ld_dst) {
+  const int64_t rows8 = rows / 8 * 8, cols8 = cols / 8 * 8;
+  for (int64_t r0 = 0; r0 < rows8; r0 += 8) {
+    for (int64_t c0 = 0; c0 < cols8; c0 += 8) {
+      __m256 b[8];
+      for (int i = 0; i < 8; ++i) b[i] = _mm256_loadu_ps(src + (r0 + i) * ld_src + c0);
+      avx2::transpose8(b);
+      for (int j = 0; j < 8; ++j) _mm256_storeu_ps(dst + (c0 + j) * ld_dst + r0, b[j]);
+    }
+    for (int64_t c = cols8; c < cols; ++c)
+      for (int64_t r = r0; r < r0 + 8; ++r) dst[c * ld_dst + r] = src[r * ld_src + c];
+  }
+  for (int64_t r = rows8; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) dst[c * ld_dst + r] = src[r * ld_src + c];
+}
+
 void gelu_erf_avx2(const float* x, float* y, size_t n) { gelu_impl::loop<Avx2, true>(x, y, n); }
 void gelu_tanh_avx2(const float* x, float* y, size_t n) { gelu_impl::loop<Avx2, false>(x, y, n); }
 void softmax_row_avx2(const float* x, float* y, size_t n) { softmax_impl::row<Avx2>(x, y, n); }
