@@ -83,7 +83,6 @@ Status place_bound_output(const RunState& run, const Step& step, RunSlot& dst) {
 }
 
 Status run_copy(RunState& run, const Step& step) {
-  const Device& destination = *run.session->devices()[size_t(step.device)];
   const Device& mover = *run.session->devices()[size_t(step.copy_by)];
   const RunSlot& src = run.slots[size_t(step.inputs[0])];
   if (!src.present) return not_produced(run, step, 0, step.inputs[0]);
@@ -133,7 +132,7 @@ Status run_copy(RunState& run, const Step& step) {
     dst.data = static_cast<char*>(run.arenas.base(step.device)) + vp.offset;
   } else {
     dst.device = step.device;
-    ONYX_RETURN_IF_ERROR(destination.allocate(bytes, &dst.data));
+    ONYX_RETURN_IF_ERROR(run.session->block_cache().take(step.device, bytes, &dst.data));
     dst.dynamic = true;
   }
   RunSlot& out = run.slots[size_t(v)] = std::move(dst);

@@ -104,7 +104,7 @@ Status KernelContext::place(int v, RunSlot& slot, size_t bytes) {
     case ExecutionPlan::kResident:  // never a kernel's output
       break;
   }
-  ONYX_RETURN_IF_ERROR(device.allocate(bytes, &slot.data));
+  ONYX_RETURN_IF_ERROR(run_.session->block_cache().take(step_.device, bytes, &slot.data));
   slot.dynamic = true;
   return Status();
 }
@@ -148,7 +148,7 @@ Status KernelContext::output(size_t index, int32_t dtype, std::span<const int64_
   slot.dims = shape;
   slot.device = step_.device;
   if (v < 0) {  // omitted optional output: scratch the kernel may write
-    ONYX_RETURN_IF_ERROR(for_output([&] { return device.allocate(bytes, &slot.data); }));
+    ONYX_RETURN_IF_ERROR(for_output([&] { return run_.session->block_cache().take(step_.device, bytes, &slot.data); }));
     scratch_.emplace_back(step_.device, slot.data);
     fill_view(run_, omitted_outputs_.emplace_back(std::move(slot)), out);
     return Status();
@@ -180,7 +180,7 @@ Status KernelContext::output(size_t index, int32_t dtype, std::span<const int64_
 
 Status KernelContext::scratch(size_t bytes, void** out) {
   if (bytes == 0) return Status();
-  ONYX_RETURN_IF_ERROR(device_of(run_, step_.device).allocate(bytes, out));
+  ONYX_RETURN_IF_ERROR(run_.session->block_cache().take(step_.device, bytes, out));
   scratch_.emplace_back(step_.device, *out);
   return Status();
 }

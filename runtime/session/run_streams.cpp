@@ -17,6 +17,7 @@ RunStreams& RunStreams::operator=(RunStreams&& other) noexcept {
   release();
   pool_ = other.pool_;
   devices_ = other.devices_;
+  blocks_ = other.blocks_;
   streams_ = std::move(other.streams_);
   other.pool_ = nullptr;
   other.streams_.clear();
@@ -68,13 +69,13 @@ Status RunStreams::wait_for(const RunSlot& slot, int consumer) {
   return Status();
 }
 
-void RunStreams::free(int device, void* ptr) {
-  if (!ptr) return;
+void RunStreams::free(int device, void* block) {
+  if (!block) return;
   if (stream(device)) {
-    streams_[size_t(device)].frees.push_back(ptr);
+    streams_[size_t(device)].frees.push_back(block);
     return;
   }
-  (*devices_)[size_t(device)]->free(ptr);
+  blocks_->give_back(device, block);
 }
 
 Status RunStreams::finish() {
@@ -88,7 +89,7 @@ Status RunStreams::finish() {
       if (first.ok() && !s.ok()) first = s.with_context("synchronizing the run's stream on '" + device.label + "'");
       p.host_has = p.enqueued;
     }
-    for (void* ptr : p.frees) device.free(ptr);
+    for (void* block : p.frees) blocks_->give_back(int(d), block);
     p.frees.clear();
   }
   return first;
@@ -121,6 +122,7 @@ StatusOr<RunStreams> StreamPool::lease() {
   }
   run.pool_ = this;
   run.devices_ = &devices_;
+  run.blocks_ = &blocks_;
   run.streams_.resize(devices_.size());
   for (size_t d = 0; d < devices_.size(); ++d) {
     run.streams_[d].stream = set.streams[d];

@@ -9,7 +9,8 @@
 //    stream_wait_event (the host does not block), the host (a synchronous
 //    device, a host kernel, control flow) with event_synchronize;
 //  - device memory freed during the run (scratch, dynamic buffers) is kept
-//    until the stream has passed its last use, i.e. until finish();
+//    until the stream has passed its last use, i.e. until finish(), then
+//    goes back to the session's BlockCache (at once on a synchronous device);
 //  - finish() synchronizes each stream once, at the end of the run (also
 //    when a step failed, before anything the stream uses is freed).
 // Streams and events come from the session's StreamPool and go back to it,
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "session/block_cache.h"
 #include "session/device.h"
 
 namespace onyx::runtime {
@@ -48,9 +50,10 @@ class RunStreams {
   void wrote(int device, RunSlot& slot);
   // Makes `consumer` (a device; -1 for the host) wait until `slot` is written.
   Status wait_for(const RunSlot& slot, int consumer);
-  // Frees `ptr` of `device` now, or after finish() when a stream may still use it.
-  void free(int device, void* ptr);
-  // Synchronizes every stream once, then frees what free() kept. Idempotent
+  // Gives `block` (BlockCache::take's, of `device`) back to the cache now, or
+  // after finish() when a stream may still use it.
+  void free(int device, void* block);
+  // Synchronizes every stream once, then gives back what free() kept. Idempotent
   // until the next wrote().
   Status finish();
 
@@ -69,6 +72,7 @@ class RunStreams {
 
   StreamPool* pool_ = nullptr;
   const DeviceList* devices_ = nullptr;
+  BlockCache* blocks_ = nullptr;
   std::vector<PerDevice> streams_;
 };
 
@@ -76,7 +80,7 @@ class RunStreams {
 // Session, destroyed before its devices close. Thread-safe.
 class StreamPool {
  public:
-  explicit StreamPool(const DeviceList& devices) : devices_(devices) {}
+  StreamPool(const DeviceList& devices, BlockCache& blocks) : devices_(devices), blocks_(blocks) {}
   ~StreamPool();
   StreamPool(const StreamPool&) = delete;
   StreamPool& operator=(const StreamPool&) = delete;
@@ -93,6 +97,7 @@ class StreamPool {
   void destroy(Set& set);
 
   const DeviceList& devices_;
+  BlockCache& blocks_;
   std::mutex mutex_;
   std::vector<Set> free_;
 };

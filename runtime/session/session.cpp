@@ -84,7 +84,8 @@ StatusOr<std::unique_ptr<Session>> Session::create(ProviderRegistry& registry, i
   }
   s->memory_limit_ = HostMemoryLimit::resolve(options.host_memory_limit);
   s->arenas_ = std::make_unique<ArenaPool>(s->devices_, s->memory_limit_);
-  s->streams_ = std::make_unique<StreamPool>(s->devices_);
+  s->blocks_ = std::make_unique<BlockCache>(s->devices_);
+  s->streams_ = std::make_unique<StreamPool>(s->devices_, *s->blocks_);
   ONYX_RETURN_IF_ERROR(s->build_steps());
   ONYX_RETURN_IF_ERROR(s->create_kernels(options));
   ONYX_RETURN_IF_ERROR(s->upload_constants());
@@ -111,6 +112,7 @@ Session::~Session() {
   plans_.clear();
   arenas_.reset();  // frees arenas while the devices are open
   streams_.reset();
+  blocks_.reset();
   for (Step& step : steps_)
     if (step.kernel) devices_[size_t(step.device)]->provider->api().kernel_destroy(step.kernel);
   steps_.clear();

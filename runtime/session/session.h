@@ -150,6 +150,7 @@ class Session {
   ThreadPool& thread_pool() { return *pool_; }
   ArenaPool& arena_pool() { return *arenas_; }
   StreamPool& stream_pool() { return *streams_; }
+  BlockCache& block_cache() { return *blocks_; }
   // SessionOptions::host_memory_limit resolved: never above the machine's memory.
   const HostMemoryLimit& host_memory_limit() const { return memory_limit_; }
   // The registry's logger: the session's warnings and its plugins' lines.
@@ -192,6 +193,7 @@ class Session {
   bool implicit_cpu_ = false;
   HostMemoryLimit memory_limit_;
   std::unique_ptr<ArenaPool> arenas_;  // destroyed before the devices close
+  std::unique_ptr<BlockCache> blocks_;   // likewise
   std::unique_ptr<StreamPool> streams_;  // likewise
   std::vector<Step> steps_;
   std::vector<int> output_values_;

@@ -401,5 +401,64 @@ TEST(SessionRun, CancelRunsStopsALoopThatWouldRunForYears) {
   EXPECT_LT(seconds, 5.0);
 }
 
+// A kernel's scratch goes back to the session's BlockCache after the call
+// and serves the same kernel in the next run: the idle bytes do not grow.
+TEST(SessionRun, ScratchIsKeptForTheNextRun) {
+  ProviderRegistry registry;
+  registry.add_search_dir(ONYX_PROVIDER_DIR);
+  // float16 Add widens both inputs and computes its result in float32 scratch.
+  std::string bytes = testing::ModelBuilder()
+                          .input("x", {1000}, ONYX_DTYPE_FLOAT16)
+                          .output("y", {1000}, ONYX_DTYPE_FLOAT16)
+                          .node("Add", {"x", "x"}, {"y"}, "add")
+                          .bytes();
+  auto model = ir::load_model_from_bytes(bytes.data(), bytes.size(), "");
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  SessionOptions options;
+  options.providers.push_back({"cpu", {}});
+  auto s = Session::create(registry, std::move(model).value(), options);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  Tensor x = Tensor::allocate(ONYX_DTYPE_FLOAT16, {1000});
+  for (int i = 0; i < 1000; ++i) x.data_as<uint16_t>()[i] = 0x3E00;  // 1.5
+  std::vector<size_t> idle;
+  for (int run = 0; run < 3; ++run) {
+    auto out = s.value()->run({{"x", x}});
+    ASSERT_TRUE(out.ok()) << out.status().to_string();
+    EXPECT_EQ(out.value()[0].data_as<uint16_t>()[999], 0x4200);  // 3.0
+    idle.push_back(s.value()->block_cache().idle_bytes(0));
+  }
+  EXPECT_GE(idle[0], size_t(3 * 4000));  // both inputs and the result widened
+  EXPECT_EQ(idle[1], idle[0]);
+  EXPECT_EQ(idle[2], idle[0]);
+}
+
+TEST(BlockCache, ReusesABlockUpToTwiceTheRequestAndKeepsABoundedAmountIdle) {
+  ProviderRegistry registry;
+  auto s = relu_neg_session(registry);
+  BlockCache cache(s->devices());
+  void* block = nullptr;
+  ASSERT_TRUE(cache.take(0, 1000, &block).ok());
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(block) % 64, 0u);
+  cache.give_back(0, block);
+  EXPECT_EQ(cache.idle_bytes(0), 1000u);
+  void* small = nullptr;
+  ASSERT_TRUE(cache.take(0, 400, &small).ok());  // under half: a block of its own
+  EXPECT_NE(small, block);
+  void* again = nullptr;
+  ASSERT_TRUE(cache.take(0, 600, &again).ok());
+  EXPECT_EQ(again, block);
+  EXPECT_EQ(cache.idle_bytes(0), 0u);
+  cache.give_back(0, again);
+  cache.give_back(0, small);
+  EXPECT_EQ(cache.idle_bytes(0), 1400u);
+
+  const size_t quarter = BlockCache::kMaxIdleBytes / 4;
+  std::vector<void*> blocks(6);
+  for (void*& b : blocks) ASSERT_TRUE(cache.take(0, quarter, &b).ok());
+  for (void* b : blocks) cache.give_back(0, b);
+  EXPECT_LE(cache.idle_bytes(0), BlockCache::kMaxIdleBytes);
+  EXPECT_GE(cache.idle_bytes(0), 3 * quarter);  // three of six kept beside the small ones
+}
+
 }  // namespace
 }  // namespace onyx::runtime
