@@ -100,7 +100,7 @@ size_t effective_threads(const ParallelFor& pf, const DriverOptions& opt, int64_
   const double flops = 2.0 * double(m) * double(n) * double(k);
   const double b_bytes = 4.0 * double(n) * double(k);
   const double useful = std::max(flops, opt.flops_per_b_byte * b_bytes) / opt.min_flops_per_thread;
-  return useful < 1.0 ? 1 : std::min(pf.threads, size_t(useful));
+  return useful < 1.0 ? 1 : std::min(pf.threads, size_t(useful + 0.5));
 }
 
 // C = beta * C, for the cases with no product to add (k == 0 or alpha == 0).
