@@ -62,17 +62,18 @@ inline bool items_in_parallel(sdk::ComputeContext& ctx, int64_t items) {
   return ctx.thread_count() > 1 && items >= int64_t(ctx.thread_count());
 }
 
-// zero_scratch: every worker's scratch starts zeroed.
+// zeroed: the first that many elements of every worker's scratch start zeroed.
 template <typename T, typename Body>
 OnyxStatus* for_each_item(sdk::ComputeContext& ctx, int64_t items, int64_t scratch_elems,
-                          Body&& body, bool zero_scratch = false) {
+                          Body&& body, int64_t zeroed = 0) {
   bool parallel = items_in_parallel(ctx, items);
   size_t slots = parallel ? ctx.thread_count() : 1;
   void* mem = nullptr;
   if (scratch_elems > 0)
     ONYX_SDK_RETURN_IF_ERROR(ctx.scratch(slots * size_t(scratch_elems) * sizeof(T), &mem));
   T* scratch = static_cast<T*>(mem);
-  if (scratch && zero_scratch) std::fill(scratch, scratch + slots * size_t(scratch_elems), T(0));
+  for (size_t slot = 0; scratch && slot < slots; ++slot)
+    std::fill_n(scratch + slot * size_t(scratch_elems), std::min(zeroed, scratch_elems), T(0));
   if (!parallel) {
     Worker<T> w{scratch, nn::host_parallel_for(ctx), &ctx};
     for (int64_t item = 0; item < items; ++item) body(item, w);
