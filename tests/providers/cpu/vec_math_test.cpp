@@ -304,6 +304,33 @@ TEST(VecMath, TransposeMovesEveryElementAndNothingElse) {
       }
 }
 
+// copy_rows on every ISA: whole vectors and every tail length; the floats
+// around each destination row (a padded plane's border) stay as they were,
+// and the source is read no further than its last element (the copy ends at
+// the end of its allocation).
+TEST(VecMath, CopyRowsWritesTheRowsAndNothingElse) {
+  using Fn = void (*)(float*, int64_t, const float*, int64_t, int64_t, int64_t);
+  std::vector<std::pair<const char*, Fn>> fns = {{"generic", detail::copy_rows_generic}, {"dispatched", copy_rows}};
+#if defined(ONYX_CPU_AVX2_LOOPS)
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) fns.push_back({"avx2", detail::copy_rows_avx2});
+#endif
+  for (const auto& [name, fn] : fns)
+    for (int64_t rows : {1, 3, 7})
+      for (int64_t cols = 1; cols <= 25; ++cols) {
+        SCOPED_TRACE(std::string(name) + " " + std::to_string(rows) + " x " + std::to_string(cols));
+        const int64_t ld_src = cols + 1, ld_dst = cols + 4;
+        std::vector<float> src(size_t((rows - 1) * ld_src + cols));
+        for (size_t i = 0; i < src.size(); ++i) src[i] = float(i);
+        std::vector<float> dst(size_t(rows * ld_dst + 2), -1.0f);
+        fn(dst.data() + 2, ld_dst, src.data(), ld_src, rows, cols);
+        for (int64_t i = 0; i < int64_t(dst.size()); ++i) {
+          const int64_t r = (i - 2) / ld_dst, c = (i - 2) % ld_dst;
+          const bool inside = i >= 2 && c < cols;
+          ASSERT_EQ(dst[size_t(i)], inside ? src[size_t(r * ld_src + c)] : -1.0f) << i;
+        }
+      }
+}
+
 // The clamp of a fused Relu or Clip: NaN sums stay NaN, the rest land in [lo, hi].
 TEST(VecMath, WindowRowsClampKeepsNaN) {
   for (int64_t cols : {3, 8, 20}) {

@@ -56,6 +56,10 @@ void transpose_generic(const float* src, int64_t rows, int64_t cols, int64_t ld_
         for (int64_t r = r0; r < std::min(rows, r0 + kBlock); ++r) dst[c * ld_dst + r] = src[r * ld_src + c];
 }
 
+void copy_rows_generic(float* dst, int64_t ld_dst, const float* src, int64_t ld_src, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r) std::copy_n(src + r * ld_src, cols, dst + r * ld_dst);
+}
+
 void max_pool_2x2_generic(const float* x, float* y, int64_t h, int64_t w, int64_t oh, int64_t ow) {
   (void)h;
   for (int64_t i = 0; i < oh; ++i, y += ow) {
@@ -163,6 +167,13 @@ void transpose(const float* src, int64_t rows, int64_t cols, int64_t ld_src, flo
   if (use_avx2()) return detail::transpose_avx2(src, rows, cols, ld_src, dst, ld_dst);
 #endif
   detail::transpose_generic(src, rows, cols, ld_src, dst, ld_dst);
+}
+
+void copy_rows(float* dst, int64_t ld_dst, const float* src, int64_t ld_src, int64_t rows, int64_t cols) {
+#if defined(ONYX_CPU_AVX2_LOOPS)
+  if (use_avx2()) return detail::copy_rows_avx2(dst, ld_dst, src, ld_src, rows, cols);
+#endif
+  detail::copy_rows_generic(dst, ld_dst, src, ld_src, rows, cols);
 }
 
 void max_pool_2x2(const float* x, float* y, int64_t h, int64_t w, int64_t oh, int64_t ow) {

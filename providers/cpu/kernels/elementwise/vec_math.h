@@ -48,6 +48,12 @@ void window_rows(float* y, int64_t ldy, const float* src, int64_t lds, int64_t r
 // overlap src.
 void transpose(const float* src, int64_t rows, int64_t cols, int64_t ld_src, float* dst, int64_t ld_dst);
 
+// dst[r * ld_dst + c] = src[r * ld_src + c] for r < rows, c < cols: input
+// rows placed into a padded plane (conv/phase_planes.h). Writes only those
+// elements (the padding around them stays) and reads none past the last
+// one. dst must not overlap src.
+void copy_rows(float* dst, int64_t ld_dst, const float* src, int64_t ld_src, int64_t rows, int64_t cols);
+
 // "avx512 (GELU), avx2", "avx2" or "generic": which loops the functions above run.
 const char* isa();
 
@@ -70,7 +76,9 @@ void softmax_row_avx512(const float* x, float* y, size_t n);
 void window_rows_avx512(float* y, int64_t ldy, const float* src, int64_t lds, int64_t rows, int64_t cols,
                         const int64_t* offsets, const float* taps, int64_t tap_count, float bias, float lo, float hi);
 void transpose_generic(const float* src, int64_t rows, int64_t cols, int64_t ld_src, float* dst, int64_t ld_dst);
+void copy_rows_generic(float* dst, int64_t ld_dst, const float* src, int64_t ld_src, int64_t rows, int64_t cols);
 void transpose_avx2(const float* src, int64_t rows, int64_t cols, int64_t ld_src, float* dst, int64_t ld_dst);
+void copy_rows_avx2(float* dst, int64_t ld_dst, const float* src, int64_t ld_src, int64_t rows, int64_t cols);
 void max_pool_2x2_generic(const float* x, float* y, int64_t h, int64_t w, int64_t oh, int64_t ow);
 void max_pool_2x2_avx2(const float* x, float* y, int64_t h, int64_t w, int64_t oh, int64_t ow);
 void max_pool_2x2_grad_generic(const float* x, const float* dy, float* dx, int64_t h, int64_t w, int64_t oh,

@@ -185,6 +185,17 @@ void transpose_avx2(const float* src, int64_t rows, int64_t cols, int64_t ld_src
     for (int64_t c = 0; c < cols; ++c) dst[c * ld_dst + r] = src[r * ld_src + c];
 }
 
+// Whole vectors, then the row's tail loaded masked and stored through
+// store_first (maskstore is microcode on Zen).
+void copy_rows_avx2(float* dst, int64_t ld_dst, const float* src, int64_t ld_src, int64_t rows, int64_t cols) {
+  const int64_t tail = cols % 8, body = cols - tail;
+  const __m256i first = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(tail)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  for (int64_t r = 0; r < rows; ++r, dst += ld_dst, src += ld_src) {
+    for (int64_t c = 0; c < body; c += 8) _mm256_storeu_ps(dst + c, _mm256_loadu_ps(src + c));
+    if (tail) avx2::store_first(dst + body, _mm256_maskload_ps(src + body, first), tail);
+  }
+}
+
 void gelu_erf_avx2(const float* x, float* y, size_t n) { gelu_impl::loop<Avx2, true>(x, y, n); }
 void gelu_tanh_avx2(const float* x, float* y, size_t n) { gelu_impl::loop<Avx2, false>(x, y, n); }
 void softmax_row_avx2(const float* x, float* y, size_t n) { softmax_impl::row<Avx2>(x, y, n); }
