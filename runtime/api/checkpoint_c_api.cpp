@@ -21,6 +21,7 @@ using onyx::runtime::capi::copy_string;
 using onyx::runtime::capi::guarded;
 using onyx::runtime::capi::new_state;
 using onyx::runtime::capi::null_arg;
+using onyx::runtime::capi::sync_from_devices;
 
 // Writes `info` into the caller's struct, up to the size the caller knows.
 template <typename Info>
@@ -118,6 +119,7 @@ OnyxStatus* onyx_checkpoint_load_from_buffer(const void* data, size_t size, Onyx
 OnyxStatus* onyx_checkpoint_verify_data(const OnyxCheckpointState* state) {
   return guarded([&]() -> Status {
     if (!state) return null_arg("onyx_checkpoint_verify_data", "state");
+    ONYX_RETURN_IF_ERROR(sync_from_devices(*state));
     return ck::verify_data(*state->state);
   });
 }
@@ -125,6 +127,7 @@ OnyxStatus* onyx_checkpoint_verify_data(const OnyxCheckpointState* state) {
 OnyxStatus* onyx_checkpoint_save(const OnyxCheckpointState* state, const char* path, bool include_optimizer_state) {
   return guarded([&]() -> Status {
     if (!state || !path) return null_arg("onyx_checkpoint_save", "argument");
+    ONYX_RETURN_IF_ERROR(sync_from_devices(*state));
     if (include_optimizer_state) return ck::save(*state->state, path);
     ck::Checkpoint copy = *state->state;
     copy.optimizer.clear();
@@ -177,6 +180,7 @@ OnyxStatus* onyx_checkpoint_parameter_tensor(const OnyxCheckpointState* state, s
                                              OnyxCheckpointTensorInfo* out, bool* trainable) {
   return guarded([&]() -> Status {
     if (!state || !out) return null_arg("onyx_checkpoint_parameter_tensor", "argument");
+    ONYX_RETURN_IF_ERROR(sync_from_devices(*state));
     auto list = all_parameters(*state->state);
     if (index >= list.size()) return out_of_range("parameter", index, list.size());
     copy_out(tensor_info(*list[index]), out);
@@ -188,6 +192,7 @@ OnyxStatus* onyx_checkpoint_parameter_tensor(const OnyxCheckpointState* state, s
 OnyxStatus* onyx_checkpoint_get_parameter(const OnyxCheckpointState* state, const char* name, OnyxTensor** out) {
   return guarded([&]() -> Status {
     if (!state || !name || !out) return null_arg("onyx_checkpoint_get_parameter", "argument");
+    ONYX_RETURN_IF_ERROR(sync_from_devices(*state));
     const ck::TensorRecord* p = state->state->find_parameter(name);
     if (!p) return onyx::runtime::not_found(std::string("no parameter named '") + name + "'");
     if (!p->has_data())
@@ -200,6 +205,7 @@ OnyxStatus* onyx_checkpoint_get_parameter(const OnyxCheckpointState* state, cons
 OnyxStatus* onyx_checkpoint_update_parameter(OnyxCheckpointState* state, const char* name, const OnyxTensor* value) {
   return guarded([&]() -> Status {
     if (!state || !name || !value) return null_arg("onyx_checkpoint_update_parameter", "argument");
+    ONYX_RETURN_IF_ERROR(sync_from_devices(*state));
     ck::TensorRecord* p = state->state->find_parameter(name);
     if (!p) return onyx::runtime::not_found(std::string("no parameter named '") + name + "'");
     const onyx::runtime::Tensor& v = value->tensor;
@@ -247,6 +253,7 @@ OnyxStatus* onyx_checkpoint_group_state_tensor(const OnyxCheckpointState* state,
                                                size_t index, OnyxCheckpointTensorInfo* out) {
   return guarded([&]() -> Status {
     if (!state || !out) return null_arg("onyx_checkpoint_group_state_tensor", "argument");
+    ONYX_RETURN_IF_ERROR(sync_from_devices(*state));
     ONYX_ASSIGN_OR_RETURN(const ck::ParameterState* p, entry_at(state, group, parameter));
     if (index >= p->tensors.size())
       return out_of_range(("state tensor of parameter '" + p->parameter + "': state").c_str(), index,

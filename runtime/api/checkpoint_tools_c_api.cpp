@@ -22,6 +22,7 @@ using onyx::runtime::capi::copy_string;
 using onyx::runtime::capi::guarded;
 using onyx::runtime::capi::new_state;
 using onyx::runtime::capi::null_arg;
+using onyx::runtime::capi::sync_from_devices;
 
 }  // namespace
 
@@ -39,6 +40,7 @@ OnyxStatus* onyx_checkpoint_shard(const OnyxCheckpointState* complete, uint32_t 
                                   OnyxCheckpointState** out) {
   return guarded([&]() -> Status {
     if (!complete || !out) return null_arg("onyx_checkpoint_shard", "argument");
+    ONYX_RETURN_IF_ERROR(sync_from_devices(*complete));
     ONYX_ASSIGN_OR_RETURN(std::vector<ck::Checkpoint> shards, ck::shard(*complete->state, world_size));
     // Every state is made before any is handed out, so a failure leaks none.
     std::vector<std::unique_ptr<OnyxCheckpointState>> made;
@@ -55,6 +57,7 @@ OnyxStatus* onyx_checkpoint_aggregate(const OnyxCheckpointState* const* shards, 
     std::vector<ck::Checkpoint> inputs;
     for (size_t k = 0; k < count; ++k) {
       if (!shards[k]) return null_arg("onyx_checkpoint_aggregate", "a shard");
+      ONYX_RETURN_IF_ERROR(sync_from_devices(*shards[k]));
       inputs.push_back(*shards[k]->state);  // shares the tensors' storage, copies no data
     }
     ONYX_ASSIGN_OR_RETURN(ck::Checkpoint merged, ck::aggregate(inputs, {.weights_only = weights_only}));
@@ -67,6 +70,8 @@ OnyxStatus* onyx_checkpoint_diff(const OnyxCheckpointState* a, const OnyxCheckpo
                                  size_t* count) {
   return guarded([&]() -> Status {
     if (!a || !b || !report) return null_arg("onyx_checkpoint_diff", "argument");
+    ONYX_RETURN_IF_ERROR(sync_from_devices(*a));
+    ONYX_RETURN_IF_ERROR(sync_from_devices(*b));
     std::vector<std::string> lines = ck::diff(*a->state, *b->state);
     std::string text;
     for (const std::string& line : lines) text += line + "\n";
@@ -99,6 +104,7 @@ OnyxStatus* onyx_checkpoint_export_onnx(const OnyxCheckpointState* state, const 
                                         bool add_missing, const char* external_data_file) {
   return guarded([&]() -> Status {
     if (!state || !model_path || !out_path) return null_arg("onyx_checkpoint_export_onnx", "argument");
+    ONYX_RETURN_IF_ERROR(sync_from_devices(*state));
     ONYX_ASSIGN_OR_RETURN(ONNX_NAMESPACE::ModelProto model, ck::read_onnx_model(model_path));
     ONYX_RETURN_IF_ERROR(ck::export_parameters_to_onnx(*state->state, model, add_missing));
     if (external_data_file)

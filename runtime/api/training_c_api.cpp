@@ -16,6 +16,14 @@
 #include "training/file_util.h"
 #include "training/training_session.h"
 
+namespace onyx::runtime::capi {
+
+Status sync_from_devices(const OnyxCheckpointState& state) {
+  return training::TrainingSession::sync_state_of(*state.state);
+}
+
+}  // namespace onyx::runtime::capi
+
 struct OnyxTrainingSession {
   std::unique_ptr<onyx::runtime::training::TrainingSession> session;
 };

@@ -34,4 +34,17 @@ Status Device::copy(int32_t direction, void* dst, const void* src, size_t bytes,
   return take_status(provider->api().memory_copy(handle, stream, direction, dst, src, bytes));
 }
 
+std::shared_ptr<Device> SharedDevices::find(const Provider* provider, size_t index,
+                                            const std::vector<std::pair<std::string, std::string>>& open_options) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& d : devices_)
+    if (d->provider.get() == provider && d->index == index && d->open_options == open_options) return d;
+  return nullptr;
+}
+
+void SharedDevices::add(std::shared_ptr<Device> device) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  devices_.push_back(std::move(device));
+}
+
 }  // namespace onyx::runtime

@@ -5,6 +5,7 @@
 #include <onyx_provider.h>
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,6 +40,24 @@ struct Device {
 // Shared: a device tensor the application holds (device_io.h) keeps its
 // device open after the session is gone.
 using DeviceList = std::vector<std::shared_ptr<Device>>;
+
+// Devices opened once and shared by the sessions given this set
+// (SessionOptions::shared_devices): sessions that take turns, such as a
+// training step's, then run on the same devices, and device memory one of
+// them writes (device_io.h) is memory of the others' device too. A device is
+// shared when the provider, device index and open options are the same.
+// Holds the devices open while it lives. Thread-safe.
+class SharedDevices {
+ public:
+  // The open device matching these, or null.
+  std::shared_ptr<Device> find(const Provider* provider, size_t index,
+                               const std::vector<std::pair<std::string, std::string>>& open_options);
+  void add(std::shared_ptr<Device> device);
+
+ private:
+  std::mutex mutex_;
+  DeviceList devices_;
+};
 
 // Host memory (-1) or a device the host can read.
 // The host's physical memory: a tensor or arena in host memory larger than

@@ -175,6 +175,14 @@ Status Session::open_devices(ProviderRegistry& registry, const SessionOptions& o
     ONYX_ASSIGN_OR_RETURN(device->properties, provider->device_properties(device->index));
     if (options.allow_reduced_precision && !reduced_precision_set)
       kv.push_back(OnyxKeyValue{sizeof(OnyxKeyValue), "allow_reduced_precision", "1"});
+    for (const OnyxKeyValue& option : kv) device->open_options.emplace_back(option.key, option.value);
+    if (options.shared_devices) {
+      if (auto open = options.shared_devices->find(provider.get(), device->index, device->open_options)) {
+        devices_.push_back(std::move(open));
+        implicit_cpu_ = r == implicit_cpu;
+        continue;
+      }
+    }
     const std::string which = (device->index ? "device " + std::to_string(device->index) : std::string("a device")) +
                               " of provider '" + provider->name() + "'";
     ONYX_RETURN_IF_ERROR(take_status(provider->api().device_open(
@@ -182,7 +190,7 @@ Status Session::open_devices(ProviderRegistry& registry, const SessionOptions& o
             "opening " + which));
     if (!device->handle)
       return internal_error("opening " + which + ": device_open succeeded but returned no device (a plugin bug)");
-    for (const OnyxKeyValue& option : kv) device->open_options.emplace_back(option.key, option.value);
+    if (options.shared_devices) options.shared_devices->add(device);
     devices_.push_back(std::move(device));
     implicit_cpu_ = r == implicit_cpu;
   }

@@ -71,6 +71,10 @@ struct SessionOptions {
   // one's workers, spinning after its run (thread_pool.h), never hold the
   // cores the next one's run needs. Null: the session makes its own.
   std::shared_ptr<ThreadPool> thread_pool;
+  // Devices to share with other sessions given the same set (device.h):
+  // a device already open there with the same provider, index and options
+  // is used instead of opening another. Null: the session opens its own.
+  std::shared_ptr<SharedDevices> shared_devices;
   // Compiled-partition cache folder (session/compiled_cache.h); "" = off.
   // Kernels of providers that serialize them (ABI 1.2) are stored there and
   // loaded instead of compiled by later sessions with the same key.

@@ -33,6 +33,7 @@ void collect_reads(const onnx::NodeProto& node, std::set<std::string>& reads) {
 
 Status TrainingSession::export_inference_model(const std::string& path, const ExportOptions& options) const {
   ONYX_RETURN_IF_ERROR(check_ready("export_inference_model"));
+  ONYX_RETURN_IF_ERROR(sync_state().with_context("export_inference_model"));
   if (eval_model_bytes_.empty())
     return failed_precondition("export_inference_model: the session has no eval model to export from");
   onnx::ModelProto model;

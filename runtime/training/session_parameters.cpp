@@ -38,6 +38,7 @@ size_t TrainingSession::parameters_bytes(bool trainable_only) const {
 
 Status TrainingSession::copy_parameters_to_buffer(void* buffer, size_t bytes, bool trainable_only) const {
   ONYX_RETURN_IF_ERROR(check_ready("copy_parameters_to_buffer"));
+  ONYX_RETURN_IF_ERROR(sync_state().with_context("copy_parameters_to_buffer"));
   size_t need = parameters_bytes(trainable_only);
   if (bytes != need)
     return invalid_argument("copy_parameters_to_buffer: buffer is " + std::to_string(bytes) +
@@ -55,6 +56,7 @@ Status TrainingSession::copy_buffer_to_parameters(const void* buffer, size_t byt
   if (bytes != need)
     return invalid_argument("copy_buffer_to_parameters: buffer is " + std::to_string(bytes) +
                             " bytes, the parameters take " + std::to_string(need));
+  ONYX_RETURN_IF_ERROR(sync_state().with_context("copy_buffer_to_parameters"));
   const auto* in = static_cast<const unsigned char*>(buffer);
   for (auto* p : parameters(trainable_only)) {
     // A fresh tensor: whoever still holds the old value keeps it unchanged.
@@ -68,6 +70,7 @@ Status TrainingSession::copy_buffer_to_parameters(const void* buffer, size_t byt
 }
 
 StatusOr<Tensor> TrainingSession::get_parameter(const std::string& name) const {
+  ONYX_RETURN_IF_ERROR(sync_state().with_context("get_parameter"));
   const checkpoint::TensorRecord* p = state_->find_parameter(name);
   if (!p) return not_found("get_parameter: no parameter named '" + name + "'");
   if (!p->has_data()) return failed_precondition("get_parameter: '" + name + "' has no data (nominal checkpoint)");
@@ -75,6 +78,7 @@ StatusOr<Tensor> TrainingSession::get_parameter(const std::string& name) const {
 }
 
 Status TrainingSession::update_parameter(const std::string& name, const Tensor& value) {
+  ONYX_RETURN_IF_ERROR(sync_state().with_context("update_parameter"));
   checkpoint::TensorRecord* p = state_->find_parameter(name);
   if (!p) return not_found("update_parameter: no parameter named '" + name + "'");
   if (value.dtype() != p->dtype || value.shape() != p->shape)
@@ -98,6 +102,7 @@ Status TrainingSession::load_parameters_from(const checkpoint::Checkpoint& sourc
     if (!from->has_data())
       return failed_precondition("load_parameters_from: parameter '" + p->name + "' has no data in the source");
   }
+  ONYX_RETURN_IF_ERROR(sync_state().with_context("load_parameters_from"));
   for (auto* p : parameters(false)) {
     p->data = source.find_parameter(p->name)->data.clone();
     p->checksum.reset();

@@ -16,6 +16,8 @@
 #include "autodiff/training_model.h"  // kLossScaleInput
 #include "ir/onnx_import.h"
 #include "onyx/checkpoint_tools.h"
+#include "session/device_io.h"
+#include "training/device_state.h"
 #include "training/sharded_optimizer.h"
 
 namespace onyx::runtime::training {
@@ -103,6 +105,39 @@ StatusOr<std::vector<std::string>> data_inputs(const Session& session, const che
   return data;
 }
 
+// The sessions holding state on a device, for sync_state_of.
+std::mutex& device_sessions_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+std::vector<const TrainingSession*>& device_sessions() {
+  static std::vector<const TrainingSession*> sessions;
+  return sessions;
+}
+
+// Runs `session` with inputs and outputs (`targets`, per graph output, may
+// be short) on the host or a device; Session::run when all are on the host.
+StatusOr<std::vector<Tensor>> run_placed(Session& session, const std::vector<std::pair<std::string, BoundTensor>>& inputs,
+                                         const std::vector<BoundTensor>& targets) {
+  const auto on_device = [](const BoundTensor& t) { return t.device >= 0; };
+  const ir::Graph& g = session.graph();
+  if (std::none_of(inputs.begin(), inputs.end(), [&](const auto& in) { return on_device(in.second); }) &&
+      std::none_of(targets.begin(), targets.end(), on_device)) {
+    std::vector<std::pair<std::string, Tensor>> feed;
+    for (const auto& [name, bound] : inputs) feed.emplace_back(name, bound.tensor);
+    std::vector<Tensor> reuse;
+    for (const BoundTensor& t : targets) reuse.push_back(t.tensor);
+    return session.run(feed, {}, targets.empty() ? nullptr : &reuse);
+  }
+  std::vector<std::pair<std::string, BoundTensor>> outputs;
+  for (size_t i = 0; i < g.outputs.size(); ++i)
+    outputs.emplace_back(g.values[size_t(g.outputs[i])].name, i < targets.size() ? targets[i] : BoundTensor{});
+  ONYX_ASSIGN_OR_RETURN(std::vector<BoundTensor> results, session.run_bound(inputs, outputs));
+  std::vector<Tensor> tensors;
+  for (BoundTensor& r : results) tensors.push_back(std::move(r.tensor));
+  return tensors;
+}
+
 }  // namespace
 
 StatusOr<TrainingModelBytes> read_artifacts(const std::string& dir) {
@@ -129,6 +164,8 @@ StatusOr<std::unique_ptr<TrainingSession>> TrainingSession::create(
                                std::to_string(state->metadata.shard_count) +
                                ", not a complete state: aggregate the shards first (onyx checkpoint aggregate, "
                                "onyx_checkpoint_aggregate), or resume from the folder of all shards");
+  // Another session may hold this state on a device (device_state.h).
+  ONYX_RETURN_IF_ERROR(sync_state_of(*state).with_context("training session"));
   std::unique_ptr<TrainingSession> s(new TrainingSession());
   s->state_ = std::move(state);
   s->lr_ = options.learning_rate;
@@ -142,11 +179,24 @@ StatusOr<std::unique_ptr<TrainingSession>> TrainingSession::create(
   // eval step 0.27 ms, as slow as on 1 thread, behind the optimizer's pool).
   if (!s->session_options_.thread_pool)
     s->session_options_.thread_pool = std::make_shared<ThreadPool>(s->session_options_.intra_op_threads);
+  // One device per provider for all of them, so that state one leaves in
+  // device memory is memory of the next one's device (device_state.h).
+  if (!s->session_options_.shared_devices) s->session_options_.shared_devices = std::make_shared<SharedDevices>();
   const SessionOptions& session_options = s->session_options_;
   const checkpoint::Checkpoint& ck = *s->state_;
 
   ONYX_ASSIGN_OR_RETURN(s->train_, make_session(registry, models.training, models.base_dir, session_options, "training"));
   ONYX_ASSIGN_OR_RETURN(s->train_inputs_, data_inputs(*s->train_, ck, "training"));
+  // The state stays between steps on the device that runs most of the
+  // training model's kernels, when the host cannot read its memory.
+  {
+    std::vector<size_t> kernels(s->train_->devices().size());
+    for (const Step& step : s->train_->steps())
+      if (step.kind == Step::kKernel) ++kernels[size_t(step.device)];
+    const size_t busiest = size_t(std::max_element(kernels.begin(), kernels.end()) - kernels.begin());
+    if (!kernels.empty() && kernels[busiest] > 0 && !s->train_->devices()[busiest]->host_readable())
+      s->device_state_ = std::make_unique<DeviceState>(s->train_->devices()[busiest]);
+  }
   // Outputs: loss, forward outputs, then exactly one gradient per trainable parameter.
   std::set<std::string> grads_expected;
   for (const auto& p : ck.module.trainable) grads_expected.insert(gradient_name(p.name));
@@ -225,10 +275,49 @@ StatusOr<std::unique_ptr<TrainingSession>> TrainingSession::create(
   } else if (!options.hyperparameters.empty()) {
     return invalid_argument("optimizer hyperparameters given but there is no optimizer model");
   }
+  if (s->device_state_) {
+    std::lock_guard<std::mutex> lock(device_sessions_mutex());
+    device_sessions().push_back(s.get());
+  }
   return s;
 }
 
-TrainingSession::~TrainingSession() = default;
+TrainingSession::~TrainingSession() {
+  if (!device_state_) return;
+  std::lock_guard<std::mutex> lock(device_sessions_mutex());
+  auto& sessions = device_sessions();
+  sessions.erase(std::remove(sessions.begin(), sessions.end(), this), sessions.end());
+}
+
+Status TrainingSession::sync_state() const {
+  if (!device_state_) return Status();
+  std::lock_guard<std::mutex> lock(*sync_mutex_);
+  std::vector<checkpoint::TensorRecord*> records;
+  for (auto* list : {&state_->module.trainable, &state_->module.frozen})
+    for (auto& p : *list) records.push_back(&p);
+  checkpoint::OptimizerGroup* group = nullptr;
+  for (auto& g : state_->optimizer)
+    if (g.name == optimizer_info_.optimizer) group = &g;
+  return device_state_->download(records, group, grads_).with_context("bringing the training state to the host");
+}
+
+Status TrainingSession::sync_state_of(const checkpoint::Checkpoint& state, const TrainingSession* except) {
+  std::lock_guard<std::mutex> lock(device_sessions_mutex());
+  for (const TrainingSession* session : device_sessions())
+    if (session->state_.get() == &state && session != except) ONYX_RETURN_IF_ERROR(session->sync_state());
+  return Status();
+}
+
+const Device* TrainingSession::state_device() const { return device_state_ ? device_state_->device().get() : nullptr; }
+
+int TrainingSession::state_device_index(const Session& session) const {
+  if (!device_state_ || !device_state_->holds_state()) return -1;
+  return session.device_index(device_state_->device().get());
+}
+
+bool TrainingSession::gradients_stay_on_device() const {
+  return device_state_ && !comm_ && !loss_scaled_ && reset_grads_ && step_weight_ == 1;
+}
 
 Status TrainingSession::check_ready(const char* what) const {
   for (const auto* list : {&state_->module.trainable, &state_->module.frozen})
@@ -242,16 +331,23 @@ Status TrainingSession::check_ready(const char* what) const {
 
 StatusOr<std::vector<Tensor>> TrainingSession::run_model(Session& session, const std::vector<std::string>& names,
                                                          const std::vector<Tensor>& inputs, const char* what,
-                                                         const std::vector<Tensor>* reuse) {
+                                                         std::vector<BoundTensor> targets) {
   ONYX_RETURN_IF_ERROR(check_ready(what));
+  ONYX_RETURN_IF_ERROR(sync_state_of(*state_, this).with_context(what));  // another session's steps
   if (inputs.size() != names.size())
     return invalid_argument(std::string(what) + ": " + std::to_string(inputs.size()) + " inputs given, the model takes " +
                             std::to_string(names.size()));
-  std::vector<std::pair<std::string, Tensor>> feed;
-  for (size_t i = 0; i < names.size(); ++i) feed.emplace_back(names[i], inputs[i]);
+  const int d = state_device_index(session);
+  if (d < 0) ONYX_RETURN_IF_ERROR(sync_state().with_context(what));
+  std::vector<std::pair<std::string, BoundTensor>> feed;
+  for (size_t i = 0; i < names.size(); ++i) feed.emplace_back(names[i], BoundTensor{inputs[i], -1});
+  size_t k = 0;
   for (const auto* list : {&state_->module.trainable, &state_->module.frozen})
-    for (const auto& p : *list) feed.emplace_back(p.name, p.data);
-  auto outputs = session.run(feed, {}, reuse);
+    for (const auto& p : *list) {
+      feed.emplace_back(p.name, d >= 0 ? BoundTensor{device_state_->parameters()[k], d} : BoundTensor{p.data, -1});
+      ++k;
+    }
+  auto outputs = run_placed(session, feed, targets);
   if (!outputs.ok()) return outputs.status().with_context(what);
   return outputs;
 }
@@ -268,12 +364,30 @@ StatusOr<std::vector<Tensor>> TrainingSession::train_step(const std::vector<Tens
   // Gradient buffers are reused across steps: a step that starts a new sum
   // writes straight into grads_, an accumulating step into scratch_grads_
   // (then added). Loss and forward outputs go to the caller: always fresh.
+  // On a device that holds the state, the gradients stay there too, in
+  // buffers of their own (device_state.h).
   const ir::Graph& g = train_->graph();
   const auto& params = state_->module.trainable;
-  std::vector<Tensor> reuse(g.outputs.size());
-  for (size_t k = 0; k < grad_output_index_.size(); ++k) {
+  const bool on_device = gradients_stay_on_device();
+  std::vector<Tensor>* held = nullptr;  // the device's gradients
+  if (on_device) {
+    ONYX_RETURN_IF_ERROR(check_ready("train_step"));
+    ONYX_RETURN_IF_ERROR(sync_state_of(*state_, this).with_context("train_step"));  // another session's steps
+    const checkpoint::OptimizerGroup* group = state_->find_group(optimizer_info_.optimizer);
+    ONYX_RETURN_IF_ERROR(
+        device_state_->upload(std::as_const(*this).parameters(false), group).with_context("train_step"));
+    held = &device_state_->gradients();
+    held->resize(params.size());
+  } else {
+    // Accumulating into grads_ needs the current sum on the host.
+    ONYX_RETURN_IF_ERROR(sync_state().with_context("train_step"));
+  }
+  const int d = on_device ? state_device_index(*train_) : -1;
+  std::vector<BoundTensor> targets(g.outputs.size());
+  for (size_t k = 0; k < grad_output_index_.size() && k < params.size(); ++k) {
     const std::vector<Tensor>& pool = reset_grads_ ? grads_ : scratch_grads_;
-    if (k < pool.size() && k < params.size()) reuse[grad_output_index_[k]] = pool[k];
+    if (on_device) targets[grad_output_index_[k]] = {(*held)[k], d};
+    else if (k < pool.size()) targets[grad_output_index_[k]] = {pool[k], -1};
   }
   std::vector<std::string> names = train_inputs_;
   std::vector<Tensor> feed = inputs;
@@ -283,7 +397,22 @@ StatusOr<std::vector<Tensor>> TrainingSession::train_step(const std::vector<Tens
     names.push_back(autodiff::kLossScaleInput);
     feed.push_back(std::move(scale));
   }
-  ONYX_ASSIGN_OR_RETURN(std::vector<Tensor> outputs, run_model(*train_, names, feed, "train_step", &reuse));
+  ONYX_ASSIGN_OR_RETURN(std::vector<Tensor> outputs, run_model(*train_, names, feed, "train_step", targets));
+  if (on_device) {
+    std::vector<Tensor> user;
+    for (size_t i = 0; i < outputs.size(); ++i)
+      if (std::find(grad_output_index_.begin(), grad_output_index_.end(), i) == grad_output_index_.end())
+        user.push_back(std::move(outputs[i]));
+    for (size_t k = 0; k < grad_output_index_.size() && k < params.size(); ++k)
+      (*held)[k] = std::move(outputs[grad_output_index_[k]]);
+    device_state_->set_holds_gradients();
+    accumulated_steps_ = 1;
+    accumulated_weight_ = 1;
+    reset_grads_ = false;
+    have_grads_ = true;
+    last_train_seconds_ = seconds_since(start);
+    return user;
+  }
   // Outputs come in model order: loss, forward outputs and gradients
   // interleaved as the model lists them; gradients are matched by name.
   std::vector<Tensor> user;
@@ -352,20 +481,66 @@ int64_t TrainingSession::optimizer_steps() const {
   return 0;
 }
 
+Status TrainingSession::prepare_optimizer_state(checkpoint::OptimizerGroup& group) {
+  const auto& trainable = state_->module.trainable;
+  // State tensors: created on first use, checked when loaded from a file.
+  if (group.parameters.empty()) {
+    for (const auto& p : trainable) {
+      checkpoint::ParameterState ps;
+      ps.parameter = p.name;
+      for (const auto& slot : optimizer_info_.slots) {
+        Tensor t = Tensor::allocate(p.dtype, p.shape);
+        std::fill_n(t.data_as<float>(), t.size(), slot.initial_value);
+        ps.tensors.push_back({slot.name, p.dtype, p.shape, t, std::nullopt, std::nullopt});
+      }
+      group.parameters.push_back(std::move(ps));
+    }
+  }
+  if (group.parameters.size() != trainable.size())
+    return invalid_argument("checkpoint optimizer group '" + group.name + "' holds state for " +
+                            std::to_string(group.parameters.size()) + " parameters, the model trains " +
+                            std::to_string(trainable.size()));
+  for (size_t k = 0; k < trainable.size(); ++k) {
+    const auto& p = trainable[k];
+    const auto& ps = group.parameters[k];
+    if (ps.parameter != p.name || ps.tensors.size() != optimizer_info_.slots.size())
+      return invalid_argument("checkpoint optimizer state for '" + ps.parameter + "' does not match parameter '" +
+                              p.name + "' and the optimizer's " + std::to_string(optimizer_info_.slots.size()) +
+                              " slots");
+    for (size_t s = 0; s < ps.tensors.size(); ++s) {
+      const auto& slot = ps.tensors[s];
+      if (slot.name != optimizer_info_.slots[s].name || slot.shape != p.shape || !slot.has_data())
+        return invalid_argument("checkpoint optimizer state '" + slot.name + "' of '" + p.name +
+                                "' does not match the optimizer's slot '" + optimizer_info_.slots[s].name +
+                                "' (name, shape " + shape_string(p.shape) + ", data)");
+    }
+  }
+  return Status();
+}
+
 Status TrainingSession::optimizer_step() {
   if (!optimizer_) return failed_precondition("optimizer_step: the session was created without an optimizer model");
   ONYX_RETURN_IF_ERROR(check_ready("optimizer_step"));
   if (!have_grads_) return failed_precondition("optimizer_step: no gradients yet (run train_step first)");
+  ONYX_RETURN_IF_ERROR(sync_state_of(*state_, this).with_context("optimizer_step"));  // another session's steps
   auto start = Clock::now();
   checkpoint::OptimizerGroup& group = optimizer_group();
   auto& trainable = state_->module.trainable;
-  if (average_accumulated_ && (accumulated_steps_ > 1 || accumulated_weight_ != 1)) {
+  const bool clipped = !unclipped_optimizer();
+  Session& session = clipped ? *optimizer_ : *unclipped_optimizer_;
+  const bool averaging = average_accumulated_ && (accumulated_steps_ > 1 || accumulated_weight_ != 1);
+  // Parameters, gradients and slots stay on the device that holds them
+  // when nothing below needs them on the host.
+  const int d = state_device_index(session);
+  const bool on_device =
+      d >= 0 && device_state_->holds_gradients() && !averaging && !loss_scaled_ && !comm_ && !zero_;
+  if (!on_device) ONYX_RETURN_IF_ERROR(sync_state().with_context("optimizer_step"));
+  if (averaging) {
     // The weighted sum of K micro-batches' mean gradients, divided by the sum
     // of the weights (K when all are 1). Written into the session's own
     // buffers; the next train_step starts a new sum.
-    auto& trainable_now = state_->module.trainable;
     for (size_t k = 0; k < grads_.size(); ++k)
-      ONYX_RETURN_IF_ERROR(scale_gradient(grads_[k], 1 / accumulated_weight_, trainable_now[k].name));
+      ONYX_RETURN_IF_ERROR(scale_gradient(grads_[k], 1 / accumulated_weight_, trainable[k].name));
     accumulated_steps_ = 1;
     accumulated_weight_ = 1;
   }
@@ -399,78 +574,61 @@ Status TrainingSession::optimizer_step() {
       return Status();
     }
   }
-  // State tensors: created on first use, checked when loaded from a file.
-  if (group.parameters.empty()) {
-    for (const auto& p : trainable) {
-      checkpoint::ParameterState ps;
-      ps.parameter = p.name;
-      for (const auto& slot : optimizer_info_.slots) {
-        Tensor t = Tensor::allocate(p.dtype, p.shape);
-        std::fill_n(t.data_as<float>(), t.size(), slot.initial_value);
-        ps.tensors.push_back({slot.name, p.dtype, p.shape, t, std::nullopt, std::nullopt});
-      }
-      group.parameters.push_back(std::move(ps));
-    }
-  }
-  if (group.parameters.size() != trainable.size())
-    return invalid_argument("checkpoint optimizer group '" + group.name + "' holds state for " +
-                            std::to_string(group.parameters.size()) + " parameters, the model trains " +
-                            std::to_string(trainable.size()));
+  const bool had_state = !group.parameters.empty();
+  ONYX_RETURN_IF_ERROR(prepare_optimizer_state(group));
+  if (on_device && (!had_state || device_state_->slots().size() != group.parameters.size()))
+    ONYX_RETURN_IF_ERROR(device_state_->upload_slots(group).with_context("optimizer_step"));
+  // Where each parameter and slot is read from, and where its new value goes.
   // A fused update reads each parameter and state tensor once, in the node
   // that writes its new value, so it may write in place instead of into fresh
-  // buffers each step: into the tensors no one else shares (a Checkpoint copy
-  // or a snapshot being saved keeps its values). Counted before the feed
-  // below adds its own references. Outputs: the gradient norm, then per
-  // parameter its new value and slots.
-  std::vector<Tensor> reuse;
-  if (optimizer_fused_) {
-    auto unshared = [](const Tensor& t) { return t.storage_users() == 1 ? t : Tensor(); };
-    reuse.emplace_back();
-    for (size_t k = 0; k < trainable.size() && k < group.parameters.size(); ++k) {
-      reuse.push_back(unshared(trainable[k].data));
-      for (const auto& slot : group.parameters[k].tensors) reuse.push_back(unshared(slot.data));
-    }
+  // buffers each step: on the device, or into the host tensors no one else
+  // shares (a Checkpoint copy or a snapshot being saved keeps its values).
+  // Counted before the feed below adds its own references. Outputs: the
+  // gradient norm (when clipped), then per parameter its new value and slots.
+  auto place = [&](const Tensor& host, const Tensor* held) -> BoundTensor {
+    return on_device ? BoundTensor{*held, d} : BoundTensor{host, -1};
+  };
+  auto target = [&](const Tensor& host, const Tensor* held) -> BoundTensor {
+    if (on_device) return BoundTensor{optimizer_fused_ ? *held : Tensor(), d};
+    return BoundTensor{optimizer_fused_ && host.storage_users() == 1 ? host : Tensor(), -1};
+  };
+  std::vector<BoundTensor> targets;
+  if (clipped) targets.emplace_back();
+  for (size_t k = 0; k < trainable.size(); ++k) {
+    targets.push_back(target(trainable[k].data, on_device ? &device_state_->parameters()[k] : nullptr));
+    for (size_t s = 0; s < group.parameters[k].tensors.size(); ++s)
+      targets.push_back(target(group.parameters[k].tensors[s].data, on_device ? &device_state_->slots()[k][s] : nullptr));
   }
   auto scalar = [](float v) {
     Tensor t = Tensor::allocate(ONYX_DTYPE_FLOAT32, {});
     *t.data_as<float>() = v;
-    return t;
+    return BoundTensor{t, -1};
   };
-  std::vector<std::pair<std::string, Tensor>> feed = {{"lr", scalar(float(lr_))},
-                                                      {"step", scalar(float(group.step + 1))},
-                                                      {"max_grad_norm", scalar(max_grad_norm_)}};
+  std::vector<std::pair<std::string, BoundTensor>> feed = {{"lr", scalar(float(lr_))},
+                                                           {"step", scalar(float(group.step + 1))},
+                                                           {"max_grad_norm", scalar(max_grad_norm_)}};
   for (size_t h = 0; h < hyperparameters_.size(); ++h)
     feed.emplace_back(optimizer_info_.hyperparameters[h].name, scalar(hyperparameters_[h]));
   for (const auto& [name, value] : group_override_inputs(optimizer_info_.groups)) feed.emplace_back(name, scalar(value));
   for (size_t k = 0; k < trainable.size(); ++k) {
     const auto& p = trainable[k];
-    const auto& ps = group.parameters[k];
-    if (ps.parameter != p.name || ps.tensors.size() != optimizer_info_.slots.size())
-      return invalid_argument("checkpoint optimizer state for '" + ps.parameter + "' does not match parameter '" +
-                              p.name + "' and the optimizer's " + std::to_string(optimizer_info_.slots.size()) +
-                              " slots");
-    feed.emplace_back(p.name, p.data);
-    feed.emplace_back(gradient_name(p.name), grads_[k]);
-    for (size_t s = 0; s < ps.tensors.size(); ++s) {
-      const auto& slot = ps.tensors[s];
-      if (slot.name != optimizer_info_.slots[s].name || slot.shape != p.shape || !slot.has_data())
-        return invalid_argument("checkpoint optimizer state '" + slot.name + "' of '" + p.name +
-                                "' does not match the optimizer's slot '" + optimizer_info_.slots[s].name +
-                                "' (name, shape " + shape_string(p.shape) + ", data)");
-      feed.emplace_back(slot_name(p.name, slot.name), slot.data);
-    }
+    feed.emplace_back(p.name, place(p.data, on_device ? &device_state_->parameters()[k] : nullptr));
+    feed.emplace_back(gradient_name(p.name), place(grads_.size() > k ? grads_[k] : Tensor(),
+                                                   on_device ? &device_state_->gradients()[k] : nullptr));
+    const auto& slots = group.parameters[k].tensors;
+    for (size_t s = 0; s < slots.size(); ++s)
+      feed.emplace_back(slot_name(p.name, slots[s].name),
+                        place(slots[s].data, on_device ? &device_state_->slots()[k][s] : nullptr));
   }
-  const bool clipped = !unclipped_optimizer();
-  if (!clipped) reuse.erase(reuse.begin());  // no grad_norm output
-  Session& session = clipped ? *optimizer_ : *unclipped_optimizer_;
-  auto outputs = session.run(feed, {}, optimizer_fused_ ? &reuse : nullptr);
+  auto outputs = run_placed(session, feed, optimizer_fused_ || on_device ? targets : std::vector<BoundTensor>{});
   if (!outputs.ok()) return outputs.status().with_context("optimizer_step");
   std::vector<Tensor>& out = outputs.value();
   last_grad_norm_ = clipped ? *out[0].data_as<float>() : std::numeric_limits<float>::quiet_NaN();
   size_t i = clipped ? 1 : 0;
   for (size_t k = 0; k < trainable.size(); ++k) {
-    trainable[k].data = std::move(out[i++]);
-    for (auto& slot : group.parameters[k].tensors) slot.data = std::move(out[i++]);
+    (on_device ? device_state_->parameters()[k] : trainable[k].data) = std::move(out[i++]);
+    for (size_t s = 0; s < group.parameters[k].tensors.size(); ++s)
+      (on_device ? device_state_->slots()[k][s] : group.parameters[k].tensors[s].data) = std::move(out[i++]);
   }
   ++group.step;
   if (loss_scaled_) after_scaled_step(false);
@@ -556,7 +714,8 @@ void TrainingSession::after_scaled_step(bool skipped) {
   state_->properties[kCleanStepsProperty] = clean_steps_;
 }
 
-uint64_t TrainingSession::parameters_hash() const {
+StatusOr<uint64_t> TrainingSession::parameters_hash() const {
+  ONYX_RETURN_IF_ERROR(sync_state().with_context("parameters_hash"));
   uint64_t h = 1469598103934665603ull;  // FNV-1a
   auto mix = [&h](const void* data, size_t bytes) {
     const auto* p = static_cast<const unsigned char*>(data);
@@ -594,7 +753,7 @@ Status TrainingSession::join_data_parallel(std::shared_ptr<Communicator> comm, D
   mix(&lr_, sizeof lr_);
   mix(&max_grad_norm_, sizeof max_grad_norm_);
   mix(hyperparameters_.data(), hyperparameters_.size() * sizeof(float));
-  const uint64_t model = parameters_hash();
+  ONYX_ASSIGN_OR_RETURN(const uint64_t model, parameters_hash());
   uint64_t range[4] = {model, ~model, settings, ~settings};  // the max of ~h is ~(the min of h)
   ONYX_RETURN_IF_ERROR(comm->all_reduce(range, range, 4, ONYX_DTYPE_UINT64, ONYX_REDUCE_MAX,
                                         "data-parallel start-up: comparing the ranks' models and settings"));
@@ -628,11 +787,13 @@ Status TrainingSession::join_data_parallel(std::shared_ptr<Communicator> comm, D
 }
 
 Status TrainingSession::gather_optimizer_state() {
+  ONYX_RETURN_IF_ERROR(sync_state().with_context("gather_optimizer_state"));
   if (!zero_) return Status();
   return zero_->gather_state(state_->module.trainable, optimizer_group());
 }
 
 StatusOr<checkpoint::Checkpoint> TrainingSession::checkpoint_shard() const {
+  ONYX_RETURN_IF_ERROR(sync_state().with_context("checkpoint_shard"));
   if (!comm_) return failed_precondition("checkpoint_shard: the session has not joined a job");
   if (zero_) {
     const checkpoint::OptimizerGroup* group = state_->find_group(optimizer_info_.optimizer);

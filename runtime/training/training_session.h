@@ -16,13 +16,25 @@
 // and export fail with FAILED_PRECONDITION until every parameter has data
 // (copy_buffer_to_parameters, update_parameter, or load_parameters_from).
 //
+// On a device the host cannot read (a GPU), the session keeps parameters,
+// gradients and optimizer state in the device's memory between its steps
+// (device_state.h); the checkpoint's tensors are brought up to date by
+// sync_state(), which every method here that reads or writes them calls
+// first, as does the C API before any use of an OnyxCheckpointState. Code
+// that reads the Checkpoint struct itself calls sync_state_of() first.
+// Steps of a data-parallel job, of fp16 loss scaling and ones that
+// accumulate or weight gradients keep the state on the host.
+//
 // Thread-safety: a TrainingSession is not synchronized; use it from one
-// thread at a time. The checkpoint may be shared by several sessions used
-// one at a time; its tensors are replaced (not written in place) by steps.
+// thread at a time (sync_state and sync_state_of may run concurrently with
+// each other, not with a step). The checkpoint may be shared by several
+// sessions used one at a time; its tensors are replaced (not written in
+// place) by steps.
 #pragma once
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,6 +48,7 @@
 namespace onyx::runtime::training {
 
 class ShardedOptimizer;  // sharded_optimizer.h
+class DeviceState;       // device_state.h
 
 // Serialized ModelProtos; eval and optimizer may be empty (no EvalStep /
 // OptimizerStep). base_dir roots external data ("" forbids it).
@@ -129,7 +142,7 @@ class TrainingSession {
   // differ. With one rank it changes nothing.
   Status join_data_parallel(std::shared_ptr<Communicator> comm, DataParallelOptions options = {});
   // A hash of the parameters' names, shapes and values (trainable and frozen).
-  uint64_t parameters_hash() const;
+  StatusOr<uint64_t> parameters_hash() const;
   // ZeRO stage 1 keeps the optimizer state in shards, not in the checkpoint:
   // this collective (every rank calls it) gathers it into the checkpoint's
   // per-parameter form before the checkpoint is saved. OK without ZeRO.
@@ -196,6 +209,14 @@ class TrainingSession {
   // the current parameters as initializers. Atomic (tmp + fsync + rename).
   Status export_inference_model(const std::string& path, const ExportOptions& options = {}) const;
 
+  // Brings the checkpoint's tensors up to date from the device that holds
+  // them between steps (a no-op otherwise); the next step uploads them again.
+  Status sync_state() const;
+  // sync_state() of every live session training `state` but `except`.
+  static Status sync_state_of(const checkpoint::Checkpoint& state, const TrainingSession* except = nullptr);
+  // The device that holds the state between steps, or null (host training).
+  const Device* state_device() const;
+
   void set_seed(uint64_t seed) { seed_ = seed; }
   uint64_t seed() const { return seed_; }
   const std::shared_ptr<checkpoint::Checkpoint>& state() const { return state_; }
@@ -217,9 +238,22 @@ class TrainingSession {
   Status check_ready(const char* what) const;
   std::vector<checkpoint::TensorRecord*> parameters(bool trainable_only);
   std::vector<const checkpoint::TensorRecord*> parameters(bool trainable_only) const;
+  // Runs `session` on the data `inputs` (named `input_names`) and every
+  // parameter, from the device state when it holds them and the session
+  // runs on its device. `targets` (optional): per graph output, where it
+  // goes (as Session::run_bound's outputs; a host tensor is reused). Returns
+  // every output in graph order.
   StatusOr<std::vector<Tensor>> run_model(Session& session, const std::vector<std::string>& input_names,
                                           const std::vector<Tensor>& inputs, const char* what,
-                                          const std::vector<Tensor>* reuse = nullptr);
+                                          std::vector<BoundTensor> targets = {});
+  // The index of the device state's device among `session`'s devices, when
+  // the device holds the state; -1 otherwise.
+  int state_device_index(const Session& session) const;
+  // Whether the next train_step may leave its gradients on the device.
+  bool gradients_stay_on_device() const;
+  // Checks the checkpoint's optimizer state against the optimizer model,
+  // creating it (the slots' initial values) before the first step.
+  Status prepare_optimizer_state(checkpoint::OptimizerGroup& group);
   checkpoint::OptimizerGroup& optimizer_group();
   Status average_gradients();
   // Loss scaling's part of optimizer_step: false when the step must be
@@ -238,7 +272,9 @@ class TrainingSession {
   std::unique_ptr<Session> unclipped_optimizer_;  // the fused form without clipping; null when not fused
   std::string eval_model_bytes_;  // for export
   std::vector<std::string> train_inputs_, train_outputs_, eval_inputs_, eval_outputs_;
-  std::vector<Tensor> grads_;          // per trainable parameter: the running sum
+  // Per trainable parameter: the running sum (mutable: sync_state brings
+  // the device's gradients here).
+  mutable std::vector<Tensor> grads_;
   std::vector<Tensor> scratch_grads_;  // per trainable parameter: this step's, when accumulating
   std::vector<size_t> grad_output_index_;  // per trainable parameter: its training-model output
   bool reset_grads_ = true;
@@ -266,6 +302,11 @@ class TrainingSession {
   std::unique_ptr<ShardedOptimizer> zero_;  // ZeRO stage 1, when joined with it
   DataParallelOptions data_parallel_;
   std::vector<float> flat_grads_;  // the gradients packed for their all-reduce
+  // The state on a device between steps (null: host training). sync_state()
+  // is logically const (it changes where the values are, not what they are),
+  // so it may move them from const methods.
+  std::unique_ptr<DeviceState> device_state_;
+  std::unique_ptr<std::mutex> sync_mutex_ = std::make_unique<std::mutex>();
 };
 
 }  // namespace onyx::runtime::training

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <random>
 
+#include "emulation_stats.h"
 #include "test_models.h"
 
 namespace {
@@ -94,6 +95,146 @@ void expect_same_training(const onnx::ModelProto& model, const std::vector<std::
   for (size_t i = 0; i < gpu.parameters.size() / sizeof(float); ++i) differ += !(std::fabs(g[i] - c[i]) <= 1e-5f);
   EXPECT_EQ(differ, 0u) << "parameters that differ by more than 1e-5 after " << steps << " steps";
   EXPECT_LT(gpu.losses.back(), gpu.losses.front()) << "the loss should fall";
+}
+
+// Parameters `a` and `b` (flat float buffers) agree to 1e-5, as above.
+void expect_near_parameters(const std::vector<unsigned char>& a, const std::vector<unsigned char>& b, const char* what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  const float* x = reinterpret_cast<const float*>(a.data());
+  const float* y = reinterpret_cast<const float*>(b.data());
+  size_t differ = 0;
+  for (size_t i = 0; i < a.size() / sizeof(float); ++i) differ += !(std::fabs(x[i] - y[i]) <= 1e-5f);
+  EXPECT_EQ(differ, 0u) << what << ": parameters that differ by more than 1e-5";
+}
+
+// Steps that move the state between the device, where a GPU session keeps
+// it between steps, and the host: steps held on the device, an eval, an
+// accumulating step (which sums on the host), a parameter written through
+// the checkpoint while the device holds the state, and the checkpoint saved
+// to `saved`. Returns the losses (train and eval) and the final parameters.
+Run scripted_steps(onyx::Env& env, const fs::path& artifacts, const std::string& provider,
+                   const std::vector<int64_t>& x_dims, const fs::path& saved) {
+  onyx::SessionOptions options;
+  options.provider(provider).fallback(ONYX_FALLBACK_FAIL).threads(1);
+  auto state = onyx::CheckpointState::load((artifacts / "checkpoint.ckpt").string());
+  onyx::TrainingSession session(env, state, (artifacts / "training.onnx").string(), (artifacts / "eval.onnx").string(),
+                                (artifacts / "optimizer.onnx").string(), options);
+  int64_t count = 1;
+  for (int64_t d : x_dims) count *= d;
+  std::mt19937 gen(7);
+  std::uniform_real_distribution<float> pixel(0.f, 1.f);
+  std::vector<float> x(static_cast<size_t>(count));
+  for (float& v : x) v = pixel(gen);
+  std::vector<int64_t> labels(static_cast<size_t>(x_dims[0]));
+  for (auto& l : labels) l = int64_t(gen() % 10);
+  onyx::Tensor xt = onyx::Tensor::from<float>(ONYX_DTYPE_FLOAT32, x_dims, x);
+  onyx::Tensor yt = onyx::Tensor::from<int64_t>(ONYX_DTYPE_INT64, {x_dims[0]}, labels);
+  Run run;
+  auto train = [&](bool accumulate) {
+    if (!accumulate) session.lazy_reset_grad();
+    run.losses.push_back(session.train_step({&xt, &yt})[0].data<float>()[0]);
+  };
+  auto eval = [&] { run.losses.push_back(session.eval_step({&xt, &yt})[0].data<float>()[0]); };
+  train(false);
+  session.optimizer_step();
+  eval();
+  train(false);
+  train(true);
+  session.optimizer_step();
+  train(false);
+  session.optimizer_step();
+  const std::string name = state.trainable()[0].name;
+  onyx::Tensor halved = state.parameter(name);
+  for (int64_t i = 0; i < halved.size(); ++i) halved.data<float>()[i] *= 0.5f;
+  state.update_parameter(name, halved);
+  train(false);
+  session.optimizer_step();
+  eval();
+  state.save(saved.string());
+  run.parameters = session.parameters_to_buffer();
+  return run;
+}
+
+// Two more steps on the CPU provider from a checkpoint file: they depend on
+// its parameters, optimizer slots and step count.
+Run resume_on_cpu(onyx::Env& env, const fs::path& artifacts, const fs::path& saved, const std::vector<int64_t>& x_dims) {
+  fs::path copy = saved.parent_path() / "resume";
+  fs::create_directories(copy);
+  for (const char* f : {"training.onnx", "eval.onnx", "optimizer.onnx"})
+    fs::copy_file(artifacts / f, copy / f, fs::copy_options::overwrite_existing);
+  fs::copy_file(saved, copy / "checkpoint.ckpt", fs::copy_options::overwrite_existing);
+  return train(env, copy, "cpu", x_dims, 2);
+}
+
+void expect_same_scripted_steps(const onnx::ModelProto& model,
+                                const std::vector<std::pair<std::string, std::string>>& options,
+                                const std::vector<int64_t>& x_dims) {
+  onyx::Env env = make_env();
+  if (!gpu_available(env)) GTEST_SKIP() << kGpu << " is unavailable here";
+  TempDir tmp;
+  tm::write_model(model, tmp.path / "model.onnx");
+  onyx::generate_artifacts((tmp.path / "model.onnx").string(), options, (tmp.path / "artifacts").string());
+  Run gpu = scripted_steps(env, tmp.path / "artifacts", kGpu, x_dims, tmp.path / "gpu.ckpt");
+  Run cpu = scripted_steps(env, tmp.path / "artifacts", "cpu", x_dims, tmp.path / "cpu.ckpt");
+  ASSERT_EQ(gpu.losses.size(), cpu.losses.size());
+  for (size_t s = 0; s < gpu.losses.size(); ++s)
+    EXPECT_NEAR(gpu.losses[s], cpu.losses[s], 1e-4 * cpu.losses[s]) << "loss " << s;
+  expect_near_parameters(gpu.parameters, cpu.parameters, "after the scripted steps");
+  // The saved files hold what the device held: the same two steps from each.
+  Run from_gpu = resume_on_cpu(env, tmp.path / "artifacts", tmp.path / "gpu.ckpt", x_dims);
+  Run from_cpu = resume_on_cpu(env, tmp.path / "artifacts", tmp.path / "cpu.ckpt", x_dims);
+  for (size_t s = 0; s < from_gpu.losses.size(); ++s)
+    EXPECT_NEAR(from_gpu.losses[s], from_cpu.losses[s], 1e-4 * from_cpu.losses[s]) << "resumed loss " << s;
+  expect_near_parameters(from_gpu.parameters, from_cpu.parameters, "resumed from the saved checkpoints");
+}
+
+TEST(GpuTraining, StateHeldOnTheDeviceReachesTheCheckpointAndAccumulation) {
+  expect_same_scripted_steps(tm::build_mlp(tm::make_mlp_weights()),
+                             {{"loss", "crossentropy"}, {"optimizer", "adamw"}}, {16, 784});
+}
+
+// Between steps the device keeps parameters, gradients and AdamW's slots: a
+// step copies its batch and the optimizer's scalars in and its loss out.
+// Counted on the emulated device (its copy counters); the H200 shows the
+// time this saves in gpu-check's onyx_train_bench.
+TEST(GpuTraining, AStepOnTheDeviceCopiesItsBatchInAndItsLossOut) {
+  onyx::Env env = make_env();
+  if (!gpu_available(env)) GTEST_SKIP() << kGpu << " is unavailable here";
+  auto stats = onyx::gpu_test::stats_function(ONYX_GPU_PLUGIN_DIR, kGpu);
+  TempDir tmp;
+  tm::write_model(tm::build_mlp(tm::make_mlp_weights()), tmp.path / "model.onnx");
+  onyx::generate_artifacts((tmp.path / "model.onnx").string(), {{"loss", "crossentropy"}, {"optimizer", "adamw"}},
+                           (tmp.path / "artifacts").string());
+  const fs::path a = tmp.path / "artifacts";
+  onyx::SessionOptions options;
+  options.provider(kGpu).fallback(ONYX_FALLBACK_FAIL).threads(1);
+  auto state = onyx::CheckpointState::load((a / "checkpoint.ckpt").string());
+  onyx::TrainingSession session(env, state, (a / "training.onnx").string(), (a / "eval.onnx").string(),
+                                (a / "optimizer.onnx").string(), options);
+  if (!stats) GTEST_SKIP() << "copies are counted on the emulated device only";
+  std::vector<float> x(16 * 784, 0.5f);
+  std::vector<int64_t> labels(16, 3);
+  onyx::Tensor xt = onyx::Tensor::from<float>(ONYX_DTYPE_FLOAT32, {16, 784}, x);
+  onyx::Tensor yt = onyx::Tensor::from<int64_t>(ONYX_DTYPE_INT64, {16}, labels);
+  auto step = [&] {
+    session.lazy_reset_grad();
+    session.train_step({&xt, &yt});
+    session.optimizer_step();
+  };
+  step();  // uploads the parameters, makes the slots
+  const auto before = onyx::gpu_test::read_stats(stats);
+  step();
+  const auto d = onyx::gpu_test::delta(onyx::gpu_test::read_stats(stats), before);
+  const size_t parameters = state.trainable().size();  // 6: three weights, three biases
+  // In: x, labels and AdamW's 7 scalars (lr, step, max_grad_norm, betas,
+  // epsilon, weight decay), where host-held state added 6 parameters to
+  // each model and 6 gradients and 12 slots to the optimizer's (40 in all).
+  EXPECT_LE(d[onyx::gpu_test::kH2D], 2u + 7u) << parameters << " parameters";
+  // Out: the train step's own outputs (the loss, the logits) and what the
+  // kernels read back themselves (the label checks of the loss and its
+  // gradient, the Reshape of the logits' gradient reading its shape), where
+  // 6 gradients, 6 parameters and 12 slots came back too.
+  EXPECT_LE(d[onyx::gpu_test::kD2H], session.output_names().size() + 3);
 }
 
 TEST(GpuTraining, TheMlpTakesTheCpuProvidersStepsOnTheGpuAlone) {

@@ -154,7 +154,9 @@ int main(int argc, char** argv) {
     else if (session.last_grad_norm() > options.max_grad_norm) ++clipped;
     out << "step " << step << " loss: " << loss << "\n";
     // Every rank must hold the same weights after every step.
-    const uint64_t h = session.parameters_hash();
+    auto hash = session.parameters_hash();
+    if (!hash.ok()) return fail(hash.status().to_string());
+    const uint64_t h = hash.value();
     uint64_t range[2] = {h, ~h};  // the max of ~h is ~(the min of h)
     if (Status st = comm->all_reduce(range, range, 2, ONYX_DTYPE_UINT64, ONYX_REDUCE_MAX, "hash"); !st.ok())
       return fail(st.to_string());
