@@ -11,8 +11,10 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 namespace onyx::gpu {
 
@@ -96,12 +98,49 @@ struct OpenDevice {
   }
 };
 
+// A stream, and the bad-input checks its kernels left for its next
+// synchronization (launch_checked): each kernel's device flag is copied on
+// the stream into a slot of pinned host memory, read once the stream is
+// synchronized, so that a run does not wait for the device in mid-run.
 struct GpuStream {
+  GpuStream(int device_index, gpuStream_t s) : device(device_index), stream(s) {}
   int device;
   gpuStream_t stream;
+  struct Check {
+    int* slot;            // pinned host memory the flag lands in
+    std::string message;  // the error when it was raised
+  };
+  std::mutex mutex;  // kernels of one run may launch from several threads
+  std::vector<Check> pending;
+  std::vector<int*> slots;  // pinned blocks of kSlotsPerBlock flags, kept for later runs
+  static constexpr size_t kSlotsPerBlock = 256;
+
   ~GpuStream() {
     set_device_quietly(device);
     (void)gpuStreamDestroy(stream);
+    for (int* block : slots) (void)gpuFreeHost(block);
+  }
+  // The slot for the next pending check (guarded by mutex).
+  OnyxStatus* next_slot(int** out) {
+    const size_t k = pending.size();
+    if (k / kSlotsPerBlock >= slots.size()) {
+      void* block = nullptr;
+      gpuError_t e = gpuMallocHost(&block, kSlotsPerBlock * sizeof(int));
+      if (e != gpuSuccess) return gpu_status(e, "allocating pinned memory for kernels' input checks");
+      slots.push_back(static_cast<int*>(block));
+    }
+    *out = slots[k / kSlotsPerBlock] + k % kSlotsPerBlock;
+    return nullptr;
+  }
+  // After a synchronization: the first raised check's message ("" when
+  // none was raised); none pending after.
+  std::string take_checks() {
+    std::lock_guard<std::mutex> lock(mutex);
+    std::string failed;
+    for (const Check& c : pending)
+      if (failed.empty() && *c.slot != 0) failed = c.message;
+    pending.clear();
+    return failed;
   }
 };
 
@@ -262,11 +301,13 @@ class GpuProvider {
     gpuStream_t stream = nullptr;
     gpuError_t e = gpuStreamCreateWithFlags(&stream, gpuStreamNonBlocking);
     if (e != gpuSuccess) return gpu_status(e, "creating a stream");
-    return std::unique_ptr<Stream>(new Stream{device.gpu.index, stream});
+    return std::unique_ptr<Stream>(new Stream(device.gpu.index, stream));
   }
   OnyxStatus* stream_synchronize(Stream& s) const {
     gpuError_t e = gpuStreamSynchronize(s.stream);
-    return e == gpuSuccess ? nullptr : gpu_status(e, "synchronizing a stream");
+    const std::string bad_input = s.take_checks();  // cleared even when the sync failed
+    if (e != gpuSuccess) return gpu_status(e, "synchronizing a stream");
+    return bad_input.empty() ? nullptr : make_status(ONYX_STATUS_INVALID_ARGUMENT, "%s", bad_input.c_str());
   }
   sdk::StatusOr<std::unique_ptr<Event>> event_create(Device& device) const {
     ONYX_SDK_RETURN_IF_ERROR(set_device(device.gpu.index));
@@ -371,6 +412,30 @@ using Table = sdk::ProviderTable<GpuProvider>;
 gpuStream_t kernel_stream(sdk::ComputeContext& ctx) {
   GpuStream* s = Table::stream_of(ctx.stream());
   return s ? s->stream : nullptr;
+}
+
+OnyxStatus* launch_checked(sdk::ComputeContext& ctx, const std::function<gpuError_t(gpuStream_t, int*)>& launch,
+                           const char* what, std::string bad_input) {
+  GpuStream* s = Table::stream_of(ctx.stream());
+  gpuStream_t stream = s ? s->stream : nullptr;
+  void* flag = nullptr;
+  ONYX_SDK_RETURN_IF_ERROR(ctx.scratch(sizeof(int), &flag));
+  gpuError_t e = gpuMemsetAsync(flag, 0, sizeof(int), stream);
+  if (e == gpuSuccess) e = launch(stream, static_cast<int*>(flag));
+  if (e != gpuSuccess) return gpu_status(e, what);
+  if (s) {  // read when the run synchronizes the stream
+    std::lock_guard<std::mutex> lock(s->mutex);
+    int* slot = nullptr;
+    ONYX_SDK_RETURN_IF_ERROR(s->next_slot(&slot));
+    e = gpuMemcpyAsync(slot, flag, sizeof(int), gpuMemcpyDeviceToHost, stream);
+    if (e != gpuSuccess) return gpu_status(e, what);
+    s->pending.push_back({slot, std::move(bad_input)});
+    return nullptr;
+  }
+  int value = 0;  // no stream: the device runs synchronously
+  e = gpuMemcpy(&value, flag, sizeof value, gpuMemcpyDeviceToHost);
+  if (e != gpuSuccess) return gpu_status(e, what);
+  return value ? make_status(ONYX_STATUS_INVALID_ARGUMENT, "%s", bad_input.c_str()) : nullptr;
 }
 
 OnyxStatus* create_gpu_plugin(const OnyxPluginCreateArgs* args, OnyxPlugin** plugin, const OnyxProviderApi** api) {

@@ -65,11 +65,15 @@ OnyxStatus* gpu_status(gpuError_t error, const char* what);
 inline OnyxStatus* launch_status(gpuError_t e, const char* what) {
   return e == gpuSuccess ? nullptr : gpu_status(e, what);
 }
-// Runs `launch` with a zeroed device int and reads it back (waiting for the
-// stream): *raised tells whether a kernel set it (an index or label out of
-// range, which the kernel skipped rather than read out of bounds).
-OnyxStatus* launch_with_flag(sdk::ComputeContext& ctx, const std::function<gpuError_t(gpuStream_t, int*)>& launch,
-                             const char* what, bool* raised);
+// Runs `launch` with a zeroed device int that its kernel raises on bad
+// input (an index or label out of range, which the kernel skips rather than
+// read out of bounds); a raised flag fails the run with INVALID_ARGUMENT and
+// `bad_input` (which names the node). On a stream the flag is read when the
+// run synchronizes the stream at its end (stream_synchronize), so the run
+// does not wait for the device here; without one, before returning. `what`
+// names the launch in a runtime error.
+OnyxStatus* launch_checked(sdk::ComputeContext& ctx, const std::function<gpuError_t(gpuStream_t, int*)>& launch,
+                           const char* what, std::string bad_input);
 // Device scratch for a vendor call, freed after the kernel's compute (ctx.scratch).
 ScratchFn scratch_of(sdk::ComputeContext& ctx);
 // A status for a vendor-library error sentence ("" gives nullptr).

@@ -34,21 +34,6 @@ OnyxStatus* read_int64_input(sdk::ComputeContext& ctx, const sdk::Tensor& t, std
   return e == gpuSuccess ? nullptr : gpu_status(e, "reading an int64 input back");
 }
 
-OnyxStatus* launch_with_flag(sdk::ComputeContext& ctx, const std::function<gpuError_t(gpuStream_t, int*)>& launch,
-                             const char* what, bool* raised) {
-  gpuStream_t stream = kernel_stream(ctx);
-  void* flag = nullptr;
-  ONYX_SDK_RETURN_IF_ERROR(ctx.scratch(sizeof(int), &flag));
-  int value = 0;
-  gpuError_t e = gpuMemsetAsync(flag, 0, sizeof(int), stream);
-  if (e == gpuSuccess) e = launch(stream, static_cast<int*>(flag));
-  if (e == gpuSuccess) e = gpuMemcpyAsync(&value, flag, sizeof value, gpuMemcpyDeviceToHost, stream);
-  if (e == gpuSuccess) e = gpuStreamSynchronize(stream);
-  if (e != gpuSuccess) return gpu_status(e, what);
-  *raised = value != 0;
-  return nullptr;
-}
-
 ScratchFn scratch_of(sdk::ComputeContext& ctx) {
   return [&ctx](size_t bytes, std::string* error) -> void* {
     void* p = nullptr;

@@ -227,21 +227,17 @@ class GatherKernel : public GpuKernel {
     for (size_t k = size_t(axis) + 1; k < data.rank(); ++k) inner *= data.dims[k];
     ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, data.dtype, out_dims, &y));
     if (y.size() == 0) return nullptr;
-    bool bad = false;
-    ONYX_SDK_RETURN_IF_ERROR(launch_with_flag(
+    const long long extent = (long long)data.dims[size_t(axis)];
+    return launch_checked(
         ctx,
         [&](gpuStream_t stream, int* flag) {
           return launch_gather(stream, data.raw, indices.raw, indices.dtype == ONYX_DTYPE_INT64, y.raw, y.size(),
                                inner, indices.size(), data.dims[size_t(axis)], int64_t(sdk::dtype_size(data.dtype)),
                                flag);
         },
-        "running Gather", &bad));
-    if (bad)
-      return make_status(ONYX_STATUS_INVALID_ARGUMENT,
-                         "node '%s': an index is outside [-%lld, %lld) on axis %lld", name_.c_str(),
-                         (long long)data.dims[size_t(axis)], (long long)data.dims[size_t(axis)],
-                         (long long)axis);
-    return nullptr;
+        "running Gather",
+        "node '" + name_ + "': an index is outside [-" + std::to_string(extent) + ", " + std::to_string(extent) +
+            ") on axis " + std::to_string(axis_));
   }
 
  private:

@@ -11,21 +11,18 @@ namespace {
 using sdk::make_status;
 
 // Copies data into y, runs `launch` with a zeroed device flag, and turns a
-// raised flag into an error naming the node.
+// raised flag into an error naming the node (launch_checked).
 template <typename Launch>
 OnyxStatus* scatter_into(sdk::ComputeContext& ctx, const sdk::Tensor& data, const sdk::Tensor& y,
                          const std::string& name, Launch launch) {
   size_t bytes = size_t(data.size()) * sdk::dtype_size(data.dtype);
-  bool bad = false;
-  ONYX_SDK_RETURN_IF_ERROR(launch_with_flag(
+  return launch_checked(
       ctx,
       [&](gpuStream_t stream, int* flag) {
         gpuError_t e = bytes ? gpuMemcpyAsync(y.raw, data.raw, bytes, gpuMemcpyDeviceToDevice, stream) : gpuSuccess;
         return e == gpuSuccess ? launch(stream, flag) : e;
       },
-      "running a scatter", &bad));
-  if (bad) return make_status(ONYX_STATUS_INVALID_ARGUMENT, "node '%s': an index is out of range", name.c_str());
-  return nullptr;
+      "running a scatter", "node '" + name + "': an index is out of range");
 }
 
 class ScatterElementsKernel : public GpuKernel {

@@ -111,13 +111,10 @@ class NllKernelBase : public GpuKernel {
   }
   OnyxStatus* run(sdk::ComputeContext& ctx, const NllShape& s,
                   const std::function<gpuError_t(gpuStream_t, int*)>& launch) const {
-    bool bad = false;
-    ONYX_SDK_RETURN_IF_ERROR(launch_with_flag(ctx, launch, "running NegativeLogLikelihoodLoss", &bad));
-    if (bad)
-      return make_status(ONYX_STATUS_INVALID_ARGUMENT,
-                         "node '%s': a label is out of range: the scores have %lld classes%s", name_.c_str(),
-                         (long long)s.classes, s.has_ignore_index ? " (and it is not ignore_index)" : "");
-    return nullptr;
+    return launch_checked(ctx, launch, "running NegativeLogLikelihoodLoss",
+                          "node '" + name_ + "': a label is out of range: the scores have " +
+                              std::to_string(s.classes) + " classes" +
+                              (s.has_ignore_index ? " (and it is not ignore_index)" : ""));
   }
 
   NllShape shape_;

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <span>
 
+#include "emulation_stats.h"
 #include "model_builder.h"
 #include "test_models.h"
 #include "transformer_block.h"
@@ -265,6 +266,49 @@ TEST(GpuProvider, FailPolicyRefusesAnUnavailableGpuNamingIt) {
     EXPECT_EQ(e.code(), ONYX_STATUS_UNAVAILABLE);
     EXPECT_NE(std::string(e.what()).find("'" + kGpu + "'"), std::string::npos) << e.what();
   }
+}
+
+// A kernel's bad-input check (Gather's index range) is read when the run
+// synchronizes its stream at the end, not in mid-run: the run still fails
+// with INVALID_ARGUMENT naming the node, and the next run on the same
+// session (and pooled stream) is clean.
+TEST(GpuProvider, AnIndexOutOfRangeFailsTheRunNamingTheNodeAndTheNextRunIsClean) {
+  onyx::Env env = make_env();
+  if (!unavailable_reason().empty()) GTEST_SKIP() << kGpu << " is unavailable: " << unavailable_reason();
+  onyx::testing::ModelBuilder m;
+  m.input("x", {4, 3})
+      .input("i", {2}, ONNX_NAMESPACE::TensorProto::INT64)
+      .output("y", {2, 3})
+      .node("Gather", {"x", "i"}, {"rows"}, "gather0")
+      .node("Relu", {"rows"}, {"y"}, "relu0");
+  onyx::Session s = make_session(env, m.bytes(), {kGpu}, ONYX_FALLBACK_FAIL);
+  std::vector<float> x = {1, -2, 3, -4, 5, -6, 7, -8, 9, -10, 11, -12};
+  onyx::Tensor xt = onyx::Tensor::from<float>(ONYX_DTYPE_FLOAT32, {4, 3}, x);
+  for (int64_t bad : {int64_t{4}, int64_t{-5}}) {
+    std::vector<int64_t> rows = {1, bad};
+    onyx::Tensor it = onyx::Tensor::from<int64_t>(ONYX_DTYPE_INT64, {2}, rows);
+    try {
+      s.run({{"x", &xt}, {"i", &it}});
+      ADD_FAILURE() << "index " << bad << " of 4 rows ran";
+    } catch (const onyx::Error& e) {
+      EXPECT_EQ(e.code(), ONYX_STATUS_INVALID_ARGUMENT) << e.what();
+      EXPECT_NE(std::string(e.what()).find("gather0"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("outside [-4, 4)"), std::string::npos) << e.what();
+    }
+  }
+  std::vector<int64_t> rows = {3, -4};
+  onyx::Tensor it = onyx::Tensor::from<int64_t>(ONYX_DTYPE_INT64, {2}, rows);
+  auto stats = onyx::gpu_test::stats_function(ONYX_GPU_PLUGIN_DIR, kGpu);  // the emulated device's counters
+  const auto before = stats ? onyx::gpu_test::read_stats(stats) : onyx::gpu_test::Stats{};
+  std::vector<onyx::Tensor> y = s.run({{"x", &xt}, {"i", &it}});
+  if (stats) {
+    const auto d = onyx::gpu_test::delta(onyx::gpu_test::read_stats(stats), before);
+    EXPECT_EQ(d[onyx::gpu_test::kStreamSyncs], 1u) << "the run's one synchronization, none for the check";
+  }
+  ASSERT_EQ(y.size(), 1u);
+  const float* got = y[0].data<float>();
+  const std::vector<float> want = {0, 11, 0, 1, 0, 3};  // Relu of rows 3 and 0
+  for (size_t k = 0; k < want.size(); ++k) EXPECT_EQ(got[k], want[k]) << "element " << k;
 }
 
 }  // namespace

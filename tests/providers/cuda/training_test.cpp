@@ -253,8 +253,9 @@ TEST(GpuTraining, AStepOnTheDeviceCopiesItsBatchInAndItsLossOut) {
   EXPECT_LE(d[onyx::gpu_test::kH2D], 2u + 7u) << parameters << " parameters";
   // Out: the train step's own outputs (the loss, the logits) and what the
   // kernels read back themselves (the label checks of the loss and its
-  // gradient, the Reshape of the logits' gradient reading its shape), where
-  // 6 gradients, 6 parameters and 12 slots came back too.
+  // gradient, copied without waiting; the Reshape of the logits' gradient
+  // reading its shape), where 6 gradients, 6 parameters and 12 slots came
+  // back too.
   EXPECT_LE(d[onyx::gpu_test::kD2H], session.output_names().size() + 3);
 }
 
