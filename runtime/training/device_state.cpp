@@ -1,5 +1,7 @@
 #include "training/device_state.h"
 
+#include <onnx/onnx_pb.h>
+
 #include "session/device_io.h"
 
 namespace onyx::runtime::training {
@@ -72,6 +74,46 @@ Status DeviceState::download(const std::vector<checkpoint::TensorRecord*>& param
     holds_gradients_ = false;
   }
   return Status();
+}
+
+std::string gradient_arithmetic_model(const std::vector<checkpoint::TensorRecord>& trainable, bool accumulate) {
+  namespace onnx = ONNX_NAMESPACE;
+  onnx::ModelProto model;
+  model.set_ir_version(8);
+  model.set_producer_name("onyx");
+  auto* opset = model.add_opset_import();
+  opset->set_domain("");
+  opset->set_version(17);
+  onnx::GraphProto& g = *model.mutable_graph();
+  g.set_name(accumulate ? "gradient_sum" : "gradient_scale");
+  auto declare = [](onnx::ValueInfoProto* info, const std::string& name, const Shape& shape) {
+    info->set_name(name);
+    auto* tensor = info->mutable_type()->mutable_tensor_type();
+    tensor->set_elem_type(onnx::TensorProto::FLOAT);
+    auto* dims = tensor->mutable_shape();
+    for (int64_t d : shape) dims->add_dim()->set_dim_value(d);
+  };
+  auto node = [&g](const char* op, std::vector<std::string> in, const std::string& out) {
+    onnx::NodeProto* n = g.add_node();
+    n->set_op_type(op);
+    n->set_name(out);
+    for (auto& name : in) n->add_input(name);
+    n->add_output(out);
+  };
+  declare(g.add_input(), "w", {});
+  for (size_t k = 0; k < trainable.size(); ++k) {
+    const std::string i = std::to_string(k);
+    declare(g.add_input(), "g" + i, trainable[k].shape);
+    declare(g.add_output(), "out" + i, trainable[k].shape);
+    if (!accumulate) {
+      node("Mul", {"g" + i, "w"}, "out" + i);
+      continue;
+    }
+    declare(g.add_input(), "sum" + i, trainable[k].shape);
+    node("Mul", {"g" + i, "w"}, "weighted" + i);
+    node("Add", {"sum" + i, "weighted" + i}, "out" + i);
+  }
+  return model.SerializeAsString();
 }
 
 }  // namespace onyx::runtime::training

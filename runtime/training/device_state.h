@@ -15,6 +15,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/tensor.h"
@@ -54,6 +55,8 @@ class DeviceState {
   std::vector<Tensor>& parameters() { return parameters_; }
   std::vector<Tensor>& gradients() { return gradients_; }
   std::vector<std::vector<Tensor>>& slots() { return slots_; }
+  // An accumulating step's own gradients, before they join the sum.
+  std::vector<Tensor>& fresh_gradients() { return fresh_; }
 
  private:
   // `held` refilled from `host` (reallocated when its dtype or shape differ).
@@ -62,9 +65,15 @@ class DeviceState {
   Status to_host(Tensor& host, const Tensor& held) const;
 
   std::shared_ptr<Device> device_;
-  std::vector<Tensor> parameters_, gradients_;
+  std::vector<Tensor> parameters_, gradients_, fresh_;
   std::vector<std::vector<Tensor>> slots_;
   bool holds_state_ = false, holds_gradients_ = false;
 };
+
+// The gradient arithmetic a device-held step needs, as a model that runs on
+// the device like any other (float32 gradients; names g<k>, sum<k>, out<k>
+// per trainable parameter, and the scalar w): out<k> = sum<k> + w * g<k>
+// when `accumulate`, else out<k> = w * g<k> (step weights, averaging).
+std::string gradient_arithmetic_model(const std::vector<checkpoint::TensorRecord>& trainable, bool accumulate);
 
 }  // namespace onyx::runtime::training

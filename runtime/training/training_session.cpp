@@ -276,6 +276,24 @@ StatusOr<std::unique_ptr<TrainingSession>> TrainingSession::create(
     return invalid_argument("optimizer hyperparameters given but there is no optimizer model");
   }
   if (s->device_state_) {
+    // Accumulating and weighted steps keep their gradients on the device
+    // when its provider runs the arithmetic (float32 gradients).
+    const bool float32 = std::all_of(ck.module.trainable.begin(), ck.module.trainable.end(),
+                                     [](const auto& p) { return p.dtype == ONYX_DTYPE_FLOAT32; });
+    for (bool accumulate : {true, false}) {
+      if (!float32 || ck.module.trainable.empty()) break;
+      SessionOptions math_options = session_options;
+      math_options.fallback = FallbackPolicy::kAllow;
+      auto math = make_session(registry, gradient_arithmetic_model(ck.module.trainable, accumulate), "",
+                               math_options, "gradient arithmetic");
+      if (!math.ok()) continue;
+      const int d = math.value()->device_index(s->device_state_->device().get());
+      const auto& steps = math.value()->steps();
+      if (d < 0 || std::any_of(steps.begin(), steps.end(),
+                               [d](const Step& st) { return st.kind == Step::kKernel && st.device != d; }))
+        continue;
+      (accumulate ? s->gradient_sum_ : s->gradient_scale_) = std::move(math).value();
+    }
     std::lock_guard<std::mutex> lock(device_sessions_mutex());
     device_sessions().push_back(s.get());
   }
@@ -316,7 +334,29 @@ int TrainingSession::state_device_index(const Session& session) const {
 }
 
 bool TrainingSession::gradients_stay_on_device() const {
-  return device_state_ && !comm_ && !loss_scaled_ && reset_grads_ && step_weight_ == 1;
+  if (!device_state_ || comm_ || loss_scaled_) return false;
+  if (reset_grads_) return step_weight_ == 1 || gradient_scale_;
+  return gradient_sum_ && device_state_->holds_state() && device_state_->holds_gradients();
+}
+
+Status TrainingSession::device_gradient_math(bool accumulate, double w, const std::vector<Tensor>& g) {
+  Session& math = accumulate ? *gradient_sum_ : *gradient_scale_;
+  const int d = math.device_index(device_state_->device().get());
+  std::vector<Tensor>& sums = device_state_->gradients();
+  Tensor weight = Tensor::allocate(ONYX_DTYPE_FLOAT32, {});
+  *weight.data_as<float>() = float(w);
+  std::vector<std::pair<std::string, BoundTensor>> inputs = {{"w", {weight, -1}}};
+  std::vector<std::pair<std::string, BoundTensor>> outputs;
+  for (size_t k = 0; k < sums.size(); ++k) {
+    const std::string i = std::to_string(k);
+    inputs.emplace_back("g" + i, BoundTensor{g[k], d});
+    if (accumulate) inputs.emplace_back("sum" + i, BoundTensor{sums[k], d});
+    outputs.emplace_back("out" + i, BoundTensor{Tensor(), d});
+  }
+  auto results = math.run_bound(inputs, outputs);
+  if (!results.ok()) return results.status().with_context(accumulate ? "adding gradients" : "weighting gradients");
+  for (size_t k = 0; k < sums.size(); ++k) sums[k] = std::move(results.value()[k].tensor);
+  return Status();
 }
 
 Status TrainingSession::check_ready(const char* what) const {
@@ -369,7 +409,9 @@ StatusOr<std::vector<Tensor>> TrainingSession::train_step(const std::vector<Tens
   const ir::Graph& g = train_->graph();
   const auto& params = state_->module.trainable;
   const bool on_device = gradients_stay_on_device();
-  std::vector<Tensor>* held = nullptr;  // the device's gradients
+  std::vector<Tensor>* held = nullptr;   // the device's gradients (the sum)
+  std::vector<Tensor>* own = nullptr;    // an accumulating step's own, on the device
+  const bool reset = reset_grads_;
   if (on_device) {
     ONYX_RETURN_IF_ERROR(check_ready("train_step"));
     ONYX_RETURN_IF_ERROR(sync_state_of(*state_, this).with_context("train_step"));  // another session's steps
@@ -378,6 +420,8 @@ StatusOr<std::vector<Tensor>> TrainingSession::train_step(const std::vector<Tens
         device_state_->upload(std::as_const(*this).parameters(false), group).with_context("train_step"));
     held = &device_state_->gradients();
     held->resize(params.size());
+    own = &device_state_->fresh_gradients();
+    own->resize(params.size());
   } else {
     // Accumulating into grads_ needs the current sum on the host.
     ONYX_RETURN_IF_ERROR(sync_state().with_context("train_step"));
@@ -386,7 +430,7 @@ StatusOr<std::vector<Tensor>> TrainingSession::train_step(const std::vector<Tens
   std::vector<BoundTensor> targets(g.outputs.size());
   for (size_t k = 0; k < grad_output_index_.size() && k < params.size(); ++k) {
     const std::vector<Tensor>& pool = reset_grads_ ? grads_ : scratch_grads_;
-    if (on_device) targets[grad_output_index_[k]] = {(*held)[k], d};
+    if (on_device) targets[grad_output_index_[k]] = {(reset ? *held : *own)[k], d};
     else if (k < pool.size()) targets[grad_output_index_[k]] = {pool[k], -1};
   }
   std::vector<std::string> names = train_inputs_;
@@ -404,10 +448,14 @@ StatusOr<std::vector<Tensor>> TrainingSession::train_step(const std::vector<Tens
       if (std::find(grad_output_index_.begin(), grad_output_index_.end(), i) == grad_output_index_.end())
         user.push_back(std::move(outputs[i]));
     for (size_t k = 0; k < grad_output_index_.size() && k < params.size(); ++k)
-      (*held)[k] = std::move(outputs[grad_output_index_[k]]);
+      (reset ? *held : *own)[k] = std::move(outputs[grad_output_index_[k]]);
+    const double weight = step_weight_;
+    step_weight_ = 1;
+    if (!reset) ONYX_RETURN_IF_ERROR(device_gradient_math(true, weight, *own).with_context("train_step"));
+    else if (weight != 1) ONYX_RETURN_IF_ERROR(device_gradient_math(false, weight, *held).with_context("train_step"));
     device_state_->set_holds_gradients();
-    accumulated_steps_ = 1;
-    accumulated_weight_ = 1;
+    accumulated_steps_ = reset ? 1 : accumulated_steps_ + 1;
+    accumulated_weight_ = reset ? weight : accumulated_weight_ + weight;
     reset_grads_ = false;
     have_grads_ = true;
     last_train_seconds_ = seconds_since(start);
@@ -532,14 +580,18 @@ Status TrainingSession::optimizer_step() {
   // Parameters, gradients and slots stay on the device that holds them
   // when nothing below needs them on the host.
   const int d = state_device_index(session);
-  const bool on_device =
-      d >= 0 && device_state_->holds_gradients() && !averaging && !loss_scaled_ && !comm_ && !zero_;
+  const bool on_device = d >= 0 && device_state_->holds_gradients() && (!averaging || gradient_scale_) &&
+                         !loss_scaled_ && !comm_ && !zero_;
   if (!on_device) ONYX_RETURN_IF_ERROR(sync_state().with_context("optimizer_step"));
   if (averaging) {
     // The weighted sum of K micro-batches' mean gradients, divided by the sum
     // of the weights (K when all are 1). Written into the session's own
     // buffers; the next train_step starts a new sum.
-    for (size_t k = 0; k < grads_.size(); ++k)
+    if (on_device) {
+      std::vector<Tensor> sums = device_state_->gradients();
+      ONYX_RETURN_IF_ERROR(device_gradient_math(false, 1 / accumulated_weight_, sums).with_context("optimizer_step"));
+    }
+    for (size_t k = 0; k < grads_.size() && !on_device; ++k)
       ONYX_RETURN_IF_ERROR(scale_gradient(grads_[k], 1 / accumulated_weight_, trainable[k].name));
     accumulated_steps_ = 1;
     accumulated_weight_ = 1;

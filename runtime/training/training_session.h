@@ -251,6 +251,8 @@ class TrainingSession {
   int state_device_index(const Session& session) const;
   // Whether the next train_step may leave its gradients on the device.
   bool gradients_stay_on_device() const;
+  // On the device: gradients = w * g (+ gradients, when accumulating).
+  Status device_gradient_math(bool accumulate, double w, const std::vector<Tensor>& g);
   // Checks the checkpoint's optimizer state against the optimizer model,
   // creating it (the slots' initial values) before the first step.
   Status prepare_optimizer_state(checkpoint::OptimizerGroup& group);
@@ -306,6 +308,9 @@ class TrainingSession {
   // is logically const (it changes where the values are, not what they are),
   // so it may move them from const methods.
   std::unique_ptr<DeviceState> device_state_;
+  // gradient_arithmetic_model's sessions, when they run wholly on the state's
+  // device (else steps that accumulate or weight gradients take the host path).
+  std::unique_ptr<Session> gradient_sum_, gradient_scale_;
   std::unique_ptr<std::mutex> sync_mutex_ = std::make_unique<std::mutex>();
 };
 

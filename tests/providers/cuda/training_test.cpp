@@ -128,8 +128,9 @@ void sgd_with_momentum(onyx::TrainingSession& session) {
 }
 
 // Steps that move the state between the device, where a GPU session keeps
-// it between steps, and the host: steps held on the device, an eval, an
-// accumulating step (which sums on the host), a parameter written through
+// it between steps, and the host: plain steps, an eval, accumulating,
+// weighted and averaged steps (summed and scaled on the device by the GPU
+// session, on the host by the CPU's), a parameter written through
 // the checkpoint while the device holds the state, and the checkpoint saved
 // to `saved`. Returns the losses (train and eval) and the final parameters.
 Run scripted_steps(onyx::Env& env, const fs::path& artifacts, const std::string& provider,
@@ -162,6 +163,18 @@ Run scripted_steps(onyx::Env& env, const fs::path& artifacts, const std::string&
   train(false);
   train(true);
   session.optimizer_step();
+  train(false);
+  session.optimizer_step();
+  // Weighted micro-batches, averaged: 0.5 g + 3 g over 3.5, then a weighted
+  // step of its own.
+  session.set_gradient_accumulation_mean(true);
+  session.set_step_weight(0.5);
+  train(false);
+  session.set_step_weight(3.0);
+  train(true);
+  session.optimizer_step();
+  session.set_gradient_accumulation_mean(false);
+  session.set_step_weight(0.25);
   train(false);
   session.optimizer_step();
   const std::string name = state.trainable()[0].name;
@@ -242,15 +255,29 @@ TEST(GpuTraining, AStepOnTheDeviceCopiesItsBatchInAndItsLossOut) {
     session.train_step({&xt, &yt});
     session.optimizer_step();
   };
+  // (Read before the steps: reading the checkpoint brings the state to the
+  // host, and the next step uploads it again.)
+  const size_t parameters = state.trainable().size();  // 6: three weights, three biases
   step();  // uploads the parameters, makes the slots
   const auto before = onyx::gpu_test::read_stats(stats);
   step();
   const auto d = onyx::gpu_test::delta(onyx::gpu_test::read_stats(stats), before);
-  const size_t parameters = state.trainable().size();  // 6: three weights, three biases
   // In: x, labels and AdamW's 7 scalars (lr, step, max_grad_norm, betas,
   // epsilon, weight decay), where host-held state added 6 parameters to
   // each model and 6 gradients and 12 slots to the optimizer's (40 in all).
   EXPECT_LE(d[onyx::gpu_test::kH2D], 2u + 7u) << parameters << " parameters";
+  // Two micro-batches, weighted and averaged, sum and scale on the device
+  // (+1 copy in per gradient arithmetic run: its weight).
+  const auto before_accumulation = onyx::gpu_test::read_stats(stats);
+  session.set_gradient_accumulation_mean(true);
+  session.lazy_reset_grad();
+  session.set_step_weight(2.0);
+  session.train_step({&xt, &yt});
+  session.train_step({&xt, &yt});
+  session.optimizer_step();
+  const auto acc = onyx::gpu_test::delta(onyx::gpu_test::read_stats(stats), before_accumulation);
+  EXPECT_LE(acc[onyx::gpu_test::kH2D], 2u * 2u + 7u + 3u) << "an accumulating step";
+  EXPECT_LE(acc[onyx::gpu_test::kD2H], 2 * (session.output_names().size() + 3)) << "an accumulating step";
   // Out: the train step's own outputs (the loss, the logits) and what the
   // kernels read back themselves (the label checks of the loss and its
   // gradient, copied without waiting; the Reshape of the logits' gradient
