@@ -454,11 +454,7 @@ StatusOr<std::vector<Tensor>> TrainingSession::train_step(const std::vector<Tens
     if (!reset) ONYX_RETURN_IF_ERROR(device_gradient_math(true, weight, *own).with_context("train_step"));
     else if (weight != 1) ONYX_RETURN_IF_ERROR(device_gradient_math(false, weight, *held).with_context("train_step"));
     device_state_->set_holds_gradients();
-    accumulated_steps_ = reset ? 1 : accumulated_steps_ + 1;
-    accumulated_weight_ = reset ? weight : accumulated_weight_ + weight;
-    reset_grads_ = false;
-    have_grads_ = true;
-    last_train_seconds_ = seconds_since(start);
+    counted_step(weight, start);
     return user;
   }
   // Outputs come in model order: loss, forward outputs and gradients
@@ -500,12 +496,16 @@ StatusOr<std::vector<Tensor>> TrainingSession::train_step(const std::vector<Tens
       return unimplemented(std::string("gradient accumulation for ") + dtype_name(fresh.dtype()) + " gradients");
     }
   }
+  counted_step(weight, start);
+  return user;
+}
+
+void TrainingSession::counted_step(double weight, std::chrono::steady_clock::time_point start) {
   accumulated_steps_ = reset_grads_ ? 1 : accumulated_steps_ + 1;
   accumulated_weight_ = reset_grads_ ? weight : accumulated_weight_ + weight;
   reset_grads_ = false;
   have_grads_ = true;
   last_train_seconds_ = seconds_since(start);
-  return user;
 }
 
 StatusOr<std::vector<Tensor>> TrainingSession::eval_step(const std::vector<Tensor>& inputs) {

@@ -32,6 +32,7 @@
 // place) by steps.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -251,6 +252,8 @@ class TrainingSession {
   int state_device_index(const Session& session) const;
   // Whether the next train_step may leave its gradients on the device.
   bool gradients_stay_on_device() const;
+  // A train_step's bookkeeping: its weight joins the sum (or starts it).
+  void counted_step(double weight, std::chrono::steady_clock::time_point start);
   // On the device: gradients = w * g (+ gradients, when accumulating).
   Status device_gradient_math(bool accumulate, double w, const std::vector<Tensor>& g);
   // Checks the checkpoint's optimizer state against the optimizer model,

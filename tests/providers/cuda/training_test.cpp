@@ -48,26 +48,47 @@ struct Run {
 // Learning rate and hyperparameters set on a session before its steps.
 using Configure = std::function<void(onyx::TrainingSession&)>;
 
-// `steps` optimizer steps on `provider` alone (fallback fail) on one random batch.
-Run train(onyx::Env& env, const fs::path& artifacts, const std::string& provider, const std::vector<int64_t>& x_dims,
-          int steps, const Configure& configure = {}) {
-  onyx::SessionOptions options;
-  options.provider(provider).fallback(ONYX_FALLBACK_FAIL).threads(1);
-  auto state = onyx::CheckpointState::load((artifacts / "checkpoint.ckpt").string());
-  onyx::TrainingSession session(env, state, (artifacts / "training.onnx").string(), (artifacts / "eval.onnx").string(),
-                                (artifacts / "optimizer.onnx").string(), options);
-  if (configure) configure(session);
+onyx::Tensor random_pixels(const std::vector<int64_t>& dims, std::mt19937& gen) {
   int64_t count = 1;
-  for (int64_t d : x_dims) count *= d;
-  std::mt19937 gen(5);
+  for (int64_t d : dims) count *= d;
   std::uniform_real_distribution<float> pixel(0.f, 1.f);
-  // One batch, every step: the loss must fall as the model fits it.
   std::vector<float> x(static_cast<size_t>(count));
   for (float& v : x) v = pixel(gen);
-  std::vector<int64_t> labels(static_cast<size_t>(x_dims[0]));
+  return onyx::Tensor::from<float>(ONYX_DTYPE_FLOAT32, dims, x);
+}
+
+onyx::Tensor random_labels(int64_t n, std::mt19937& gen) {
+  std::vector<int64_t> labels(static_cast<size_t>(n));
   for (auto& l : labels) l = int64_t(gen() % 10);
-  onyx::Tensor xt = onyx::Tensor::from<float>(ONYX_DTYPE_FLOAT32, x_dims, x);
-  onyx::Tensor yt = onyx::Tensor::from<int64_t>(ONYX_DTYPE_INT64, {x_dims[0]}, labels);
+  return onyx::Tensor::from<int64_t>(ONYX_DTYPE_INT64, {n}, labels);
+}
+
+// A training session of the artifacts in `dir` on `provider` alone
+// (fallback fail), and one random batch it trains on at every step.
+struct Job {
+  std::mt19937 gen;
+  onyx::CheckpointState state;
+  onyx::TrainingSession session;
+  onyx::Tensor x, y;
+  Job(onyx::Env& env, const fs::path& dir, const std::string& provider, const std::vector<int64_t>& x_dims,
+      unsigned seed)
+      : gen(seed),
+        state(onyx::CheckpointState::load((dir / "checkpoint.ckpt").string())),
+        session(env, state, (dir / "training.onnx").string(), (dir / "eval.onnx").string(),
+                (dir / "optimizer.onnx").string(),
+                onyx::SessionOptions().provider(provider).fallback(ONYX_FALLBACK_FAIL).threads(1)),
+        x(random_pixels(x_dims, gen)),
+        y(random_labels(x_dims[0], gen)) {}
+};
+
+// `steps` optimizer steps on `provider` alone on one batch: the loss must
+// fall as the model fits it.
+Run train(onyx::Env& env, const fs::path& artifacts, const std::string& provider, const std::vector<int64_t>& x_dims,
+          int steps, const Configure& configure = {}) {
+  Job job(env, artifacts, provider, x_dims, 5);
+  onyx::TrainingSession& session = job.session;
+  onyx::Tensor &xt = job.x, &yt = job.y;
+  if (configure) configure(session);
   Run run;
   for (int step = 0; step < steps; ++step) {
     session.lazy_reset_grad();
@@ -79,13 +100,21 @@ Run train(onyx::Env& env, const fs::path& artifacts, const std::string& provider
   return run;
 }
 
+// Writes `model` and its training artifacts (generate_artifacts with
+// `options`) under `dir`; returns the artifacts' folder.
+fs::path artifacts_of(const onnx::ModelProto& model, const std::vector<std::pair<std::string, std::string>>& options,
+                      const fs::path& dir) {
+  tm::write_model(model, dir / "model.onnx");
+  onyx::generate_artifacts((dir / "model.onnx").string(), options, (dir / "artifacts").string());
+  return dir / "artifacts";
+}
+
 void expect_same_training(const onnx::ModelProto& model, const std::vector<std::pair<std::string, std::string>>& options,
                           const std::vector<int64_t>& x_dims) {
   onyx::Env env = make_env();
   if (!gpu_available(env)) GTEST_SKIP() << kGpu << " is unavailable here";
   TempDir tmp;
-  tm::write_model(model, tmp.path / "model.onnx");
-  onyx::generate_artifacts((tmp.path / "model.onnx").string(), options, (tmp.path / "artifacts").string());
+  artifacts_of(model, options, tmp.path);
   const int steps = 6;
   Run gpu = train(env, tmp.path / "artifacts", kGpu, x_dims, steps);
   Run cpu = train(env, tmp.path / "artifacts", "cpu", x_dims, steps);
@@ -135,22 +164,11 @@ void sgd_with_momentum(onyx::TrainingSession& session) {
 // to `saved`. Returns the losses (train and eval) and the final parameters.
 Run scripted_steps(onyx::Env& env, const fs::path& artifacts, const std::string& provider,
                    const std::vector<int64_t>& x_dims, const fs::path& saved) {
-  onyx::SessionOptions options;
-  options.provider(provider).fallback(ONYX_FALLBACK_FAIL).threads(1);
-  auto state = onyx::CheckpointState::load((artifacts / "checkpoint.ckpt").string());
-  onyx::TrainingSession session(env, state, (artifacts / "training.onnx").string(), (artifacts / "eval.onnx").string(),
-                                (artifacts / "optimizer.onnx").string(), options);
+  Job job(env, artifacts, provider, x_dims, 7);
+  onyx::TrainingSession& session = job.session;
+  onyx::CheckpointState& state = job.state;
+  onyx::Tensor &xt = job.x, &yt = job.y;
   sgd_with_momentum(session);
-  int64_t count = 1;
-  for (int64_t d : x_dims) count *= d;
-  std::mt19937 gen(7);
-  std::uniform_real_distribution<float> pixel(0.f, 1.f);
-  std::vector<float> x(static_cast<size_t>(count));
-  for (float& v : x) v = pixel(gen);
-  std::vector<int64_t> labels(static_cast<size_t>(x_dims[0]));
-  for (auto& l : labels) l = int64_t(gen() % 10);
-  onyx::Tensor xt = onyx::Tensor::from<float>(ONYX_DTYPE_FLOAT32, x_dims, x);
-  onyx::Tensor yt = onyx::Tensor::from<int64_t>(ONYX_DTYPE_INT64, {x_dims[0]}, labels);
   Run run;
   auto train = [&](bool accumulate) {
     if (!accumulate) session.lazy_reset_grad();
@@ -206,8 +224,7 @@ void expect_same_scripted_steps(const onnx::ModelProto& model,
   onyx::Env env = make_env();
   if (!gpu_available(env)) GTEST_SKIP() << kGpu << " is unavailable here";
   TempDir tmp;
-  tm::write_model(model, tmp.path / "model.onnx");
-  onyx::generate_artifacts((tmp.path / "model.onnx").string(), options, (tmp.path / "artifacts").string());
+  artifacts_of(model, options, tmp.path);
   Run gpu = scripted_steps(env, tmp.path / "artifacts", kGpu, x_dims, tmp.path / "gpu.ckpt");
   Run cpu = scripted_steps(env, tmp.path / "artifacts", "cpu", x_dims, tmp.path / "cpu.ckpt");
   ASSERT_EQ(gpu.losses.size(), cpu.losses.size());
@@ -236,20 +253,13 @@ TEST(GpuTraining, AStepOnTheDeviceCopiesItsBatchInAndItsLossOut) {
   if (!gpu_available(env)) GTEST_SKIP() << kGpu << " is unavailable here";
   auto stats = onyx::gpu_test::stats_function(ONYX_GPU_PLUGIN_DIR, kGpu);
   TempDir tmp;
-  tm::write_model(tm::build_mlp(tm::make_mlp_weights()), tmp.path / "model.onnx");
-  onyx::generate_artifacts((tmp.path / "model.onnx").string(), {{"loss", "crossentropy"}, {"optimizer", "adamw"}},
-                           (tmp.path / "artifacts").string());
-  const fs::path a = tmp.path / "artifacts";
-  onyx::SessionOptions options;
-  options.provider(kGpu).fallback(ONYX_FALLBACK_FAIL).threads(1);
-  auto state = onyx::CheckpointState::load((a / "checkpoint.ckpt").string());
-  onyx::TrainingSession session(env, state, (a / "training.onnx").string(), (a / "eval.onnx").string(),
-                                (a / "optimizer.onnx").string(), options);
+  Job job(env, artifacts_of(tm::build_mlp(tm::make_mlp_weights()), {{"loss", "crossentropy"}, {"optimizer", "adamw"}},
+                            tmp.path),
+          kGpu, {16, 784}, 3);
+  onyx::TrainingSession& session = job.session;
+  onyx::CheckpointState& state = job.state;
+  onyx::Tensor &xt = job.x, &yt = job.y;
   if (!stats) GTEST_SKIP() << "copies are counted on the emulated device only";
-  std::vector<float> x(16 * 784, 0.5f);
-  std::vector<int64_t> labels(16, 3);
-  onyx::Tensor xt = onyx::Tensor::from<float>(ONYX_DTYPE_FLOAT32, {16, 784}, x);
-  onyx::Tensor yt = onyx::Tensor::from<int64_t>(ONYX_DTYPE_INT64, {16}, labels);
   auto step = [&] {
     session.lazy_reset_grad();
     session.train_step({&xt, &yt});
