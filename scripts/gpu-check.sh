@@ -149,12 +149,14 @@ conformance() {
     "$bin/onyx-conformance" "$PWD/$stage_dir/lib/onyx/providers/libonyx_provider_cuda.so"
 }
 
-# Training samples/s of `onyx train` (steps 2..N of one run) on one provider.
+# Training samples/s of `onyx train` on one provider: 500 steps, the first
+# one's set-up included (a GPU's is ~0.1 s: over 100 steps it had hidden a
+# 0.5 ms step; onyx_train_bench above times steady steps alone).
 train_throughput() {
   local model=$1 batch=$2 providers=(--provider "$3") frozen=()
   [ "$3" = cpu ] || providers+=(--provider cpu --fallback allow)
   [ "$model" = cnn ] && frozen=(--frozen bn1.mean --frozen bn1.var --frozen bn2.mean --frozen bn2.var)
-  "$bin/onyx" train "$data/models/$model.onnx" --data "$data/fashion-mnist" --batch-size "$batch" --max-steps 100 \
+  "$bin/onyx" train "$data/models/$model.onnx" --data "$data/fashion-mnist" --batch-size "$batch" --max-steps 500 \
     --valid-split none "${providers[@]}" --out "$data/throughput" "${frozen[@]}" 2>/dev/null |
     sed -n 's/^trained .* \([0-9.]*\) samples\/s$/\1/p'
 }
