@@ -236,6 +236,16 @@ std::vector<ConvCase> cases() {
       // and 1-D at stride 2, odd width).
       with(conv("depthwise_wide", {1, 3, 20, 23}, {3, 1, 3, 3}, 3), {1, 1}, {1, 1, 1, 1}),
       with(conv("depthwise_1d_strided", {2, 4, 71}, {4, 1, 5}, 4), {2}, {2, 1}),
+      // 8 or more channels, strided or with rows narrower than 8: the CPU
+      // provider's depthwise with 8 channels to a vector on AVX2. 13 and 9
+      // channels end in partial blocks; a multiplier of 2 puts an input
+      // channel in two lanes; 7 x 7 is its largest window; 1-D too.
+      with(conv("depthwise_lanes_strided", {2, 13, 11, 9}, {13, 1, 3, 3}, 13), {2, 2}, {1, 0, 1, 1}),
+      with(conv("depthwise_lanes_narrow_rows", {1, 16, 7, 6}, {16, 1, 3, 3}, 16), {1, 1}, {1, 1, 1, 1}),
+      with(conv("depthwise_lanes_multiplier_dilated", {1, 6, 9, 10}, {12, 1, 3, 2}, 6), {2, 3}, {2, 1, 0, 2},
+           {2, 1}),
+      with(conv("depthwise_lanes_7x7", {1, 8, 10, 12}, {8, 1, 7, 7}, 8), {2, 2}, {3, 3, 3, 3}),
+      with(conv("depthwise_lanes_1d", {2, 9, 20}, {9, 1, 3}, 9), {2}, {1, 1}),
       conv("pointwise", {2, 8, 5, 6}, {5, 8, 1, 1}),
       conv("pointwise_groups", {3, 8, 4, 3}, {6, 4, 1, 1}, 2),
       with(conv("pointwise_strided", {1, 4, 5, 6}, {3, 4, 1, 1}), {2, 2}, {}),
@@ -360,6 +370,7 @@ ONYX_OP_TEST(FusedConv, MatchesConvThenTheActivation) {
                      conv("pointwise_small_plane", {1, 12, 7, 9}, {20, 12, 1, 1}),
                      with(conv("depthwise", {2, 8, 9, 10}, {8, 1, 3, 3}, 8), {1, 1}, {1, 1, 1, 1}),
                      with(conv("depthwise_strided", {1, 6, 11, 9}, {6, 1, 3, 3}, 6), {2, 2}, {1, 0, 1, 1}),
+                     with(conv("depthwise_lanes", {1, 10, 11, 9}, {10, 1, 3, 3}, 10), {2, 2}, {1, 0, 1, 1}),
                      with(conv("winograd", {2, 32, 16, 16}, {32, 32, 3, 3}), {1, 1}, {1, 1, 1, 1}),
                      with(conv("winograd_finite", {2, 32, 16, 16}, {32, 32, 3, 3}), {1, 1}, {1, 1, 1, 1}),
                      with(conv("winograd_image_lanes", {8, 8, 7, 9}, {16, 8, 3, 3}), {1, 1}, {1, 1, 1, 1}),

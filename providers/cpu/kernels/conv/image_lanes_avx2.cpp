@@ -39,6 +39,16 @@ void interleave(const Interleave& t) {
       avx2::transpose8(v);
       for (int k = 0; k < 8; ++k) _mm256_storeu_ps(out + (c + k) * 8, v[k]);
     }
+    // The last columns by one more transpose where 8 floats from there stay
+    // inside every plane (all rows but a plane's last): 14-wide rows spent
+    // most of their time moving their last 6 columns a float at a time.
+    if (c < cols && iy * t.in_w + c + 8 <= t.in_h * t.in_w) {
+      reg v[8];
+      for (int k = 0; k < 8; ++k) v[k] = _mm256_loadu_ps(src[k] + c);
+      avx2::transpose8(v);
+      for (int64_t k = 0; k < cols - c; ++k) _mm256_storeu_ps(out + (c + k) * 8, v[k]);
+      c = cols;
+    }
     for (; c < cols; ++c)
       for (int k = 0; k < 8; ++k) out[c * 8 + k] = src[k][c];
   }
@@ -72,6 +82,55 @@ void max_pool_2x2(float* plane, int64_t h, int64_t w) {
       best = _mm256_max_ps(_mm256_loadu_ps(bottom + 8), best);
       _mm256_storeu_ps(dst, best);
     }
+}
+
+namespace {
+
+// P output positions (of any rows: `at` are their first taps' places in
+// src) summed over every tap in P registers and stored at dst.
+template <int P>
+[[gnu::always_inline]] inline void lane_positions(const LaneWindow& w, const int64_t* offsets, int64_t taps,
+                                                  const float* const at[P], reg lo, reg hi, float* dst) {
+  reg s[P];
+  const reg bias = _mm256_loadu_ps(w.bias);
+  for (int j = 0; j < P; ++j) s[j] = bias;
+  for (int64_t t = 0; t < taps; ++t) {
+    const reg tap = _mm256_loadu_ps(w.taps + t * 8);
+    for (int j = 0; j < P; ++j) s[j] = _mm256_fmadd_ps(_mm256_loadu_ps(at[j] + offsets[t]), tap, s[j]);
+  }
+  // min and max return their second operand when one is NaN: a NaN sum stays.
+  for (int j = 0; j < P; ++j) _mm256_storeu_ps(dst + j * 8, _mm256_min_ps(hi, _mm256_max_ps(lo, s[j])));
+}
+
+}  // namespace
+
+void depthwise(const LaneWindow& w) {
+  // Tap offsets from a position's first tap; 8 positions at a time (8
+  // independent sums cover the multiply-adds' latency), across rows, so
+  // that 7-wide outputs fill their blocks.
+  int64_t offs[kMaxWindowTaps];
+  const int64_t taps = w.kernel_h * w.kernel_w;
+  for (int64_t ky = 0, t = 0; ky < w.kernel_h; ++ky)
+    for (int64_t kx = 0; kx < w.kernel_w; ++kx, ++t)
+      offs[t] = (ky * w.dilation_h * w.padded_w + kx * w.dilation_w) * 8;
+  const reg lo = _mm256_set1_ps(w.lo), hi = _mm256_set1_ps(w.hi);
+  const int64_t positions = w.out_h * w.out_w;
+  int64_t oy = 0, ox = 0;  // of position p
+  auto first_tap = [&]() {
+    const float* at = w.src + (oy * w.stride_h * w.padded_w + ox * w.stride_w) * 8;
+    if (++ox == w.out_w) ox = 0, ++oy;
+    return at;
+  };
+  int64_t p = 0;
+  for (; p + 8 <= positions; p += 8) {
+    const float* at[8];
+    for (int j = 0; j < 8; ++j) at[j] = first_tap();
+    lane_positions<8>(w, offs, taps, at, lo, hi, w.dst + p * 8);
+  }
+  for (; p < positions; ++p) {
+    const float* at[1] = {first_tap()};
+    lane_positions<1>(w, offs, taps, at, lo, hi, w.dst + p * 8);
+  }
 }
 
 }  // namespace onyx::cpu::image_lanes

@@ -32,15 +32,6 @@ constexpr int64_t kMinChunkTiles = 128;
 // (8 x 128 floats apart, the image lanes' transforms ran 4x slower).
 constexpr int64_t kSkew = 16;
 
-bool has_avx2() {
-#if defined(ONYX_CPU_AVX2_LOOPS)
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return yes;
-#else
-  return false;
-#endif
-}
-
 int64_t tiles_along(int64_t out) { return (out + kTile - 1) / kTile; }
 
 }  // namespace
@@ -63,7 +54,7 @@ bool image_lanes(const std::vector<nn::WindowDim>& win, int64_t n, int64_t chann
 
 bool fits(const std::vector<nn::WindowDim>& win, int64_t n, int64_t channels, int64_t out_channels) {
   const nn::WindowDim &D = win[0], &H = win[1], &W = win[2];
-  if (!has_avx2() || D.kernel != 1 || D.in != 1 || D.out != 1) return false;
+  if (!image_lanes::supported() || D.kernel != 1 || D.in != 1 || D.out != 1) return false;
   for (const nn::WindowDim* d : {&H, &W})
     if (d->kernel != 3 || d->stride != 1 || d->dilation != 1 || d->pad_begin < 0) return false;
   // Measured on single Conv nodes (3x3, pad 1, C = M, batch 1 and 8, one
