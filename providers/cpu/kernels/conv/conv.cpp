@@ -486,12 +486,19 @@ class ConvKernel final : public ConvBase {
   // (576 ch, 14 x 14), 0.58 (192, 28), 0.81 (144, 56), 0.91 (96, 112);
   // stride 1 on 7 x 7 0.79 (960 ch), on 14 x 14 to 28 x 28 1.03-1.05, on
   // 56 x 56 and 112 x 112 1.3 (the phase form's rows fill their vectors,
-  // and the interleaved planes outgrow the cache).
+  // and the interleaved planes outgrow the cache). Each thread keeps an
+  // interleaved plane: at most 512 KB (MobileNetV2's largest, 113 x 113 x 8
+  // floats, is 408 KB).
   static bool lanes_fit(const Channels& ch, const std::vector<nn::WindowDim>& win) {
     const nn::WindowDim &D = win[0], &H = win[1], &W = win[2];
     return image_lanes::supported() && D.kernel == 1 && D.in == 1 && D.out == 1 && ch.m >= 8 &&
            H.kernel * W.kernel <= image_lanes::kMaxWindowTaps &&
-           (H.stride > 1 || W.stride > 1 || W.out < image_lanes::kImages);
+           (H.stride > 1 || W.stride > 1 || W.out < image_lanes::kImages) &&
+           lanes_padded(H) * lanes_padded(W) * image_lanes::kImages * int64_t(sizeof(float)) <= (512 << 10);
+  }
+  // The padded extent of one dimension of depthwise_lanes()'s plane.
+  static int64_t lanes_padded(const nn::WindowDim& d) {
+    return std::max(d.in + d.pad_begin, (d.out - 1) * d.stride + d.extent());
   }
 
   // The float32 depthwise with 8 channels to a vector (image_lanes.h): per
@@ -508,8 +515,7 @@ class ConvKernel final : public ConvBase {
     const nn::WindowDim &H = win[1], &W = win[2];
     const int64_t mg = ch.m / ch.group, in_plane = in_volume(win), out_plane = out_volume(win);
     const int64_t taps = kernel_volume(win), blocks = (ch.m + L - 1) / L;
-    const int64_t padded_h = std::max(H.in + H.pad_begin, (H.out - 1) * H.stride + H.extent());
-    const int64_t padded_w = std::max(W.in + W.pad_begin, (W.out - 1) * W.stride + W.extent());
+    const int64_t padded_h = lanes_padded(H), padded_w = lanes_padded(W);
     const int64_t floats = (padded_h * padded_w + out_plane + taps + 1) * L;
     float lo = -INFINITY, hi = INFINITY;
     if (act_.kind == Activation::kRelu) lo = 0;
