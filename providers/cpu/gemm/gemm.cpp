@@ -289,10 +289,11 @@ void small_m(const Gemm& g, const ParallelFor& pf, size_t threads) {
   });
 }
 
-// One column of B (n == 1): a matrix-vector product, reading A once in
-// place. The tiled paths pack A first, which for one column is a second pass
-// over A with nothing to reuse (a Conv whose output is one pixel, 50 x 65720
-// weights per image: 2.6x longer).
+// One column of B (n == 1) or one row of A (m == 1): a matrix-vector
+// product, reading the matrix once in place. The tiled paths pack first,
+// which for one vector is a second pass over the matrix with nothing to
+// reuse (a Conv whose output is one pixel, 50 x 65720 weights per image:
+// 2.6x longer; 1 x 2048 x 512 with B row-major: 3 -> 10 GFLOP/s).
 typedef float Floats16 __attribute__((vector_size(64)));
 
 // out[i - i0] = sum over j < k of a[i * lda + j] * x[j], for rows i in [i0, i1).
@@ -320,23 +321,68 @@ ONYX_CLONES void dot_rows(const float* a, int64_t lda, const float* x, int64_t k
 // out[i - i0] = sum over j < k of a[j * lda + i] * x[j] (A transposed), for i in [i0, i1).
 ONYX_CLONES void axpy_rows(const float* a, int64_t lda, const float* x, int64_t k, int64_t i0, int64_t i1, float* out) {
   std::fill(out, out + (i1 - i0), 0.0f);
-  for (int64_t j = 0; j < k; ++j) {
-    const float* r = a + j * lda;
-    const float xj = x[j];
+  // Four rows of A per pass over out: one load and store of out per 4 FMAs.
+  int64_t j = 0;
+  for (; j + 4 <= k; j += 4) {
+    const float *r0 = a + j * lda, *r1 = r0 + lda, *r2 = r1 + lda, *r3 = r2 + lda;
+    const float x0 = x[j], x1 = x[j + 1], x2 = x[j + 2], x3 = x[j + 3];
     int64_t i = i0;
     for (; i + 16 <= i1; i += 16) {
-      Floats16 u, o;
-      std::memcpy(&u, r + i, sizeof u);
+      Floats16 u0, u1, u2, u3, o;
+      std::memcpy(&u0, r0 + i, sizeof u0);
+      std::memcpy(&u1, r1 + i, sizeof u1);
+      std::memcpy(&u2, r2 + i, sizeof u2);
+      std::memcpy(&u3, r3 + i, sizeof u3);
       std::memcpy(&o, out + (i - i0), sizeof o);
-      o += xj * u;
+      o += x0 * u0 + x1 * u1 + x2 * u2 + x3 * u3;
       std::memcpy(out + (i - i0), &o, sizeof o);
     }
-    for (; i < i1; ++i) out[i - i0] += xj * r[i];
+    for (; i < i1; ++i) out[i - i0] += x0 * r0[i] + x1 * r1[i] + x2 * r2[i] + x3 * r3[i];
+  }
+  for (; j < k; ++j) {
+    const float* r = a + j * lda;
+    const float xj = x[j];
+    for (int64_t i = i0; i < i1; ++i) out[i - i0] += xj * r[i];
   }
 }
 
+// y = op(M) x, one output per row of op(M), the matrix read once in place:
+// C's column when n == 1 (M = op(A)), or C's row when m == 1 (M = op(B)^T,
+// so a row-major B is read row after row). The outputs are C's elements
+// y[i * y_step]; those of [i0, i1) form a block of C at (row0, col0).
+struct MatrixVector {
+  const float* mat;
+  int64_t ld;
+  bool trans;       // op(M)(i, j) = mat[j * ld + i]
+  const float* x;   // contiguous, len floats
+  int64_t len, rows;
+  int64_t y_step;
+  bool y_is_row;    // C's row (m == 1) rather than its column
+};
+
+void matrix_vector(const Gemm& g, const MatrixVector& mv, const ParallelFor& pf, size_t threads) {
+  const int64_t T = std::min<int64_t>(int64_t(threads), mv.rows);
+  run_parallel(pf, size_t(T), size_t(T), [&](size_t t0, size_t t1) {
+    float sums[1024];  // 4 KB of outputs stay in L1 while the matrix streams past
+    for (int64_t t = int64_t(t0); t < int64_t(t1); ++t)
+      for (int64_t i0 = split(mv.rows, T, t), end = split(mv.rows, T, t + 1); i0 < end; i0 += 1024) {
+        const int64_t i1 = std::min<int64_t>(end, i0 + 1024);
+        (mv.trans ? axpy_rows : dot_rows)(mv.mat, mv.ld, mv.x, mv.len, i0, i1, sums);
+        for (int64_t i = i0; i < i1; ++i) {
+          float* ci = g.c + i * mv.y_step;
+          *ci = g.beta == 0.0f ? g.alpha * sums[i - i0] : g.alpha * sums[i - i0] + g.beta * *ci;
+        }
+        if (g.epilogue.empty()) continue;  // no tiles here: all of it
+        if (mv.y_is_row)
+          apply_epilogue(g.epilogue, g.c + i0, g.ldc, 1, i1 - i0, 0, i0);
+        else
+          apply_epilogue(g.epilogue, g.c + i0 * g.ldc, g.ldc, i1 - i0, 1, i0, 0);
+      }
+  });
+}
+
+// One column of C: x is B's column, gathered when strided.
 void single_column(const Gemm& g, const ParallelFor& pf, size_t threads) {
-  // B's column, contiguous (gathered when it is strided).
   WorkspaceLease ws;
   const float* x = g.src.b;
   if (!g.src.trans && g.src.ldb != 1) {
@@ -344,20 +390,20 @@ void single_column(const Gemm& g, const ParallelFor& pf, size_t threads) {
     for (int64_t j = 0; j < g.k; ++j) gathered[j] = g.src.b[j * g.src.ldb];
     x = gathered;
   }
-  const int64_t T = std::min<int64_t>(int64_t(threads), g.m);
-  run_parallel(pf, size_t(T), size_t(T), [&](size_t t0, size_t t1) {
-    float sums[256];
-    for (int64_t t = int64_t(t0); t < int64_t(t1); ++t)
-      for (int64_t i0 = split(g.m, T, t), end = split(g.m, T, t + 1); i0 < end; i0 += 256) {
-        const int64_t i1 = std::min<int64_t>(end, i0 + 256);
-        (g.trans_a ? axpy_rows : dot_rows)(g.a, g.lda, x, g.k, i0, i1, sums);
-        for (int64_t i = i0; i < i1; ++i) {
-          float* ci = g.c + i * g.ldc;
-          *ci = g.beta == 0.0f ? g.alpha * sums[i - i0] : g.alpha * sums[i - i0] + g.beta * *ci;
-        }
-        if (!g.epilogue.empty()) apply_epilogue(g.epilogue, g.c + i0 * g.ldc, g.ldc, i1 - i0, 1, i0, 0);  // no tiles here
-      }
-  });
+  matrix_vector(g, {g.a, g.lda, g.trans_a, x, g.k, g.m, g.ldc, false}, pf, threads);
+}
+
+// One row of C: x is A's row, gathered when strided (A transposed); op(B)^T
+// is B itself read transposed, or a transposed B read row by row.
+void single_row(const Gemm& g, const ParallelFor& pf, size_t threads) {
+  WorkspaceLease ws;
+  const float* x = g.a;
+  if (g.trans_a && g.lda != 1) {
+    float* gathered = ws->a.reserve(size_t(g.k));
+    for (int64_t j = 0; j < g.k; ++j) gathered[j] = g.a[j * g.lda];
+    x = gathered;
+  }
+  matrix_vector(g, {g.src.b, g.src.ldb, !g.src.trans, x, g.k, g.n, 1, true}, pf, threads);
 }
 
 // Many rows: the BLIS loop nest described at the top, B packed once per
@@ -445,9 +491,15 @@ void driver(const KernelSet& ks, const DriverOptions& opt, bool trans_a, int64_t
   const Gemm g{ks, trans_a, m, n, k, alpha, a, lda, src, beta, c, ldc,
                src.packed ? src.packed->kc : ks.kc, opt, epilogue, tile_ep, empty(tile_ep)};
   const size_t threads = effective_threads(pf, opt, m, n, k);
+  // B's rows a multiple of 4 KB apart fall into a few cache sets: read in
+  // place by small_m(), a KC x NR panel no longer stays in L1 or even L2
+  // (64 x 2048 x 512: 31 GFLOP/s in small_m(), 54 in blocked()).
+  const bool b_rows_alias = !src.packed && !src.trans && src.ldb % opt.aliasing_ldb == 0;
   if (n == 1 && !src.packed)
     single_column(g, pf, threads);
-  else if (m <= opt.small_m)
+  else if (m == 1 && !src.packed)
+    single_row(g, pf, threads);
+  else if (m <= opt.small_m && !b_rows_alias)
     small_m(g, pf, threads);
   else
     blocked(g, pf, threads);

@@ -347,6 +347,39 @@ TEST_P(SgemmTest, SingleColumn) {
   for (bool ta : {false, true}) run({ta, false, 601, 1, 777, 1.0f, 1.0f, 1, 2, 0}, spawning(3));
 }
 
+// One row of A takes the same path with B as the matrix: a row-major B read
+// row by row (columns across its 1024-column chunks, k short of and past its
+// 4-row steps), a transposed B row by row, A's row strided when A is
+// transposed, the epilogue along the row, threads splitting the columns.
+TEST_P(SgemmTest, SingleRow) {
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (int64_t n : {1, 5, 300, 1100})
+        for (int64_t k : {1, 3, 4, 33, 1000}) {
+          run({ta, tb, 1, n, k, 1.0f, 0.0f});
+          run({ta, tb, 1, n, k, -1.5f, 0.75f, 3, 5, 7});
+        }
+  for (bool tb : {false, true}) {
+    Case e{false, tb, 1, 2100, 70, 1.0f, 1.0f, 0, 2, 0};
+    e.bias = e.relu = e.residual = e.row_bias = e.clamp = true;
+    run(e, spawning(3));
+    e.halve = true;
+    run(e, reversed_items());
+  }
+}
+
+// B's rows 4 KB apart (ldb a multiple of 1024 floats) send few rows to the
+// blocked driver, which packs B: every thread count and row count around MR.
+TEST_P(SgemmTest, AliasingRowsOfB) {
+  for (int64_t m : {2, ks().mr, ks().mr + 1, 64})
+    for (size_t threads : {1, 2, 3}) {
+      Case c{false, false, m, 1000, 300, 0.5f, 1.0f, 0, 24, 0};
+      c.integers = true;
+      run(c, spawning(threads));
+      run({true, false, m, 2048, 40, 1.0f, 0.0f}, spawning(threads));
+    }
+}
+
 TEST_P(SgemmTest, PackedB) {
   for (bool ta : {false, true})
     for (bool tb : {false, true}) {
