@@ -1,6 +1,7 @@
 // shape_rules_training.cpp: the ai.onyx ops that autodiff writes into
 // training graphs (runtime/autodiff, the CPU kernels in
-// providers/cpu/kernels/grad/), and the graph optimizer's MatMulBias and FusedConvMaxPool. onnx's schemas do not know this domain;
+// providers/cpu/kernels/grad/), and the graph optimizer's MatMulBias,
+// FusedConvMaxPool and BatchNormGradSums. onnx's schemas do not know this domain;
 // without these rules every gradient these ops make would be a dynamic
 // buffer, allocated and freed on each step instead of planned.
 #include "ir/shape_rules.h"
@@ -50,6 +51,13 @@ Status nll_loss_grad(InferContext& ctx) {
   Shape dims = ctx.dims(1);
   dims.insert(dims.begin() + (dims.empty() ? 0 : 1), kUnknown);
   ctx.set_output(0, ctx.dtype(0), dims);
+  return Status();
+}
+
+// BatchNormGradSums(dY, X [N, C, ...], mean) -> two [C] vectors of X's type.
+Status batch_norm_grad_sums(InferContext& ctx) {
+  const int64_t c = ctx.rank(1) >= 2 ? ctx.dims(1)[1] : kUnknown;
+  for (size_t k = 0; k < ctx.outputs().size(); ++k) ctx.set_output(k, ctx.dtype(1), {c});
   return Status();
 }
 
@@ -126,6 +134,7 @@ void add_training_rules(RuleTable& table) {
   table["NegativeLogLikelihoodLoss"] = nll_loss;
   table["NegativeLogLikelihoodLossGrad"] = nll_loss_grad;
   table["MaxPoolGrad"] = max_pool_grad;
+  table["BatchNormGradSums"] = batch_norm_grad_sums;
   table["AveragePoolGrad"] = average_pool_grad;
   table["GatherGrad"] = gather_grad;
   table["SliceGrad"] = average_pool_grad;  // the shape is input 1 too

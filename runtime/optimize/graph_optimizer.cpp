@@ -336,6 +336,7 @@ Status optimize_graph(ir::Graph& graph, GraphOptimization level, OptimizationRep
     count("MultiHeadAttention", optimize::fuse_attention(rw, providers));
     count("MatMulBias", optimize::fuse_matmul_biases(rw, providers));  // after fuse_gelus
     count("ReluGrad", optimize::fuse_relu_grads(rw, providers));
+    count("BatchNormGradSums", optimize::fuse_batchnorm_grads(rw, providers));
     count("DynamicQuantizeMatMul", optimize::fuse_dynamic_quantized_matmuls(rw, providers));
     const optimize::ActivationFusions activations = optimize::fuse_activations(rw, providers);
     count("FusedConv", activations.conv);

@@ -27,6 +27,10 @@
 //     MatMulBias (matmul_bias_fusion.cpp), where a provider claims it;
 //   - Relu's gradient as autodiff writes it, Where(Greater(X, 0), dY, 0),
 //     becomes one ai.onyx ReluGrad (relu_grad_fusion.cpp), the same way;
+//   - BatchNormalization's scale and bias gradients as autodiff writes them,
+//     ReduceSum(Mul(dY, Sub(X, mean))) and ReduceSum(dY) over all axes but
+//     the channels, become one ai.onyx BatchNormGradSums
+//     (batchnorm_grad_fusion.cpp), the same way;
 //   - a Conv or FusedConv and the 2 x 2, stride-2 MaxPool after it become
 //     one ai.onyx FusedConvMaxPool (conv_pool_fusion.cpp), the same way;
 //   - nodes whose outputs nothing reads are removed, then unused values.

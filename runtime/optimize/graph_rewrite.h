@@ -51,6 +51,10 @@ int fuse_attention(GraphRewrite& rw, const ProviderRank& providers);
 int fuse_matmul_biases(GraphRewrite& rw, const ProviderRank& providers);
 // relu_grad_fusion.cpp: Where(Greater(X, 0), dY, 0) -> ai.onyx ReluGrad(dY, X).
 int fuse_relu_grads(GraphRewrite& rw, const ProviderRank& providers);
+// batchnorm_grad_fusion.cpp: ReduceSum(Mul(dY, Sub(X, mean))) over all axes
+// but the channels (and ReduceSum(dY) over them) -> ai.onyx
+// BatchNormGradSums(dY, X, mean).
+int fuse_batchnorm_grads(GraphRewrite& rw, const ProviderRank& providers);
 // dynamic_quantize_fusion.cpp: DynamicQuantizeLinear -> MatMulInteger ->
 // Cast -> Mul (-> Add) -> com.microsoft DynamicQuantizeMatMul.
 int fuse_dynamic_quantized_matmuls(GraphRewrite& rw, const ProviderRank& providers);

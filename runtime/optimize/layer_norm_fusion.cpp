@@ -15,26 +15,6 @@
 namespace onyx::runtime::optimize {
 namespace {
 
-// The axes a ReduceMean reduces, as axes of a rank-`rank` input, sorted;
-// empty when they are not a constant list or keepdims is 0.
-std::vector<int64_t> reduced_axes(const GraphRewrite& rw, const ir::Node& n, int32_t rank) {
-  if (n.attr_int("keepdims", 1) != 1) return {};
-  std::vector<int64_t> axes;
-  if (const ir::Attribute* a = n.attr("axes")) {
-    axes = a->ints;
-  } else if (n.inputs.size() > 1 && n.inputs[1] >= 0) {
-    const Tensor* t = rw.fixed_constant(n.inputs[1]);
-    if (!t || t->dtype() != ONYX_DTYPE_INT64) return {};
-    axes.assign(t->data_as<int64_t>(), t->data_as<int64_t>() + t->size());
-  }
-  for (int64_t& a : axes) {
-    if (a < -rank || a >= rank) return {};
-    if (a < 0) a += rank;
-  }
-  std::sort(axes.begin(), axes.end());
-  return axes;
-}
-
 // True when `axes` are the last axes of a rank-`rank` tensor, each once.
 bool trailing(const std::vector<int64_t>& axes, int32_t rank) {
   if (axes.empty()) return false;
@@ -164,8 +144,8 @@ bool fuse_at(GraphRewrite& rw, const ProviderRank& providers, int last) {
 
   const ir::Value& xv = g.values[size_t(x)];
   if (xv.rank < 1 || (xv.dtype != ONYX_DTYPE_FLOAT32 && xv.dtype != ONYX_DTYPE_FLOAT64)) return false;
-  const std::vector<int64_t> axes = reduced_axes(rw, g.nodes[size_t(mean_x)], xv.rank);
-  if (!trailing(axes, xv.rank) || reduced_axes(rw, g.nodes[size_t(mean_sq)], xv.rank) != axes) return false;
+  const std::vector<int64_t> axes = reduced_axes(rw, g.nodes[size_t(mean_x)], xv.rank, /*keepdims=*/true);
+  if (!trailing(axes, xv.rank) || reduced_axes(rw, g.nodes[size_t(mean_sq)], xv.rank, /*keepdims=*/true) != axes) return false;
   const Shape norm(xv.dims.end() - int64_t(axes.size()), xv.dims.end());
   for (int64_t dim : norm)
     if (dim < 0) return false;  // gamma and beta need the normalized shape

@@ -27,6 +27,24 @@ std::optional<double> scalar_constant(const GraphRewrite& rw, int v) {
   return std::nullopt;
 }
 
+std::vector<int64_t> reduced_axes(const GraphRewrite& rw, const ir::Node& n, int32_t rank, bool keepdims) {
+  if (n.attr_int("keepdims", 1) != (keepdims ? 1 : 0)) return {};
+  std::vector<int64_t> axes;
+  if (const ir::Attribute* a = n.attr("axes")) {
+    axes = a->ints;
+  } else if (n.inputs.size() > 1 && n.inputs[1] >= 0) {
+    const Tensor* t = rw.fixed_constant(n.inputs[1]);
+    if (!t || t->dtype() != ONYX_DTYPE_INT64) return {};
+    axes.assign(t->data_as<int64_t>(), t->data_as<int64_t>() + t->size());
+  }
+  for (int64_t& a : axes) {
+    if (a < -rank || a >= rank) return {};
+    if (a < 0) a += rank;
+  }
+  std::sort(axes.begin(), axes.end());
+  return axes;
+}
+
 bool near(std::optional<double> x, double want, double tol) {
   return x && std::fabs(*x - want) <= tol * std::fabs(want);
 }

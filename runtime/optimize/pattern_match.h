@@ -22,6 +22,11 @@ bool internal(const GraphRewrite& rw, int v, int uses = 1);
 // The value of a one-element float32/float64 constant, or nothing.
 std::optional<double> scalar_constant(const GraphRewrite& rw, int v);
 
+// The axes a reduction node (ReduceMean, ReduceSum, ...) reduces, as axes of
+// a rank-`rank` input, sorted; empty when they are not a constant list (an
+// attribute, or a fixed constant input) or its keepdims is not `keepdims`.
+std::vector<int64_t> reduced_axes(const GraphRewrite& rw, const ir::Node& n, int32_t rank, bool keepdims);
+
 // True when `x` is within a relative `tol` of `want`.
 bool near(std::optional<double> x, double want, double tol = 1e-4);
 

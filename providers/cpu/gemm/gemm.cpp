@@ -294,25 +294,26 @@ void small_m(const Gemm& g, const ParallelFor& pf, size_t threads) {
 // which for one vector is a second pass over the matrix with nothing to
 // reuse (a Conv whose output is one pixel, 50 x 65720 weights per image:
 // 2.6x longer; 1 x 2048 x 512 with B row-major: 3 -> 10 GFLOP/s).
-typedef float Floats16 __attribute__((vector_size(64)));
+// 8-float vectors, loaded by memcpy into locals: GCC's AVX2 clone moved
+// 16-float ones through the stack (a 100 x 512 matrix-vector product ran at
+// 3.5 GFLOP/s).
+typedef float Floats8 __attribute__((vector_size(32)));
 
 // out[i - i0] = sum over j < k of a[i * lda + j] * x[j], for rows i in [i0, i1).
 ONYX_CLONES void dot_rows(const float* a, int64_t lda, const float* x, int64_t k, int64_t i0, int64_t i1, float* out) {
   for (int64_t i = i0; i < i1; ++i) {
     const float* r = a + i * lda;
-    Floats16 s0 = {}, s1 = {}, u, v;
+    Floats8 s[4] = {}, u, v;  // four chains of adds
     int64_t j = 0;
-    for (; j + 32 <= k; j += 32) {
-      std::memcpy(&u, r + j, sizeof u);
-      std::memcpy(&v, x + j, sizeof v);
-      s0 += u * v;
-      std::memcpy(&u, r + j + 16, sizeof u);
-      std::memcpy(&v, x + j + 16, sizeof v);
-      s1 += u * v;
-    }
-    s0 += s1;
+    for (; j + 32 <= k; j += 32)
+      for (int q = 0; q < 4; ++q) {
+        std::memcpy(&u, r + j + 8 * q, sizeof u);
+        std::memcpy(&v, x + j + 8 * q, sizeof v);
+        s[q] += u * v;
+      }
+    s[0] += s[1] + (s[2] + s[3]);
     float sum = 0.0f;
-    for (int l = 0; l < 16; ++l) sum += s0[l];
+    for (int l = 0; l < 8; ++l) sum += s[0][l];
     for (; j < k; ++j) sum += r[j] * x[j];
     out[i - i0] = sum;
   }
@@ -327,8 +328,8 @@ ONYX_CLONES void axpy_rows(const float* a, int64_t lda, const float* x, int64_t 
     const float *r0 = a + j * lda, *r1 = r0 + lda, *r2 = r1 + lda, *r3 = r2 + lda;
     const float x0 = x[j], x1 = x[j + 1], x2 = x[j + 2], x3 = x[j + 3];
     int64_t i = i0;
-    for (; i + 16 <= i1; i += 16) {
-      Floats16 u0, u1, u2, u3, o;
+    for (; i + 8 <= i1; i += 8) {
+      Floats8 u0, u1, u2, u3, o;
       std::memcpy(&u0, r0 + i, sizeof u0);
       std::memcpy(&u1, r1 + i, sizeof u1);
       std::memcpy(&u2, r2 + i, sizeof u2);

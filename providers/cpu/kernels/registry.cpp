@@ -117,6 +117,7 @@ void register_all_kernels(sdk::KernelRegistry& registry) {
   register_gather_grad_kernels(registry);   // GatherGrad SliceGrad
   register_conv_grad_kernels(registry);     // ConvGrad
   register_pool_grad_kernels(registry);     // MaxPoolGrad AveragePoolGrad
+  register_batch_norm_grad_kernels(registry);  // BatchNormGradSums
 
   // optimizer/
   register_preview_training_kernels(registry);  // ai.onnx.preview.training Adagrad Momentum Adam

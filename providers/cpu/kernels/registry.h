@@ -101,6 +101,7 @@ void register_loss_grad_kernels(sdk::KernelRegistry& registry);
 void register_gather_grad_kernels(sdk::KernelRegistry& registry);
 void register_conv_grad_kernels(sdk::KernelRegistry& registry);
 void register_pool_grad_kernels(sdk::KernelRegistry& registry);
+void register_batch_norm_grad_kernels(sdk::KernelRegistry& registry);
 // optimizer/
 void register_preview_training_kernels(sdk::KernelRegistry& registry);
 void register_fused_optimizer_kernels(sdk::KernelRegistry& registry);

@@ -1,5 +1,5 @@
 // training_ops_test.cpp: the ops training graphs add (ai.onyx SumToShape,
-// NegativeLogLikelihoodLoss(Grad), MaxPoolGrad, ConvGrad) and the plain ops
+// NegativeLogLikelihoodLoss(Grad), MaxPoolGrad, ConvGrad, BatchNormGradSums) and the plain ops
 // they use (Greater and the other comparisons, Shape), against float64
 // reference loops written from the ops' definitions. Every provider that
 // claims them runs the same cases, so a GPU provider's training step is
@@ -363,6 +363,88 @@ ONYX_OP_TEST(ConvGradTest, MatchesTheAdjointOfTheConvolution) {
       EXPECT_TRUE(all_near(r.outputs[1].values<float>(), dw, dw_tol)) << "dW";
     }
   }
+}
+
+// ---- BatchNormGradSums ------------------------------------------------------
+
+struct BatchNormSumsCase {
+  std::vector<int64_t> x_dims, mean_dims;
+  size_t threads = 1;
+};
+
+void PrintTo(const BatchNormSumsCase& c, std::ostream* os) {
+  *os << ::testing::PrintToString(c.x_dims) << " mean" << ::testing::PrintToString(c.mean_dims) << " t" << c.threads;
+}
+
+std::vector<BatchNormSumsCase> batch_norm_sums_cases() {
+  return {{{4, 8, 28, 28}, {8, 1, 1}, 1},   // the CNN's first BatchNorm
+          {{4, 8, 28, 28}, {8, 1, 1}, 3},   // planes over threads
+          {{2, 3, 5, 7}, {1, 3, 1, 1}, 2},  // planes of 35: a vector and a tail
+          {{5, 3}, {3}, 1},                 // rank 2: a plane is one value
+          {{2, 2, 3, 4, 5}, {2, 1, 1, 1}, 1},
+          {{1, 1, 17}, {1, 1}, 1}};
+}
+
+ONYX_PROVIDER_CASE_SUITE(BatchNormGradSumsTest, BatchNormSumsCase, batch_norm_sums_cases(),
+                         case_index<BatchNormSumsCase>);
+
+// Per channel c of X [N, C, ...]: sum of dY (X - mean[c]) and of dY over
+// every other axis, against float64 sums of the same float32 terms.
+ONYX_OP_TEST(BatchNormGradSumsTest, SumsEachChannelOverEveryOtherAxis) {
+  const BatchNormSumsCase& c = test_case(self);
+  const int64_t n = c.x_dims[0], ch = c.x_dims[1], plane = count(c.x_dims) / (n * ch);
+  std::vector<float> x = nn::random_floats(size_t(count(c.x_dims)), 41, -2, 3);
+  std::vector<float> dy = nn::random_floats(x.size(), 42);
+  std::vector<float> mean = nn::random_floats(size_t(ch), 43);
+  std::vector<double> centered(size_t(ch), 0.0), centered_abs(size_t(ch), 0.0), sum(size_t(ch), 0.0),
+      sum_abs(size_t(ch), 0.0);
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t k = 0; k < ch; ++k)
+      for (int64_t i = 0; i < plane; ++i) {
+        const size_t at = size_t((b * ch + k) * plane + i);
+        const double term = double(dy[at]) * (double(x[at]) - double(mean[size_t(k)]));
+        centered[size_t(k)] += term, centered_abs[size_t(k)] += std::fabs(term);
+        sum[size_t(k)] += dy[at], sum_abs[size_t(k)] += std::fabs(dy[at]);
+      }
+  std::vector<double> centered_tol(static_cast<size_t>(ch)), sum_tol(static_cast<size_t>(ch));
+  for (size_t k = 0; k < size_t(ch); ++k) {
+    // + 2: the float32 difference and product of each term, then the sum.
+    centered_tol[k] = nn::sum_tol(double(n * plane + 2), centered_abs[k]);
+    sum_tol[k] = nn::sum_tol(double(n * plane), sum_abs[k]);
+  }
+  for (bool both : {true, false}) {
+    SCOPED_TRACE(both ? "both sums" : "the sum of dY omitted");
+    NodeSpec node = onyx_node("BatchNormGradSums");
+    node.inputs = {make_tensor<float>(c.x_dims, dy), make_tensor<float>(c.x_dims, x),
+                   make_tensor<float>(c.mean_dims, mean)};
+    node.output_count = 2;
+    if (!both) node.omitted_outputs = {false, true};
+    RunResult r = run_node(node, RunOptions{c.threads});
+    ASSERT_TRUE(r.ok()) << r.error;
+    EXPECT_EQ(r.outputs[0].dims, (std::vector<int64_t>{ch}));
+    EXPECT_TRUE(all_near(r.outputs[0].values<float>(), centered, centered_tol));
+    if (both) {
+      EXPECT_TRUE(all_near(r.outputs[1].values<float>(), sum, sum_tol));
+    }
+  }
+}
+
+ONYX_PROVIDER_SUITE(BatchNormGradSums);
+
+ONYX_OP_TEST(BatchNormGradSums, RefusesAMeanThatIsNotOnePerChannel) {
+  NodeSpec node = onyx_node("BatchNormGradSums");
+  node.inputs = {make_tensor<float>({2, 3, 4}, std::vector<float>(24, 1.0f)),
+                 make_tensor<float>({2, 3, 4}, std::vector<float>(24, 1.0f)),
+                 make_tensor<float>({4}, std::vector<float>(4, 0.0f))};
+  node.output_count = 2;
+  RunResult r = run_node(node);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error.find("one value per channel"), std::string::npos) << r.error;
+  node.inputs[2] = make_tensor<float>({3}, std::vector<float>(3, 0.0f));
+  node.inputs[0] = make_tensor<float>({2, 3, 2}, std::vector<float>(12, 1.0f));
+  r = run_node(node);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error.find("one shape"), std::string::npos) << r.error;
 }
 
 }  // namespace

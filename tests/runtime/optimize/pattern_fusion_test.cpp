@@ -1,11 +1,12 @@
 // The pattern fusions (runtime/optimize/layer_norm_fusion.cpp,
 // gelu_fusion.cpp, matmul_bias_fusion.cpp, relu_grad_fusion.cpp,
-// activation_fusion.cpp, conv_pool_fusion.cpp): each test writes the op-by-op form an exporter (or
+// batchnorm_grad_fusion.cpp, activation_fusion.cpp, conv_pool_fusion.cpp): each test writes the op-by-op form an exporter (or
 // autodiff) writes, checks the one node the optimized session runs instead,
 // and compares its outputs with the same model run unfused and with a
 // float64 reference.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -606,6 +607,118 @@ TEST_F(PatternFusionTest, GreaterThenWhereBecomesReluGrad) {
   auto other = session(relu_grad_model(x_shape, x_shape, 0.5f), GraphOptimization::kAll);
   ASSERT_TRUE(other);
   EXPECT_EQ(ops(*other), (std::vector<std::string>{"Greater", "Where"}));
+}
+
+// ---------------------------------------------------------------------------
+// BatchNormalization's gradient sums
+// ---------------------------------------------------------------------------
+
+struct BatchNormSumsForm {
+  Shape x_shape = {-1, 3, 4, 5};         // -1: the batch, symbolic
+  Shape mean_shape = {3, 1, 1};
+  std::vector<int64_t> axes = {0, 2, 3};
+  int64_t opset = 13;                     // 13: axes an input; 11: an attribute
+  int64_t keepdims = 0;
+  bool plain_sum = true;                  // ReduceSum(dy) too, first, read by a Neg before the other sum
+  bool centered_is_output = false;
+};
+
+// As autodiff writes BatchNormalization's scale and bias gradients
+// (rules_norm.cpp): ReduceSum(Mul(dy, Sub(x, mean))) and ReduceSum(dy).
+std::string batchnorm_sums_model(const BatchNormSumsForm& f, const std::vector<float>& mean) {
+  ModelBuilder mb(f.opset);
+  mb.input("x", f.x_shape).input("dy", f.x_shape).output("s1", {});
+  if (f.plain_sum) mb.output("s2n", {});
+  if (f.centered_is_output) mb.output("c", f.x_shape);
+  mb.initializer("mean", f.mean_shape, mean);
+  if (f.opset >= 13) {
+    auto* t = mb.proto().mutable_graph()->add_initializer();
+    t->set_name("axes");
+    t->set_data_type(pb::TensorProto::INT64);
+    t->add_dims(int64_t(f.axes.size()));
+    for (int64_t a : f.axes) t->add_int64_data(a);
+  }
+  auto reduce = [&](const std::string& in, const std::string& out) {
+    mb.node("ReduceSum", f.opset >= 13 ? std::vector<std::string>{in, "axes"} : std::vector<std::string>{in}, {out}, out);
+    if (f.opset < 13) attr_ints(mb, "axes", f.axes);
+    attr_int(mb, "keepdims", f.keepdims);
+  };
+  if (f.plain_sum) {
+    reduce("dy", "s2");
+    mb.node("Neg", {"s2"}, {"s2n"}, "neg");
+  }
+  mb.node("Sub", {"x", "mean"}, {"c"}, "center");
+  mb.node("Mul", {"dy", "c"}, {"p"}, "product");
+  reduce("p", "s1");
+  for (auto& o : *mb.proto().mutable_graph()->mutable_output()) o.mutable_type()->mutable_tensor_type()->clear_shape();
+  return mb.bytes();
+}
+
+TEST_F(PatternFusionTest, BatchNormGradientSumsBecomeOneNode) {
+  struct Want {
+    BatchNormSumsForm form;
+    bool fused;
+  };
+  const std::vector<Want> cases = {
+      {{}, true},                                                   // sums read in between, [C, 1, 1] mean
+      {{{-1, 3, 4, 5}, {1, 3, 1, 1}, {0, -1, 2}, 11}, true},        // axes an attribute, negative; [1, C, 1, 1]
+      {{{6, 3}, {3}, {0}, 13, 0, false}, true},                     // rank 2, no plain sum
+      {{{-1, 3, 4, 5}, {1, 1, 5}}, false},                          // the mean is not per channel
+      {{{-1, 3, 4, 5}, {3, 1, 1}, {0, 2}}, false},                  // not every axis but the channels
+      {{{-1, 3, 4, 5}, {3, 1, 1}, {0, 2, 3}, 13, 1}, false},        // keepdims
+      {{{-1, 3, 4, 5}, {3, 1, 1}, {0, 2, 3}, 13, 0, true, true}, false},  // the centered X is read elsewhere
+  };
+  std::mt19937 rng(29);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const BatchNormSumsForm& f = cases[i].form;
+    SCOPED_TRACE("case " + std::to_string(i));
+    Shape shape = f.x_shape;
+    if (shape[0] < 0) shape[0] = 2;
+    const int64_t n = shape[0], c = shape[1];
+    int64_t plane = 1;
+    for (size_t d = 2; d < shape.size(); ++d) plane *= shape[d];
+    const std::vector<float> mean = random_floats(size_t(c * plane), rng, -1, 1);  // enough for any mean shape
+    int64_t mean_count = 1;
+    for (int64_t d : f.mean_shape) mean_count *= d;
+    const std::vector<float> mean_values(mean.begin(), mean.begin() + mean_count);
+    const std::string bytes = batchnorm_sums_model(f, mean_values);
+    auto fused = session(bytes, GraphOptimization::kAll);
+    auto plain = session(bytes, GraphOptimization::kOff);
+    ASSERT_TRUE(fused && plain);
+    const std::vector<std::string> got = ops(*fused);
+    EXPECT_EQ(std::count(got.begin(), got.end(), "ai.onyx::BatchNormGradSums"), cases[i].fused ? 1 : 0);
+    if (!cases[i].fused) continue;
+    EXPECT_EQ(got.size(), f.plain_sum ? 2u : 1u);  // and the Neg
+    Tensor x = Tensor::allocate(ONYX_DTYPE_FLOAT32, shape), dy = Tensor::allocate(ONYX_DTYPE_FLOAT32, shape);
+    const std::vector<float> xs = random_floats(size_t(n * c * plane), rng, -2, 3);
+    const std::vector<float> dys = random_floats(size_t(n * c * plane), rng, -1, 1);
+    std::copy(xs.begin(), xs.end(), x.data_as<float>());
+    std::copy(dys.begin(), dys.end(), dy.data_as<float>());
+    std::vector<double> want_centered(size_t(c), 0.0), want_sum(size_t(c), 0.0), abs_centered(size_t(c), 0.0),
+        abs_sum(size_t(c), 0.0);
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t k = 0; k < c; ++k)
+        for (int64_t j = 0; j < plane; ++j) {
+          const size_t at = size_t((b * c + k) * plane + j);
+          const double term = double(dys[at]) * (double(xs[at]) - double(mean_values[size_t(k)]));
+          want_centered[size_t(k)] += term, abs_centered[size_t(k)] += std::fabs(term);
+          want_sum[size_t(k)] += double(dys[at]), abs_sum[size_t(k)] += std::fabs(double(dys[at]));
+        }
+    for (Session* s : {fused.get(), plain.get()}) {
+      auto out = s->run({{"x", x}, {"dy", dy}});
+      ASSERT_TRUE(out.ok()) << out.status().to_string();
+      ASSERT_EQ(out.value()[0].shape(), (Shape{c}));
+      // n * plane float32 terms (each rounded twice) added in any order:
+      // (terms + 2) * 2^-24 times the sum of their magnitudes.
+      const double terms = double(n * plane + 2) * std::ldexp(1.0, -24);
+      for (int64_t k = 0; k < c; ++k) {
+        EXPECT_NEAR(out.value()[0].data_as<float>()[k], want_centered[size_t(k)], terms * abs_centered[size_t(k)]) << k;
+        if (f.plain_sum) {
+          EXPECT_NEAR(out.value()[1].data_as<float>()[k], -want_sum[size_t(k)], terms * abs_sum[size_t(k)]) << k;
+        }
+      }
+    }
+  }
 }
 
 TEST(PatternFusionPass, NothingIsFusedThatNoProviderClaimsFirst) {
