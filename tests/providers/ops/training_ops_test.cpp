@@ -303,7 +303,9 @@ std::vector<ConvGradCase> conv_grad_cases() {
           {{3, 8, 7, 7}, {16, 8, 3, 3}, 1, 1, 1, 1},    // its second
           {{2, 3, 9, 8}, {4, 3, 3, 2}, 2, 1, 1, 1},     // stride 2, uneven kernel
           {{2, 4, 9, 9}, {6, 2, 3, 3}, 1, 2, 2, 2},     // dilation, groups
-          {{2, 2, 5, 5}, {3, 2, 1, 1}, 1, 0, 1, 1}};    // 1x1
+          {{2, 2, 5, 5}, {3, 2, 1, 1}, 1, 0, 1, 1},     // 1x1
+          {{2, 3, 9, 9}, {32, 3, 3, 3}, 1, 1, 1, 1},    // dW with channels in lanes: 2 blocks, 27 pairs
+          {{2, 4, 7, 7}, {32, 2, 3, 3}, 1, 1, 1, 2}};   // and per group
 }
 
 ONYX_PROVIDER_CASE_SUITE(ConvGradTest, ConvGradCase, conv_grad_cases(), case_index<ConvGradCase>);

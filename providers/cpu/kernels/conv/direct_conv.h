@@ -133,6 +133,19 @@ void run_flat(const Plan& p, const float* x, const float* flat_w, const float* b
 void accumulate_weight_gradient(const Plan& p, const float* x, const float* dy, float* dw, int64_t block_lo,
                                 int64_t block_hi);
 
+// The weight gradient with output channels in the vector lanes, for shapes
+// where weight_lanes_fit() (out_channels a multiple of 2 * lanes(), 18 or
+// more (channel, tap) pairs, rows that do not fill whole vectors): dy_t is dY
+// of one (image, group) transposed, [out_h * out_w][out_channels], x padded
+// as for run(), and dw [channels * taps][out_channels] is added into, for
+// (channel, tap) pairs [pair_lo, pair_hi). Any stride: positions come from
+// the plan. Safe to call concurrently on disjoint pairs. (The CNN's second
+// layer, 8 -> 16 channels on 14 x 14: accumulate_weight_gradient idles 2
+// of 16 lanes and masks every load on such rows.)
+bool weight_lanes_fit(const Shape& s);
+void accumulate_weight_gradient_lanes(const Plan& p, const float* x, const float* dy_t, float* dw, int64_t pair_lo,
+                                      int64_t pair_hi);
+
 // The shape run() sees for windows `win` (lifted to 3-D) of one group, and
 // the input planes of one (image, group) copied into `dst` with their zero
 // padding, followed by kSlack zeros. padding_written: `dst` already holds
@@ -185,8 +198,9 @@ struct Work {
   const float *x, *packed_w, *bias;
   const Epilogue* epilogue;
   float* y;
-  const float* dy;  // weight gradients: the output gradient, read like y
-  float* dw;        // [out_channels, channels, taps], added into
+  const float* dy;  // weight gradients: the output gradient, read like y (or transposed)
+  float* dw;        // [out_channels, channels, taps] (or transposed), added into
+  const int64_t* positions;  // Plan::positions
 };
 Work work_for(const Plan& p, const float* x, const float* packed_w, const float* bias,
               const Epilogue& e, float* y);
@@ -212,6 +226,8 @@ void run_flat_avx2(const LaneWork& w, int64_t row_lo, int64_t row_hi);
 void run_avx512(const Work& w, int64_t block_lo, int64_t block_hi);
 void weight_gradient_avx2(const Work& w, int64_t block_lo, int64_t block_hi);
 void weight_gradient_avx512(const Work& w, int64_t block_lo, int64_t block_hi);
+void weight_gradient_lanes_avx2(const Work& w, int64_t pair_lo, int64_t pair_hi);
+void weight_gradient_lanes_avx512(const Work& w, int64_t pair_lo, int64_t pair_hi);
 }  // namespace detail
 
 }  // namespace onyx::cpu::direct_conv

@@ -31,6 +31,10 @@ void detail::weight_gradient_avx2(const Work& w, int64_t block_lo, int64_t block
   impl::weight_gradient<Avx2>(w, block_lo, block_hi);
 }
 
+void detail::weight_gradient_lanes_avx2(const Work& w, int64_t pair_lo, int64_t pair_hi) {
+  impl::weight_gradient_lanes<Avx2>(w, pair_lo, pair_hi);
+}
+
 }  // namespace onyx::cpu::direct_conv
 
 #endif  // ONYX_CPU_AVX2_LOOPS

@@ -49,6 +49,10 @@ void detail::weight_gradient_avx512(const Work& w, int64_t block_lo, int64_t blo
   impl::weight_gradient<Avx512>(w, block_lo, block_hi);
 }
 
+void detail::weight_gradient_lanes_avx512(const Work& w, int64_t pair_lo, int64_t pair_hi) {
+  impl::weight_gradient_lanes<Avx512>(w, pair_lo, pair_hi);
+}
+
 }  // namespace onyx::cpu::direct_conv
 
 #endif  // ONYX_CPU_AVX512_LOOPS

@@ -1,8 +1,10 @@
 // conv_grad.cpp: ai.onyx ConvGrad(dY, X, W) -> (dX, dW) with Conv's
 // attributes (either output may be omitted, and is then not computed).
-//   dW: per image and group, im2col of X (in chunks of output lines) and
-//       dW += dY [M/g, OHW] x col^T, images split over the threads, each
-//       summing into its own copy of dW.
+//   dW: per image and group, where the direct convolution fits, its
+//       weight-gradient kernels over a padded copy of X (output channels in
+//       the vector lanes when they fill them); else im2col of X (in chunks
+//       of output lines) and dW += dY [M/g, OHW] x col^T; images split over
+//       the threads, each summing into its own copy of dW.
 //   dX, stride 1 (float32, where the direct convolution fits): dX is the
 //       convolution of dY with W transposed and flipped (W'[c, m] =
 //       W[m, c] rotated 180 degrees), dilated as W, padded extent - 1 - pad.
@@ -10,6 +12,7 @@
 //       GEMM per group), scattered back into dX.
 // float32 runs on the provider's blocked SGEMM, float64 (used by the
 // gradient checks) on its plain DGEMM (both gemm/gemm.h).
+#include <algorithm>
 #include <type_traits>
 #include <vector>
 
@@ -123,14 +126,18 @@ class ConvGradKernel final : public sdk::Kernel {
     if constexpr (std::is_same_v<T, float>) direct = direct_conv::fits(win, ck);
     const direct_conv::Shape shape = direct ? direct_conv::shape_for(win, cg, mg) : direct_conv::Shape{};
     const direct_conv::Plan plan = direct ? direct_conv::make_plan(shape, direct_conv::lanes()) : direct_conv::Plan{};
-    // The direct kernel leaves each weight's sum as a vector of partial
-    // sums, one per lane, added over the images and reduced once at the end.
-    const int64_t lanes = direct ? direct_conv::lanes() : 1, sums = m * ck * lanes;
+    // Output channels that fill the vector lanes go in them, over dY
+    // transposed per image (sums [group][pair][channel]); else the direct
+    // kernel leaves each weight's sum as a vector of partial sums, one per
+    // lane, added over the images and reduced once at the end.
+    const bool channel_lanes = direct && direct_conv::weight_lanes_fit(shape);
+    const int64_t lanes = direct && !channel_lanes ? direct_conv::lanes() : 1, sums = m * ck * lanes;
     const int64_t chunk = conv_lowering::lines_per_chunk<T>(ctx, n, ck, width, lines);
     const bool parallel = conv_lowering::items_in_parallel(ctx, n);
     const size_t slots = parallel ? ctx.thread_count() : 1;
     // Per slot: the padded input or the column buffer, then its own sums.
-    const int64_t buffer = direct ? cg * shape.padded_h * shape.padded_w + direct_conv::kSlack : ck * chunk * width;
+    const int64_t padded = cg * shape.padded_h * shape.padded_w + direct_conv::kSlack;
+    const int64_t buffer = direct ? padded + (channel_lanes ? ohw * mg : 0) : ck * chunk * width;
     const int64_t per_slot = buffer + sums;
     std::vector<T> scratch(slots * size_t(per_slot));
     auto image = [&](int64_t b, T* buf, T* acc, Worker<T>& worker) {
@@ -143,6 +150,17 @@ class ConvGradKernel final : public sdk::Kernel {
             // buf is only ever this shape's padded planes: its padding,
             // zeroed with the vector, stays written.
             direct_conv::pad_planes(xg, win, shape, buf, /*padding_written=*/true);
+            if (channel_lanes) {
+              T* dyt = buf + padded;
+              for (int64_t p = 0; p < ohw; ++p)
+                for (int64_t mi = 0; mi < mg; ++mi) dyt[p * mg + mi] = dyg[mi * ohw + p];
+              constexpr int64_t kPairs = 12;  // the kernels' pair blocks divide it
+              worker.for_range(size_t((ck + kPairs - 1) / kPairs), 1, [&](size_t lo, size_t hi) {
+                direct_conv::accumulate_weight_gradient_lanes(plan, buf, dyt, accg, int64_t(lo) * kPairs,
+                                                              std::min(ck, int64_t(hi) * kPairs));
+              });
+              continue;
+            }
             worker.for_range(size_t(plan.blocks), 1, [&](size_t lo, size_t hi) {
               direct_conv::accumulate_weight_gradient(plan, buf, dyg, accg, int64_t(lo), int64_t(hi));
             });
@@ -174,9 +192,12 @@ class ConvGradKernel final : public sdk::Kernel {
     }
     T* out = dw.data<T>();
     for (int64_t i = 0; i < m * ck; ++i) {
+      // Weight i = (g * mg + mi) * ck + pair; with channel lanes its sums
+      // are at (g * ck + pair) * mg + mi.
+      const int64_t at = channel_lanes ? (i / (mg * ck) * ck + i % ck) * mg + i / ck % mg : i * lanes;
       T sum = T(0);
       for (size_t slot = 0; slot < slots; ++slot)
-        for (int64_t l = 0; l < lanes; ++l) sum += scratch[slot * size_t(per_slot) + size_t(buffer + i * lanes + l)];
+        for (int64_t l = 0; l < lanes; ++l) sum += scratch[slot * size_t(per_slot) + size_t(buffer + at + l)];
       out[i] = sum;
     }
   }
