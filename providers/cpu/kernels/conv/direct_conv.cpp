@@ -213,14 +213,21 @@ void accumulate_weight_gradient(const Plan& p, const float* x, const float* dy, 
   }
 }
 
-// Measured on AVX2 (Zen 4, one thread, batch 64, 3x3): 8 -> 16 channels on
-// 14 x 14 (rows of a vector and six lanes: a masked load in every one)
-// 0.72 -> 0.44 ms; but 1 -> 16 on 28 x 28 0.36 -> 0.50 ms, where 9 pairs
-// do not pay for transposing dY, and rows that fill whole vectors (16 -> 32
-// on 32 x 32) gain nothing.
+// Measured on AVX2 (Zen 4, one thread, 3x3, against the per-lane form):
+// 8 -> 16 channels on 14 x 14 at batch 64 (rows of a vector and six lanes, a
+// masked load in every one) 0.72 -> 0.39 ms, 1 -> 16 on 28 x 28 (9 pairs)
+// 0.36 -> 0.32 ms, 16 -> 32 on 32 x 32 at batch 16 (whole vectors) 3.04 ->
+// 1.89 ms. Fewer pairs than 9 were not measured.
 bool weight_lanes_fit(const Shape& s) {
-  return available() && s.out_channels % (2 * lanes()) == 0 && s.channels * s.kernel_h * s.kernel_w >= 18 &&
-         s.out_w % lanes() != 0;
+  return available() && s.out_channels % (2 * lanes()) == 0 && s.channels * s.kernel_h * s.kernel_w >= 9;
+}
+
+void transpose_planes(const float* src, int64_t planes, int64_t size, float* dst) {
+#if defined(ONYX_CPU_AVX2_LOOPS)
+  if (best_isa() != Isa::none && planes % 8 == 0) return detail::transpose_planes_avx2(src, planes, size, dst);
+#endif
+  for (int64_t p = 0; p < size; ++p)
+    for (int64_t c = 0; c < planes; ++c) dst[p * planes + c] = src[c * size + p];
 }
 
 void accumulate_weight_gradient_lanes(const Plan& p, const float* x, const float* dy_t, float* dw, int64_t pair_lo,

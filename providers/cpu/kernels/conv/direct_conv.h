@@ -134,15 +134,19 @@ void accumulate_weight_gradient(const Plan& p, const float* x, const float* dy, 
                                 int64_t block_hi);
 
 // The weight gradient with output channels in the vector lanes, for shapes
-// where weight_lanes_fit() (out_channels a multiple of 2 * lanes(), 18 or
-// more (channel, tap) pairs, rows that do not fill whole vectors): dy_t is dY
+// where weight_lanes_fit() (out_channels a multiple of 2 * lanes(), 9 or
+// more (channel, tap) pairs): dy_t is dY
 // of one (image, group) transposed, [out_h * out_w][out_channels], x padded
 // as for run(), and dw [channels * taps][out_channels] is added into, for
 // (channel, tap) pairs [pair_lo, pair_hi). Any stride: positions come from
-// the plan. Safe to call concurrently on disjoint pairs. (The CNN's second
-// layer, 8 -> 16 channels on 14 x 14: accumulate_weight_gradient idles 2
-// of 16 lanes and masks every load on such rows.)
+// the plan. Safe to call concurrently on disjoint pairs. (Faster than
+// accumulate_weight_gradient wherever it fits: that one idles lanes and
+// masks every load on rows that are not whole vectors, and loads dY for
+// every 2 pairs; direct_conv.cpp has the measurements.)
 bool weight_lanes_fit(const Shape& s);
+// dst [size][planes] = src [planes][size] transposed (dY^T for the above),
+// 8 x 8 blocks at a time where AVX2 runs.
+void transpose_planes(const float* src, int64_t planes, int64_t size, float* dst);
 void accumulate_weight_gradient_lanes(const Plan& p, const float* x, const float* dy_t, float* dw, int64_t pair_lo,
                                       int64_t pair_hi);
 
@@ -227,6 +231,7 @@ void run_avx512(const Work& w, int64_t block_lo, int64_t block_hi);
 void weight_gradient_avx2(const Work& w, int64_t block_lo, int64_t block_hi);
 void weight_gradient_avx512(const Work& w, int64_t block_lo, int64_t block_hi);
 void weight_gradient_lanes_avx2(const Work& w, int64_t pair_lo, int64_t pair_hi);
+void transpose_planes_avx2(const float* src, int64_t planes, int64_t size, float* dst);  // planes % 8 == 0
 void weight_gradient_lanes_avx512(const Work& w, int64_t pair_lo, int64_t pair_hi);
 }  // namespace detail
 

@@ -35,6 +35,20 @@ void detail::weight_gradient_lanes_avx2(const Work& w, int64_t pair_lo, int64_t 
   impl::weight_gradient_lanes<Avx2>(w, pair_lo, pair_hi);
 }
 
+void detail::transpose_planes_avx2(const float* src, int64_t planes, int64_t size, float* dst) {
+  const int64_t full = size / 8 * 8;
+  for (int64_t c0 = 0; c0 < planes; c0 += 8) {
+    for (int64_t p0 = 0; p0 < full; p0 += 8) {
+      __m256 r[8];
+      for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + (c0 + i) * size + p0);
+      avx2::transpose8(r);
+      for (int i = 0; i < 8; ++i) _mm256_storeu_ps(dst + (p0 + i) * planes + c0, r[i]);
+    }
+    for (int64_t p = full; p < size; ++p)
+      for (int64_t i = 0; i < 8; ++i) dst[p * planes + c0 + i] = src[(c0 + i) * size + p];
+  }
+}
+
 }  // namespace onyx::cpu::direct_conv
 
 #endif  // ONYX_CPU_AVX2_LOOPS

@@ -152,8 +152,7 @@ class ConvGradKernel final : public sdk::Kernel {
             direct_conv::pad_planes(xg, win, shape, buf, /*padding_written=*/true);
             if (channel_lanes) {
               T* dyt = buf + padded;
-              for (int64_t p = 0; p < ohw; ++p)
-                for (int64_t mi = 0; mi < mg; ++mi) dyt[p * mg + mi] = dyg[mi * ohw + p];
+              direct_conv::transpose_planes(dyg, mg, ohw, dyt);
               constexpr int64_t kPairs = 12;  // the kernels' pair blocks divide it
               worker.for_range(size_t((ck + kPairs - 1) / kPairs), 1, [&](size_t lo, size_t hi) {
                 direct_conv::accumulate_weight_gradient_lanes(plan, buf, dyt, accg, int64_t(lo) * kPairs,
