@@ -8,11 +8,10 @@
 //   AdamWHF (the same inputs and outputs; adamw_hf.c's formulas)
 //   SGD   (param, grad, buf, lr, step, momentum, nesterov, weight_decay)    => (param', buf')
 //
-// The loops run in chunks of 16 elements copied to locals, so that they
-// vectorize even when an output is its input (the planner updates state in
-// place), cloned per ISA (GCC picks the clone when the library loads), with
-// sqrt as an instruction (this file is built with -fno-math-errno). Chunks
-// are split over the pool.
+// The loops run in chunks of 8 elements held in vector values (see Floats),
+// cloned per ISA (GCC picks the clone when the library loads), with sqrt as
+// an instruction (this file is built with -fno-math-errno). Chunks are split
+// over the pool.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -25,7 +24,23 @@ namespace onyx::cpu {
 namespace {
 
 constexpr const char* kOptimizerDomain = "ai.onyx.optimizers";
-constexpr int64_t kChunk = 16;
+
+// Eight floats: one AVX2 register. The updates load a chunk of every input
+// into such values, compute, then store every output, so that they vectorize
+// even when an output is its input (the planner updates state in place).
+// (Copies through float arrays instead were lowered by GCC through the stack
+// and general registers: AdamW ran at 1.5 ns an element.)
+using Floats = float __attribute__((vector_size(32)));
+constexpr int64_t kChunk = int64_t(sizeof(Floats) / sizeof(float));
+
+// (Vector values pass by reference: by value they would change the ABI
+// between the clones.)
+inline void load(const float* p, Floats* v) { std::memcpy(v, p, sizeof *v); }
+inline void store(float* p, const Floats& v) { std::memcpy(p, &v, sizeof v); }
+inline void root(float* x) { *x = std::sqrt(*x); }
+inline void root(Floats* x) {
+  for (int64_t i = 0; i < kChunk; ++i) (*x)[i] = std::sqrt((*x)[i]);  // one vsqrtps (-fno-math-errno)
+}
 
 // The AdamW forms share the moment updates and differ in the parameter's.
 struct Moments {
@@ -43,8 +58,9 @@ struct AdamWRule {
   static AdamWRule make(float lr, float bias1, float bias2, float epsilon, float weight_decay) {
     return {lr / bias1, 1.0f / std::sqrt(bias2), epsilon, 1.0f - lr * weight_decay};
   }
-  float param(float p, float m, float v) const {
-    return p * keep - step_size * m / (std::sqrt(v) * inv_sqrt_bias2 + epsilon);
+  template <class F>  // float or Floats; root_v = sqrt(v')
+  void param(const F& p, const F& m, const F& root_v, F* out) const {
+    *out = p * keep - step_size * m / (root_v * inv_sqrt_bias2 + epsilon);
   }
 };
 
@@ -56,35 +72,40 @@ struct AdamWHFRule {
   static AdamWHFRule make(float lr, float bias1, float bias2, float epsilon, float weight_decay) {
     return {lr * std::sqrt(bias2) / bias1, epsilon, 1.0f - lr * weight_decay};
   }
-  float param(float p, float m, float v) const { return (p - step_size * (m / (std::sqrt(v) + epsilon))) * keep; }
+  template <class F>
+  void param(const F& p, const F& m, const F& root_v, F* out) const {
+    *out = (p - step_size * (m / (root_v + epsilon))) * keep;
+  }
 };
 
-// N elements of an AdamW update, all computed before any is stored (an
-// output may be its input).
-template <class Rule, int64_t N>
-inline void adam_chunk(const Moments& c, const Rule& rule, const float* p, const float* g, const float* m,
-                       const float* v, float* p_out, float* m_out, float* v_out) {
-  float np[N], nm[N], nv[N];
-  for (int64_t i = 0; i < N; ++i) {
-    nm[i] = c.beta1 * m[i] + c.one_minus_beta1 * g[i];
-    nv[i] = c.beta2 * v[i] + c.one_minus_beta2 * (g[i] * g[i]);
-    np[i] = rule.param(p[i], nm[i], nv[i]);
-  }
-  // One copy per output (the outputs may alias each other as far as the
-  // compiler knows, so one loop storing all three would not vectorize).
-  std::memcpy(p_out, np, sizeof np);
-  std::memcpy(m_out, nm, sizeof nm);
-  std::memcpy(v_out, nv, sizeof nv);
+// One step of AdamW on values of type F (float or Floats).
+template <class Rule, class F>
+inline void adam_step(const Moments& c, const Rule& rule, const F& p, const F& g, const F& m, const F& v, F* p_out,
+                      F* m_out, F* v_out) {
+  *m_out = c.beta1 * m + c.one_minus_beta1 * g;
+  *v_out = c.beta2 * v + c.one_minus_beta2 * (g * g);
+  F root_v = *v_out;
+  root(&root_v);
+  rule.param(p, *m_out, root_v, p_out);
 }
 
 template <class Rule>
-__attribute__((always_inline)) inline void adam_range(const Moments& c, const Rule& rule, const float* p,
+__attribute__((always_inline)) inline void adam_range(const Moments c, const Rule rule, const float* p,
                                                       const float* g, const float* m, const float* v, float* p_out,
                                                       float* m_out, float* v_out, int64_t lo, int64_t hi) {
   int64_t i = lo;
-  for (; i + kChunk <= hi; i += kChunk)
-    adam_chunk<Rule, kChunk>(c, rule, p + i, g + i, m + i, v + i, p_out + i, m_out + i, v_out + i);
-  for (; i < hi; ++i) adam_chunk<Rule, 1>(c, rule, p + i, g + i, m + i, v + i, p_out + i, m_out + i, v_out + i);
+  for (; i + kChunk <= hi; i += kChunk) {
+    Floats vp, vg, vm, vv, np, nm, nv;
+    load(p + i, &vp), load(g + i, &vg), load(m + i, &vm), load(v + i, &vv);
+    adam_step(c, rule, vp, vg, vm, vv, &np, &nm, &nv);
+    store(p_out + i, np), store(m_out + i, nm), store(v_out + i, nv);
+  }
+  for (; i < hi; ++i) {  // copies first: an output may share an input's buffer
+    const float vp = p[i], vg = g[i], vm = m[i], vv = v[i];
+    float np, nm, nv;
+    adam_step(c, rule, vp, vg, vm, vv, &np, &nm, &nv);
+    p_out[i] = np, m_out[i] = nm, v_out[i] = nv;
+  }
 }
 
 // One clone set per form (target_clones takes no templates).
@@ -101,25 +122,29 @@ struct SgdConstants {
   float lr, momentum, nesterov, weight_decay;
 };
 
-template <int64_t N>
-inline void sgd_chunk(const SgdConstants& c, const float* p, const float* g, const float* buf, float* p_out,
-                      float* buf_out) {
-  float np[N], nb[N];
-  for (int64_t i = 0; i < N; ++i) {
-    float grad = g[i] + c.weight_decay * p[i];
-    float new_buf = c.momentum * buf[i] + grad;
-    float direction = c.nesterov * (grad + c.momentum * new_buf) + (1.0f - c.nesterov) * new_buf;
-    np[i] = p[i] - c.lr * direction;
-    nb[i] = new_buf;
-  }
-  std::memcpy(p_out, np, sizeof np);
-  std::memcpy(buf_out, nb, sizeof nb);
+template <class F>
+inline void sgd_step(const SgdConstants& c, const F& p, const F& g, const F& buf, F* p_out, F* buf_out) {
+  const F grad = g + c.weight_decay * p;
+  const F new_buf = c.momentum * buf + grad;
+  const F direction = c.nesterov * (grad + c.momentum * new_buf) + (1.0f - c.nesterov) * new_buf;
+  *p_out = p - c.lr * direction;
+  *buf_out = new_buf;
 }
 
-ONYX_CLONES void sgd_range( const SgdConstants& c, const float* p, const float* g, const float* buf, float* p_out, float* buf_out, int64_t lo, int64_t hi) {
+ONYX_CLONES void sgd_range( const SgdConstants c, const float* p, const float* g, const float* buf, float* p_out, float* buf_out, int64_t lo, int64_t hi) {
   int64_t i = lo;
-  for (; i + kChunk <= hi; i += kChunk) sgd_chunk<kChunk>(c, p + i, g + i, buf + i, p_out + i, buf_out + i);
-  for (; i < hi; ++i) sgd_chunk<1>(c, p + i, g + i, buf + i, p_out + i, buf_out + i);
+  for (; i + kChunk <= hi; i += kChunk) {
+    Floats vp, vg, vb, np, nb;
+    load(p + i, &vp), load(g + i, &vg), load(buf + i, &vb);
+    sgd_step(c, vp, vg, vb, &np, &nb);
+    store(p_out + i, np), store(buf_out + i, nb);
+  }
+  for (; i < hi; ++i) {
+    const float vp = p[i], vg = g[i], vb = buf[i];
+    float np, nb;
+    sgd_step(c, vp, vg, vb, &np, &nb);
+    p_out[i] = np, buf_out[i] = nb;
+  }
 }
 
 class FusedUpdateKernel : public sdk::Kernel {
@@ -153,7 +178,7 @@ class FusedUpdateKernel : public sdk::Kernel {
     // that a layer of 32k parameters is split too: its gradient lies half in
     // each core's cache after the backward pass.
     const size_t chunks = size_t((param.size() + kChunk - 1) / kChunk);
-    ctx.parallel_for(chunks, 512, [&](size_t lo, size_t hi) {
+    ctx.parallel_for(chunks, size_t(8192 / kChunk), [&](size_t lo, size_t hi) {
       update(in, scalar, out, int64_t(lo) * kChunk, std::min(param.size(), int64_t(hi) * kChunk));
     });
     return nullptr;
