@@ -10,10 +10,14 @@ void set_product(GradContext& c, const std::string& derivative) {
   c.set_dx(0, c.e().op("Mul", {c.dy(0), derivative}));
 }
 
+// From the output (y > 0 exactly where x > 0), as PyTorch's does: the
+// pre-activation then has no reader but the Relu, so the graph optimizer can
+// fold the Relu into the Gemm or Conv before it, and the training graph need
+// not keep both.
 Status relu_rule(GradContext& c) {
   Emitter& e = c.e();
-  std::string positive = e.op("Greater", {c.x(0), e.scalar_like(0, c.x(0))});
-  c.set_dx(0, e.op("Where", {positive, c.dy(0), e.scalar_like(0, c.x(0))}));
+  std::string positive = e.op("Greater", {c.y(0), e.scalar_like(0, c.y(0))});
+  c.set_dx(0, e.op("Where", {positive, c.dy(0), e.scalar_like(0, c.y(0))}));
   return Status();
 }
 
