@@ -2,8 +2,9 @@
 //
 //   onyx_gemm_bench [--quick] [--threads 1,2] [--shapes 1024,512x768x3072,...]
 //                   [--isa generic|avx2|avx512] [--packed] [--rounds N] [--ms T]
-//                   [--settle MS]
+//                   [--settle MS] [--peak]
 //
+// --peak: only the measured 1-core FMA peak (bench/speed/compare.py reads it).
 // Shapes are MxNxK (a single number is a cube). For every shape and thread
 // count it prints GFLOP/s of ours, of oneDNN, and their ratio. The two are
 // timed in alternating rounds in the same process, and the medians reported,
@@ -250,7 +251,7 @@ int main(int argc, char** argv) {
   std::vector<int64_t> thread_counts = {1, 2};
   int rounds = 5;
   double round_ms = 150;
-  bool packed = false;
+  bool packed = false, peak_only = false;
   gd::Isa isa = gd::best_isa();
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -273,6 +274,8 @@ int main(int argc, char** argv) {
       g_settle_ms = std::atof(next), ++i;
     } else if (arg == "--packed") {
       packed = true;
+    } else if (arg == "--peak") {
+      peak_only = true;
     } else if (arg == "--isa") {
       bool found = false;
       for (gd::Isa c : {gd::Isa::generic, gd::Isa::avx2, gd::Isa::avx512})
@@ -281,12 +284,13 @@ int main(int argc, char** argv) {
       ++i;
     } else {
       std::fprintf(stderr, "usage: %s [--quick] [--threads 1,2] [--shapes 1024,128x768x3072] "
-                           "[--isa NAME] [--packed] [--rounds N] [--ms T] [--settle MS]\n", argv[0]);
+                           "[--isa NAME] [--packed] [--rounds N] [--ms T] [--settle MS] [--peak]\n", argv[0]);
       return 2;
     }
   }
 
   const double peak = measure_peak();
+  if (peak_only) return std::printf("measured 1-core fp32 FMA peak: %.1f GFLOP/s\n", peak), 0;
   std::printf("onyx sgemm isa: %s   measured 1-core fp32 FMA peak: %.1f GFLOP/s\n", gd::isa_name(isa), peak);
   std::printf("GFLOP/s: medians over %d alternating rounds; best: ratio of the best rounds\n", rounds);
   std::printf("%-18s %3s %9s %9s %7s %6s %7s%s  %s\n", "MxNxK", "thr", "ours", "onednn", "ratio", "best",

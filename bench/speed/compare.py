@@ -13,7 +13,9 @@ same model file and the same input. Each measurement is the p50 (nearest rank) o
 a warm-up, N sized to about --budget seconds. The two alternate, --rounds rounds (default 3), so
 that drift on a shared machine hits both; the best p50 of each is kept. Onyx/ORT < 1 means Onyx is
 faster (issue 12's goal: <= 0.8). The thread table gives each runtime's throughput with 2 threads
-over 1 thread (goal: >= 1.6 at batch 64). --providers cpu,onednn times each Onyx provider in turn
+over 1 thread (goal: >= 1.6 at batch 64). With the build's onyx_gemm_bench, %pk columns give each
+runtime's MatMul/Gemm/Conv GFLOP/s as a percentage of the measured FMA peak, and `need` the
+percentage 0.8x ORT's latency takes. --providers cpu,onednn times each Onyx provider in turn
 (one other than cpu with `--provider P --provider cpu --fallback allow`: what it declines runs on the
 CPU provider), each against ORT and against Onyx's CPU provider (issue 18's goals: oneDNN <= the CPU
 provider, and <= 0.8x ORT on the CNN at batch 64).
@@ -234,8 +236,48 @@ def worker_train(args):
     return {"step_ms": step_ms, "steps": steps}
 
 
+def worker_flops(args):
+    """Multiply-add FLOPs (2 per multiply-add) of each model's MatMul, Gemm and Conv nodes at each input
+    shape, from ONNX shape inference: {"path|dims": flops}. The rest (elementwise, pooling,
+    normalization) is left out: a lower bound on the work."""
+    import onnx
+    from onnx import shape_inference
+    out = {}
+    for path, input_name, dims in args["cases"]:
+        model = onnx.load(path)
+        for value in model.graph.input:
+            if value.name == input_name:
+                shape = value.type.tensor_type.shape
+                for dim, size in zip(shape.dim, dims):
+                    dim.Clear()
+                    dim.dim_value = size
+        model = shape_inference.infer_shapes(model)
+        known = {}
+        for value in list(model.graph.input) + list(model.graph.value_info) + list(model.graph.output):
+            known[value.name] = [d.dim_value for d in value.type.tensor_type.shape.dim]
+        for tensor in model.graph.initializer:
+            known[tensor.name] = list(tensor.dims)
+        flops = 0
+        for node in model.graph.node:
+            a = known.get(node.input[0]) if node.input else None
+            y = known.get(node.output[0])
+            if not a or not y or 0 in a + y:
+                continue
+            if node.op_type == "MatMul":
+                flops += 2 * math.prod(y) * a[-1]
+            elif node.op_type == "Gemm":
+                trans_a = any(at.name == "transA" and at.i for at in node.attribute)
+                flops += 2 * math.prod(y) * (a[0] if trans_a else a[-1])
+            elif node.op_type == "Conv":
+                w = known.get(node.input[1])
+                if w:
+                    flops += 2 * math.prod(y) * math.prod(w[1:])
+        out[f"{path}|{dims}"] = flops
+    return out
+
+
 WORKERS = {"versions": worker_versions, "onyx_built": worker_onyx_built, "make_inputs": worker_make_inputs, "ort_infer": worker_ort_infer,
-           "artifacts": worker_artifacts, "train": worker_train}
+           "artifacts": worker_artifacts, "train": worker_train, "flops": worker_flops}
 
 
 def worker_main(kind, payload):
@@ -356,6 +398,25 @@ def iterations_for(onyx, model, input_name, input_file, threads, budget_s):
     return max(10, min(20000, int(budget_s * 1e3 / max(p50, 1e-3))))
 
 
+def measured_peak(build):
+    """One core's fp32 FMA peak in GFLOP/s from `onyx_gemm_bench --peak`, or None (not built)."""
+    gemm_bench = os.path.join(build, "bin", "onyx_gemm_bench")
+    if not os.access(gemm_bench, os.X_OK):
+        return None
+    done = subprocess.run([gemm_bench, "--peak"], capture_output=True, text=True, timeout=120)
+    for line in done.stdout.splitlines():
+        if "peak:" in line:
+            return float(line.split("peak:")[1].split()[0])
+    return None
+
+
+def percent_of_peak(flops, ms, peak, threads):
+    """The GFLOP/s of `flops` in `ms`, as a percentage of `threads` cores' peak."""
+    if not flops or not ms or not peak:
+        return None
+    return 100 * flops / (ms * 1e6) / (peak * threads)
+
+
 def measure_inference(case, onyx, pythons, args):
     """Best p50 (ms) of each Onyx provider and of ORT over alternating rounds: {"cpu": ms, ..., "ort": ms}."""
     name, batch, threads, model, input_file = case
@@ -386,11 +447,19 @@ def inference_part(args, onyx, pythons, models, folder, errors):
             cases.extend((name, batch, t, models[name], input_file, dims) for t in args.threads)
     run_worker(pythons["infer_python"], "make_inputs",
                {"inputs": sorted({(c[4], tuple(c[5])) for c in cases})})
+    flops = run_worker(pythons["infer_python"], "flops",
+                       {"cases": sorted({(c[3], MODELS[c[0]][0], tuple(c[5])) for c in cases})})
+    peak = measured_peak(args.build)
     print(f"\nInference: p50 latency in ms, best of {args.rounds} alternating round(s), "
           f"each about {args.budget:g} s of runs")
+    if peak:
+        print(f"%pk: the MatMul/Gemm/Conv FLOPs per run over the latency, as a percentage of the measured "
+              f"FMA peak ({peak:.1f} GFLOP/s per core) times the threads; 'need': the %pk that 0.8x ORT "
+              f"takes (over 100: beyond this machine)")
     others = [p for p in args.providers if p != "cpu"]
     heading = "".join(f" {p + ' ms':>10} {p + '/ORT':>11} {'<=0.8':>6}" for p in args.providers)
     heading += "".join(f" {p + '/cpu':>11}" for p in others if "cpu" in args.providers)
+    heading += "".join(f" {p + ' %pk':>9}" for p in args.providers) + f" {'ORT %pk':>8} {'need':>5}" if peak else ""
     print(f"{'model':<12} {'batch':>5} {'thr':>3} {'runs':>6} {'ORT ms':>9}" + heading, flush=True)
     results = {}
     for case in cases:
@@ -406,6 +475,12 @@ def inference_part(args, onyx, pythons, models, folder, errors):
             r = ratio(best[p], best["ort"])
             row += f" {best[p]:>10.3f} {r:>11.2f} {'yes' if r <= 0.8 else 'no':>6}"
         row += "".join(f" {ratio(best[p], best['cpu']):>11.2f}" for p in others if "cpu" in args.providers)
+        if peak:
+            work = flops.get(f"{case[3]}|{list(case[5])}")
+            shares = {r: percent_of_peak(work, best[r], peak, threads) for r in args.providers + ["ort"]}
+            need = None if shares["ort"] is None else shares["ort"] / 0.8
+            row += "".join(f" {fmt(shares[p], '.0f'):>9}" for p in args.providers)
+            row += f" {fmt(shares['ort'], '.0f'):>8} {fmt(need, '.0f'):>5}"
         print(f"{name:<12} {batch:>5} {threads:>3} {n:>6} {best['ort']:>9.3f}" + row, flush=True)
     names = {p: "Onyx " + p for p in args.providers}
     names["ort"] = "ORT"
