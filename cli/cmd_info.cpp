@@ -153,6 +153,8 @@ void print_placement(const Json& report) {
     std::cout << "op-by-op patterns fused: " << int64_t(optimized["patterns_fused"].num())
               << (per_op.empty() ? "" : " (" + per_op + ")") << "\n";
   }
+  if (double n = optimized["relu_grads_reordered"].num(); n > 0)
+    std::cout << "Relu gradients masked on the pooled side of a MaxPool: " << int64_t(n) << "\n";
   if (double n = optimized["nodes_channels_last"].num(); n > 0)
     std::cout << "quantized nodes in channels-last layout: " << int64_t(n) << "\n";
   const Json::Array& copies = report["copies"].items();

@@ -51,6 +51,10 @@ int fuse_attention(GraphRewrite& rw, const ProviderRank& providers);
 int fuse_matmul_biases(GraphRewrite& rw, const ProviderRank& providers);
 // relu_grad_fusion.cpp: Where(Greater(X, 0), dY, 0) -> ai.onyx ReluGrad(dY, X).
 int fuse_relu_grads(GraphRewrite& rw, const ProviderRank& providers);
+// relu_grad_reorder.cpp: Where(Greater(R, 0), MaxPoolGrad(dP, R), 0) ->
+// MaxPoolGrad(Where(Greater(P, 0), dP, 0), R) where P = MaxPool(R): the
+// Relu's mask on the pooled tensor. Returns how many.
+int reorder_relu_grads_past_max_pools(GraphRewrite& rw);
 // batchnorm_grad_fusion.cpp: ReduceSum(Mul(dY, Sub(X, mean))) over all axes
 // but the channels (and ReduceSum(dY) over them) -> ai.onyx
 // BatchNormGradSums(dY, X, mean).

@@ -609,6 +609,80 @@ TEST_F(PatternFusionTest, GreaterThenWhereBecomesReluGrad) {
   EXPECT_EQ(ops(*other), (std::vector<std::string>{"Greater", "Where"}));
 }
 
+// Relu -> MaxPool's gradient as autodiff writes it: Where(Greater(r, 0),
+// MaxPoolGrad(dp, r), 0), with p = MaxPool(r). `grad_strides` differ from
+// the pool's to make a MaxPoolGrad of other windows; `zero` other than 0 is
+// not Relu's mask.
+struct PoolReluGradForm {
+  Shape r_shape, p_shape;
+  std::vector<int64_t> kernel, strides, pads, grad_strides;
+  float zero = 0;
+};
+
+std::string pool_relu_grad_model(const PoolReluGradForm& f) {
+  ModelBuilder mb(13);
+  mb.opset("ai.onyx", 1);
+  mb.input("r", f.r_shape).input("dp", f.p_shape).output("p", f.p_shape).output("dr", f.r_shape);
+  scalar(mb, "zero", f.zero);
+  auto window = [&](const std::vector<int64_t>& strides) {
+    attr_ints(mb, "kernel_shape", f.kernel);
+    attr_ints(mb, "strides", strides);
+    if (!f.pads.empty()) attr_ints(mb, "pads", f.pads);
+  };
+  mb.node("MaxPool", {"r"}, {"p"}, "pool");
+  window(f.strides);
+  mb.node("MaxPoolGrad", {"dp", "r"}, {"g"}, "pool_grad", "ai.onyx");
+  window(f.grad_strides.empty() ? f.strides : f.grad_strides);
+  mb.node("Greater", {"r", "zero"}, {"positive"}, "relu_grad_mask");
+  mb.node("Where", {"positive", "g", "zero"}, {"dr"}, "relu_grad");
+  return mb.bytes();
+}
+
+TEST_F(PatternFusionTest, ReluMaskMovesToThePooledSideOfMaxPoolGrad) {
+  struct Want {
+    PoolReluGradForm form;
+    std::vector<std::string> ops;
+  };
+  const std::vector<std::string> reordered = {"MaxPool", "ai.onyx::ReluGrad", "ai.onyx::MaxPoolGrad"};
+  const std::vector<Want> cases = {
+      {{{2, 3, 6, 8}, {2, 3, 3, 4}, {2, 2}, {2, 2}, {}, {}, 0}, reordered},
+      // overlapping, padded windows: an input may take several windows' dp
+      {{{2, 3, 7, 7}, {2, 3, 4, 4}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {}, 0}, reordered},
+      // a MaxPoolGrad of other windows than the MaxPool's
+      {{{2, 3, 6, 8}, {2, 3, 3, 4}, {2, 2}, {2, 2}, {}, {2, 1}, 0}, {"MaxPool", "ai.onyx::MaxPoolGrad", "ai.onyx::ReluGrad"}},
+      // a threshold of 0.5
+      {{{2, 3, 6, 8}, {2, 3, 3, 4}, {2, 2}, {2, 2}, {}, {}, 0.5f}, {"MaxPool", "ai.onyx::MaxPoolGrad", "Greater", "Where"}},
+  };
+  std::mt19937 rng(31);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE("case " + std::to_string(i));
+    const PoolReluGradForm& f = cases[i].form;
+    const std::string bytes = pool_relu_grad_model(f);
+    auto moved = session(bytes, GraphOptimization::kAll);
+    auto plain = session(bytes, GraphOptimization::kOff);
+    ASSERT_TRUE(moved && plain);
+    EXPECT_EQ(ops(*moved), cases[i].ops);
+    EXPECT_EQ(moved->partition_report().optimization.relu_grads_reordered, cases[i].ops == reordered ? 1 : 0);
+    if (!f.grad_strides.empty()) continue;  // MaxPoolGrad refuses dp of the pool's shape for other windows
+    Tensor r = Tensor::allocate(ONYX_DTYPE_FLOAT32, f.r_shape), dp = Tensor::allocate(ONYX_DTYPE_FLOAT32, f.p_shape);
+    const std::vector<float> rs = random_floats(size_t(r.size()), rng, -1, 1), dps = random_floats(size_t(dp.size()), rng, -1, 1);
+    std::copy(rs.begin(), rs.end(), r.data_as<float>());
+    std::copy(dps.begin(), dps.end(), dp.data_as<float>());
+    for (int64_t k = 0; k < r.size(); k += 5) r.data_as<float>()[k] = 0.0f;  // windows whose maximum is 0
+    auto a = moved->run({{"r", r}, {"dp", dp}});
+    auto b = plain->run({{"r", r}, {"dp", dp}});
+    ASSERT_TRUE(a.ok() && b.ok()) << (a.ok() ? b.status() : a.status()).to_string();
+    const Tensor &got = a.value()[1], &want = b.value()[1];
+    ASSERT_EQ(got.shape(), f.r_shape);
+    int64_t nonzero = 0;
+    for (int64_t k = 0; k < got.size(); ++k) {
+      ASSERT_EQ(got.data_as<float>()[k], want.data_as<float>()[k]) << k;  // the same selects and sums
+      nonzero += want.data_as<float>()[k] != 0.0f;
+    }
+    EXPECT_GT(nonzero, 0);
+  }
+}
+
 // ---------------------------------------------------------------------------
 // BatchNormalization's gradient sums
 // ---------------------------------------------------------------------------
