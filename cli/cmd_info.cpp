@@ -155,6 +155,8 @@ void print_placement(const Json& report) {
   }
   if (double n = optimized["relu_grads_reordered"].num(); n > 0)
     std::cout << "Relu gradients masked on the pooled side of a MaxPool: " << int64_t(n) << "\n";
+  if (double n = optimized["channel_sums_reused"].num(); n > 0)
+    std::cout << "per-channel sums of a scaled gradient taken from its plain sum: " << int64_t(n) << "\n";
   if (double n = optimized["nodes_channels_last"].num(); n > 0)
     std::cout << "quantized nodes in channels-last layout: " << int64_t(n) << "\n";
   const Json::Array& copies = report["copies"].items();

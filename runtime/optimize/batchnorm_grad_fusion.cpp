@@ -7,6 +7,9 @@
 // results written and read back). `mean` holds one value per channel of X
 // [N, C, ...], shaped to broadcast along axis 1 ([C], [C, 1, ...] or
 // [1, C, 1, ...]); dY and X have one rank and no known dim that differs.
+// Also here (reuse_at): a bias gradient below such a BatchNormalization,
+// the per-channel sum of dY times a per-channel factor, taken from the
+// plain sum instead of a pass of its own.
 #include <algorithm>
 
 #include "optimize/pattern_match.h"
@@ -94,7 +97,58 @@ bool fuse_at(GraphRewrite& rw, const ProviderRank& providers, int reduce) {
   return false;
 }
 
+// The per-channel sum of G scaled by a per-channel factor, as a Conv or Gemm
+// bias gradient below an inference-mode BatchNormalization reads it:
+//   ReduceSum(Mul(G, Unsqueeze(k)), all axes but the channels)  (k [C])
+// where the graph already sums G over those axes (BatchNormalization's own
+// bias gradient) becomes Mul(that sum, k): the same value up to rounding,
+// without a pass over G's product.
+bool reuse_at(GraphRewrite& rw, int reduce) {
+  ir::Graph& g = rw.graph;
+  const ir::Node& r = g.nodes[size_t(reduce)];
+  if (!r.domain.empty() || r.op_type != "ReduceSum" || r.inputs.empty() || r.outputs.size() != 1) return false;
+  const int product = r.inputs[0];
+  const int mul = producer_of(rw, product, "Mul");
+  if (mul < 0) return false;
+  for (int side = 0; side < 2; ++side) {
+    const int grad = g.nodes[size_t(mul)].inputs[size_t(side)];
+    const int factor = g.nodes[size_t(mul)].inputs[size_t(1 - side)];
+    if (grad < 0 || factor < 0) continue;
+    const ir::Value &gv = g.values[size_t(grad)], &fv = g.values[size_t(factor)];
+    if (gv.rank < 2 || gv.dtype != fv.dtype || !per_channel(fv, gv)) continue;
+    // k: the factor itself when it is [C], else what an Unsqueeze made [C, 1, ...] of.
+    int k = factor;
+    if (fv.rank != 1) {
+      const int unsqueeze = producer_of(rw, factor, "Unsqueeze");
+      if (unsqueeze < 0) continue;
+      k = g.nodes[size_t(unsqueeze)].inputs[0];
+      if (k < 0 || g.values[size_t(k)].rank != 1 || g.values[size_t(k)].dims != std::vector<int64_t>{gv.dims[1]}) continue;
+    }
+    const std::vector<int64_t> axes = all_but_channels(gv.rank);
+    if (!sums_over(rw, r, product, axes, gv.rank)) continue;
+    int plain = -1;
+    for (int n = 0; n < reduce && plain < 0; ++n)
+      if (!rw.removed[size_t(n)] && sums_over(rw, g.nodes[size_t(n)], grad, axes, gv.rank)) plain = n;
+    if (plain < 0 || g.values[size_t(k)].producer >= reduce) continue;
+    ir::Node scaled;
+    scaled.name = (r.name.empty() ? g.values[size_t(r.outputs[0])].name : r.name) + "_from_channel_sum";
+    scaled.op_type = "Mul";
+    scaled.inputs = {g.nodes[size_t(plain)].outputs[0], k};
+    scaled.outputs = r.outputs;
+    for (size_t i = 0; i < r.inputs.size(); ++i)
+      if (r.inputs[i] >= 0) --rw.readers[size_t(r.inputs[i])];
+    for (int v : scaled.inputs) ++rw.readers[size_t(v)];
+    g.nodes[size_t(reduce)] = std::move(scaled);
+    return true;
+  }
+  return false;
+}
+
 }  // namespace
+
+int reuse_channel_sums(GraphRewrite& rw) {
+  return fuse_each_node(rw, [&](int n) { return reuse_at(rw, n); });
+}
 
 int fuse_batchnorm_grads(GraphRewrite& rw, const ProviderRank& providers) {
   return fuse_each_node(rw, [&](int n) { return fuse_at(rw, providers, n); });

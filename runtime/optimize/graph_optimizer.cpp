@@ -324,6 +324,7 @@ Status optimize_graph(ir::Graph& graph, GraphOptimization level, OptimizationRep
   r.nodes_bypassed += optimize::bypass_pass_through(rw);
   r.batchnorms_folded += optimize::fold_batchnorms(rw);
   r.relu_grads_reordered += optimize::reorder_relu_grads_past_max_pools(rw);  // before fuse_relu_grads
+  r.channel_sums_reused += optimize::reuse_channel_sums(rw);                  // before fuse_batchnorm_grads
   // After hoisting (QDQ scales are often Constant nodes) and before dead
   // nodes go (a DequantizeLinear left without readers is removed then).
   if (providers) optimize::fuse_qdq_groups(rw, providers, r);

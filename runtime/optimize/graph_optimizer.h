@@ -58,6 +58,7 @@ struct OptimizationReport {
   int nodes_bypassed = 0;     // Identity, no-op Cast, inference Dropout
   int batchnorms_folded = 0;
   int relu_grads_reordered = 0;  // a Relu's gradient mask moved past a MaxPool's, onto the pooled tensor
+  int channel_sums_reused = 0;   // per-channel sums of a scaled gradient taken from its plain sum
   int nodes_removed = 0;      // unread nodes
   int qdq_groups_fused = 0;   // QDQ groups rewritten into operator form
   std::map<std::string, int> qdq_fused_ops;  // per operator-form op ("QLinearConv", ...)

@@ -59,6 +59,11 @@ int reorder_relu_grads_past_max_pools(GraphRewrite& rw);
 // but the channels (and ReduceSum(dY) over them) -> ai.onyx
 // BatchNormGradSums(dY, X, mean).
 int fuse_batchnorm_grads(GraphRewrite& rw, const ProviderRank& providers);
+// batchnorm_grad_fusion.cpp too: ReduceSum(Mul(G, Unsqueeze(k))) over every
+// axis but the channels, where the graph also sums G over them, ->
+// Mul(that sum, k) (a bias gradient below BatchNormalization). Standard
+// ops; returns how many.
+int reuse_channel_sums(GraphRewrite& rw);
 // dynamic_quantize_fusion.cpp: DynamicQuantizeLinear -> MatMulInteger ->
 // Cast -> Mul (-> Add) -> com.microsoft DynamicQuantizeMatMul.
 int fuse_dynamic_quantized_matmuls(GraphRewrite& rw, const ProviderRank& providers);

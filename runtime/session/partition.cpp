@@ -184,6 +184,7 @@ std::string PartitionReport::to_json(const ir::Graph& graph) const {
   w.key("nodes_bypassed").value(int64_t(optimization.nodes_bypassed));
   w.key("batchnorms_folded").value(int64_t(optimization.batchnorms_folded));
   w.key("relu_grads_reordered").value(int64_t(optimization.relu_grads_reordered));
+  w.key("channel_sums_reused").value(int64_t(optimization.channel_sums_reused));
   w.key("nodes_removed").value(int64_t(optimization.nodes_removed));
   w.key("qdq_groups_fused").value(int64_t(optimization.qdq_groups_fused));
   w.key("qdq_fused_ops").begin_object();  // operator-form op -> groups

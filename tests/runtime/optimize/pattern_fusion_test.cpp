@@ -795,6 +795,97 @@ TEST_F(PatternFusionTest, BatchNormGradientSumsBecomeOneNode) {
   }
 }
 
+// A bias gradient below an inference-mode BatchNormalization, as autodiff
+// writes it: ReduceSum(Mul(g, Unsqueeze(k))) beside ReduceSum(g) over the
+// same axes (BatchNormalization's bias gradient) -> Mul(ReduceSum(g), k).
+struct ChannelSumForm {
+  Shape g_shape = {2, 3, 4, 5};
+  std::vector<int64_t> unsqueeze_axes = {1, 2};  // empty: k [C] multiplies g [N, C] itself
+  std::vector<int64_t> axes = {0, 2, 3};
+  bool plain_sum = true;
+};
+
+std::string channel_sum_model(const ChannelSumForm& f, int64_t k_size) {
+  ModelBuilder mb(13);
+  // k an input, as in a training graph (scale x invstd of trainable inputs;
+  // a constant Unsqueeze would be folded away first).
+  mb.input("g", f.g_shape).input("k", {k_size}).output("scaled_sum", {}).output("product", f.g_shape);
+  if (f.plain_sum) mb.output("plain_sum", {});
+  auto ints = [&](const std::string& name, const std::vector<int64_t>& v) {
+    auto* t = mb.proto().mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(pb::TensorProto::INT64);
+    t->add_dims(int64_t(v.size()));
+    for (int64_t a : v) t->add_int64_data(a);
+  };
+  ints("axes", f.axes);
+  std::string factor = "k";
+  if (!f.unsqueeze_axes.empty()) {
+    ints("unsqueeze_axes", f.unsqueeze_axes);
+    mb.node("Unsqueeze", {"k", "unsqueeze_axes"}, {"k_c"}, "per_channel");
+    factor = "k_c";
+  }
+  if (f.plain_sum) {
+    mb.node("ReduceSum", {"g", "axes"}, {"plain_sum"}, "plain");
+    attr_int(mb, "keepdims", 0);
+  }
+  mb.node("Mul", {"g", factor}, {"product"}, "scale");  // read elsewhere too (a ConvGrad's dY)
+  mb.node("ReduceSum", {"product", "axes"}, {"scaled_sum"}, "scaled");
+  attr_int(mb, "keepdims", 0);
+  for (auto& o : *mb.proto().mutable_graph()->mutable_output()) o.mutable_type()->mutable_tensor_type()->clear_shape();
+  return mb.bytes();
+}
+
+TEST_F(PatternFusionTest, AScaledChannelSumComesFromThePlainSum) {
+  struct Want {
+    ChannelSumForm form;
+    bool reused;
+  };
+  const std::vector<Want> cases = {
+      {{}, true},                                     // [N, C, H, W], k unsqueezed to [C, 1, 1]
+      {{{6, 3}, {}, {0}, true}, true},                // [N, C], k [C] itself
+      {{{2, 3, 4, 5}, {1, 2}, {0, 2, 3}, false}, false},  // no plain sum to take
+      {{{2, 3, 4, 5}, {1, 2}, {0, 2}, true}, false},      // not every axis but the channels
+      {{{2, 3, 4, 5}, {0, 1}, {0, 2, 3}, true}, false},   // k [1, 1, C]: not per channel of [N, C, H, W]
+  };
+  std::mt19937 rng(37);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE("case " + std::to_string(i));
+    const ChannelSumForm& f = cases[i].form;
+    const int64_t c = f.unsqueeze_axes == std::vector<int64_t>{0, 1} ? f.g_shape.back() : f.g_shape[1];
+    const std::vector<float> k = random_floats(size_t(c), rng, -2, 2);
+    const std::string bytes = channel_sum_model(f, c);
+    auto reused = session(bytes, GraphOptimization::kAll);
+    auto plain = session(bytes, GraphOptimization::kOff);
+    ASSERT_TRUE(reused && plain);
+    EXPECT_EQ(reused->partition_report().optimization.channel_sums_reused, cases[i].reused ? 1 : 0);
+    const std::vector<std::string> got = ops(*reused);
+    EXPECT_EQ(std::count(got.begin(), got.end(), "Mul"), cases[i].reused ? 2 : 1);
+    if (!cases[i].reused) continue;
+    Tensor g = Tensor::allocate(ONYX_DTYPE_FLOAT32, f.g_shape), kt = Tensor::allocate(ONYX_DTYPE_FLOAT32, {c});
+    const std::vector<float> gs = random_floats(size_t(g.size()), rng, -1, 1);
+    std::copy(gs.begin(), gs.end(), g.data_as<float>());
+    std::copy(k.begin(), k.end(), kt.data_as<float>());
+    const int64_t plane = g.size() / (f.g_shape[0] * c);
+    std::vector<double> want(size_t(c), 0.0), magnitude(size_t(c), 0.0);
+    for (int64_t at = 0; at < g.size(); ++at) {
+      const size_t ch = size_t(at / plane % c);
+      want[ch] += double(gs[size_t(at)]) * double(k[ch]);
+      magnitude[ch] += std::fabs(double(gs[size_t(at)]) * double(k[ch]));
+    }
+    for (Session* s : {reused.get(), plain.get()}) {
+      auto out = s->run({{"g", g}, {"k", kt}});
+      ASSERT_TRUE(out.ok()) << out.status().to_string();
+      ASSERT_EQ(out.value()[0].shape(), (Shape{c}));
+      // terms rounded once or twice, summed in any order, one more rounding:
+      // (terms + 2) * 2^-24 of the sum of magnitudes.
+      const double bound = double(f.g_shape[0] * plane + 2) * std::ldexp(1.0, -24);
+      for (int64_t ch = 0; ch < c; ++ch)
+        EXPECT_NEAR(out.value()[0].data_as<float>()[ch], want[size_t(ch)], bound * magnitude[size_t(ch)]) << ch;
+    }
+  }
+}
+
 TEST(PatternFusionPass, NothingIsFusedThatNoProviderClaimsFirst) {
   const std::string bytes = gelu_model(20, false, GeluOrder::kXTimesPThenHalf);
   auto load = [&] {
