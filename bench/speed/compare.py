@@ -10,8 +10,9 @@ writes, and the transformer encoder block of bench/transformer_export.py as expo
 `onyx bench MODEL --provider cpu --fallback fail --threads T --input x=FILE.npy`, ONNX Runtime
 (PyPI) its Python API (CPUExecutionProvider, intra_op_num_threads T, inter_op_num_threads 1), on the
 same model file and the same input. Each measurement is the p50 (nearest rank) of N timed runs after
-a warm-up, N sized to about --budget seconds. The two alternate, --rounds rounds (default 3), so
-that drift on a shared machine hits both; the best p50 of each is kept. Onyx/ORT < 1 means Onyx is
+a warm-up, N sized to about --budget seconds. Both runtimes at every thread count alternate, --rounds
+rounds (default 3), so that drift on a shared machine hits all of them (a VM's single-core speed can
+swing 1.7x from one minute to the next); the best p50 of each is kept. Onyx/ORT < 1 means Onyx is
 faster (issue 12's goal: <= 0.8). The thread table gives each runtime's throughput with 2 threads
 over 1 thread (goal: >= 1.6 at batch 64). With the build's onyx_gemm_bench, %pk columns give each
 runtime's MatMul/Gemm/Conv GFLOP/s as a percentage of the measured FMA peak, and `need` the
@@ -22,7 +23,8 @@ provider, and <= 0.8x ORT on the CNN at batch 64).
 
 Training: one step (forward, cross-entropy loss, backward, AdamW update) of the MLP and the CNN at
 batch 16 and 64, 1 and 2 threads, in samples/s = batch / median step time (steps after a warm-up,
-for about --train-budget seconds; best of the rounds, runtimes interleaved within each round):
+for about --train-budget seconds; best of the rounds, runtimes and thread counts interleaved within
+each round):
   Onyx          onyx.training.api (CheckpointState, Module, Optimizer), artifacts made by
                 onyx.training.artifacts.generate_artifacts
   ORT Training  onnxruntime-training 1.19.2, onnxruntime.training.api, artifacts made by its
@@ -417,38 +419,42 @@ def percent_of_peak(flops, ms, peak, threads):
     return 100 * flops / (ms * 1e6) / (peak * threads)
 
 
-def measure_inference(case, onyx, pythons, args):
-    """Best p50 (ms) of each Onyx provider and of ORT over alternating rounds: {"cpu": ms, ..., "ort": ms}."""
-    name, batch, threads, model, input_file = case
+def measure_inference(group, onyx, pythons, args):
+    """Best p50 (ms) of each Onyx provider and of ORT at each thread count, over alternating rounds:
+    {threads: {"cpu": ms, ..., "ort": ms}}, and the timed runs per measurement {threads: n}. Every
+    thread count runs in every round, so the thread table compares measurements of the same minutes:
+    this machine's single-core speed drifts by up to 1.7x from one minute to the next."""
+    name, batch, thread_counts, model, input_file = group
     input_name = MODELS[name][0]
-    n = iterations_for(onyx, model, input_name, input_file, threads, args.budget)
-    warmup = max(3, n // 10)
-    runtimes = args.providers + ["ort"]
-    best = {r: [] for r in runtimes}
+    runs = {t: iterations_for(onyx, model, input_name, input_file, t, args.budget) for t in thread_counts}
+    order = [(t, r) for t in thread_counts for r in args.providers + ["ort"]]
+    best = {t: {} for t in thread_counts}
     for r in range(args.rounds):
-        for runtime in runtimes if r % 2 == 0 else runtimes[::-1]:
+        for threads, runtime in order if r % 2 == 0 else order[::-1]:
+            n = runs[threads]
+            warmup = max(3, n // 10)
             if runtime != "ort":
-                best[runtime].append(run_onyx_bench(onyx, model, input_name, input_file, threads, n, warmup,
-                                                    runtime))
+                ms = run_onyx_bench(onyx, model, input_name, input_file, threads, n, warmup, runtime)
             else:
-                best["ort"].append(run_worker(pythons["infer_python"], "ort_infer", {
+                ms = run_worker(pythons["infer_python"], "ort_infer", {
                     "model": model, "input_name": input_name, "input": input_file, "threads": threads,
-                    "iterations": n, "warmup": warmup})["p50_ms"])
-    return {k: min(v) for k, v in best.items()}, n
+                    "iterations": n, "warmup": warmup})["p50_ms"]
+            best[threads][runtime] = min(ms, best[threads].get(runtime, ms))
+    return best, runs
 
 
 def inference_part(args, onyx, pythons, models, folder, errors):
     """Times every model x batch x threads case; prints the latency and the thread tables."""
-    cases = []
+    groups = []
     for name in args.models:
         for batch in args.batch:
             dims = [batch] + MODELS[name][1]
             input_file = os.path.join(folder, f"{name}_b{batch}.npy")
-            cases.extend((name, batch, t, models[name], input_file, dims) for t in args.threads)
+            groups.append((name, batch, args.threads, models[name], input_file, dims))
     run_worker(pythons["infer_python"], "make_inputs",
-               {"inputs": sorted({(c[4], tuple(c[5])) for c in cases})})
+               {"inputs": sorted({(g[4], tuple(g[5])) for g in groups})})
     flops = run_worker(pythons["infer_python"], "flops",
-                       {"cases": sorted({(c[3], MODELS[c[0]][0], tuple(c[5])) for c in cases})})
+                       {"cases": sorted({(g[3], MODELS[g[0]][0], tuple(g[5])) for g in groups})})
     peak = measured_peak(args.build)
     print(f"\nInference: p50 latency in ms, best of {args.rounds} alternating round(s), "
           f"each about {args.budget:g} s of runs")
@@ -462,26 +468,28 @@ def inference_part(args, onyx, pythons, models, folder, errors):
     heading += "".join(f" {p + ' %pk':>9}" for p in args.providers) + f" {'ORT %pk':>8} {'need':>5}" if peak else ""
     print(f"{'model':<12} {'batch':>5} {'thr':>3} {'runs':>6} {'ORT ms':>9}" + heading, flush=True)
     results = {}
-    for case in cases:
-        name, batch, threads = case[:3]
+    for group in groups:
+        name, batch, thread_counts = group[:3]
         try:
-            best, n = measure_inference(case[:5], onyx, pythons, args)
+            measured, runs = measure_inference(group[:5], onyx, pythons, args)
         except (MeasurementError, subprocess.TimeoutExpired) as e:
-            failure(errors, f"inference {name} batch {batch} threads {threads}", e)
+            failure(errors, f"inference {name} batch {batch}", e)
             continue
-        results[(name, batch, threads)] = best
-        row = ""
-        for p in args.providers:
-            r = ratio(best[p], best["ort"])
-            row += f" {best[p]:>10.3f} {r:>11.2f} {'yes' if r <= 0.8 else 'no':>6}"
-        row += "".join(f" {ratio(best[p], best['cpu']):>11.2f}" for p in others if "cpu" in args.providers)
-        if peak:
-            work = flops.get(f"{case[3]}|{list(case[5])}")
-            shares = {r: percent_of_peak(work, best[r], peak, threads) for r in args.providers + ["ort"]}
-            need = None if shares["ort"] is None else shares["ort"] / 0.8
-            row += "".join(f" {fmt(shares[p], '.0f'):>9}" for p in args.providers)
-            row += f" {fmt(shares['ort'], '.0f'):>8} {fmt(need, '.0f'):>5}"
-        print(f"{name:<12} {batch:>5} {threads:>3} {n:>6} {best['ort']:>9.3f}" + row, flush=True)
+        for threads in thread_counts:
+            best = measured[threads]
+            results[(name, batch, threads)] = best
+            row = ""
+            for p in args.providers:
+                r = ratio(best[p], best["ort"])
+                row += f" {best[p]:>10.3f} {r:>11.2f} {'yes' if r <= 0.8 else 'no':>6}"
+            row += "".join(f" {ratio(best[p], best['cpu']):>11.2f}" for p in others if "cpu" in args.providers)
+            if peak:
+                work = flops.get(f"{group[3]}|{list(group[5])}")
+                shares = {r: percent_of_peak(work, best[r], peak, threads) for r in args.providers + ["ort"]}
+                need = None if shares["ort"] is None else shares["ort"] / 0.8
+                row += "".join(f" {fmt(shares[p], '.0f'):>9}" for p in args.providers)
+                row += f" {fmt(shares['ort'], '.0f'):>8} {fmt(need, '.0f'):>5}"
+            print(f"{name:<12} {batch:>5} {threads:>3} {runs[threads]:>6} {best['ort']:>9.3f}" + row, flush=True)
     names = {p: "Onyx " + p for p in args.providers}
     names["ort"] = "ORT"
     print_thread_table(results, args, tuple(args.providers) + ("ort",), names, latency=True)
@@ -528,19 +536,20 @@ def train_payload(runtime, name, batch, threads, artifacts, args):
 
 
 def measure_training(case, pythons, artifacts, args, errors):
-    """Best samples/s of each runtime, interleaved: {"onyx": s/s, "ort": s/s, "torch": s/s}."""
-    name, batch, threads = case
-    runtimes = args.train_runtimes
-    samples = {r: [] for r in TRAIN_RUNTIMES}
+    """Best samples/s of each runtime at each thread count, interleaved (every thread count and
+    runtime in every round, the order rotating): {threads: {"onyx": s/s, "ort": s/s, "torch": s/s}}."""
+    name, batch = case
+    order = [(t, r) for t in args.threads for r in args.train_runtimes]
+    samples = {t: {r: [] for r in TRAIN_RUNTIMES} for t in args.threads}
     for r in range(args.rounds):
-        for runtime in runtimes[r % len(runtimes):] + runtimes[:r % len(runtimes)]:
+        for threads, runtime in order[r % len(order):] + order[:r % len(order)]:
             python = pythons["torch_python" if runtime == "torch" else "train_python"]
             try:
                 step_ms = run_worker(python, "train", train_payload(runtime, name, batch, threads, artifacts, args))["step_ms"]
-                samples[runtime].append(batch / step_ms * 1e3)
+                samples[threads][runtime].append(batch / step_ms * 1e3)
             except (MeasurementError, subprocess.TimeoutExpired) as e:
                 failure(errors, f"training {RUNTIME_NAMES[runtime]} {name} batch {batch} threads {threads}", e)
-    return {r: (max(v) if v else None) for r, v in samples.items()}
+    return {t: {r: (max(v) if v else None) for r, v in per.items()} for t, per in samples.items()}
 
 
 def training_part(args, pythons, models, folder, errors):
@@ -557,8 +566,9 @@ def training_part(args, pythons, models, folder, errors):
     results = {}
     for name in args.train_models:
         for batch in args.train_batch:
+            measured = measure_training((name, batch), pythons, artifacts, args, errors)
             for threads in args.threads:
-                best = measure_training((name, batch, threads), pythons, artifacts, args, errors)
+                best = measured[threads]
                 results[(name, batch, threads)] = best
                 vs_torch, vs_ort = ratio(best["onyx"], best["torch"]), ratio(best["onyx"], best["ort"])
                 met = None if vs_torch is None or vs_ort is None else vs_torch >= 1.4 and vs_ort >= 1.0
