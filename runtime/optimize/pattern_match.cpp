@@ -27,6 +27,11 @@ std::optional<double> scalar_constant(const GraphRewrite& rw, int v) {
   return std::nullopt;
 }
 
+bool is_zero(const GraphRewrite& rw, int v, int32_t rank) {
+  const Tensor* t = rw.fixed_constant(v);
+  return t && rank >= 0 && int32_t(t->shape().size()) <= rank && scalar_constant(rw, v) == 0.0;
+}
+
 std::vector<int64_t> reduced_axes(const GraphRewrite& rw, const ir::Node& n, int32_t rank, bool keepdims) {
   if (n.attr_int("keepdims", 1) != (keepdims ? 1 : 0)) return {};
   std::vector<int64_t> axes;

@@ -22,6 +22,10 @@ bool internal(const GraphRewrite& rw, int v, int uses = 1);
 // The value of a one-element float32/float64 constant, or nothing.
 std::optional<double> scalar_constant(const GraphRewrite& rw, int v);
 
+// A constant holding one zero, of rank no higher than `rank` (known), so that
+// it broadcasts against a rank-`rank` operand without changing its shape.
+bool is_zero(const GraphRewrite& rw, int v, int32_t rank);
+
 // The axes a reduction node (ReduceMean, ReduceSum, ...) reduces, as axes of
 // a rank-`rank` input, sorted; empty when they are not a constant list (an
 // attribute, or a fixed constant input) or its keepdims is not `keepdims`.

@@ -14,12 +14,6 @@
 namespace onyx::runtime::optimize {
 namespace {
 
-// A constant holding one zero, of rank no higher than `rank` (known).
-bool is_zero(const GraphRewrite& rw, int v, int32_t rank) {
-  const Tensor* t = rw.fixed_constant(v);
-  return t && rank >= 0 && int32_t(t->shape().size()) <= rank && scalar_constant(rw, v) == 0.0;
-}
-
 bool fuse_at(GraphRewrite& rw, const ProviderRank& providers, int where) {
   ir::Graph& g = rw.graph;
   const ir::Node& w = g.nodes[size_t(where)];

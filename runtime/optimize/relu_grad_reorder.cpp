@@ -40,11 +40,6 @@ int max_pool_of(const GraphRewrite& rw, int r, const ir::Node& pool_grad) {
   return -1;
 }
 
-bool is_zero(const GraphRewrite& rw, int v, int32_t rank) {
-  const Tensor* t = rw.fixed_constant(v);
-  return t && rank >= 0 && int32_t(t->shape().size()) <= rank && scalar_constant(rw, v) == 0.0;
-}
-
 bool reorder_at(GraphRewrite& rw, int where) {
   ir::Graph& g = rw.graph;
   const ir::Node& w = g.nodes[size_t(where)];
