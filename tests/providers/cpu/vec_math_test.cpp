@@ -237,6 +237,65 @@ TEST(VecMath, SoftmaxRowWithinAMillionthOfFloat64) {
 namespace onyx::cpu::vec {
 namespace {
 
+// LayerNormalization rows against long double: within half an ulp of the
+// exact value (the loop's statistics are double, so its only visible error
+// is the final rounding to float) plus 1e-12 relative for the double sums,
+// on rows whose mean is 1000 times their spread (where one pass would lose
+// the variance), every tail length; the mean and 1 / std it reports too,
+// and in place. Without a vector loop it must decline and write nothing.
+TEST(VecMath, LayerNormRowWithinHalfAnUlpOfTheExactValue) {
+  using Row = void (*)(const float*, float*, int64_t, const double*, const double*, double, double*, double*);
+  std::vector<std::pair<const char*, Row>> rows;
+#if defined(ONYX_CPU_AVX2_LOOPS)
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    rows.push_back({"avx2", detail::layer_norm_row_avx2});
+#endif
+  rows.push_back({"dispatched", [](const float* x, float* y, int64_t n, const double* s, const double* b, double e,
+                                   double* mean, double* inv_std) {
+                    if (!layer_norm_row(x, y, n, s, b, e, mean, inv_std)) *mean = *inv_std = -1;
+                  }});
+  std::mt19937 rng(5);
+  std::normal_distribution<float> spread(0.0f, 1.0f);
+  for (const auto& [name, fn] : rows) {
+    SCOPED_TRACE(name);
+    for (int64_t n : {1, 2, 7, 8, 15, 16, 17, 31, 33, 256, 1000}) {
+      const size_t count = static_cast<size_t>(n);
+      std::vector<float> x(count), y(count, -7.0f);
+      std::vector<double> scale(count), bias(count);
+      for (float& v : x) v = 1000.0f + spread(rng);
+      for (double& v : scale) v = double(spread(rng));
+      for (double& v : bias) v = double(spread(rng));
+      double mean = 0, inv_std = 0;
+      fn(x.data(), y.data(), n, scale.data(), bias.data(), 1e-5, &mean, &inv_std);
+      if (mean == -1) {  // no vector loop on this CPU: declined, y untouched
+        for (float v : y) ASSERT_EQ(v, -7.0f);
+        continue;
+      }
+      long double sum = 0, squares = 0;
+      for (float v : x) sum += v;
+      const long double exact_mean = sum / n;
+      for (float v : x) squares += (v - exact_mean) * (v - exact_mean);
+      const long double exact_inv_std = 1 / std::sqrt(squares / n + 1e-5L);
+      ASSERT_NEAR(mean, double(exact_mean), 1e-12 * 1000) << "n " << n;
+      ASSERT_NEAR(inv_std, double(exact_inv_std), 1e-9 * double(exact_inv_std)) << "n " << n;
+      for (int64_t k = 0; k < n; ++k) {
+        const double want = double((x[size_t(k)] - exact_mean) * exact_inv_std * scale[size_t(k)] + bias[size_t(k)]);
+        const double half_ulp = std::abs(double(std::nextafter(float(want), 1e30f)) - double(float(want))) / 2;
+        ASSERT_NEAR(double(y[size_t(k)]), want, half_ulp * (1 + 1e-6) + 1e-12 * std::abs(want)) << "n " << n << " at " << k;
+      }
+      std::vector<float> in_place = x;
+      fn(in_place.data(), in_place.data(), n, scale.data(), bias.data(), 1e-5, &mean, &inv_std);
+      ASSERT_EQ(in_place, y) << "n " << n;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace onyx::cpu::vec
+
+namespace onyx::cpu::vec {
+namespace {
+
 // window_rows on every ISA: the float Conv's depthwise loop, and the int8
 // one's, where the values are integers (8-bit codes minus zero points) and
 // the sums must come out exact: a 3x3 window over a flat plane whose rows

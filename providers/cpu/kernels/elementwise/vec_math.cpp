@@ -190,6 +190,17 @@ void max_pool_2x2_grad(const float* x, const float* dy, float* dx, int64_t h, in
   detail::max_pool_2x2_grad_generic(x, dy, dx, h, w, oh, ow);
 }
 
+bool layer_norm_row(const float* x, float* y, int64_t n, const double* scale, const double* bias, double epsilon,
+                    double* mean, double* inv_std) {
+#if defined(ONYX_CPU_AVX2_LOOPS)
+  if (use_avx2()) {
+    detail::layer_norm_row_avx2(x, y, n, scale, bias, epsilon, mean, inv_std);
+    return true;
+  }
+#endif
+  return false;
+}
+
 const char* isa() { return use_avx512() ? "avx512 (GELU), avx2" : use_avx2() ? "avx2" : "generic"; }
 
 }  // namespace onyx::cpu::vec

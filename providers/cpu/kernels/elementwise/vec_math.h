@@ -54,6 +54,16 @@ void transpose(const float* src, int64_t rows, int64_t cols, int64_t ld_src, flo
 // one. dst must not overlap src.
 void copy_rows(float* dst, int64_t ld_dst, const float* src, int64_t ld_src, int64_t rows, int64_t cols);
 
+// One LayerNormalization row of n floats, in double: the mean, then the mean
+// of squared deviations (two passes: accurate when the mean is large against
+// the spread), y[k] = (x[k] - mean) / sqrt(var + epsilon) * scale[k] + bias[k]
+// rounded once to float (scale and bias: the row's n expanded values). Sets
+// *mean and *inv_std. Returns false, touching nothing, where the CPU has no
+// vector loop for it: the caller's portable loop runs instead (row_norm.cpp).
+// y may be x.
+bool layer_norm_row(const float* x, float* y, int64_t n, const double* scale, const double* bias, double epsilon,
+                    double* mean, double* inv_std);
+
 // "avx512 (GELU), avx2", "avx2" or "generic": which loops the functions above run.
 const char* isa();
 
@@ -67,6 +77,8 @@ void window_rows_generic(float* y, int64_t ldy, const float* src, int64_t lds, i
 void gelu_erf_avx2(const float* x, float* y, size_t n);
 void gelu_tanh_avx2(const float* x, float* y, size_t n);
 void softmax_row_avx2(const float* x, float* y, size_t n);
+void layer_norm_row_avx2(const float* x, float* y, int64_t n, const double* scale, const double* bias, double epsilon,
+                         double* mean, double* inv_std);
 void window_rows_avx2(float* y, int64_t ldy, const float* src, int64_t lds, int64_t rows, int64_t cols,
                       const int64_t* offsets, const float* taps, int64_t tap_count, float bias, float lo, float hi);
 // Defined only where ONYX_CPU_AVX512_LOOPS is set; call only on an AVX-512 CPU.

@@ -196,6 +196,67 @@ void copy_rows_avx2(float* dst, int64_t ld_dst, const float* src, int64_t ld_src
   }
 }
 
+// LayerNormalization's row in double, 8 floats at a time as two 4-double
+// halves, four independent sums per pass (one chain would wait on the
+// adder's latency at every vector). GCC's own vectorization of the portable
+// loop ran at 1.35 ns an element on a 256-wide row (Zen 4), this at 0.59.
+namespace {
+
+__m256d low_half(__m256 v) { return _mm256_cvtps_pd(_mm256_castps256_ps128(v)); }
+__m256d high_half(__m256 v) { return _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)); }
+
+double total(__m256d a, __m256d b, __m256d c, __m256d d) {
+  const __m256d v = _mm256_add_pd(_mm256_add_pd(a, b), _mm256_add_pd(c, d));
+  const __m128d s = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+  return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
+}
+
+}  // namespace
+
+void layer_norm_row_avx2(const float* x, float* y, int64_t n, const double* scale, const double* bias, double epsilon,
+                         double* mean_out, double* inv_std_out) {
+  __m256d s0 = _mm256_setzero_pd(), s1 = s0, s2 = s0, s3 = s0;
+  int64_t k = 0;
+  for (; k + 16 <= n; k += 16) {
+    const __m256 a = _mm256_loadu_ps(x + k), b = _mm256_loadu_ps(x + k + 8);
+    s0 = _mm256_add_pd(s0, low_half(a));
+    s1 = _mm256_add_pd(s1, high_half(a));
+    s2 = _mm256_add_pd(s2, low_half(b));
+    s3 = _mm256_add_pd(s3, high_half(b));
+  }
+  double sum = total(s0, s1, s2, s3);
+  for (; k < n; ++k) sum += double(x[k]);
+  const double mean = n > 0 ? sum / double(n) : 0.0;
+  const __m256d m = _mm256_set1_pd(mean);
+  s0 = s1 = s2 = s3 = _mm256_setzero_pd();
+  for (k = 0; k + 16 <= n; k += 16) {
+    const __m256 a = _mm256_loadu_ps(x + k), b = _mm256_loadu_ps(x + k + 8);
+    const __m256d d0 = _mm256_sub_pd(low_half(a), m), d1 = _mm256_sub_pd(high_half(a), m);
+    const __m256d d2 = _mm256_sub_pd(low_half(b), m), d3 = _mm256_sub_pd(high_half(b), m);
+    s0 = _mm256_fmadd_pd(d0, d0, s0);
+    s1 = _mm256_fmadd_pd(d1, d1, s1);
+    s2 = _mm256_fmadd_pd(d2, d2, s2);
+    s3 = _mm256_fmadd_pd(d3, d3, s3);
+  }
+  double squares = total(s0, s1, s2, s3);
+  for (; k < n; ++k) squares += (double(x[k]) - mean) * (double(x[k]) - mean);
+  const double var = n > 0 ? squares / double(n) : 0.0;
+  const double inv_std = 1.0 / _mm_cvtsd_f64(_mm_sqrt_sd(_mm_setzero_pd(), _mm_set_sd(var + epsilon)));
+  const __m256d is = _mm256_set1_pd(inv_std);
+  for (k = 0; k + 8 <= n; k += 8) {
+    const __m256 a = _mm256_loadu_ps(x + k);
+    const __m256d lo = _mm256_mul_pd(_mm256_sub_pd(low_half(a), m), is);
+    const __m256d hi = _mm256_mul_pd(_mm256_sub_pd(high_half(a), m), is);
+    const __m128 ylo = _mm256_cvtpd_ps(_mm256_fmadd_pd(lo, _mm256_loadu_pd(scale + k), _mm256_loadu_pd(bias + k)));
+    const __m128 yhi =
+        _mm256_cvtpd_ps(_mm256_fmadd_pd(hi, _mm256_loadu_pd(scale + k + 4), _mm256_loadu_pd(bias + k + 4)));
+    _mm256_storeu_ps(y + k, _mm256_set_m128(yhi, ylo));
+  }
+  for (; k < n; ++k) y[k] = float((double(x[k]) - mean) * inv_std * scale[k] + bias[k]);
+  *mean_out = mean;
+  *inv_std_out = inv_std;
+}
+
 void gelu_erf_avx2(const float* x, float* y, size_t n) { gelu_impl::loop<Avx2, true>(x, y, n); }
 void gelu_tanh_avx2(const float* x, float* y, size_t n) { gelu_impl::loop<Avx2, false>(x, y, n); }
 void softmax_row_avx2(const float* x, float* y, size_t n) { softmax_impl::row<Avx2>(x, y, n); }

@@ -12,6 +12,7 @@
 #include <optional>
 #include <type_traits>
 
+#include "kernels/elementwise/vec_math.h"
 #include "kernels/norm/norm_util.h"
 #include "kernels/registry.h"
 #include "target_clones.h"
@@ -67,8 +68,9 @@ template <typename T>
 }
 
 // One float32 LayerNormalization row (statistics and affine in double),
-// cloned for AVX-512 and AVX2: this file is built for the baseline ISA,
-// where the double loops run two lanes wide.
+// where the CPU has no vec::layer_norm_row loop; cloned for AVX-512 and
+// AVX2 all the same: this file is built for the baseline ISA, where the
+// double loops run two lanes wide.
 ONYX_CLONES Moments layer_row(const float* x, float* y, int64_t n, const double* scale, const double* bias,
                               double epsilon) {
   Moments m = moments(x, n);
@@ -276,8 +278,12 @@ class RowNormKernel final : public sdk::Kernel {
     T* yr = y.data<T>() + r * n;
     if constexpr (std::is_same_v<T, float>) {
       if (kind_ == RowNormKind::kLayer) {
-        const Moments m = layer_row(xr, yr, n, scale.data(), bias.data(), epsilon_);  // var: the 1 / std
-        layer_stats(stats, r, m.mean, m.var);
+        double mean = 0, inv_std = 0;
+        if (!vec::layer_norm_row(xr, yr, n, scale.data(), bias.data(), epsilon_, &mean, &inv_std)) {
+          const Moments m = layer_row(xr, yr, n, scale.data(), bias.data(), epsilon_);  // var: the 1 / std
+          mean = m.mean, inv_std = m.var;
+        }
+        layer_stats(stats, r, mean, inv_std);
         return;
       }
     }
