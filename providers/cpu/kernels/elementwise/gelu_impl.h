@@ -8,7 +8,8 @@
 // min, max, add, sub, mul, div, rcp(d) (1 / d to about an ulp for d >= 1, 0 for +inf),
 // fmadd(a, b, c) = a b + c, fnmadd = c - a b,
 // round (to nearest), scale_pow2(p, n) (p 2^n exactly, n integral in
-// [-126, 128]), abs, zero_where_zero(c, v) (v, 0 where c
+// [-126, 128]), scale_pow2_normal(p, n) (the same for n in [-126, 127], where 2^n is one
+// normal float), abs, zero_where_zero(c, v) (v, 0 where c
 // == 0), select_nonnegative(x, a, b) (x >= 0 ? a : b), zero_below(x, limit,
 // v) (v, 0 where x < limit; NaN keeps v), loadu, storeu, load_first(p, n)
 // (the first n lanes, the rest 0), store_first(p, v, n).
@@ -32,9 +33,11 @@ using Reg = typename V::reg;
 // element.
 #define ONYX_GELU_INLINE inline __attribute__((always_inline))
 
-template <class V>
+// kNonPositive: x <= 0 (erfc's exponent), so no upper clamp, and 2^n, n in
+// [-126, 0], is one normal float: one scaling multiply, not two.
+template <class V, bool kNonPositive = false>
 ONYX_GELU_INLINE Reg<V> exp(Reg<V> x) {
-  x = V::min(x, V::set(88.3762626647949f));
+  if (!kNonPositive) x = V::min(x, V::set(88.3762626647949f));
   x = V::max(x, V::set(-87.3365447505531f));
   const Reg<V> n = V::round(V::mul(x, V::set(1.44269504088896341f)));
   Reg<V> r = V::fnmadd(n, V::set(0.693359375f), x);
@@ -49,7 +52,7 @@ ONYX_GELU_INLINE Reg<V> exp(Reg<V> x) {
   Reg<V> p = V::fmadd(V::fmadd(p45, r2, p23), r2, p01);
   p = V::fmadd(p, r2, V::add(r, V::set(1.0f)));
   // n in [-126, 128] (x clamped above): p 2^n.
-  return V::scale_pow2(p, n);
+  return kNonPositive ? V::scale_pow2_normal(p, n) : V::scale_pow2(p, n);
 }
 
 // erfc(z) for z >= 0 with relative error below 1.2e-7 in exact arithmetic
@@ -65,7 +68,9 @@ ONYX_GELU_INLINE Reg<V> erfc(Reg<V> z) {
   const Reg<V> high = V::fmadd(pair(-1.13520398f, 1.48851587f), t2, pair(-0.18628806f, 0.27886807f));
   Reg<V> p = V::fmadd(pair(-0.82215223f, 0.17087277f), t8, V::fmadd(high, t4, low));
   p = V::fnmadd(z, z, p);  // -z^2 + poly
-  return V::mul(t, exp<V>(p));
+  // p <= 0: the polynomial fits ln(erfc(z) e^{z^2} / t), 0 at z = 0 and
+  // negative beyond (to ln(1 / (2 sqrt(pi))) as z grows).
+  return V::mul(t, exp<V, true>(p));
 }
 
 // GELU with erf: h = 0.5 |x| erfc(|x| / sqrt 2); x >= 0: x - h, else -h.

@@ -45,6 +45,7 @@ struct Avx2 {
     const ireg e = _mm256_cvtps_epi32(n), half = _mm256_srai_epi32(e, 1);
     return _mm256_mul_ps(_mm256_mul_ps(p, pow2(half)), pow2(_mm256_sub_epi32(e, half)));
   }
+  static reg scale_pow2_normal(reg p, reg n) { return _mm256_mul_ps(p, pow2(_mm256_cvtps_epi32(n))); }
   static reg pow2(ireg n) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n, _mm256_set1_epi32(127)), 23)); }
   static reg abs(reg x) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x); }
   static reg zero_where_zero(reg c, reg v) {

@@ -46,6 +46,7 @@ struct Avx512 {
   // p 2^n, exactly (n integral): one vscalefps, where building 2^n from the
   // exponent field takes nine instructions (a tenth of the GELU loop).
   static reg scale_pow2(reg p, reg n) { return _mm512_scalef_ps(p, n); }
+  static reg scale_pow2_normal(reg p, reg n) { return _mm512_scalef_ps(p, n); }
   static reg abs(reg x) { return _mm512_abs_ps(x); }
   static reg zero_where_zero(reg c, reg v) {  // NEQ_UQ: NaN lanes keep v
     return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(c, _mm512_setzero_ps(), _CMP_NEQ_UQ), v);
