@@ -131,6 +131,11 @@ Status KernelContext::output(size_t index, int32_t dtype, std::span<const int64_
     return Status(ONYX_STATUS_OUT_OF_MEMORY, step_.name + ": output " + std::to_string(index) + " (" +
                                                  typed_shape(dtype, shape) + ") needs " + std::to_string(bytes) +
                                                  " bytes, more than " + limit.describe());
+  RunSlot slot;
+  slot.present = true;
+  slot.dtype = dtype;
+  slot.dims = std::move(shape);  // `shape` is not read below
+  slot.device = step_.device;
   // An allocation that fails names the node and the tensor it was for.
   auto for_output = [&](auto&& allocate) {
     Status s;
@@ -139,14 +144,10 @@ Status KernelContext::output(size_t index, int32_t dtype, std::span<const int64_
     } catch (const std::bad_alloc&) {
       s = Status(ONYX_STATUS_OUT_OF_MEMORY, "out of memory");
     }
+    if (s.ok()) return s;  // the context string only for an error: this runs for every output of every run
     return s.with_context(step_.name + ": output " + std::to_string(index) + " (" + dtype_name(dtype) + " " +
-                          shape_string(shape) + ", " + std::to_string(bytes) + " bytes)");
+                          shape_string(slot.dims) + ", " + std::to_string(bytes) + " bytes)");
   };
-  RunSlot slot;
-  slot.present = true;
-  slot.dtype = dtype;
-  slot.dims = shape;
-  slot.device = step_.device;
   if (v < 0) {  // omitted optional output: scratch the kernel may write
     ONYX_RETURN_IF_ERROR(for_output([&] { return run_.session->block_cache().take(step_.device, bytes, &slot.data); }));
     scratch_.emplace_back(step_.device, slot.data);
@@ -155,7 +156,7 @@ Status KernelContext::output(size_t index, int32_t dtype, std::span<const int64_
   }
   if (run_.slots[size_t(v)].present)
     return invalid_argument(step_.name + ": output " + std::to_string(index) + " requested twice");
-  ONYX_RETURN_IF_ERROR(check_planned(index, v, dtype, shape));
+  ONYX_RETURN_IF_ERROR(check_planned(index, v, dtype, slot.dims));
   // A declared view of an input: the kernel writes nothing.
   const OnyxOutputMemoryInfo* mem = index < step_.output_memory.size() ? &step_.output_memory[index] : nullptr;
   int viewed = mem && mem->kind == ONYX_OUTPUT_ALIASES_INPUT && mem->input_index >= 0 &&

@@ -169,7 +169,8 @@ class RowNormKernel final : public sdk::Kernel {
     }
     if (x.size() == 0) return nullptr;
     const int64_t seg = n / channels_per_row;  // elements sharing one affine pair
-    ctx.parallel_for(size_t(rows), nn::grain_for(double(n) * 3), [&](size_t lo, size_t hi) {
+    // An element costs about 16 grain units: two passes in double, then the affine.
+    ctx.parallel_for(size_t(rows), nn::grain_for(double(n) * 16), [&](size_t lo, size_t hi) {
       for (size_t r = lo; r < hi; ++r) {
         if (x.dtype == ONYX_DTYPE_FLOAT64)
           row<double>(x, y, stats, int64_t(r), n, seg, scale, bias);
