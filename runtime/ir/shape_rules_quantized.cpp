@@ -65,14 +65,17 @@ Status qlinear_conv(InferContext& ctx) {
 Status fused_conv(InferContext& ctx) { return conv_shape(ctx, 0, 1, ctx.dtype(0)); }
 Status fused_gemm(InferContext& ctx) { return gemm_shape(ctx, 0, 1, 2, ctx.dtype(0)); }
 
-// MultiHeadAttention(query [B, S, D], key [B, L, D], value [B, L, Dv]):
-// output [B, S, Dv] of the query's type (other forms: its type only).
+// MultiHeadAttention(query [B, S, D], key [B, L, D], value [B, L, Dv]) or
+// packed QKV (query [B, S, N, 3, h] alone): output [B, S, Dv] (packed:
+// [B, S, N * h]) of the query's type, rank 3 whatever is unknown.
 Status multi_head_attention(InferContext& ctx) {
-  if (ctx.rank(0) == 3 && ctx.rank(2) == 3) {
-    const Shape& q = ctx.dims(0);
+  const Shape& q = ctx.dims(0);
+  if (!ctx.has_input(1) && !ctx.has_input(2) && ctx.rank(0) == 5) {
+    ctx.set_output(0, ctx.dtype(0), {q[0], q[1], q[2] < 0 || q[4] < 0 ? kUnknown : q[2] * q[4]});
+  } else if (ctx.rank(0) == 3 && ctx.rank(2) == 3) {
     ctx.set_output(0, ctx.dtype(0), {q[0], q[1], ctx.dims(2)[2]});
   } else {
-    ctx.set_output_rank(0, ctx.dtype(0), ctx.rank(0));
+    ctx.set_output_rank(0, ctx.dtype(0), 3);
   }
   return Status();
 }

@@ -110,6 +110,18 @@ int add_initializer(GraphRewrite& rw, const std::string& base, Tensor t) {
   return index;
 }
 
+int add_value(GraphRewrite& rw, const std::string& base, int32_t dtype, Shape dims) {
+  ir::Value v;
+  v.name = unused_name(rw.graph, base);
+  v.dtype = dtype;
+  v.rank = int32_t(dims.size());
+  v.dims = std::move(dims);
+  const int index = rw.graph.add_value(std::move(v));
+  rw.readers.push_back(0);
+  rw.pinned.push_back(false);
+  return index;
+}
+
 namespace {
 
 // The tensor a Constant node holds, when it is a plain tensor attribute
@@ -337,6 +349,7 @@ Status optimize_graph(ir::Graph& graph, GraphOptimization level, OptimizationRep
     count("Gelu", optimize::fuse_gelus(rw, providers));
     count("MultiHeadAttention", optimize::fuse_attention(rw, providers));
     count("MatMulBias", optimize::fuse_matmul_biases(rw, providers));  // after fuse_gelus
+    count("packed QKV", optimize::pack_qkv_projections(rw, providers));  // after the two above
     count("ReluGrad", optimize::fuse_relu_grads(rw, providers));
     count("BatchNormGradSums", optimize::fuse_batchnorm_grads(rw, providers));
     count("DynamicQuantizeMatMul", optimize::fuse_dynamic_quantized_matmuls(rw, providers));

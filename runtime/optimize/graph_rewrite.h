@@ -49,6 +49,11 @@ int fuse_attention(GraphRewrite& rw, const ProviderRank& providers);
 // matmul_bias_fusion.cpp: MatMul -> Add of a constant bias (-> Relu | Gelu
 // | FastGelu) -> ai.onyx MatMulBias.
 int fuse_matmul_biases(GraphRewrite& rw, const ProviderRank& providers);
+// qkv_packing.cpp: the Q, K and V projections (MatMulBias or MatMul) of one
+// input into a MultiHeadAttention -> one product with the weights side by
+// side per head, a Reshape to [B, S, H, 3, d] and the attention on packed
+// QKV. Returns how many.
+int pack_qkv_projections(GraphRewrite& rw, const ProviderRank& providers);
 // relu_grad_fusion.cpp: Where(Greater(X, 0), dY, 0) -> ai.onyx ReluGrad(dY, X).
 int fuse_relu_grads(GraphRewrite& rw, const ProviderRank& providers);
 // relu_grad_reorder.cpp: Where(Greater(R, 0), MaxPoolGrad(dP, R), 0) ->
@@ -90,5 +95,8 @@ int fold_weight_dequantize(GraphRewrite& rw);
 
 // A new initializer named after `base` (made unique); returns its index.
 int add_initializer(GraphRewrite& rw, const std::string& base, Tensor t);
+// A new value a node will write, named after `base` (made unique), of that
+// type and shape (-1: an unknown dim); returns its index.
+int add_value(GraphRewrite& rw, const std::string& base, int32_t dtype, Shape dims);
 
 }  // namespace onyx::runtime::optimize

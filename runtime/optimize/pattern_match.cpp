@@ -105,6 +105,22 @@ void commit_fusion(GraphRewrite& rw, const std::vector<int>& group, ir::Node fus
   g.nodes[size_t(slot)] = std::move(fused);
 }
 
+void commit_fusion(GraphRewrite& rw, const std::vector<int>& group, std::vector<ir::Node> fused) {
+  std::vector<int> slots = group;
+  std::sort(slots.begin(), slots.end());
+  for (int n : group) rw.remove_node(n);
+  slots.erase(slots.begin(), slots.end() - std::ptrdiff_t(fused.size()));
+  for (size_t i = 0; i < fused.size(); ++i) {
+    rw.removed[size_t(slots[i])] = false;
+    if (!fused[i].domain.empty()) rw.graph.opsets.emplace(fused[i].domain, 1);
+    for (int v : fused[i].inputs)
+      if (v >= 0) ++rw.readers[size_t(v)];
+    for (int v : fused[i].outputs)
+      if (v >= 0) rw.graph.values[size_t(v)].producer = slots[i];
+    rw.graph.nodes[size_t(slots[i])] = std::move(fused[i]);
+  }
+}
+
 ir::Attribute int_attribute(const char* name, int64_t v) {
   ir::Attribute a;
   a.name = name;

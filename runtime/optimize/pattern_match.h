@@ -64,6 +64,11 @@ bool claimed_in_place(const GraphRewrite& rw, const ProviderRank& providers, con
 // that the node order stays topological. Registers a domain the fused node
 // introduces (at version 1) in the graph's opsets.
 void commit_fusion(GraphRewrite& rw, const std::vector<int>& group, ir::Node fused);
+// The same for a group replaced by several nodes (no more than the group's),
+// which take the slots of the group's last nodes in graph order, in the
+// order given: each must read only values made before its slot or by the
+// nodes before it.
+void commit_fusion(GraphRewrite& rw, const std::vector<int>& group, std::vector<ir::Node> fused);
 
 // Calls fuse_at(n) (true: it fused there) at every node n still live, in
 // graph order; returns how many fused.

@@ -108,6 +108,41 @@ ONYX_OP_TEST(MultiHeadAttentionTest, MatchesFloat64Reference) {
   }
 }
 
+// Packed QKV (ORT's form, the core's qkv_packing writes it): query
+// [B, S, H, 3, d] alone, the same q, k and v interleaved per token and head;
+// the same reference and tolerance (self-attention: S = L, d = dv).
+ONYX_OP_TEST(MultiHeadAttentionTest, PackedQkvMatchesFloat64Reference) {
+  Case c = test_case(self);
+  c.kv_len = c.q_len;
+  c.v_size = c.size;
+  if (!c.bias.empty()) c.bias.back() = c.kv_len;  // keys are the queries now
+  const int64_t B = c.batch, S = c.q_len, H = c.heads, d = c.size;
+  const std::vector<float> q = nn::random_floats(size_t(B * S * H * d), 40, -2, 2);
+  const std::vector<float> k = nn::random_floats(size_t(B * S * H * d), 41, -2, 2);
+  const std::vector<float> v = nn::random_floats(size_t(B * S * H * d), 42, -1, 1);
+  const std::vector<float> bias = c.bias.empty() ? std::vector<float>{} : nn::random_floats(size_t(nn::count(c.bias)), 43, -3, 0);
+  const double scale = c.scale ? as_onnx_float(0.3) : 1.0 / std::sqrt(double(d));
+  const std::vector<double> want = reference(c, q, k, v, bias, scale);
+  std::vector<float> packed(size_t(B * S * H * 3 * d));
+  for (int64_t t = 0; t < B * S; ++t)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t e = 0; e < d; ++e) {
+        const size_t from = size_t((t * H + h) * d + e), to = size_t(((t * H + h) * 3) * d + e);
+        packed[to] = q[from];
+        packed[to + size_t(d)] = k[from];
+        packed[to + 2 * size_t(d)] = v[from];
+      }
+  for (size_t threads : {1, 3}) {
+    NodeSpec node = attention_node(c);
+    node.inputs = {make_tensor<float>({B, S, H, 3, d}, packed), omitted(), omitted()};
+    if (!c.bias.empty()) node.inputs.insert(node.inputs.end(), {omitted(), omitted(), make_tensor<float>(c.bias, bias)});
+    RunResult r = run_node(node, {.threads = threads});
+    ASSERT_TRUE(r.ok()) << r.error;
+    EXPECT_EQ(r.outputs[0].dims, (std::vector<int64_t>{B, S, H * d}));
+    EXPECT_TRUE(nn::all_near(r.outputs[0].values<float>(), want, {2e-5})) << "threads " << threads;
+  }
+}
+
 ONYX_PROVIDER_SUITE(MultiHeadAttention);
 
 // Shapes that only turn out wrong when the node runs are errors naming them.
@@ -126,6 +161,12 @@ ONYX_OP_TEST(MultiHeadAttention, MismatchedShapesAreErrors) {
   EXPECT_ERROR_MENTIONS(run({1, 3, 6}, {1, 4, 6}, {1, 5, 4}, {}), "must be [B, S, D]");  // 4 keys, 5 values
   EXPECT_ERROR_MENTIONS(run({1, 3, 5}, {1, 4, 5}, {1, 4, 4}, {}), "multiples of num_heads");  // 5 over 2 heads
   EXPECT_ERROR_MENTIONS(run({1, 3, 6}, {1, 4, 6}, {1, 4, 4}, {2, 4}), "does not broadcast");  // 2 rows, 3 queries
+  // Packed QKV whose heads or q/k/v axis do not match num_heads 2 and 3.
+  for (const std::vector<int64_t>& q : {std::vector<int64_t>{1, 3, 3, 3, 2}, std::vector<int64_t>{1, 3, 2, 2, 2}}) {
+    NodeSpec node = attention_node(c);
+    node.inputs = {make_tensor<float>(q, std::vector<float>(size_t(nn::count(q)), 0.5f)), omitted(), omitted()};
+    EXPECT_ERROR_MENTIONS(run_node(node), "packed QKV");
+  }
 }
 
 }  // namespace
