@@ -10,8 +10,8 @@
 
 #include "ir/onnx_import.h"
 #include "model_builder.h"
+#include "optimize/cpu_session.h"
 #include "optimize/graph_optimizer.h"
-#include "session/session.h"
 
 namespace onyx::runtime {
 namespace {
@@ -258,17 +258,11 @@ TEST(AttentionFusion, FusedNodeComputesWhatTheGraphDoes) {
     }
     std::vector<Tensor> results;
     for (GraphOptimization level : {GraphOptimization::kAll, GraphOptimization::kOff}) {
-      auto model = ir::load_model_from_bytes(bytes.data(), bytes.size(), "");
-      ASSERT_TRUE(model.ok()) << model.status().to_string();
-      SessionOptions options;
-      options.providers.push_back({"cpu", {}});
-      options.fallback = FallbackPolicy::kFail;
-      options.graph_optimization = level;
-      auto session = Session::create(registry, std::move(model).value(), options);
-      ASSERT_TRUE(session.ok()) << session.status().to_string();
-      EXPECT_EQ(session.value()->partition_report().optimization.fused_patterns.count("MultiHeadAttention"),
+      std::unique_ptr<Session> session = cpu_session(registry, bytes, level);
+      ASSERT_NE(session, nullptr);
+      EXPECT_EQ(session->partition_report().optimization.fused_patterns.count("MultiHeadAttention"),
                 level == GraphOptimization::kAll ? 1u : 0u);
-      auto out = session.value()->run(feed);
+      auto out = session->run(feed);
       ASSERT_TRUE(out.ok()) << out.status().to_string();
       results.push_back(out.value()[0]);
     }

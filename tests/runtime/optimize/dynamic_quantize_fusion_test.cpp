@@ -9,8 +9,8 @@
 
 #include "ir/onnx_import.h"
 #include "model_builder.h"
+#include "optimize/cpu_session.h"
 #include "optimize/graph_optimizer.h"
-#include "session/session.h"
 
 namespace onyx::runtime {
 namespace {
@@ -88,15 +88,7 @@ class DynamicQuantizeFusionTest : public ::testing::Test {
   void SetUp() override { registry_.add_search_dir(ONYX_PROVIDER_DIR); }
 
   std::unique_ptr<Session> session(const std::string& bytes, GraphOptimization level) {
-    auto m = ir::load_model_from_bytes(bytes.data(), bytes.size(), "");
-    EXPECT_TRUE(m.ok()) << m.status().to_string();
-    SessionOptions options;
-    options.providers.push_back({"cpu", {}});
-    options.fallback = FallbackPolicy::kFail;
-    options.graph_optimization = level;
-    auto s = Session::create(registry_, std::move(m).value(), options);
-    EXPECT_TRUE(s.ok()) << s.status().to_string();
-    return s.ok() ? std::move(s).value() : nullptr;
+    return cpu_session(registry_, bytes, level);
   }
 
   static std::vector<std::string> ops(const Session& s) {

@@ -10,8 +10,8 @@
 
 #include "ir/onnx_import.h"
 #include "model_builder.h"
+#include "optimize/cpu_session.h"
 #include "optimize/graph_optimizer.h"
-#include "session/session.h"
 
 namespace onyx::runtime {
 namespace {
@@ -195,17 +195,11 @@ TEST(QkvPacking, PackedGraphComputesWhatTheGraphDoes) {
     }
     std::vector<Tensor> results;
     for (GraphOptimization level : {GraphOptimization::kAll, GraphOptimization::kOff}) {
-      auto loaded = ir::load_model_from_bytes(bytes.data(), bytes.size(), "");
-      ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
-      SessionOptions options;
-      options.providers.push_back({"cpu", {}});
-      options.fallback = FallbackPolicy::kFail;
-      options.graph_optimization = level;
-      auto session = Session::create(registry, std::move(loaded).value(), options);
-      ASSERT_TRUE(session.ok()) << session.status().to_string();
-      EXPECT_EQ(session.value()->partition_report().optimization.fused_patterns.count("packed QKV"),
+      std::unique_ptr<Session> session = cpu_session(registry, bytes, level);
+      ASSERT_NE(session, nullptr);
+      EXPECT_EQ(session->partition_report().optimization.fused_patterns.count("packed QKV"),
                 level == GraphOptimization::kAll ? 1u : 0u);
-      auto out = session.value()->run(feed);
+      auto out = session->run(feed);
       ASSERT_TRUE(out.ok()) << out.status().to_string();
       results.push_back(out.value()[0]);
     }
