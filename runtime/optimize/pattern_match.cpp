@@ -92,17 +92,24 @@ bool claimed_in_place(const GraphRewrite& rw, const ProviderRank& providers, con
   return true;
 }
 
-void commit_fusion(GraphRewrite& rw, const std::vector<int>& group, ir::Node fused) {
-  ir::Graph& g = rw.graph;
-  for (int n : group) rw.remove_node(n);
-  const int slot = group.back();
+namespace {
+
+// Puts `node` into the removed slot `slot`, as the producer of its outputs.
+void place(GraphRewrite& rw, int slot, ir::Node node) {
   rw.removed[size_t(slot)] = false;
-  if (!fused.domain.empty()) g.opsets.emplace(fused.domain, 1);
-  for (int v : fused.inputs)
+  if (!node.domain.empty()) rw.graph.opsets.emplace(node.domain, 1);
+  for (int v : node.inputs)
     if (v >= 0) ++rw.readers[size_t(v)];
-  for (int v : fused.outputs)
-    if (v >= 0) g.values[size_t(v)].producer = slot;
-  g.nodes[size_t(slot)] = std::move(fused);
+  for (int v : node.outputs)
+    if (v >= 0) rw.graph.values[size_t(v)].producer = slot;
+  rw.graph.nodes[size_t(slot)] = std::move(node);
+}
+
+}  // namespace
+
+void commit_fusion(GraphRewrite& rw, const std::vector<int>& group, ir::Node fused) {
+  for (int n : group) rw.remove_node(n);
+  place(rw, group.back(), std::move(fused));
 }
 
 void commit_fusion(GraphRewrite& rw, const std::vector<int>& group, std::vector<ir::Node> fused) {
@@ -110,15 +117,7 @@ void commit_fusion(GraphRewrite& rw, const std::vector<int>& group, std::vector<
   std::sort(slots.begin(), slots.end());
   for (int n : group) rw.remove_node(n);
   slots.erase(slots.begin(), slots.end() - std::ptrdiff_t(fused.size()));
-  for (size_t i = 0; i < fused.size(); ++i) {
-    rw.removed[size_t(slots[i])] = false;
-    if (!fused[i].domain.empty()) rw.graph.opsets.emplace(fused[i].domain, 1);
-    for (int v : fused[i].inputs)
-      if (v >= 0) ++rw.readers[size_t(v)];
-    for (int v : fused[i].outputs)
-      if (v >= 0) rw.graph.values[size_t(v)].producer = slots[i];
-    rw.graph.nodes[size_t(slots[i])] = std::move(fused[i]);
-  }
+  for (size_t i = 0; i < fused.size(); ++i) place(rw, slots[i], std::move(fused[i]));
 }
 
 ir::Attribute int_attribute(const char* name, int64_t v) {
