@@ -221,7 +221,9 @@ struct Gemm {
   }
   float beta_for(int64_t pc) const { return pc == 0 ? beta : 1.0f; }  // later K blocks accumulate
   // Rows [r0, r1) x columns [c0, c0 + cols) of C are final after K block pc:
-  // the rest of the epilogue (an activation function) runs on them.
+  // the rest of the epilogue (an activation function) runs on them. Called
+  // once for a task's whole block, not per NR panel: the activation loops
+  // run several vectors at a time, and 16-float rows would leave them idle.
   void finish(int64_t pc, int64_t kc, int64_t r0, int64_t r1, int64_t c0, int64_t cols) const {
     if (epilogue.activation && pc + kc >= k)
       apply_epilogue(epilogue, c + r0 * ldc + c0, ldc, r1 - r0, cols, r0, c0, /*tile_part_done=*/true);
@@ -281,8 +283,8 @@ void small_m(const Gemm& g, const ParallelFor& pf, size_t threads) {
             }
             for (int64_t row = rb; row < re; row += MR)
               g.tile(row, std::min(MR, re - row), q * NR, cols, pc, kc, abuf ? abuf + (row - rb) * kc : nullptr, bp, bs);
-            g.finish(pc, kc, rb, re, q * NR, cols);
           }
+          if (q1 > q0) g.finish(pc, kc, rb, re, q0 * NR, std::min(q1 * NR, g.n) - q0 * NR);
         }
       }
     }
@@ -468,8 +470,10 @@ void blocked(const Gemm& g, const ParallelFor& pf, size_t threads) {
               for (int64_t p = p0; p < p1; ++p)
                 g.tile(ic + p * MR, std::min(MR, mrows - p * MR), jc + q * NR, cols, pc, kc,
                        abuf ? abuf + p * MR * kc : nullptr, bp, NR);
-              g.finish(pc, kc, ic + p0 * MR, ic + std::min(p1 * MR, mrows), jc + q * NR, cols);
             }
+            if (q1 > q0 && p1 > p0)
+              g.finish(pc, kc, ic + p0 * MR, ic + std::min(p1 * MR, mrows), jc + q0 * NR,
+                       std::min(q1 * NR, nc) - q0 * NR);
           }
         });
       }

@@ -21,6 +21,8 @@
 
 #include <cstddef>
 
+#include "kernels/elementwise/interleaved.h"
+
 namespace onyx::cpu::vec::gelu_impl {
 
 template <class V>
@@ -93,9 +95,17 @@ ONYX_GELU_INLINE Reg<V> gelu_tanh(Reg<V> x) {
   return V::zero_below(x, V::set(-1e30f), y);
 }
 
+// Four vectors at a time, interleaved (interleaved.h): the formulas are
+// latency-bound one vector at a time. erf-GELU, AVX2, 16,384 normal values:
+// 1.38 -> 1.09 ns an element (two ways 1.17, three 1.21).
 template <class V, bool kErf>
 void loop(const float* x, float* y, size_t n) {
+  using V4 = Interleaved<V, 4>;
   size_t i = 0;
+  for (; i + V4::kLanes <= n; i += V4::kLanes) {
+    const Reg<V4> v = V4::loadu(x + i);
+    V4::storeu(y + i, kErf ? gelu_erf<V4>(v) : gelu_tanh<V4>(v));
+  }
   for (; i + V::kLanes <= n; i += V::kLanes) {
     const Reg<V> v = V::loadu(x + i);
     V::storeu(y + i, kErf ? gelu_erf<V>(v) : gelu_tanh<V>(v));
