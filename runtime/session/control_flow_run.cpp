@@ -33,7 +33,7 @@ StatusOr<Tensor> as_tensor(const Value& v, const std::string& what) {
 }
 
 void set_output(RunState& run, const Step& step, size_t k, Value value) {
-  set_slot_value(run, step.outputs[k], std::move(value));
+  set_slot_value(run, step.outputs[k], value);
 }
 
 Tensor scalar_int64(int64_t value) {

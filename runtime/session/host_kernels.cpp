@@ -65,7 +65,7 @@ Status run_host_kernel(RunState& run, const Step& step) {
   for (int v : step.inputs) call.inputs.push_back(slot_value(run, v));  // the node's, or their host copies
   call.outputs.resize(step.outputs.size());
   ONYX_RETURN_IF_ERROR(fn(call));
-  for (size_t k = 0; k < step.outputs.size(); ++k) set_slot_value(run, step.outputs[k], std::move(call.outputs[k]));
+  for (size_t k = 0; k < step.outputs.size(); ++k) set_slot_value(run, step.outputs[k], call.outputs[k]);
   return Status();
 }
 

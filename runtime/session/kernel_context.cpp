@@ -151,7 +151,7 @@ Status KernelContext::output(size_t index, int32_t dtype, std::span<const int64_
   if (v < 0) {  // omitted optional output: scratch the kernel may write
     ONYX_RETURN_IF_ERROR(for_output([&] { return run_.session->block_cache().take(step_.device, bytes, &slot.data); }));
     scratch_.emplace_back(step_.device, slot.data);
-    fill_view(run_, omitted_outputs_.emplace_back(std::move(slot)), out);
+    fill_view(run_, *omitted_outputs_.emplace_back(std::make_unique<RunSlot>(std::move(slot))), out);
     return Status();
   }
   if (run_.slots[size_t(v)].present)
@@ -187,17 +187,24 @@ Status KernelContext::scratch(size_t bytes, void** out) {
 }
 
 void KernelContext::parallel_for(size_t n, size_t grain, OnyxParallelBody body, void* user) {
-  const Logger* route = LogRoute::route();  // the pool's threads log where this one does
-  const std::string* tag = LogTag::current();
-  Profiler* profiler = run_.profiler.get();
-  run_.session->thread_pool().parallel_for(n, grain, [&](size_t b, size_t e) {
-    LogRoute chunk(route);
-    LogTag chunk_tag(tag);
-    const int64_t start = profiler ? profiler->now_ns() : 0;
-    body(user, b, e);
-    if (profiler)  // one event per chunk: the threads a kernel ran on, in the trace
-      profiler->record({step_.name, "thread", start, profiler->now_ns() - start, Profiler::thread_id(),
-                        {{"items", std::to_string(b) + ".." + std::to_string(e)}}});
+  // The body captures one pointer, so that std::function keeps it inline
+  // (six captured references were a heap allocation per loop).
+  const struct {
+    const Logger* route;  // the pool's threads log where this one does
+    const std::string* tag;
+    Profiler* profiler;
+    OnyxParallelBody body;
+    void* user;
+    const std::string& step;
+  } loop{LogRoute::route(), LogTag::current(), run_.profiler.get(), body, user, step_.name};
+  run_.session->thread_pool().parallel_for(n, grain, [l = &loop](size_t b, size_t e) {
+    LogRoute chunk(l->route);
+    LogTag chunk_tag(l->tag);
+    const int64_t start = l->profiler ? l->profiler->now_ns() : 0;
+    l->body(l->user, b, e);
+    if (l->profiler)  // one event per chunk: the threads a kernel ran on, in the trace
+      l->profiler->record({l->step, "thread", start, l->profiler->now_ns() - start, Profiler::thread_id(),
+                           {{"items", std::to_string(b) + ".." + std::to_string(e)}}});
   });
 }
 

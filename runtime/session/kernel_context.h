@@ -16,7 +16,7 @@
 //     the plan could not place in that input's bytes gets a copy of them.
 #pragma once
 
-#include <deque>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -51,7 +51,9 @@ class KernelContext final : public OnyxComputeContext {
   RunState& run_;
   const Step& step_;
   std::vector<std::pair<int, void*>> scratch_;  // (device, pointer)
-  std::deque<RunSlot> omitted_outputs_;         // outputs the graph does not use
+  // Outputs the graph does not use; pointers, so that the views stay put.
+  // Empty (no allocation) in almost every call.
+  std::vector<std::unique_ptr<RunSlot>> omitted_outputs_;
 };
 
 }  // namespace onyx::runtime

@@ -24,20 +24,20 @@ Value slot_value(const RunState& run, int v) {
   return t;
 }
 
-void set_slot_value(RunState& run, int v, Value value) {
+void set_slot_value(RunState& run, int v, const Value& value) {
   if (v < 0) return;
   RunSlot& slot = run.slots[size_t(v)];
   slot = RunSlot{};
   slot.present = true;
   if (!value.is_tensor()) {
-    slot.composite = std::move(value);
+    slot.composite = value;
     return;
   }
-  Tensor t = value.tensor();
+  const Tensor& t = value.tensor();
   slot.dtype = t.dtype();
   slot.dims = t.shape();
   slot.data = t.data();
-  slot.host = std::move(t);
+  slot.host = t;
 }
 
 }  // namespace onyx::runtime

@@ -60,6 +60,6 @@ const char* cancelled_by(const RunState& run);
 // host-readable device holds). An empty Value when omitted or not produced.
 Value slot_value(const RunState& run, int v);
 // Makes value `v` hold `value` (a tensor in host memory, or a composite).
-void set_slot_value(RunState& run, int v, Value value);
+void set_slot_value(RunState& run, int v, const Value& value);
 
 }  // namespace onyx::runtime

@@ -81,15 +81,17 @@ class WorkspaceLease {
   std::unique_ptr<Workspace> own_;
 };
 
-using Body = std::function<void(size_t, size_t)>;
-
+// body(begin, end) over [0, n): inline, or through pf as a std::function
+// holding one reference (a lambda with its captures would be copied to the
+// heap on every call).
+template <class Body>
 void run_parallel(const ParallelFor& pf, size_t threads, size_t n, const Body& body) {
   if (n == 0) return;
   if (threads <= 1 || n == 1 || !pf.run) {
     body(0, n);
     return;
   }
-  pf.run(n, body);
+  pf.run(n, [&body](size_t b, size_t e) { body(b, e); });
 }
 
 size_t effective_threads(const ParallelFor& pf, const DriverOptions& opt, int64_t m, int64_t n, int64_t k) {
