@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iterator>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -34,7 +35,12 @@ bool published(uint64_t generation, uint64_t seen) { return generation % 2 == 0 
 
 ThreadPool::ThreadPool(size_t threads) {
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  claimed_ = std::make_unique<std::atomic<bool>[]>(threads);
+  if (threads <= std::size(inline_claimed_)) {
+    claimed_ = inline_claimed_;
+  } else {
+    claimed_heap_ = std::make_unique<std::atomic<bool>[]>(threads);
+    claimed_ = claimed_heap_.get();
+  }
   for (size_t k = 1; k < threads; ++k) workers_.emplace_back([this, k] { worker_main(k); });
 }
 

