@@ -30,6 +30,7 @@ std::vector<Case> cases() {
           Case{2, 5, 7, 3, 4, 4, {2, 1, 1, 7}, true},     // BERT's padding mask
           Case{1, 4, 4, 2, 8, 8, {1, 2, 4, 4}, false},    // per head
           Case{3, 1, 6, 4, 16, 8, {}, true},              // one query (decoding)
+          Case{1, 5, 13, 2, 12, 70, {1, 2, 5, 13}, false},   // head sizes past a vector and a GEMM panel
           Case{1, 70, 80, 2, 8, 4, {1, 1, 70, 80}, false}};  // longer sequences, a per-query mask
 }
 
