@@ -139,7 +139,14 @@ Status run_copy(RunState& run, const Step& step) {
   return mover.copy(direction, out.data, src.data, bytes, run.streams.stream(step.copy_by)).with_context(step.name);
 }
 
-// Binds the graph inputs and the constants (initializers) to their slots.
+// A constant no run replaces (not a graph input, not computed by a node, as
+// folded constants are): its slot stays bound between runs (SlotCache).
+bool bound_for_every_run(const ir::Value& value) {
+  return value.constant && value.producer < 0 && !value.is_graph_input;
+}
+
+// Binds the graph inputs and the constants (initializers) to their slots;
+// the constants of a slot vector from an earlier run are bound already.
 void bind_inputs(const ir::Graph& graph, const std::vector<Value>& inputs, RunState& run) {
   for (size_t k = 0; k < graph.inputs.size(); ++k) {
     set_slot_value(run, graph.inputs[k], inputs[k]);
@@ -150,6 +157,15 @@ void bind_inputs(const ir::Graph& graph, const std::vector<Value>& inputs, RunSt
     // Folded constants (producer >= 0) are computed by their node like any value.
     if (value.constant && value.producer < 0 && !run.slots[v].present) set_slot_value(run, int(v), *value.constant);
   }
+}
+
+// Ends the run's use of its slots: frees the dynamic buffers and empties
+// every slot but the constants', then keeps the vector for a later run.
+void return_slots(RunState& run) {
+  const ir::Graph& graph = run.session->graph();
+  for (size_t v = 0; v < run.slots.size(); ++v)
+    if (!bound_for_every_run(graph.values[v])) release_slot(run, run.slots[v]);
+  run.session->slot_cache().give_back(std::move(run.slots));
 }
 
 // The value of slot `v` as a host value the caller owns.
@@ -205,7 +221,7 @@ StatusOr<std::vector<Value>> Executor::run(Session& session, const ExecutionPlan
   run.session = &session;
   run.binding = binding;
   run.plan = &plan;
-  run.slots.resize(graph.values.size());
+  run.slots = session.slot_cache().take(graph.values.size());
   run.cancel_generation = session.cancel_generation();
   run.options = RunOptionsScope::current();
   if (run.options) run.options_generation = run.options->cancel_generation();
@@ -218,7 +234,7 @@ StatusOr<std::vector<Value>> Executor::run(Session& session, const ExecutionPlan
     RunState& run;
     ~FreeDynamic() {
       (void)run.streams.finish();
-      for (RunSlot& slot : run.slots) release_slot(run, slot);
+      return_slots(run);
     }
   } free_dynamic{run};
   bind_inputs(graph, inputs, run);

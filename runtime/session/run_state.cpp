@@ -40,4 +40,21 @@ void set_slot_value(RunState& run, int v, const Value& value) {
   slot.host = t;
 }
 
+std::vector<RunSlot> SlotCache::take(size_t values) {
+  {
+    std::lock_guard lock(mutex_);
+    if (!spare_.empty()) {
+      std::vector<RunSlot> slots = std::move(spare_.back());
+      spare_.pop_back();
+      if (slots.size() == values) return slots;
+    }
+  }
+  return std::vector<RunSlot>(values);
+}
+
+void SlotCache::give_back(std::vector<RunSlot> slots) {
+  std::lock_guard lock(mutex_);
+  if (spare_.size() < 4) spare_.push_back(std::move(slots));  // more runs at once than that: made anew
+}
+
 }  // namespace onyx::runtime

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "core/tensor.h"
@@ -49,6 +50,24 @@ struct RunState {
   const RunOptions* options = nullptr;  // the thread's RunOptionsScope when the run started
   uint64_t options_generation = 0;      // options->cancel_generation() then
   const DeviceBinding* binding = nullptr;  // null: every input and output in host memory
+};
+
+// Slot vectors kept from one run to the next with the graph's constants
+// still bound (binding them was a copy of each one's tensor and shape, three
+// allocations a constant, every run). Thread-safe: concurrent runs take
+// different vectors.
+class SlotCache {
+ public:
+  // A vector of `values` slots: a spare one (its constants bound, every other
+  // slot empty) or a new one.
+  std::vector<RunSlot> take(size_t values);
+  // Keeps `slots` for a later run; the caller has emptied every slot but the
+  // constants'.
+  void give_back(std::vector<RunSlot> slots);
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::vector<RunSlot>> spare_;
 };
 
 // Null while the run may go on; otherwise what cancelled it ("cancel_runs",

@@ -37,6 +37,7 @@
 #include "session/partition.h"
 #include "session/plan.h"
 #include "session/profiler.h"
+#include "session/run_state.h"
 #include "session/run_streams.h"
 #include "session/step.h"
 
@@ -155,6 +156,7 @@ class Session {
   ArenaPool& arena_pool() { return *arenas_; }
   StreamPool& stream_pool() { return *streams_; }
   BlockCache& block_cache() { return *blocks_; }
+  SlotCache& slot_cache() { return slot_cache_; }
   // SessionOptions::host_memory_limit resolved: never above the machine's memory.
   const HostMemoryLimit& host_memory_limit() const { return memory_limit_; }
   // The registry's logger: the session's warnings and its plugins' lines.
@@ -211,6 +213,7 @@ class Session {
   std::shared_ptr<Profiler> profiler_;  // null when off; read and swapped atomically
   // cancel_runs() count, shared with child sessions so that one call stops them all.
   std::shared_ptr<std::atomic<uint64_t>> cancels_ = std::make_shared<std::atomic<uint64_t>>(0);
+  SlotCache slot_cache_;  // run_state.h
   std::mutex plans_mutex_;
   std::map<std::vector<Shape>, std::shared_ptr<const ExecutionPlan>> plans_;
 };
