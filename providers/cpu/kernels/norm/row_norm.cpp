@@ -15,7 +15,6 @@
 #include "kernels/elementwise/vec_math.h"
 #include "kernels/norm/norm_util.h"
 #include "kernels/registry.h"
-#include "target_clones.h"
 
 namespace onyx::cpu {
 namespace {
@@ -68,11 +67,9 @@ template <typename T>
 }
 
 // One float32 LayerNormalization row (statistics and affine in double),
-// where the CPU has no vec::layer_norm_row loop; cloned for AVX-512 and
-// AVX2 all the same: this file is built for the baseline ISA, where the
-// double loops run two lanes wide.
-ONYX_CLONES Moments layer_row(const float* x, float* y, int64_t n, const double* scale, const double* bias,
-                              double epsilon) {
+// where the CPU has no vec::layer_norm_row loop, that is no AVX2: so not
+// cloned for AVX2 or AVX-512, whose clones would never run.
+Moments layer_row(const float* x, float* y, int64_t n, const double* scale, const double* bias, double epsilon) {
   Moments m = moments(x, n);
   const double inv_std = 1.0 / std::sqrt(m.var + epsilon);
   for (int64_t k = 0; k < n; ++k) y[k] = float((double(x[k]) - m.mean) * inv_std * scale[k] + bias[k]);
