@@ -347,6 +347,7 @@ Status optimize_graph(ir::Graph& graph, GraphOptimization level, OptimizationRep
     };
     count("LayerNormalization", optimize::fuse_layer_norms(rw, providers));
     count("Gelu", optimize::fuse_gelus(rw, providers));
+    count("Swish", optimize::fuse_swishes(rw, providers));
     count("MultiHeadAttention", optimize::fuse_attention(rw, providers));
     count("MatMulBias", optimize::fuse_matmul_biases(rw, providers));  // after fuse_gelus
     count("packed QKV", optimize::pack_qkv_projections(rw, providers));  // after the two above

@@ -17,9 +17,10 @@
 //     QGemm, QLinearAdd, ...; qdq_fusion.cpp), but only where a provider of
 //     the session claims that node (`ProviderRank`): no provider should have
 //     to recognize the pattern, and none should be handed a node it cannot run;
-//   - the op-by-op forms exporters write for LayerNorm and GELU become one
-//     LayerNormalization / Gelu node (layer_norm_fusion.cpp,
-//     gelu_fusion.cpp), again only where a provider claims the result;
+//   - the op-by-op forms exporters write for LayerNorm, GELU and SiLU / Swish
+//     become one LayerNormalization / Gelu / Swish node (layer_norm_fusion.cpp,
+//     gelu_fusion.cpp, swish_fusion.cpp), again only where a provider claims
+//     the result;
 //   - multi-head attention written op by op (head split, scaled Q K^T,
 //     Softmax, P V, head merge) becomes one com.microsoft
 //     MultiHeadAttention (attention_fusion.cpp), where a provider claims it;

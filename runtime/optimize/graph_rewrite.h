@@ -38,11 +38,13 @@ int fold_batchnorms(GraphRewrite& rw);
 void fuse_qdq_groups(GraphRewrite& rw, const ProviderRank& providers, OptimizationReport& report);
 
 // layer_norm_fusion.cpp: decomposed LayerNorm -> LayerNormalization;
-// gelu_fusion.cpp: erf / tanh GELU -> Gelu (or com.microsoft Gelu, FastGelu).
+// gelu_fusion.cpp: erf / tanh GELU -> Gelu (or com.microsoft Gelu, FastGelu);
+// swish_fusion.cpp: x * Sigmoid(alpha x) -> Swish (or com.microsoft QuickGelu).
 // Each fuses only where a provider claims the fused node (pattern_match.h)
 // and returns how many groups it fused.
 int fuse_layer_norms(GraphRewrite& rw, const ProviderRank& providers);
 int fuse_gelus(GraphRewrite& rw, const ProviderRank& providers);
+int fuse_swishes(GraphRewrite& rw, const ProviderRank& providers);
 // attention_fusion.cpp: head split, scaled Q K^T, Softmax, P V and head
 // merge -> com.microsoft MultiHeadAttention.
 int fuse_attention(GraphRewrite& rw, const ProviderRank& providers);

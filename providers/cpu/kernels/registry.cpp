@@ -15,7 +15,7 @@ void register_all_kernels(sdk::KernelRegistry& registry) {
   // Greater LessOrEqual GreaterOrEqual PRelu
   ew::register_binary_kernels(registry);
   ew::register_variadic_kernels(registry);  // Sum Mean Min Max Where Clip
-  register_shrink_swish_kernels(registry);  // Shrink Swish
+  register_shrink_kernels(registry);  // Shrink
   register_swiglu_kernels(registry);        // SwiGLU
 
   // reduce/

@@ -18,7 +18,7 @@ void register_unary_kernels(sdk::KernelRegistry& registry);
 void register_binary_kernels(sdk::KernelRegistry& registry);
 void register_variadic_kernels(sdk::KernelRegistry& registry);
 }  // namespace ew
-void register_shrink_swish_kernels(sdk::KernelRegistry& registry);
+void register_shrink_kernels(sdk::KernelRegistry& registry);
 void register_swiglu_kernels(sdk::KernelRegistry& registry);
 // reduce/
 void register_reduction_kernels(sdk::KernelRegistry& registry);

@@ -7,7 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <limits>
+#include <string>
 #include <random>
 #include <utility>
 #include <vector>
@@ -85,6 +87,97 @@ TEST(VecMath, GeluSpecialValuesAndInPlaceTails) {
     for (size_t i = 3; i < v.size(); ++i) {
       const double want = c.exact(double(x[i]));
       EXPECT_NEAR(v[i], want, tolerance(c.exact, x[i])) << c.name << " at x = " << x[i];
+    }
+  }
+}
+
+// Sigmoid, Swish (alpha 1, QuickGelu's 1.702, a negative one) and Tanh:
+// within 1e-6 relative, plus 4 times what one float32 ulp of x changes the
+// exact result, plus 1.2e-38 absolute (the logistic's tail is 0 once e^z
+// underflows; Swish's, x times it, is below 1.1e-36 there); special values
+// mapped to the limits, in place, with a tail.
+using ScaledLoop = void (*)(const float*, float*, size_t, float);
+
+double sigmoid_exact(double z) { return z >= 0 ? 1 / (1 + std::exp(-z)) : std::exp(z) / (1 + std::exp(z)); }
+
+struct LogisticCase {
+  std::string name;
+  std::function<void(const float*, float*, size_t)> loop;
+  std::function<double(double)> exact;
+  float at_inf, at_minus_inf;
+  double absolute = 1.2e-38;
+};
+
+std::vector<LogisticCase> logistic_cases() {
+  struct Isa {
+    const char* name;
+    Loop sigmoid, tanh;
+    ScaledLoop swish;
+  };
+  std::vector<Isa> isas = {{"generic", detail::sigmoid_generic, detail::tanh_generic, detail::swish_generic},
+                           {"dispatched", sigmoid, tanh, swish}};
+#if defined(ONYX_CPU_AVX2_LOOPS)
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    isas.push_back({"avx2", detail::sigmoid_avx2, detail::tanh_avx2, detail::swish_avx2});
+#endif
+#if defined(ONYX_CPU_AVX512_LOOPS)
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma"))
+    isas.push_back({"avx512", detail::sigmoid_avx512, detail::tanh_avx512, detail::swish_avx512});
+#endif
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<LogisticCase> c;
+  for (const Isa& isa : isas) {
+    c.push_back({std::string("sigmoid ") + isa.name, isa.sigmoid, sigmoid_exact, 1.0f, 0.0f});
+    c.push_back({std::string("tanh ") + isa.name, isa.tanh, [](double x) { return std::tanh(x); }, 1.0f, -1.0f});
+    for (float alpha : {1.0f, 1.702f, -0.5f}) {
+      ScaledLoop swish_loop = isa.swish;
+      c.push_back({std::string("swish ") + isa.name + " alpha " + std::to_string(alpha),
+                   [swish_loop, alpha](const float* x, float* y, size_t n) { swish_loop(x, y, n, alpha); },
+                   [alpha](double x) { return x * sigmoid_exact(double(alpha) * x); }, alpha > 0 ? inf : 0.0f,
+                   alpha > 0 ? 0.0f : -inf, 1.1e-36});
+    }
+  }
+  return c;
+}
+
+double logistic_tolerance(const LogisticCase& c, float x) {
+  const std::function<double(double)>& exact = c.exact;
+  const double want = exact(double(x));
+  const double ulp = double(std::nextafter(std::fabs(x), std::numeric_limits<float>::infinity())) - std::fabs(double(x));
+  const double swing = std::fabs(exact(double(x) + ulp) - want) + std::fabs(exact(double(x) - ulp) - want);
+  return 1e-6 * std::fabs(want) + 4 * swing + c.absolute;
+}
+
+TEST(VecMath, SigmoidSwishTanhWithinAMillionthOfFloat64) {
+  std::vector<float> x;
+  for (double v = -110; v <= 110; v += 1.0 / 64) x.push_back(float(v));
+  for (double v = -1; v <= 1; v += 1.0 / 4096) x.push_back(float(v));  // tanh's polynomial and its seam
+  for (float v : {1e-30f, -1e-30f, 1e-8f, -1e-8f, 0.0f, -0.0f, 0.625f, -0.625f, 3e4f, -3e4f, 3e38f, -3e38f})
+    x.push_back(v);
+  for (const LogisticCase& c : logistic_cases()) {
+    std::vector<float> y(x.size());
+    c.loop(x.data(), y.data(), x.size());
+    for (size_t i = 0; i < x.size(); ++i)
+      ASSERT_NEAR(y[i], c.exact(double(x[i])), logistic_tolerance(c, x[i])) << c.name << " at x = " << x[i];
+  }
+}
+
+TEST(VecMath, SigmoidSwishTanhSpecialValuesAndInPlaceTails) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  for (const LogisticCase& c : logistic_cases()) {
+    for (size_t n : {size_t(11), size_t(3), size_t(37)}) {  // vectors and tails, in place
+      std::vector<float> v(n);
+      for (size_t i = 0; i < n; ++i) v[i] = float(int(i % 9) - 4) * 0.75f;
+      v[0] = nan;
+      v[1] = inf;
+      v[2] = -inf;
+      const std::vector<float> x = v;
+      c.loop(v.data(), v.data(), v.size());
+      EXPECT_TRUE(std::isnan(v[0])) << c.name;
+      EXPECT_EQ(v[1], c.at_inf) << c.name;
+      EXPECT_EQ(v[2], c.at_minus_inf) << c.name;
+      for (size_t i = 3; i < n; ++i)
+        EXPECT_NEAR(v[i], c.exact(double(x[i])), logistic_tolerance(c, x[i])) << c.name << " at x = " << x[i];
     }
   }
 }

@@ -1,5 +1,5 @@
 // The pattern fusions (runtime/optimize/layer_norm_fusion.cpp,
-// gelu_fusion.cpp, matmul_bias_fusion.cpp, relu_grad_fusion.cpp,
+// gelu_fusion.cpp, swish_fusion.cpp, matmul_bias_fusion.cpp, relu_grad_fusion.cpp,
 // batchnorm_grad_fusion.cpp, activation_fusion.cpp, conv_pool_fusion.cpp): each test writes the op-by-op form an exporter (or
 // autodiff) writes, checks the one node the optimized session runs instead,
 // and compares its outputs with the same model run unfused and with a
@@ -249,6 +249,60 @@ TEST_F(PatternFusionTest, ErfAndTanhGeluBecomeGelu) {
       check(gelu_model(opset, true, order, order != GeluOrder::kHalfXTimesP),
             {opset >= 20 ? "Gelu" : "com.microsoft::FastGelu"}, {77}, x, tanh_ref, 2e-6, 1e-6);
     }
+}
+
+// ---------------------------------------------------------------------------
+// SiLU / Swish
+// ---------------------------------------------------------------------------
+
+// x * Sigmoid(z), z = x or alpha * x (scale_shape: alpha's shape), the
+// products in either order.
+std::string swish_model(int64_t opset, float alpha, bool sigmoid_first, const Shape& scale_shape = {}) {
+  ModelBuilder mb(opset);
+  mb.input("x", {77}).output("y", scale_shape.size() > 1 ? Shape{1, 77} : Shape{77});
+  std::string z = "x";
+  if (alpha != 1.0f) {
+    mb.initializer("alpha", scale_shape, {alpha});
+    mb.node("Mul", sigmoid_first ? std::vector<std::string>{"alpha", "x"} : std::vector<std::string>{"x", "alpha"},
+            {"z"}, "scale");
+    z = "z";
+  }
+  mb.node("Sigmoid", {z}, {"s"}, "sigmoid");
+  mb.node("Mul", sigmoid_first ? std::vector<std::string>{"s", "x"} : std::vector<std::string>{"x", "s"}, {"y"},
+          "mul");
+  return mb.bytes();
+}
+
+TEST_F(PatternFusionTest, SigmoidTimesInputBecomesSwish) {
+  std::mt19937 rng(17);
+  std::vector<float> x = random_floats(77, rng, -12, 12);
+  x[0] = -95;  // the logistic's underflowing tail
+  for (float alpha : {1.0f, 1.702f})
+    for (bool sigmoid_first : {false, true})
+      for (int64_t opset : {17, 24}) {
+        SCOPED_TRACE("alpha " + std::to_string(alpha) + ", opset " + std::to_string(opset));
+        std::vector<double> ref;
+        for (float v : x) ref.push_back(v / (1 + std::exp(-double(alpha) * v)));
+        // Unfused, alpha x rounds before the sigmoid, whose relative change
+        // is |z| times that of z: up to 20 x 2^-24 = 1.2e-6 at |x| = 12.
+        check(swish_model(opset, alpha, sigmoid_first), {opset >= 24 ? "Swish" : "com.microsoft::QuickGelu"}, {77}, x,
+              ref, 2e-6, 1e-37);
+      }
+}
+
+TEST_F(PatternFusionTest, SwishStaysWhereItCannotFuse) {
+  // alpha of rank 2 broadcasts x up to [1, 77]: not x's shape.
+  auto s = session(swish_model(17, 1.5f, false, {1, 1}), GraphOptimization::kAll);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(ops(*s), (std::vector<std::string>{"Mul", "Sigmoid", "Mul"}));
+  // The sigmoid is also a graph output.
+  ModelBuilder mb(17);
+  mb.input("x", {8}).output("y", {8}).output("s", {8});
+  mb.node("Sigmoid", {"x"}, {"s"}, "sigmoid");
+  mb.node("Mul", {"x", "s"}, {"y"}, "mul");
+  s = session(mb.bytes(), GraphOptimization::kAll);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(ops(*s), (std::vector<std::string>{"Sigmoid", "Mul"}));
 }
 
 // ---------------------------------------------------------------------------

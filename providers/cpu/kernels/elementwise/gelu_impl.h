@@ -37,13 +37,19 @@ using Reg = typename V::reg;
 
 // kNonPositive: x <= 0 (erfc's exponent), so no upper clamp, and 2^n, n in
 // [-126, 0], is one normal float: one scaling multiply, not two.
-template <class V, bool kNonPositive = false>
-ONYX_GELU_INLINE Reg<V> exp(Reg<V> x) {
-  if (!kNonPositive) x = V::min(x, V::set(88.3762626647949f));
-  x = V::max(x, V::set(-87.3365447505531f));
+// kLow: e^{x + low}, low a correction below half an ulp of x (the rounding
+// error of a product that made x), added after the range reduction
+// (exp_plus below).
+// NaN gives NaN: the clamps take x as their second operand, which min and
+// max return when either is NaN.
+template <class V, bool kNonPositive, bool kLow>
+ONYX_GELU_INLINE Reg<V> exp_of(Reg<V> x, Reg<V> low) {
+  if (!kNonPositive) x = V::min(V::set(88.3762626647949f), x);
+  x = V::max(V::set(-87.3365447505531f), x);
   const Reg<V> n = V::round(V::mul(x, V::set(1.44269504088896341f)));
   Reg<V> r = V::fnmadd(n, V::set(0.693359375f), x);
   r = V::fnmadd(n, V::set(-2.12194440e-4f), r);
+  if (kLow) r = V::add(r, low);
   // The degree-5 polynomial by Estrin's scheme (pairs, then powers of r^2):
   // a dependency chain of 3 FMAs instead of Horner's 5, so that more
   // vectors are in flight (the loop is bound by latency, not throughput).
@@ -55,6 +61,17 @@ ONYX_GELU_INLINE Reg<V> exp(Reg<V> x) {
   p = V::fmadd(p, r2, V::add(r, V::set(1.0f)));
   // n in [-126, 128] (x clamped above): p 2^n.
   return kNonPositive ? V::scale_pow2_normal(p, n) : V::scale_pow2(p, n);
+}
+
+template <class V, bool kNonPositive = false>
+ONYX_GELU_INLINE Reg<V> exp(Reg<V> x) {
+  return exp_of<V, kNonPositive, false>(x, x);
+}
+
+// e^{x + low} (kLow above).
+template <class V, bool kNonPositive = false>
+ONYX_GELU_INLINE Reg<V> exp_plus(Reg<V> x, Reg<V> low) {
+  return exp_of<V, kNonPositive, true>(x, low);
 }
 
 // erfc(z) for z >= 0 with relative error below 1.2e-7 in exact arithmetic

@@ -44,6 +44,7 @@ struct Interleaved {
   ONYX_INTERLEAVED_OP(fnmadd, (reg a, reg b, reg c), (a.part[k], b.part[k], c.part[k]))
   ONYX_INTERLEAVED_OP(select_nonnegative, (reg x, reg a, reg b), (x.part[k], a.part[k], b.part[k]))
   ONYX_INTERLEAVED_OP(zero_below, (reg x, reg limit, reg v), (x.part[k], limit.part[k], v.part[k]))
+  ONYX_INTERLEAVED_OP(select_below, (reg x, reg limit, reg a, reg b), (x.part[k], limit.part[k], a.part[k], b.part[k]))
   ONYX_INTERLEAVED_OP(loadu, (const float* p), (p + k * V::kLanes))
 #undef ONYX_INTERLEAVED_OP
 

@@ -40,7 +40,6 @@ ONYX_FLOAT_UNARY(Sqrt, std::sqrt(x))
 ONYX_FLOAT_UNARY(Exp, std::exp(x))
 ONYX_FLOAT_UNARY(Log, std::log(x))
 ONYX_FLOAT_UNARY(Reciprocal, T(1) / x)
-ONYX_FLOAT_UNARY(Tanh, std::tanh(x))
 ONYX_FLOAT_UNARY(Erf, std::erf(x))
 ONYX_FLOAT_UNARY(Floor, std::floor(x))
 ONYX_FLOAT_UNARY(Ceil, std::ceil(x))
@@ -57,12 +56,46 @@ ONYX_FLOAT_UNARY(Asinh, std::asinh(x))
 ONYX_FLOAT_UNARY(Acosh, std::acosh(x))
 ONYX_FLOAT_UNARY(Atanh, std::atanh(x))
 ONYX_FLOAT_UNARY(Softsign, x / (T(1) + std::fabs(x)))
-// Sigmoid and Softplus in forms that never overflow exp().
-ONYX_FLOAT_UNARY(Sigmoid, x >= T(0) ? T(1) / (T(1) + std::exp(-x)) : std::exp(x) / (T(1) + std::exp(x)))
+// Softplus in a form that never overflows exp().
 ONYX_FLOAT_UNARY(Softplus, x > T(0) ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)))
 ONYX_FLOAT_UNARY(Mish, x * std::tanh(x > T(0) ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x))))
 ONYX_FLOAT_UNARY(HardSwish, x * std::max(T(0), std::min(T(1), x / T(6) + T(0.5))))
 #undef ONYX_FLOAT_UNARY
+
+// Sigmoid, Tanh and Swish (x sigmoid(alpha x)) on float32 (and float16 via
+// float32) run vec_math.h's loops; the scalar forms (float64) never overflow
+// exp().
+template <typename T>
+T logistic(T z) {
+  return z >= T(0) ? T(1) / (T(1) + std::exp(-z)) : std::exp(z) / (T(1) + std::exp(z));
+}
+struct Sigmoid {
+  static constexpr unsigned kTypes = kFloats;
+  template <typename T>
+  T operator()(T x) const { return logistic(x); }
+  void floats(const float* x, float* y, size_t n) const { vec::sigmoid(x, y, n); }
+};
+struct Tanh {
+  static constexpr unsigned kTypes = kFloats;
+  template <typename T>
+  T operator()(T x) const { return std::tanh(x); }
+  void floats(const float* x, float* y, size_t n) const { vec::tanh(x, y, n); }
+};
+// ONNX Swish (opset 24, alpha default 1), and ONNX Runtime's com.microsoft
+// QuickGelu (alpha default 1.702) that the graph optimizer writes for
+// x * Sigmoid(alpha x) under earlier opsets (optimize/swish_fusion.cpp).
+struct Swish {
+  explicit Swish(const sdk::NodeInfo& node)
+      : alpha(node.get_float("alpha", node.op_type == "QuickGelu" ? 1.702 : 1.0)) {}
+  static constexpr unsigned kTypes = kFloats;
+  template <typename T>
+  T operator()(T x) const {
+    const T s = logistic(T(alpha) * x);
+    return s == T(0) ? T(0) : x * s;  // -inf: the limit 0
+  }
+  void floats(const float* x, float* y, size_t n) const { vec::swish(x, y, n, alpha); }
+  float alpha;
+};
 
 struct Neg {
   static constexpr unsigned kTypes = kFloats | kSigned;
@@ -208,6 +241,12 @@ void register_unary_kernels(sdk::KernelRegistry& registry) {
   registry.add(unary<LeakyRelu>("LeakyRelu", 1));
   registry.add(unary<Sigmoid>("Sigmoid", 1));
   registry.add(unary<Tanh>("Tanh", 1));
+  registry.add(unary<Swish>("Swish", 24));
+  registry.add(sdk::KernelDefBuilder("QuickGelu", "com.microsoft")
+                   .since(1)
+                   .inputs(1)
+                   .type_constraint("T", {}, util::dtype_set(Swish::kTypes))
+                   .create<UnaryKernel<Swish>>());
   registry.add(unary<Erf>("Erf", 9));
   registry.add(unary<Gelu>("Gelu", 20, gelu_mode));
   for (const char* op : {"Gelu", "FastGelu"})  // com.microsoft, version 1: one input X

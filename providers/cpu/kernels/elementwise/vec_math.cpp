@@ -26,6 +26,25 @@ void gelu_tanh_generic(const float* x, float* y, size_t n) {
   }
 }
 
+// In double, each rounded once: the logistic in the form that never
+// overflows exp().
+static double sigmoid_of(double z) { return z >= 0 ? 1.0 / (1.0 + std::exp(-z)) : std::exp(z) / (1.0 + std::exp(z)); }
+
+void sigmoid_generic(const float* x, float* y, size_t n) {
+  for (size_t i = 0; i < n; ++i) y[i] = float(sigmoid_of(x[i]));
+}
+
+void swish_generic(const float* x, float* y, size_t n, float alpha) {
+  for (size_t i = 0; i < n; ++i) {
+    const double v = x[i], s = sigmoid_of(double(alpha) * v);
+    y[i] = s == 0 ? 0.0f : float(v * s);  // -inf: the limit 0, not -inf * 0
+  }
+}
+
+void tanh_generic(const float* x, float* y, size_t n) {
+  for (size_t i = 0; i < n; ++i) y[i] = float(std::tanh(double(x[i])));
+}
+
 // The scalar loop Softmax had: max with NaN skipped unless first, the sum in
 // double (a NaN or an infinity makes it, and the row, NaN).
 void softmax_row_generic(const float* x, float* y, size_t n) {
@@ -130,6 +149,36 @@ void gelu_erf(const float* x, float* y, size_t n) {
   detail::gelu_erf_generic(x, y, n);
 }
 
+void sigmoid(const float* x, float* y, size_t n) {
+#if defined(ONYX_CPU_AVX512_LOOPS)
+  if (use_avx512()) return detail::sigmoid_avx512(x, y, n);
+#endif
+#if defined(ONYX_CPU_AVX2_LOOPS)
+  if (use_avx2()) return detail::sigmoid_avx2(x, y, n);
+#endif
+  detail::sigmoid_generic(x, y, n);
+}
+
+void swish(const float* x, float* y, size_t n, float alpha) {
+#if defined(ONYX_CPU_AVX512_LOOPS)
+  if (use_avx512()) return detail::swish_avx512(x, y, n, alpha);
+#endif
+#if defined(ONYX_CPU_AVX2_LOOPS)
+  if (use_avx2()) return detail::swish_avx2(x, y, n, alpha);
+#endif
+  detail::swish_generic(x, y, n, alpha);
+}
+
+void tanh(const float* x, float* y, size_t n) {
+#if defined(ONYX_CPU_AVX512_LOOPS)
+  if (use_avx512()) return detail::tanh_avx512(x, y, n);
+#endif
+#if defined(ONYX_CPU_AVX2_LOOPS)
+  if (use_avx2()) return detail::tanh_avx2(x, y, n);
+#endif
+  detail::tanh_generic(x, y, n);
+}
+
 void window_rows(float* y, int64_t ldy, const float* src, int64_t lds, int64_t rows, int64_t cols,
                  const int64_t* offsets, const float* taps, int64_t tap_count, float bias, float lo, float hi) {
 #if defined(ONYX_CPU_AVX512_LOOPS)
@@ -201,6 +250,6 @@ bool layer_norm_row(const float* x, float* y, int64_t n, const double* scale, co
   return false;
 }
 
-const char* isa() { return use_avx512() ? "avx512 (GELU), avx2" : use_avx2() ? "avx2" : "generic"; }
+const char* isa() { return use_avx512() ? "avx512 (GELU, logistic), avx2" : use_avx2() ? "avx2" : "generic"; }
 
 }  // namespace onyx::cpu::vec

@@ -4,7 +4,9 @@
 //
 // Accuracy (tests/providers/cpu/vec_math_test.cpp checks it against float64):
 // gelu_erf and gelu_tanh are within 2e-6 relative or 1e-30 absolute of the
-// exact function; NaN stays NaN, +inf gives +inf and -inf gives 0.
+// exact function; NaN stays NaN, +inf gives +inf and -inf gives 0. sigmoid
+// and tanh are within 1e-6 relative or 1.2e-38 absolute, swish within 1e-6
+// relative or 1.1e-36 absolute; NaN stays NaN and infinities give the limits.
 #pragma once
 
 #include <cstddef>
@@ -16,6 +18,13 @@ namespace onyx::cpu::vec {
 void gelu_erf(const float* x, float* y, size_t n);
 // y[i] = 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))); y may be x.
 void gelu_tanh(const float* x, float* y, size_t n);
+
+// y[i] = 1 / (1 + e^-x); y may be x.
+void sigmoid(const float* x, float* y, size_t n);
+// y[i] = x sigmoid(alpha x) (ONNX Swish; SiLU for alpha 1); y may be x.
+void swish(const float* x, float* y, size_t n, float alpha);
+// y[i] = tanh(x); y may be x.
+void tanh(const float* x, float* y, size_t n);
 
 // MaxPool with a 2x2 window, stride 2, no padding or dilation, over one
 // h x w plane into its oh x ow outputs (2 oh <= h, 2 ow <= w). Taps are
@@ -64,18 +73,24 @@ void copy_rows(float* dst, int64_t ld_dst, const float* src, int64_t ld_src, int
 bool layer_norm_row(const float* x, float* y, int64_t n, const double* scale, const double* bias, double epsilon,
                     double* mean, double* inv_std);
 
-// "avx512 (GELU), avx2", "avx2" or "generic": which loops the functions above run.
+// "avx512 (GELU, logistic), avx2", "avx2" or "generic": which loops the functions above run.
 const char* isa();
 
 namespace detail {  // the per-ISA loops, for the dispatcher and the tests
 void gelu_erf_generic(const float* x, float* y, size_t n);
 void gelu_tanh_generic(const float* x, float* y, size_t n);
+void sigmoid_generic(const float* x, float* y, size_t n);
+void swish_generic(const float* x, float* y, size_t n, float alpha);
+void tanh_generic(const float* x, float* y, size_t n);
 void softmax_row_generic(const float* x, float* y, size_t n);
 void window_rows_generic(float* y, int64_t ldy, const float* src, int64_t lds, int64_t rows, int64_t cols,
                          const int64_t* offsets, const float* taps, int64_t tap_count, float bias, float lo, float hi);
 // Defined only where ONYX_CPU_AVX2_LOOPS is set; call only on an AVX2+FMA CPU.
 void gelu_erf_avx2(const float* x, float* y, size_t n);
 void gelu_tanh_avx2(const float* x, float* y, size_t n);
+void sigmoid_avx2(const float* x, float* y, size_t n);
+void swish_avx2(const float* x, float* y, size_t n, float alpha);
+void tanh_avx2(const float* x, float* y, size_t n);
 void softmax_row_avx2(const float* x, float* y, size_t n);
 void layer_norm_row_avx2(const float* x, float* y, int64_t n, const double* scale, const double* bias, double epsilon,
                          double* mean, double* inv_std);
@@ -84,6 +99,9 @@ void window_rows_avx2(float* y, int64_t ldy, const float* src, int64_t lds, int6
 // Defined only where ONYX_CPU_AVX512_LOOPS is set; call only on an AVX-512 CPU.
 void gelu_erf_avx512(const float* x, float* y, size_t n);
 void gelu_tanh_avx512(const float* x, float* y, size_t n);
+void sigmoid_avx512(const float* x, float* y, size_t n);
+void swish_avx512(const float* x, float* y, size_t n, float alpha);
+void tanh_avx512(const float* x, float* y, size_t n);
 void softmax_row_avx512(const float* x, float* y, size_t n);
 void window_rows_avx512(float* y, int64_t ldy, const float* src, int64_t lds, int64_t rows, int64_t cols,
                         const int64_t* offsets, const float* taps, int64_t tap_count, float bias, float lo, float hi);

@@ -10,6 +10,7 @@
 
 #include "gemm/avx2_registers.h"
 #include "kernels/elementwise/gelu_impl.h"
+#include "kernels/elementwise/logistic_impl.h"
 #include "kernels/elementwise/softmax_impl.h"
 #include "kernels/elementwise/window_impl.h"
 
@@ -55,6 +56,9 @@ struct Avx2 {
     return _mm256_blendv_ps(b, a, _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_GE_OQ));
   }
   static reg zero_below(reg x, reg limit, reg v) { return _mm256_andnot_ps(_mm256_cmp_ps(x, limit, _CMP_LT_OQ), v); }
+  static reg select_below(reg x, reg limit, reg a, reg b) {
+    return _mm256_blendv_ps(b, a, _mm256_cmp_ps(x, limit, _CMP_LT_OQ));
+  }
   static reg loadu(const float* p) { return _mm256_loadu_ps(p); }
   static void storeu(float* p, reg v) { _mm256_storeu_ps(p, v); }
   static __m256i first(size_t n) {
@@ -271,6 +275,11 @@ void layer_norm_row_avx2(const float* x, float* y, int64_t n, const double* scal
 
 void gelu_erf_avx2(const float* x, float* y, size_t n) { gelu_impl::loop<Avx2, true>(x, y, n); }
 void gelu_tanh_avx2(const float* x, float* y, size_t n) { gelu_impl::loop<Avx2, false>(x, y, n); }
+void sigmoid_avx2(const float* x, float* y, size_t n) { logistic_impl::loop<Avx2>(x, y, n, logistic_impl::Sigmoid{}); }
+void swish_avx2(const float* x, float* y, size_t n, float alpha) {
+  logistic_impl::loop<Avx2>(x, y, n, logistic_impl::Swish{alpha});
+}
+void tanh_avx2(const float* x, float* y, size_t n) { logistic_impl::loop<Avx2>(x, y, n, logistic_impl::Tanh{}); }
 void softmax_row_avx2(const float* x, float* y, size_t n) { softmax_impl::row<Avx2>(x, y, n); }
 void window_rows_avx2(float* y, int64_t ldy, const float* src, int64_t lds, int64_t rows, int64_t cols,
                       const int64_t* offsets, const float* taps, int64_t tap_count, float bias, float lo, float hi) {

@@ -14,6 +14,7 @@
 #pragma GCC diagnostic pop
 
 #include "kernels/elementwise/gelu_impl.h"
+#include "kernels/elementwise/logistic_impl.h"
 #include "kernels/elementwise/softmax_impl.h"
 #include "kernels/elementwise/window_impl.h"
 
@@ -55,6 +56,9 @@ struct Avx512 {
     return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GE_OQ), b, a);
   }
   static reg zero_below(reg x, reg limit, reg v) { return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, limit, _CMP_NLT_UQ), v); }
+  static reg select_below(reg x, reg limit, reg a, reg b) {
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, limit, _CMP_LT_OQ), b, a);
+  }
   static reg loadu(const float* p) { return _mm512_loadu_ps(p); }
   static void storeu(float* p, reg v) { _mm512_storeu_ps(p, v); }
   static reg load_first(const float* p, size_t n) { return _mm512_maskz_loadu_ps(__mmask16((1u << n) - 1), p); }
@@ -80,6 +84,13 @@ struct Avx512 {
 
 void gelu_erf_avx512(const float* x, float* y, size_t n) { gelu_impl::loop<Avx512, true>(x, y, n); }
 void gelu_tanh_avx512(const float* x, float* y, size_t n) { gelu_impl::loop<Avx512, false>(x, y, n); }
+void sigmoid_avx512(const float* x, float* y, size_t n) {
+  logistic_impl::loop<Avx512>(x, y, n, logistic_impl::Sigmoid{});
+}
+void swish_avx512(const float* x, float* y, size_t n, float alpha) {
+  logistic_impl::loop<Avx512>(x, y, n, logistic_impl::Swish{alpha});
+}
+void tanh_avx512(const float* x, float* y, size_t n) { logistic_impl::loop<Avx512>(x, y, n, logistic_impl::Tanh{}); }
 void softmax_row_avx512(const float* x, float* y, size_t n) { softmax_impl::row<Avx512>(x, y, n); }
 void window_rows_avx512(float* y, int64_t ldy, const float* src, int64_t lds, int64_t rows, int64_t cols,
                         const int64_t* offsets, const float* taps, int64_t tap_count, float bias, float lo, float hi) {

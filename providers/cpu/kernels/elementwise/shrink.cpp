@@ -1,8 +1,6 @@
-// shrink_swish.cpp: Shrink (opset 9) and Swish (opset 24), element-wise maps
-// computed in double for every type (float16/bfloat16 included) through
+// shrink.cpp: Shrink (opset 9), an element-wise map computed in double for
+// every type (float16/bfloat16 and integers included) through
 // narrow::load/store.
-#include <cmath>
-
 #include "kernels/kernel_util.h"
 #include "kernels/narrow_types.h"
 #include "kernels/registry.h"
@@ -10,7 +8,7 @@
 namespace onyx::cpu {
 namespace {
 
-// Element-wise maps computed in double: Shrink and Swish.
+// Element-wise maps computed in double.
 class MapKernel final : public sdk::Kernel {
  public:
   using Fn = double (*)(double, double, double);
@@ -33,24 +31,16 @@ class MapKernel final : public sdk::Kernel {
 };
 
 double shrink(double x, double lambd, double bias) { return x < -lambd ? x + bias : x > lambd ? x - bias : 0.0; }
-double swish(double x, double alpha, double) { return x / (1.0 + std::exp(-alpha * x)); }
 
 }  // namespace
 
-void register_shrink_swish_kernels(sdk::KernelRegistry& registry) {
+void register_shrink_kernels(sdk::KernelRegistry& registry) {
   registry.add(sdk::KernelDefBuilder("Shrink")
                    .since(9)
                    .inputs(1)
                    .all_inputs(sdk::dtypes::kFloat | sdk::dtypes::kHalf | sdk::dtypes::kInt)
                    .create([](const sdk::NodeInfo& n) {
                      return std::make_unique<MapKernel>(&shrink, n.get_float("lambd", 0.5), n.get_float("bias", 0.0));
-                   }));
-  registry.add(sdk::KernelDefBuilder("Swish")
-                   .since(24)
-                   .inputs(1)
-                   .all_inputs(sdk::dtypes::kFloat | sdk::dtypes::kHalf)
-                   .create([](const sdk::NodeInfo& n) {
-                     return std::make_unique<MapKernel>(&swish, n.get_float("alpha", 1.0), 0.0);
                    }));
 }
 
