@@ -1,8 +1,10 @@
 // activation_fusion.cpp: an activation folded into the node that makes its
 // input, so that it runs on each output block while the block is in cache
 // instead of in a pass of its own (ONNX Runtime's com.microsoft forms):
-//   Conv -> Relu / LeakyRelu / Clip (constant bounds) -> FusedConv (the
-//     Conv's inputs and attributes, plus activation and activation_params);
+//   Conv -> Relu / LeakyRelu / Clip (constant bounds) / Sigmoid / Tanh /
+//     Swish or com.microsoft QuickGelu (alpha as its one parameter) ->
+//     FusedConv (the Conv's inputs and attributes, plus activation and
+//     activation_params);
 //   Gemm -> Relu -> FusedGemm (the Gemm's, plus activation "Relu").
 // float32 only; the producer's output must have no other reader (a training
 // graph's pre-activation, read by the Relu's gradient, keeps them apart).
@@ -26,11 +28,21 @@ ir::Attribute floats_attribute(const char* name, std::vector<float> v) {
 
 // The FusedConv activation of node `act` and its parameters, or false.
 bool activation_of(const GraphRewrite& rw, const ir::Node& act, const char** name, std::vector<float>* params) {
-  if (!act.domain.empty() || act.inputs.empty() || act.outputs.size() != 1) return false;
-  if (act.op_type == "Relu" && act.inputs.size() == 1) {
-    *name = "Relu";
+  if (act.inputs.empty() || act.outputs.size() != 1) return false;
+  // Swish as swish_fusion.cpp writes it (before this pass), under either name.
+  const bool quick_gelu = act.domain == "com.microsoft" && act.op_type == "QuickGelu";
+  if (quick_gelu || (act.domain.empty() && act.op_type == "Swish")) {
+    const ir::Attribute* alpha = act.attr("alpha");
+    *name = quick_gelu ? "QuickGelu" : "Swish";
+    *params = {alpha ? alpha->f : quick_gelu ? 1.702f : 1.0f};
     return true;
   }
+  if (!act.domain.empty()) return false;
+  for (const char* plain : {"Relu", "Sigmoid", "Tanh"})
+    if (act.op_type == plain && act.inputs.size() == 1) {
+      *name = plain;
+      return true;
+    }
   if (act.op_type == "LeakyRelu" && act.inputs.size() == 1) {
     const ir::Attribute* alpha = act.attr("alpha");
     *name = "LeakyRelu";

@@ -145,7 +145,7 @@ ONYX_CLONES void apply_epilogue(const GemmEpilogue& e, float* c, int64_t ldc, in
     if (!e.activation) return;
     for (int64_t i = 0; i < rows; ++i) {
       float* ci = c + i * ldc;
-      e.activation(ci, ci, size_t(cols));
+      e.activation(ci, ci, size_t(cols), e.activation_param);
       if (e.residual) {
         const float* ri = e.residual + (r0 + i) * e.ldr + c0;
         for (int64_t j = 0; j < cols; ++j) ci[j] += ri[j];
@@ -173,7 +173,7 @@ ONYX_CLONES void apply_epilogue(const GemmEpilogue& e, float* c, int64_t ldc, in
         ci[j] = l > hi ? hi : l;
       }
     }
-    if (e.activation) e.activation(ci, ci, size_t(cols));
+    if (e.activation) e.activation(ci, ci, size_t(cols), e.activation_param);
     if (e.residual) {
       const float* ri = e.residual + (r0 + i) * e.ldr + c0;
       for (int64_t j = 0; j < cols; ++j) ci[j] += ri[j];

@@ -34,8 +34,10 @@ struct GemmEpilogue {
   const float* row_bias = nullptr;
   float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
   // Any other activation, run in place (x == y) on each finished row segment
-  // after the bias: e.g. vec::gelu_erf. Must be callable from any thread.
-  void (*activation)(const float* x, float* y, size_t n) = nullptr;
+  // after the bias, given activation_param (e.g. vec::swish with its alpha).
+  // Must be callable from any thread.
+  void (*activation)(const float* x, float* y, size_t n, float param) = nullptr;
+  float activation_param = 0;
   // Added last: an m x n matrix, row i at residual + i * ldr; it must not
   // overlap C.
   const float* residual = nullptr;

@@ -32,16 +32,17 @@ struct Case {
   int64_t pad_a = 0, pad_b = 0, pad_c = 0;  // leading dimension minus width
   bool integers = false;                    // small integers: every result exact
   bool bias = false, relu = false;          // the epilogue: C = act(C + bias[j])
-  bool halve = false;                       // and then its activation function: halve()
+  bool halve = false;                       // and then its activation function: scale() by 1/2
   bool residual = false;                    // and then a residual matrix added (row stride n + 1)
   bool row_bias = false, clamp = false;     // after the Relu: + row_bias[i], clamped to [kLo, kHi]
 };
 
 constexpr float kLo = -2.5f, kHi = 3.0f;
 
-// An epilogue activation whose exact result the check knows: y = x / 2.
-void halve(const float* x, float* y, size_t n) {
-  for (size_t i = 0; i < n; ++i) y[i] = 0.5f * x[i];
+// An epilogue activation whose exact result the check knows: y = x times its
+// parameter, which epilogue_of sets to 1/2.
+void scale(const float* x, float* y, size_t n, float by) {
+  for (size_t i = 0; i < n; ++i) y[i] = by * x[i];
 }
 
 std::string describe(const Case& c) {
@@ -189,7 +190,8 @@ class SgemmTest : public ::testing::TestWithParam<Isa> {
     GemmEpilogue e;
     e.bias = cs.bias ? p.bias.data() : nullptr;
     e.relu = cs.relu;
-    e.activation = cs.halve ? halve : nullptr;
+    e.activation = cs.halve ? scale : nullptr;
+    e.activation_param = 0.5f;
     e.residual = cs.residual ? p.residual.data() : nullptr;
     e.ldr = cs.n + 1;
     e.row_bias = cs.row_bias ? p.row_bias.data() : nullptr;

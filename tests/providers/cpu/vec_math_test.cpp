@@ -182,6 +182,27 @@ TEST(VecMath, SigmoidSwishTanhSpecialValuesAndInPlaceTails) {
   }
 }
 
+// The double sum of floats: within 1e-15 of the sum of magnitudes (double
+// rounding over a few thousand terms), at lengths around the vector width.
+TEST(VecMath, SumInDoubleMatchesLongDouble) {
+  std::vector<std::pair<const char*, double (*)(const float*, size_t)>> sums = {{"dispatched", sum}};
+#if defined(ONYX_CPU_AVX2_LOOPS)
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) sums.push_back({"avx2", detail::sum_avx2});
+#endif
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> d(-1000, 1000);
+  for (size_t n : {size_t(0), size_t(1), size_t(15), size_t(16), size_t(17), size_t(49), size_t(3136)}) {
+    std::vector<float> x(n);
+    long double exact = 0, magnitude = 0;
+    for (float& v : x) {
+      v = d(rng);
+      exact += v;
+      magnitude += std::fabs(v);
+    }
+    for (auto [name, f] : sums) EXPECT_NEAR(f(x.data(), n), double(exact), 1e-15 * double(magnitude)) << name << " n " << n;
+  }
+}
+
 // MaxPool 2x2 / stride 2 on planes of odd and even sizes (a dropped last row
 // and column), with NaNs: every ISA gives what the row-major
 // `tap > best ? tap : best` scan gives, bit for bit.

@@ -59,12 +59,12 @@ class PatternFusionTest : public ::testing::Test {
   // rel * |ref| + abs. x has y's shape unless `x_shape` is given.
   void check(const std::string& bytes, const std::vector<std::string>& want_ops, const Shape& shape,
              const std::vector<float>& xs, const std::vector<double>& reference, double rel, double abs,
-             const Shape& x_shape = {}) {
+             const Shape& x_shape = {}, int patterns = 1) {
     auto fused = session(bytes, GraphOptimization::kAll);
     auto plain = session(bytes, GraphOptimization::kOff);
     ASSERT_TRUE(fused && plain);
     EXPECT_EQ(ops(*fused), want_ops);
-    EXPECT_EQ(fused->partition_report().optimization.patterns_fused, 1);
+    EXPECT_EQ(fused->partition_report().optimization.patterns_fused, patterns);
     Tensor x = Tensor::allocate(ONYX_DTYPE_FLOAT32, x_shape.empty() ? shape : x_shape);
     std::copy(xs.begin(), xs.end(), x.data_as<float>());
     for (Session* s : {fused.get(), plain.get()}) {
@@ -354,6 +354,69 @@ TEST_F(PatternFusionTest, ConvThenActivationBecomesFusedConv) {
     // float32 sums of 28 terms of magnitude <= 1: a few ulps of 28.
     check(mb.bytes(), {"com.microsoft::FusedConv"}, {2, M, H, W}, x, reference, 0, 1e-5, {2, C, H, W});
   }
+}
+
+// Conv -> Sigmoid / Tanh / SiLU / Swish (alpha 1.702, as x * Sigmoid(1.702 x))
+// becomes one FusedConv whose activation is a vector map, on the CPU's three
+// convolution paths for it (a 3x3 Conv: the direct loops, then a separate pass;
+// a pointwise one: the GEMM's epilogue; a depthwise one: per plane), against
+// float64.
+TEST_F(PatternFusionTest, ConvThenLogisticActivationBecomesFusedConv) {
+  std::mt19937 rng(15);
+  const int64_t C = 8, H = 7, W = 9;
+  const std::vector<float> x = random_floats(size_t(2 * C * H * W), rng, -1, 1);
+  struct ConvForm {
+    const char* name;
+    int64_t m, k, group;
+  };
+  for (const ConvForm& conv : {ConvForm{"3x3", 5, 3, 1}, ConvForm{"pointwise", 12, 1, 1}, ConvForm{"depthwise", C, 3, C}})
+    for (const char* act : {"Sigmoid", "Tanh", "SiLU", "Swish"}) {
+      SCOPED_TRACE(std::string(conv.name) + " " + act);
+      const int64_t M = conv.m, K = conv.k, pad = K / 2, cg = C / conv.group, mg = M / conv.group;
+      const std::vector<float> w = random_floats(size_t(M * cg * K * K), rng, -1, 1);
+      const std::vector<float> b = random_floats(size_t(M), rng, -1, 1);
+      ModelBuilder mb(13);
+      mb.input("x", {2, C, H, W}).output("y", {2, M, H, W});
+      mb.initializer("w", {M, cg, K, K}, w).initializer("b", {M}, b);
+      mb.node("Conv", {"x", "w", "b"}, {"c"}, "conv");
+      attr_ints(mb, "pads", {pad, pad, pad, pad});
+      attr_int(mb, "group", conv.group);
+      const std::string a = act;
+      const double alpha = a == "Swish" ? 1.702 : 1.0;
+      if (a == "Sigmoid" || a == "Tanh") {
+        mb.node(act, {"c"}, {"y"}, "act");
+      } else {
+        std::string z = "c";
+        if (a == "Swish") {
+          scalar(mb, "alpha", 1.702f);
+          mb.node("Mul", {"c", "alpha"}, {"z"}, "scale");
+          z = "z";
+        }
+        mb.node("Sigmoid", {z}, {"s"}, "sigmoid");
+        mb.node("Mul", {"c", "s"}, {"y"}, "act");
+      }
+      std::vector<double> reference;
+      for (int64_t n = 0; n < 2; ++n)
+        for (int64_t m = 0; m < M; ++m)
+          for (int64_t i = 0; i < H; ++i)
+            for (int64_t j = 0; j < W; ++j) {
+              double acc = b[size_t(m)];
+              for (int64_t c = 0; c < cg; ++c)
+                for (int64_t di = 0; di < K; ++di)
+                  for (int64_t dj = 0; dj < K; ++dj) {
+                    const int64_t ii = i + di - pad, jj = j + dj - pad, ci = m / mg * cg + c;
+                    if (ii < 0 || ii >= H || jj < 0 || jj >= W) continue;
+                    acc += double(x[size_t(((n * C + ci) * H + ii) * W + jj)]) *
+                           w[size_t(((m * cg + c) * K + di) * K + dj)];
+                  }
+              const double s = 1 / (1 + std::exp(-alpha * acc));
+              reference.push_back(a == "Sigmoid" ? s : a == "Tanh" ? std::tanh(acc) : acc * s);
+            }
+      // float32 sums of up to 72 terms of magnitude <= 1 (a few ulps of 72),
+      // through activations of slope <= 1.1, plus their own 1e-6.
+      check(mb.bytes(), {"com.microsoft::FusedConv"}, {2, M, H, W}, x, reference, 1e-6, 3e-5, {2, C, H, W},
+            a == "Sigmoid" || a == "Tanh" ? 1 : 2);
+    }
 }
 
 // Conv (-> Relu) -> MaxPool 2 x 2, stride 2 becomes one ai.onyx

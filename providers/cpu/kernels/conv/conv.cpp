@@ -102,7 +102,10 @@ class ConvBase : public sdk::Kernel {
 
 // com.microsoft FusedConv's activation, applied to each output block while
 // it is still in cache (the graph optimizer writes FusedConv for Conv -> Relu
-// and Conv -> Clip / LeakyRelu: optimize/activation_fusion.cpp).
+// and Conv -> Clip / LeakyRelu / Sigmoid / Tanh / Swish (QuickGelu):
+// optimize/activation_fusion.cpp). Relu, Clip and LeakyRelu are the direct
+// convolution's and the GEMM's own (kind); the others a vector loop over
+// each finished block (map).
 struct Activation : direct_conv::Epilogue {
   // "" and the activation of a FusedConv node, or why it is not supported.
   static std::string read(const sdk::NodeInfo& node, Activation* out) {
@@ -113,14 +116,51 @@ struct Activation : direct_conv::Epilogue {
     if (name == "Relu" && params.empty()) out->kind = kRelu;
     else if (name == "Clip" && params.size() == 2) out->kind = kClip, out->a = params[0], out->b = params[1];
     else if (name == "LeakyRelu" && params.size() == 1) out->kind = kLeakyRelu, out->a = params[0];
+    // Not monotonic (Swish) or not worth it: FusedConvMaxPool pools in the
+    // convolution's loops, before any map could run.
+    else if (node.op_type == "FusedConvMaxPool") return "FusedConvMaxPool activation '" + name + "' is not supported";
+    else if (name == "Sigmoid" && params.empty()) out->map = kSigmoid;
+    else if (name == "Tanh" && params.empty()) out->map = kTanh;
+    else if ((name == "Swish" || name == "QuickGelu") && params.size() == 1) out->map = kSwish, out->a = params[0];
     else return "FusedConv activation '" + name + "' with " + std::to_string(params.size()) + " parameters is not supported";
     return {};
   }
+
+  enum Map { kNoMap, kSigmoid, kTanh, kSwish } map = kNoMap;
+
+  // The map as a GEMM epilogue's activation (its parameter: a).
+  using MapFn = void (*)(const float*, float*, size_t, float);
+  MapFn map_fn() const {
+    switch (map) {
+      case kNoMap: return nullptr;
+      case kSigmoid: return [](const float* x, float* y, size_t n, float) { vec::sigmoid(x, y, n); };
+      case kTanh: return [](const float* x, float* y, size_t n, float) { vec::tanh(x, y, n); };
+      case kSwish: return vec::swish;
+    }
+    return nullptr;
+  }
+
+  // Activations the direct and GEMM loops cannot apply in registers.
+  bool separate_pass() const { return kind == kLeakyRelu || map != kNoMap; }
 
   // y = act(y + add), the activation as its op computes it (NaN stays NaN),
   // in one pass.
   template <typename T>
   void apply(T* y, int64_t n, T add = T(0)) const {
+    if (map != kNoMap) {
+      if (add != T(0))
+        for (int64_t i = 0; i < n; ++i) y[i] += add;
+      if constexpr (std::is_same_v<T, float>) {
+        map_fn()(y, y, size_t(n), a);
+      } else {
+        for (int64_t i = 0; i < n; ++i) {
+          const T v = y[i], z = map == kSwish ? T(a) * v : v;
+          const T s = z >= T(0) ? T(1) / (T(1) + std::exp(-z)) : std::exp(z) / (T(1) + std::exp(z));
+          y[i] = map == kTanh ? std::tanh(v) : map == kSigmoid ? s : s == T(0) ? T(0) : v * s;
+        }
+      }
+      return;
+    }
     switch (kind) {
       case kNone:
         if (add != T(0))
@@ -220,11 +260,23 @@ class ConvKernel final : public ConvBase {
       const float* u = nullptr;
       if (winograd::fits(win, ch.n, ch.c / ch.group, ch.m / ch.group) && winograd::finite(x.data<float>(), x.size()) &&
           (u = winograd_weights(w, ch, &local)))
-        return winograd::convolve(ctx, x.data<float>(), ch.n, ch.group, ch.c, ch.m, win, u,
-                                  b ? b->data<float>() : nullptr, act_, y.data<float>());
-      if (direct_fits(ch, win)) return direct(ctx, x, w, b, ch, win, y);
+        return mapped(ctx, winograd::convolve(ctx, x.data<float>(), ch.n, ch.group, ch.c, ch.m, win, u,
+                                              b ? b->data<float>() : nullptr, act_, y.data<float>()),
+                      y);
+      if (direct_fits(ch, win)) return mapped(ctx, direct(ctx, x, w, b, ch, win, y), y);
     }
     return im2col_gemm<T>(ctx, x, w, b, ch, win, y);
+  }
+
+  // The direct and Winograd loops apply Relu, Clip and LeakyRelu in
+  // registers; a map activation then runs over their output (`status`: theirs).
+  OnyxStatus* mapped(sdk::ComputeContext& ctx, OnyxStatus* status, const sdk::Tensor& y) const {
+    if (status || act_.map == Activation::kNoMap) return status;
+    float* yd = y.data<float>();
+    ctx.parallel_for(size_t(y.size()), nn::grain_for(16.0), [&](size_t lo, size_t hi) {
+      act_.apply(yd + lo, int64_t(hi - lo));
+    });
+    return nullptr;
   }
 
   // FusedConvMaxPool (float32, 2-D, pool_ 2): the direct convolution and
@@ -520,7 +572,7 @@ class ConvKernel final : public ConvBase {
     float lo = -INFINITY, hi = INFINITY;
     if (act_.kind == Activation::kRelu) lo = 0;
     if (act_.kind == Activation::kClip) lo = act_.a, hi = act_.b;
-    const bool separate_pass = act_.kind == Activation::kLeakyRelu;
+    const bool separate_pass = act_.separate_pass();
     const float* xd = x.data<float>();
     const float* wd = w.data<float>();
     const float* bd = b ? b->data<float>() : nullptr;
@@ -584,7 +636,7 @@ class ConvKernel final : public ConvBase {
     float lo = -INFINITY, hi = INFINITY;
     if (act_.kind == Activation::kRelu) lo = 0;
     if (act_.kind == Activation::kClip) lo = act_.a, hi = act_.b;
-    const bool separate_pass = act_.kind == Activation::kLeakyRelu;
+    const bool separate_pass = act_.separate_pass();
     ctx.parallel_for(size_t(ch.n * ch.m), nn::grain_for(double(out_plane * taps)), [&](size_t lo_item, size_t hi_item) {
       thread_local std::vector<float> padded;  // per thread, grown only
       thread_local std::vector<int64_t> rows;
@@ -626,7 +678,7 @@ class ConvKernel final : public ConvBase {
 
   // The GEMM epilogue that adds `bias` (per output channel: a row of the
   // GEMM's output, or a column) and applies the activation, when it can
-  // (not LeakyRelu).
+  // (not LeakyRelu: its slope is not a GEMM epilogue's).
   template <typename T>
   bool epilogue_for(const T* bias, GemmEpilogue* e, bool channels_are_rows = true) const {
     if constexpr (!std::is_same_v<T, float>) {
@@ -636,6 +688,8 @@ class ConvKernel final : public ConvBase {
       (channels_are_rows ? e->row_bias : e->bias) = bias;
       if (act_.kind == Activation::kRelu) e->lo = 0.0f;
       if (act_.kind == Activation::kClip) e->lo = act_.a, e->hi = act_.b;
+      e->activation = act_.map_fn();
+      e->activation_param = act_.a;
       return true;
     }
   }

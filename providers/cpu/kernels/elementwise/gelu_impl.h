@@ -35,16 +35,22 @@ using Reg = typename V::reg;
 // element.
 #define ONYX_GELU_INLINE inline __attribute__((always_inline))
 
-// kNonPositive: x <= 0 (erfc's exponent), so no upper clamp, and 2^n, n in
-// [-126, 0], is one normal float: one scaling multiply, not two.
+// The range of x the caller guarantees or needs, which decides the clamps
+// and how 2^n is applied: kFull [-87.3, 88.7] (2^n, n up to 128, as two
+// halves); kNonPositive x <= 0 (erfc's exponent: no upper clamp, one
+// multiply); kNormal [-87.3, 87.3], values beyond clamped (a caller that
+// masks them), so that 2^n is one normal float: one multiply.
+enum class ExpRange { kFull, kNonPositive, kNormal };
+
 // kLow: e^{x + low}, low a correction below half an ulp of x (the rounding
 // error of a product that made x), added after the range reduction
 // (exp_plus below).
 // NaN gives NaN: the clamps take x as their second operand, which min and
 // max return when either is NaN.
-template <class V, bool kNonPositive, bool kLow>
+template <class V, ExpRange kRange, bool kLow>
 ONYX_GELU_INLINE Reg<V> exp_of(Reg<V> x, Reg<V> low) {
-  if (!kNonPositive) x = V::min(V::set(88.3762626647949f), x);
+  if (kRange == ExpRange::kFull) x = V::min(V::set(88.3762626647949f), x);
+  if (kRange == ExpRange::kNormal) x = V::min(V::set(87.3365447505531f), x);
   x = V::max(V::set(-87.3365447505531f), x);
   const Reg<V> n = V::round(V::mul(x, V::set(1.44269504088896341f)));
   Reg<V> r = V::fnmadd(n, V::set(0.693359375f), x);
@@ -59,19 +65,19 @@ ONYX_GELU_INLINE Reg<V> exp_of(Reg<V> x, Reg<V> low) {
   const Reg<V> p45 = V::fmadd(V::set(1.9875691500e-4f), r, V::set(1.3981999507e-3f));
   Reg<V> p = V::fmadd(V::fmadd(p45, r2, p23), r2, p01);
   p = V::fmadd(p, r2, V::add(r, V::set(1.0f)));
-  // n in [-126, 128] (x clamped above): p 2^n.
-  return kNonPositive ? V::scale_pow2_normal(p, n) : V::scale_pow2(p, n);
+  return kRange == ExpRange::kFull ? V::scale_pow2(p, n) : V::scale_pow2_normal(p, n);
 }
 
-template <class V, bool kNonPositive = false>
+// e^x over kRange (by default all of float's).
+template <class V, ExpRange kRange = ExpRange::kFull>
 ONYX_GELU_INLINE Reg<V> exp(Reg<V> x) {
-  return exp_of<V, kNonPositive, false>(x, x);
+  return exp_of<V, kRange, false>(x, x);
 }
 
 // e^{x + low} (kLow above).
-template <class V, bool kNonPositive = false>
+template <class V, ExpRange kRange>
 ONYX_GELU_INLINE Reg<V> exp_plus(Reg<V> x, Reg<V> low) {
-  return exp_of<V, kNonPositive, true>(x, low);
+  return exp_of<V, kRange, true>(x, low);
 }
 
 // erfc(z) for z >= 0 with relative error below 1.2e-7 in exact arithmetic
@@ -89,7 +95,7 @@ ONYX_GELU_INLINE Reg<V> erfc(Reg<V> z) {
   p = V::fnmadd(z, z, p);  // -z^2 + poly
   // p <= 0: the polynomial fits ln(erfc(z) e^{z^2} / t), 0 at z = 0 and
   // negative beyond (to ln(1 / (2 sqrt(pi))) as z grows).
-  return V::mul(t, exp<V, true>(p));
+  return V::mul(t, exp<V, ExpRange::kNonPositive>(p));
 }
 
 // GELU with erf: h = 0.5 |x| erfc(|x| / sqrt 2); x >= 0: x - h, else -h.

@@ -22,40 +22,52 @@ namespace onyx::cpu::vec::logistic_impl {
 template <class V>
 using Reg = typename V::reg;
 
-// 1 / (1 + e^-z) for z = hi - hi_error (kLow: hi_error is the rounding error
-// of the product that made hi). e = e^-|z| never overflows: 1 / (1 + e) for z >= 0,
-// e / (1 + e) below, both relatively accurate until e underflows (|z| > 87.3).
+using gelu_impl::ExpRange;
+
+// x / (1 + e^-z) (x: 1 for the sigmoid, or Swish's input) where e^-z is
+// within float's normal range (|z| <= 87.3), else 0 (z below: the limit, to
+// 1.2e-38 |x|) or x (above). e^-z to ~2 ulp, then 1 + e^-z and the division
+// rounded once each: the relative error stays near 3 ulp down the left tail,
+// and the right one rounds to exactly x. (A reciprocal estimate and a Newton
+// step instead of the division: an ulp short of 1 there, and fixing that
+// cost more than the division.) kLow: z_error (z minus the exact product
+// that made z, V::fnmadd) corrects the exponent. NaN: NaN.
 template <class V, bool kLow>
-ONYX_GELU_INLINE Reg<V> sigmoid(Reg<V> hi, Reg<V> hi_error) {
-  const Reg<V> limit = V::set(-87.3365447505531f);
-  const Reg<V> m = V::sub(V::set(0.0f), V::abs(hi));  // -|hi|
+ONYX_GELU_INLINE Reg<V> logistic_times(Reg<V> x, Reg<V> z, Reg<V> z_error) {
+  const Reg<V> m = V::sub(V::set(0.0f), z);
   Reg<V> e;
   if constexpr (kLow) {
-    // -|hi - error| = -|hi| + sign(hi) error. |z| > 87.3 (where the error
-    // may be NaN, inf - inf) is zeroed below whatever e it gives.
-    const Reg<V> m_low = V::select_nonnegative(hi, hi_error, V::sub(V::set(0.0f), hi_error));
-    e = gelu_impl::exp_plus<V, true>(m, m_low);
+    // A product beyond float (z = +-inf) has an infinite or NaN error: the
+    // clamp (NaN taken as -1: max returns its second operand) keeps e
+    // finite; those lanes are the limits anyway.
+    const Reg<V> clamped = V::min(V::max(z_error, V::set(-1.0f)), V::set(1.0f));
+    e = gelu_impl::exp_plus<V, ExpRange::kNormal>(m, clamped);
   } else {
-    e = gelu_impl::exp<V, true>(m);
+    e = gelu_impl::exp<V, ExpRange::kNormal>(m);
   }
-  e = V::zero_below(m, limit, e);
-  const Reg<V> s = V::div(V::set(1.0f), V::add(V::set(1.0f), e));
-  return V::select_nonnegative(hi, s, V::mul(e, s));  // NaN: e s, NaN
+  return V::zero_below(z, V::set(-87.3365447505531f), V::div(x, V::add(V::set(1.0f), e)));
 }
 
-// x sigmoid(alpha x): alpha x is formed with its rounding error (one FMA),
-// so the result is as accurate as sigmoid's for any alpha. -inf gives 0 (the
-// limit), not -inf * 0.
 template <class V>
+ONYX_GELU_INLINE Reg<V> sigmoid(Reg<V> x) {
+  return logistic_times<V, false>(V::set(1.0f), x, x);
+}
+
+// x sigmoid(alpha x); kScaled: alpha is not 1, and alpha x is formed with its
+// rounding error (one FMA), so that the result is as accurate as sigmoid's.
+template <class V, bool kScaled>
 ONYX_GELU_INLINE Reg<V> swish(Reg<V> x, Reg<V> alpha) {
-  const Reg<V> z = V::mul(alpha, x);
-  const Reg<V> s = sigmoid<V, true>(z, V::fnmadd(alpha, x, z));  // z - alpha x, exactly
-  return V::zero_where_zero(s, V::mul(x, s));
+  if constexpr (!kScaled) {
+    return logistic_times<V, false>(x, x, x);
+  } else {
+    const Reg<V> z = V::mul(alpha, x);
+    return logistic_times<V, true>(x, z, V::fnmadd(alpha, x, z));  // z - alpha x, exactly
+  }
 }
 
 // tanh: below |x| = 0.625 the odd polynomial of Cephes' tanhf (x + x^3 P(x^2),
 // 1.3e-7 relative), above it (1 - e) / (1 + e) with e = e^{-2|x|} <= 0.29,
-// which cancels nothing; the sign put back.
+// which cancels little; the sign put back.
 template <class V>
 ONYX_GELU_INLINE Reg<V> tanh(Reg<V> x) {
   const Reg<V> a = V::abs(x);
@@ -65,8 +77,9 @@ ONYX_GELU_INLINE Reg<V> tanh(Reg<V> x) {
   p = V::fmadd(p, z, V::set(1.33314422036e-1f));
   p = V::fmadd(p, z, V::set(-3.33332819422e-1f));
   const Reg<V> small = V::fmadd(V::mul(p, z), x, x);
-  const Reg<V> e = gelu_impl::exp<V, true>(V::mul(V::set(-2.0f), a));
-  const Reg<V> t = V::div(V::sub(V::set(1.0f), e), V::add(V::set(1.0f), e));
+  const Reg<V> e = gelu_impl::exp<V, ExpRange::kNonPositive>(V::mul(V::set(-2.0f), a));
+  // 1 - 2e / (1 + e): exactly 1 once e is below half an ulp.
+  const Reg<V> t = V::fnmadd(V::add(e, e), V::rcp(V::add(V::set(1.0f), e)), V::set(1.0f));
   const Reg<V> large = V::select_nonnegative(x, t, V::sub(V::set(0.0f), t));
   return V::select_below(a, V::set(0.625f), small, large);  // NaN: large, NaN
 }
@@ -84,12 +97,13 @@ void loop(const float* x, float* y, size_t n, const F& f) {
 
 struct Sigmoid {
   template <class W>
-  ONYX_GELU_INLINE Reg<W> apply(Reg<W> x) const { return sigmoid<W, false>(x, x); }
+  ONYX_GELU_INLINE Reg<W> apply(Reg<W> x) const { return sigmoid<W>(x); }
 };
+template <bool kScaled>
 struct Swish {
   float alpha;
   template <class W>
-  ONYX_GELU_INLINE Reg<W> apply(Reg<W> x) const { return swish<W>(x, W::set(alpha)); }
+  ONYX_GELU_INLINE Reg<W> apply(Reg<W> x) const { return swish<W, kScaled>(x, W::set(alpha)); }
 };
 struct Tanh {
   template <class W>

@@ -239,6 +239,15 @@ void max_pool_2x2_grad(const float* x, const float* dy, float* dx, int64_t h, in
   detail::max_pool_2x2_grad_generic(x, dy, dx, h, w, oh, ow);
 }
 
+double sum(const float* x, size_t n) {
+#if defined(ONYX_CPU_AVX2_LOOPS)
+  if (use_avx2()) return detail::sum_avx2(x, n);
+#endif
+  double s = 0;
+  for (size_t i = 0; i < n; ++i) s += double(x[i]);
+  return s;
+}
+
 bool layer_norm_row(const float* x, float* y, int64_t n, const double* scale, const double* bias, double epsilon,
                     double* mean, double* inv_std) {
 #if defined(ONYX_CPU_AVX2_LOOPS)

@@ -63,6 +63,9 @@ void transpose(const float* src, int64_t rows, int64_t cols, int64_t ld_src, flo
 // one. dst must not overlap src.
 void copy_rows(float* dst, int64_t ld_dst, const float* src, int64_t ld_src, int64_t rows, int64_t cols);
 
+// The sum of n floats, in double (GlobalAveragePool's plane).
+double sum(const float* x, size_t n);
+
 // One LayerNormalization row of n floats, in double: the mean, then the mean
 // of squared deviations (two passes: accurate when the mean is large against
 // the spread), y[k] = (x[k] - mean) / sqrt(var + epsilon) * scale[k] + bias[k]
@@ -92,6 +95,7 @@ void sigmoid_avx2(const float* x, float* y, size_t n);
 void swish_avx2(const float* x, float* y, size_t n, float alpha);
 void tanh_avx2(const float* x, float* y, size_t n);
 void softmax_row_avx2(const float* x, float* y, size_t n);
+double sum_avx2(const float* x, size_t n);
 void layer_norm_row_avx2(const float* x, float* y, int64_t n, const double* scale, const double* bias, double epsilon,
                          double* mean, double* inv_std);
 void window_rows_avx2(float* y, int64_t ldy, const float* src, int64_t lds, int64_t rows, int64_t cols,

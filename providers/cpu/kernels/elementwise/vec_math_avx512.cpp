@@ -88,7 +88,8 @@ void sigmoid_avx512(const float* x, float* y, size_t n) {
   logistic_impl::loop<Avx512>(x, y, n, logistic_impl::Sigmoid{});
 }
 void swish_avx512(const float* x, float* y, size_t n, float alpha) {
-  logistic_impl::loop<Avx512>(x, y, n, logistic_impl::Swish{alpha});
+  if (alpha == 1.0f) return logistic_impl::loop<Avx512>(x, y, n, logistic_impl::Swish<false>{alpha});
+  logistic_impl::loop<Avx512>(x, y, n, logistic_impl::Swish<true>{alpha});
 }
 void tanh_avx512(const float* x, float* y, size_t n) { logistic_impl::loop<Avx512>(x, y, n, logistic_impl::Tanh{}); }
 void softmax_row_avx512(const float* x, float* y, size_t n) { softmax_impl::row<Avx512>(x, y, n); }

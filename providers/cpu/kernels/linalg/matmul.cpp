@@ -93,7 +93,8 @@ class MatMulKernel final : public sdk::Kernel {
       bias_.assign(bias.data<float>(), bias.data<float>() + bias.size());
       const std::string act = node.get_string("activation", "");
       epilogue_.relu = act == "Relu";
-      epilogue_.activation = act == "Gelu" ? vec::gelu_erf : act == "FastGelu" ? vec::gelu_tanh : nullptr;
+      if (act == "Gelu") epilogue_.activation = [](const float* x, float* y, size_t n, float) { vec::gelu_erf(x, y, n); };
+      if (act == "FastGelu") epilogue_.activation = [](const float* x, float* y, size_t n, float) { vec::gelu_tanh(x, y, n); };
     }
     // A constant float32 B with one matrix is packed once for all runs.
     const sdk::ValueDesc& b = node.inputs[1];

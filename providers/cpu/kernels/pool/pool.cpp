@@ -191,6 +191,10 @@ class PoolKernel final : public sdk::Kernel {
     ctx.parallel_for(planes, nn::grain_for(double(out_plane * window)), [&](size_t b, size_t e) {
       for (size_t p = b; p < e; ++p) {
         if constexpr (std::is_same_v<T, float>) {
+          if (global_ && kind_ == PoolKind::kAverage) {  // no padding: the mean of the plane
+            y.data<float>()[p] = float(vec::sum(x.data<float>() + p * in_plane, size_t(in_plane)) / double(in_plane));
+            continue;
+          }
           if (two_by_two) {
             vec::max_pool_2x2(x.data<float>() + p * in_plane, y.data<float>() + p * out_plane, dims[1].in,
                               dims[2].in, dims[1].out, dims[2].out);
