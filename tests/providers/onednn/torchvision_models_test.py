@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Torchvision ResNet-18 and MobileNetV2 (random weights) exported by torch.onnx.export
+"""Torchvision ResNet-18, MobileNetV2 and EfficientNet-B0 (SiLU and squeeze-excitation
+sigmoids; random weights) exported by torch.onnx.export
 run on the oneDNN provider and on the CPU provider (through `onyx run`) and match a
 float64 reference computed by torch: max |onyx - reference| <= 1e-4 * max |reference|.
 
@@ -52,7 +53,8 @@ def main():
     failures = 0
     with tempfile.TemporaryDirectory() as directory:
         for name, build in (("resnet18", torchvision.models.resnet18),
-                            ("mobilenet_v2", torchvision.models.mobilenet_v2)):
+                            ("mobilenet_v2", torchvision.models.mobilenet_v2),
+                            ("efficientnet_b0", torchvision.models.efficientnet_b0)):
             torch.manual_seed(0)
             model = build(weights=None)
             x = torch.rand(2, 3, 96, 96) * 2 - 1
