@@ -2,7 +2,8 @@
 // input, so that it runs on each output block while the block is in cache
 // instead of in a pass of its own (ONNX Runtime's com.microsoft forms):
 //   Conv -> Relu / LeakyRelu / Clip (constant bounds) / Sigmoid / Tanh /
-//     Swish or com.microsoft QuickGelu (alpha as its one parameter) ->
+//     HardSwish / Swish or com.microsoft QuickGelu (alpha as its one
+//     parameter) ->
 //     FusedConv (the Conv's inputs and attributes, plus activation and
 //     activation_params);
 //   Gemm -> Relu -> FusedGemm (the Gemm's, plus activation "Relu").
@@ -38,7 +39,7 @@ bool activation_of(const GraphRewrite& rw, const ir::Node& act, const char** nam
     return true;
   }
   if (!act.domain.empty()) return false;
-  for (const char* plain : {"Relu", "Sigmoid", "Tanh"})
+  for (const char* plain : {"Relu", "Sigmoid", "Tanh", "HardSwish"})
     if (act.op_type == plain && act.inputs.size() == 1) {
       *name = plain;
       return true;

@@ -356,12 +356,12 @@ TEST_F(PatternFusionTest, ConvThenActivationBecomesFusedConv) {
   }
 }
 
-// Conv -> Sigmoid / Tanh / SiLU / Swish (alpha 1.702, as x * Sigmoid(1.702 x))
+// Conv -> Sigmoid / Tanh / HardSwish / SiLU / Swish (alpha 1.702, as x * Sigmoid(1.702 x))
 // becomes one FusedConv whose activation is a vector map, on the CPU's three
 // convolution paths for it (a 3x3 Conv: the direct loops, then a separate pass;
 // a pointwise one: the GEMM's epilogue; a depthwise one: per plane), against
 // float64.
-TEST_F(PatternFusionTest, ConvThenLogisticActivationBecomesFusedConv) {
+TEST_F(PatternFusionTest, ConvThenMappedActivationBecomesFusedConv) {
   std::mt19937 rng(15);
   const int64_t C = 8, H = 7, W = 9;
   const std::vector<float> x = random_floats(size_t(2 * C * H * W), rng, -1, 1);
@@ -370,12 +370,12 @@ TEST_F(PatternFusionTest, ConvThenLogisticActivationBecomesFusedConv) {
     int64_t m, k, group;
   };
   for (const ConvForm& conv : {ConvForm{"3x3", 5, 3, 1}, ConvForm{"pointwise", 12, 1, 1}, ConvForm{"depthwise", C, 3, C}})
-    for (const char* act : {"Sigmoid", "Tanh", "SiLU", "Swish"}) {
+    for (const char* act : {"Sigmoid", "Tanh", "HardSwish", "SiLU", "Swish"}) {
       SCOPED_TRACE(std::string(conv.name) + " " + act);
       const int64_t M = conv.m, K = conv.k, pad = K / 2, cg = C / conv.group, mg = M / conv.group;
       const std::vector<float> w = random_floats(size_t(M * cg * K * K), rng, -1, 1);
       const std::vector<float> b = random_floats(size_t(M), rng, -1, 1);
-      ModelBuilder mb(13);
+      ModelBuilder mb(14);  // HardSwish
       mb.input("x", {2, C, H, W}).output("y", {2, M, H, W});
       mb.initializer("w", {M, cg, K, K}, w).initializer("b", {M}, b);
       mb.node("Conv", {"x", "w", "b"}, {"c"}, "conv");
@@ -383,7 +383,7 @@ TEST_F(PatternFusionTest, ConvThenLogisticActivationBecomesFusedConv) {
       attr_int(mb, "group", conv.group);
       const std::string a = act;
       const double alpha = a == "Swish" ? 1.702 : 1.0;
-      if (a == "Sigmoid" || a == "Tanh") {
+      if (a == "Sigmoid" || a == "Tanh" || a == "HardSwish") {
         mb.node(act, {"c"}, {"y"}, "act");
       } else {
         std::string z = "c";
@@ -410,12 +410,16 @@ TEST_F(PatternFusionTest, ConvThenLogisticActivationBecomesFusedConv) {
                            w[size_t(((m * cg + c) * K + di) * K + dj)];
                   }
               const double s = 1 / (1 + std::exp(-alpha * acc));
-              reference.push_back(a == "Sigmoid" ? s : a == "Tanh" ? std::tanh(acc) : acc * s);
+              const double hard_swish = acc * std::max(0.0, std::min(1.0, acc / 6 + 0.5));
+              reference.push_back(a == "Sigmoid"     ? s
+                                  : a == "Tanh"      ? std::tanh(acc)
+                                  : a == "HardSwish" ? hard_swish
+                                                     : acc * s);
             }
       // float32 sums of up to 72 terms of magnitude <= 1 (a few ulps of 72),
       // through activations of slope <= 1.1, plus their own 1e-6.
       check(mb.bytes(), {"com.microsoft::FusedConv"}, {2, M, H, W}, x, reference, 1e-6, 3e-5, {2, C, H, W},
-            a == "Sigmoid" || a == "Tanh" ? 1 : 2);
+            a == "Sigmoid" || a == "Tanh" || a == "HardSwish" ? 1 : 2);
     }
 }
 

@@ -102,7 +102,7 @@ class ConvBase : public sdk::Kernel {
 
 // com.microsoft FusedConv's activation, applied to each output block while
 // it is still in cache (the graph optimizer writes FusedConv for Conv -> Relu
-// and Conv -> Clip / LeakyRelu / Sigmoid / Tanh / Swish (QuickGelu):
+// and Conv -> Clip / LeakyRelu / Sigmoid / Tanh / Swish (QuickGelu) / HardSwish:
 // optimize/activation_fusion.cpp). Relu, Clip and LeakyRelu are the direct
 // convolution's and the GEMM's own (kind); the others a vector loop over
 // each finished block (map).
@@ -121,12 +121,19 @@ struct Activation : direct_conv::Epilogue {
     else if (node.op_type == "FusedConvMaxPool") return "FusedConvMaxPool activation '" + name + "' is not supported";
     else if (name == "Sigmoid" && params.empty()) out->map = kSigmoid;
     else if (name == "Tanh" && params.empty()) out->map = kTanh;
+    else if (name == "HardSwish" && params.empty()) out->map = kHardSwish;
     else if ((name == "Swish" || name == "QuickGelu") && params.size() == 1) out->map = kSwish, out->a = params[0];
     else return "FusedConv activation '" + name + "' with " + std::to_string(params.size()) + " parameters is not supported";
     return {};
   }
 
-  enum Map { kNoMap, kSigmoid, kTanh, kSwish } map = kNoMap;
+  enum Map { kNoMap, kSigmoid, kTanh, kSwish, kHardSwish } map = kNoMap;
+
+  // HardSwish as the op computes it (kernels/elementwise/unary.cpp).
+  template <typename T>
+  static T hard_swish(T x) {
+    return x * std::max(T(0), std::min(T(1), x / T(6) + T(0.5)));
+  }
 
   // The map as a GEMM epilogue's activation (its parameter: a).
   using MapFn = void (*)(const float*, float*, size_t, float);
@@ -136,6 +143,10 @@ struct Activation : direct_conv::Epilogue {
       case kSigmoid: return [](const float* x, float* y, size_t n, float) { vec::sigmoid(x, y, n); };
       case kTanh: return [](const float* x, float* y, size_t n, float) { vec::tanh(x, y, n); };
       case kSwish: return vec::swish;
+      case kHardSwish:
+        return [](const float* x, float* y, size_t n, float) {
+          for (size_t i = 0; i < n; ++i) y[i] = hard_swish(x[i]);
+        };
     }
     return nullptr;
   }
@@ -156,7 +167,7 @@ struct Activation : direct_conv::Epilogue {
         for (int64_t i = 0; i < n; ++i) {
           const T v = y[i], z = map == kSwish ? T(a) * v : v;
           const T s = z >= T(0) ? T(1) / (T(1) + std::exp(-z)) : std::exp(z) / (T(1) + std::exp(z));
-          y[i] = map == kTanh ? std::tanh(v) : map == kSigmoid ? s : s == T(0) ? T(0) : v * s;
+          y[i] = map == kTanh ? std::tanh(v) : map == kSigmoid ? s : map == kHardSwish ? hard_swish(v) : s == T(0) ? T(0) : v * s;
         }
       }
       return;
