@@ -309,6 +309,30 @@ TEST_F(PatternFusionTest, SwishStaysWhereItCannotFuse) {
 // Conv + activation
 // ---------------------------------------------------------------------------
 
+// A Conv of x [2, c, h, w] with w [m, c / group, k, k] (stride 1, pads k / 2)
+// plus b, in float64.
+std::vector<double> conv_reference(const std::vector<float>& x, const std::vector<float>& w,
+                                   const std::vector<float>& b, int64_t C, int64_t H, int64_t W, int64_t M, int64_t K,
+                                   int64_t group = 1) {
+  const int64_t pad = K / 2, cg = C / group, mg = M / group;
+  std::vector<double> y;
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t i = 0; i < H; ++i)
+        for (int64_t j = 0; j < W; ++j) {
+          double acc = b[size_t(m)];
+          for (int64_t c = 0; c < cg; ++c)
+            for (int64_t di = 0; di < K; ++di)
+              for (int64_t dj = 0; dj < K; ++dj) {
+                const int64_t ii = i + di - pad, jj = j + dj - pad, ci = m / mg * cg + c;
+                if (ii < 0 || ii >= H || jj < 0 || jj >= W) continue;
+                acc += double(x[size_t(((n * C + ci) * H + ii) * W + jj)]) * w[size_t(((m * cg + c) * K + di) * K + dj)];
+              }
+          y.push_back(acc);
+        }
+  return y;
+}
+
 // Conv (3x3, pads 1, bias) -> Relu / LeakyRelu / Clip(-0.5, 0.5) / Clip(min
 // only), against float64.
 TEST_F(PatternFusionTest, ConvThenActivationBecomesFusedConv) {
@@ -332,25 +356,12 @@ TEST_F(PatternFusionTest, ConvThenActivationBecomesFusedConv) {
     }
     if (form == 2) mb.node("Clip", {"c", "lo", "hi"}, {"y"}, "act");
     if (form == 3) mb.node("Clip", {"c", "lo"}, {"y"}, "act");
-    std::vector<double> reference;
-    for (int64_t n = 0; n < 2; ++n)
-      for (int64_t m = 0; m < M; ++m)
-        for (int64_t i = 0; i < H; ++i)
-          for (int64_t j = 0; j < W; ++j) {
-            double acc = b[size_t(m)];
-            for (int64_t c = 0; c < C; ++c)
-              for (int64_t di = 0; di < 3; ++di)
-                for (int64_t dj = 0; dj < 3; ++dj) {
-                  const int64_t ii = i + di - 1, jj = j + dj - 1;
-                  if (ii < 0 || ii >= H || jj < 0 || jj >= W) continue;
-                  acc += double(x[size_t(((n * C + c) * H + ii) * W + jj)]) * w[size_t(((m * C + c) * 3 + di) * 3 + dj)];
-                }
-            const double y = form == 0   ? std::max(acc, 0.0)
-                             : form == 1 ? (acc < 0 ? 0.2 * acc : acc)
-                             : form == 2 ? std::min(std::max(acc, -0.5), 0.5)
-                                         : std::max(acc, -0.5);
-            reference.push_back(y);
-          }
+    std::vector<double> reference = conv_reference(x, w, b, C, H, W, M, 3);
+    for (double& y : reference)
+      y = form == 0   ? std::max(y, 0.0)
+          : form == 1 ? (y < 0 ? 0.2 * y : y)
+          : form == 2 ? std::min(std::max(y, -0.5), 0.5)
+                      : std::max(y, -0.5);
     // float32 sums of 28 terms of magnitude <= 1: a few ulps of 28.
     check(mb.bytes(), {"com.microsoft::FusedConv"}, {2, M, H, W}, x, reference, 0, 1e-5, {2, C, H, W});
   }
@@ -372,7 +383,7 @@ TEST_F(PatternFusionTest, ConvThenMappedActivationBecomesFusedConv) {
   for (const ConvForm& conv : {ConvForm{"3x3", 5, 3, 1}, ConvForm{"pointwise", 12, 1, 1}, ConvForm{"depthwise", C, 3, C}})
     for (const char* act : {"Sigmoid", "Tanh", "HardSwish", "SiLU", "Swish"}) {
       SCOPED_TRACE(std::string(conv.name) + " " + act);
-      const int64_t M = conv.m, K = conv.k, pad = K / 2, cg = C / conv.group, mg = M / conv.group;
+      const int64_t M = conv.m, K = conv.k, pad = K / 2, cg = C / conv.group;
       const std::vector<float> w = random_floats(size_t(M * cg * K * K), rng, -1, 1);
       const std::vector<float> b = random_floats(size_t(M), rng, -1, 1);
       ModelBuilder mb(14);  // HardSwish
@@ -395,27 +406,14 @@ TEST_F(PatternFusionTest, ConvThenMappedActivationBecomesFusedConv) {
         mb.node("Sigmoid", {z}, {"s"}, "sigmoid");
         mb.node("Mul", {"c", "s"}, {"y"}, "act");
       }
-      std::vector<double> reference;
-      for (int64_t n = 0; n < 2; ++n)
-        for (int64_t m = 0; m < M; ++m)
-          for (int64_t i = 0; i < H; ++i)
-            for (int64_t j = 0; j < W; ++j) {
-              double acc = b[size_t(m)];
-              for (int64_t c = 0; c < cg; ++c)
-                for (int64_t di = 0; di < K; ++di)
-                  for (int64_t dj = 0; dj < K; ++dj) {
-                    const int64_t ii = i + di - pad, jj = j + dj - pad, ci = m / mg * cg + c;
-                    if (ii < 0 || ii >= H || jj < 0 || jj >= W) continue;
-                    acc += double(x[size_t(((n * C + ci) * H + ii) * W + jj)]) *
-                           w[size_t(((m * cg + c) * K + di) * K + dj)];
-                  }
-              const double s = 1 / (1 + std::exp(-alpha * acc));
-              const double hard_swish = acc * std::max(0.0, std::min(1.0, acc / 6 + 0.5));
-              reference.push_back(a == "Sigmoid"     ? s
-                                  : a == "Tanh"      ? std::tanh(acc)
-                                  : a == "HardSwish" ? hard_swish
-                                                     : acc * s);
-            }
+      std::vector<double> reference = conv_reference(x, w, b, C, H, W, M, K, conv.group);
+      for (double& y : reference) {
+        const double s = 1 / (1 + std::exp(-alpha * y));
+        y = a == "Sigmoid"     ? s
+            : a == "Tanh"      ? std::tanh(y)
+            : a == "HardSwish" ? y * std::max(0.0, std::min(1.0, y / 6 + 0.5))
+                               : y * s;
+      }
       // float32 sums of up to 72 terms of magnitude <= 1 (a few ulps of 72),
       // through activations of slope <= 1.1, plus their own 1e-6.
       check(mb.bytes(), {"com.microsoft::FusedConv"}, {2, M, H, W}, x, reference, 1e-6, 3e-5, {2, C, H, W},
