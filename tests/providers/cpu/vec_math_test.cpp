@@ -243,6 +243,70 @@ TEST(VecMath, MaxPool2x2MatchesTheScalarScan) {
   }
 }
 
+// A row of MaxPool windows, strides 1 and 2, every length to past two
+// vector blocks, with NaNs (a first tap and later ones): every ISA gives the
+// in-order `tap > best ? tap : best` scan bit for bit, writes n outputs
+// and nothing after, and reads nothing past the last tap (the source ends
+// at its allocation's end).
+TEST(VecMath, MaxWindowRowMatchesTheScalarScan) {
+  using Fn = void (*)(float*, const float*, int64_t, int64_t, const int64_t*, int64_t);
+  std::vector<std::pair<const char*, Fn>> fns = {{"generic", detail::max_window_row_generic}, {"dispatched", max_window_row}};
+#if defined(ONYX_CPU_AVX2_LOOPS)
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) fns.push_back({"avx2", detail::max_window_row_avx2});
+#endif
+  uint32_t state = 777;
+  auto next = [&] {
+    state = state * 1664525u + 1013904223u;
+    return float(int32_t(state >> 8) % 2001 - 1000) / 100.0f;
+  };
+  const std::vector<int64_t> offsets = {0, 1, 2, 40, 41, 42, 80, 81, 82};  // 3 x 3 on rows 40 apart
+  for (const auto& [name, fn] : fns)
+    for (int64_t stride : {1, 2})
+      for (int64_t n = 1; n <= 40; ++n) {
+        SCOPED_TRACE(std::string(name) + " stride " + std::to_string(stride) + " n " + std::to_string(n));
+        const int64_t span = (n - 1) * stride + offsets.back() + 1;
+        std::vector<float> src(static_cast<size_t>(span));
+        for (float& v : src) v = next();
+        src[size_t(n % 7)] = std::numeric_limits<float>::quiet_NaN();
+        src[size_t(40 + n % 5)] = std::numeric_limits<float>::quiet_NaN();
+        std::vector<float> y(size_t(n) + 8, -1.0f);
+        fn(y.data(), src.data(), n, stride, offsets.data(), int64_t(offsets.size()));
+        for (int64_t o = 0; o < n + 8; ++o) {
+          if (o >= n) {
+            ASSERT_EQ(y[size_t(o)], -1.0f) << "wrote past the output at " << o;
+            continue;
+          }
+          float best = src[size_t(o * stride)];
+          for (size_t t = 1; t < offsets.size(); ++t) {
+            const float tap = src[size_t(o * stride + offsets[t])];
+            best = tap > best ? tap : best;
+          }
+          const float got = y[size_t(o)];
+          ASSERT_TRUE(got == best || (std::isnan(got) && std::isnan(best))) << o << ": " << got << " vs " << best;
+        }
+      }
+}
+
+TEST(VecMath, DeinterleaveSplitsEvensAndOdds) {
+  using Fn = void (*)(const float*, int64_t, float*, float*);
+  std::vector<std::pair<const char*, Fn>> fns = {{"generic", detail::deinterleave_generic}, {"dispatched", deinterleave}};
+#if defined(ONYX_CPU_AVX2_LOOPS)
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) fns.push_back({"avx2", detail::deinterleave_avx2});
+#endif
+  for (const auto& [name, fn] : fns)
+    for (int64_t n = 0; n <= 50; ++n) {
+      SCOPED_TRACE(std::string(name) + " n " + std::to_string(n));
+      std::vector<float> src(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) src[size_t(i)] = float(i);
+      std::vector<float> evens(size_t(n / 2 + 9), -1.0f), odds(size_t(n / 2 + 8), -1.0f);
+      fn(src.data(), n, evens.data(), odds.data());
+      for (int64_t i = 0; i < int64_t(evens.size()); ++i)
+        ASSERT_EQ(evens[size_t(i)], 2 * i < n ? float(2 * i) : -1.0f) << "even " << i;
+      for (int64_t i = 0; i < int64_t(odds.size()); ++i)
+        ASSERT_EQ(odds[size_t(i)], 2 * i + 1 < n ? float(2 * i + 1) : -1.0f) << "odd " << i;
+    }
+}
+
 // Its gradient on the same planes: each dy lands on the tap the scalar scan
 // picks (the first maximum; a NaN tap never wins a comparison), the other
 // taps of its window get 0, and the inputs no window covers keep their value.

@@ -249,6 +249,13 @@ std::vector<ConvCase> cases() {
       conv("pointwise", {2, 8, 5, 6}, {5, 8, 1, 1}),
       conv("pointwise_groups", {3, 8, 4, 3}, {6, 4, 1, 1}, 2),
       with(conv("pointwise_strided", {1, 4, 5, 6}, {3, 4, 1, 1}), {2, 2}, {}),
+      // Strided 1x1: the subsample gathered, then the pointwise GEMM (a
+      // 12 x 9 plane, groups, a batch) or its transposed form (7 x 7 and
+      // under 100 outputs, constant W); padded, im2col.
+      with(conv("pointwise_strided_groups", {3, 16, 23, 25}, {32, 8, 1, 1}, 2), {2, 3}, {}),
+      with(conv("pointwise_strided_small_plane", {2, 32, 13, 14}, {48, 32, 1, 1}), {2, 2}, {}),
+      with(conv("pointwise_strided_3d", {1, 8, 5, 6, 7}, {16, 8, 1, 1, 1}), {2, 1, 3}, {}),
+      with(conv("one_by_one_padded_strided", {1, 16, 9, 9}, {16, 16, 1, 1}), {2, 2}, {1, 0, 1, 1}),
       conv("single_input_channel", {2, 1, 6, 6}, {7, 1, 3, 3}),
       with(conv("conv3d", {1, 2, 5, 6, 4}, {3, 2, 2, 3, 2}), {2, 1, 2}, {1, 0, 1, 0, 1, 1},
            {1, 2, 1}),

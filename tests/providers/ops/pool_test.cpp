@@ -127,19 +127,22 @@ ONYX_OP_TEST(PoolTest, MatchesReference) {
   const Pool& c = test_case(self);
   std::vector<float> x = nn::random_floats(size_t(nn::count(c.x_dims)), 11);
   RefOut want = reference(c, nn::to_double(x));
-  for (size_t threads : {1, 3}) {
-    NodeSpec node = make_node(c, make_tensor<float>(c.x_dims, x));
-    // MaxPool's Indices on the reference; other providers may leave it out
-    // (oneDNN and the GPU kernels decline it), and their Y is checked alone.
-    const bool indices = c.op == "MaxPool" && on_reference_provider();
-    if (indices) node.output_count = 2;
-    RunResult r = run_node(node, {.threads = threads});
-    ASSERT_TRUE(r.ok()) << r.error;
-    ASSERT_EQ(r.outputs[0].dims, want.dims);
-    EXPECT_TRUE(all_near(r.outputs[0].values<float>(), want.y, tolerance(c, want.y)));
-    if (indices) {
-      EXPECT_EQ(r.outputs[1].values<int64_t>(), want.indices);
+  // MaxPool's Indices on the reference provider too (a path of its own);
+  // other providers may leave it out (oneDNN and the GPU kernels decline it).
+  const bool indices_too = c.op == "MaxPool" && on_reference_provider();
+  for (bool indices : {false, indices_too}) {
+    for (size_t threads : {1, 3}) {
+      NodeSpec node = make_node(c, make_tensor<float>(c.x_dims, x));
+      if (indices) node.output_count = 2;
+      RunResult r = run_node(node, {.threads = threads});
+      ASSERT_TRUE(r.ok()) << r.error;
+      ASSERT_EQ(r.outputs[0].dims, want.dims);
+      EXPECT_TRUE(all_near(r.outputs[0].values<float>(), want.y, tolerance(c, want.y))) << "indices " << indices;
+      if (indices) {
+        EXPECT_EQ(r.outputs[1].values<int64_t>(), want.indices);
+      }
     }
+    if (!indices_too) break;
   }
 }
 
@@ -166,6 +169,12 @@ std::vector<Pool> cases() {
     v.push_back(with(make(op, {1, 2, 13}, {4}), {3}, {1, 2}, {2}, true));
     v.push_back(make(op, {2, 3, 7, 9}, {3, 2}));
     v.push_back(with(make(op, {2, 2, 9, 10}, {3, 3}), {2, 2}, {1, 1, 1, 0}));
+    // Rows wider than two vector blocks: 3 x 3 / 2 padded (ResNet's) and
+    // ceil_mode (SqueezeNet's), 3 x 3 / 1 padded, 2 x 2 / 1.
+    v.push_back(with(make(op, {1, 3, 14, 45}, {3, 3}), {2, 2}, {1, 1, 1, 1}));
+    v.push_back(with(make(op, {1, 3, 14, 44}, {3, 3}), {2, 2}, {}, {}, true));
+    v.push_back(with(make(op, {1, 3, 9, 37}, {3, 3}), {1, 1}, {1, 1, 1, 1}));
+    v.push_back(with(make(op, {1, 3, 9, 37}, {2, 2}), {1, 1}, {0, 0, 1, 1}));
     v.push_back(with(make(op, {1, 3, 10, 9}, {3, 2}), {2, 3}, {1, 0, 2, 1}, {2, 1}, true));
     v.push_back(
         with(make(op, {1, 2, 6, 7, 5}, {2, 3, 2}), {2, 1, 2}, {1, 1, 0, 0, 1, 1}, {}, true));
@@ -287,6 +296,38 @@ ONYX_OP_TEST(PoolOps, Errors) {
   r = run_node(bad_pads);
   EXPECT_TRUE(r.declined);
   EXPECT_ERROR_MENTIONS(r, "negative");
+}
+
+// NaN in MaxPool windows: the first tap of a window (in row-major order,
+// inside the input) sticks when it is NaN, later NaNs are skipped. Every
+// path of the reference provider (Y alone: the 2 x 2 / 2 loop, the
+// replicated-border rows, the generic rows; Y with Indices: the indexed
+// scan) gives the same Y.
+ONYX_OP_TEST(PoolOps, MaxPoolNaNRuleIsTheSameOnEveryPath) {
+  if (!on_reference_provider()) GTEST_SKIP() << "the reference provider's paths";
+  for (Pool c : {with(make("MaxPool", {1, 2, 12, 21}, {3, 3}), {2, 2}, {1, 1, 1, 1}),
+                 with(make("MaxPool", {1, 2, 12, 21}, {3, 3}), {1, 1}, {1, 1, 1, 1}),
+                 with(make("MaxPool", {1, 2, 12, 21}, {3, 3}), {2, 2}, {}, {}, true),
+                 with(make("MaxPool", {1, 2, 12, 20}, {2, 2}), {2, 2}, {}),
+                 with(make("MaxPool", {1, 2, 12, 21}, {3, 3}), {3, 3}, {1, 1, 1, 1})}) {
+    std::vector<float> x = nn::random_floats(size_t(nn::count(c.x_dims)), 12);
+    for (size_t i = 0; i < x.size(); i += 7) x[i] = std::numeric_limits<float>::quiet_NaN();
+    NodeSpec plain = make_node(c, make_tensor<float>(c.x_dims, x));
+    NodeSpec indexed = plain;
+    indexed.output_count = 2;
+    RunResult a = run_node(plain), b = run_node(indexed);
+    ASSERT_TRUE(a.ok() && b.ok()) << a.error << b.error;
+    const std::vector<float> ya = a.outputs[0].values<float>(), yb = b.outputs[0].values<float>();
+    ASSERT_EQ(ya.size(), yb.size());
+    size_t nans = 0;
+    for (size_t i = 0; i < ya.size(); ++i) {
+      nans += std::isnan(yb[i]);
+      EXPECT_TRUE(ya[i] == yb[i] || (std::isnan(ya[i]) && std::isnan(yb[i])))
+          << ::testing::PrintToString(c) << " at " << i << ": " << ya[i] << " vs " << yb[i];
+    }
+    EXPECT_GT(nans, 0u) << "some windows start with a NaN";
+    EXPECT_LT(nans, ya.size()) << "and later NaNs are skipped";
+  }
 }
 
 }  // namespace

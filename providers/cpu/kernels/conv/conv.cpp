@@ -415,9 +415,17 @@ class ConvKernel final : public ConvBase {
     const int64_t cg = ch.c / ch.group, mg = ch.m / ch.group, rows = cg * kernel_volume(win);
     const int64_t in_plane = in_volume(win), out_plane = out_volume(win);
     const int64_t width = win[2].out, lines = win[0].out * win[1].out;
-    bool pointwise = true;  // 1x1, stride 1, no pad: the input already is the column matrix
-    for (const nn::WindowDim& d : win)
-      pointwise &= d.kernel == 1 && d.stride == 1 && d.pad_begin == 0 && d.pad_end == 0;
+    // 1x1, no pad: with stride 1 the input already is the column matrix
+    // (pointwise); strided, its subsample is, gathered whole first (ResNet's
+    // downsampling layers: a GEMM on the gathered plane is 1.3-1.7x faster
+    // than the direct strided loops, and small planes take the transposed
+    // GEMM below).
+    bool one_by_one = true, strided = false;
+    for (const nn::WindowDim& d : win) {
+      one_by_one &= d.kernel == 1 && d.pad_begin == 0 && d.pad_end == 0;
+      strided |= d.stride > 1;
+    }
+    const bool subsampled = one_by_one && strided, pointwise = one_by_one;
     const int64_t items = ch.n * ch.group;
     const int64_t chunk =
         pointwise ? lines : lines_per_chunk<T>(ctx, items, rows, width, lines);
@@ -428,8 +436,10 @@ class ConvKernel final : public ConvBase {
     const PackedB* const* packed_wt = nullptr;
     if constexpr (std::is_same_v<T, float>)
       if (pointwise && out_plane <= kTransposedPlane) packed_wt = transposed_weights(w, ch);
-    int64_t scratch = pointwise ? 0 : rows * chunk * width;
-    if (packed_wt) scratch = out_plane * mg;
+    // The gathered subsample first, then the transposed GEMM's y^T.
+    const int64_t gathered = subsampled ? cg * out_plane : 0;
+    int64_t scratch = pointwise ? gathered : rows * chunk * width;
+    if (packed_wt) scratch = gathered + out_plane * mg;
     // The GEMMs write the output; the bias is added with the activation in
     // one pass over each item's block while it is in cache (not a fill of the
     // whole output first and GEMMs accumulating onto it).
@@ -440,14 +450,20 @@ class ConvKernel final : public ConvBase {
       const T* xg = x.data<T>() + (n * ch.c + g * cg) * in_plane;
       const T* wg = w.data<T>() + g * mg * rows;
       T* yg = y.data<T>() + (n * ch.m + g * mg) * out_plane;
+      int64_t x_plane = in_plane;  // between xg's channels
+      if (subsampled) {
+        im2col(xg, cg, win, 0, lines, worker.scratch, worker);
+        xg = worker.scratch;
+        x_plane = out_plane;
+      }
       if (packed_wt) {
         if constexpr (std::is_same_v<T, float>) {
           // The bias and a Relu or Clip by the GEMM: the channels are its columns here.
           GemmEpilogue epilogue;
           const bool fused = epilogue_for(bias ? bias + g * mg : nullptr, &epilogue, /*channels_are_rows=*/false);
-          sgemm_packed(true, out_plane, mg, cg, 1.0f, xg, in_plane, *packed_wt[g], 0.0f, worker.scratch, mg,
-                       worker.gemm, epilogue);
-          const float* yt = worker.scratch;  // y^T
+          float* yt = worker.scratch + gathered;  // y^T
+          sgemm_packed(true, out_plane, mg, cg, 1.0f, xg, x_plane, *packed_wt[g], 0.0f, yt, mg, worker.gemm,
+                       epilogue);
           // In blocks of 8 channels: the transpose's vector blocks.
           const int64_t blocks = (mg + 7) / 8;
           worker.for_range(size_t(blocks), nn::grain_for(double(8 * out_plane)), [&](size_t lo, size_t hi) {
@@ -466,7 +482,7 @@ class ConvKernel final : public ConvBase {
       GemmEpilogue epilogue;
       const bool fused = std::is_same_v<T, float> && epilogue_for(bg, &epilogue);
       if (pointwise) {
-        gemm(false, false, mg, out_plane, cg, wg, rows, xg, in_plane, beta, yg, out_plane, worker.gemm, epilogue);
+        gemm(false, false, mg, out_plane, cg, wg, rows, xg, x_plane, beta, yg, out_plane, worker.gemm, epilogue);
         if (!fused) finish(worker, yg, bg, mg, out_plane, out_plane);
         return;
       }

@@ -279,7 +279,7 @@ bool fits(const std::vector<nn::WindowDim>& win, int64_t reduction) {
 bool fits_strided(const std::vector<nn::WindowDim>& win, int64_t channels, int64_t out_channels) {
   const nn::WindowDim &D = win[0], &W = win[2];
   return available() && D.kernel == 1 && D.in == 1 && D.out == 1 && W.stride > 1 && W.pad_begin >= 0 &&
-         win[1].pad_begin >= 0 && lane_form(shape_for(win, channels, out_channels));
+         win[1].pad_begin >= 0 && win[1].kernel * W.kernel > 1 && lane_form(shape_for(win, channels, out_channels));
 }
 
 OnyxStatus* convolve(sdk::ComputeContext& ctx, const float* x, int64_t n, int64_t group, int64_t channels,

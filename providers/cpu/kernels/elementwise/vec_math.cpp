@@ -92,6 +92,22 @@ void max_pool_2x2_generic(const float* x, float* y, int64_t h, int64_t w, int64_
   }
 }
 
+void max_window_row_generic(float* y, const float* src, int64_t n, int64_t stride, const int64_t* offsets,
+                            int64_t count) {
+  for (int64_t o = 0; o < n; ++o, src += stride) {
+    float best = src[offsets[0]];
+    for (int64_t t = 1; t < count; ++t) {
+      const float tap = src[offsets[t]];
+      best = tap > best ? tap : best;
+    }
+    y[o] = best;
+  }
+}
+
+void deinterleave_generic(const float* src, int64_t n, float* evens, float* odds) {
+  for (int64_t i = 0; i < n; ++i) (i % 2 ? odds : evens)[i / 2] = src[i];
+}
+
 void max_pool_2x2_grad_generic(const float* x, const float* dy, float* dx, int64_t h, int64_t w, int64_t oh,
                                int64_t ow) {
   (void)h;
@@ -230,6 +246,20 @@ void max_pool_2x2(const float* x, float* y, int64_t h, int64_t w, int64_t oh, in
   if (use_avx2()) return detail::max_pool_2x2_avx2(x, y, h, w, oh, ow);
 #endif
   detail::max_pool_2x2_generic(x, y, h, w, oh, ow);
+}
+
+void max_window_row(float* y, const float* src, int64_t n, int64_t stride, const int64_t* offsets, int64_t count) {
+#if defined(ONYX_CPU_AVX2_LOOPS)
+  if (use_avx2() && (stride == 1 || stride == 2)) return detail::max_window_row_avx2(y, src, n, stride, offsets, count);
+#endif
+  detail::max_window_row_generic(y, src, n, stride, offsets, count);
+}
+
+void deinterleave(const float* src, int64_t n, float* evens, float* odds) {
+#if defined(ONYX_CPU_AVX2_LOOPS)
+  if (use_avx2()) return detail::deinterleave_avx2(src, n, evens, odds);
+#endif
+  detail::deinterleave_generic(src, n, evens, odds);
 }
 
 void max_pool_2x2_grad(const float* x, const float* dy, float* dx, int64_t h, int64_t w, int64_t oh, int64_t ow) {

@@ -36,6 +36,13 @@ void max_pool_2x2(const float* x, float* y, int64_t h, int64_t w, int64_t oh, in
 // windows cover; a last row or column none covers is left as it is.
 void max_pool_2x2_grad(const float* x, const float* dy, float* dx, int64_t h, int64_t w, int64_t oh, int64_t ow);
 
+// One row of MaxPool windows that lie inside the input: y[o] for o < n is the
+// largest of src[o * stride + offsets[t]] over t < count (count >= 1),
+// compared in t order as `tap > best ? tap : best` (the generic MaxPool
+// loop's rule: a NaN first tap sticks, later NaNs are skipped). Stride 1 and
+// 2 run vector loops; reads only the elements the windows cover.
+void max_window_row(float* y, const float* src, int64_t n, int64_t stride, const int64_t* offsets, int64_t count);
+
 // Softmax of one contiguous row of n >= 1 floats: y = exp(x - max) / sum,
 // the exponentials to about 2 ulp, 0 below e^-87.3 (so -inf, a mask, gives
 // exactly 0; a row holding NaN or +inf is NaN). y may be x.
@@ -62,6 +69,11 @@ void transpose(const float* src, int64_t rows, int64_t cols, int64_t ld_src, flo
 // elements (the padding around them stays) and reads none past the last
 // one. dst must not overlap src.
 void copy_rows(float* dst, int64_t ld_dst, const float* src, int64_t ld_src, int64_t rows, int64_t cols);
+
+// evens[i] = src[2 i] and odds[i] = src[2 i + 1] for the n floats of src
+// (ceil(n / 2) evens, floor(n / 2) odds): a row split by parity, so that
+// a stride-2 window's taps become contiguous. No overlap.
+void deinterleave(const float* src, int64_t n, float* evens, float* odds);
 
 // The sum of n floats, in double (GlobalAveragePool's plane).
 double sum(const float* x, size_t n);
@@ -114,6 +126,12 @@ void copy_rows_generic(float* dst, int64_t ld_dst, const float* src, int64_t ld_
 void transpose_avx2(const float* src, int64_t rows, int64_t cols, int64_t ld_src, float* dst, int64_t ld_dst);
 void copy_rows_avx2(float* dst, int64_t ld_dst, const float* src, int64_t ld_src, int64_t rows, int64_t cols);
 void max_pool_2x2_generic(const float* x, float* y, int64_t h, int64_t w, int64_t oh, int64_t ow);
+void max_window_row_generic(float* y, const float* src, int64_t n, int64_t stride, const int64_t* offsets,
+                            int64_t count);
+void deinterleave_generic(const float* src, int64_t n, float* evens, float* odds);
+void deinterleave_avx2(const float* src, int64_t n, float* evens, float* odds);
+void max_window_row_avx2(float* y, const float* src, int64_t n, int64_t stride, const int64_t* offsets,
+                         int64_t count);
 void max_pool_2x2_avx2(const float* x, float* y, int64_t h, int64_t w, int64_t oh, int64_t ow);
 void max_pool_2x2_grad_generic(const float* x, const float* dy, float* dx, int64_t h, int64_t w, int64_t oh,
                                int64_t ow);

@@ -129,6 +129,80 @@ void max_pool_2x2_avx2(const float* x, float* y, int64_t h, int64_t w, int64_t o
   }
 }
 
+namespace {
+
+// The values at p[kStride i] for 8 outputs i. Stride 2: the even lanes of
+// 16 floats in shuffle_ps's order (outputs 0, 1, 4, 5, 2, 3, 6, 7);
+// in_order() puts them in order once per block, after the maxima (every
+// tap's lanes are in the same order). Masked: only the lanes `lo` and `hi`
+// allow are read.
+template <int kStride>
+__m256 strided8(const float* p) {
+  if constexpr (kStride == 1) return _mm256_loadu_ps(p);
+  else return _mm256_shuffle_ps(_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8), 0x88);
+}
+template <int kStride>
+__m256 strided8(const float* p, __m256i lo, __m256i hi) {
+  if constexpr (kStride == 1) return (void)hi, _mm256_maskload_ps(p, lo);
+  else return _mm256_shuffle_ps(_mm256_maskload_ps(p, lo), _mm256_maskload_ps(p + 8, hi), 0x88);
+}
+template <int kStride>
+__m256 in_order(__m256 v) {
+  if constexpr (kStride == 1) return v;
+  else return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(v), 0xD8));
+}
+
+template <int kStride>
+void max_window_row_strided(float* y, const float* src, int64_t n, const int64_t* offsets, int64_t count) {
+  // With stride 2 a block's second load reaches one float past its last
+  // tap: the final block (1 to 8 outputs) always takes the masked path.
+  const int64_t full = kStride == 1 ? n / 8 * 8 : (n - 1) / 8 * 8;
+  int64_t o = 0;
+  for (; o + 16 <= full; o += 16) {  // two blocks: two independent max chains
+    const float* p = src + kStride * o;
+    __m256 b0 = strided8<kStride>(p + offsets[0]), b1 = strided8<kStride>(p + 8 * kStride + offsets[0]);
+    for (int64_t t = 1; t < count; ++t) {
+      b0 = take_greater(strided8<kStride>(p + offsets[t]), b0);
+      b1 = take_greater(strided8<kStride>(p + 8 * kStride + offsets[t]), b1);
+    }
+    _mm256_storeu_ps(y + o, in_order<kStride>(b0));
+    _mm256_storeu_ps(y + o + 8, in_order<kStride>(b1));
+  }
+  for (; o < full; o += 8) {
+    const float* p = src + kStride * o;
+    __m256 b = strided8<kStride>(p + offsets[0]);
+    for (int64_t t = 1; t < count; ++t) b = take_greater(strided8<kStride>(p + offsets[t]), b);
+    _mm256_storeu_ps(y + o, in_order<kStride>(b));
+  }
+  if (o == n) return;
+  const int64_t tail = n - o, reach = kStride * (tail - 1) + 1;  // floats the tail's taps span
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i lo = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(reach)), lane);
+  const __m256i hi = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(reach - 8)), lane);
+  const float* p = src + kStride * o;
+  __m256 b = strided8<kStride>(p + offsets[0], lo, hi);
+  for (int64_t t = 1; t < count; ++t) b = take_greater(strided8<kStride>(p + offsets[t], lo, hi), b);
+  avx2::store_first(y + o, in_order<kStride>(b), tail);
+}
+
+}  // namespace
+
+void deinterleave_avx2(const float* src, int64_t n, float* evens, float* odds) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256 a = _mm256_loadu_ps(src + i), b = _mm256_loadu_ps(src + i + 8);
+    _mm256_storeu_ps(evens + i / 2, in_order<2>(_mm256_shuffle_ps(a, b, 0x88)));
+    _mm256_storeu_ps(odds + i / 2, in_order<2>(_mm256_shuffle_ps(a, b, 0xDD)));
+  }
+  deinterleave_generic(src + i, n - i, evens + i / 2, odds + i / 2);
+}
+
+void max_window_row_avx2(float* y, const float* src, int64_t n, int64_t stride, const int64_t* offsets,
+                         int64_t count) {
+  if (stride == 1) max_window_row_strided<1>(y, src, n, offsets, count);
+  else max_window_row_strided<2>(y, src, n, offsets, count);
+}
+
 void max_pool_2x2_grad_avx2(const float* x, const float* dy, float* dx, int64_t h, int64_t w, int64_t oh,
                             int64_t ow) {
   (void)h;
