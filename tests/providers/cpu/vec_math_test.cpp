@@ -287,24 +287,29 @@ TEST(VecMath, MaxWindowRowMatchesTheScalarScan) {
       }
 }
 
-TEST(VecMath, DeinterleaveSplitsEvensAndOdds) {
-  using Fn = void (*)(const float*, int64_t, float*, float*);
-  std::vector<std::pair<const char*, Fn>> fns = {{"generic", detail::deinterleave_generic}, {"dispatched", deinterleave}};
+// copy_strided, strides 1 to 3, every length to past two vector blocks:
+// the elements in order, nothing written past n, nothing read past the last
+// element (the source ends at its allocation's end).
+TEST(VecMath, CopyStridedTakesEveryStrideThElement) {
+  using Fn = void (*)(const float*, int64_t, int64_t, float*);
+  std::vector<std::pair<const char*, Fn>> fns = {{"generic", detail::copy_strided_generic}, {"dispatched", copy_strided}};
 #if defined(ONYX_CPU_AVX2_LOOPS)
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) fns.push_back({"avx2", detail::deinterleave_avx2});
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    fns.push_back({"avx2", [](const float* src, int64_t stride, int64_t n, float* dst) {
+                     if (stride == 2) detail::copy_stride_2_avx2(src, n, dst);
+                     else detail::copy_strided_generic(src, stride, n, dst);
+                   }});
 #endif
   for (const auto& [name, fn] : fns)
-    for (int64_t n = 0; n <= 50; ++n) {
-      SCOPED_TRACE(std::string(name) + " n " + std::to_string(n));
-      std::vector<float> src(static_cast<size_t>(n));
-      for (int64_t i = 0; i < n; ++i) src[size_t(i)] = float(i);
-      std::vector<float> evens(size_t(n / 2 + 9), -1.0f), odds(size_t(n / 2 + 8), -1.0f);
-      fn(src.data(), n, evens.data(), odds.data());
-      for (int64_t i = 0; i < int64_t(evens.size()); ++i)
-        ASSERT_EQ(evens[size_t(i)], 2 * i < n ? float(2 * i) : -1.0f) << "even " << i;
-      for (int64_t i = 0; i < int64_t(odds.size()); ++i)
-        ASSERT_EQ(odds[size_t(i)], 2 * i + 1 < n ? float(2 * i + 1) : -1.0f) << "odd " << i;
-    }
+    for (int64_t stride : {1, 2, 3})
+      for (int64_t n = 0; n <= 40; ++n) {
+        SCOPED_TRACE(std::string(name) + " stride " + std::to_string(stride) + " n " + std::to_string(n));
+        std::vector<float> src(static_cast<size_t>(n == 0 ? 0 : (n - 1) * stride + 1));
+        for (size_t i = 0; i < src.size(); ++i) src[i] = float(i);
+        std::vector<float> dst(size_t(n) + 8, -1.0f);
+        fn(src.data(), stride, n, dst.data());
+        for (int64_t i = 0; i < n + 8; ++i) ASSERT_EQ(dst[size_t(i)], i < n ? float(i * stride) : -1.0f) << i;
+      }
 }
 
 // Its gradient on the same planes: each dy lands on the tap the scalar scan

