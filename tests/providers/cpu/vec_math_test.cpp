@@ -203,6 +203,17 @@ TEST(VecMath, SumInDoubleMatchesLongDouble) {
   }
 }
 
+// Pooling inputs: multiples of 0.01 in [-10, 10] from a linear
+// congruential generator (many ties, so the first-maximum rules show).
+struct Hundredths {
+  explicit Hundredths(uint32_t seed) : state(seed) {}
+  float operator()() {
+    state = state * 1664525u + 1013904223u;
+    return float(int32_t(state >> 8) % 2001 - 1000) / 100.0f;
+  }
+  uint32_t state;
+};
+
 // MaxPool 2x2 / stride 2 on planes of odd and even sizes (a dropped last row
 // and column), with NaNs: every ISA gives what the row-major
 // `tap > best ? tap : best` scan gives, bit for bit.
@@ -212,11 +223,7 @@ TEST(VecMath, MaxPool2x2MatchesTheScalarScan) {
 #if defined(ONYX_CPU_AVX2_LOOPS)
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) pools.push_back({"avx2", detail::max_pool_2x2_avx2});
 #endif
-  uint32_t state = 12345;
-  auto next = [&] {
-    state = state * 1664525u + 1013904223u;
-    return float(int32_t(state >> 8) % 2001 - 1000) / 100.0f;
-  };
+  Hundredths next(12345);
   for (auto [h, w] : std::vector<std::pair<int64_t, int64_t>>{{2, 2}, {28, 28}, {14, 14}, {15, 37}, {6, 34}, {4, 32}}) {
     std::vector<float> x(size_t(h * w));
     for (float& v : x) v = next();
@@ -254,11 +261,7 @@ TEST(VecMath, MaxWindowRowMatchesTheScalarScan) {
 #if defined(ONYX_CPU_AVX2_LOOPS)
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) fns.push_back({"avx2", detail::max_window_row_avx2});
 #endif
-  uint32_t state = 777;
-  auto next = [&] {
-    state = state * 1664525u + 1013904223u;
-    return float(int32_t(state >> 8) % 2001 - 1000) / 100.0f;
-  };
+  Hundredths next(777);
   const std::vector<int64_t> offsets = {0, 1, 2, 40, 41, 42, 80, 81, 82};  // 3 x 3 on rows 40 apart
   for (const auto& [name, fn] : fns)
     for (int64_t stride : {1, 2})
@@ -323,11 +326,7 @@ TEST(VecMath, MaxPool2x2GradRoutesEachGradientToTheScanPick) {
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
     grads.push_back({"avx2", detail::max_pool_2x2_grad_avx2});
 #endif
-  uint32_t state = 777;
-  auto next = [&] {
-    state = state * 1664525u + 1013904223u;
-    return float(int32_t(state >> 8) % 2001 - 1000) / 100.0f;
-  };
+  Hundredths next(777);
   for (auto [h, w] : std::vector<std::pair<int64_t, int64_t>>{{2, 2}, {28, 28}, {14, 14}, {15, 37}, {6, 34}, {4, 32}}) {
     std::vector<float> x(size_t(h * w));
     for (float& v : x) v = std::round(next());  // ties: the first maximum wins
