@@ -199,10 +199,12 @@ struct Gemm {
   bool tile_epilogue_empty;
 
   const float* a_at(int64_t i0, int64_t k0) const { return trans_a ? a + k0 * lda + i0 : a + i0 * lda + k0; }
-  // A is read in place by the set's DirectKernels (no pack_a pass).
+  // A can be read in place, by the set's DirectKernels (no pack_a pass);
+  // small_m() still packs it for tasks with many columns.
   bool direct_a() const { return !trans_a && ks.direct[1]; }
   // The tile of C at (row, col) from K block pc: A's rows from the packed
-  // micro-panel `apanel` or, direct_a(), in place; B's from bp (row stride bs).
+  // micro-panel `apanel` or, when it is null (direct_a()), in place; B's from
+  // bp (row stride bs).
   // The last K block's tile gets the epilogue's tile part.
   void tile(int64_t row, int64_t rows, int64_t col, int64_t cols, int64_t pc, int64_t kc, const float* apanel,
             const float* bp, int64_t bs) const {
@@ -215,7 +217,7 @@ struct Gemm {
       if (ep.row_bias) ep.row_bias += row;
       if (ep.residual) ep.residual += row * ep.ldr + col;
     }
-    if (direct_a())
+    if (!apanel)
       direct_tile_kernel(ks, rows, cols)(kc, a_at(row, pc), lda, bp, bs, ct, ldc, alpha, beta_for(pc), cols,
                                          with_ep ? &ep : nullptr);
     else
@@ -264,13 +266,16 @@ void small_m(const Gemm& g, const ParallelFor& pf, size_t threads) {
     for (int64_t t = int64_t(t0); t < int64_t(t1); ++t) {
       const int64_t r0 = rows_of(t / nt), r1 = rows_of(t / nt + 1);
       const int64_t q0 = split(npan, nt, t % nt), q1 = split(npan, nt, t % nt + 1);
-      float* abuf = g.direct_a() ? nullptr : ws->a.reserve(size_t(round_up(std::min(r1 - r0, block_rows), MR) * g.kc_max));
+      // A in place, unless the task has enough column panels to repay the
+      // packing: then each A micro-panel is read as one stream.
+      const bool pack_a = !g.direct_a() || (q1 - q0) * NR >= g.opt.small_m_pack_a_cols;
+      float* abuf = pack_a ? ws->a.reserve(size_t(round_up(std::min(r1 - r0, block_rows), MR) * g.kc_max)) : nullptr;
       float* bbuf = ws->b.reserve(size_t(g.kc_max * NR));
       for (int64_t pc = 0; pc < g.k; pc += g.kc_max) {
         const int64_t kc = std::min(g.kc_max, g.k - pc);
         for (int64_t rb = r0; rb < r1; rb += block_rows) {
           const int64_t re = std::min(r1, rb + block_rows);
-          if (!g.direct_a()) ks.pack_a(g.trans_a, g.a_at(rb, pc), g.lda, re - rb, kc, abuf);
+          if (pack_a) ks.pack_a(g.trans_a, g.a_at(rb, pc), g.lda, re - rb, kc, abuf);
           for (int64_t q = q0; q < q1; ++q) {
             const int64_t cols = std::min(NR, g.n - q * NR);
             const float* bp = bbuf;

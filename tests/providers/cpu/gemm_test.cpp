@@ -215,7 +215,7 @@ class SgemmTest : public ::testing::TestWithParam<Isa> {
                  epilogue_of(cs, p));
     p.check(c, "packed " + describe(cs));
   }
-  void tiny_blocking(bool direct);
+  void tiny_blocking(bool direct, int64_t small_m_pack_a_cols);
 };
 
 TEST_P(SgemmTest, OddSizesAllTransposes) {
@@ -416,13 +416,16 @@ TEST_P(SgemmTest, PackedBIsReusable) {
 // work, so that small exact problems cross every loop boundary of both
 // drivers: several K blocks, column panels, row blocks and A regions, partial
 // tiles at every edge, serial and threaded, with B packed ahead or not, and
-// A read in place (the set's DirectKernels, where it has them) or packed.
+// A read in place (the set's DirectKernels, where it has them) or packed:
+// always, or by small_m() for tasks with enough columns.
 TEST_P(SgemmTest, TinyBlockingCrossesEveryBoundary) {
-  for (bool direct : {true, false})
-    tiny_blocking(direct);
+  const int64_t never = int64_t(1) << 40;
+  tiny_blocking(true, never);
+  tiny_blocking(true, 1);
+  tiny_blocking(false, never);
 }
 
-void SgemmTest::tiny_blocking(bool direct) {
+void SgemmTest::tiny_blocking(bool direct, int64_t small_m_pack_a_cols) {
   gemm_detail::KernelSet tiny = ks();
   tiny.kc = 5;
   tiny.mc = 2 * tiny.mr;
@@ -434,6 +437,7 @@ void SgemmTest::tiny_blocking(bool direct) {
   for (int64_t small_m : {int64_t(0), int64_t(1) << 40}) {  // blocked() only, then small_m() only
     gemm_detail::DriverOptions opt;
     opt.small_m = small_m;
+    opt.small_m_pack_a_cols = small_m_pack_a_cols;
     opt.m_super = 3 * tiny.mr + 1;
     opt.min_flops_per_thread = 1;
     for (bool ta : {false, true})
@@ -443,7 +447,8 @@ void SgemmTest::tiny_blocking(bool direct) {
             Case cs{ta, tb, 7 * tiny.mr + 3, 5 * tiny.nr + 3, 17, 1.0f, beta, 1, 2, 3};
             cs.integers = true;
             const std::string what = describe(cs) + " small_m=" + std::to_string(small_m) +
-                                     " threads=" + std::to_string(threads) + (direct ? "" : " packed A");
+                                     " threads=" + std::to_string(threads) + (direct ? "" : " packed A") +
+                                     " small_m_pack_a_cols=" + std::to_string(small_m_pack_a_cols);
             Problem p(cs, 3);
             const ParallelFor pf = threads > 1 ? spawning(threads) : ParallelFor{};
             std::vector<float> c = p.c;
