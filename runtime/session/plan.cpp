@@ -112,16 +112,19 @@ StatusOr<std::shared_ptr<const ExecutionPlan>> build_execution_plan(
         int in = info.input_index >= 0 && size_t(info.input_index) < step.inputs.size()
                      ? step.inputs[info.input_index] : -1;
         size_t in_bytes = 0;
-        if (in >= 0 && sized && known_bytes(in, &in_bytes) && in_bytes == bytes && root[in] >= 0) {
+        // A declared view shares its input's bytes even where shape inference
+        // left a size unknown (a Reshape to a computed shape): the run checks
+        // that the sizes agree when the kernel asks for the view.
+        const bool view = info.kind == ONYX_OUTPUT_ALIASES_INPUT;
+        if (in >= 0 && root[in] >= 0 && (sized && known_bytes(in, &in_bytes) ? in_bytes == bytes : view)) {
           int r = root[in];
           bool dead_after = group_last[r] <= int(s);
-          if (info.kind == ONYX_OUTPUT_ALIASES_INPUT || dead_after) {
+          if (view || dead_after) {
             vp.storage = ExecutionPlan::kAlias;
             vp.alias_of = in;
             root[v] = r;
             group_last[r] = std::max(group_last[r], plan->last_use[v]);
-            ++(info.kind == ONYX_OUTPUT_ALIASES_INPUT ? report[step.device].aliased
-                                                      : report[step.device].in_place);
+            ++(view ? report[step.device].aliased : report[step.device].in_place);
             continue;
           }
         }
