@@ -329,6 +329,12 @@ ONYX_OP_TEST(ShapeOps, PadModesAndNegativePads) {
       {"reflect", {0, 2, 0, 2}, {2, 7}, {3, 2, 1, 2, 3, 2, 1, 6, 5, 4, 5, 6, 5, 4}},
       {"wrap", {1, 1, 0, 0}, {3, 4}, {6, 4, 5, 6, 3, 1, 2, 3, 6, 4, 5, 6}},
       {"constant", {0, -1, 0, 1}, {2, 3}, {2, 3, 9, 5, 6, 9}},
+      // Rows copy one run of the input between element-wise edges: crops and
+      // pads on both sides of it, and pads on both axes at once.
+      {"constant", {0, -1, 0, -1}, {2, 1}, {2, 5}},
+      {"constant", {1, 4, 0, 0}, {3, 7}, {9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 1, 2, 3, 9, 9, 9, 9, 4, 5, 6}},
+      {"edge", {0, -1, 0, 2}, {2, 4}, {2, 3, 3, 3, 5, 6, 6, 6}},
+      {"reflect", {1, 1, 1, 1}, {4, 5}, {5, 4, 5, 6, 5, 2, 1, 2, 3, 2, 5, 4, 5, 6, 5, 2, 1, 2, 3, 2}},
   };
   for (const Case& c : cases) {
     NodeSpec node("Pad", 19);

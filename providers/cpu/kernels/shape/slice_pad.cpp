@@ -136,6 +136,17 @@ void element_bytes(int32_t dtype, double value, unsigned char* out) {
   });
 }
 
+// n copies of one element of esize bytes at dst, by doubling copies.
+void fill(unsigned char* dst, size_t n, const unsigned char* value, size_t esize) {
+  if (n == 0) return;
+  std::memcpy(dst, value, esize);
+  for (size_t done = 1; done < n;) {
+    const size_t more = std::min(done, n - done);
+    std::memcpy(dst + done * esize, dst, more * esize);
+    done += more;
+  }
+}
+
 class PadKernel final : public sdk::Kernel {
  public:
   explicit PadKernel(const sdk::NodeInfo& node)
@@ -206,6 +217,10 @@ class PadKernel final : public sdk::Kernel {
     std::vector<int64_t> strides = util::strides_of(x.dims);
     int64_t row = out_dims[rank - 1], rows = count / row;
     const std::vector<int64_t>& last = maps[rank - 1];
+    // Output positions [lo, hi) of a row copy one contiguous run of the
+    // input's row; only the edges outside it go element by element.
+    const int64_t lo = std::clamp<int64_t>(begin[rank - 1], 0, row);
+    const int64_t hi = std::clamp<int64_t>(begin[rank - 1] + x.dim(rank - 1), lo, row);
     ctx.parallel_for(size_t(rows), std::max<size_t>(1, util::kGrain / size_t(row)), [&](size_t b, size_t e) {
       for (size_t r = b; r < e; ++r) {
         int64_t rest = int64_t(r), src = 0;
@@ -217,12 +232,19 @@ class PadKernel final : public sdk::Kernel {
           src += s * strides[d];
         }
         unsigned char* dst = static_cast<unsigned char*>(y.raw) + r * size_t(row) * esize;
-        // A padding row's src may be negative: no pointer is formed from it.
-        const unsigned char* from = padding ? nullptr : static_cast<const unsigned char*>(x.raw) + size_t(src) * esize;
-        for (int64_t i = 0; i < row; ++i) {
-          int64_t s = padding ? -1 : last[size_t(i)];
-          std::memcpy(dst + size_t(i) * esize, s < 0 ? value : from + size_t(s) * esize, esize);
+        if (padding) {  // a row of the constant; src may be negative: no pointer is formed from it
+          fill(dst, size_t(row), value, esize);
+          continue;
         }
+        const unsigned char* from = static_cast<const unsigned char*>(x.raw) + size_t(src) * esize;
+        auto element = [&](int64_t i) {
+          const int64_t s = last[size_t(i)];
+          std::memcpy(dst + size_t(i) * esize, s < 0 ? value : from + size_t(s) * esize, esize);
+        };
+        for (int64_t i = 0; i < lo; ++i) element(i);
+        if (hi > lo)
+          std::memcpy(dst + size_t(lo) * esize, from + size_t(lo - begin[rank - 1]) * esize, size_t(hi - lo) * esize);
+        for (int64_t i = hi; i < row; ++i) element(i);
       }
     });
     return nullptr;
