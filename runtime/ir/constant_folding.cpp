@@ -306,6 +306,36 @@ std::optional<Num> fold_slice(const InferContext& ctx, const Num& data, const Ty
   return strided_copy(data, first, step, out.dims);
 }
 
+std::optional<Num> fold_transpose(const InferContext& ctx, const Num& data, const TypeShape& out) {
+  const size_t rank = data.dims.size();
+  std::vector<int64_t> perm = ctx.attr_ints("perm").value_or(std::vector<int64_t>());
+  if (perm.empty())
+    for (size_t k = rank; k-- > 0;) perm.push_back(int64_t(k));
+  if (perm.size() != rank || out.dims.size() != rank) return std::nullopt;
+  // Output axis k walks input axis perm[k].
+  const Shape in_strides = strides_of(data.dims);
+  Shape step(rank);
+  for (size_t k = 0; k < rank; ++k) {
+    if (perm[k] < 0 || perm[k] >= int64_t(rank)) return std::nullopt;
+    step[k] = in_strides[size_t(perm[k])];
+  }
+  Num r;
+  r.dtype = data.dtype;
+  r.dims = out.dims;
+  Shape index(rank, 0);
+  for (int64_t e = 0, off = 0; e < element_count(out.dims); ++e) {
+    if (data.real()) r.f.push_back(data.f[size_t(off)]);
+    else r.i.push_back(data.i[size_t(off)]);
+    for (size_t k = rank; k-- > 0;) {
+      off += step[k];
+      if (++index[k] < out.dims[k]) break;
+      off -= index[k] * step[k];
+      index[k] = 0;
+    }
+  }
+  return r;
+}
+
 std::optional<Num> fold_gather(const InferContext& ctx, const Num& data, const Num& indices,
                                const TypeShape& out) {
   if (indices.real() || data.dims.empty()) return std::nullopt;
@@ -422,6 +452,8 @@ std::vector<std::optional<Tensor>> fold_constants(const InferContext& ctx,
     r = fold_concat(ctx, in, out);
   } else if (op == "Slice") {
     r = fold_slice(ctx, in[0], out);
+  } else if (op == "Transpose") {
+    r = fold_transpose(ctx, in[0], out);
   } else if (op == "Range" && in.size() == 3 && in[0].dtype == in[1].dtype && in[0].dtype == in[2].dtype &&
              in[0].size() == 1 && in[2].size() == 1) {
     r = Num{out.dtype, out.dims, {}, {}};

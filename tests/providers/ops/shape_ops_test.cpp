@@ -185,6 +185,24 @@ ONYX_OP_TEST(ShapeOps, TransposeLargeThreaded) {
   }
 }
 
+// The last axis stays last (whole rows copied, as in attention's head
+// split): threads start their chunks at rows inside every dim.
+ONYX_OP_TEST(ShapeOps, TransposeOfRowsThreaded) {
+  const Dims dims = {4, 49, 3, 12, 32};
+  std::vector<float> x = iota_floats(size_t(count(dims)));
+  NodeSpec node("Transpose", 13);
+  node.inputs = {make_tensor<float>(dims, x)};
+  node.attr("perm", Dims{2, 0, 3, 1, 4});
+  RunResult r = run_node(node, {.threads = 4});
+  ASSERT_TRUE(r.ok()) << r.error;
+  std::vector<float> y = r.outputs[0].values<float>();
+  ASSERT_EQ(y.size(), x.size());
+  for (int64_t i = 0; i < count(dims); ++i) {
+    Dims o = unravel(i, {3, 4, 12, 49, 32});
+    ASSERT_EQ(y[size_t(i)], x[size_t(ravel({o[1], o[3], o[0], o[2], o[4]}, dims))]) << i;
+  }
+}
+
 ONYX_OP_TEST(ShapeOps, ConcatAndSplit) {
   NodeSpec concat("Concat", 13);
   concat.inputs = {make_tensor<int32_t>({2, 1}, {1, 2}), make_tensor<int32_t>({2, 0}, {}),

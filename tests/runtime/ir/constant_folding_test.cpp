@@ -114,6 +114,28 @@ TEST(ConstantFolding, ArithmeticSliceAndCast) {
   EXPECT_EQ(find(*m, "y")->dims, Shape({2, 3, 20}));
 }
 
+// torch's F.pad writes its pads as (begin, end) pairs per axis, transposed
+// and flattened into ONNX's order: the Pad's output shape needs the Transpose folded.
+TEST(ConstantFolding, TransposedPadsGiveThePadItsShape) {
+  GraphBuilder g;
+  g.input("x", F, {1, 5, 6})
+      .initializer(int64_tensor("pairs", {3, 2}, {0, 0, 1, 2, 0, 3}))
+      .initializer(int64_tensor("flat", {1}, {-1}))
+      .initializer(int64_tensor("cube", {2, 3, 2}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}))
+      .node("Transpose", {"pairs"}, {"by_side"}, {attr_ints("perm", {1, 0})})
+      .node("Reshape", {"by_side", "flat"}, {"pads"})
+      .node("Pad", {"x", "pads"}, {"y"})
+      .node("Transpose", {"cube"}, {"reversed"})  // no perm: the axes reversed
+      .output("y")
+      .output("reversed");
+  auto m = import(make_model(g.proto()));
+  ASSERT_OK(m);
+  EXPECT_EQ(int64s(find(*m, "pads")), std::vector<int64_t>({0, 1, 0, 0, 2, 3}));
+  EXPECT_EQ(find(*m, "y")->dims, Shape({1, 8, 9}));
+  EXPECT_EQ(find(*m, "reversed")->dims, Shape({2, 3, 2}));
+  EXPECT_EQ(int64s(find(*m, "reversed")), std::vector<int64_t>({0, 6, 2, 8, 4, 10, 1, 7, 3, 9, 5, 11}));
+}
+
 TEST(ConstantFolding, IntegerDivisionTruncatesAndCastTruncates) {
   GraphBuilder g;
   g.initializer(int64_tensor("a", {3}, {-7, 7, 9}))

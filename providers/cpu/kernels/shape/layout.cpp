@@ -75,14 +75,24 @@ class TransposeKernel final : public sdk::Kernel {
     size_t bytes = size_t(dims[m - 1]) * esize;
     int64_t rows = x.size() / dims[m - 1];
     ctx.parallel_for(size_t(rows), std::max<size_t>(1, util::kGrain * 4 / bytes), [&](size_t begin, size_t end) {
+      // The first row's position by division, the next ones by counting
+      // (a division per dim and row cost more than copying a 128-byte row).
+      std::vector<int64_t> at(m - 1);
+      int64_t rest = int64_t(begin), offset = 0;
+      for (size_t d = m - 1; d-- > 0;) {
+        at[d] = rest % dims[d];
+        offset += at[d] * in_strides[d];
+        rest /= dims[d];
+      }
       for (size_t r = begin; r < end; ++r) {
-        int64_t rest = int64_t(r), offset = 0;
-        for (size_t d = m - 1; d-- > 0;) {
-          offset += rest % dims[d] * in_strides[d];
-          rest /= dims[d];
-        }
         std::memcpy(static_cast<unsigned char*>(y.raw) + r * bytes,
                     static_cast<const unsigned char*>(x.raw) + size_t(offset) * esize, bytes);
+        for (size_t d = m - 1; d-- > 0;) {  // next position, the last dim first
+          offset += in_strides[d];
+          if (++at[d] < dims[d]) break;
+          offset -= at[d] * in_strides[d];
+          at[d] = 0;
+        }
       }
     });
   }
