@@ -42,6 +42,29 @@ ONYX_OP_TEST(GatherOps, GatherWithNegativeIndicesAndRangeError) {
   EXPECT_ERROR_MENTIONS(r, "index 3 (element 0 of input 1) is out of range for axis 1 of size 3");
 }
 
+// Threads split the output's bytes, not its blocks: one block larger than a
+// thread's share (q of a packed q/k/v), and many blocks cut mid-way.
+ONYX_OP_TEST(GatherOps, GatherSplitsLargeBlocksAcrossThreads) {
+  const std::vector<float> x = iota_floats(3 * 7 * 3000);
+  NodeSpec one("Gather", 13);
+  one.inputs = {make_tensor<float>({3, 7 * 3000}, x), make_tensor<int64_t>({}, {1})};
+  RunResult r = run_node(one, {.threads = 4});
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.outputs[0].dims, (Dims{7 * 3000}));
+  EXPECT_EQ(r.outputs[0].values<float>(), std::vector<float>(x.begin() + 7 * 3000, x.begin() + 14 * 3000));
+  NodeSpec many("Gather", 13);
+  many.inputs = {make_tensor<float>({3, 7, 3000}, x), make_tensor<int64_t>({3}, {6, 0, -1})};
+  many.attr("axis", int64_t{1});
+  r = run_node(many, {.threads = 3});
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.outputs[0].dims, (Dims{3, 3, 3000}));
+  std::vector<float> want;
+  for (int64_t o = 0; o < 3; ++o)
+    for (int64_t j : {6, 0, 6})
+      for (int64_t e = 0; e < 3000; ++e) want.push_back(x[size_t((o * 7 + j) * 3000 + e)]);
+  EXPECT_EQ(r.outputs[0].values<float>(), want);
+}
+
 ONYX_OP_TEST(GatherOps, GatherElementsAndGatherND) {
   NodeSpec ge("GatherElements", 13);
   ge.inputs = {make_tensor<int32_t>({2, 2}, {1, 2, 3, 4}), make_tensor<int64_t>({2, 2}, {0, 0, 1, 0})};

@@ -48,10 +48,16 @@ class GatherKernel final : public sdk::Kernel {
     if (block == 0 || m == 0) return nullptr;
     const unsigned char* src = static_cast<const unsigned char*>(x.raw);
     unsigned char* dst = static_cast<unsigned char*>(y.raw);
-    ctx.parallel_for(size_t(outer) * m, std::max<size_t>(1, util::kGrain * 4 / block), [&](size_t b, size_t e) {
-      for (size_t i = b; i < e; ++i) {
-        size_t o = i / m, j = i % m;
-        std::memcpy(dst + i * block, src + (o * size_t(n) + size_t(indices[j])) * block, block);
+    // Threads take equal ranges of the output's bytes, cutting blocks where
+    // they must: one huge block (attention's q/k/v picked from a packed
+    // projection) is copied by every thread, not one, and each thread writes
+    // the range an elementwise kernel after it would give it.
+    ctx.parallel_for(size_t(outer) * m * block, util::kGrain * 4, [&](size_t b, size_t e) {
+      for (size_t at = b; at < e;) {
+        const size_t i = at / block, within = at % block, bytes = std::min(block - within, e - at);
+        const size_t o = i / m, j = i % m;
+        std::memcpy(dst + at, src + (o * size_t(n) + size_t(indices[j])) * block + within, bytes);
+        at += bytes;
       }
     });
     return nullptr;
