@@ -10,6 +10,13 @@
 
 namespace onyx::cpu::util {
 
+void parallel_copy(sdk::ComputeContext& ctx, void* dst, const void* src, size_t bytes) {
+  if (bytes == 0 || dst == src) return;
+  ctx.parallel_for(bytes, kGrain * 4, [&](size_t b, size_t e) {
+    std::memcpy(static_cast<unsigned char*>(dst) + b, static_cast<const unsigned char*>(src) + b, e - b);
+  });
+}
+
 std::string node_label(const sdk::NodeInfo& node) {
   return sdk::KernelRegistry::qualified(node) + " node '" + node.name + "'";
 }

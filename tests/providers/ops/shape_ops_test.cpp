@@ -201,6 +201,14 @@ ONYX_OP_TEST(ShapeOps, TransposeOfRowsThreaded) {
     Dims o = unravel(i, {3, 4, 12, 49, 32});
     ASSERT_EQ(y[size_t(i)], x[size_t(ravel({o[1], o[3], o[0], o[2], o[4]}, dims))]) << i;
   }
+  // Only a size-1 axis moves: the order of the elements stays, one copy
+  // that the threads split.
+  NodeSpec same("Transpose", 13);
+  same.inputs = {make_tensor<float>({1, 70001}, iota_floats(70001))};
+  same.attr("perm", Dims{1, 0});
+  r = run_node(same, {.threads = 3});
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.outputs[0].values<float>(), iota_floats(70001));
 }
 
 ONYX_OP_TEST(ShapeOps, ConcatAndSplit) {

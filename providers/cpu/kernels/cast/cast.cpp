@@ -124,7 +124,7 @@ class CastKernel final : public sdk::Kernel {
     ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, to_, x.dims, &y));
     if (x.dtype == to_) {
       size_t bytes = onyx_dtype_storage_bytes(x.dtype, x.size());
-      if (y.raw != x.raw && bytes) std::memcpy(y.raw, x.raw, bytes);
+      util::parallel_copy(ctx, y.raw, x.raw, bytes);
       return nullptr;
     }
     if (narrow::is_narrow(x.dtype) || narrow::is_narrow(to_)) {

@@ -278,7 +278,7 @@ class ScatterKernel final : public sdk::Kernel {
     }
     sdk::Tensor y;
     ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, x.dtype, x.dims, &y));
-    if (y.raw != x.raw && shape::byte_size(x)) std::memcpy(y.raw, x.raw, shape::byte_size(x));
+    util::parallel_copy(ctx, y.raw, x.raw, shape::byte_size(x));
     return scatter(label_, reduction_, offsets, slice, updates, y);
   }
 

@@ -53,7 +53,7 @@ class TransposeKernel final : public sdk::Kernel {
     }
     size_t esize = sdk::dtype_size(x.dtype);
     if (dims.size() <= 1) {  // the order does not change
-      std::memcpy(y.raw, x.raw, shape::byte_size(x));
+      util::parallel_copy(ctx, y.raw, x.raw, shape::byte_size(x));
       return nullptr;
     }
     if (strides.back() == 1) {

@@ -79,7 +79,7 @@ class SliceKernel final : public sdk::Kernel {
     int64_t block = 1;
     for (size_t d = full; d < rank; ++d) block *= out_dims[d];
     if (full == 0) {
-      std::memcpy(y.raw, x.raw, size_t(count) * esize);
+      util::parallel_copy(ctx, y.raw, x.raw, size_t(count) * esize);
       return nullptr;
     }
     std::vector<int64_t> strides = util::strides_of(x.dims);
