@@ -79,6 +79,10 @@ inline __attribute__((always_inline)) void tile(int64_t kc, const float* a, int6
     b += bs;
   }
 
+  // A copy of the epilogue: C's float stores could change `*ep` (lo, hi),
+  // so through the pointer each vector would reload and re-test it.
+  TileEpilogue e;
+  if (ep) e = *ep;
   const __m512 va = _mm512_set1_ps(alpha);
   const __m512 vb = _mm512_set1_ps(beta);
   __mmask16 mask[NV];
@@ -91,7 +95,7 @@ inline __attribute__((always_inline)) void tile(int64_t kc, const float* a, int6
       float* ci = c + i * ldc + 16 * v;
       __m512 r = _mm512_mul_ps(acc[i][v], va);
       if (beta != 0.0f) r = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(mask[v], ci), r);
-      if (ep) r = epilogue(*ep, r, i, v, mask[v]);
+      if (ep) r = epilogue(e, r, i, v, mask[v]);
       _mm512_mask_storeu_ps(ci, mask[v], r);
     }
 }
