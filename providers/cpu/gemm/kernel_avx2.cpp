@@ -15,11 +15,14 @@ constexpr int kMR = 6;
 constexpr int kNV = 2;  // ymm vectors per tile row
 constexpr int kNR = 8 * kNV;
 
+// An M x (8 * NV) tile; NV = 2 is the main kernel, NV = 1 the narrow one
+// for a last panel of at most 8 columns (a 14 x 14 plane's 196 columns end
+// in a panel of 4: through the full width it cost 7% of a pointwise Conv).
 // kDirect: A read in place (row i at a + i * lda, DirectKernel), else
-// packed (MicroKernel). Tiles of 1 to 3 rows keep S sets of accumulators
-// over interleaved k (summed at the end): with 2 or 4 chains of dependent
-// FMAs the loop would wait on their latency (one row of a batch-1 layer ran
-// at a quarter of the FMA rate).
+// packed (MicroKernel). Small tiles keep S sets of accumulators over
+// interleaved k (summed at the end): with 2 or 4 chains of dependent FMAs
+// the loop would wait on their latency (one row of a batch-1 layer ran at a
+// quarter of the FMA rate).
 // The epilogue of vector v of row i of a full tile, in registers.
 inline __attribute__((always_inline)) __m256 epilogue(const TileEpilogue& e, __m256 r, int i, int v) {
   if (e.bias) r = _mm256_add_ps(r, _mm256_loadu_ps(e.bias + 8 * v));
@@ -30,18 +33,20 @@ inline __attribute__((always_inline)) __m256 epilogue(const TileEpilogue& e, __m
   return r;
 }
 
-template <int M, bool kDirect>
+template <int M, int NV, bool kDirect>
 inline __attribute__((always_inline)) void tile(int64_t kc, const float* a, int64_t lda, const float* b, int64_t bs,
                                                 float* c, int64_t ldc, float alpha, float beta, int64_t cols,
                                                 const TileEpilogue* ep) {
-  constexpr int S = M == 1 ? 4 : M <= 3 ? 2 : 1;
-  __m256 acc[S][M][kNV];
+  constexpr int S = NV == 2 ? (M == 1 ? 4 : M <= 3 ? 2 : 1) : (M <= 3 ? 4 : 2);
+  static_assert(S * M * NV <= 12, "accumulators, the B row and a broadcast fit the 16 registers");
+  constexpr int W = 8 * NV;  // the tile's width
+  __m256 acc[S][M][NV];
 #pragma GCC unroll 4
   for (int s = 0; s < S; ++s)
 #pragma GCC unroll 8
     for (int i = 0; i < M; ++i)
 #pragma GCC unroll 4
-      for (int v = 0; v < kNV; ++v) acc[s][i][v] = _mm256_setzero_ps();
+      for (int v = 0; v < NV; ++v) acc[s][i][v] = _mm256_setzero_ps();
 
 #pragma GCC unroll 8
   for (int i = 0; i < M; ++i)
@@ -49,14 +54,14 @@ inline __attribute__((always_inline)) void tile(int64_t kc, const float* a, int6
 
   // Step k of the product into accumulator set s.
   auto step = [&](int s, int64_t k) __attribute__((always_inline)) {
-    __m256 bv[kNV];
+    __m256 bv[NV];
 #pragma GCC unroll 4
-    for (int v = 0; v < kNV; ++v) bv[v] = _mm256_loadu_ps(b + 8 * v);
+    for (int v = 0; v < NV; ++v) bv[v] = _mm256_loadu_ps(b + 8 * v);
 #pragma GCC unroll 8
     for (int i = 0; i < M; ++i) {
       const __m256 ai = _mm256_broadcast_ss(kDirect ? a + i * lda + k : a + i);
 #pragma GCC unroll 4
-      for (int v = 0; v < kNV; ++v) acc[s][i][v] = _mm256_fmadd_ps(ai, bv[v], acc[s][i][v]);
+      for (int v = 0; v < NV; ++v) acc[s][i][v] = _mm256_fmadd_ps(ai, bv[v], acc[s][i][v]);
     }
     if (!kDirect) a += kMR;
     b += bs;
@@ -75,18 +80,18 @@ inline __attribute__((always_inline)) void tile(int64_t kc, const float* a, int6
 #pragma GCC unroll 8
     for (int i = 0; i < M; ++i)
 #pragma GCC unroll 4
-      for (int v = 0; v < kNV; ++v) acc[0][i][v] = _mm256_add_ps(acc[0][i][v], acc[s][i][v]);
+      for (int v = 0; v < NV; ++v) acc[0][i][v] = _mm256_add_ps(acc[0][i][v], acc[s][i][v]);
 
   // AVX2 has no cheap masked store: a partial tile goes through a scratch
   // tile, which also keeps the loads of C (and of the epilogue's bias and
   // residual) inside the matrix.
-  const bool full = cols == kNR;
-  alignas(32) float tmp[M][kNR];
+  const bool full = cols == W;
+  alignas(32) float tmp[M][W];
   float* dst = full ? c : &tmp[0][0];
-  const int64_t ld = full ? ldc : kNR;
+  const int64_t ld = full ? ldc : W;
   if (!full && beta != 0.0f)
     for (int i = 0; i < M; ++i)
-      for (int64_t j = 0; j < kNR; ++j) tmp[i][j] = j < cols ? c[i * ldc + j] : 0.0f;
+      for (int64_t j = 0; j < W; ++j) tmp[i][j] = j < cols ? c[i * ldc + j] : 0.0f;
 
   // The whole tile is finished in registers before its first store: C's
   // stores could change `*ep` (its lo and hi are floats), so interleaved
@@ -97,7 +102,7 @@ inline __attribute__((always_inline)) void tile(int64_t kc, const float* a, int6
 #pragma GCC unroll 8
   for (int i = 0; i < M; ++i)
 #pragma GCC unroll 4
-    for (int v = 0; v < kNV; ++v) {
+    for (int v = 0; v < NV; ++v) {
       __m256 r = _mm256_mul_ps(acc[0][i][v], va);
       if (beta != 0.0f) r = _mm256_fmadd_ps(vb, _mm256_loadu_ps(dst + i * ld + 8 * v), r);
       acc[0][i][v] = r;
@@ -107,42 +112,42 @@ inline __attribute__((always_inline)) void tile(int64_t kc, const float* a, int6
 #pragma GCC unroll 8
     for (int i = 0; i < M; ++i)
 #pragma GCC unroll 4
-      for (int v = 0; v < kNV; ++v) acc[0][i][v] = epilogue(e, acc[0][i][v], i, v);
+      for (int v = 0; v < NV; ++v) acc[0][i][v] = epilogue(e, acc[0][i][v], i, v);
   }
 #pragma GCC unroll 8
   for (int i = 0; i < M; ++i)
 #pragma GCC unroll 4
-    for (int v = 0; v < kNV; ++v) _mm256_storeu_ps(dst + i * ld + 8 * v, acc[0][i][v]);
+    for (int v = 0; v < NV; ++v) _mm256_storeu_ps(dst + i * ld + 8 * v, acc[0][i][v]);
 
   if (!full)
     for (int i = 0; i < M; ++i)
       for (int64_t j = 0; j < cols; ++j) c[i * ldc + j] = ep ? tile_epilogue_at(*ep, tmp[i][j], i, j) : tmp[i][j];
 }
 
-template <int M>
+template <int M, int NV>
 void ukr(int64_t kc, const float* a, const float* b, int64_t bs, float* c, int64_t ldc, float alpha, float beta,
          int64_t cols, const TileEpilogue* ep) {
-  tile<M, false>(kc, a, 0, b, bs, c, ldc, alpha, beta, cols, ep);
+  tile<M, NV, false>(kc, a, 0, b, bs, c, ldc, alpha, beta, cols, ep);
 }
 
-template <int M>
+template <int M, int NV>
 void ukr_direct(int64_t kc, const float* a, int64_t lda, const float* b, int64_t bs, float* c, int64_t ldc,
                 float alpha, float beta, int64_t cols, const TileEpilogue* ep) {
-  tile<M, true>(kc, a, lda, b, bs, c, ldc, alpha, beta, cols, ep);
+  tile<M, NV, true>(kc, a, lda, b, bs, c, ldc, alpha, beta, cols, ep);
 }
 
-template <int M>
+template <int M, int NV = kNV>
 constexpr MicroKernel pick() {
   if constexpr (M >= 1 && M <= kMR)
-    return &ukr<M>;
+    return &ukr<M, NV>;
   else
     return nullptr;
 }
 
-template <int M>
+template <int M, int NV = kNV>
 constexpr DirectKernel pick_direct() {
   if constexpr (M >= 1 && M <= kMR)
-    return &ukr_direct<M>;
+    return &ukr_direct<M, NV>;
   else
     return nullptr;
 }
@@ -216,10 +221,17 @@ constexpr KernelSet kSet = {
     /*mc=*/144, /*kc=*/256, /*nc=*/2048,
     {pick<0>(), pick<1>(), pick<2>(), pick<3>(), pick<4>(), pick<5>(), pick<6>(), pick<7>(), pick<8>(),
      pick<9>(), pick<10>(), pick<11>(), pick<12>(), pick<13>(), pick<14>(), pick<15>(), pick<16>()},
-    pack_a, pack_b, /*narrow_cols=*/0, {},
+    pack_a, pack_b, /*narrow_cols=*/8,
+    {pick<0, 1>(), pick<1, 1>(), pick<2, 1>(), pick<3, 1>(), pick<4, 1>(), pick<5, 1>(), pick<6, 1>(), pick<7, 1>(),
+     pick<8, 1>(), pick<9, 1>(), pick<10, 1>(), pick<11, 1>(), pick<12, 1>(), pick<13, 1>(), pick<14, 1>(),
+     pick<15, 1>(), pick<16, 1>()},
     {pick_direct<0>(), pick_direct<1>(), pick_direct<2>(), pick_direct<3>(), pick_direct<4>(), pick_direct<5>(),
      pick_direct<6>(), pick_direct<7>(), pick_direct<8>(), pick_direct<9>(), pick_direct<10>(), pick_direct<11>(),
-     pick_direct<12>(), pick_direct<13>(), pick_direct<14>(), pick_direct<15>(), pick_direct<16>()}};
+     pick_direct<12>(), pick_direct<13>(), pick_direct<14>(), pick_direct<15>(), pick_direct<16>()},
+    {pick_direct<0, 1>(), pick_direct<1, 1>(), pick_direct<2, 1>(), pick_direct<3, 1>(), pick_direct<4, 1>(),
+     pick_direct<5, 1>(), pick_direct<6, 1>(), pick_direct<7, 1>(), pick_direct<8, 1>(), pick_direct<9, 1>(),
+     pick_direct<10, 1>(), pick_direct<11, 1>(), pick_direct<12, 1>(), pick_direct<13, 1>(), pick_direct<14, 1>(),
+     pick_direct<15, 1>(), pick_direct<16, 1>()}};
 static_assert(kSet.nc % kNR == 0 && kSet.mc % kMR == 0);
 
 }  // namespace

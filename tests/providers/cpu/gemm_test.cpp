@@ -234,6 +234,8 @@ TEST_P(SgemmTest, LargerOddSizes) {
       run({ta, tb, 31, 257, 513});
       run({ta, tb, 100, 1, 257});
       run({ta, tb, 1, 257, 100});
+      run({ta, tb, 14, 196, 40});  // a 14 x 14 plane: 8-wide last panels of 4, and of 8 at 200
+      run({ta, tb, 14, 200, 40});
     }
 }
 
@@ -268,6 +270,7 @@ TEST_P(SgemmTest, EpilogueAddsTheBiasAndAppliesTheActivations) {
       };
       run(with({false, false, 37, 45, 29}));
       run(with({false, false, 64, 10, 128}));                  // narrow last panel
+      run(with({false, false, 13, 40, 29, 1.0f, 0.5f}));       // narrow last panel, whole (8 columns)
       run(with({false, false, 13, 70, 2 * ks().kc + 5}));      // K blocks
       run(with({true, false, 700, 90, 70, 0.5f, 1.0f, 3, 1, 2}));  // blocked, beta 1, padded
       run(with({false, false, 100, 1, 257}));                  // one column
