@@ -277,6 +277,7 @@ TEST_P(SgemmTest, EpilogueAddsTheBiasAndAppliesTheActivations) {
       run(with({false, false, 9, 17, 0, 1.0f, 0.5f}));         // empty product
       run(with({false, false, 257, 300, 129}), spawning(2));
       run(with({false, false, 7, 1000, 300}), spawning(3));
+      run(with({false, false, 60, 500, 40}), spawning(2));  // rows enough to split, but a small A: columns split
       run_packed(with({false, false, 64, 256, 784}));
       run_packed(with({false, false, 600, 100, ks().kc + 7}), spawning(2));
     }
