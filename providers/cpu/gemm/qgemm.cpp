@@ -162,6 +162,19 @@ const QKernelSet& qkernels_for(int64_t k) {
 #endif
 }
 
+const QKernelSet& qkernels_for_packed_a(int64_t k) {
+#ifdef ONYX_GEMM_X86_KERNELS
+  // Bytes need a scan of A for pairs that would saturate, paid once here;
+  // real filters have few (ORT-quantized ResNet-18: 0.04% of pairs).
+  static const bool bytes = [] {
+    const char* env = std::getenv("ONYX_QGEMM_ISA");
+    return std::strcmp(qkernels_best().name, "avx2") == 0 && !(env && std::strcmp(env, "avx2") == 0);
+  }();
+  if (bytes) return qkernels_avx2_bytes();
+#endif
+  return qkernels_for(k);
+}
+
 std::shared_ptr<PackedQA> pack_qa_with(const QKernelSet& kernels, const QBlocking& bl, const QMatrix& a, int64_t m,
                                        int64_t k, const int32_t* zero, int64_t zero_count) {
   auto packed = std::make_shared<PackedQA>();
@@ -323,8 +336,9 @@ void qgemm_detail::pack_qb_with(const QKernelSet& ks, const QMatrix& b, int64_t 
 }
 
 void pack_qb_into(const QMatrix& b, int64_t k, int64_t n, const int32_t* zero, int64_t zero_count,
-                  PackedQB* out, const ParallelFor& parallel) {
-  qgemm_detail::pack_qb_with(qgemm_detail::qkernels_for(k), b, k, n, zero, zero_count, out, parallel);
+                  PackedQB* out, const ParallelFor& parallel, const PackedQA* for_a) {
+  const qgemm_detail::QKernelSet& ks = for_a ? qgemm_detail::qkernels_for_packed_a(k) : qgemm_detail::qkernels_for(k);
+  qgemm_detail::pack_qb_with(ks, b, k, n, zero, zero_count, out, parallel);
 }
 
 std::shared_ptr<PackedQB> pack_qb(const QMatrix& b, int64_t k, int64_t n, const int32_t* zero,
@@ -342,12 +356,12 @@ void qgemm(int64_t m, int64_t n, int64_t k, const QMatrix& a, const int32_t* a_z
 }
 
 std::shared_ptr<PackedQA> pack_qa(const QMatrix& a, int64_t m, int64_t k, const int32_t* zero, int64_t zero_count) {
-  return qgemm_detail::pack_qa_with(qgemm_detail::qkernels_for(k), {}, a, m, k, zero, zero_count);
+  return qgemm_detail::pack_qa_with(qgemm_detail::qkernels_for_packed_a(k), {}, a, m, k, zero, zero_count);
 }
 
 void qgemm(int64_t n, const PackedQA& a, const PackedQB& b, int32_t* c, int64_t ldc, const QTileDone& tile_done,
            const ParallelFor& parallel) {
-  qgemm_detail::qgemm_with(qgemm_detail::qkernels_for(a.k), {}, a.m, n, a.k, {{}, nullptr, 0, &a}, b, c, ldc,
+  qgemm_detail::qgemm_with(qgemm_detail::qkernels_for_packed_a(a.k), {}, a.m, n, a.k, {{}, nullptr, 0, &a}, b, c, ldc,
                            tile_done, parallel);
 }
 

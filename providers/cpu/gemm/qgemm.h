@@ -13,7 +13,10 @@
 //   signedness shifted by 128, its zero point with it), four K steps per
 //   vpdpbusd, which sums into int32 without saturating; the zero points are
 //   applied once per tile from A's row sums and B's column sums. Four times
-//   the multiply-adds per instruction of the AVX2 pairs.
+//   the multiply-adds per instruction of the AVX2 pairs. On AVX2 the same
+//   layout serves an A packed once (pack_qa: a convolution's filters) with
+//   vpmaddubsw, whose int16 pair sums saturate: A's pairs are bounded while
+//   packing and the excess kept as corrections (PackedQA::corrections).
 #pragma once
 
 #include <cstdint>
@@ -22,6 +25,7 @@
 #include <vector>
 
 #include "gemm.h"
+#include "qkernel_set.h"  // QCorrection
 
 namespace onyx::cpu {
 
@@ -56,9 +60,12 @@ struct PackedQB {
 std::shared_ptr<PackedQB> pack_qb(const QMatrix& b, int64_t k, int64_t n, const int32_t* zero,
                                   int64_t zero_count);
 // The same into *out, reusing its storage: for a B that changes every run
-// (a convolution's im2col), packed into a scratch PackedQB per thread.
+// (a convolution's im2col), packed into a scratch PackedQB per thread. for_a:
+// the packed A that B will be multiplied with (its layout), or null for a
+// product with an A given unpacked.
+struct PackedQA;
 void pack_qb_into(const QMatrix& b, int64_t k, int64_t n, const int32_t* zero, int64_t zero_count,
-                  PackedQB* out, const ParallelFor& parallel = {});
+                  PackedQB* out, const ParallelFor& parallel = {}, const PackedQA* for_a = nullptr);
 
 // Called once for each finished block of C (rows [r0, r1) x columns [c0, c1),
 // at most 96 x 256),
@@ -83,6 +90,11 @@ struct PackedQA {
   std::vector<uint8_t> bytes;             // quads
   std::vector<int32_t> row_zero, row_sum; // quads: per row (see QuadFix)
   bool uniform_zero = false;              // quads: one zero point for every row
+  bool bounded_pairs = false;             // quads: packed for a bounded-pairs kernel
+  // Bounded pairs: the corrections of block b (row block * k_blocks + K
+  // block) are corrections[correction_start[b] .. correction_start[b + 1]).
+  std::vector<QCorrection> corrections;
+  std::vector<int64_t> correction_start;
 };
 std::shared_ptr<PackedQA> pack_qa(const QMatrix& a, int64_t m, int64_t k, const int32_t* zero, int64_t zero_count);
 
@@ -107,8 +119,10 @@ void requantize_row(const int32_t* acc, int64_t count, double bias, double multi
 // vectorized for this CPU.
 void dequantize_row(const int32_t* acc, int64_t count, const float* scale, const float* bias, float* y);
 
-// The kernel set the dispatcher picked on this CPU: "avx512vnni", "avx2" or
-// "generic" (ONYX_QGEMM_ISA names a supported one to pick it instead).
+// The kernel set the dispatcher picked on this CPU: "amx", "avx512vnni",
+// "avx2" or "generic" (ONYX_QGEMM_ISA names a supported one to pick it
+// instead); where it is "avx2", an A packed once takes "avx2-bytes" unless
+// ONYX_QGEMM_ISA=avx2.
 const char* qgemm_isa();
 
 }  // namespace onyx::cpu

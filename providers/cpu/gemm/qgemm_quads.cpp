@@ -72,6 +72,31 @@ void pack_a_block(const QuadForm& f, const QMatrix& a, int64_t k, int64_t r0, in
   }
 }
 
+// A block packed by pack_a_block for a bounded-pairs form: each pair of a
+// quad (bytes 0-1, 2-3) whose |a0| + |a1| exceeds 128 keeps a0 and the part
+// of a1 that fits, 128 - |a0| in magnitude; the rest of a1 becomes a
+// correction, appended to *out. Sorted by row within the block.
+void bound_pairs(const QuadForm& f, uint8_t* block, int64_t r0, int64_t rows, int64_t q0, int64_t kq,
+                 std::vector<QCorrection>* out) {
+  const int64_t run = 4 * f.group;
+  for (int64_t panel = 0; panel * f.rows < rows; ++panel) {
+    uint8_t* base = block + panel * kq * f.rows * 4;
+    const int64_t height = std::min<int64_t>(f.rows, rows - panel * f.rows);
+    for (int64_t i = 0; i < height; ++i)
+      for (int64_t q = 0; q < kq; ++q) {
+        uint8_t* quad = base + ((q / f.group) * f.rows + i) * run + (q % f.group) * 4;
+        for (int s = 0; s < 4; s += 2) {
+          const int32_t a0 = int8_t(quad[s]), a1 = int8_t(quad[s + 1]);
+          const int32_t room = 128 - (a0 < 0 ? -a0 : a0);
+          if ((a1 < 0 ? -a1 : a1) <= room) continue;
+          const int32_t kept = a1 < 0 ? -room : room;
+          quad[s + 1] = uint8_t(int8_t(kept));
+          out->push_back({r0 + panel * f.rows + i, (q0 + q) * 4 + s + 1, a1 - kept});
+        }
+      }
+  }
+}
+
 // The zero point of rows [r0, r0 + rows) of A as packed, and the sums of
 // their packed values over all of K.
 void a_row_terms(const QuadForm& f, const QMatrix& a, int64_t k, const int32_t* zero, int64_t zero_count, int64_t r0,
@@ -178,11 +203,16 @@ void pack_qa_quads(const QuadForm& f, const QBlocking& blocking, const QMatrix& 
   // Blocks no larger than A needs: a depthwise layer's filters are 1 x 9.
   out->block = std::min(bl.mc, round_up(m, f.rows)) * std::min(bl.kc, out->kp) * 4;
   out->bytes.assign(size_t(std::max<int64_t>(m_blocks * out->k_blocks * out->block, 1)), 0);
+  out->bounded_pairs = f.bounded_pairs;
+  out->corrections.clear();
+  out->correction_start.assign(1, 0);
   for (int64_t mb = 0; mb < m_blocks; ++mb)
     for (int64_t kb = 0; kb < out->k_blocks; ++kb) {
-      const int64_t r0 = mb * bl.mc, q0 = kb * bl.kc;
-      pack_a_block(f, a, k, r0, std::min(bl.mc, m - r0), q0, std::min(bl.kc, out->kp - q0),
-                   out->bytes.data() + (mb * out->k_blocks + kb) * out->block);
+      const int64_t r0 = mb * bl.mc, q0 = kb * bl.kc, rows = std::min(bl.mc, m - r0), kq = std::min(bl.kc, out->kp - q0);
+      uint8_t* block = out->bytes.data() + (mb * out->k_blocks + kb) * out->block;
+      pack_a_block(f, a, k, r0, rows, q0, kq, block);
+      if (f.bounded_pairs) bound_pairs(f, block, r0, rows, q0, kq, &out->corrections);
+      out->correction_start.push_back(int64_t(out->corrections.size()));
     }
   out->uniform_zero = zero_count == 1;
   out->row_zero.resize(size_t(m));
@@ -253,7 +283,8 @@ void qgemm_quads(const QKernelSet& kernels, const QBlocking& blocking, int64_t m
   const QBlocking bl = form_blocking(blocking, f);
   if (!b.quads || (a.packed && !a.packed->quads))
     throw std::logic_error("qgemm: operands packed in pairs given to a quad kernel set");
-  if (b.kp % f.group || (a.packed && (a.packed->kc != bl.kc || a.packed->mc != bl.mc)))
+  if (b.kp % f.group ||
+      (a.packed && (a.packed->kc != bl.kc || a.packed->mc != bl.mc || a.packed->bounded_pairs != f.bounded_pairs)))
     throw std::logic_error("qgemm: operands packed for another quad form or blocking");
   if (m <= 0 || n <= 0) return;
   const QTasks tasks = split_tasks(bl, m, n, k, b.panels, pf);
@@ -271,6 +302,7 @@ void qgemm_quads(const QKernelSet& kernels, const QBlocking& blocking, int64_t m
   auto body = [&](size_t lo, size_t hi) {
     thread_local std::vector<uint8_t> packed_a;
     thread_local std::vector<int32_t> row_terms;
+    thread_local std::vector<QCorrection> block_corrections;
     if (kernels.begin) kernels.begin();
     packed_a.resize(size_t(bl.mc * bl.kc * 4));
     row_terms.resize(size_t(3 * bl.mc));
@@ -289,10 +321,24 @@ void qgemm_quads(const QKernelSet& kernels, const QBlocking& blocking, int64_t m
         const int32_t zb = b.n > 0 ? b.col_zero[0] : 0;
         for (int64_t i = 0; i < rows; ++i) row_add[i] = int32_t(-uint32_t(zb) * uint32_t(row_sum[i]));
       }
+      // A's block (rows from r0, K quads from q0): prepacked, or packed now;
+      // its corrections in [fix_first, fix_last).
+      const QCorrection *fix_first = nullptr, *fix_last = nullptr;
       auto a_block = [&](int64_t q0, int64_t kq) -> const uint8_t* {
-        if (a.packed)
-          return a.packed->bytes.data() + ((r0 / bl.mc) * a.packed->k_blocks + q0 / bl.kc) * a.packed->block;
+        if (a.packed) {
+          const int64_t at = (r0 / bl.mc) * a.packed->k_blocks + q0 / bl.kc;
+          if (f.bounded_pairs) {
+            fix_first = a.packed->corrections.data() + a.packed->correction_start[size_t(at)];
+            fix_last = a.packed->corrections.data() + a.packed->correction_start[size_t(at) + 1];
+          }
+          return a.packed->bytes.data() + at * a.packed->block;
+        }
         pack_a_block(f, a.matrix, k, r0, rows, q0, kq, packed_a.data());
+        if (f.bounded_pairs) {
+          block_corrections.clear();
+          bound_pairs(f, packed_a.data(), r0, rows, q0, kq, &block_corrections);
+          fix_first = block_corrections.data(), fix_last = fix_first + block_corrections.size();
+        }
         return packed_a.data();
       };
       const bool one_block = b.kp <= bl.kc;
@@ -317,6 +363,8 @@ void qgemm_quads(const QKernelSet& kernels, const QBlocking& blocking, int64_t m
                                  cols, last ? &fix : nullptr);
             }
           }
+          if (fix_first != fix_last)
+            kernels.correct(fix_first, fix_last, b.bytes.data(), b.kp, c, ldc, c0 * kNR, std::min(n, c1 * kNR));
         }
         finish_chunk(c, ldc, r0, rows, c0 * kNR, std::min(n, c1 * kNR), b.kp == 0, tile_done);
       }

@@ -36,7 +36,10 @@ std::vector<const QKernelSet*> kernels() {
   std::vector<const QKernelSet*> all{&qgemm_detail::qkernels_generic(), &qgemm_detail::qkernels_generic_quads(),
                                      &qgemm_detail::qkernels_generic_tiles()};
 #ifdef __x86_64__
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) all.push_back(&qgemm_detail::qkernels_avx2());
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    all.push_back(&qgemm_detail::qkernels_avx2());
+    all.push_back(&qgemm_detail::qkernels_avx2_bytes());  // uniform random A: corrections everywhere
+  }
   if (qgemm_detail::avx512vnni_supported()) all.push_back(&qgemm_detail::qkernels_avx512vnni());
   if (qgemm_detail::amx_supported()) all.push_back(&qgemm_detail::qkernels_amx());
 #endif
@@ -305,6 +308,39 @@ TEST(QGemm, PublicEntryUsesTheBestKernel) {
   EXPECT_EQ(c[1], 5);   // 0*-1 + 1*5
   EXPECT_EQ(c[2], 8);   // 2*1 + 3*2
   EXPECT_EQ(c[3], 13);  // 2*-1 + 3*5
+}
+
+// The public path of a convolution: filters packed once (pack_qa), B packed
+// for them (pack_qb_into with for_a), qgemm over both. Filters with the pairs
+// AVX2's bytes kernel cannot multiply in int16 (|w0| + |w1| > 128: -128,
+// -128 and 127, 127 and 100, -29) against B's largest bytes, and ordinary ones.
+TEST(QGemm, PrepackedFiltersMatchInt64ReferenceThroughThePublicEntry) {
+  const int64_t m = 11, k = 37, n = 45;
+  std::mt19937 rng(5);
+  std::vector<int8_t> w(size_t(m * k));
+  for (size_t i = 0; i < w.size(); ++i) w[i] = int8_t(int(rng() % 61) - 30);
+  const int8_t hard[][2] = {{-128, -128}, {127, 127}, {100, -29}, {-1, -128}, {64, 65}};
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t p = 0; p + 1 < k; p += 6) {
+      const auto& h = hard[size_t((i + p) % 5)];
+      w[size_t(i * k + p)] = h[0], w[size_t(i * k + p + 1)] = h[1];
+    }
+  std::vector<uint8_t> x(size_t(k * n));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = i % 3 ? 255 : uint8_t(rng());
+  for (const int32_t x_zero : {0, 255, 17}) {
+    const int32_t w_zero = 0;
+    auto packed_w = pack_qa({w.data(), true, k, false}, m, k, &w_zero, 1);
+    PackedQB packed_x;
+    pack_qb_into({x.data(), false, n, false}, k, n, &x_zero, 1, &packed_x, {}, packed_w.get());
+    std::vector<int32_t> c(size_t(m * n));
+    qgemm(n, *packed_w, packed_x, c.data(), n);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        int64_t want = 0;
+        for (int64_t p = 0; p < k; ++p) want += int64_t(w[size_t(i * k + p)]) * (int64_t(x[size_t(p * n + j)]) - x_zero);
+        ASSERT_EQ(c[size_t(i * n + j)], int32_t(want)) << i << "," << j << " x_zero " << x_zero;
+      }
+  }
 }
 
 }  // namespace

@@ -293,7 +293,7 @@ class ConvIntegerKernel final : public sdk::Kernel {
       });
       bm.data = cols;
     }
-    pack_qb_into(bm, k, grid, &geo.x_zero, 1, &s.packed, pf);
+    pack_qb_into(bm, k, grid, &geo.x_zero, 1, &s.packed, pf, packed_w_.empty() ? nullptr : packed_w_[size_t(grp)].get());
     const int64_t y0 = (b * geo.m + grp * mg) * pixels;
     const QMatrix wg{static_cast<const uint8_t*>(w.raw) + grp * mg * k, w.dtype == ONYX_DTYPE_INT8, k, false};
     const int32_t* wz = w_zero.size() == 1 ? w_zero.data() : w_zero.data() + grp * mg;
