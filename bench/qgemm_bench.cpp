@@ -8,12 +8,13 @@
 // pixels, columns = filters, K = input channels x window) and a transformer
 // projection. Prints GOP/s (two ops per multiply-add) and the ratios: int8 over
 // float32 (what quantization buys) and Onyx over oneDNN (> 1: Onyx faster).
-// "filters" times the product as a convolution computes it: the transpose,
-// filters x pixels, with the filters packed once (pack_qa) from int8 weights
-// shaped like real ones (normal, clipped at 5 sigma = 127), which is where
-// AVX2's byte kernel runs (qgemm.h).
+// B holds int8 weights shaped like real ones (normal, clipped at 5 sigma =
+// 127), packed once (pack_qb); "filters" times the product as a convolution
+// computes it, the transpose (filters x pixels) with the filters packed once
+// (pack_qa). Packed-once operands are where AVX2's byte kernels run (qgemm.h).
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -120,18 +121,16 @@ int main(int argc, char** argv) {
     std::vector<int8_t> b(size_t(s.k * s.n));
     std::vector<float> af(a.size()), bf(b.size()), cf(size_t(s.m * s.n));
     std::vector<int32_t> c(size_t(s.m * s.n)), cd(c.size());
+    std::normal_distribution<double> normal(0.0, 127.0 / 5.0);
     for (size_t i = 0; i < a.size(); ++i) af[i] = float(a[i] = uint8_t(rng()));
-    for (size_t i = 0; i < b.size(); ++i) bf[i] = float(b[i] = int8_t(rng()));
+    for (size_t i = 0; i < b.size(); ++i) bf[i] = float(b[i] = int8_t(std::clamp(std::nearbyint(normal(rng)), -127.0, 127.0)));
     const int32_t za = 0, zb = 0;
     auto qb = onyx::cpu::pack_qb({b.data(), true, s.n, false}, s.k, s.n, &zb, 1);
     auto fb = onyx::cpu::pack_b(false, s.k, s.n, bf.data(), s.n);
     DnnlInt8Matmul dnnl_mm(s, a.data(), b.data(), cd.data());
-    // The convolution's form: C^T (n x m) = W (n x k) . X^T.
-    std::normal_distribution<double> normal(0.0, 127.0 / 5.0);
-    std::vector<int8_t> w(size_t(s.n * s.k));
-    for (auto& v : w) v = int8_t(std::clamp(std::nearbyint(normal(rng)), -127.0, 127.0));
+    // The convolution's form: C^T (n x m) = B^T (n x k, filters) . A^T.
     std::vector<int32_t> ct(size_t(s.n * s.m));
-    auto pw = onyx::cpu::pack_qa({w.data(), true, s.k, false}, s.n, s.k, &zb, 1);
+    auto pw = onyx::cpu::pack_qa({b.data(), true, s.n, true}, s.n, s.k, &zb, 1);
     onyx::cpu::PackedQB px;
     onyx::cpu::pack_qb_into({a.data(), false, s.k, true}, s.k, s.m, &za, 1, &px, {}, pw.get());
     std::vector<double> tq, tf, td, tw;
@@ -155,9 +154,7 @@ int main(int argc, char** argv) {
         for (int64_t p = 0; p < s.k; ++p) want += int64_t(a[size_t(i * s.k + p)]) * b[size_t(p * s.n + j)];
         onyx_wrong += c[size_t(i * s.n + j)] != want;
         dnnl_wrong += cd[size_t(i * s.n + j)] != want;
-        int64_t want_t = 0;
-        for (int64_t p = 0; p < s.k; ++p) want_t += int64_t(a[size_t(i * s.k + p)]) * w[size_t(j * s.k + p)];
-        onyx_wrong += ct[size_t(j * s.m + i)] != want_t;
+        onyx_wrong += ct[size_t(j * s.m + i)] != want;
       }
     if (onyx_wrong) {
       std::fprintf(stderr, "qgemm_bench: %ldx%ldx%ld: %ld of %ld sampled elements wrong\n", s.m, s.n, s.k,

@@ -162,15 +162,39 @@ const QKernelSet& qkernels_for(int64_t k) {
 #endif
 }
 
-const QKernelSet& qkernels_for_packed_a(int64_t k) {
+namespace {
+// Bytes need a scan of the operand packed once for pairs that would saturate,
+// paid once; real weights have few (ORT-quantized ResNet-18: 0.04% of pairs).
+bool avx2_bytes() {
 #ifdef ONYX_GEMM_X86_KERNELS
-  // Bytes need a scan of A for pairs that would saturate, paid once here;
-  // real filters have few (ORT-quantized ResNet-18: 0.04% of pairs).
   static const bool bytes = [] {
     const char* env = std::getenv("ONYX_QGEMM_ISA");
     return std::strcmp(qkernels_best().name, "avx2") == 0 && !(env && std::strcmp(env, "avx2") == 0);
   }();
-  if (bytes) return qkernels_avx2_bytes();
+  return bytes;
+#else
+  return false;
+#endif
+}
+}  // namespace
+
+const QKernelSet& qkernels_for_packed_a(int64_t k) {
+#ifdef ONYX_GEMM_X86_KERNELS
+  if (avx2_bytes()) return qkernels_avx2_bytes_a();
+#endif
+  return qkernels_for(k);
+}
+
+const QKernelSet& qkernels_for_packed(const PackedQA& a) {
+#ifdef ONYX_GEMM_X86_KERNELS
+  if (a.bounded_pairs) return qkernels_avx2_bytes_a();
+#endif
+  return qkernels_for(a.k);
+}
+
+const QKernelSet& qkernels_for_packed_b(int64_t k) {
+#ifdef ONYX_GEMM_X86_KERNELS
+  if (avx2_bytes()) return qkernels_avx2_bytes_b();
 #endif
   return qkernels_for(k);
 }
@@ -337,31 +361,50 @@ void qgemm_detail::pack_qb_with(const QKernelSet& ks, const QMatrix& b, int64_t 
 
 void pack_qb_into(const QMatrix& b, int64_t k, int64_t n, const int32_t* zero, int64_t zero_count,
                   PackedQB* out, const ParallelFor& parallel, const PackedQA* for_a) {
-  const qgemm_detail::QKernelSet& ks = for_a ? qgemm_detail::qkernels_for_packed_a(k) : qgemm_detail::qkernels_for(k);
+  const qgemm_detail::QKernelSet& ks = for_a ? qgemm_detail::qkernels_for_packed(*for_a) : qgemm_detail::qkernels_for(k);
   qgemm_detail::pack_qb_with(ks, b, k, n, zero, zero_count, out, parallel);
 }
+
+namespace {
+// Whether an operand of lines x k bytes packed for a bounded-pairs set, with
+// this many corrections, runs faster than with pairs: the byte kernel saves
+// ~30% of the product, and each correction costs about what a pair's share of
+// the kernel does per column (A's, vectorized: ~2x) or per row (B's, column
+// updates: ~40x). Random full-range weights (untrained models) have ~49% of
+// pairs out of bounds; trained ones 0.04-0.2%.
+bool bytes_pay(size_t corrections, int64_t lines, int64_t k, double max_share) {
+  return double(corrections) <= max_share * double(lines) * double((k + 1) / 2);
+}
+}  // namespace
 
 std::shared_ptr<PackedQB> pack_qb(const QMatrix& b, int64_t k, int64_t n, const int32_t* zero,
                                   int64_t zero_count) {
   auto packed = std::make_shared<PackedQB>();
-  pack_qb_into(b, k, n, zero, zero_count, packed.get());
+  qgemm_detail::pack_qb_with(qgemm_detail::qkernels_for_packed_b(k), b, k, n, zero, zero_count, packed.get(), {});
+  if (packed->bounded_pairs && !bytes_pay(packed->corrections.size(), n, k, 0.005)) {
+    *packed = PackedQB{};
+    qgemm_detail::pack_qb_with(qgemm_detail::qkernels_for(k), b, k, n, zero, zero_count, packed.get(), {});
+  }
   return packed;
 }
 
 void qgemm(int64_t m, int64_t n, int64_t k, const QMatrix& a, const int32_t* a_zero,
            int64_t a_zero_count, const PackedQB& b, int32_t* c, int64_t ldc,
            const QTileDone& tile_done, const ParallelFor& parallel) {
-  qgemm_detail::qgemm_with(qgemm_detail::qkernels_for(k), {}, m, n, k, {a, a_zero, a_zero_count}, b, c, ldc,
-                           tile_done, parallel);
+  const qgemm_detail::QKernelSet& ks = b.bounded_pairs ? qgemm_detail::qkernels_avx2_bytes_b() : qgemm_detail::qkernels_for(k);
+  qgemm_detail::qgemm_with(ks, {}, m, n, k, {a, a_zero, a_zero_count}, b, c, ldc, tile_done, parallel);
 }
 
 std::shared_ptr<PackedQA> pack_qa(const QMatrix& a, int64_t m, int64_t k, const int32_t* zero, int64_t zero_count) {
-  return qgemm_detail::pack_qa_with(qgemm_detail::qkernels_for_packed_a(k), {}, a, m, k, zero, zero_count);
+  auto packed = qgemm_detail::pack_qa_with(qgemm_detail::qkernels_for_packed_a(k), {}, a, m, k, zero, zero_count);
+  if (packed->bounded_pairs && !bytes_pay(packed->corrections.size(), m, k, 0.05))
+    packed = qgemm_detail::pack_qa_with(qgemm_detail::qkernels_for(k), {}, a, m, k, zero, zero_count);
+  return packed;
 }
 
 void qgemm(int64_t n, const PackedQA& a, const PackedQB& b, int32_t* c, int64_t ldc, const QTileDone& tile_done,
            const ParallelFor& parallel) {
-  qgemm_detail::qgemm_with(qgemm_detail::qkernels_for_packed_a(a.k), {}, a.m, n, a.k, {{}, nullptr, 0, &a}, b, c, ldc,
+  qgemm_detail::qgemm_with(qgemm_detail::qkernels_for_packed(a), {}, a.m, n, a.k, {{}, nullptr, 0, &a}, b, c, ldc,
                            tile_done, parallel);
 }
 

@@ -14,9 +14,10 @@
 //   vpdpbusd, which sums into int32 without saturating; the zero points are
 //   applied once per tile from A's row sums and B's column sums. Four times
 //   the multiply-adds per instruction of the AVX2 pairs. On AVX2 the same
-//   layout serves an A packed once (pack_qa: a convolution's filters) with
-//   vpmaddubsw, whose int16 pair sums saturate: A's pairs are bounded while
-//   packing and the excess kept as corrections (PackedQA::corrections).
+//   layout serves an operand packed once (pack_qa: a convolution's filters;
+//   pack_qb: a MatMul's weights) with vpmaddubsw, whose int16 pair sums
+//   saturate: that operand goes in as int8, its pairs bounded while packing
+//   and the excess kept as corrections (PackedQA/PackedQB::corrections).
 #pragma once
 
 #include <cstdint>
@@ -54,9 +55,14 @@ struct PackedQB {
   std::vector<int32_t> col_zero;  // quads: zero point of each column as packed (panels * 16)
   std::vector<int32_t> col_term;  // quads: column byte sum - k * col_zero
   bool uniform_zero = false;      // quads: one zero point for every column
+  bool bounded_pairs = false;     // quads: packed for a bounded-pairs kernel (int8 B)
+  // Bounded pairs: the corrections of panel p, sorted by k, are
+  // corrections[correction_start[p] .. correction_start[p + 1]).
+  std::vector<QCorrection> corrections;
+  std::vector<int64_t> correction_start;
 };
 
-// Packs B; zero holds 1 or n values (per column).
+// Packs B once (e.g. weights); zero holds 1 or n values (per column).
 std::shared_ptr<PackedQB> pack_qb(const QMatrix& b, int64_t k, int64_t n, const int32_t* zero,
                                   int64_t zero_count);
 // The same into *out, reusing its storage: for a B that changes every run
@@ -121,8 +127,8 @@ void dequantize_row(const int32_t* acc, int64_t count, const float* scale, const
 
 // The kernel set the dispatcher picked on this CPU: "amx", "avx512vnni",
 // "avx2" or "generic" (ONYX_QGEMM_ISA names a supported one to pick it
-// instead); where it is "avx2", an A packed once takes "avx2-bytes" unless
-// ONYX_QGEMM_ISA=avx2.
+// instead); where it is "avx2", an operand packed once (pack_qa, pack_qb)
+// takes "avx2-bytes-a" or "avx2-bytes-b" unless ONYX_QGEMM_ISA=avx2.
 const char* qgemm_isa();
 
 }  // namespace onyx::cpu

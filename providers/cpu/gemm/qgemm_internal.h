@@ -20,9 +20,14 @@ const QKernelSet& qkernels_best();
 // The set for a product over k: the best, except that short reductions
 // (k < 128) take AVX-512 VNNI's set where the best is AMX.
 const QKernelSet& qkernels_for(int64_t k);
-// The set for a product whose A is packed once (pack_qa): AVX2's bytes where
-// qkernels_for(k) is AVX2's pairs, else that one.
+// The set for a product whose A (pack_qa) or B (pack_qb) is packed once:
+// AVX2's bytes with that operand as int8 where qkernels_for(k) is AVX2's
+// pairs, else that one.
 const QKernelSet& qkernels_for_packed_a(int64_t k);
+const QKernelSet& qkernels_for_packed_b(int64_t k);
+// The set a packed A was packed for (pack_qa falls back to pairs where too
+// many of its pairs need corrections).
+const QKernelSet& qkernels_for_packed(const PackedQA& a);
 
 // Cache blocking, in K steps (pairs or quads) and rows; tests shrink them to
 // cross every boundary.

@@ -53,7 +53,20 @@ void pack_a_block(const QuadForm& f, const QMatrix& a, int64_t k, int64_t r0, in
     const int64_t height = std::min<int64_t>(f.rows, rows - panel * f.rows);
     for (int64_t i = 0; i < f.rows; ++i) {
       const int64_t row = r0 + panel * f.rows + i;
-      for (int64_t g = 0; g * f.group < kq; ++g) {
+      // A stored row, quad by quad (VNNI's and AVX2's forms), four bytes at a
+      // time: A packed per call is on the product's path.
+      int64_t g = 0;
+      if (f.group == 1 && i < height && !a.trans) {
+        const uint8_t* x = src + row * a.ld + q0 * 4;
+        const uint32_t flip4 = uint32_t(flip) * 0x01010101u;
+        for (const int64_t whole = std::min(kq, k / 4 - q0); g < whole; ++g) {
+          uint32_t quad;
+          std::memcpy(&quad, x + g * 4, 4);
+          quad ^= flip4;
+          std::memcpy(out + (g * f.rows + i) * 4, &quad, 4);
+        }
+      }
+      for (; g * f.group < kq; ++g) {
         uint8_t* o = out + (g * f.rows + i) * run;
         const int64_t col0 = (q0 + g * f.group) * 4;
         if (i < height && !a.trans && col0 + run <= k) {  // a whole run of a stored row
@@ -72,11 +85,11 @@ void pack_a_block(const QuadForm& f, const QMatrix& a, int64_t k, int64_t r0, in
   }
 }
 
-// A block packed by pack_a_block for a bounded-pairs form: each pair of a
+// A block packed by pack_a_block for a bounded-pairs form with A int8: each pair of a
 // quad (bytes 0-1, 2-3) whose |a0| + |a1| exceeds 128 keeps a0 and the part
 // of a1 that fits, 128 - |a0| in magnitude; the rest of a1 becomes a
 // correction, appended to *out. Sorted by row within the block.
-void bound_pairs(const QuadForm& f, uint8_t* block, int64_t r0, int64_t rows, int64_t q0, int64_t kq,
+void bound_a_pairs(const QuadForm& f, uint8_t* block, int64_t r0, int64_t rows, int64_t q0, int64_t kq,
                  std::vector<QCorrection>* out) {
   const int64_t run = 4 * f.group;
   for (int64_t panel = 0; panel * f.rows < rows; ++panel) {
@@ -94,6 +107,52 @@ void bound_pairs(const QuadForm& f, uint8_t* block, int64_t r0, int64_t rows, in
           out->push_back({r0 + panel * f.rows + i, (q0 + q) * 4 + s + 1, a1 - kept});
         }
       }
+  }
+}
+
+// B packed for a bounded-pairs form with B int8 (panels of kp quads): as
+// bound_a_pairs, the corrections (at = the column) appended per panel, sorted
+// by quad, with out->correction_start.
+void bound_b_pairs(PackedQB* out) {
+  out->corrections.clear();
+  out->correction_start.assign(1, 0);
+  for (int64_t p = 0; p < out->panels; ++p) {
+    for (int64_t q = 0; q < out->kp; ++q) {
+      uint8_t* quads = out->bytes.data() + (p * out->kp + q) * kQuadBytes;
+      for (int64_t j = 0; j < kNR; ++j)
+        for (int s = 0; s < 4; s += 2) {
+          uint8_t* pair = quads + j * 4 + s;
+          const int32_t b0 = int8_t(pair[0]), b1 = int8_t(pair[1]);
+          const int32_t room = 128 - (b0 < 0 ? -b0 : b0);
+          if ((b1 < 0 ? -b1 : b1) <= room) continue;
+          const int32_t kept = b1 < 0 ? -room : room;
+          pair[1] = uint8_t(int8_t(kept));
+          out->corrections.push_back({p * kNR + j, q * 4 + s + 1, b1 - kept});
+        }
+    }
+    out->correction_start.push_back(int64_t(out->corrections.size()));
+  }
+}
+
+// B's corrections (bound_b_pairs) for panels [j0, j1) and the K block of
+// quads [q0, q0 + kq), whose A block (rows from r0) is ap as packed:
+// C[r0 + i][at] += value * A[i][k], wrapping like the sums.
+void apply_b_corrections(const QuadForm& f, const PackedQB& b, const uint8_t* ap, int64_t r0, int64_t rows, int64_t q0,
+                         int64_t kq, int64_t j0, int64_t j1, int32_t* c, int64_t ldc) {
+  for (int64_t j = j0; j < j1; ++j) {
+    const QCorrection* x = b.corrections.data() + b.correction_start[size_t(j)];
+    const QCorrection* last = b.corrections.data() + b.correction_start[size_t(j) + 1];
+    x = std::lower_bound(x, last, q0, [](const QCorrection& e, int64_t q) { return e.k / 4 < q; });
+    for (; x != last && x->k / 4 < q0 + kq; ++x) {
+      const int64_t q = x->k / 4 - q0, s = x->k % 4;
+      const auto v = uint32_t(x->value);
+      for (int64_t i = 0; i < rows; ++i) {
+        const uint8_t a = ap[(i / f.rows) * kq * f.rows * 4 + ((q / f.group) * f.rows + i % f.rows) * 4 * f.group +
+                             (q % f.group) * 4 + s];
+        auto& out = reinterpret_cast<uint32_t&>(c[(r0 + i) * ldc + x->at]);
+        out += v * a;
+      }
+    }
   }
 }
 
@@ -203,7 +262,7 @@ void pack_qa_quads(const QuadForm& f, const QBlocking& blocking, const QMatrix& 
   // Blocks no larger than A needs: a depthwise layer's filters are 1 x 9.
   out->block = std::min(bl.mc, round_up(m, f.rows)) * std::min(bl.kc, out->kp) * 4;
   out->bytes.assign(size_t(std::max<int64_t>(m_blocks * out->k_blocks * out->block, 1)), 0);
-  out->bounded_pairs = f.bounded_pairs;
+  out->bounded_pairs = f.bounded_pairs && f.a_signed;
   out->corrections.clear();
   out->correction_start.assign(1, 0);
   for (int64_t mb = 0; mb < m_blocks; ++mb)
@@ -211,7 +270,7 @@ void pack_qa_quads(const QuadForm& f, const QBlocking& blocking, const QMatrix& 
       const int64_t r0 = mb * bl.mc, q0 = kb * bl.kc, rows = std::min(bl.mc, m - r0), kq = std::min(bl.kc, out->kp - q0);
       uint8_t* block = out->bytes.data() + (mb * out->k_blocks + kb) * out->block;
       pack_a_block(f, a, k, r0, rows, q0, kq, block);
-      if (f.bounded_pairs) bound_pairs(f, block, r0, rows, q0, kq, &out->corrections);
+      if (out->bounded_pairs) bound_a_pairs(f, block, r0, rows, q0, kq, &out->corrections);
       out->correction_start.push_back(int64_t(out->corrections.size()));
     }
   out->uniform_zero = zero_count == 1;
@@ -274,6 +333,12 @@ void pack_qb_quads(const QKernelSet& ks, const QMatrix& b, int64_t k, int64_t n,
     out->col_zero[size_t(j)] = z;
     out->col_term[size_t(j)] -= int32_t(uint32_t(k) * uint32_t(z));
   }
+  // After the column sums, which stay those of B's own values.
+  out->bounded_pairs = f.bounded_pairs && !f.a_signed;
+  if (out->bounded_pairs)
+    bound_b_pairs(out);
+  else
+    out->corrections.clear(), out->correction_start.clear();
 }
 
 void qgemm_quads(const QKernelSet& kernels, const QBlocking& blocking, int64_t m, int64_t n, int64_t k,
@@ -283,8 +348,9 @@ void qgemm_quads(const QKernelSet& kernels, const QBlocking& blocking, int64_t m
   const QBlocking bl = form_blocking(blocking, f);
   if (!b.quads || (a.packed && !a.packed->quads))
     throw std::logic_error("qgemm: operands packed in pairs given to a quad kernel set");
-  if (b.kp % f.group ||
-      (a.packed && (a.packed->kc != bl.kc || a.packed->mc != bl.mc || a.packed->bounded_pairs != f.bounded_pairs)))
+  const bool a_bounded = f.bounded_pairs && f.a_signed, b_bounded = f.bounded_pairs && !f.a_signed;
+  if (b.kp % f.group || b.bounded_pairs != b_bounded ||
+      (a.packed && (a.packed->kc != bl.kc || a.packed->mc != bl.mc || a.packed->bounded_pairs != a_bounded)))
     throw std::logic_error("qgemm: operands packed for another quad form or blocking");
   if (m <= 0 || n <= 0) return;
   const QTasks tasks = split_tasks(bl, m, n, k, b.panels, pf);
@@ -327,16 +393,16 @@ void qgemm_quads(const QKernelSet& kernels, const QBlocking& blocking, int64_t m
       auto a_block = [&](int64_t q0, int64_t kq) -> const uint8_t* {
         if (a.packed) {
           const int64_t at = (r0 / bl.mc) * a.packed->k_blocks + q0 / bl.kc;
-          if (f.bounded_pairs) {
+          if (a_bounded) {
             fix_first = a.packed->corrections.data() + a.packed->correction_start[size_t(at)];
             fix_last = a.packed->corrections.data() + a.packed->correction_start[size_t(at) + 1];
           }
           return a.packed->bytes.data() + at * a.packed->block;
         }
         pack_a_block(f, a.matrix, k, r0, rows, q0, kq, packed_a.data());
-        if (f.bounded_pairs) {
+        if (a_bounded) {
           block_corrections.clear();
-          bound_pairs(f, packed_a.data(), r0, rows, q0, kq, &block_corrections);
+          bound_a_pairs(f, packed_a.data(), r0, rows, q0, kq, &block_corrections);
           fix_first = block_corrections.data(), fix_last = fix_first + block_corrections.size();
         }
         return packed_a.data();
@@ -365,6 +431,7 @@ void qgemm_quads(const QKernelSet& kernels, const QBlocking& blocking, int64_t m
           }
           if (fix_first != fix_last)
             kernels.correct(fix_first, fix_last, b.bytes.data(), b.kp, c, ldc, c0 * kNR, std::min(n, c1 * kNR));
+          if (b_bounded) apply_b_corrections(f, b, ap, r0, rows, q0, kq, c0, c1, c, ldc);
         }
         finish_chunk(c, ldc, r0, rows, c0 * kNR, std::min(n, c1 * kNR), b.kp == 0, tile_done);
       }

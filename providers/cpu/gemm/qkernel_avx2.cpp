@@ -2,13 +2,15 @@
 // - pairs: a 6 x 16 microkernel of int16 pairs: per K pair, two loads of B
 //   (16 columns x 2 int16), six broadcasts of an A pair, twelve vpmaddwd
 //   into twelve int32 accumulators.
-// - bytes: the quad layout in VNNI's form (A int8, B uint8), 4 x 16: per K
-//   quad, two loads of B (16 columns x 4 bytes), four broadcasts of an A
-//   quad; vpmaddubsw multiplies and adds neighbouring products into int16,
-//   vpmaddwd by ones adds those pairs into the int32 sums. Twice the
-//   multiply-adds per instruction of pairs (Zen 4: 178 vs 88-122 GOP/s in
-//   L1), exact where no int16 pair sum saturates: A's pairs are bounded
-//   (QuadForm::bounded_pairs) and the excess corrected by the driver.
+// - bytes: the quad layout, one operand int8 and the other uint8 (A int8
+//   as in VNNI's form, for filters packed once; or B int8, for weights packed
+//   once), 4 x 16: per K quad, two loads of B (16 columns x 4 bytes), four
+//   broadcasts of an A quad; vpmaddubsw multiplies and adds neighbouring
+//   products into int16, vpmaddwd by ones adds those pairs into the int32
+//   sums. Twice the multiply-adds per instruction of pairs (Zen 4: 178 vs
+//   88-122 GOP/s in L1), exact where no int16 pair sum saturates: the int8
+//   operand's pairs are bounded (QuadForm::bounded_pairs) and the excess
+//   corrected by the driver.
 // The other loops are qkernel_impl.h's, vectorized for AVX2 here.
 #include <immintrin.h>
 
@@ -80,18 +82,26 @@ void ukr(int64_t kp, const int16_t* a, const int16_t* b, int32_t* c, int64_t ldc
   store_tile(acc, rows, cols, c, ldc, accumulate);
 }
 
+// The int16 pair sums of uint8 x int8 bytes: B's uint8 against A's int8
+// (kASigned), or A's uint8 against B's int8.
+template <bool kASigned>
+inline __m256i pair_sums(__m256i b, __m256i a) {
+  return kASigned ? _mm256_maddubs_epi16(b, a) : _mm256_maddubs_epi16(a, b);
+}
+
 // One row of a bytes tile: row i's A quad against both halves of the B panel.
-#define ONYX_BYTES_ROW(i, lo, hi)                                                     \
-  {                                                                                   \
-    int32_t quad;                                                                     \
-    std::memcpy(&quad, a + (i) * 4, 4);                                               \
-    const __m256i av = _mm256_set1_epi32(quad);                                       \
-    lo = _mm256_add_epi32(lo, _mm256_madd_epi16(_mm256_maddubs_epi16(b0, av), ones)); \
-    hi = _mm256_add_epi32(hi, _mm256_madd_epi16(_mm256_maddubs_epi16(b1, av), ones)); \
+#define ONYX_BYTES_ROW(i, lo, hi)                                                           \
+  {                                                                                         \
+    int32_t quad;                                                                           \
+    std::memcpy(&quad, a + (i) * 4, 4);                                                     \
+    const __m256i av = _mm256_set1_epi32(quad);                                             \
+    lo = _mm256_add_epi32(lo, _mm256_madd_epi16(pair_sums<kASigned>(b0, av), ones));        \
+    hi = _mm256_add_epi32(hi, _mm256_madd_epi16(pair_sums<kASigned>(b1, av), ones));        \
   }
 
-// QQuadKernel for the bytes form: 4 rows x one panel (named accumulators:
+// QQuadKernel for the bytes forms: 4 rows x one panel (named accumulators:
 // an array of them made GCC spill).
+template <bool kASigned>
 void ukr_bytes(int64_t kq, const uint8_t* a, const uint8_t* b, int64_t, int, int32_t* c, int64_t ldc,
                bool accumulate, int rows, int cols, const QuadFix* fix) {
   static_assert(kBytesRows == 4, "the tile below has four rows");
@@ -137,8 +147,8 @@ void correct_bytes(const QCorrection* first, const QCorrection* last, const uint
   const __m256i low = _mm256_set1_epi32(0xFF);
   while (first != last) {
     const QCorrection* end = first;
-    while (end != last && end->row == first->row) ++end;
-    int32_t* row = c + first->row * ldc;
+    while (end != last && end->at == first->at) ++end;
+    int32_t* row = c + first->at * ldc;
     for (int64_t j = j0; j < j1; j += kNR) {
       const uint8_t* panel = b + (j / kNR) * kp * kNR * 4;
       __m256i s0 = _mm256_setzero_si256(), s1 = s0;
@@ -359,15 +369,27 @@ constexpr QKernelSet kSet = {"avx2", QLayout::pairs, ukr, nullptr, nullptr, pack
 
 const QKernelSet& qkernels_avx2() { return kSet; }
 
-const QKernelSet& qkernels_avx2_bytes() {
+const QKernelSet& qkernels_avx2_bytes_a() {
   static const QKernelSet set = [] {
     QKernelSet s = kSet;
-    s.name = "avx2-bytes";
+    s.name = "avx2-bytes-a";
     s.layout = QLayout::quads;
-    s.gemm_quads = ukr_bytes;
+    s.gemm_quads = ukr_bytes<true>;
     s.pack_quads = pack_quads_bytes;
     s.quad_form = {true, kBytesRows, 1, 1, true};
     s.correct = correct_bytes;
+    return s;
+  }();
+  return set;
+}
+
+const QKernelSet& qkernels_avx2_bytes_b() {
+  static const QKernelSet set = [] {
+    QKernelSet s = qkernels_avx2_bytes_a();
+    s.name = "avx2-bytes-b";
+    s.gemm_quads = ukr_bytes<false>;
+    s.quad_form.a_signed = false;
+    s.correct = nullptr;  // B's corrections are column updates: the driver's
     return s;
   }();
   return set;

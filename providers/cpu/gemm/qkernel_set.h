@@ -11,10 +11,12 @@
 #include <cstdint>
 
 namespace onyx::cpu {
-// What a bounded-pairs kernel (AVX2 bytes, QuadForm) leaves out of A:
-// C[row][j] += value * B[k][j] (B as packed) for every column.
+// What a bounded-pairs kernel (AVX2 bytes, QuadForm) leaves out of its
+// signed operand, at step k of A's row `at` (C[at][j] += value * B[k][j] for
+// every column, B as packed) or of B's column `at` (C[i][at] += value *
+// A[i][k] for every row, A as packed).
 struct QCorrection {
-  int64_t row, k;
+  int64_t at, k;
   int32_t value;
 };
 }  // namespace onyx::cpu
@@ -46,10 +48,10 @@ enum class QLayout { pairs, quads };
 //   quads of B's panels, are padded to a multiple of group quads;
 // - panels: most B panels one call takes;
 // - bounded_pairs: the kernel adds each pair of neighbouring products in
-//   int16 (AVX2's vpmaddubsw, which saturates), so A (int8, against B's
-//   uint8) is packed with |a0| + |a1| <= 128 in every pair of a quad
-//   (255 * 128 < 2^15), and what a pair loses is added back by the driver
-//   (qgemm_quads.cpp: QCorrection).
+//   int16 (AVX2's vpmaddubsw, which saturates), so the int8 operand (A where
+//   a_signed, else B) is packed with |x0| + |x1| <= 128 in every pair of a
+//   quad (255 * 128 < 2^15), and what a pair loses is added back by the
+//   driver (qgemm_quads.cpp: QCorrection).
 struct QuadForm {
   bool a_signed;
   int rows, group, panels;
@@ -131,9 +133,9 @@ using QRange = void (*)(const float* x, int64_t count, float* lo, float* hi);
 // to -1e6 first: float32 to uint8 as QuantizeLinear computes it.
 using QQuantizeU8 = void (*)(const float* x, int64_t count, float s, float z, uint8_t* y);
 
-// A bounded-pairs set's corrections (QuadForm): for each x in [first, last)
-// (sorted by row), C[x.row][j] += x.value * B[x.k][j] for j in [j0, j1), B as
-// packed (b: its quad bytes, kp quads per panel); j0 is a multiple of kNR.
+// A bounded-pairs set's corrections of A (QuadForm): for each x in [first,
+// last) (sorted by row), C[x.at][j] += x.value * B[x.k][j] for j in [j0, j1),
+// B as packed (b: its quad bytes, kp quads per panel); j0 is a multiple of kNR.
 using QCorrect = void (*)(const QCorrection* first, const QCorrection* last, const uint8_t* b, int64_t kp, int32_t* c,
                           int64_t ldc, int64_t j0, int64_t j1);
 
@@ -161,10 +163,12 @@ const QKernelSet& qkernels_generic();
 // (tests; a reference for the quad packing and zero-point terms).
 const QKernelSet& qkernels_generic_quads();
 // Defined in qkernel_avx2.cpp; use only where the CPU has AVX2. Pairs, and
-// bytes (quads in VNNI's form with bounded pairs: for an A packed once,
-// whose corrections are then found once).
+// bytes: quads with bounded pairs, for an operand packed once (whose
+// corrections are then found once): A (int8, VNNI's form) or B (int8, A as
+// uint8).
 const QKernelSet& qkernels_avx2();
-const QKernelSet& qkernels_avx2_bytes();
+const QKernelSet& qkernels_avx2_bytes_a();
+const QKernelSet& qkernels_avx2_bytes_b();
 // The same loops over AMX's form (uint8 rows of 64-byte runs, int8 B).
 const QKernelSet& qkernels_generic_tiles();
 // Defined in qkernel_avx512vnni.cpp: quads with vpdpbusd, the rest AVX2's;

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <random>
 #include <string>
@@ -38,7 +39,9 @@ std::vector<const QKernelSet*> kernels() {
 #ifdef __x86_64__
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
     all.push_back(&qgemm_detail::qkernels_avx2());
-    all.push_back(&qgemm_detail::qkernels_avx2_bytes());  // uniform random A: corrections everywhere
+    // Uniform random bytes: corrections everywhere.
+    all.push_back(&qgemm_detail::qkernels_avx2_bytes_a());
+    all.push_back(&qgemm_detail::qkernels_avx2_bytes_b());
   }
   if (qgemm_detail::avx512vnni_supported()) all.push_back(&qgemm_detail::qkernels_avx512vnni());
   if (qgemm_detail::amx_supported()) all.push_back(&qgemm_detail::qkernels_amx());
@@ -310,36 +313,91 @@ TEST(QGemm, PublicEntryUsesTheBestKernel) {
   EXPECT_EQ(c[3], 13);  // 2*-1 + 3*5
 }
 
-// The public path of a convolution: filters packed once (pack_qa), B packed
-// for them (pack_qb_into with for_a), qgemm over both. Filters with the pairs
-// AVX2's bytes kernel cannot multiply in int16 (|w0| + |w1| > 128: -128,
-// -128 and 127, 127 and 100, -29) against B's largest bytes, and ordinary ones.
-TEST(QGemm, PrepackedFiltersMatchInt64ReferenceThroughThePublicEntry) {
-  const int64_t m = 11, k = 37, n = 45;
-  std::mt19937 rng(5);
-  std::vector<int8_t> w(size_t(m * k));
-  for (size_t i = 0; i < w.size(); ++i) w[i] = int8_t(int(rng() % 61) - 30);
+// Weights as trained models have them (small, 0.3% of K pairs with |w0| +
+// |w1| > 128: -128, -128 and 127, 127 and 100, -29...) or as untrained ones
+// (uniform over int8: about half the pairs), [lines x k] row-major.
+std::vector<int8_t> weights(int64_t lines, int64_t k, bool trained, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<int8_t> w(size_t(lines * k));
+  for (auto& v : w) v = trained ? int8_t(int(rng() % 61) - 30) : int8_t(rng());
   const int8_t hard[][2] = {{-128, -128}, {127, 127}, {100, -29}, {-1, -128}, {64, 65}};
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t p = 0; p + 1 < k; p += 6) {
-      const auto& h = hard[size_t((i + p) % 5)];
-      w[size_t(i * k + p)] = h[0], w[size_t(i * k + p + 1)] = h[1];
-    }
-  std::vector<uint8_t> x(size_t(k * n));
-  for (size_t i = 0; i < x.size(); ++i) x[i] = i % 3 ? 255 : uint8_t(rng());
-  for (const int32_t x_zero : {0, 255, 17}) {
-    const int32_t w_zero = 0;
-    auto packed_w = pack_qa({w.data(), true, k, false}, m, k, &w_zero, 1);
-    PackedQB packed_x;
-    pack_qb_into({x.data(), false, n, false}, k, n, &x_zero, 1, &packed_x, {}, packed_w.get());
-    std::vector<int32_t> c(size_t(m * n));
-    qgemm(n, *packed_w, packed_x, c.data(), n);
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        int64_t want = 0;
-        for (int64_t p = 0; p < k; ++p) want += int64_t(w[size_t(i * k + p)]) * (int64_t(x[size_t(p * n + j)]) - x_zero);
-        ASSERT_EQ(c[size_t(i * n + j)], int32_t(want)) << i << "," << j << " x_zero " << x_zero;
+  if (trained)
+    for (int64_t at = 0, h = 0; at + 1 < int64_t(w.size()); at += 2 * 331, ++h)  // one pair in 331
+      w[size_t(at)] = hard[h % 5][0], w[size_t(at + 1)] = hard[h % 5][1];
+  return w;
+}
+
+// Whether packing once takes AVX2's bytes here (qgemm.h).
+bool bytes_here() {
+  const char* env = std::getenv("ONYX_QGEMM_ISA");
+  return std::string(qgemm_isa()) == "avx2" && !(env && std::string(env) == "avx2");
+}
+
+// The public path of a convolution: filters packed once (pack_qa), B packed
+// for them (pack_qb_into with for_a), qgemm over both, against B's largest
+// bytes. Trained filters take AVX2's bytes with their corrections, untrained
+// ones fall back to pairs (too many corrections); both exact.
+TEST(QGemm, PrepackedFiltersMatchInt64ReferenceThroughThePublicEntry) {
+  const int64_t m = 11, k = 301, n = 45;
+  for (const bool trained : {true, false}) {
+    const std::vector<int8_t> w = weights(m, k, trained, 5);
+    std::mt19937 rng(7);
+    std::vector<uint8_t> x(size_t(k * n));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = i % 3 ? 255 : uint8_t(rng());
+    for (const int32_t x_zero : {0, 255, 17}) {
+      const int32_t w_zero = 0;
+      auto packed_w = pack_qa({w.data(), true, k, false}, m, k, &w_zero, 1);
+      if (bytes_here()) {
+        EXPECT_EQ(packed_w->bounded_pairs, trained);
+        if (trained) {
+          EXPECT_GT(packed_w->corrections.size(), 0u);
+        }
       }
+      PackedQB packed_x;
+      pack_qb_into({x.data(), false, n, false}, k, n, &x_zero, 1, &packed_x, {}, packed_w.get());
+      std::vector<int32_t> c(size_t(m * n));
+      qgemm(n, *packed_w, packed_x, c.data(), n);
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          int64_t want = 0;
+          for (int64_t p = 0; p < k; ++p) want += int64_t(w[size_t(i * k + p)]) * (int64_t(x[size_t(p * n + j)]) - x_zero);
+          ASSERT_EQ(c[size_t(i * n + j)], int32_t(want)) << i << "," << j << " x_zero " << x_zero << " trained " << trained;
+        }
+    }
+  }
+}
+
+// The public path of a MatMul: weights packed once (pack_qb), activations
+// given unpacked, as above.
+TEST(QGemm, PrepackedWeightsMatchInt64ReferenceThroughThePublicEntry) {
+  const int64_t m = 13, k = 301, n = 35;
+  for (const bool trained : {true, false}) {
+    // Drawn n x k (a pair is two neighbours along K), stored k x n.
+    const std::vector<int8_t> wt = weights(n, k, trained, 6);
+    std::vector<int8_t> w(wt.size());
+    for (int64_t p = 0; p < k; ++p)
+      for (int64_t j = 0; j < n; ++j) w[size_t(p * n + j)] = wt[size_t(j * k + p)];
+    std::mt19937 rng(8);
+    std::vector<uint8_t> x(size_t(m * k));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = i % 3 ? 255 : uint8_t(rng());
+    for (const int32_t x_zero : {0, 255, 17}) {
+      const int32_t w_zero = 0;
+      auto packed_w = pack_qb({w.data(), true, n, false}, k, n, &w_zero, 1);
+      if (bytes_here()) {
+        EXPECT_EQ(packed_w->bounded_pairs, trained);
+        if (trained) {
+          EXPECT_GT(packed_w->corrections.size(), 0u);
+        }
+      }
+      std::vector<int32_t> c(size_t(m * n));
+      qgemm(m, n, k, {x.data(), false, k, false}, &x_zero, 1, *packed_w, c.data(), n);
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          int64_t want = 0;
+          for (int64_t p = 0; p < k; ++p) want += (int64_t(x[size_t(i * k + p)]) - x_zero) * int64_t(w[size_t(p * n + j)]);
+          ASSERT_EQ(c[size_t(i * n + j)], int32_t(want)) << i << "," << j << " x_zero " << x_zero << " trained " << trained;
+        }
+    }
   }
 }
 
