@@ -192,6 +192,13 @@ const QKernelSet& qkernels_for_packed(const PackedQA& a) {
   return qkernels_for(a.k);
 }
 
+const QKernelSet& qkernels_for_packed(const PackedQB& b) {
+#ifdef ONYX_GEMM_X86_KERNELS
+  if (b.bounded_pairs) return qkernels_avx2_bytes_b();
+#endif
+  return qkernels_for(b.k);
+}
+
 const QKernelSet& qkernels_for_packed_b(int64_t k) {
 #ifdef ONYX_GEMM_X86_KERNELS
   if (avx2_bytes()) return qkernels_avx2_bytes_b();
@@ -391,8 +398,8 @@ std::shared_ptr<PackedQB> pack_qb(const QMatrix& b, int64_t k, int64_t n, const 
 void qgemm(int64_t m, int64_t n, int64_t k, const QMatrix& a, const int32_t* a_zero,
            int64_t a_zero_count, const PackedQB& b, int32_t* c, int64_t ldc,
            const QTileDone& tile_done, const ParallelFor& parallel) {
-  const qgemm_detail::QKernelSet& ks = b.bounded_pairs ? qgemm_detail::qkernels_avx2_bytes_b() : qgemm_detail::qkernels_for(k);
-  qgemm_detail::qgemm_with(ks, {}, m, n, k, {a, a_zero, a_zero_count}, b, c, ldc, tile_done, parallel);
+  qgemm_detail::qgemm_with(qgemm_detail::qkernels_for_packed(b), {}, m, n, k, {a, a_zero, a_zero_count}, b, c, ldc,
+                           tile_done, parallel);
 }
 
 std::shared_ptr<PackedQA> pack_qa(const QMatrix& a, int64_t m, int64_t k, const int32_t* zero, int64_t zero_count) {

@@ -25,9 +25,10 @@ const QKernelSet& qkernels_for(int64_t k);
 // pairs, else that one.
 const QKernelSet& qkernels_for_packed_a(int64_t k);
 const QKernelSet& qkernels_for_packed_b(int64_t k);
-// The set a packed A was packed for (pack_qa falls back to pairs where too
-// many of its pairs need corrections).
+// The set a packed A or B was packed for (pack_qa and pack_qb fall back to
+// pairs where too many of its pairs need corrections).
 const QKernelSet& qkernels_for_packed(const PackedQA& a);
+const QKernelSet& qkernels_for_packed(const PackedQB& b);
 
 // Cache blocking, in K steps (pairs or quads) and rows; tests shrink them to
 // cross every boundary.

@@ -85,12 +85,23 @@ void pack_a_block(const QuadForm& f, const QMatrix& a, int64_t k, int64_t r0, in
   }
 }
 
-// A block packed by pack_a_block for a bounded-pairs form with A int8: each pair of a
-// quad (bytes 0-1, 2-3) whose |a0| + |a1| exceeds 128 keeps a0 and the part
-// of a1 that fits, 128 - |a0| in magnitude; the rest of a1 becomes a
-// correction, appended to *out. Sorted by row within the block.
+// A pair of int8 bytes of a bounded-pairs form: where |x0| + |x1| exceeds
+// 128, x1 keeps the part that fits (128 - |x0| in magnitude) and the rest is
+// returned (a correction); else 0.
+int32_t cut_pair(uint8_t* pair) {
+  const int32_t x0 = int8_t(pair[0]), x1 = int8_t(pair[1]);
+  const int32_t room = 128 - (x0 < 0 ? -x0 : x0);
+  if ((x1 < 0 ? -x1 : x1) <= room) return 0;
+  const int32_t kept = x1 < 0 ? -room : room;
+  pair[1] = uint8_t(int8_t(kept));
+  return x1 - kept;
+}
+
+// A block packed by pack_a_block for a bounded-pairs form with A int8: each
+// pair of a quad (bytes 0-1, 2-3) cut, its correction appended to *out.
+// Sorted by row within the block.
 void bound_a_pairs(const QuadForm& f, uint8_t* block, int64_t r0, int64_t rows, int64_t q0, int64_t kq,
-                 std::vector<QCorrection>* out) {
+                   std::vector<QCorrection>* out) {
   const int64_t run = 4 * f.group;
   for (int64_t panel = 0; panel * f.rows < rows; ++panel) {
     uint8_t* base = block + panel * kq * f.rows * 4;
@@ -98,21 +109,15 @@ void bound_a_pairs(const QuadForm& f, uint8_t* block, int64_t r0, int64_t rows, 
     for (int64_t i = 0; i < height; ++i)
       for (int64_t q = 0; q < kq; ++q) {
         uint8_t* quad = base + ((q / f.group) * f.rows + i) * run + (q % f.group) * 4;
-        for (int s = 0; s < 4; s += 2) {
-          const int32_t a0 = int8_t(quad[s]), a1 = int8_t(quad[s + 1]);
-          const int32_t room = 128 - (a0 < 0 ? -a0 : a0);
-          if ((a1 < 0 ? -a1 : a1) <= room) continue;
-          const int32_t kept = a1 < 0 ? -room : room;
-          quad[s + 1] = uint8_t(int8_t(kept));
-          out->push_back({r0 + panel * f.rows + i, (q0 + q) * 4 + s + 1, a1 - kept});
-        }
+        for (int s = 0; s < 4; s += 2)
+          if (const int32_t rest = cut_pair(quad + s)) out->push_back({r0 + panel * f.rows + i, (q0 + q) * 4 + s + 1, rest});
       }
   }
 }
 
-// B packed for a bounded-pairs form with B int8 (panels of kp quads): as
-// bound_a_pairs, the corrections (at = the column) appended per panel, sorted
-// by quad, with out->correction_start.
+// B packed for a bounded-pairs form with B int8 (panels of kp quads): each
+// pair cut, the corrections (at = the column) appended per panel, sorted by
+// quad, with out->correction_start.
 void bound_b_pairs(PackedQB* out) {
   out->corrections.clear();
   out->correction_start.assign(1, 0);
@@ -120,15 +125,8 @@ void bound_b_pairs(PackedQB* out) {
     for (int64_t q = 0; q < out->kp; ++q) {
       uint8_t* quads = out->bytes.data() + (p * out->kp + q) * kQuadBytes;
       for (int64_t j = 0; j < kNR; ++j)
-        for (int s = 0; s < 4; s += 2) {
-          uint8_t* pair = quads + j * 4 + s;
-          const int32_t b0 = int8_t(pair[0]), b1 = int8_t(pair[1]);
-          const int32_t room = 128 - (b0 < 0 ? -b0 : b0);
-          if ((b1 < 0 ? -b1 : b1) <= room) continue;
-          const int32_t kept = b1 < 0 ? -room : room;
-          pair[1] = uint8_t(int8_t(kept));
-          out->corrections.push_back({p * kNR + j, q * 4 + s + 1, b1 - kept});
-        }
+        for (int s = 0; s < 4; s += 2)
+          if (const int32_t rest = cut_pair(quads + j * 4 + s)) out->corrections.push_back({p * kNR + j, q * 4 + s + 1, rest});
     }
     out->correction_start.push_back(int64_t(out->corrections.size()));
   }
