@@ -5,17 +5,18 @@
 // blocked() for many rows, the BLIS loop nest for C += op(A) op(B):
 //   jc: N in steps of NC      B panel (KC x NC, packed once per (jc, pc))
 //   pc: K in steps of KC        beta applies on the first KC block only
-//   ic: M in steps of m_super   A rows (packed; bounds the workspace)
-//     region 1 (parallel): pack the A rows and, the first time, the B panel
+//     region 1 (parallel): pack the B panel (unless B was packed once)
 //     region 2 (parallel): tasks = (block of <= MC rows) x (range of NR panels);
-//       each task walks its B micro-panels (outer) and A micro-panels (inner),
-//       so a KC x NR B micro-panel is reused from L1/L2 by all the A
+//       each packs its A rows (or, given few columns, reads them in place),
+//       then walks its B micro-panels (outer) and A micro-panels (inner), so
+//       a KC x NR B micro-panel is reused from L1/L2 by all the A
 //       micro-panels of the block, and the MC x KC A block stays in L2.
 //
 // small_m() for few rows (activations x weights in inference: tokens x K):
 //   each task owns a block of C's rows or columns, packs its (small) A
-//   itself and reads B in place, so there is one parallel region and no
-//   copy of B. Measured faster than blocked() up to ~512 rows.
+//   itself and reads B in place (B packed once, or a few rows), so there is
+//   one parallel region and no copy of B. Measured faster than blocked() up
+//   to ~512 rows on a Zen 4 VM, as fast on a Zen 3 one.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -62,10 +63,15 @@ struct Workspace {
 class WorkspaceLease {
  public:
   WorkspaceLease() {
-    static thread_local Workspace cached;
-    if (!cached.busy) {
-      ws_ = &cached;
-    } else {
+    // Two deep: blocked() holds one for its B panel while its tasks, on
+    // this thread too, lease their A blocks.
+    static thread_local Workspace cached[2];
+    for (Workspace& w : cached)
+      if (!w.busy) {
+        ws_ = &w;
+        break;
+      }
+    if (!ws_) {
       own_ = std::make_unique<Workspace>();
       ws_ = own_.get();
     }
@@ -274,7 +280,7 @@ void small_m(const Gemm& g, const ParallelFor& pf, size_t threads) {
       const int64_t q0 = split(npan, nt, t % nt), q1 = split(npan, nt, t % nt + 1);
       // A in place, unless the task has enough column panels to repay the
       // packing: then each A micro-panel is read as one stream.
-      const bool pack_a = !g.direct_a() || (q1 - q0) * NR >= g.opt.small_m_pack_a_cols;
+      const bool pack_a = !g.direct_a() || (q1 - q0) * NR >= g.opt.pack_a_cols;
       float* abuf = pack_a ? ws->a.reserve(size_t(round_up(std::min(r1 - r0, block_rows), MR) * g.kc_max)) : nullptr;
       float* bbuf = ws->b.reserve(size_t(g.kc_max * NR));
       for (int64_t pc = 0; pc < g.k; pc += g.kc_max) {
@@ -423,73 +429,66 @@ void single_row(const Gemm& g, const ParallelFor& pf, size_t threads) {
 }
 
 // Many rows: the BLIS loop nest described at the top, B packed once per
-// (jc, pc) and shared by all threads.
+// (jc, pc) and shared by all threads; each task packs its own block of A
+// rows just before its tiles, so the block is still in L2 when they read it.
 void blocked(const Gemm& g, const ParallelFor& pf, size_t threads) {
   const KernelSet& ks = g.ks;
   const int64_t MR = ks.mr, NR = ks.nr, KC = g.kc_max;
   const int64_t NC = ks.nc;  // a multiple of NR (asserted in the kernel files)
   const int64_t T = int64_t(threads);
-  const int64_t msuper = std::min(round_up(g.m, MR), round_up(std::max<int64_t>(g.opt.m_super, 1), MR));
+  const int64_t mpan = ceil_div(g.m, MR), block_panels = std::max<int64_t>(1, ks.mc / MR);
   const PackedB* packed = g.src.packed;
 
-  WorkspaceLease ws;
-  float* abuf = g.direct_a() ? nullptr : ws->a.reserve(size_t(msuper * std::min(KC, g.k)));
+  WorkspaceLease ws;  // the B panel, shared by the tasks
   float* bbuf = packed ? nullptr : ws->b.reserve(size_t(std::min(KC, g.k) * std::min(round_up(g.n, NR), NC)));
 
   for (int64_t jc = 0; jc < g.n; jc += NC) {
     const int64_t nc = std::min(NC, g.n - jc);
     const int64_t npan = ceil_div(nc, NR);
+    // Tasks: (block of <= MC rows) x (range of NR panels); with several
+    // threads each gets an equal share, splitting N too when there are too
+    // few row blocks to go round.
+    int64_t mt = ceil_div(mpan, block_panels), nt = 1;
+    if (T > 1) {
+      if (mt >= T)
+        mt = std::min(mpan, round_up(mt, T));
+      else
+        nt = std::min(npan, ceil_div(T, mt));
+    }
     for (int64_t pc = 0; pc < g.k; pc += KC) {
       const int64_t kc = std::min(KC, g.k - pc);
       const float* bpanel = packed ? packed->data.data() + pc * packed->n_padded + (jc / NR) * kc * NR : bbuf;
-      for (int64_t ic = 0; ic < g.m; ic += msuper) {
-        const int64_t mrows = std::min(msuper, g.m - ic);
-        const int64_t mpan = ceil_div(mrows, MR);
-
-        // Region 1: pack A's rows, and B's panel once per (jc, pc).
-        const int64_t ta = g.direct_a() ? 0 : std::min(T, mpan);
-        const int64_t tb = (packed || ic > 0) ? 0 : std::min(T, npan);
-        if (ta + tb > 0) run_parallel(pf, threads, size_t(ta + tb), [&](size_t t0, size_t t1) {
-          for (int64_t t = int64_t(t0); t < int64_t(t1); ++t) {
-            if (t < ta) {
-              const int64_t p0 = split(mpan, ta, t), p1 = split(mpan, ta, t + 1);
-              const int64_t rows = std::min(p1 * MR, mrows) - p0 * MR;
-              ks.pack_a(g.trans_a, g.a_at(ic + p0 * MR, pc), g.lda, rows, kc, abuf + p0 * MR * kc);
-            } else {
-              const int64_t q0 = split(npan, tb, t - ta), q1 = split(npan, tb, t - ta + 1);
-              const int64_t cols = std::min(q1 * NR, nc) - q0 * NR;
-              ks.pack_b(g.src.trans, g.src.at(pc, jc + q0 * NR), g.src.ldb, kc, cols, bbuf + q0 * NR * kc);
-            }
-          }
-        });
-
-        // Region 2: the tiles. Blocks of at most MC rows keep A in L2; with
-        // several threads, each gets an equal share, splitting N too when
-        // there are too few row blocks to go round.
-        int64_t mt = ceil_div(mpan, std::max<int64_t>(1, ks.mc / MR)), nt = 1;
-        if (T > 1) {
-          if (mt >= T)
-            mt = std::min(mpan, round_up(mt, T));
-          else
-            nt = std::min(npan, ceil_div(T, mt));
+      if (!packed) run_parallel(pf, threads, size_t(std::min(T, npan)), [&](size_t t0, size_t t1) {
+        const auto tb = int64_t(std::min(T, npan));
+        for (auto t = int64_t(t0); t < int64_t(t1); ++t) {
+          const int64_t q0 = split(npan, tb, t), q1 = split(npan, tb, t + 1);
+          const int64_t cols = std::min(q1 * NR, nc) - q0 * NR;
+          ks.pack_b(g.src.trans, g.src.at(pc, jc + q0 * NR), g.src.ldb, kc, cols, bbuf + q0 * NR * kc);
         }
-        run_parallel(pf, threads, size_t(mt * nt), [&](size_t t0, size_t t1) {
-          for (int64_t t = int64_t(t0); t < int64_t(t1); ++t) {
-            const int64_t p0 = split(mpan, mt, t / nt), p1 = split(mpan, mt, t / nt + 1);
-            const int64_t q0 = split(npan, nt, t % nt), q1 = split(npan, nt, t % nt + 1);
-            for (int64_t q = q0; q < q1; ++q) {
-              const float* bp = bpanel + q * kc * NR;
-              const int64_t cols = std::min(NR, nc - q * NR);
-              for (int64_t p = p0; p < p1; ++p)
-                g.tile(ic + p * MR, std::min(MR, mrows - p * MR), jc + q * NR, cols, pc, kc,
-                       abuf ? abuf + p * MR * kc : nullptr, bp, NR);
-            }
-            if (q1 > q0 && p1 > p0)
-              g.finish(pc, kc, ic + p0 * MR, ic + std::min(p1 * MR, mrows), jc + q0 * NR,
-                       std::min(q1 * NR, nc) - q0 * NR);
+      });
+      run_parallel(pf, threads, size_t(mt * nt), [&](size_t t0, size_t t1) {
+        WorkspaceLease own;  // this worker's A block
+        for (auto t = int64_t(t0); t < int64_t(t1); ++t) {
+          const int64_t p0 = split(mpan, mt, t / nt), p1 = split(mpan, mt, t / nt + 1);
+          const int64_t q0 = split(npan, nt, t % nt), q1 = split(npan, nt, t % nt + 1);
+          if (p1 <= p0 || q1 <= q0) continue;
+          const int64_t r0 = p0 * MR, r1 = std::min(p1 * MR, g.m);
+          // As in small_m(): A in place only for a task with few columns.
+          float* abuf = nullptr;
+          if (!g.direct_a() || (q1 - q0) * NR >= g.opt.pack_a_cols) {
+            abuf = own->a.reserve(size_t((p1 - p0) * MR * kc));
+            ks.pack_a(g.trans_a, g.a_at(r0, pc), g.lda, r1 - r0, kc, abuf);
           }
-        });
-      }
+          for (int64_t q = q0; q < q1; ++q) {
+            const float* bp = bpanel + q * kc * NR;
+            const int64_t cols = std::min(NR, nc - q * NR);
+            for (int64_t p = p0; p < p1; ++p)
+              g.tile(p * MR, std::min(MR, g.m - p * MR), jc + q * NR, cols, pc, kc,
+                     abuf ? abuf + (p - p0) * MR * kc : nullptr, bp, NR);
+          }
+          g.finish(pc, kc, r0, r1, jc + q0 * NR, std::min(q1 * NR, nc) - q0 * NR);
+        }
+      });
     }
   }
 }
@@ -509,15 +508,18 @@ void driver(const KernelSet& ks, const DriverOptions& opt, bool trans_a, int64_t
   const Gemm g{ks, trans_a, m, n, k, alpha, a, lda, src, beta, c, ldc,
                src.packed ? src.packed->kc : ks.kc, opt, epilogue, tile_ep, empty(tile_ep)};
   const size_t threads = effective_threads(pf, opt, m, n, k);
-  // B's rows a multiple of 4 KB apart fall into a few cache sets: read in
-  // place by small_m(), a KC x NR panel no longer stays in L1 or even L2
-  // (64 x 2048 x 512: 31 GFLOP/s in small_m(), 54 in blocked()).
-  const bool b_rows_alias = !src.packed && !src.trans && src.ldb % opt.aliasing_ldb == 0;
+  // small_m() reads B in place: strided rows that every tile of a panel
+  // reads again, so past a few tiles blocked() packs B once instead; and
+  // rows a multiple of 4 KB apart fall into a few cache sets, where a KC x
+  // NR panel no longer stays in L1 or even L2 (64 x 2048 x 512: 31 GFLOP/s
+  // in small_m(), 54 in blocked()).
+  const bool b_in_place = !src.packed && !src.trans;
+  const bool b_rows_alias = b_in_place && src.ldb % opt.aliasing_ldb == 0;
   if (n == 1 && !src.packed)
     single_column(g, pf, threads);
   else if (m == 1 && !src.packed)
     single_row(g, pf, threads);
-  else if (m <= opt.small_m && !b_rows_alias)
+  else if (m <= opt.small_m && !b_rows_alias && !(b_in_place && m > opt.b_in_place_rows))
     small_m(g, pf, threads);
   else
     blocked(g, pf, threads);

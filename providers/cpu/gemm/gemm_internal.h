@@ -59,8 +59,11 @@ const KernelSet& kernel_set(Isa isa);
 struct DriverOptions {
   int64_t small_m = 512;                // up to this many rows, small_m() beats blocked()
   int64_t aliasing_ldb = 1024;          // B rows this many floats apart (4 KB) alias in cache: blocked() packs them
-  int64_t m_super = 1024;               // rows of A packed per region in blocked()
-  int64_t small_m_pack_a_cols = 768;    // small_m() packs A for a task with this many columns (ViT-B/16, 197 rows: -3%)
+  int64_t b_in_place_rows = 24;         // more rows than this, and blocked() packs a B that small_m() would read in
+                                        // place (strided rows, once per tile: 128 x 768 x 768 on a Zen 3 VM, 44 -> 72
+                                        // GFLOP/s packed)
+  int64_t pack_a_cols = 768;            // a task with this many columns packs A, else reads it in place (ViT-B/16, 197 rows:
+                                        // -3%; 1024^3 on a Zen 3 VM, whose 512 KB L2 holds fewer rows 4 KB apart: +15%)
   int64_t small_m_cols_split_a_bytes = 128 << 10;  // small_m() splits the columns of a wider B with this small an A
   double flops_per_b_byte = 2.8;        // few rows: a byte of B weighs this (1 x 784 x 256, 0.8 MB of B: 2 threads)
   double min_flops_per_thread = 1.0e6;  // less per thread, and the split costs more than it saves (0.5e6 made MLP batch 16 slower)

@@ -215,7 +215,7 @@ class SgemmTest : public ::testing::TestWithParam<Isa> {
                  epilogue_of(cs, p));
     p.check(c, "packed " + describe(cs));
   }
-  void tiny_blocking(bool direct, int64_t small_m_pack_a_cols);
+  void tiny_blocking(bool direct, int64_t pack_a_cols);
 };
 
 TEST_P(SgemmTest, OddSizesAllTransposes) {
@@ -429,7 +429,7 @@ TEST_P(SgemmTest, TinyBlockingCrossesEveryBoundary) {
   tiny_blocking(false, never);
 }
 
-void SgemmTest::tiny_blocking(bool direct, int64_t small_m_pack_a_cols) {
+void SgemmTest::tiny_blocking(bool direct, int64_t pack_a_cols) {
   gemm_detail::KernelSet tiny = ks();
   tiny.kc = 5;
   tiny.mc = 2 * tiny.mr;
@@ -441,8 +441,8 @@ void SgemmTest::tiny_blocking(bool direct, int64_t small_m_pack_a_cols) {
   for (int64_t small_m : {int64_t(0), int64_t(1) << 40}) {  // blocked() only, then small_m() only
     gemm_detail::DriverOptions opt;
     opt.small_m = small_m;
-    opt.small_m_pack_a_cols = small_m_pack_a_cols;
-    opt.m_super = 3 * tiny.mr + 1;
+    opt.b_in_place_rows = small_m;
+    opt.pack_a_cols = pack_a_cols;
     opt.min_flops_per_thread = 1;
     for (bool ta : {false, true})
       for (bool tb : {false, true})
@@ -452,7 +452,7 @@ void SgemmTest::tiny_blocking(bool direct, int64_t small_m_pack_a_cols) {
             cs.integers = true;
             const std::string what = describe(cs) + " small_m=" + std::to_string(small_m) +
                                      " threads=" + std::to_string(threads) + (direct ? "" : " packed A") +
-                                     " small_m_pack_a_cols=" + std::to_string(small_m_pack_a_cols);
+                                     " pack_a_cols=" + std::to_string(pack_a_cols);
             Problem p(cs, 3);
             const ParallelFor pf = threads > 1 ? spawning(threads) : ParallelFor{};
             std::vector<float> c = p.c;
