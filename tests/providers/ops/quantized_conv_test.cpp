@@ -180,6 +180,8 @@ std::vector<ConvCase> geometries() {
   return {
       {{1, 8, 9, 11}, {8, 1, 3, 3}, 8, {1, 1}, {1, 1, 1, 1}, {}},        // depthwise 3x3
       {{2, 6, 10, 9}, {6, 1, 3, 3}, 6, {2, 2}, {0, 1, 1, 0}, {}},        // depthwise, stride 2, asymmetric pads
+      {{1, 3, 7, 35}, {3, 1, 3, 3}, 3, {2, 2}, {1, 1, 1, 1}, {}},        // stride 2, rows split 16 codes at a time
+      {{1, 2, 5, 34}, {2, 1, 3, 3}, 2, {2, 2}, {0, 0, 1, 1}, {}},        // the same, even columns first
       {{1, 4, 12, 12}, {4, 1, 3, 3}, 4, {1, 2}, {2, 2, 2, 2}, {2, 2}},   // depthwise, dilated
       {{1, 2, 3650}, {2, 1, 3641}, 2, {1}, {0, 0}, {}},                  // depthwise past float32's exact sums: GEMM
       {{1, 4, 7, 7}, {8, 1, 3, 3}, 4, {}, {1, 1, 1, 1}, {}},             // channel multiplier 2: GEMM

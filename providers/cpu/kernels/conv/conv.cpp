@@ -634,18 +634,6 @@ class ConvKernel final : public ConvBase {
     return nullptr;
   }
 
-  // An input plane into its phase planes: with stride 1 (one phase) a
-  // vec::copy_rows (7-wide rows copied one float at a time were a third of a
-  // 7 x 7 depthwise layer's time), else row by row (stride 2 splits a row's
-  // even and odd columns in one pass).
-  static void place_plane(const conv::PhasePlanes& ph, const float* x, int64_t in_h, int64_t in_w,
-                          const int64_t* rows, float* padded) {
-    if (ph.sy == 1 && ph.columns.size() == 1 && ph.sx == 1)
-      return vec::copy_rows(padded + rows[0] + ph.columns[0].at, ph.wq, x, in_w, in_h, in_w);
-    for (int64_t iy = 0; iy < in_h; ++iy)
-      ph.place_row(x + iy * in_w, in_w, padded + rows[iy], [](float v) { return v; });
-  }
-
   // The float32 2-D (and 1-D) depthwise: each input plane copied once into
   // its zero-padded phase planes (conv/phase_planes.h), then every tap of
   // the window summed in registers over the output rows (vec::window_rows,
@@ -665,27 +653,16 @@ class ConvKernel final : public ConvBase {
     if (act_.kind == Activation::kClip) lo = act_.a, hi = act_.b;
     const bool separate_pass = act_.separate_pass();
     ctx.parallel_for(size_t(ch.n * ch.m), nn::grain_for(double(out_plane * taps)), [&](size_t lo_item, size_t hi_item) {
-      thread_local std::vector<float> padded;  // per thread, grown only
+      float* padded = ph.zero_padded_buffer(buffer, in_h, in_w);
       thread_local std::vector<int64_t> rows;
-      // The padding is zeroed once per thread and geometry: every channel
-      // then writes the same interior (on 7 x 7 planes, zeroing each one
-      // and finding its rows with divisions cost a third of the layer).
-      thread_local std::vector<int64_t> zeroed_for;  // the geometry whose interior `padded` holds
-      std::vector<int64_t> geometry = {buffer, ph.wq, ph.hq, ph.sx, ph.sy, ph.top, in_h, in_w};
-      for (const conv::PhasePlanes::Columns& c : ph.columns) geometry.insert(geometry.end(), {c.first, c.count, c.at});
-      if (padded.size() < size_t(buffer)) padded.resize(size_t(buffer)), zeroed_for.clear();
-      if (zeroed_for != geometry) {
-        std::fill(padded.begin(), padded.begin() + buffer, 0.0f);
-        zeroed_for = geometry;
-      }
       rows.resize(size_t(in_h));
       for (int64_t iy = 0; iy < in_h; ++iy) rows[size_t(iy)] = ph.row_at(iy);
       for (size_t p = lo_item; p < hi_item; ++p) {
         const int64_t n = int64_t(p) / ch.m, m = int64_t(p) % ch.m;
         const float* xp = x.data<float>() + (n * ch.c + m / mg) * in_plane;
-        place_plane(ph, xp, in_h, in_w, rows.data(), padded.data());
+        ph.place_plane(xp, in_h, in_w, rows.data(), padded);
         float* plane = y.data<float>() + int64_t(p) * out_plane;
-        vec::window_rows(plane, out_w, padded.data(), ph.wq, ph.out_h, out_w, ph.offsets.data(),
+        vec::window_rows(plane, out_w, padded, ph.wq, ph.out_h, out_w, ph.offsets.data(),
                          w.data<float>() + m * taps, taps, b ? b->data<float>()[m] : 0.0f, lo, hi);
         if (separate_pass) act_.apply(plane, out_plane);
       }

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/elementwise/vec_math.h"
 #include "kernels/nn_util.h"
 
 namespace onyx::cpu::conv {
@@ -87,6 +88,36 @@ struct PhasePlanes {
       else
         for (int64_t i = 0; i < col.count; ++i) dst[i] = convert(from[i * sx]);
     }
+  }
+
+  // A whole in_h x in_w float plane into its places in a block (rows[iy]:
+  // row_at(iy)), as vector copies: rows whole for stride 1, each column
+  // phase's strided elements otherwise.
+  void place_plane(const float* x, int64_t in_h, int64_t in_w, const int64_t* rows, float* block) const {
+    if (sy == 1 && sx == 1 && columns.size() == 1)
+      return vec::copy_rows(block + rows[0] + columns[0].at, wq, x, in_w, in_h, in_w);
+    for (int64_t iy = 0; iy < in_h; ++iy)
+      for (const Columns& c : columns) vec::copy_strided(x + iy * in_w + c.first, sx, c.count, block + rows[iy] + c.at);
+  }
+
+  // A buffer of `size` floats (at least block + slack) of the calling
+  // thread, kept across calls, whose padding is zero for this geometry of an
+  // in_h x in_w input: place_row writes only the interior, the same places
+  // for every channel, so the zeroing happens once per thread and geometry
+  // (on 7 x 7 planes, zeroing each channel's and finding its rows with
+  // divisions cost a third of a depthwise layer). Valid until the thread's
+  // next call; not for nested use.
+  float* zero_padded_buffer(int64_t size, int64_t in_h, int64_t in_w) const {
+    thread_local std::vector<float> buffer;  // grown only
+    thread_local std::vector<int64_t> zeroed_for;  // the geometry whose padding `buffer` holds
+    std::vector<int64_t> geometry = {size, wq, hq, sx, sy, top, in_h, in_w};
+    for (const Columns& c : columns) geometry.insert(geometry.end(), {c.first, c.count, c.at});
+    if (buffer.size() < size_t(size)) buffer.resize(size_t(size)), zeroed_for.clear();
+    if (zeroed_for != geometry) {
+      std::fill(buffer.begin(), buffer.begin() + size, 0.0f);
+      zeroed_for = geometry;
+    }
+    return buffer.data();
   }
 };
 

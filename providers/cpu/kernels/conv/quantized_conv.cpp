@@ -24,11 +24,32 @@
 #include "kernels/nn_util.h"
 #include "kernels/quantize/requantize.h"
 #include "kernels/registry.h"
+#include "target_clones.h"
 
 namespace onyx::cpu {
 namespace {
 
 using conv::PhasePlanes;
+
+// n 8-bit codes minus their zero point, as floats: small integers, exact
+// in float32. One long vector loop over a whole plane (rows of 7 or 14
+// codes left most of a row-by-row loop in its scalar tail).
+template <typename T>
+[[gnu::always_inline]] inline void shift_codes(const T* x, int64_t n, int32_t zero, float* out) {
+  const auto z = float(zero);
+  for (int64_t i = 0; i < n; ++i) out[i] = float(x[i]) - z;
+}
+ONYX_CLONES void shift_codes(const uint8_t* x, bool is_signed, int64_t n, int32_t zero, float* out) {
+  if (is_signed)
+    shift_codes(reinterpret_cast<const int8_t*>(x), n, zero, out);
+  else
+    shift_codes(x, n, zero, out);
+}
+
+// Float sums that hold integers, as int32.
+ONYX_CLONES void to_int32(const float* sums, int64_t n, int32_t* out) {
+  for (int64_t i = 0; i < n; ++i) out[i] = int32_t(sums[i]);
+}
 
 // ConvInteger: sum over the window of (x - x_zero) * (w - w_zero[m]) in
 // int32 (wrapping like an int32 accumulator). QLinearConv: the same sum plus
@@ -338,52 +359,49 @@ class ConvIntegerKernel final : public sdk::Kernel {
   static constexpr int64_t kExactTaps = (int64_t(1) << 24) / (255 * 255);
 
   // One channel per group, 2-D, any stride and dilation: each channel's
-  // phase planes (PhasePlanes) hold the zero-point-shifted input as float32,
-  // all taps are summed in registers over the output rows (vec::window_rows, the
-  // float Conv's loop, exact here: at most kExactTaps taps), and the integer
-  // sums go to the output stage.
+  // phase planes (PhasePlanes, the padding zeroed once per thread) hold the
+  // zero-point-shifted input as float32 (shifted whole, then placed), all taps are summed in registers
+  // over the output rows (vec::window_rows, the float Conv's loop, exact
+  // here: at most kExactTaps taps), and the integer sums go to the output
+  // stage.
   void depthwise(sdk::ComputeContext& ctx, const Geometry& geo, const sdk::Tensor& x, const sdk::Tensor& w,
                  const std::vector<int32_t>& w_zero, const quant::Requantizer& rq, const sdk::Tensor& y) const {
     const PhasePlanes ph = PhasePlanes::of(geo.dims);
-    const int64_t out_h = geo.dims[1].out, out_w = geo.dims[2].out;
+    const int64_t in_h = geo.dims[1].in, in_w = geo.dims[2].in, out_h = geo.dims[1].out, out_w = geo.dims[2].out;
     const auto taps = int64_t(ph.offsets.size()), pixels = geo.pixels();
+    const int64_t buffer = ph.block + ph.slack + vec::kWindowReadPast;
+    const bool x_signed = x.dtype == ONYX_DTYPE_INT8;
     ctx.parallel_for(size_t(geo.n * geo.c), nn::grain_for(double(pixels * taps), 1 << 16), [&](size_t lo, size_t hi) {
+      float* padded = ph.zero_padded_buffer(buffer, in_h, in_w);
       // Per-thread scratch, kept across runs (fresh pages each run cost more
       // than the convolution).
-      thread_local std::vector<float> padded, tap_values, float_sums;
+      thread_local std::vector<float> shifted, tap_values, float_sums;
       thread_local std::vector<int32_t> sums;
-      padded.resize(static_cast<size_t>(ph.block + ph.slack + vec::kWindowReadPast));
+      thread_local std::vector<int64_t> rows;
+      shifted.resize(static_cast<size_t>(geo.plane()));
       float_sums.resize(static_cast<size_t>(pixels));
       sums.resize(static_cast<size_t>(pixels));
       tap_values.resize(static_cast<size_t>(taps));
+      rows.resize(size_t(in_h));
+      for (int64_t iy = 0; iy < in_h; ++iy) rows[size_t(iy)] = ph.row_at(iy);
       for (size_t job = lo; job < hi; ++job) {
         const int64_t ch = int64_t(job) % geo.c;
-        std::fill(padded.begin(), padded.end(), 0.0f);
-        const int64_t plane_at = int64_t(job) * geo.plane();
-        const int32_t xz = geo.x_zero;
-        for (int64_t iy = 0; iy < geo.dims[1].in; ++iy) {
-          float* row = padded.data() + ph.row_at(iy);
-          const int64_t at = plane_at + iy * geo.dims[2].in;
-          if (x.dtype == ONYX_DTYPE_INT8)
-            ph.place_row(x.data<int8_t>() + at, geo.dims[2].in, row, [xz](int8_t v) { return float(int32_t(v) - xz); });
-          else
-            ph.place_row(x.data<uint8_t>() + at, geo.dims[2].in, row, [xz](uint8_t v) { return float(int32_t(v) - xz); });
-        }
+        shift_codes(static_cast<const uint8_t*>(x.raw) + int64_t(job) * geo.plane(), x_signed, geo.plane(), geo.x_zero,
+                    shifted.data());
+        ph.place_plane(shifted.data(), in_h, in_w, rows.data(), padded);
         const int32_t wz = w_zero[w_zero.size() == 1 ? 0 : size_t(ch)];
         for (int64_t t = 0; t < taps; ++t) {
           const int64_t at = ch * taps + t;
           tap_values[size_t(t)] = float((w.dtype == ONYX_DTYPE_INT8 ? w.data<int8_t>()[at] : w.data<uint8_t>()[at]) - wz);
         }
-        vec::window_rows(float_sums.data(), out_w, padded.data(), ph.wq, out_h, out_w, ph.offsets.data(),
+        vec::window_rows(float_sums.data(), out_w, padded, ph.wq, out_h, out_w, ph.offsets.data(),
                          tap_values.data(), taps, 0.0f, -INFINITY, INFINITY);
         // The sums as int32 (exact), then one output-stage call for the whole channel.
-        for (int64_t i = 0; i < pixels; ++i) sums[size_t(i)] = int32_t(float_sums[size_t(i)]);
+        to_int32(float_sums.data(), pixels, sums.data());
         store_row(y, rq, sums.data(), 1, ch, int64_t(job) * pixels, pixels);
       }
     });
   }
-
-
 
   std::string label_;
   nn::WindowAttrs attrs_;
