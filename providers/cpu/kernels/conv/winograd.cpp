@@ -8,6 +8,7 @@
 
 #include "kernels/conv/conv_lowering.h"
 #include "kernels/conv/image_lanes.h"
+#include "target_clones.h"
 
 namespace onyx::cpu::winograd {
 namespace {
@@ -74,14 +75,26 @@ bool fits(const std::vector<nn::WindowDim>& win, int64_t n, int64_t channels, in
   return fewer >= 64 && (tiles_w >= 4 || (fewer >= 128 && tiles >= 32));
 }
 
-bool finite(const float* p, int64_t count) {
-  uint32_t special = 0;  // exponent all ones: an infinity or a NaN
-  for (int64_t i = 0; i < count; ++i) {
+// A pass over the whole input before every batch's convolution: one vector
+// of flags per 8 floats, compiled per ISA (the baseline's 4-wide loop took 5%
+// of the test CNN's second layer at batch 64).
+ONYX_CLONES bool finite(const float* p, int64_t count) {
+  uint32_t special[8] = {};  // per lane: exponent all ones seen (an infinity or a NaN)
+  int64_t i = 0;
+  for (; i + 8 <= count; i += 8)
+    for (int j = 0; j < 8; ++j) {
+      uint32_t bits;
+      std::memcpy(&bits, p + i + j, sizeof bits);
+      special[j] |= uint32_t((bits & 0x7f800000u) == 0x7f800000u);
+    }
+  for (; i < count; ++i) {
     uint32_t bits;
     std::memcpy(&bits, p + i, sizeof bits);
-    special |= uint32_t((bits & 0x7f800000u) == 0x7f800000u);
+    special[0] |= uint32_t((bits & 0x7f800000u) == 0x7f800000u);
   }
-  return special == 0;
+  uint32_t any = 0;
+  for (uint32_t s : special) any |= s;
+  return any == 0;
 }
 
 std::vector<float> transform_weights(const float* w, int64_t out_channels, int64_t channels, int64_t group) {
