@@ -229,6 +229,22 @@ struct Gemm {
     else
       tile_kernel(ks, rows, cols)(kc, apanel, bp, bs, ct, ldc, alpha, beta_for(pc), cols, with_ep ? &ep : nullptr);
   }
+  // `panels` full tiles side by side from column panel q, A in place, B's
+  // panel p at bp + p * ps: one DirectPanelsKernel call.
+  void tiles(int64_t row, int64_t rows, int64_t q, int64_t panels, int64_t pc, int64_t kc, const float* bp, int64_t bs,
+             int64_t ps) const {
+    const int64_t col = q * ks.nr;
+    TileEpilogue ep;
+    const bool with_ep = !tile_epilogue_empty && pc + kc >= k;
+    if (with_ep) {
+      ep = tile_epilogue;
+      if (ep.bias) ep.bias += col;
+      if (ep.row_bias) ep.row_bias += row;
+      if (ep.residual) ep.residual += row * ep.ldr + col;
+    }
+    ks.direct_panels[rows](kc, a_at(row, pc), lda, bp, bs, ps, c + row * ldc + col, ldc, alpha, beta_for(pc), panels,
+                           with_ep ? &ep : nullptr);
+  }
   float beta_for(int64_t pc) const { return pc == 0 ? beta : 1.0f; }  // later K blocks accumulate
   // Rows [r0, r1) x columns [c0, c0 + cols) of C are final after K block pc:
   // the rest of the epilogue (an activation function) runs on them. Called
@@ -288,7 +304,28 @@ void small_m(const Gemm& g, const ParallelFor& pf, size_t threads) {
         for (int64_t rb = r0; rb < r1; rb += block_rows) {
           const int64_t re = std::min(r1, rb + block_rows);
           if (pack_a) ks.pack_a(g.trans_a, g.a_at(rb, pc), g.lda, re - rb, kc, abuf);
-          for (int64_t q = q0; q < q1; ++q) {
+          // Full panels of a B read as stored (in place or packed once),
+          // with A in place: each row tile across a group of panels in one
+          // kernel call, the group's B (at most panels_group_bytes) kept in
+          // L1 for the block's row tiles.
+          int64_t q = q0;
+          if (!pack_a && ks.direct_panels[1] && (g.src.packed || !g.src.trans)) {
+            const int64_t full_end = std::min(q1, g.n / NR);
+            const int64_t group = std::max<int64_t>(1, g.opt.panels_group_bytes / (kc * NR * int64_t(sizeof(float))));
+            while (q < full_end) {
+              const int64_t panels = std::min(group, full_end - q);
+              const float* bp;
+              int64_t bs, ps;
+              if (g.src.packed) {
+                bp = g.src.packed->data.data() + pc * g.src.packed->n_padded + q * kc * NR, bs = NR, ps = kc * NR;
+              } else {
+                bp = g.src.at(pc, q * NR), bs = g.src.ldb, ps = NR;
+              }
+              for (int64_t row = rb; row < re; row += MR) g.tiles(row, std::min(MR, re - row), q, panels, pc, kc, bp, bs, ps);
+              q += panels;
+            }
+          }
+          for (; q < q1; ++q) {
             const int64_t cols = std::min(NR, g.n - q * NR);
             const float* bp = bbuf;
             int64_t bs = NR;

@@ -136,6 +136,17 @@ void ukr_direct(int64_t kc, const float* a, int64_t lda, const float* b, int64_t
   tile<M, NV, true>(kc, a, lda, b, bs, c, ldc, alpha, beta, cols, ep);
 }
 
+template <int M>
+void ukr_direct_panels(int64_t kc, const float* a, int64_t lda, const float* b, int64_t bs, int64_t ps, float* c,
+                       int64_t ldc, float alpha, float beta, int64_t panels, const TileEpilogue* ep) {
+  TileEpilogue e = ep ? *ep : TileEpilogue{};
+  for (int64_t q = 0; q < panels; ++q) {
+    tile<M, kNV, true>(kc, a, lda, b + q * ps, bs, c + q * kNR, ldc, alpha, beta, kNR, ep ? &e : nullptr);
+    if (e.bias) e.bias += kNR;
+    if (e.residual) e.residual += kNR;
+  }
+}
+
 template <int M, int NV = kNV>
 constexpr MicroKernel pick() {
   if constexpr (M >= 1 && M <= kMR)
@@ -148,6 +159,14 @@ template <int M, int NV = kNV>
 constexpr DirectKernel pick_direct() {
   if constexpr (M >= 1 && M <= kMR)
     return &ukr_direct<M, NV>;
+  else
+    return nullptr;
+}
+
+template <int M>
+constexpr DirectPanelsKernel pick_direct_panels() {
+  if constexpr (M >= 1 && M <= kMR)
+    return &ukr_direct_panels<M>;
   else
     return nullptr;
 }
@@ -231,7 +250,12 @@ constexpr KernelSet kSet = {
     {pick_direct<0, 1>(), pick_direct<1, 1>(), pick_direct<2, 1>(), pick_direct<3, 1>(), pick_direct<4, 1>(),
      pick_direct<5, 1>(), pick_direct<6, 1>(), pick_direct<7, 1>(), pick_direct<8, 1>(), pick_direct<9, 1>(),
      pick_direct<10, 1>(), pick_direct<11, 1>(), pick_direct<12, 1>(), pick_direct<13, 1>(), pick_direct<14, 1>(),
-     pick_direct<15, 1>(), pick_direct<16, 1>()}};
+     pick_direct<15, 1>(), pick_direct<16, 1>()},
+    {pick_direct_panels<0>(), pick_direct_panels<1>(), pick_direct_panels<2>(), pick_direct_panels<3>(),
+     pick_direct_panels<4>(), pick_direct_panels<5>(), pick_direct_panels<6>(), pick_direct_panels<7>(),
+     pick_direct_panels<8>(), pick_direct_panels<9>(), pick_direct_panels<10>(), pick_direct_panels<11>(),
+     pick_direct_panels<12>(), pick_direct_panels<13>(), pick_direct_panels<14>(), pick_direct_panels<15>(),
+     pick_direct_panels<16>()}};
 static_assert(kSet.nc % kNR == 0 && kSet.mc % kMR == 0);
 
 }  // namespace

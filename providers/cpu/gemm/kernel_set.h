@@ -63,6 +63,15 @@ using DirectKernel = void (*)(int64_t kc, const float* a, int64_t lda, const flo
                               float* c, int64_t ldc, float alpha, float beta, int64_t cols,
                               const TileEpilogue* ep);
 
+// As DirectKernel over `panels` full tiles side by side: tile q reads B at
+// b + q * panel_stride and writes C at c + q * NR, its epilogue's bias and
+// residual moved along with it. One call per row block instead of one per
+// tile: with a short K (a Winograd point's 8 channels, kc 8) the call and
+// the tile's set-up cost as much as its FMAs.
+using DirectPanelsKernel = void (*)(int64_t kc, const float* a, int64_t lda, const float* b, int64_t b_stride,
+                                    int64_t panel_stride, float* c, int64_t ldc, float alpha, float beta,
+                                    int64_t panels, const TileEpilogue* ep);
+
 // Packs op(A) rows [0, rows) x [0, kc) into ceil(rows/MR) micro-panels of kc*MR
 // floats (short panels zero-padded). `a` points at op(A)(0, 0) of the block.
 using PackA = void (*)(bool trans, const float* a, int64_t lda, int64_t rows, int64_t kc, float* dst);
@@ -86,6 +95,8 @@ struct KernelSet {
   // Optional (null: pack A): the DirectKernel forms of ukr and narrow.
   DirectKernel direct[kMaxMR + 1] = {};
   DirectKernel narrow_direct[kMaxMR + 1] = {};
+  // Optional (null: one DirectKernel call per tile): the panels form of direct.
+  DirectPanelsKernel direct_panels[kMaxMR + 1] = {};
 };
 
 // The kernel for a tile of `rows` x `cols` (rows <= mr, cols <= nr).

@@ -421,7 +421,8 @@ TEST_P(SgemmTest, PackedBIsReusable) {
 // drivers: several K blocks, column panels, row blocks and A regions, partial
 // tiles at every edge, serial and threaded, with B packed ahead or not, and
 // A read in place (the set's DirectKernels, where it has them) or packed:
-// always, or by small_m() for tasks with enough columns.
+// always, or by small_m() for tasks with enough columns; small_m()'s
+// DirectPanelsKernel calls span 2 column panels (5 full ones: 2 + 2 + 1).
 TEST_P(SgemmTest, TinyBlockingCrossesEveryBoundary) {
   const int64_t never = int64_t(1) << 40;
   tiny_blocking(true, never);
@@ -437,6 +438,7 @@ void SgemmTest::tiny_blocking(bool direct, int64_t pack_a_cols) {
   if (!direct) {
     std::fill(std::begin(tiny.direct), std::end(tiny.direct), nullptr);
     std::fill(std::begin(tiny.narrow_direct), std::end(tiny.narrow_direct), nullptr);
+    std::fill(std::begin(tiny.direct_panels), std::end(tiny.direct_panels), nullptr);
   }
   for (int64_t small_m : {int64_t(0), int64_t(1) << 40}) {  // blocked() only, then small_m() only
     gemm_detail::DriverOptions opt;
@@ -444,6 +446,7 @@ void SgemmTest::tiny_blocking(bool direct, int64_t pack_a_cols) {
     opt.b_in_place_rows = small_m;
     opt.pack_a_cols = pack_a_cols;
     opt.min_flops_per_thread = 1;
+    opt.panels_group_bytes = 2 * tiny.kc * tiny.nr * int64_t(sizeof(float));
     for (bool ta : {false, true})
       for (bool tb : {false, true})
         for (size_t threads : {1, 3})
