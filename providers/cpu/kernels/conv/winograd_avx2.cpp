@@ -163,7 +163,12 @@ void detail::input_tiles_avx2(const InputTiles& t) {
   }
 }
 
-void detail::output_tiles_avx2(const OutputTiles& t) {
+namespace {
+
+// output_tiles_avx2 with the activation known at compile time (as
+// output_tiles_lanes below).
+template <direct_conv::Epilogue::Kind A>
+void output_tiles(const detail::OutputTiles& t, const direct_conv::Epilogue e) {
   const int64_t n = t.tiles_w * t.tile_rows, stage_width = 4 * whole_vectors(n);
   float* const stage = t.scratch;  // [4 output rows of each tile][tile][4 columns]
   const reg bias = _mm256_set1_ps(t.bias);
@@ -179,7 +184,7 @@ void detail::output_tiles_avx2(const OutputTiles& t) {
       reg o[4];
       output_points(s[a], o);  // (A^T M) A, row a: columns 0..3 of the 8 tiles
       for (int b = 0; b < 4; ++b)
-        o[b] = direct_conv::impl::activate<avx2::Vec>(*t.epilogue, _mm256_add_ps(o[b], bias));
+        o[b] = direct_conv::impl::activate_as<avx2::Vec, A>(e, _mm256_add_ps(o[b], bias));
       join_phases(o, stage + a * stage_width + 4 * j0);
     }
   }
@@ -189,6 +194,18 @@ void detail::output_tiles_avx2(const OutputTiles& t) {
       float* dst = t.y + (4 * i + a) * t.out_w;
       for (int64_t j = 0; j < t.out_w; ++j) dst[j] = src[j];
     }
+}
+
+}  // namespace
+
+void detail::output_tiles_avx2(const OutputTiles& t) {
+  using K = direct_conv::Epilogue;
+  switch (t.epilogue->kind) {
+    case K::kNone: return output_tiles<K::kNone>(t, *t.epilogue);
+    case K::kRelu: return output_tiles<K::kRelu>(t, *t.epilogue);
+    case K::kClip: return output_tiles<K::kClip>(t, *t.epilogue);
+    case K::kLeakyRelu: return output_tiles<K::kLeakyRelu>(t, *t.epilogue);
+  }
 }
 
 void detail::input_tiles_lanes_avx2(const LaneTiles& t) {
@@ -211,9 +228,17 @@ void detail::input_tiles_lanes_avx2(const LaneTiles& t) {
   }
 }
 
-void detail::output_tiles_lanes_avx2(const LaneTiles& t, float bias, const direct_conv::Epilogue& e, int64_t out_h,
-                                     int64_t out_w) {
+namespace {
+
+// output_tiles_lanes_avx2 with the activation known at compile time and the
+// epilogue copied: through a reference, every store could have changed it,
+// and each vector re-read and re-tested its kind (the test CNN's second
+// layer, 8 -> 16 channels on 14 x 14: the whole layer 3-6% faster).
+template <direct_conv::Epilogue::Kind A>
+void output_tiles_lanes(const detail::LaneTiles& t, float bias, const direct_conv::Epilogue e, int64_t out_h,
+                        int64_t out_w) {
   const reg b = _mm256_set1_ps(bias);
+  auto finish = [&](reg o) { return direct_conv::impl::activate_as<avx2::Vec, A>(e, _mm256_add_ps(o, b)); };
   for (int64_t tile = t.first; tile < t.last; ++tile) {
     const int64_t y0 = 4 * (tile / t.tiles_w), x0 = 4 * (tile % t.tiles_w);
     const float* const m = t.points + (tile - t.first) * 8;
@@ -224,14 +249,34 @@ void detail::output_tiles_lanes_avx2(const LaneTiles& t, float bias, const direc
       output_points(z, o);
       for (int a = 0; a < 4; ++a) s[a][l] = o[a];
     }
+    float* const dst = t.x + (y0 * out_w + x0) * 8;
+    if (out_h - y0 >= 4 && out_w - x0 >= 4) {
+      for (int a = 0; a < 4; ++a) {
+        reg o[4];
+        output_points(s[a], o);  // (A^T M) A, row a: its 4 columns
+        for (int c = 0; c < 4; ++c) _mm256_storeu_ps(dst + (a * out_w + c) * 8, finish(o[c]));
+      }
+      continue;
+    }
     const int64_t rows = out_h - y0 < 4 ? out_h - y0 : 4, cols = out_w - x0 < 4 ? out_w - x0 : 4;
     for (int a = 0; a < rows; ++a) {
       reg o[4];
-      output_points(s[a], o);  // (A^T M) A, row a: its 4 columns
-      float* dst = t.x + ((y0 + a) * out_w + x0) * 8;
-      for (int c = 0; c < cols; ++c)
-        _mm256_storeu_ps(dst + c * 8, direct_conv::impl::activate<avx2::Vec>(e, _mm256_add_ps(o[c], b)));
+      output_points(s[a], o);
+      for (int c = 0; c < cols; ++c) _mm256_storeu_ps(dst + (a * out_w + c) * 8, finish(o[c]));
     }
+  }
+}
+
+}  // namespace
+
+void detail::output_tiles_lanes_avx2(const LaneTiles& t, float bias, const direct_conv::Epilogue& e, int64_t out_h,
+                                     int64_t out_w) {
+  using K = direct_conv::Epilogue;
+  switch (e.kind) {
+    case K::kNone: return output_tiles_lanes<K::kNone>(t, bias, e, out_h, out_w);
+    case K::kRelu: return output_tiles_lanes<K::kRelu>(t, bias, e, out_h, out_w);
+    case K::kClip: return output_tiles_lanes<K::kClip>(t, bias, e, out_h, out_w);
+    case K::kLeakyRelu: return output_tiles_lanes<K::kLeakyRelu>(t, bias, e, out_h, out_w);
   }
 }
 
