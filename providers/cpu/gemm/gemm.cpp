@@ -208,6 +208,16 @@ struct Gemm {
   // A can be read in place, by the set's DirectKernels (no pack_a pass);
   // small_m() still packs it for tasks with many columns.
   bool direct_a() const { return !trans_a && ks.direct[1]; }
+  // The epilogue's tile part moved to the tile at (row, col), into `ep`, when
+  // K block pc is the last (else none: null).
+  const TileEpilogue* epilogue_at(int64_t row, int64_t col, int64_t pc, int64_t kc, TileEpilogue& ep) const {
+    if (tile_epilogue_empty || pc + kc < k) return nullptr;
+    ep = tile_epilogue;
+    if (ep.bias) ep.bias += col;
+    if (ep.row_bias) ep.row_bias += row;
+    if (ep.residual) ep.residual += row * ep.ldr + col;
+    return &ep;
+  }
   // The tile of C at (row, col) from K block pc: A's rows from the packed
   // micro-panel `apanel` or, when it is null (direct_a()), in place; B's from
   // bp (row stride bs).
@@ -216,18 +226,11 @@ struct Gemm {
             const float* bp, int64_t bs) const {
     float* ct = c + row * ldc + col;
     TileEpilogue ep;
-    const bool with_ep = !tile_epilogue_empty && pc + kc >= k;
-    if (with_ep) {
-      ep = tile_epilogue;
-      if (ep.bias) ep.bias += col;
-      if (ep.row_bias) ep.row_bias += row;
-      if (ep.residual) ep.residual += row * ep.ldr + col;
-    }
+    const TileEpilogue* e = epilogue_at(row, col, pc, kc, ep);
     if (!apanel)
-      direct_tile_kernel(ks, rows, cols)(kc, a_at(row, pc), lda, bp, bs, ct, ldc, alpha, beta_for(pc), cols,
-                                         with_ep ? &ep : nullptr);
+      direct_tile_kernel(ks, rows, cols)(kc, a_at(row, pc), lda, bp, bs, ct, ldc, alpha, beta_for(pc), cols, e);
     else
-      tile_kernel(ks, rows, cols)(kc, apanel, bp, bs, ct, ldc, alpha, beta_for(pc), cols, with_ep ? &ep : nullptr);
+      tile_kernel(ks, rows, cols)(kc, apanel, bp, bs, ct, ldc, alpha, beta_for(pc), cols, e);
   }
   // `panels` full tiles side by side from column panel q, A in place, B's
   // panel p at bp + p * ps: one DirectPanelsKernel call.
@@ -235,15 +238,8 @@ struct Gemm {
              int64_t ps) const {
     const int64_t col = q * ks.nr;
     TileEpilogue ep;
-    const bool with_ep = !tile_epilogue_empty && pc + kc >= k;
-    if (with_ep) {
-      ep = tile_epilogue;
-      if (ep.bias) ep.bias += col;
-      if (ep.row_bias) ep.row_bias += row;
-      if (ep.residual) ep.residual += row * ep.ldr + col;
-    }
     ks.direct_panels[rows](kc, a_at(row, pc), lda, bp, bs, ps, c + row * ldc + col, ldc, alpha, beta_for(pc), panels,
-                           with_ep ? &ep : nullptr);
+                           epilogue_at(row, col, pc, kc, ep));
   }
   float beta_for(int64_t pc) const { return pc == 0 ? beta : 1.0f; }  // later K blocks accumulate
   // Rows [r0, r1) x columns [c0, c0 + cols) of C are final after K block pc:
