@@ -171,11 +171,33 @@ constexpr DirectPanelsKernel pick_direct_panels() {
     return nullptr;
 }
 
-// Loads `rows` (<= 8) rows of 8 floats at src (row stride ld), zeros for
-// the other rows, and transposes them: r[c] = column c.
-inline void load_transposed8(const float* src, int64_t ld, int64_t rows, __m256 r[8]) {
-  for (int i = 0; i < 8; ++i) r[i] = i < rows ? _mm256_loadu_ps(src + i * ld) : _mm256_setzero_ps();
-  avx2::transpose8(r);
+// k steps [0, k8) (k8 a multiple of 8) of `rows` stored rows of src, ld
+// apart (zeros for rows up to 8), 8 steps at a time through an 8 x 8
+// transpose: store(k, v) takes step k, v holding its 8 values. The row
+// count is a template argument for full panels (B's 8, A's 6), so that the
+// loop keeps everything in registers; a matrix's last, partial panel goes
+// through a zeroed 8 x 8 tile.
+template <int kRows, class Store>
+[[gnu::always_inline]] inline void transposed_steps(const float* src, int64_t ld, int64_t k8, const Store& store) {
+  for (int64_t k0 = 0; k0 < k8; k0 += 8) {
+    __m256 r[8];
+    avx2::load_transposed8<kRows>(src + k0, ld, r);
+#pragma GCC unroll 8  // r in registers, not on the stack
+    for (int kk = 0; kk < 8; ++kk) store(k0 + kk, r[kk]);
+  }
+}
+
+template <class Store>
+[[gnu::always_inline]] inline void transposed_steps(const float* src, int64_t ld, int64_t rows, int64_t k8,
+                                                    const Store& store) {
+  if (rows == 8) return transposed_steps<8>(src, ld, k8, store);
+  if (rows == 6) return transposed_steps<6>(src, ld, k8, store);
+  for (int64_t k0 = 0; k0 < k8; k0 += 8) {
+    alignas(32) float tile[64];
+    for (int i = 0; i < 8; ++i)
+      _mm256_store_ps(tile + 8 * i, i < rows ? _mm256_loadu_ps(src + i * ld + k0) : _mm256_setzero_ps());
+    transposed_steps<8>(tile, 8, 8, [&](int64_t k, __m256 v) { store(k0 + k, v); });
+  }
 }
 
 void pack_a(bool trans, const float* a, int64_t lda, int64_t rows, int64_t kc, float* dst) {
@@ -187,15 +209,11 @@ void pack_a(bool trans, const float* a, int64_t lda, int64_t rows, int64_t kc, f
   for (int64_t p = 0; p < rows; p += kMR) {
     const int64_t mr = min64(kMR, rows - p);
     float* d = dst + p * kc;
-    for (int64_t k0 = 0; k0 < k8; k0 += 8) {
-      __m256 r[8];
-      load_transposed8(a + p * lda + k0, lda, mr, r);
-      for (int kk = 0; kk < 8; ++kk) {
-        float* out = d + (k0 + kk) * kMR;
-        _mm_storeu_ps(out, _mm256_castps256_ps128(r[kk]));
-        _mm_storel_pi(reinterpret_cast<__m64*>(out + 4), _mm256_extractf128_ps(r[kk], 1));
-      }
-    }
+    transposed_steps(a + p * lda, lda, mr, k8, [d](int64_t k, __m256 v) {
+      float* out = d + k * kMR;
+      _mm_storeu_ps(out, _mm256_castps256_ps128(v));
+      _mm_storel_pi(reinterpret_cast<__m64*>(out + 4), _mm256_extractf128_ps(v, 1));
+    });
     for (int64_t k = k8; k < kc; ++k)
       for (int64_t i = 0; i < kMR; ++i) d[k * kMR + i] = i < mr ? a[(p + i) * lda + k] : 0.0f;
   }
@@ -223,11 +241,8 @@ void pack_b(bool trans, const float* b, int64_t ldb, int64_t kc, int64_t cols, f
     for (int v = 0; v < kNV; ++v) {
       const int64_t j0 = q + 8 * v;
       const int64_t jn = min64(8, cols - j0);  // may be <= 0: zero padding
-      for (int64_t k0 = 0; k0 < k8; k0 += 8) {
-        __m256 r[8];
-        load_transposed8(b + j0 * ldb + k0, ldb, jn, r);
-        for (int kk = 0; kk < 8; ++kk) _mm256_storeu_ps(dst + (k0 + kk) * kNR + 8 * v, r[kk]);
-      }
+      float* d = dst + 8 * v;
+      transposed_steps(b + j0 * ldb, ldb, jn, k8, [d](int64_t k, __m256 x) { _mm256_storeu_ps(d + k * kNR, x); });
       for (int64_t k = k8; k < kc; ++k)
         for (int64_t j = 0; j < 8; ++j) dst[k * kNR + 8 * v + j] = j < jn ? b[(j0 + j) * ldb + k] : 0.0f;
     }
