@@ -182,6 +182,65 @@ TEST(VecMath, SigmoidSwishTanhSpecialValuesAndInPlaceTails) {
   }
 }
 
+std::vector<std::pair<std::string, Loop>> exp_loops() {
+  std::vector<std::pair<std::string, Loop>> loops = {{"generic", detail::exp_generic}, {"dispatched", exp}};
+#if defined(ONYX_CPU_AVX2_LOOPS)
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) loops.push_back({"avx2", detail::exp_avx2});
+#endif
+#if defined(ONYX_CPU_AVX512_LOOPS)
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma")) loops.push_back({"avx512", detail::exp_avx512});
+#endif
+  return loops;
+}
+
+// exp's promise (vec_math.h): 3 ulp of the float64 value where that is a
+// normal float, one subnormal step (1.4e-45) below, +inf past FLT_MAX.
+void expect_exp_of(float x, float y, const std::string& name) {
+  const double want = std::exp(double(x));
+  if (want > double(std::numeric_limits<float>::max())) {
+    EXPECT_EQ(y, std::numeric_limits<float>::infinity()) << name << " at x = " << x;
+  } else if (want < double(std::numeric_limits<float>::min())) {
+    EXPECT_NEAR(y, want, 1.5e-45) << name << " at x = " << x;
+  } else {
+    const float w = float(want);
+    const double ulp = double(std::nextafter(w, std::numeric_limits<float>::infinity())) - double(w);
+    EXPECT_NEAR(y, want, 3 * ulp) << name << " at x = " << x;
+  }
+}
+
+TEST(VecMath, ExpWithinThreeUlpOfFloat64) {
+  std::vector<float> x;
+  for (double v = -110; v <= 110; v += 1.0 / 64) x.push_back(float(v));
+  for (double v = -1; v <= 1; v += 1.0 / 4096) x.push_back(float(v));
+  for (float v : {1e-30f, -1e-30f, 1e-8f, -1e-8f, 0.0f, -0.0f, 88.7f, 88.72f, 88.73f, -87.3f, -87.4f, -100.0f,
+                  -103.9f, -103.98f, -104.0f, 3e38f, -3e38f})
+    x.push_back(v);
+  for (const auto& [name, loop] : exp_loops()) {
+    std::vector<float> y(x.size());
+    loop(x.data(), y.data(), x.size());
+    for (size_t i = 0; i < x.size(); ++i) expect_exp_of(x[i], y[i], name);
+  }
+}
+
+TEST(VecMath, ExpSpecialValuesAndInPlaceTails) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  for (const auto& [name, loop] : exp_loops()) {
+    for (size_t n : {size_t(11), size_t(3), size_t(37)}) {  // vectors and tails, in place
+      std::vector<float> v(n);
+      for (size_t i = 0; i < n; ++i) v[i] = float(int(i % 9) - 4) * 0.75f;
+      v[0] = nan;
+      v[1] = inf;
+      v[2] = -inf;
+      const std::vector<float> x = v;
+      loop(v.data(), v.data(), v.size());
+      EXPECT_TRUE(std::isnan(v[0])) << name;
+      EXPECT_EQ(v[1], inf) << name;
+      EXPECT_EQ(v[2], 0.0f) << name;
+      for (size_t i = 3; i < n; ++i) expect_exp_of(x[i], v[i], name);
+    }
+  }
+}
+
 // The double sum of floats: within 1e-15 of the sum of magnitudes (double
 // rounding over a few thousand terms), at lengths around the vector width.
 TEST(VecMath, SumInDoubleMatchesLongDouble) {
