@@ -6,6 +6,7 @@
 // values mapped as the exact function maps them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -237,6 +238,61 @@ TEST(VecMath, ExpSpecialValuesAndInPlaceTails) {
       EXPECT_EQ(v[1], inf) << name;
       EXPECT_EQ(v[2], 0.0f) << name;
       for (size_t i = 3; i < n; ++i) expect_exp_of(x[i], v[i], name);
+    }
+  }
+}
+
+std::vector<std::pair<std::string, Loop>> log_loops() {
+  std::vector<std::pair<std::string, Loop>> loops = {{"generic", detail::log_generic}, {"dispatched", log}};
+#if defined(ONYX_CPU_AVX2_LOOPS)
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) loops.push_back({"avx2", detail::log_avx2});
+#endif
+#if defined(ONYX_CPU_AVX512_LOOPS)
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma")) loops.push_back({"avx512", detail::log_avx512});
+#endif
+  return loops;
+}
+
+// log's promise (vec_math.h): 3 ulp of the float64 value, subnormal x too.
+void expect_log_of(float x, float y, const std::string& name) {
+  const double want = std::log(double(x));
+  const float w = float(want);
+  const double ulp = double(std::nextafter(std::fabs(w), std::numeric_limits<float>::infinity())) - std::fabs(double(w));
+  EXPECT_NEAR(y, want, 3 * ulp) << name << " at x = " << x;
+}
+
+TEST(VecMath, LogWithinThreeUlpOfFloat64) {
+  std::vector<float> x;
+  // Every binade, subnormals included (where a step of 1.37% rounds back, the next float).
+  for (float v = 1.4e-45f; v < 3e38f; v = std::max(v * 1.0137f, std::nextafter(v, 3e38f))) x.push_back(v);
+  for (double v = 0.5; v <= 2; v += 1.0 / 8192) x.push_back(float(v));  // around 1, where ln x is small
+  for (float v : {1.0f, std::nextafter(1.0f, 2.0f), std::nextafter(1.0f, 0.0f), 0.70710677f, 0.70710683f,
+                  1.17549435e-38f, 1.1754942e-38f, 3.40282347e38f})
+    x.push_back(v);
+  for (const auto& [name, loop] : log_loops()) {
+    std::vector<float> y(x.size());
+    loop(x.data(), y.data(), x.size());
+    for (size_t i = 0; i < x.size(); ++i) expect_log_of(x[i], y[i], name);
+  }
+}
+
+TEST(VecMath, LogSpecialValuesAndInPlaceTails) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  for (const auto& [name, loop] : log_loops()) {
+    for (size_t n : {size_t(11), size_t(7), size_t(37)}) {  // vectors and tails, in place
+      std::vector<float> v(n);
+      for (size_t i = 0; i < n; ++i) v[i] = float(i % 9) * 0.75f + 0.125f;
+      v[0] = nan, v[1] = inf, v[2] = -inf, v[3] = 0.0f, v[4] = -0.0f, v[5] = -1.0f, v[6] = 1.0f;
+      const std::vector<float> x = v;
+      loop(v.data(), v.data(), v.size());
+      EXPECT_TRUE(std::isnan(v[0])) << name;
+      EXPECT_EQ(v[1], inf) << name;
+      EXPECT_TRUE(std::isnan(v[2])) << name;
+      EXPECT_EQ(v[3], -inf) << name;
+      EXPECT_EQ(v[4], -inf) << name;
+      EXPECT_TRUE(std::isnan(v[5])) << name;
+      EXPECT_EQ(v[6], 0.0f) << name;
+      for (size_t i = 7; i < n; ++i) expect_log_of(x[i], v[i], name);
     }
   }
 }

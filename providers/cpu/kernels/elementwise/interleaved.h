@@ -29,6 +29,8 @@ struct Interleaved {
   }
   ONYX_INTERLEAVED_OP(set, (float v), (v))
   ONYX_INTERLEAVED_OP(abs, (reg a), (a.part[k]))
+  ONYX_INTERLEAVED_OP(mantissa, (reg a), (a.part[k]))
+  ONYX_INTERLEAVED_OP(exponent, (reg a), (a.part[k]))
   ONYX_INTERLEAVED_OP(round, (reg a), (a.part[k]))
   ONYX_INTERLEAVED_OP(rcp, (reg a), (a.part[k]))
   ONYX_INTERLEAVED_OP(min, (reg a, reg b), (a.part[k], b.part[k]))

@@ -1,5 +1,5 @@
 // logistic_impl.h: the vector loops of Sigmoid, Swish (x sigmoid(alpha x),
-// SiLU for alpha 1), Tanh and Exp, written once over a vector type V as
+// SiLU for alpha 1) and Tanh, written once over a vector type V as
 // gelu_impl.h's (whose exp they share) and instantiated by the same files.
 //
 // V provides, beyond gelu_impl.h's list: select_below(x, limit, a, b)
@@ -108,10 +108,6 @@ struct Swish {
 struct Tanh {
   template <class W>
   ONYX_GELU_INLINE Reg<W> apply(Reg<W> x) const { return tanh<W>(x); }
-};
-struct Exp {
-  template <class W>
-  ONYX_GELU_INLINE Reg<W> apply(Reg<W> x) const { return gelu_impl::exp_everywhere<W>(x); }
 };
 
 }  // namespace onyx::cpu::vec::logistic_impl

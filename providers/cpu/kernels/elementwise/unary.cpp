@@ -37,7 +37,6 @@ T wrapping_neg(T x) {
     }                                                      \
   };
 ONYX_FLOAT_UNARY(Sqrt, std::sqrt(x))
-ONYX_FLOAT_UNARY(Log, std::log(x))
 ONYX_FLOAT_UNARY(Reciprocal, T(1) / x)
 ONYX_FLOAT_UNARY(Erf, std::erf(x))
 ONYX_FLOAT_UNARY(Floor, std::floor(x))
@@ -96,12 +95,18 @@ struct Swish {
   float alpha;
 };
 
-// e^x: float32 (and float16 via float32) through vec_math.h's loop.
+// e^x and ln x: float32 (and float16 via float32) through vec_math.h's loops.
 struct Exp {
   static constexpr unsigned kTypes = kFloats;
   template <typename T>
   T operator()(T x) const { return std::exp(x); }
   void floats(const float* x, float* y, size_t n) const { vec::exp(x, y, n); }
+};
+struct Log {
+  static constexpr unsigned kTypes = kFloats;
+  template <typename T>
+  T operator()(T x) const { return std::log(x); }
+  void floats(const float* x, float* y, size_t n) const { vec::log(x, y, n); }
 };
 
 struct Neg {

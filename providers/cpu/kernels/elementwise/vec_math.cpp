@@ -49,6 +49,10 @@ void exp_generic(const float* x, float* y, size_t n) {
   for (size_t i = 0; i < n; ++i) y[i] = std::exp(x[i]);
 }
 
+void log_generic(const float* x, float* y, size_t n) {
+  for (size_t i = 0; i < n; ++i) y[i] = std::log(x[i]);
+}
+
 // The scalar loop Softmax had: max with NaN skipped unless first, the sum in
 // double (a NaN or an infinity makes it, and the row, NaN).
 void softmax_row_generic(const float* x, float* y, size_t n) {
@@ -207,6 +211,16 @@ void exp(const float* x, float* y, size_t n) {
   if (use_avx2()) return detail::exp_avx2(x, y, n);
 #endif
   detail::exp_generic(x, y, n);
+}
+
+void log(const float* x, float* y, size_t n) {
+#if defined(ONYX_CPU_AVX512_LOOPS)
+  if (use_avx512()) return detail::log_avx512(x, y, n);
+#endif
+#if defined(ONYX_CPU_AVX2_LOOPS)
+  if (use_avx2()) return detail::log_avx2(x, y, n);
+#endif
+  detail::log_generic(x, y, n);
 }
 
 void window_rows(float* y, int64_t ldy, const float* src, int64_t lds, int64_t rows, int64_t cols,

@@ -28,6 +28,9 @@ void tanh(const float* x, float* y, size_t n);
 // y[i] = e^x; y may be x. Within 3 ulp where the result is a normal float,
 // 1e-45 absolute below; 0 for x below -103.97, +inf above 88.72, NaN stays NaN.
 void exp(const float* x, float* y, size_t n);
+// y[i] = ln x; y may be x. Within 3 ulp (subnormal x included); -inf for
+// +-0, NaN for negatives and NaN, +inf for +inf.
+void log(const float* x, float* y, size_t n);
 
 // MaxPool with a 2x2 window, stride 2, no padding or dilation, over one
 // h x w plane into its oh x ow outputs (2 oh <= h, 2 ow <= w). Taps are
@@ -101,6 +104,7 @@ void sigmoid_generic(const float* x, float* y, size_t n);
 void swish_generic(const float* x, float* y, size_t n, float alpha);
 void tanh_generic(const float* x, float* y, size_t n);
 void exp_generic(const float* x, float* y, size_t n);
+void log_generic(const float* x, float* y, size_t n);
 void softmax_row_generic(const float* x, float* y, size_t n);
 void window_rows_generic(float* y, int64_t ldy, const float* src, int64_t lds, int64_t rows, int64_t cols,
                          const int64_t* offsets, const float* taps, int64_t tap_count, float bias, float lo, float hi);
@@ -111,6 +115,7 @@ void sigmoid_avx2(const float* x, float* y, size_t n);
 void swish_avx2(const float* x, float* y, size_t n, float alpha);
 void tanh_avx2(const float* x, float* y, size_t n);
 void exp_avx2(const float* x, float* y, size_t n);
+void log_avx2(const float* x, float* y, size_t n);
 void softmax_row_avx2(const float* x, float* y, size_t n);
 double sum_avx2(const float* x, size_t n);
 void layer_norm_row_avx2(const float* x, float* y, int64_t n, const double* scale, const double* bias, double epsilon,
@@ -124,6 +129,7 @@ void sigmoid_avx512(const float* x, float* y, size_t n);
 void swish_avx512(const float* x, float* y, size_t n, float alpha);
 void tanh_avx512(const float* x, float* y, size_t n);
 void exp_avx512(const float* x, float* y, size_t n);
+void log_avx512(const float* x, float* y, size_t n);
 void softmax_row_avx512(const float* x, float* y, size_t n);
 void window_rows_avx512(float* y, int64_t ldy, const float* src, int64_t lds, int64_t rows, int64_t cols,
                         const int64_t* offsets, const float* taps, int64_t tap_count, float bias, float lo, float hi);

@@ -9,6 +9,7 @@
 #include <immintrin.h>
 
 #include "gemm/avx2_registers.h"
+#include "kernels/elementwise/exp_log_impl.h"
 #include "kernels/elementwise/gelu_impl.h"
 #include "kernels/elementwise/logistic_impl.h"
 #include "kernels/elementwise/softmax_impl.h"
@@ -49,6 +50,15 @@ struct Avx2 {
   static reg scale_pow2_normal(reg p, reg n) { return _mm256_mul_ps(p, pow2(_mm256_cvtps_epi32(n))); }
   static reg pow2(ireg n) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n, _mm256_set1_epi32(127)), 23)); }
   static reg abs(reg x) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x); }
+  // x = mantissa(x) 2^exponent(x), the mantissa in [0.5, 1), for a positive
+  // normal x (the exponent field read as it is).
+  static reg mantissa(reg x) {
+    const __m256i fraction = _mm256_and_si256(_mm256_castps_si256(x), _mm256_set1_epi32(0x007fffff));
+    return _mm256_castsi256_ps(_mm256_or_si256(fraction, _mm256_set1_epi32(0x3f000000)));
+  }
+  static reg exponent(reg x) {
+    return _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srli_epi32(_mm256_castps_si256(x), 23), _mm256_set1_epi32(126)));
+  }
   static reg zero_where_zero(reg c, reg v) {
     return _mm256_andnot_ps(_mm256_cmp_ps(c, _mm256_setzero_ps(), _CMP_EQ_OQ), v);
   }
@@ -372,7 +382,8 @@ void swish_avx2(const float* x, float* y, size_t n, float alpha) {
   logistic_impl::loop<Avx2>(x, y, n, logistic_impl::Swish<true>{alpha});
 }
 void tanh_avx2(const float* x, float* y, size_t n) { logistic_impl::loop<Avx2>(x, y, n, logistic_impl::Tanh{}); }
-void exp_avx2(const float* x, float* y, size_t n) { logistic_impl::loop<Avx2>(x, y, n, logistic_impl::Exp{}); }
+void exp_avx2(const float* x, float* y, size_t n) { logistic_impl::loop<Avx2>(x, y, n, exp_log_impl::Exp{}); }
+void log_avx2(const float* x, float* y, size_t n) { logistic_impl::loop<Avx2>(x, y, n, exp_log_impl::Log{}); }
 void softmax_row_avx2(const float* x, float* y, size_t n) { softmax_impl::row<Avx2>(x, y, n); }
 void window_rows_avx2(float* y, int64_t ldy, const float* src, int64_t lds, int64_t rows, int64_t cols,
                       const int64_t* offsets, const float* taps, int64_t tap_count, float bias, float lo, float hi) {

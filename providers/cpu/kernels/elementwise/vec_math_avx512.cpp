@@ -13,6 +13,7 @@
 #include <immintrin.h>
 #pragma GCC diagnostic pop
 
+#include "kernels/elementwise/exp_log_impl.h"
 #include "kernels/elementwise/gelu_impl.h"
 #include "kernels/elementwise/logistic_impl.h"
 #include "kernels/elementwise/softmax_impl.h"
@@ -49,6 +50,9 @@ struct Avx512 {
   static reg scale_pow2(reg p, reg n) { return _mm512_scalef_ps(p, n); }
   static reg scale_pow2_normal(reg p, reg n) { return _mm512_scalef_ps(p, n); }
   static reg abs(reg x) { return _mm512_abs_ps(x); }
+  // x = mantissa(x) 2^exponent(x), the mantissa in [0.5, 1), for a positive normal x.
+  static reg mantissa(reg x) { return _mm512_getmant_ps(x, _MM_MANT_NORM_p5_1, _MM_MANT_SIGN_src); }
+  static reg exponent(reg x) { return _mm512_add_ps(_mm512_getexp_ps(x), _mm512_set1_ps(1.0f)); }
   static reg zero_where_zero(reg c, reg v) {  // NEQ_UQ: NaN lanes keep v
     return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(c, _mm512_setzero_ps(), _CMP_NEQ_UQ), v);
   }
@@ -92,7 +96,8 @@ void swish_avx512(const float* x, float* y, size_t n, float alpha) {
   logistic_impl::loop<Avx512>(x, y, n, logistic_impl::Swish<true>{alpha});
 }
 void tanh_avx512(const float* x, float* y, size_t n) { logistic_impl::loop<Avx512>(x, y, n, logistic_impl::Tanh{}); }
-void exp_avx512(const float* x, float* y, size_t n) { logistic_impl::loop<Avx512>(x, y, n, logistic_impl::Exp{}); }
+void exp_avx512(const float* x, float* y, size_t n) { logistic_impl::loop<Avx512>(x, y, n, exp_log_impl::Exp{}); }
+void log_avx512(const float* x, float* y, size_t n) { logistic_impl::loop<Avx512>(x, y, n, exp_log_impl::Log{}); }
 void softmax_row_avx512(const float* x, float* y, size_t n) { softmax_impl::row<Avx512>(x, y, n); }
 void window_rows_avx512(float* y, int64_t ldy, const float* src, int64_t lds, int64_t rows, int64_t cols,
                         const int64_t* offsets, const float* taps, int64_t tap_count, float bias, float lo, float hi) {
