@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -183,13 +184,17 @@ TEST(VecMath, SigmoidSwishTanhSpecialValuesAndInPlaceTails) {
   }
 }
 
-std::vector<std::pair<std::string, Loop>> exp_loops() {
-  std::vector<std::pair<std::string, Loop>> loops = {{"generic", detail::exp_generic}, {"dispatched", exp}};
+// Exp's or Log's loop on every ISA this CPU runs.
+std::vector<std::pair<std::string, Loop>> exp_or_log_loops(bool log) {
+  std::vector<std::pair<std::string, Loop>> loops = {{"generic", log ? detail::log_generic : detail::exp_generic},
+                                                     {"dispatched", log ? vec::log : vec::exp}};
 #if defined(ONYX_CPU_AVX2_LOOPS)
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) loops.push_back({"avx2", detail::exp_avx2});
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    loops.push_back({"avx2", log ? detail::log_avx2 : detail::exp_avx2});
 #endif
 #if defined(ONYX_CPU_AVX512_LOOPS)
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma")) loops.push_back({"avx512", detail::exp_avx512});
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma"))
+    loops.push_back({"avx512", log ? detail::log_avx512 : detail::exp_avx512});
 #endif
   return loops;
 }
@@ -216,41 +221,11 @@ TEST(VecMath, ExpWithinThreeUlpOfFloat64) {
   for (float v : {1e-30f, -1e-30f, 1e-8f, -1e-8f, 0.0f, -0.0f, 88.7f, 88.72f, 88.73f, -87.3f, -87.4f, -100.0f,
                   -103.9f, -103.98f, -104.0f, 3e38f, -3e38f})
     x.push_back(v);
-  for (const auto& [name, loop] : exp_loops()) {
+  for (const auto& [name, loop] : exp_or_log_loops(false)) {
     std::vector<float> y(x.size());
     loop(x.data(), y.data(), x.size());
     for (size_t i = 0; i < x.size(); ++i) expect_exp_of(x[i], y[i], name);
   }
-}
-
-TEST(VecMath, ExpSpecialValuesAndInPlaceTails) {
-  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
-  for (const auto& [name, loop] : exp_loops()) {
-    for (size_t n : {size_t(11), size_t(3), size_t(37)}) {  // vectors and tails, in place
-      std::vector<float> v(n);
-      for (size_t i = 0; i < n; ++i) v[i] = float(int(i % 9) - 4) * 0.75f;
-      v[0] = nan;
-      v[1] = inf;
-      v[2] = -inf;
-      const std::vector<float> x = v;
-      loop(v.data(), v.data(), v.size());
-      EXPECT_TRUE(std::isnan(v[0])) << name;
-      EXPECT_EQ(v[1], inf) << name;
-      EXPECT_EQ(v[2], 0.0f) << name;
-      for (size_t i = 3; i < n; ++i) expect_exp_of(x[i], v[i], name);
-    }
-  }
-}
-
-std::vector<std::pair<std::string, Loop>> log_loops() {
-  std::vector<std::pair<std::string, Loop>> loops = {{"generic", detail::log_generic}, {"dispatched", log}};
-#if defined(ONYX_CPU_AVX2_LOOPS)
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) loops.push_back({"avx2", detail::log_avx2});
-#endif
-#if defined(ONYX_CPU_AVX512_LOOPS)
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma")) loops.push_back({"avx512", detail::log_avx512});
-#endif
-  return loops;
 }
 
 // log's promise (vec_math.h): 3 ulp of the float64 value, subnormal x too.
@@ -269,32 +244,39 @@ TEST(VecMath, LogWithinThreeUlpOfFloat64) {
   for (float v : {1.0f, std::nextafter(1.0f, 2.0f), std::nextafter(1.0f, 0.0f), 0.70710677f, 0.70710683f,
                   1.17549435e-38f, 1.1754942e-38f, 3.40282347e38f})
     x.push_back(v);
-  for (const auto& [name, loop] : log_loops()) {
+  for (const auto& [name, loop] : exp_or_log_loops(true)) {
     std::vector<float> y(x.size());
     loop(x.data(), y.data(), x.size());
     for (size_t i = 0; i < x.size(); ++i) expect_log_of(x[i], y[i], name);
   }
 }
 
-TEST(VecMath, LogSpecialValuesAndInPlaceTails) {
+// Special values map exactly (NaN to NaN), first in vectors and tails run in
+// place; the other lanes (positive, for Log) within the promise.
+TEST(VecMath, ExpAndLogSpecialValuesAndInPlaceTails) {
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
-  for (const auto& [name, loop] : log_loops()) {
-    for (size_t n : {size_t(11), size_t(7), size_t(37)}) {  // vectors and tails, in place
-      std::vector<float> v(n);
-      for (size_t i = 0; i < n; ++i) v[i] = float(i % 9) * 0.75f + 0.125f;
-      v[0] = nan, v[1] = inf, v[2] = -inf, v[3] = 0.0f, v[4] = -0.0f, v[5] = -1.0f, v[6] = 1.0f;
-      const std::vector<float> x = v;
-      loop(v.data(), v.data(), v.size());
-      EXPECT_TRUE(std::isnan(v[0])) << name;
-      EXPECT_EQ(v[1], inf) << name;
-      EXPECT_TRUE(std::isnan(v[2])) << name;
-      EXPECT_EQ(v[3], -inf) << name;
-      EXPECT_EQ(v[4], -inf) << name;
-      EXPECT_TRUE(std::isnan(v[5])) << name;
-      EXPECT_EQ(v[6], 0.0f) << name;
-      for (size_t i = 7; i < n; ++i) expect_log_of(x[i], v[i], name);
-    }
-  }
+  // x, e^x, ln x
+  const std::vector<std::array<float, 3>> specials = {
+      {nan, nan, nan}, {inf, inf, inf}, {-inf, 0.0f, nan}, {0.0f, 1.0f, -inf}, {-0.0f, 1.0f, -inf},
+      {-1.0f, float(std::exp(-1.0)), nan}, {1.0f, float(std::exp(1.0)), 0.0f}};
+  for (bool log : {false, true})
+    for (const auto& [name, loop] : exp_or_log_loops(log))
+      for (size_t n : {size_t(11), size_t(7), size_t(37)}) {  // vectors and tails, in place
+        std::vector<float> v(n);
+        for (size_t i = 0; i < n; ++i) v[i] = i < specials.size() ? specials[i][0] : float(i % 9) * 0.75f + 0.125f;
+        const std::vector<float> x = v;
+        loop(v.data(), v.data(), v.size());
+        for (size_t i = 0; i < n; ++i) {
+          if (log ? i == 6 : i >= 5) {  // not exactly representable: the promise
+            log ? expect_log_of(x[i], v[i], name) : expect_exp_of(x[i], v[i], name);
+          } else if (i < specials.size()) {
+            const float want = specials[i][log ? 2 : 1];
+            EXPECT_TRUE(std::isnan(want) ? std::isnan(v[i]) : v[i] == want) << name << " at x = " << x[i];
+          } else {
+            log ? expect_log_of(x[i], v[i], name) : expect_exp_of(x[i], v[i], name);
+          }
+        }
+      }
 }
 
 // The double sum of floats: within 1e-15 of the sum of magnitudes (double

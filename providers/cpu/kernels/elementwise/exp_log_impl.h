@@ -22,23 +22,13 @@ namespace onyx::cpu::vec::exp_log_impl {
 template <class V>
 using Reg = typename V::reg;
 
-// e^x as the Exp op needs it, for every float: to about 2 ulp where the
-// result is normal, the subnormal results down to e^-103.97 (2^n in two
-// normal halves: n down to -150), 0 below, +inf above ln(FLT_MAX); NaN stays
-// NaN (the clamps return x, the final comparisons are false for it).
+// e^x as the Exp op needs it, for every float: gelu_impl's exponential over
+// kEverywhere, 0 below its range (e^x < 2^-150 rounds to 0), +inf above
+// ln(FLT_MAX); NaN stays NaN (the clamps return x, the comparisons are
+// false for it).
 template <class V>
 ONYX_GELU_INLINE Reg<V> exp(Reg<V> x) {
-  const Reg<V> clamped = V::min(V::set(88.72283935546875f), V::max(V::set(-103.972084045410f), x));
-  const Reg<V> n = V::round(V::mul(clamped, V::set(1.44269504088896341f)));
-  Reg<V> r = V::fnmadd(n, V::set(0.693359375f), clamped);
-  r = V::fnmadd(n, V::set(-2.12194440e-4f), r);
-  const Reg<V> r2 = V::mul(r, r);
-  const Reg<V> p01 = V::fmadd(V::set(1.6666665459e-1f), r, V::set(5.0000001201e-1f));
-  const Reg<V> p23 = V::fmadd(V::set(8.3334519073e-3f), r, V::set(4.1665795894e-2f));
-  const Reg<V> p45 = V::fmadd(V::set(1.9875691500e-4f), r, V::set(1.3981999507e-3f));
-  Reg<V> p = V::fmadd(V::fmadd(p45, r2, p23), r2, p01);
-  p = V::fmadd(p, r2, V::add(r, V::set(1.0f)));
-  const Reg<V> e = V::zero_below(x, V::set(-103.972084045410f), V::scale_pow2(p, n));
+  const Reg<V> e = V::zero_below(x, V::set(-103.972084045410f), gelu_impl::exp<V, gelu_impl::ExpRange::kEverywhere>(x));
   return V::select_below(V::set(88.72283935546875f), x, V::set(__builtin_inff()), e);
 }
 

@@ -39,8 +39,11 @@ using Reg = typename V::reg;
 // and how 2^n is applied: kFull [-87.3, 88.7] (2^n, n up to 128, as two
 // halves); kNonPositive x <= 0 (erfc's exponent: no upper clamp, one
 // multiply); kNormal [-87.3, 87.3], values beyond clamped (a caller that
-// masks them), so that 2^n is one normal float: one multiply.
-enum class ExpRange { kFull, kNonPositive, kNormal };
+// masks them), so that 2^n is one normal float: one multiply; kEverywhere
+// [-103.97, 88.72], as kFull down to the subnormal results (2^n in two
+// normal halves, n down to -150) and up to ln(FLT_MAX) (the Exp op,
+// exp_log_impl.h, which maps what lies beyond).
+enum class ExpRange { kFull, kNonPositive, kNormal, kEverywhere };
 
 // kLow: e^{x + low}, low a correction below half an ulp of x (the rounding
 // error of a product that made x), added after the range reduction
@@ -51,7 +54,8 @@ template <class V, ExpRange kRange, bool kLow>
 ONYX_GELU_INLINE Reg<V> exp_of(Reg<V> x, Reg<V> low) {
   if (kRange == ExpRange::kFull) x = V::min(V::set(88.3762626647949f), x);
   if (kRange == ExpRange::kNormal) x = V::min(V::set(87.3365447505531f), x);
-  x = V::max(V::set(-87.3365447505531f), x);
+  if (kRange == ExpRange::kEverywhere) x = V::min(V::set(88.72283935546875f), x);
+  x = V::max(V::set(kRange == ExpRange::kEverywhere ? -103.972084045410f : -87.3365447505531f), x);
   const Reg<V> n = V::round(V::mul(x, V::set(1.44269504088896341f)));
   Reg<V> r = V::fnmadd(n, V::set(0.693359375f), x);
   r = V::fnmadd(n, V::set(-2.12194440e-4f), r);
@@ -65,7 +69,7 @@ ONYX_GELU_INLINE Reg<V> exp_of(Reg<V> x, Reg<V> low) {
   const Reg<V> p45 = V::fmadd(V::set(1.9875691500e-4f), r, V::set(1.3981999507e-3f));
   Reg<V> p = V::fmadd(V::fmadd(p45, r2, p23), r2, p01);
   p = V::fmadd(p, r2, V::add(r, V::set(1.0f)));
-  return kRange == ExpRange::kFull ? V::scale_pow2(p, n) : V::scale_pow2_normal(p, n);
+  return kRange == ExpRange::kFull || kRange == ExpRange::kEverywhere ? V::scale_pow2(p, n) : V::scale_pow2_normal(p, n);
 }
 
 // e^x over kRange (by default all of float's).

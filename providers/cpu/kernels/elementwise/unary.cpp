@@ -28,15 +28,22 @@ T wrapping_neg(T x) {
 }
 
 // --- math --------------------------------------------------------------------
-#define ONYX_FLOAT_UNARY(NAME, EXPR)                       \
+// A float op computed by EXPR; its optional third argument is more members
+// (ONYX_FLOAT_LOOP: float32 elements through a vec_math.h loop).
+#define ONYX_FLOAT_UNARY(NAME, EXPR, ...)                  \
   struct NAME {                                            \
     static constexpr unsigned kTypes = kFloats;            \
     template <typename T>                                  \
     T operator()(T x) const {                              \
       return EXPR;                                         \
     }                                                      \
+    __VA_ARGS__                                            \
   };
+#define ONYX_FLOAT_LOOP(LOOP) \
+  void floats(const float* x, float* y, size_t n) const { LOOP(x, y, n); }
 ONYX_FLOAT_UNARY(Sqrt, std::sqrt(x))
+ONYX_FLOAT_UNARY(Exp, std::exp(x), ONYX_FLOAT_LOOP(vec::exp))
+ONYX_FLOAT_UNARY(Log, std::log(x), ONYX_FLOAT_LOOP(vec::log))
 ONYX_FLOAT_UNARY(Reciprocal, T(1) / x)
 ONYX_FLOAT_UNARY(Erf, std::erf(x))
 ONYX_FLOAT_UNARY(Floor, std::floor(x))
@@ -58,27 +65,19 @@ ONYX_FLOAT_UNARY(Softsign, x / (T(1) + std::fabs(x)))
 ONYX_FLOAT_UNARY(Softplus, x > T(0) ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)))
 ONYX_FLOAT_UNARY(Mish, x * std::tanh(x > T(0) ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x))))
 ONYX_FLOAT_UNARY(HardSwish, x * std::max(T(0), std::min(T(1), x / T(6) + T(0.5))))
-#undef ONYX_FLOAT_UNARY
 
-// Sigmoid, Tanh and Swish (x sigmoid(alpha x)) on float32 (and float16 via
-// float32) run vec_math.h's loops; the scalar forms (float64) never overflow
-// exp().
+// Sigmoid, Tanh and Swish (x sigmoid(alpha x)), as Exp and Log above, run
+// vec_math.h's loops on float32 (and float16 via float32); the scalar forms
+// (float64) never overflow exp().
 template <typename T>
 T logistic(T z) {
   return z >= T(0) ? T(1) / (T(1) + std::exp(-z)) : std::exp(z) / (T(1) + std::exp(z));
 }
-struct Sigmoid {
-  static constexpr unsigned kTypes = kFloats;
-  template <typename T>
-  T operator()(T x) const { return logistic(x); }
-  void floats(const float* x, float* y, size_t n) const { vec::sigmoid(x, y, n); }
-};
-struct Tanh {
-  static constexpr unsigned kTypes = kFloats;
-  template <typename T>
-  T operator()(T x) const { return std::tanh(x); }
-  void floats(const float* x, float* y, size_t n) const { vec::tanh(x, y, n); }
-};
+ONYX_FLOAT_UNARY(Sigmoid, logistic(x), ONYX_FLOAT_LOOP(vec::sigmoid))
+ONYX_FLOAT_UNARY(Tanh, std::tanh(x), ONYX_FLOAT_LOOP(vec::tanh))
+#undef ONYX_FLOAT_LOOP
+#undef ONYX_FLOAT_UNARY
+
 // ONNX Swish (opset 24, alpha default 1), and ONNX Runtime's com.microsoft
 // QuickGelu (alpha default 1.702) that the graph optimizer writes for
 // x * Sigmoid(alpha x) under earlier opsets (optimize/swish_fusion.cpp).
@@ -93,20 +92,6 @@ struct Swish {
   }
   void floats(const float* x, float* y, size_t n) const { vec::swish(x, y, n, alpha); }
   float alpha;
-};
-
-// e^x and ln x: float32 (and float16 via float32) through vec_math.h's loops.
-struct Exp {
-  static constexpr unsigned kTypes = kFloats;
-  template <typename T>
-  T operator()(T x) const { return std::exp(x); }
-  void floats(const float* x, float* y, size_t n) const { vec::exp(x, y, n); }
-};
-struct Log {
-  static constexpr unsigned kTypes = kFloats;
-  template <typename T>
-  T operator()(T x) const { return std::log(x); }
-  void floats(const float* x, float* y, size_t n) const { vec::log(x, y, n); }
 };
 
 struct Neg {
