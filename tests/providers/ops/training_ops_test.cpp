@@ -305,7 +305,14 @@ std::vector<ConvGradCase> conv_grad_cases() {
           {{2, 4, 9, 9}, {6, 2, 3, 3}, 1, 2, 2, 2},     // dilation, groups
           {{2, 2, 5, 5}, {3, 2, 1, 1}, 1, 0, 1, 1},     // 1x1
           {{2, 3, 9, 9}, {32, 3, 3, 3}, 1, 1, 1, 1},    // dW with channels in lanes: 2 blocks, 27 pairs
-          {{2, 4, 7, 7}, {32, 2, 3, 3}, 1, 1, 1, 2}};   // and per group
+          {{2, 4, 7, 7}, {32, 2, 3, 3}, 1, 1, 1, 2},    // and per group
+          // dX on the CPU provider's Winograd F(4x4, 3x3) (its transforms'
+          // roundoff, 1e-6 of the sum of |terms|, is within sum_tol for the
+          // >= 4 x 8 terms of every dX): 32 channels and 32 tiles, by
+          // groups, and 8 images in the vector lanes (16 <- 8 channels).
+          {{2, 32, 16, 16}, {32, 32, 3, 3}, 1, 1, 1, 1},
+          {{2, 64, 12, 12}, {64, 32, 3, 3}, 1, 1, 1, 2},
+          {{8, 16, 7, 9}, {8, 16, 3, 3}, 1, 1, 1, 1}};
 }
 
 ONYX_PROVIDER_CASE_SUITE(ConvGradTest, ConvGradCase, conv_grad_cases(), case_index<ConvGradCase>);
@@ -365,6 +372,36 @@ ONYX_OP_TEST(ConvGradTest, MatchesTheAdjointOfTheConvolution) {
       EXPECT_TRUE(all_near(r.outputs[1].values<float>(), dw, dw_tol)) << "dW";
     }
   }
+}
+
+// A NaN in dY reaches only the dX positions whose windows read it: a
+// provider that takes dX through a transform mixing a whole tile (the CPU's
+// Winograd) must fall back for non-finite gradients, as its Conv does.
+ONYX_PROVIDER_SUITE(ConvGrad);
+
+ONYX_OP_TEST(ConvGrad, ANanInTheOutputGradientStaysInItsWindows) {
+  const int64_t n = 2, c = 32, m = 32, h = 16, w = 16;
+  std::vector<float> dy = nn::random_floats(size_t(n * m * h * w), 41);
+  const int64_t nan_b = 1, nan_y = 5, nan_x = 9;
+  dy[size_t(((nan_b * m + 3) * h + nan_y) * w + nan_x)] = std::numeric_limits<float>::quiet_NaN();
+  NodeSpec node = onyx_node("ConvGrad");
+  node.attr("pads", std::vector<int64_t>{1, 1, 1, 1}).attr("kernel_shape", std::vector<int64_t>{3, 3});
+  node.inputs = {make_tensor<float>({n, m, h, w}, dy),
+                 make_tensor<float>({n, c, h, w}, nn::random_floats(size_t(n * c * h * w), 42)),
+                 make_tensor<float>({m, c, 3, 3}, nn::random_floats(size_t(m * c * 9), 43))};
+  node.output_count = 2;
+  node.omitted_outputs = {false, true};
+  RunResult r = run_node(node);
+  ASSERT_TRUE(r.ok()) << r.error;
+  const std::vector<float> dx = r.outputs[0].values<float>();
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t ci = 0; ci < c; ++ci)
+      for (int64_t y = 0; y < h; ++y)
+        for (int64_t x = 0; x < w; ++x) {
+          const bool reads_nan = b == nan_b && std::abs(y - nan_y) <= 1 && std::abs(x - nan_x) <= 1;
+          const float v = dx[size_t(((b * c + ci) * h + y) * w + x)];
+          ASSERT_EQ(std::isnan(v), reads_nan) << "dX[" << b << ", " << ci << ", " << y << ", " << x << "] = " << v;
+        }
 }
 
 // ---- BatchNormGradSums ------------------------------------------------------

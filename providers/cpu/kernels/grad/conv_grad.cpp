@@ -18,6 +18,7 @@
 
 #include "kernels/conv/conv_lowering.h"
 #include "kernels/conv/direct_conv.h"
+#include "kernels/conv/winograd.h"
 #include "kernels/registry.h"
 
 namespace onyx::cpu {
@@ -80,34 +81,56 @@ class ConvGradKernel final : public sdk::Kernel {
     if (want_dx_) ONYX_SDK_RETURN_IF_ERROR(ctx.output(0, x.dtype, x.dims, &dx));
     if (want_dw_) ONYX_SDK_RETURN_IF_ERROR(ctx.output(1, w.dtype, w.dims, &dw));
     if (x.dtype == ONYX_DTYPE_FLOAT64) {
-      run<double>(ctx, dy, x, w, dx, dw, win);
+      ONYX_SDK_RETURN_IF_ERROR(run<double>(ctx, dy, x, w, dx, dw, win));
     } else if (util::is_half(x.dtype)) {  // mixed-precision training: widened, rounded back once
       util::Widened dy32 = util::widen(dy), x32 = util::widen(x), w32 = util::widen(w);
       util::Widened dx32 = util::widen(dx, false), dw32 = util::widen(dw, false);
-      run<float>(ctx, dy32.tensor, x32.tensor, w32.tensor, dx32.tensor, dw32.tensor, win);
+      ONYX_SDK_RETURN_IF_ERROR(run<float>(ctx, dy32.tensor, x32.tensor, w32.tensor, dx32.tensor, dw32.tensor, win));
       util::narrow_to(dx32, dx);
       util::narrow_to(dw32, dw);
     } else {
-      run<float>(ctx, dy, x, w, dx, dw, win);
+      ONYX_SDK_RETURN_IF_ERROR(run<float>(ctx, dy, x, w, dx, dw, win));
     }
     return nullptr;
   }
 
  private:
   template <typename T>
-  void run(sdk::ComputeContext& ctx, const sdk::Tensor& dy, const sdk::Tensor& x, const sdk::Tensor& w,
-           const sdk::Tensor& dx, const sdk::Tensor& dw, const std::vector<nn::WindowDim>& win) const {
+  OnyxStatus* run(sdk::ComputeContext& ctx, const sdk::Tensor& dy, const sdk::Tensor& x, const sdk::Tensor& w,
+                  const sdk::Tensor& dx, const sdk::Tensor& dw, const std::vector<nn::WindowDim>& win) const {
     if (want_dw_) weight_gradient<T>(ctx, dy, x, dw, win);
-    if (!want_dx_) return;
+    if (!want_dx_) return nullptr;
     if constexpr (std::is_same_v<T, float>) {
       std::vector<nn::WindowDim> flipped;
-      if (flipped_windows(win, &flipped) &&
-          direct_conv::fits(flipped, w.dim(0) / group_ * win[1].kernel * win[2].kernel)) {
-        input_gradient_direct(ctx, dy, w, dx, flipped);
-        return;
+      if (flipped_windows(win, &flipped)) {
+        // dX = conv(dY, W'), on Winograd where the forward Conv would take
+        // it (3x3, enough channels and tiles; dY and W' finite), else on the
+        // direct convolution where it fits.
+        const int64_t n = dy.dim(0), m = w.dim(0), mg = m / group_, cg = w.dim(1), c = cg * group_;
+        const std::vector<float> wt = flipped_weights(w);
+        if (winograd::fits(flipped, n, mg, cg) && winograd::finite(dy.data<float>(), dy.size())) {
+          const std::vector<float> u = winograd::transform_weights(wt.data(), c, mg, group_);
+          if (winograd::finite(u.data(), int64_t(u.size())))
+            return winograd::convolve(ctx, dy.data<float>(), n, group_, m, c, flipped, u.data(), nullptr,
+                                      direct_conv::Epilogue{}, dx.data<float>());
+        }
+        const int64_t taps = conv_lowering::kernel_volume(win);
+        if (direct_conv::fits(flipped, mg * taps)) {
+          const int64_t per_group = cg * mg * taps;
+          std::vector<float> packed;
+          packed.reserve(wt.size());
+          for (int64_t g = 0; g < group_; ++g) {
+            const std::vector<float> part =
+                direct_conv::pack_weights(wt.data() + g * per_group, cg, mg, taps);
+            packed.insert(packed.end(), part.begin(), part.end());
+          }
+          return direct_conv::convolve(ctx, dy.data<float>(), n, group_, m, c, flipped, packed.data(), nullptr,
+                                       nullptr, direct_conv::Epilogue{}, dx.data<float>());
+        }
       }
     }
     input_gradient_by_columns<T>(ctx, dy, w, dx, win);
+    return nullptr;
   }
 
   // Per image and group, added into dW: where the direct convolution fits,
@@ -217,24 +240,19 @@ class ConvGradKernel final : public sdk::Kernel {
   }
 
   // W' [C/g, M/g, kh, kw] = W [M/g, C/g, kh, kw] with both axes swapped and
-  // the taps reversed, packed per group for the direct convolution.
-  void input_gradient_direct(sdk::ComputeContext& ctx, const sdk::Tensor& dy, const sdk::Tensor& w,
-                             const sdk::Tensor& dx, const std::vector<nn::WindowDim>& flipped) const {
-    const int64_t m = w.dim(0), mg = m / group_, cg = w.dim(1), c = cg * group_;
-    const int64_t taps = flipped[1].kernel * flipped[2].kernel;
-    std::vector<float> packed, wt(size_t(cg * mg * taps));
-    packed.reserve(size_t(c * mg * taps));
+  // the taps reversed, group after group: dX's convolution of dY.
+  std::vector<float> flipped_weights(const sdk::Tensor& w) const {
+    const int64_t m = w.dim(0), mg = m / group_, cg = w.dim(1), taps = w.size() / std::max<int64_t>(1, m * cg);
+    std::vector<float> wt(size_t(group_ * cg * mg * taps));
     for (int64_t g = 0; g < group_; ++g) {
       const float* wg = w.data<float>() + g * mg * cg * taps;
+      float* wtg = wt.data() + g * cg * mg * taps;
       for (int64_t ci = 0; ci < cg; ++ci)
         for (int64_t mi = 0; mi < mg; ++mi)
           for (int64_t t = 0; t < taps; ++t)
-            wt[size_t((ci * mg + mi) * taps + t)] = wg[(mi * cg + ci) * taps + (taps - 1 - t)];
-      const std::vector<float> part = direct_conv::pack_weights(wt.data(), cg, mg, taps);
-      packed.insert(packed.end(), part.begin(), part.end());
+            wtg[(ci * mg + mi) * taps + t] = wg[(mi * cg + ci) * taps + (taps - 1 - t)];
     }
-    direct_conv::convolve(ctx, dy.data<float>(), dy.dim(0), group_, m, c, flipped, packed.data(), nullptr, nullptr,
-                          direct_conv::Epilogue{}, dx.data<float>());
+    return wt;
   }
 
   // All images of a group at once: dY^T [M/g, N*OHW], dcol = W^T x dY^T
