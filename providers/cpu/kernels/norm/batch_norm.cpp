@@ -9,8 +9,15 @@
 
 #include "kernels/norm/norm_util.h"
 #include "kernels/registry.h"
+#include "target_clones.h"
 
 namespace onyx::cpu {
+
+ONYX_CLONES void norm::affine(const float* x, float* y, int64_t n, double a, double b) {
+  const float ta = float(a), tb = float(b);
+  for (int64_t k = 0; k < n; ++k) y[k] = x[k] * ta + tb;
+}
+
 namespace {
 
 // X is viewed as [N, F, S]: F = C and S = the spatial size, or, for the

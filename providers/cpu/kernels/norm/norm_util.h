@@ -9,12 +9,15 @@
 
 namespace onyx::cpu::norm {
 
-// y[k] = x[k] * a + b over n elements.
+// y[k] = x[k] * a + b over n elements (x == y allowed). float32 is compiled
+// per vector ISA (batch_norm.cpp), multiply then add on every one of them:
+// the same results whichever the CPU picks.
 template <typename T>
 void affine(const T* x, T* y, int64_t n, double a, double b) {
   T ta = T(a), tb = T(b);
   for (int64_t k = 0; k < n; ++k) y[k] = x[k] * ta + tb;
 }
+void affine(const float* x, float* y, int64_t n, double a, double b);
 
 // A float32/float64 parameter tensor read into doubles, checking its size.
 inline OnyxStatus* read_params(const std::string& label, const sdk::Tensor& t, size_t input,
