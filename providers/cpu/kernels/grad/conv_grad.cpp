@@ -5,9 +5,11 @@
 //       the vector lanes when they fill them); else im2col of X (in chunks
 //       of output lines) and dW += dY [M/g, OHW] x col^T; images split over
 //       the threads, each summing into its own copy of dW.
-//   dX, stride 1 (float32, where the direct convolution fits): dX is the
-//       convolution of dY with W transposed and flipped (W'[c, m] =
-//       W[m, c] rotated 180 degrees), dilated as W, padded extent - 1 - pad.
+//   dX, stride 1 (float32): dX is the convolution of dY with W transposed
+//       and flipped (W'[c, m] = W[m, c] rotated 180 degrees), dilated as W,
+//       padded extent - 1 - pad: on Winograd F(4x4, 3x3) where the forward
+//       Conv would take it (winograd.h; finite dY and W'), else on the
+//       direct convolution where it fits.
 //   dX otherwise: dY laid out as dY^T [M/g, N*OHW], dcol = W^T x dY^T (one
 //       GEMM per group), scattered back into dX.
 // float32 runs on the provider's blocked SGEMM, float64 (used by the
