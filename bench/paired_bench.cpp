@@ -5,13 +5,14 @@
 // each; the printed A/B ratio is the median over rounds of that round's
 // ratio of medians, with its quartiles: drift slower than a round cancels.
 //
-//   onyx_paired_bench MODEL --input NAME=D1,D2,... [--rounds N] [--round-ms T]
+//   onyx_paired_bench MODEL --input NAME=D1,D2,... [--input ...] [--rounds N] [--round-ms T]
 //                     [--a-provider P] [--b-provider P] [--a-threads N] [--b-threads N]
 //
 // Uses: a change to a provider (A: a copy of the plugin before it, by path;
 // B: the plugin built after), or thread scaling (--a-threads 1 --b-threads
-// 2, the ratio being the speedup). The input is generated (deterministic
-// values in [-0.5, 0.5)); float32 inputs only.
+// 2, the ratio being the speedup). Each --input names one graph input and its
+// shape; its values are generated (deterministic, in [-0.5, 0.5)); float32
+// inputs only.
 #include <onyx/onyx.hpp>
 
 #include <algorithm>
@@ -26,9 +27,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-struct Options {
-  std::string model, input;
+struct Input {
+  std::string name;
   std::vector<int64_t> dims;
+};
+
+struct Options {
+  std::string model;
+  std::vector<Input> inputs;
   int rounds = 30;
   double round_ms = 50;
   std::string provider[2] = {"cpu", "cpu"};
@@ -37,7 +43,7 @@ struct Options {
 
 [[noreturn]] void usage(const std::string& what) {
   std::fprintf(stderr,
-               "onyx_paired_bench: %s\nusage: onyx_paired_bench MODEL --input NAME=D1,D2,... [--rounds N] "
+               "onyx_paired_bench: %s\nusage: onyx_paired_bench MODEL --input NAME=D1,D2,... [--input ...] [--rounds N] "
                "[--round-ms T] [--a-provider P] [--b-provider P] [--a-threads N] [--b-threads N]\n",
                what.c_str());
   std::exit(2);
@@ -63,12 +69,15 @@ Options parse(int argc, char** argv) {
     if (a == "--input") {
       const size_t eq = v.find('=');
       if (eq == std::string::npos || eq == 0) usage("--input expects NAME=D1,D2,..., got '" + v + "'");
-      o.input = v.substr(0, eq);
+      Input in{v.substr(0, eq), {}};
+      for (const Input& seen : o.inputs)
+        if (seen.name == in.name) usage("--input " + in.name + " is given twice");
       for (size_t p = eq + 1; p <= v.size();) {
         const size_t comma = std::min(v.find(',', p), v.size());
-        o.dims.push_back(positive(v.substr(p, comma - p), "--input dims"));
+        in.dims.push_back(positive(v.substr(p, comma - p), "--input dims"));
         p = comma + 1;
       }
+      o.inputs.push_back(std::move(in));
     } else if (a == "--rounds") {
       o.rounds = int(positive(v, a));
     } else if (a == "--round-ms") {
@@ -81,7 +90,7 @@ Options parse(int argc, char** argv) {
       usage("unknown option " + a);
     }
   }
-  if (o.model.empty() || o.input.empty()) usage("a model and --input are required");
+  if (o.model.empty() || o.inputs.empty()) usage("a model and --input are required");
   return o;
 }
 
@@ -96,17 +105,22 @@ int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
   try {
     onyx::Env env;
-    size_t count = 1;
-    for (int64_t d : o.dims) count *= size_t(d);
-    std::vector<float> values(count);
-    for (size_t i = 0; i < count; ++i) values[i] = float(i * 37 % 101) / 101.0f - 0.5f;
-    const onyx::Tensor x = onyx::Tensor::from<float>(ONYX_DTYPE_FLOAT32, o.dims, std::span<const float>(values));
+    std::vector<onyx::Tensor> tensors;
+    for (const Input& in : o.inputs) {
+      size_t count = 1;
+      for (int64_t d : in.dims) count *= size_t(d);
+      std::vector<float> values(count);
+      for (size_t i = 0; i < count; ++i) values[i] = float(i * 37 % 101) / 101.0f - 0.5f;
+      tensors.push_back(onyx::Tensor::from<float>(ONYX_DTYPE_FLOAT32, in.dims, std::span<const float>(values)));
+    }
+    std::vector<std::pair<std::string, const onyx::Tensor*>> feeds;
+    for (size_t i = 0; i < o.inputs.size(); ++i) feeds.emplace_back(o.inputs[i].name, &tensors[i]);
     std::unique_ptr<onyx::Session> session[2];
     for (int s = 0; s < 2; ++s) {
       onyx::SessionOptions options;
       options.provider(o.provider[s]).fallback(ONYX_FALLBACK_FAIL).threads(o.threads[s]);
       session[s] = std::make_unique<onyx::Session>(env, o.model, options);
-      for (int k = 0; k < 10; ++k) session[s]->run({{o.input, &x}});  // warm: prepacking, arenas, pool
+      for (int k = 0; k < 10; ++k) session[s]->run(feeds);  // warm: prepacking, arenas, pool
     }
     std::vector<double> medians[2], ratios;
     for (int r = 0; r < o.rounds; ++r) {
@@ -116,7 +130,7 @@ int main(int argc, char** argv) {
         const Clock::time_point start = Clock::now();
         do {
           const Clock::time_point t0 = Clock::now();
-          session[s]->run({{o.input, &x}});
+          session[s]->run(feeds);
           ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
         } while (std::chrono::duration<double, std::milli>(Clock::now() - start).count() < o.round_ms);
         m[s] = median(std::move(ms));
