@@ -210,7 +210,12 @@ class ConvGradKernel final : public sdk::Kernel {
           T* acc = buf + buffer;
           std::fill(acc, acc + sums, T(0));
           Worker<T> worker{nullptr, nn::serial_parallel_for(), nullptr};
-          for (int64_t b = int64_t(slot); b < n; b += int64_t(slots)) image(b, buf, acc, worker);
+          // A contiguous share of the images, as the elementwise loops
+          // before split them (chunk k on thread k): each image's X and dY
+          // are in this core's cache. Fixed shares, not taken over: each
+          // slot's sums, and so dW, come out the same on every run.
+          const int64_t first = n * int64_t(slot) / int64_t(slots), end = n * int64_t(slot + 1) / int64_t(slots);
+          for (int64_t b = first; b < end; ++b) image(b, buf, acc, worker);
         }
       });
     }
