@@ -5,14 +5,15 @@
 // each; the printed A/B ratio is the median over rounds of that round's
 // ratio of medians, with its quartiles: drift slower than a round cancels.
 //
-//   onyx_paired_bench MODEL --input NAME=D1,D2,... [--input ...] [--rounds N] [--round-ms T]
+//   onyx_paired_bench MODEL --input NAME=D1,D2,...[:LO:HI] [--input ...] [--rounds N] [--round-ms T]
 //                     [--a-provider P] [--b-provider P] [--a-threads N] [--b-threads N]
 //
 // Uses: a change to a provider (A: a copy of the plugin before it, by path;
 // B: the plugin built after), or thread scaling (--a-threads 1 --b-threads
 // 2, the ratio being the speedup). Each --input names one graph input and its
-// shape; its values are generated (deterministic, in [-0.5, 0.5)); float32
-// inputs only.
+// shape; float values are generated (deterministic, in [LO, HI), by default
+// [-0.5, 0.5): a variance input wants [0.5, 1.5)), integer ones are 0 (a
+// valid class index: a training model's labels).
 #include <onyx/onyx.hpp>
 
 #include <algorithm>
@@ -30,6 +31,7 @@ using Clock = std::chrono::steady_clock;
 struct Input {
   std::string name;
   std::vector<int64_t> dims;
+  double lo = -0.5, hi = 0.5;  // float values in [lo, hi)
 };
 
 struct Options {
@@ -43,7 +45,7 @@ struct Options {
 
 [[noreturn]] void usage(const std::string& what) {
   std::fprintf(stderr,
-               "onyx_paired_bench: %s\nusage: onyx_paired_bench MODEL --input NAME=D1,D2,... [--input ...] [--rounds N] "
+               "onyx_paired_bench: %s\nusage: onyx_paired_bench MODEL --input NAME=D1,D2,...[:LO:HI] [--input ...] [--rounds N] "
                "[--round-ms T] [--a-provider P] [--b-provider P] [--a-threads N] [--b-threads N]\n",
                what.c_str());
   std::exit(2);
@@ -70,11 +72,20 @@ Options parse(int argc, char** argv) {
       const size_t eq = v.find('=');
       if (eq == std::string::npos || eq == 0) usage("--input expects NAME=D1,D2,..., got '" + v + "'");
       Input in{v.substr(0, eq), {}};
+      std::string dims = v.substr(eq + 1);
+      if (const size_t colon = dims.find(':'); colon != std::string::npos) {
+        char* end = nullptr;
+        const std::string range = dims.substr(colon + 1);
+        in.lo = std::strtod(range.c_str(), &end);
+        if (*end != ':' || !(in.hi = std::strtod(end + 1, &end), *end == 0) || !(in.lo < in.hi))
+          usage("--input " + in.name + ": expected :LO:HI with LO < HI after the dims, got ':" + range + "'");
+        dims.resize(colon);
+      }
       for (const Input& seen : o.inputs)
         if (seen.name == in.name) usage("--input " + in.name + " is given twice");
-      for (size_t p = eq + 1; p <= v.size();) {
-        const size_t comma = std::min(v.find(',', p), v.size());
-        in.dims.push_back(positive(v.substr(p, comma - p), "--input dims"));
+      for (size_t p = 0; p <= dims.size();) {
+        const size_t comma = std::min(dims.find(',', p), dims.size());
+        in.dims.push_back(positive(dims.substr(p, comma - p), "--input dims"));
         p = comma + 1;
       }
       o.inputs.push_back(std::move(in));
@@ -105,23 +116,32 @@ int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
   try {
     onyx::Env env;
-    std::vector<onyx::Tensor> tensors;
-    for (const Input& in : o.inputs) {
-      size_t count = 1;
-      for (int64_t d : in.dims) count *= size_t(d);
-      std::vector<float> values(count);
-      for (size_t i = 0; i < count; ++i) values[i] = float(i * 37 % 101) / 101.0f - 0.5f;
-      tensors.push_back(onyx::Tensor::from<float>(ONYX_DTYPE_FLOAT32, in.dims, std::span<const float>(values)));
-    }
-    std::vector<std::pair<std::string, const onyx::Tensor*>> feeds;
-    for (size_t i = 0; i < o.inputs.size(); ++i) feeds.emplace_back(o.inputs[i].name, &tensors[i]);
     std::unique_ptr<onyx::Session> session[2];
     for (int s = 0; s < 2; ++s) {
       onyx::SessionOptions options;
       options.provider(o.provider[s]).fallback(ONYX_FALLBACK_FAIL).threads(o.threads[s]);
       session[s] = std::make_unique<onyx::Session>(env, o.model, options);
-      for (int k = 0; k < 10; ++k) session[s]->run(feeds);  // warm: prepacking, arenas, pool
     }
+    std::vector<onyx::Tensor> tensors;
+    const std::vector<onyx::ValueMetadata> declared = session[0]->inputs();
+    for (const Input& in : o.inputs) {
+      auto it = std::find_if(declared.begin(), declared.end(), [&](const auto& d) { return d.name == in.name; });
+      if (it == declared.end()) usage("the model has no input '" + in.name + "'");
+      if (it->dtype == ONYX_DTYPE_INT64 || it->dtype == ONYX_DTYPE_INT32) {
+        tensors.push_back(onyx::Tensor::zeros(it->dtype, in.dims));
+        continue;
+      }
+      if (it->dtype != ONYX_DTYPE_FLOAT32) usage("input '" + in.name + "' is neither float32 nor an integer");
+      size_t count = 1;
+      for (int64_t d : in.dims) count *= size_t(d);
+      std::vector<float> values(count);
+      for (size_t i = 0; i < count; ++i) values[i] = float(in.lo + (in.hi - in.lo) * double(i * 37 % 101) / 101.0);
+      tensors.push_back(onyx::Tensor::from<float>(ONYX_DTYPE_FLOAT32, in.dims, std::span<const float>(values)));
+    }
+    std::vector<std::pair<std::string, const onyx::Tensor*>> feeds;
+    for (size_t i = 0; i < o.inputs.size(); ++i) feeds.emplace_back(o.inputs[i].name, &tensors[i]);
+    for (int s = 0; s < 2; ++s)
+      for (int k = 0; k < 10; ++k) session[s]->run(feeds);  // warm: prepacking, arenas, pool
     std::vector<double> medians[2], ratios;
     for (int r = 0; r < o.rounds; ++r) {
       double m[2];
