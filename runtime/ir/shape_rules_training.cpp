@@ -1,7 +1,7 @@
 // shape_rules_training.cpp: the ai.onyx ops that autodiff writes into
 // training graphs (runtime/autodiff, the CPU kernels in
 // providers/cpu/kernels/grad/), and the graph optimizer's MatMulBias,
-// FusedConvMaxPool and BatchNormGradSums. onnx's schemas do not know this domain;
+// FusedConvMaxPool, FusedBatchNormalization and BatchNormGradSums. onnx's schemas do not know this domain;
 // without these rules every gradient these ops make would be a dynamic
 // buffer, allocated and freed on each step instead of planned.
 #include "ir/shape_rules.h"
@@ -124,9 +124,17 @@ Status fused_conv_max_pool(InferContext& ctx) {
   return Status();
 }
 
+// FusedBatchNormalization(X, scale, B, mean, var)
+// (optimize/activation_fusion.cpp): X's type and shape.
+Status fused_batch_norm(InferContext& ctx) {
+  same_as_input(ctx, 0, 0);
+  return Status();
+}
+
 }  // namespace
 
 void add_training_rules(RuleTable& table) {
+  table["FusedBatchNormalization"] = fused_batch_norm;
   table["FusedConvMaxPool"] = fused_conv_max_pool;
   table["MatMulBias"] = matmul_bias;
   table["ReluGrad"] = relu_grad;

@@ -6,7 +6,11 @@
 //     parameter) ->
 //     FusedConv (the Conv's inputs and attributes, plus activation and
 //     activation_params);
-//   Gemm -> Relu -> FusedGemm (the Gemm's, plus activation "Relu").
+//   Gemm -> Relu -> FusedGemm (the Gemm's, plus activation "Relu");
+//   BatchNormalization (inference form) -> Relu -> ai.onyx
+//     FusedBatchNormalization (its inputs and epsilon, plus activation
+//     "Relu"): a training graph's frozen BatchNorm, which cannot fold into
+//     the Conv before it (the weights are inputs there), in one pass.
 // float32 only; the producer's output must have no other reader (a training
 // graph's pre-activation, read by the Relu's gradient, keeps them apart).
 // Runs after BatchNormalization folding, so Conv -> BatchNormalization ->
@@ -68,6 +72,17 @@ bool activation_of(const GraphRewrite& rw, const ir::Node& act, const char** nam
   return true;
 }
 
+// A BatchNormalization that normalizes with its given statistics and writes
+// only Y: all five inputs, opset 9+ (no spatial = 0, no is_test form), and
+// training_mode absent or 0.
+bool inference_batch_norm(const GraphRewrite& rw, const ir::Node& bn) {
+  if (bn.inputs.size() != 5 || bn.outputs.size() != 1 || rw.graph.opset("") < 9) return false;
+  for (int v : bn.inputs)
+    if (v < 0) return false;
+  const ir::Attribute* training = bn.attr("training_mode");
+  return !training || training->i == 0;
+}
+
 bool fuse_at(GraphRewrite& rw, const ProviderRank& providers, int a, ActivationFusions* made) {
   ir::Graph& g = rw.graph;
   const ir::Node& act = g.nodes[size_t(a)];
@@ -75,24 +90,33 @@ bool fuse_at(GraphRewrite& rw, const ProviderRank& providers, int a, ActivationF
   std::vector<float> params;
   if (!activation_of(rw, act, &name, &params)) return false;
   const int v = act.inputs[0];
+  const bool relu = std::strcmp(name, "Relu") == 0;
   int c = producer_of(rw, v, "Conv");
-  const bool gemm = c < 0;
-  if (gemm) c = std::strcmp(name, "Relu") == 0 ? producer_of(rw, v, "Gemm") : -1;
+  int* count = &made->conv;
+  if (c < 0 && relu && (c = producer_of(rw, v, "Gemm")) >= 0) count = &made->gemm;
+  if (c < 0 && relu && (c = producer_of(rw, v, "BatchNormalization")) >= 0) count = &made->batch_norm;
   if (c < 0 || !internal(rw, v) || g.values[size_t(v)].dtype != ONYX_DTYPE_FLOAT32) return false;
   const ir::Node& producer = g.nodes[size_t(c)];
-  if (producer.inputs.size() < 2 || producer.inputs.size() > 3) return false;
   ir::Node fused;
   fused.name = (producer.name.empty() ? g.values[size_t(act.outputs[0])].name : producer.name) + "_" + act.op_type;
-  fused.op_type = gemm ? "FusedGemm" : "FusedConv";
-  fused.domain = "com.microsoft";
   fused.inputs = producer.inputs;
   fused.outputs = act.outputs;
-  fused.attributes = producer.attributes;
+  if (count == &made->batch_norm) {
+    if (!inference_batch_norm(rw, producer)) return false;
+    fused.op_type = "FusedBatchNormalization";
+    fused.domain = "ai.onyx";
+    if (const ir::Attribute* eps = producer.attr("epsilon")) fused.attributes.push_back(*eps);
+  } else {
+    if (producer.inputs.size() < 2 || producer.inputs.size() > 3) return false;
+    fused.op_type = count == &made->gemm ? "FusedGemm" : "FusedConv";
+    fused.domain = "com.microsoft";
+    fused.attributes = producer.attributes;
+  }
   fused.attributes.push_back(string_attribute("activation", name));
   if (!params.empty()) fused.attributes.push_back(floats_attribute("activation_params", params));
   if (!claimed_in_place(rw, providers, fused, {c, a})) return false;
   commit_fusion(rw, {c, a}, std::move(fused));
-  ++(gemm ? made->gemm : made->conv);
+  ++*count;
   return true;
 }
 

@@ -357,6 +357,7 @@ Status optimize_graph(ir::Graph& graph, GraphOptimization level, OptimizationRep
     const optimize::ActivationFusions activations = optimize::fuse_activations(rw, providers);
     count("FusedConv", activations.conv);
     count("FusedGemm", activations.gemm);
+    count("FusedBatchNormalization", activations.batch_norm);
     count("FusedConvMaxPool", optimize::fuse_conv_pools(rw, providers));  // after fuse_activations
     // After QDQ fusion: the quantized convolutions it makes are what goes channels-last.
     r.nodes_channels_last += optimize::use_channels_last(rw, providers);

@@ -32,6 +32,9 @@
 //     ReduceSum(Mul(dY, Sub(X, mean))) and ReduceSum(dY) over all axes but
 //     the channels, become one ai.onyx BatchNormGradSums
 //     (batchnorm_grad_fusion.cpp), the same way;
+//   - an activation after a Conv or Gemm, or a Relu after an inference-mode
+//     BatchNormalization, becomes one FusedConv / FusedGemm / ai.onyx
+//     FusedBatchNormalization node (activation_fusion.cpp), the same way;
 //   - a Conv or FusedConv and the 2 x 2, stride-2 MaxPool after it become
 //     one ai.onyx FusedConvMaxPool (conv_pool_fusion.cpp), the same way;
 //   - nodes whose outputs nothing reads are removed, then unused values.

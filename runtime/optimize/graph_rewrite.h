@@ -78,7 +78,7 @@ int fuse_dynamic_quantized_matmuls(GraphRewrite& rw, const ProviderRank& provide
 // BatchNormalization folding) -> com.microsoft FusedConv; Gemm -> Relu ->
 // com.microsoft FusedGemm. Returns the number of each made.
 struct ActivationFusions {
-  int conv = 0, gemm = 0;
+  int conv = 0, gemm = 0, batch_norm = 0;
 };
 ActivationFusions fuse_activations(GraphRewrite& rw, const ProviderRank& providers);
 // conv_pool_fusion.cpp: Conv | FusedConv -> MaxPool 2 x 2, stride 2 ->

@@ -1,4 +1,4 @@
-// norm_test.cpp: BatchNormalization, LayerNormalization,
+// norm_test.cpp: BatchNormalization (and ai.onyx FusedBatchNormalization), LayerNormalization,
 // InstanceNormalization, GroupNormalization, LRN and
 // MeanVarianceNormalization against float64 reference loops.
 #include <gtest/gtest.h>
@@ -187,6 +187,48 @@ ONYX_OP_TEST(BatchNorm, ErrorsAndDeclines) {
   r = run_node(old);
   EXPECT_TRUE(r.declined);
   EXPECT_ERROR_MENTIONS(r, "opset 14");
+}
+
+// ai.onyx FusedBatchNormalization (optimize/activation_fusion.cpp): the
+// inference form, then Relu; a NaN input stays NaN, as Relu keeps it.
+ONYX_PROVIDER_SUITE(FusedBatchNorm);
+
+ONYX_OP_TEST(FusedBatchNorm, InferenceThenRelu) {
+  const int64_t n = 2, c = 3, s = 20;  // X [2, 3, 4, 5]
+  std::vector<float> x = nn::random_floats(size_t(n * c * s), 6, -3, 3);
+  x[7] = std::nanf("");
+  std::vector<double> scale = nn::to_double(nn::random_floats(3, 7)), bias = nn::to_double(nn::random_floats(3, 8)),
+                      mean = nn::to_double(nn::random_floats(3, 9)), var = positive(3, 10);
+  AffineRef want;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const size_t k = size_t(int64_t(i) / s % c);
+    const double a = scale[k] / std::sqrt(var[k] + 1e-3);
+    want.add(x[i], a, bias[k] - mean[k] * a);
+    want.y.back() = std::max(want.y.back(), 0.0);  // Relu: its error bound stays the affine one
+  }
+  auto f32 = [&](const std::vector<double>& v) {
+    return make_tensor<float>({c}, std::vector<float>(v.begin(), v.end()));
+  };
+  NodeSpec node("FusedBatchNormalization", 1);
+  node.domain = "ai.onyx";
+  node.attr("epsilon", 1e-3);
+  node.attr("activation", "Relu");
+  node.inputs = {make_tensor<float>({n, c, 4, 5}, x), f32(scale), f32(bias), f32(mean), f32(var)};
+  for (bool in_place : {false, true}) {
+    RunResult r = run_node(node, {.threads = 2, .in_place = in_place});
+    ASSERT_TRUE(r.ok()) << r.error;
+    std::vector<float> y = r.outputs[0].values<float>();
+    EXPECT_TRUE(std::isnan(y[7]));
+    y[7] = 0.0f;
+    want.y[7] = 0.0;
+    want.tol[7] = 0.0;
+    EXPECT_TRUE(all_near(y, want.y, want.tol)) << (in_place ? "in place" : "");
+  }
+  node.attributes.clear();
+  node.attr("activation", "Sigmoid");
+  RunResult r = run_node(node);
+  EXPECT_TRUE(r.declined);
+  EXPECT_ERROR_MENTIONS(r, "activation 'Sigmoid'");
 }
 
 ONYX_PROVIDER_SUITE(LayerNorm);

@@ -1,6 +1,6 @@
 // The pattern fusions (runtime/optimize/layer_norm_fusion.cpp,
 // gelu_fusion.cpp, swish_fusion.cpp, matmul_bias_fusion.cpp, relu_grad_fusion.cpp,
-// batchnorm_grad_fusion.cpp, activation_fusion.cpp, conv_pool_fusion.cpp): each test writes the op-by-op form an exporter (or
+// batchnorm_grad_fusion.cpp, activation_fusion.cpp (Conv, Gemm, BatchNormalization), conv_pool_fusion.cpp): each test writes the op-by-op form an exporter (or
 // autodiff) writes, checks the one node the optimized session runs instead,
 // and compares its outputs with the same model run unfused and with a
 // float64 reference.
@@ -533,6 +533,45 @@ TEST_F(PatternFusionTest, GemmThenReluBecomesFusedGemm) {
   auto fused = session(mb.bytes(), GraphOptimization::kAll);
   ASSERT_TRUE(fused);
   EXPECT_EQ(ops(*fused), (std::vector<std::string>{"Gemm", "Relu"}));
+}
+
+// A training graph's frozen BatchNorm (its weights are inputs there, so it
+// does not fold into the Conv before it) and the Relu after it: one pass.
+TEST_F(PatternFusionTest, InferenceBatchNormThenReluBecomesFusedBatchNormalization) {
+  std::mt19937 rng(16);
+  const int64_t N = 2, C = 3, H = 4, W = 5, per = N * C * H * W;
+  const std::vector<float> x = random_floats(size_t(per), rng, -2, 2);
+  const std::vector<float> scale = random_floats(size_t(C), rng, -1.5, 1.5), bias = random_floats(size_t(C), rng, -1, 1),
+                           mean = random_floats(size_t(C), rng, -0.5, 0.5), var = random_floats(size_t(C), rng, 0.1f, 2);
+  const float epsilon = 1e-3f;
+  // form 0: fused; 1: BN's output also a graph output; 2: training_mode = 1;
+  // 3: a Sigmoid after the BatchNorm (only Relu fuses).
+  auto model = [&](int form) {
+    ModelBuilder mb(15);
+    mb.input("x", {N, C, H, W}).output("y", {N, C, H, W});
+    if (form == 1) mb.output("bn", {N, C, H, W});
+    mb.initializer("scale", {C}, scale).initializer("b", {C}, bias).initializer("mean", {C}, mean).initializer("var", {C}, var);
+    mb.node("BatchNormalization", {"x", "scale", "b", "mean", "var"}, {"bn"}, "bn1");
+    attr_float(mb, "epsilon", epsilon);
+    if (form == 2) attr_int(mb, "training_mode", 1);
+    mb.node(form == 3 ? "Sigmoid" : "Relu", {"bn"}, {"y"}, "act");
+    return mb.bytes();
+  };
+  std::vector<double> reference;
+  for (int64_t i = 0; i < per; ++i) {
+    const size_t c = size_t(i / (H * W) % C);
+    const double v = (double(x[size_t(i)]) - mean[c]) / std::sqrt(double(var[c]) + double(epsilon)) * scale[c] + bias[c];
+    reference.push_back(std::max(v, 0.0));
+  }
+  // |y| <= about 10: a few float32 roundings of the scale, shift and product.
+  check(model(0), {"ai.onyx::FusedBatchNormalization"}, {N, C, H, W}, x, reference, 1e-6, 1e-6);
+  const std::vector<std::string> apart[] = {{"BatchNormalization", "Relu"}, {"BatchNormalization", "Relu"},
+                                            {"BatchNormalization", "Sigmoid"}};
+  for (int form = 1; form <= 3; ++form) {
+    auto s = session(model(form), GraphOptimization::kAll);
+    ASSERT_TRUE(s);
+    EXPECT_EQ(ops(*s), apart[form - 1]) << "form " << form;
+  }
 }
 
 // ---------------------------------------------------------------------------

@@ -1,5 +1,8 @@
 // batch_norm.cpp: BatchNormalization (float32, float64), inference and, from
-// opset 14, training mode with running statistics.
+// opset 14, training mode with running statistics; and ai.onyx
+// FusedBatchNormalization, the inference form followed by a Relu
+// (optimize/activation_fusion.cpp: a training graph's frozen BatchNorm ->
+// Relu in one pass over the tensor instead of two).
 //
 // Statistics are accumulated in double with two passes (mean, then the mean
 // of squared deviations), which keeps the variance accurate when the mean is
@@ -13,9 +16,16 @@
 
 namespace onyx::cpu {
 
-ONYX_CLONES void norm::affine(const float* x, float* y, int64_t n, double a, double b) {
+ONYX_CLONES void norm::affine(const float* x, float* y, int64_t n, double a, double b, bool relu) {
   const float ta = float(a), tb = float(b);
-  for (int64_t k = 0; k < n; ++k) y[k] = x[k] * ta + tb;
+  if (!relu) {
+    for (int64_t k = 0; k < n; ++k) y[k] = x[k] * ta + tb;
+    return;
+  }
+  for (int64_t k = 0; k < n; ++k) {
+    const float v = x[k] * ta + tb;
+    y[k] = v < 0.0f ? 0.0f : v;  // NaN kept
+  }
 }
 
 namespace {
@@ -30,6 +40,7 @@ class BatchNormKernel final : public sdk::Kernel {
         epsilon_(node.get_float("epsilon", 1e-5)),
         momentum_(node.get_float("momentum", 0.9)),
         spatial_(node.get_int("spatial", 1) != 0),
+        relu_(node.domain == kOnyxDomain),  // FusedBatchNormalization: check_fused() allows only Relu
         // Training: opset 14+ says so with training_mode; before opset 7 with
         // an explicit is_test = 0. (ONNX's 6 -> 7 version converter reads an
         // absent is_test as inference and refuses is_test = 0 as training.)
@@ -81,9 +92,9 @@ class BatchNormKernel final : public sdk::Kernel {
       for (size_t p = lo; p < hi; ++p) {
         size_t f = p % size_t(features), off = p * size_t(s);
         if (x.dtype == ONYX_DTYPE_FLOAT64)
-          norm::affine(x.data<double>() + off, y.data<double>() + off, s, a[f], b[f]);
+          norm::affine(x.data<double>() + off, y.data<double>() + off, s, a[f], b[f], relu_);
         else
-          norm::affine(x.data<float>() + off, y.data<float>() + off, s, a[f], b[f]);
+          norm::affine(x.data<float>() + off, y.data<float>() + off, s, a[f], b[f], relu_);
       }
     });
     // running_mean/var = input * momentum + batch * (1 - momentum), typed like the input.
@@ -129,7 +140,7 @@ class BatchNormKernel final : public sdk::Kernel {
 
   std::string label_;
   double epsilon_, momentum_;
-  bool spatial_, training_;
+  bool spatial_, relu_, training_;
   bool want_running_[2];  // outputs 1 (running_mean) and 2 (running_var)
 };
 
@@ -148,12 +159,28 @@ std::string check_batch_norm(const sdk::NodeInfo& node) {
   return {};
 }
 
+// ai.onyx FusedBatchNormalization(X, scale, B, input_mean, input_var),
+// attributes epsilon and activation: activation(BatchNormalization in
+// inference mode); activation "Relu" only.
+std::string check_fused(const sdk::NodeInfo& node) {
+  for (size_t k = 1; k < 5; ++k)
+    if (!node.input_present(k)) return "input " + std::to_string(k) + " is required";
+  if (node.outputs.size() != 1) return "FusedBatchNormalization has one output";
+  const std::string act = node.get_string("activation", "");
+  return act == "Relu" ? std::string() : "FusedBatchNormalization activation '" + act + "' is not supported";
+}
+
 }  // namespace
 
 void register_batch_norm_kernels(sdk::KernelRegistry& registry) {
   registry.add(sdk::KernelDefBuilder("BatchNormalization")
                    .input_types({0, 1, 2, 3, 4}, sdk::dtypes::kFloat)
                    .check(check_batch_norm)
+                   .create<BatchNormKernel>());
+  registry.add(sdk::KernelDefBuilder("FusedBatchNormalization", kOnyxDomain)
+                   .inputs(5)
+                   .input_types({0, 1, 2, 3, 4}, sdk::dtypes::kFloat)
+                   .check(check_fused)
                    .create<BatchNormKernel>());
 }
 

@@ -9,15 +9,18 @@
 
 namespace onyx::cpu::norm {
 
-// y[k] = x[k] * a + b over n elements (x == y allowed). float32 is compiled
+// y[k] = x[k] * a + b over n elements (x == y allowed); with relu, then
+// negatives become 0 (NaN kept, as the Relu kernel does). float32 is compiled
 // per vector ISA (batch_norm.cpp), multiply then add on every one of them:
 // the same results whichever the CPU picks.
 template <typename T>
-void affine(const T* x, T* y, int64_t n, double a, double b) {
+void affine(const T* x, T* y, int64_t n, double a, double b, bool relu = false) {
   T ta = T(a), tb = T(b);
   for (int64_t k = 0; k < n; ++k) y[k] = x[k] * ta + tb;
+  if (relu)
+    for (int64_t k = 0; k < n; ++k) y[k] = y[k] < T(0) ? T(0) : y[k];
 }
-void affine(const float* x, float* y, int64_t n, double a, double b);
+void affine(const float* x, float* y, int64_t n, double a, double b, bool relu = false);
 
 // A float32/float64 parameter tensor read into doubles, checking its size.
 inline OnyxStatus* read_params(const std::string& label, const sdk::Tensor& t, size_t input,
