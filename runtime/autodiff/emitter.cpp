@@ -15,6 +15,18 @@ bool ValueType::shape_known() const {
   return rank >= 0 && std::all_of(dims.begin(), dims.end(), [](int64_t d) { return d >= 0; });
 }
 
+bool ValueType::same_shape(const ValueType& other) const {
+  if (rank < 0 || rank != other.rank || dims.size() != size_t(rank) || other.dims.size() != size_t(rank)) return false;
+  auto symbol = [](const ValueType& t, size_t d) { return d < t.symbols.size() ? t.symbols[d] : std::string(); };
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (dims[d] >= 0 && dims[d] == other.dims[d]) continue;
+    const std::string name = symbol(*this, d);
+    if (dims[d] < 0 && other.dims[d] < 0 && !name.empty() && name == symbol(other, d)) continue;
+    return false;
+  }
+  return true;
+}
+
 onnx::AttributeProto attr_int(const std::string& name, int64_t v) {
   onnx::AttributeProto a;
   a.set_name(name);
@@ -57,7 +69,10 @@ static ValueType type_of(const onnx::ValueInfoProto& v) {
   t.dtype = tt.elem_type();
   if (tt.has_shape()) {
     t.rank = tt.shape().dim_size();
-    for (const auto& d : tt.shape().dim()) t.dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
+    for (const auto& d : tt.shape().dim()) {
+      t.dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
+      t.symbols.push_back(d.has_dim_value() ? "" : d.dim_param());
+    }
   }
   return t;
 }
@@ -209,7 +224,7 @@ std::vector<std::string> Emitter::split(const std::string& x, int64_t axis, cons
 
 std::string Emitter::sum_to_shape(const std::string& g, const std::string& like, const std::string& full) {
   auto tg = type(full), tl = type(like);
-  if (tg && tl && tg->shape_known() && tl->shape_known() && tg->dims == tl->dims) return g;
+  if (tg && tl && tg->same_shape(*tl)) return g;
   std::string out = op("SumToShape", {g, op("Shape", {like})}, {}, kOnyxDomain);
   set_type(out, tl ? *tl : ValueType{dtype(full), -1, {}});
   return out;

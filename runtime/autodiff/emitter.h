@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace onyx::runtime::autodiff {
@@ -17,11 +18,18 @@ namespace onyx::runtime::autodiff {
 inline constexpr const char* kOnyxDomain = "ai.onyx";
 
 // Element type and shape of a value; dims of -1 are unknown, rank -1 unknown.
+// symbols[d], when present and not empty, names dim d (an ONNX dim_param such
+// as "batch"): two dims with the same name are equal, whatever their size.
 struct ValueType {
-  int32_t dtype = 0;
-  int rank = -1;
+  ValueType(int32_t dtype_ = 0, int rank_ = -1, std::vector<int64_t> dims_ = {}, std::vector<std::string> symbols_ = {})
+      : dtype(dtype_), rank(rank_), dims(std::move(dims_)), symbols(std::move(symbols_)) {}
+  int32_t dtype;
+  int rank;
   std::vector<int64_t> dims;
+  std::vector<std::string> symbols;
   bool shape_known() const;
+  // Provably the same shape: same rank and, dim by dim, the same size or the same name.
+  bool same_shape(const ValueType& other) const;
 };
 
 ONNX_NAMESPACE::AttributeProto attr_int(const std::string& name, int64_t v);
@@ -75,7 +83,8 @@ class Emitter {
                                  size_t outputs);
 
   // g, which has the shape of value `full`, summed back to the shape of
-  // `like` after broadcasting; g itself when the static shapes agree.
+  // `like` after broadcasting; g itself when the shapes are provably the
+  // same (ValueType::same_shape: equal sizes or the same dim names).
   std::string sum_to_shape(const std::string& g, const std::string& like, const std::string& full);
   // Zeros with the shape and type of `like`.
   std::string zeros_like(const std::string& like);

@@ -10,17 +10,20 @@ namespace onnx = ONNX_NAMESPACE;
 
 namespace {
 
+// A graph input of `dims` (-1: unknown) named by `symbols` where they have
+// names, so that the labels of a [batch, ...] output are [batch, ...] too.
 onnx::ValueInfoProto tensor_input(const std::string& name, int32_t dtype, const std::vector<int64_t>& dims,
-                                  int rank) {
+                                  const std::vector<std::string>& symbols, int rank) {
   onnx::ValueInfoProto v;
   v.set_name(name);
   auto* t = v.mutable_type()->mutable_tensor_type();
   t->set_elem_type(dtype);
   if (rank < 0) return v;
   auto* shape = t->mutable_shape();
-  for (int64_t d : dims) {
+  for (size_t k = 0; k < dims.size(); ++k) {
     auto* dim = shape->add_dim();
-    if (d >= 0) dim->set_dim_value(d);
+    if (dims[k] >= 0) dim->set_dim_value(dims[k]);
+    else if (k < symbols.size() && !symbols[k].empty()) dim->set_dim_param(symbols[k]);
   }
   return v;
 }
@@ -90,7 +93,7 @@ StatusOr<LossNodes> add_loss(onnx::GraphProto* graph, Emitter& e, const LossSpec
     case LossKind::kMse:
     case LossKind::kL1:
     case LossKind::kBceWithLogits: {
-      out.label_inputs.push_back(tensor_input(labels, t.dtype, t.dims, t.rank));
+      out.label_inputs.push_back(tensor_input(labels, t.dtype, t.dims, t.symbols, t.rank));
       e.set_type(labels, t);
       std::string per_element;
       if (spec.kind == LossKind::kBceWithLogits) {
@@ -116,9 +119,15 @@ StatusOr<LossNodes> add_loss(onnx::GraphProto* graph, Emitter& e, const LossSpec
       if (classes_last && t.rank < 0)
         return invalid_argument("class_axis -1 needs the rank of output '" + y + "', which is unknown");
       std::vector<int64_t> label_dims = t.dims;
-      if (t.rank >= 2) label_dims.erase(label_dims.begin() + (classes_last ? t.rank - 1 : 1));
-      out.label_inputs.push_back(tensor_input(labels, spec.label_dtype, label_dims, t.rank < 0 ? -1 : t.rank - 1));
-      e.set_type(labels, {spec.label_dtype, t.rank < 0 ? -1 : t.rank - 1, label_dims});
+      std::vector<std::string> label_symbols = t.symbols;
+      const size_t class_dim = size_t(classes_last ? t.rank - 1 : 1);
+      if (t.rank >= 2) {
+        label_dims.erase(label_dims.begin() + ptrdiff_t(class_dim));
+        if (label_symbols.size() > class_dim) label_symbols.erase(label_symbols.begin() + ptrdiff_t(class_dim));
+      }
+      const int label_rank = t.rank < 0 ? -1 : t.rank - 1;
+      out.label_inputs.push_back(tensor_input(labels, spec.label_dtype, label_dims, label_symbols, label_rank));
+      e.set_type(labels, {spec.label_dtype, label_rank, label_dims, label_symbols});
       std::string log_prob = y, targets = labels;
       if (spec.kind == LossKind::kCrossEntropy) {
         log_prob = e.op("LogSoftmax", {y}, {attr_int("axis", classes_last ? -1 : 1)});

@@ -132,6 +132,8 @@ TEST(GradRules, Dropout) {
 TEST(GradRules, MatMulAndGemm) {
   check_op("MatMul", {{3, 4}, {4, 2}}, {3, 2});
   check_op("MatMul", {{2, 3, 4}, {4, 2}}, {2, 3, 2});
+  check_op("MatMul", {{2, 2, 3, 4}, {4, 2}}, {2, 2, 3, 2});
+  check_op("MatMul", {{2, 3, 4}, {2, 4, 5}}, {2, 3, 5});  // same batch dims: no sum
   check_op("MatMul", {{2, 1, 3, 4}, {3, 4, 2}}, {2, 3, 3, 2});
   check_op("MatMul", {{4}, {2, 4, 3}}, {2, 3});
   check_op("MatMul", {{2, 3, 4}, {4}}, {2, 3});
@@ -140,6 +142,62 @@ TEST(GradRules, MatMulAndGemm) {
            {attr_int("transA", 1), attr_int("transB", 1), attr_float("alpha", 0.7f), attr_float("beta", -1.5f)});
   check_op("Gemm", {{4, 3}, {4, 2}}, {3, 2}, {attr_int("transA", 1)});
   check_op("Gemm", {{3, 4}, {2, 4}, {3, 2}}, {3, 2}, {attr_int("transB", 1)});
+}
+
+// A linear layer over a batch of sequences ([..., M, K] times a matrix):
+// each gradient is one Gemm over all rows, never a product per batch entry
+// summed afterwards (SumToShape), which writes the weight once per entry.
+TEST(GradRules, MatMulOverRowsIsOneGemmPerGradient) {
+  Forward f;
+  f.param("a", {2, 2, 3, 4}).param("b", {4, 5}).node("MatMul", {"a", "b"}, {"y"}).output("y", {2, 2, 3, 5});
+  TrainingSpec spec;
+  spec.loss.kind = LossKind::kCustom;
+  spec.loss.custom = weighted_sum_loss(f.proto());
+  auto built = build_training_models(f.proto(), spec);
+  ASSERT_TRUE(built.ok()) << built.status().message();
+  int gemms = 0, products = 0;
+  for (const auto& n : built.value().training.graph().node()) {
+    EXPECT_NE(n.op_type(), "SumToShape") << n.name();
+    EXPECT_NE(n.op_type(), "Transpose") << n.name();
+    gemms += n.op_type() == "Gemm";
+    products += n.op_type() == "MatMul";
+  }
+  EXPECT_EQ(gemms, 2);
+  EXPECT_EQ(products, 1);  // the forward one
+}
+
+// Shapes that agree only symbolically ([batch, 3] and [batch, 3]) are the
+// same shape: a gradient passes through without a SumToShape, which would
+// copy it at run time. A real broadcast ([3] against [batch, 3]) still sums.
+TEST(GradRules, SymbolicShapesThatAgreeNeedNoSum) {
+  Forward f;
+  f.input("x", {2, 3}).param("w", {3});
+  f.node("Mul", {"x", "w"}, {"h"}).node("Tanh", {"h"}, {"t"}).node("Add", {"h", "t"}, {"y"}).output("y", {2, 3});
+  auto* graph = f.proto().mutable_graph();
+  for (auto* v : {graph->mutable_input(0), graph->mutable_output(0)})
+    v->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_param("batch");
+  TrainingSpec spec;
+  spec.loss.kind = LossKind::kMse;
+  auto built = build_training_models(f.proto(), spec);
+  ASSERT_TRUE(built.ok()) << built.status().message();
+  int sums = 0;
+  for (const auto& n : built.value().training.graph().node())
+    if (n.op_type() == "SumToShape") ++sums;
+  if (sums != 1) std::cerr << built.value().training.graph().DebugString();
+  EXPECT_EQ(sums, 1);  // w's gradient: [batch, 3] summed to [3]
+}
+
+// Batched products whose batch dims agree (attention's) broadcast nothing:
+// their gradients are the batched products alone.
+TEST(GradRules, BatchedMatMulWithoutBroadcastNeedsNoSum) {
+  Forward f;
+  f.param("a", {2, 3, 4}).param("b", {2, 4, 5}).node("MatMul", {"a", "b"}, {"y"}).output("y", {2, 3, 5});
+  TrainingSpec spec;
+  spec.loss.kind = LossKind::kCustom;
+  spec.loss.custom = weighted_sum_loss(f.proto());
+  auto built = build_training_models(f.proto(), spec);
+  ASSERT_TRUE(built.ok()) << built.status().message();
+  for (const auto& n : built.value().training.graph().node()) EXPECT_NE(n.op_type(), "SumToShape") << n.name();
 }
 
 TEST(GradRules, Shapes) {
