@@ -11,9 +11,10 @@
 // Uses: a change to a provider (A: a copy of the plugin before it, by path;
 // B: the plugin built after), or thread scaling (--a-threads 1 --b-threads
 // 2, the ratio being the speedup). Each --input names one graph input and its
-// shape; float values are generated (deterministic, in [LO, HI), by default
-// [-0.5, 0.5): a variance input wants [0.5, 1.5)), integer ones are 0 (a
-// valid class index: a training model's labels).
+// shape (none: a scalar); float values are generated (deterministic, in
+// [LO, HI), by default [-0.5, 0.5): a variance input wants [0.5, 1.5); LO ==
+// HI: all LO, an exponent or epsilon that is a graph input), integer ones
+// are 0 (a valid class index: a training model's labels).
 #include <onyx/onyx.hpp>
 
 #include <algorithm>
@@ -77,13 +78,13 @@ Options parse(int argc, char** argv) {
         char* end = nullptr;
         const std::string range = dims.substr(colon + 1);
         in.lo = std::strtod(range.c_str(), &end);
-        if (*end != ':' || !(in.hi = std::strtod(end + 1, &end), *end == 0) || !(in.lo < in.hi))
-          usage("--input " + in.name + ": expected :LO:HI with LO < HI after the dims, got ':" + range + "'");
+        if (*end != ':' || !(in.hi = std::strtod(end + 1, &end), *end == 0) || !(in.lo <= in.hi))
+          usage("--input " + in.name + ": expected :LO:HI with LO <= HI after the dims, got ':" + range + "'");
         dims.resize(colon);
       }
       for (const Input& seen : o.inputs)
         if (seen.name == in.name) usage("--input " + in.name + " is given twice");
-      for (size_t p = 0; p <= dims.size();) {
+      for (size_t p = 0; !dims.empty() && p <= dims.size();) {  // no dims: a scalar
         const size_t comma = std::min(dims.find(',', p), dims.size());
         in.dims.push_back(positive(dims.substr(p, comma - p), "--input dims"));
         p = comma + 1;

@@ -218,6 +218,29 @@ ONYX_OP_TEST(ElementwiseBinary, PowTypesAndExactIntegerPowers) {
   EXPECT_DOUBLE_EQ(y[1], std::pow(10.0, -1.5));
 }
 
+// A scalar exponent of 2 or 1 takes a multiply or a copy instead of pow():
+// the same values, specials included.
+ONYX_OP_TEST(ElementwiseBinary, PowWithAScalarExponentOfTwoOrOne) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> x = {-3.0f, -0.0f, 1e20f, nan, inf, -inf, 1.5f, 1.1f};
+  for (float e : {2.0f, 1.0f, 3.0f}) {
+    NodeSpec node("Pow", 15);
+    node.inputs = {make_tensor<float>({2, 4}, x), make_tensor<float>({}, {e})};
+    RunResult r = run_node(node);
+    ASSERT_TRUE(r.ok()) << r.error;
+    std::vector<float> y = r.outputs[0].values<float>();
+    for (size_t i = 0; i < x.size(); ++i) {
+      const float want = std::pow(x[i], e);
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isnan(y[i])) << x[i] << "^" << e;
+      } else {
+        EXPECT_FLOAT_EQ(y[i], want) << x[i] << "^" << e;
+        EXPECT_EQ(std::signbit(y[i]), std::signbit(want)) << x[i] << "^" << e;
+      }
+    }
+  }
+}
+
 ONYX_OP_TEST(ElementwiseBinary, ComparisonsLogicAndBitOps) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   HostTensor a = make_tensor<float>({4}, {1, 2, nan, 4}), b = make_tensor<float>({1}, {2});

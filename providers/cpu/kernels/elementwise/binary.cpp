@@ -288,6 +288,15 @@ class PowKernel final : public sdk::Kernel {
       util::visit<kFloat | kInt>(fb.dtype, [&](auto exp_tag) {
         using E = decltype(exp_tag);
         T* out = half_out ? reinterpret_cast<T*>(half_out) : y.data<T>();
+        // One exponent of 2 or 1 (a variance's square, and the 2 - 1 of its
+        // gradient, computed at run time when the 2 is a graph input):
+        // x * x, rounded once, and x, instead of a pow() per element.
+        const double e0 = fb.size() == 1 ? double(fb.data<E>()[0]) : 0.0;
+        if (std::is_floating_point_v<T> && fb.size() == 1 && (e0 == 2.0 || e0 == 1.0)) {
+          if (e0 == 2.0) binary_loop(ctx, plan, fa.data<T>(), fb.data<E>(), out, [](T x, E) { return T(x * x); });
+          else binary_loop(ctx, plan, fa.data<T>(), fb.data<E>(), out, [](T x, E) { return x; });
+          return;
+        }
         binary_loop(ctx, plan, fa.data<T>(), fb.data<E>(), out, [](T x, E e) { return power(x, e); });
       });
     });
