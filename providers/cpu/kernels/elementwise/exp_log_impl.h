@@ -71,6 +71,11 @@ struct Exp {
   ONYX_GELU_INLINE Reg<W> apply(Reg<W> x) const { return exp<W>(x); }
 };
 
+struct Erf {
+  template <class W>
+  ONYX_GELU_INLINE Reg<W> apply(Reg<W> x) const { return gelu_impl::erf<W>(x); }
+};
+
 struct Log {
   template <class W>
   ONYX_GELU_INLINE Reg<W> apply(Reg<W> x) const { return log<W>(x); }

@@ -45,7 +45,7 @@ ONYX_FLOAT_UNARY(Sqrt, std::sqrt(x))
 ONYX_FLOAT_UNARY(Exp, std::exp(x), ONYX_FLOAT_LOOP(vec::exp))
 ONYX_FLOAT_UNARY(Log, std::log(x), ONYX_FLOAT_LOOP(vec::log))
 ONYX_FLOAT_UNARY(Reciprocal, T(1) / x)
-ONYX_FLOAT_UNARY(Erf, std::erf(x))
+ONYX_FLOAT_UNARY(Erf, std::erf(x), ONYX_FLOAT_LOOP(vec::erf))
 ONYX_FLOAT_UNARY(Floor, std::floor(x))
 ONYX_FLOAT_UNARY(Ceil, std::ceil(x))
 ONYX_FLOAT_UNARY(Round, std::nearbyint(x))  // default rounding mode: half to even

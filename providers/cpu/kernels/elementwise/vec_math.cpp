@@ -49,6 +49,10 @@ void exp_generic(const float* x, float* y, size_t n) {
   for (size_t i = 0; i < n; ++i) y[i] = std::exp(x[i]);
 }
 
+void erf_generic(const float* x, float* y, size_t n) {
+  for (size_t i = 0; i < n; ++i) y[i] = std::erf(x[i]);
+}
+
 void log_generic(const float* x, float* y, size_t n) {
   for (size_t i = 0; i < n; ++i) y[i] = std::log(x[i]);
 }
@@ -211,6 +215,16 @@ void exp(const float* x, float* y, size_t n) {
   if (use_avx2()) return detail::exp_avx2(x, y, n);
 #endif
   detail::exp_generic(x, y, n);
+}
+
+void erf(const float* x, float* y, size_t n) {
+#if defined(ONYX_CPU_AVX512_LOOPS)
+  if (use_avx512()) return detail::erf_avx512(x, y, n);
+#endif
+#if defined(ONYX_CPU_AVX2_LOOPS)
+  if (use_avx2()) return detail::erf_avx2(x, y, n);
+#endif
+  detail::erf_generic(x, y, n);
 }
 
 void log(const float* x, float* y, size_t n) {

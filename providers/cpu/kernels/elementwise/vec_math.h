@@ -28,6 +28,9 @@ void tanh(const float* x, float* y, size_t n);
 // y[i] = e^x; y may be x. Within 3 ulp where the result is a normal float,
 // 1e-45 absolute below; 0 for x below -103.97, +inf above 88.72, NaN stays NaN.
 void exp(const float* x, float* y, size_t n);
+// y[i] = erf(x); y may be x. Within 3e-7 relative or 1e-37 absolute of the
+// exact value; +-inf give +-1, NaN stays NaN, -0 stays -0.
+void erf(const float* x, float* y, size_t n);
 // y[i] = ln x; y may be x. Within 3 ulp (subnormal x included); -inf for
 // +-0, NaN for negatives and NaN, +inf for +inf.
 void log(const float* x, float* y, size_t n);
@@ -104,6 +107,7 @@ void sigmoid_generic(const float* x, float* y, size_t n);
 void swish_generic(const float* x, float* y, size_t n, float alpha);
 void tanh_generic(const float* x, float* y, size_t n);
 void exp_generic(const float* x, float* y, size_t n);
+void erf_generic(const float* x, float* y, size_t n);
 void log_generic(const float* x, float* y, size_t n);
 void softmax_row_generic(const float* x, float* y, size_t n);
 void window_rows_generic(float* y, int64_t ldy, const float* src, int64_t lds, int64_t rows, int64_t cols,
@@ -115,6 +119,7 @@ void sigmoid_avx2(const float* x, float* y, size_t n);
 void swish_avx2(const float* x, float* y, size_t n, float alpha);
 void tanh_avx2(const float* x, float* y, size_t n);
 void exp_avx2(const float* x, float* y, size_t n);
+void erf_avx2(const float* x, float* y, size_t n);
 void log_avx2(const float* x, float* y, size_t n);
 void softmax_row_avx2(const float* x, float* y, size_t n);
 double sum_avx2(const float* x, size_t n);
@@ -129,6 +134,7 @@ void sigmoid_avx512(const float* x, float* y, size_t n);
 void swish_avx512(const float* x, float* y, size_t n, float alpha);
 void tanh_avx512(const float* x, float* y, size_t n);
 void exp_avx512(const float* x, float* y, size_t n);
+void erf_avx512(const float* x, float* y, size_t n);
 void log_avx512(const float* x, float* y, size_t n);
 void softmax_row_avx512(const float* x, float* y, size_t n);
 void window_rows_avx512(float* y, int64_t ldy, const float* src, int64_t lds, int64_t rows, int64_t cols,

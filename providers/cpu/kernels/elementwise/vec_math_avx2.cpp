@@ -383,6 +383,7 @@ void swish_avx2(const float* x, float* y, size_t n, float alpha) {
 }
 void tanh_avx2(const float* x, float* y, size_t n) { logistic_impl::loop<Avx2>(x, y, n, logistic_impl::Tanh{}); }
 void exp_avx2(const float* x, float* y, size_t n) { logistic_impl::loop<Avx2>(x, y, n, exp_log_impl::Exp{}); }
+void erf_avx2(const float* x, float* y, size_t n) { logistic_impl::loop<Avx2>(x, y, n, exp_log_impl::Erf{}); }
 void log_avx2(const float* x, float* y, size_t n) { logistic_impl::loop<Avx2>(x, y, n, exp_log_impl::Log{}); }
 void softmax_row_avx2(const float* x, float* y, size_t n) { softmax_impl::row<Avx2>(x, y, n); }
 void window_rows_avx2(float* y, int64_t ldy, const float* src, int64_t lds, int64_t rows, int64_t cols,
