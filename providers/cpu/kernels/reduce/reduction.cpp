@@ -15,7 +15,6 @@
 #include <limits>
 
 #include "kernels/kernel_util.h"
-#include "kernels/reduce/reduction.h"
 #include "kernels/registry.h"
 #include "target_clones.h"
 
@@ -494,20 +493,6 @@ void add_reduce(sdk::KernelRegistry& registry, const char* op, Kind kind, int64_
 }
 
 }  // namespace
-
-namespace reduce {
-
-void sum(sdk::ComputeContext& ctx, std::span<const int64_t> dims, const std::vector<bool>& axes, const float* x,
-         float* y) {
-  run_reduce(ctx, make_walk(dims, axes), x, y, SumR<float>{}, nullptr);
-}
-
-void sum(sdk::ComputeContext& ctx, std::span<const int64_t> dims, const std::vector<bool>& axes, const double* x,
-         double* y) {
-  run_reduce(ctx, make_walk(dims, axes), x, y, SumR<double>{}, nullptr);
-}
-
-}  // namespace reduce
 
 void register_reduction_kernels(sdk::KernelRegistry& registry) {
   constexpr unsigned kTypes = kNumeric | kHalf;
