@@ -21,7 +21,8 @@ percentage 0.8x ORT's latency takes. --providers cpu,onednn times each Onyx prov
 CPU provider), each against ORT and against Onyx's CPU provider (issue 18's goals: oneDNN <= the CPU
 provider, and <= 0.8x ORT on the CNN at batch 64).
 
-Training: one step (forward, cross-entropy loss, backward, AdamW update) of the MLP and the CNN at
+Training: one step (forward, loss, backward, AdamW update) of the MLP and the CNN (cross-entropy
+against int64 classes) and of the transformer block (MSE against float targets of its output's shape) at
 batch 16 and 64, 1 and 2 threads, in samples/s = batch / median step time (steps after a warm-up,
 for about --train-budget seconds; best of the rounds, runtimes and thread counts interleaved within
 each round):
@@ -30,8 +31,9 @@ each round):
   ORT Training  onnxruntime-training 1.19.2, onnxruntime.training.api, artifacts made by its
                 generate_artifacts
   PyTorch       the same layers as a torch.nn.Module, torch.optim.AdamW, torch.set_num_threads(T)
-Both artifact sets come from the same forward model file through the same call (CrossEntropyLoss,
-AdamW, every initializer trained except BatchNorm's running mean and variance): Onyx cannot read
+Both artifact sets come from the same forward model file through the same call (that loss, AdamW,
+every float initializer of more than one element trained except BatchNorm's running mean and
+variance; the one-element ones are the exporter's constants): Onyx cannot read
 ORT's artifacts (ORT's checkpoint format and com.microsoft gradient ops), it writes its own under
 ORT's names. A step is module(x, labels); optimizer.step(); module.lazy_reset_grad(), the same
 code for both (only the package differs). PyTorch's BatchNorm layers run in eval mode (running
@@ -61,7 +63,10 @@ REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
 
 # name -> (input name, dims of one sample)
 MODELS = {"mlp": ("x", [784]), "cnn": ("x", [1, 28, 28]), "transformer": ("x", [16, 256])}
-TRAINABLE = ("mlp", "cnn")
+TRAINABLE = ("mlp", "cnn", "transformer")
+# The loss each model trains with: class scores against int64 labels, or the encoder block's output
+# against float targets of its shape.
+LOSS = {"mlp": "CrossEntropyLoss", "cnn": "CrossEntropyLoss", "transformer": "MSELoss"}
 CLASSES = 10
 SEED = 12
 TRAIN_RUNTIMES = ("onyx", "ort", "torch")
@@ -140,6 +145,16 @@ def frozen_names(model):
     return sorted(frozen)
 
 
+def trained_names(model, frozen):
+    """Initializers that train: the float ones of more than one element (weights, biases, norms'
+    scales), not frozen. The one-element ones are an exporter's constants (LayerNorm's epsilon and
+    exponent, GELU's sqrt(2), attention's scale); integer ones are shapes."""
+    from onnx import TensorProto
+    floats = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16)
+    return [t.name for t in model.graph.initializer
+            if t.data_type in floats and math.prod(t.dims) > 1 and t.name not in frozen]
+
+
 def worker_artifacts(args):
     """Training artifacts of a forward model with `package`.training.artifacts (onyx or onnxruntime)."""
     import onnx
@@ -148,19 +163,24 @@ def worker_artifacts(args):
     frozen = frozen_names(model)
     os.makedirs(args["out"], exist_ok=True)  # ORT's generator does not make it
     artifacts.generate_artifacts(
-        model, requires_grad=[t.name for t in model.graph.initializer if t.name not in frozen],
-        frozen_params=frozen, loss=artifacts.LossType.CrossEntropyLoss,
+        model, requires_grad=trained_names(model, frozen), frozen_params=frozen,
+        loss=getattr(artifacts.LossType, LOSS[args["name"]]),
         optimizer=artifacts.OptimType.AdamW, artifact_directory=args["out"])
     return {}
 
 
 def training_batches(model, batch, count=4):
-    """`count` fixed batches of (x float32 [batch, ...], labels int64 [batch])."""
+    """`count` fixed batches of (x float32 [batch, ...], labels): int64 classes [batch] for a
+    cross-entropy loss, float32 targets of the output's shape (the input's) for MSE."""
     import numpy as np
     rng = np.random.default_rng([SEED, batch])
     dims = MODELS[model][1]
-    return [(rng.standard_normal([batch] + dims).astype(np.float32),
-             rng.integers(0, CLASSES, batch).astype(np.int64)) for _ in range(count)]
+
+    def labels():
+        if LOSS[model] == "MSELoss":
+            return rng.standard_normal([batch] + dims).astype(np.float32)
+        return rng.integers(0, CLASSES, batch).astype(np.int64)
+    return [(rng.standard_normal([batch] + dims).astype(np.float32), labels()) for _ in range(count)]
 
 
 def median_step_ms(step, warmup, budget_s, min_steps):
@@ -198,9 +218,34 @@ def ort_api_step(args, batches):
     return step
 
 
-def torch_network(model):
-    """The test model's layers (tests/models/mlp_cnn.cpp) as a torch.nn.Sequential."""
+def torch_encoder_block(dim=256, heads=4):
+    """bench/transformer_export.py's block as PyTorch users write it: pre-norm, nn.LayerNorm,
+    scaled_dot_product_attention, exact (erf) GELU, no dropout."""
+    import torch
     from torch import nn
+
+    class EncoderBlock(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln1, self.ln2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
+            self.q, self.k, self.v, self.o = (nn.Linear(dim, dim) for _ in range(4))
+            self.ff1, self.ff2 = nn.Linear(dim, 4 * dim), nn.Linear(4 * dim, dim)
+
+        def forward(self, x):
+            batch, seq, _ = x.shape
+            a = self.ln1(x)
+            q, k, v = (f(a).view(batch, seq, heads, dim // heads).transpose(1, 2) for f in (self.q, self.k, self.v))
+            context = nn.functional.scaled_dot_product_attention(q, k, v)
+            h = x + self.o(context.transpose(1, 2).reshape(batch, seq, dim))
+            return h + self.ff2(nn.functional.gelu(self.ff1(self.ln2(h))))
+    return EncoderBlock()
+
+
+def torch_network(model):
+    """The test model's layers (tests/models/mlp_cnn.cpp, bench/transformer_export.py) as a torch.nn.Module."""
+    from torch import nn
+    if model == "transformer":
+        return torch_encoder_block()
     if model == "mlp":
         return nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(), nn.Linear(128, 10))
     return nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
@@ -219,7 +264,7 @@ def torch_step(args, batches):
         if isinstance(layer, torch.nn.BatchNorm2d):
             layer.eval()
     optimizer = torch.optim.AdamW(net.parameters(), lr=1e-3)
-    loss_of = torch.nn.CrossEntropyLoss()
+    loss_of = getattr(torch.nn, LOSS[args["model"]])()
     tensors = [(torch.from_numpy(x), torch.from_numpy(labels)) for x, labels in batches]
 
     def step(k):
@@ -364,14 +409,14 @@ def parse_list(text):
     return [int(v) for v in text.split(",") if v]
 
 
-def prepare_models(build, infer_python, folder, wanted):
+def prepare_models(build, onnx_python, folder, wanted):
     """Writes mlp.onnx, cnn.onnx (onyx_make_test_models) and transformer.onnx into folder."""
     maker = os.path.join(build, "bin", "onyx_make_test_models")
     if not os.access(maker, os.X_OK):
         sys.exit(f"compare: no {maker}: build first (scripts/build.sh), or pass --build DIR")
     subprocess.run([maker, folder], check=True, capture_output=True)
     if "transformer" in wanted:
-        done = subprocess.run([infer_python, os.path.join(REPO, "bench", "transformer_export.py"),
+        done = subprocess.run([onnx_python, os.path.join(REPO, "bench", "transformer_export.py"),
                                os.path.join(folder, "transformer.onnx")], capture_output=True, text=True)
         if done.returncode != 0:
             sys.exit(f"compare: bench/transformer_export.py failed:\n{done.stderr.strip()}")
@@ -522,7 +567,8 @@ def make_artifacts(pythons, models, folder, wanted, runtimes):
     for runtime, package in (("ort", "onnxruntime"), ("onyx", "onyx")):
         for name in wanted if runtime in runtimes else []:
             out = os.path.join(folder, f"artifacts_{runtime}_{name}")
-            run_worker(pythons["train_python"], "artifacts", {"package": package, "model": models[name], "out": out})
+            run_worker(pythons["train_python"], "artifacts",
+                       {"package": package, "model": models[name], "name": name, "out": out})
             made[(runtime, name)] = out
     return made
 
@@ -559,9 +605,9 @@ def training_part(args, pythons, models, folder, errors):
     except MeasurementError as e:
         failure(errors, "training artifacts", e)
         return {}
-    print(f"\nTraining step (forward, cross-entropy, backward, AdamW): samples/s, best of {args.rounds} "
+    print(f"\nTraining step (forward, loss, backward, AdamW): samples/s, best of {args.rounds} "
           f"interleaved round(s), each the median step over about {args.train_budget:g} s")
-    print(f"{'model':<6} {'batch':>5} {'thr':>3} {'Onyx':>9} {'ORT-T':>9} {'PyTorch':>9} "
+    print(f"{'model':<12} {'batch':>5} {'thr':>3} {'Onyx':>9} {'ORT-T':>9} {'PyTorch':>9} "
           f"{'Onyx/PyTorch':>12} {'Onyx/ORT-T':>10} {'goals':>6}", flush=True)
     results = {}
     for name in args.train_models:
@@ -572,7 +618,7 @@ def training_part(args, pythons, models, folder, errors):
                 results[(name, batch, threads)] = best
                 vs_torch, vs_ort = ratio(best["onyx"], best["torch"]), ratio(best["onyx"], best["ort"])
                 met = None if vs_torch is None or vs_ort is None else vs_torch >= 1.4 and vs_ort >= 1.0
-                print(f"{name:<6} {batch:>5} {threads:>3} {fmt(best['onyx'], '.0f'):>9} {fmt(best['ort'], '.0f'):>9} "
+                print(f"{name:<12} {batch:>5} {threads:>3} {fmt(best['onyx'], '.0f'):>9} {fmt(best['ort'], '.0f'):>9} "
                       f"{fmt(best['torch'], '.0f'):>9} {fmt(vs_torch, '.2f'):>12} {fmt(vs_ort, '.2f'):>10} "
                       f"{'-' if met is None else 'yes' if met else 'no':>6}", flush=True)
     print_thread_table(results, args, TRAIN_RUNTIMES, {"onyx": "Onyx", "ort": "ORT-T", "torch": "PyTorch"},
@@ -620,7 +666,7 @@ def parse_args():
                         help="Onyx providers timed for inference, e.g. cpu,onednn (others fall back to cpu)")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds; the best of each runtime counts")
     parser.add_argument("--budget", type=float, default=1.0, help="seconds of timed inference runs per measurement")
-    parser.add_argument("--train-models", default="mlp,cnn")
+    parser.add_argument("--train-models", default="mlp,cnn,transformer")
     parser.add_argument("--train-batch", default="16,64")
     parser.add_argument("--train-runtimes", default=",".join(TRAIN_RUNTIMES), help="of onyx,ort,torch")
     parser.add_argument("--train-budget", type=float, default=2.0, help="seconds of timed steps per measurement")
@@ -662,7 +708,8 @@ def main():
     with tempfile.TemporaryDirectory(prefix="onyx-speed-") as folder:
         wanted = sorted(set(([] if args.only == "training" else args.models) +
                             ([] if args.only == "inference" else args.train_models)))
-        models = prepare_models(args.build, pythons.get("infer_python"), folder, wanted)
+        onnx_python = next(pythons[k] for k in ("infer_python", "train_python", "torch_python") if k in pythons)
+        models = prepare_models(args.build, onnx_python, folder, wanted)
         if args.only != "training":
             inference_part(args, onyx, pythons, models, folder, errors)
         if args.only != "inference":
