@@ -2,8 +2,11 @@
 //
 //   onyx_gemm_bench [--quick] [--threads 1,2] [--shapes 1024,512x768x3072,...]
 //                   [--isa generic|avx2|avx512] [--packed] [--rounds N] [--ms T]
-//                   [--settle MS] [--peak]
+//                   [--settle MS] [--peak] [--trans a|b|ab]
 //
+// --trans: A (or B, or both) stored transposed, K x M (N x K), for both
+// libraries: a training step's weight gradients are X^T dY and its input
+// gradients dY W^T.
 // --peak: only the measured 1-core FMA peak (bench/speed/compare.py reads it).
 // Shapes are MxNxK (a single number is a cube). For every shape and thread
 // count it prints GFLOP/s of ours, of oneDNN, and their ratio. The two are
@@ -118,13 +121,17 @@ struct Shape {
   int64_t m, n, k;
 };
 
+struct Trans {
+  bool a = false, b = false;
+};
+
 // oneDNN's fp32 matmul for one shape, created once; only execute() is timed.
 class DnnlMatmul {
  public:
-  DnnlMatmul(const Shape& s, float* a, float* b, float* c) : eng_(dnnl::engine::kind::cpu, 0), strm_(eng_) {
+  DnnlMatmul(const Shape& s, Trans t, float* a, float* b, float* c) : eng_(dnnl::engine::kind::cpu, 0), strm_(eng_) {
     using dt = dnnl::memory::data_type;
     using tag = dnnl::memory::format_tag;
-    dnnl::memory::desc a_md({s.m, s.k}, dt::f32, tag::ab), b_md({s.k, s.n}, dt::f32, tag::ab),
+    dnnl::memory::desc a_md({s.m, s.k}, dt::f32, t.a ? tag::ba : tag::ab), b_md({s.k, s.n}, dt::f32, t.b ? tag::ba : tag::ab),
         c_md({s.m, s.n}, dt::f32, tag::ab);
 #if DNNL_VERSION_MAJOR >= 3
     dnnl::matmul::primitive_desc pd(eng_, a_md, b_md, c_md);
@@ -252,6 +259,7 @@ int main(int argc, char** argv) {
   int rounds = 5;
   double round_ms = 150;
   bool packed = false, peak_only = false;
+  Trans trans;
   gd::Isa isa = gd::best_isa();
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -274,6 +282,8 @@ int main(int argc, char** argv) {
       g_settle_ms = std::atof(next), ++i;
     } else if (arg == "--packed") {
       packed = true;
+    } else if (arg == "--trans" && (!std::strcmp(next, "a") || !std::strcmp(next, "b") || !std::strcmp(next, "ab"))) {
+      trans = {std::strchr(next, 'a') != nullptr, std::strchr(next, 'b') != nullptr}, ++i;
     } else if (arg == "--peak") {
       peak_only = true;
     } else if (arg == "--isa") {
@@ -284,7 +294,7 @@ int main(int argc, char** argv) {
       ++i;
     } else {
       std::fprintf(stderr, "usage: %s [--quick] [--threads 1,2] [--shapes 1024,128x768x3072] "
-                           "[--isa NAME] [--packed] [--rounds N] [--ms T] [--settle MS] [--peak]\n", argv[0]);
+                           "[--isa NAME] [--packed] [--rounds N] [--ms T] [--settle MS] [--peak] [--trans a|b|ab]\n", argv[0]);
       return 2;
     }
   }
@@ -292,7 +302,8 @@ int main(int argc, char** argv) {
   const double peak = measure_peak();
   if (peak_only) return std::printf("measured 1-core fp32 FMA peak: %.1f GFLOP/s\n", peak), 0;
   std::printf("onyx sgemm isa: %s   measured 1-core fp32 FMA peak: %.1f GFLOP/s\n", gd::isa_name(isa), peak);
-  std::printf("GFLOP/s: medians over %d alternating rounds; best: ratio of the best rounds\n", rounds);
+  std::printf("GFLOP/s: medians over %d alternating rounds; best: ratio of the best rounds%s%s\n", rounds,
+              trans.a ? "; A stored K x M" : "", trans.b ? "; B stored N x K" : "");
   std::printf("%-18s %3s %9s %9s %7s %6s %7s%s  %s\n", "MxNxK", "thr", "ours", "onednn", "ratio", "best",
               "%peak", packed ? "    packed" : "", "onednn impl");
 
@@ -311,16 +322,17 @@ int main(int argc, char** argv) {
       std::vector<float> a(size_t(s.m * s.k)), b(size_t(s.k * s.n)), c(size_t(s.m * s.n)), c2(c.size());
       for (auto& v : a) v = dist(rng);
       for (auto& v : b) v = dist(rng);
-      DnnlMatmul ref(s, a.data(), b.data(), c2.data());
+      DnnlMatmul ref(s, trans, a.data(), b.data(), c2.data());
+      const int64_t lda = trans.a ? s.m : s.k, ldb = trans.b ? s.k : s.n;
       std::shared_ptr<onyx::cpu::PackedB> pb;
-      if (packed) pb = gd::pack_b_with_isa(isa, false, s.k, s.n, b.data(), s.n);
+      if (packed) pb = gd::pack_b_with_isa(isa, trans.b, s.k, s.n, b.data(), ldb);
 
       auto ours = [&] {
-        gd::sgemm_with_isa(isa, false, false, s.m, s.n, s.k, 1.0f, a.data(), s.k, b.data(), s.n, 0.0f,
+        gd::sgemm_with_isa(isa, trans.a, trans.b, s.m, s.n, s.k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f,
                            c.data(), s.n, pf);
       };
       auto ours_packed = [&] {
-        onyx::cpu::sgemm_packed(false, s.m, s.n, s.k, 1.0f, a.data(), s.k, *pb, 0.0f, c.data(), s.n, pf);
+        onyx::cpu::sgemm_packed(trans.a, s.m, s.n, s.k, 1.0f, a.data(), lda, *pb, 0.0f, c.data(), s.n, pf);
       };
       auto theirs = [&] { ref.execute(); };
       const double flops = 2.0 * double(s.m) * double(s.n) * double(s.k);

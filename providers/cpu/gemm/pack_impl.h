@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "kernel_set.h"
 
@@ -17,29 +18,32 @@ inline int64_t min64(int64_t x, int64_t y) { return x < y ? x : y; }
 
 template <int MR>
 void pack_a_impl(bool trans, const float* a, int64_t lda, int64_t rows, int64_t kc, float* dst) {
+  if (trans) {
+    // op(A)(i, k) = a[k*lda + i]: read each stored row's run of `rows` floats
+    // once, handing MR of them to each panel. Panel by panel instead, every
+    // panel would reread kc rows lda apart, one cache line each: with lda a
+    // multiple of 4 KB (a weight gradient X^T dY over 1024 rows) they share a
+    // few cache sets and come from L3 every time.
+    const int64_t full = rows / MR * MR;
+    for (int64_t k = 0; k < kc; ++k) {
+      const float* src = a + k * lda;
+      float* d = dst + k * MR;
+      for (int64_t p = 0; p < full; p += MR, d += kc * MR)
+        std::memcpy(d, src + p, MR * sizeof(float));  // a few vector moves (the loop stayed scalar)
+      for (int64_t i = 0; full < rows && i < MR; ++i) d[i] = full + i < rows ? src[full + i] : 0.0f;
+    }
+    return;
+  }
   for (int64_t p = 0; p < rows; p += MR, dst += kc * MR) {
     const int64_t mr = min64(MR, rows - p);
-    if (!trans) {
-      // op(A)(i, k) = a[i*lda + k]: walk each row contiguously (the read side
-      // streams from memory) and scatter into the panel, which stays in L1.
-      for (int64_t i = 0; i < mr; ++i) {
-        const float* src = a + (p + i) * lda;
-        for (int64_t k = 0; k < kc; ++k) dst[k * MR + i] = src[k];
-      }
-      for (int64_t i = mr; i < MR; ++i)
-        for (int64_t k = 0; k < kc; ++k) dst[k * MR + i] = 0.0f;
-    } else {
-      // op(A)(i, k) = a[k*lda + i]: each k step is a contiguous run.
-      for (int64_t k = 0; k < kc; ++k) {
-        const float* src = a + k * lda + p;
-        float* d = dst + k * MR;
-        if (mr == MR) {
-          for (int i = 0; i < MR; ++i) d[i] = src[i];
-        } else {
-          for (int64_t i = 0; i < MR; ++i) d[i] = i < mr ? src[i] : 0.0f;
-        }
-      }
+    // op(A)(i, k) = a[i*lda + k]: walk each row contiguously (the read side
+    // streams from memory) and scatter into the panel, which stays in L1.
+    for (int64_t i = 0; i < mr; ++i) {
+      const float* src = a + (p + i) * lda;
+      for (int64_t k = 0; k < kc; ++k) dst[k * MR + i] = src[k];
     }
+    for (int64_t i = mr; i < MR; ++i)
+      for (int64_t k = 0; k < kc; ++k) dst[k * MR + i] = 0.0f;
   }
 }
 
