@@ -79,10 +79,13 @@ StatusOr<ParameterSplit> split_parameters(const onnx::GraphProto& g, const Train
       s.trainable.push_back(t);
     }
   }
-  for (const auto& t : s.trainable) taken.insert(t->name());
-  // Frozen: the ones named, then every other float initializer, in model order.
+  // Frozen: the ones named, in model order. Other initializers (with
+  // requires_grad given: the float ones not listed) stay in the models as
+  // constants, as ORT Training's generate_artifacts keeps them: an exporter's
+  // epsilon, sqrt(2) or attention scale, which graph rewrites (LayerNorm,
+  // GELU fusion) and kernels (Pow by 2) need to see as values.
   for (const auto& t : g.initializer())
-    if (!taken.count(t.name()) && (frozen.count(t.name()) || is_float(t.data_type()))) s.frozen.push_back(&t);
+    if (frozen.count(t.name())) s.frozen.push_back(&t);
   return s;
 }
 

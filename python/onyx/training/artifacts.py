@@ -59,7 +59,9 @@ def generate_artifacts(model: Any, requires_grad: Optional[Sequence[str]] = None
     """Makes the training artifacts of ``model`` (an onnx.ModelProto or a path).
 
     requires_grad / frozen_params: initializers that get gradients / stay
-    fixed (default: every float initializer trains). loss: a LossType (ORT's
+    fixed, as checkpoint parameters (default: every float initializer
+    trains); with requires_grad given, the initializers in neither list stay
+    in the models as constants, as ORT's generate_artifacts keeps them. loss: a LossType (ORT's
     default, none, is refused: Onyx builds the loss into the training model).
     optimizer: AdamW (default), SGD or LAMB. additional_output_names: forward
     outputs the training and eval models return after the loss.

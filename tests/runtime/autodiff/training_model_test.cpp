@@ -60,6 +60,32 @@ TEST(TrainingModel, InputsOutputsAndParameters) {
   EXPECT_EQ(m.label_inputs, (std::vector<std::string>{"labels"}));
 }
 
+// As in ORT Training: with requires_grad given, an initializer in neither
+// list stays a constant of both models (not a parameter, not an input).
+TEST(TrainingModel, InitializersInNeitherListStayConstants) {
+  Forward f = mlp(6);
+  TrainingSpec spec;
+  spec.requires_grad = {"W1", "W2"};
+  spec.frozen = {"b2"};
+  auto built = build_training_models(f.proto(), spec);
+  ASSERT_TRUE(built.ok()) << built.status().to_string();
+  const TrainingModels& m = built.value();
+  std::vector<std::string> params, inputs, inits;
+  for (const auto& p : m.parameters) params.push_back(p.name + (p.requires_grad ? "+" : "-"));
+  for (const auto& i : m.training.graph().input()) inputs.push_back(i.name());
+  for (const auto& t : m.training.graph().initializer()) inits.push_back(t.name());
+  EXPECT_EQ(params, (std::vector<std::string>{"W1+", "W2+", "b2-"}));
+  EXPECT_EQ(inputs, (std::vector<std::string>{"x", "labels", "W1", "W2", "b2"}));
+  EXPECT_EQ(inits, std::vector<std::string>{"b1"});
+  ASSERT_EQ(m.eval.graph().initializer_size(), 1);
+  EXPECT_EQ(m.eval.graph().initializer(0).name(), "b1");
+  // The constant still takes part: the gradients match finite differences.
+  std::mt19937 rng(11);
+  auto x = doubles({6, 4}, rng);
+  auto t = std::make_shared<Tensor>(tensor_from<int64_t>(ONYX_DTYPE_INT64, {6}, {0, 2, 1, 1, 0, 2}));
+  expect_gradients_match(f.proto(), "mlp with b1 a constant", &spec, {{"x", x}, {"labels", t}});
+}
+
 TEST(TrainingModel, MlpCrossEntropyMatchesFiniteDifferences) {
   Forward f = mlp(6);
   std::mt19937 rng(7);
