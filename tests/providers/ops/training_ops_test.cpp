@@ -118,6 +118,33 @@ ONYX_OP_TEST(SumToShape, SumsTheBroadcastDims) {
     }
 }
 
+// A bias gradient's many rows: the threads share the kept columns, and each
+// element is summed in the same order whatever their number.
+ONYX_OP_TEST(SumToShape, ThreadsGiveTheSameSums) {
+  const std::vector<int64_t> g_dims = {300, 2, 130};
+  std::vector<float> g = nn::random_floats(size_t(count(g_dims)), 12);
+  for (const std::vector<int64_t>& target : {std::vector<int64_t>{2, 130}, std::vector<int64_t>{130}}) {
+    std::vector<std::vector<float>> results;
+    for (size_t threads : {1, 4}) {
+      NodeSpec node = onyx_node("SumToShape");
+      node.inputs = {make_tensor<float>(g_dims, g), make_tensor<int64_t>({int64_t(target.size())}, target)};
+      RunResult r = run_node(node, {.threads = threads});
+      ASSERT_TRUE(r.ok()) << r.error;
+      results.push_back(r.outputs[0].values<float>());
+    }
+    EXPECT_EQ(results[0], results[1]) << ::testing::PrintToString(target);
+    const int64_t cols = count(target);
+    std::vector<double> want(size_t(cols), 0.0), abs_sum(want.size(), 0.0);
+    for (size_t i = 0; i < g.size(); ++i) {
+      want[i % size_t(cols)] += g[i];
+      abs_sum[i % size_t(cols)] += std::fabs(g[i]);
+    }
+    std::vector<double> tol(want.size());
+    for (size_t i = 0; i < tol.size(); ++i) tol[i] = nn::sum_tol(double(g.size()) / double(cols), abs_sum[i]);
+    EXPECT_TRUE(all_near(results[1], want, tol)) << ::testing::PrintToString(target);
+  }
+}
+
 ONYX_OP_TEST(SumToShape, RefusesAShapeThatDoesNotBroadcast) {
   NodeSpec node = onyx_node("SumToShape");
   node.inputs = {make_tensor<float>({3, 4}, std::vector<float>(12, 1.f)), make_tensor<int64_t>({1}, {3})};
