@@ -38,7 +38,7 @@ ORT's artifacts (ORT's checkpoint format and com.microsoft gradient ops), it wri
 ORT's names. A step is module(x, labels); optimizer.step(); module.lazy_reset_grad(), the same
 code for both (only the package differs). PyTorch's BatchNorm layers run in eval mode (running
 statistics, trainable affine), as the ONNX model's BatchNormalization does. Ratios > 1 mean Onyx
-is faster (goals: >= 1.4 against PyTorch, >= 1.0 against ORT Training). Onyx's training rows time the
+is faster (goals, for the MLP and the CNN: >= 1.4 against PyTorch, >= 1.0 against ORT Training). Onyx's training rows time the
 onyx Python package of the training venv, built apart from --build (a warning says when it is
 older than --build's bin/onyx).
 
@@ -71,6 +71,7 @@ CLASSES = 10
 SEED = 12
 TRAIN_RUNTIMES = ("onyx", "ort", "torch")
 RUNTIME_NAMES = {"onyx": "Onyx", "ort": "ORT Training", "torch": "PyTorch"}
+GOAL_MODELS = ("mlp", "cnn")  # issue 12's training goals; the transformer block's row is measured, not judged
 
 
 # ----------------------------------------------------------------------------------------------
@@ -617,7 +618,8 @@ def training_part(args, pythons, models, folder, errors):
                 best = measured[threads]
                 results[(name, batch, threads)] = best
                 vs_torch, vs_ort = ratio(best["onyx"], best["torch"]), ratio(best["onyx"], best["ort"])
-                met = None if vs_torch is None or vs_ort is None else vs_torch >= 1.4 and vs_ort >= 1.0
+                met = (None if vs_torch is None or vs_ort is None or name not in GOAL_MODELS
+                       else vs_torch >= 1.4 and vs_ort >= 1.0)
                 print(f"{name:<12} {batch:>5} {threads:>3} {fmt(best['onyx'], '.0f'):>9} {fmt(best['ort'], '.0f'):>9} "
                       f"{fmt(best['torch'], '.0f'):>9} {fmt(vs_torch, '.2f'):>12} {fmt(vs_ort, '.2f'):>10} "
                       f"{'-' if met is None else 'yes' if met else 'no':>6}", flush=True)
