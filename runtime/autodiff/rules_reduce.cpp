@@ -25,15 +25,15 @@ Status reduce_rule(GradContext& c) {
   // Without keepdims the reduced axes are put back (as size 1) first; an
   // empty axes list reduced everything to a scalar, which expands directly.
   if (c.attr_int("keepdims", 1) == 0 && !axes.empty()) g = e.unsqueeze(g, axes);
-  std::string shape = e.op("Shape", {c.x(0)});
-  g = e.op("Expand", {g, shape});
+  // The mean's count divides the reduced gradient before it is expanded:
+  // the same quotients, computed once per output element, not once per input.
   if (kMean) {
     int32_t t = e.dtype(c.x(0));
     std::string in = e.op("Cast", {e.op("Size", {c.x(0)})}, {attr_int("to", t)});
     std::string out = e.op("Cast", {e.op("Size", {c.y(0)})}, {attr_int("to", t)});
     g = e.op("Div", {g, e.op("Div", {in, out})});
   }
-  c.set_dx(0, g);
+  c.set_dx(0, e.op("Expand", {g, e.op("Shape", {c.x(0)})}));
   return Status();
 }
 
