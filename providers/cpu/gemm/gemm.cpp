@@ -276,8 +276,13 @@ void small_m(const Gemm& g, const ParallelFor& pf, size_t threads) {
   // its part of B once and writes its own ranges of C's rows, and reads (or
   // packs) all of A, which costs little (MobileNetV2's 16 -> 96 pointwise
   // layer on 112 x 112, 2 threads: 76 -> 113 GFLOP/s; ViT's 197 x 768 x 768,
-  // with 600 KB of A, ran 7% slower split so).
-  const bool b_wide = g.n > g.m && g.m * g.k * int64_t(sizeof(float)) <= g.opt.small_m_cols_split_a_bytes;
+  // with 600 KB of A, ran 7% slower split so). Not when B is small enough
+  // for every core to read all of it from its own cache: then rows are
+  // split, and each core writes whole rows of C, as the elementwise kernels
+  // and optimizer updates that read C next split it (a weight gradient
+  // stays in the cache of the core that updates it).
+  const bool b_wide = g.n > g.m && g.m * g.k * int64_t(sizeof(float)) <= g.opt.small_m_cols_split_a_bytes &&
+                      g.n * g.k * int64_t(sizeof(float)) > g.opt.small_m_shared_b_bytes;
   const bool rows_split = mpan >= 4 * T && !b_packed_per_task && !b_wide;
   const int64_t nt = rows_split ? 1 : std::min(npan, T);
   const int64_t mt = rows_split ? T : std::min(mpan, ceil_div(T, nt));

@@ -65,6 +65,7 @@ struct DriverOptions {
   int64_t pack_a_cols = 768;            // a task with this many columns packs A, else reads it in place (ViT-B/16, 197 rows:
                                         // -3%; 1024^3 on a Zen 3 VM, whose 512 KB L2 holds fewer rows 4 KB apart: +15%)
   int64_t small_m_cols_split_a_bytes = 128 << 10;  // small_m() splits the columns of a wider B with this small an A
+  int64_t small_m_shared_b_bytes = 256 << 10;       // ... and a B over this size (smaller: each core reads all of it)
   int64_t panels_group_bytes = 16 << 10;  // small_m()'s DirectPanelsKernel calls span this much of B (an L1 half)
   double flops_per_b_byte = 2.8;        // few rows: a byte of B weighs this (1 x 784 x 256, 0.8 MB of B: 2 threads)
   double min_flops_per_thread = 1.0e6;  // less per thread, and the split costs more than it saves (0.5e6 made MLP batch 16 slower)

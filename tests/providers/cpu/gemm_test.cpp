@@ -9,6 +9,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "gemm/gemm.h"
@@ -440,20 +441,25 @@ void SgemmTest::tiny_blocking(bool direct, int64_t pack_a_cols) {
     std::fill(std::begin(tiny.narrow_direct), std::end(tiny.narrow_direct), nullptr);
     std::fill(std::begin(tiny.direct_panels), std::end(tiny.direct_panels), nullptr);
   }
-  for (int64_t small_m : {int64_t(0), int64_t(1) << 40}) {  // blocked() only, then small_m() only
+  // blocked() only, then small_m() only; small_m() with a small A splitting
+  // the columns (every B counts as large), then, given 2 threads, the rows.
+  for (auto [small_m, shared_b] : {std::pair{int64_t(0), int64_t(0)}, std::pair{int64_t(1) << 40, int64_t(0)},
+                                   std::pair{int64_t(1) << 40, int64_t(1) << 40}}) {
     gemm_detail::DriverOptions opt;
     opt.small_m = small_m;
+    opt.small_m_shared_b_bytes = shared_b;
     opt.b_in_place_rows = small_m;
     opt.pack_a_cols = pack_a_cols;
     opt.min_flops_per_thread = 1;
     opt.panels_group_bytes = 2 * tiny.kc * tiny.nr * int64_t(sizeof(float));
     for (bool ta : {false, true})
       for (bool tb : {false, true})
-        for (size_t threads : {1, 3})
+        for (size_t threads : {1, 2, 3})
           for (float beta : {0.0f, -2.0f}) {
             Case cs{ta, tb, 7 * tiny.mr + 3, 5 * tiny.nr + 3, 17, 1.0f, beta, 1, 2, 3};
             cs.integers = true;
             const std::string what = describe(cs) + " small_m=" + std::to_string(small_m) +
+                                     " shared_b=" + std::to_string(shared_b) +
                                      " threads=" + std::to_string(threads) + (direct ? "" : " packed A") +
                                      " pack_a_cols=" + std::to_string(pack_a_cols);
             Problem p(cs, 3);
