@@ -124,8 +124,10 @@ StatusOr<std::vector<Tensor>> run_placed(Session& session, const std::vector<std
   if (std::none_of(inputs.begin(), inputs.end(), [&](const auto& in) { return on_device(in.second); }) &&
       std::none_of(targets.begin(), targets.end(), on_device)) {
     std::vector<std::pair<std::string, Tensor>> feed;
+    feed.reserve(inputs.size());
     for (const auto& [name, bound] : inputs) feed.emplace_back(name, bound.tensor);
     std::vector<Tensor> reuse;
+    reuse.reserve(targets.size());
     for (const BoundTensor& t : targets) reuse.push_back(t.tensor);
     return session.run(feed, {}, targets.empty() ? nullptr : &reuse);
   }
@@ -645,6 +647,7 @@ Status TrainingSession::optimizer_step() {
     return BoundTensor{optimizer_fused_ && host.storage_users() == 1 ? host : Tensor(), -1};
   };
   std::vector<BoundTensor> targets;
+  targets.reserve(1 + trainable.size() * (1 + optimizer_info_.slots.size()));
   if (clipped) targets.emplace_back();
   for (size_t k = 0; k < trainable.size(); ++k) {
     targets.push_back(target(trainable[k].data, on_device ? &device_state_->parameters()[k] : nullptr));
@@ -656,9 +659,12 @@ Status TrainingSession::optimizer_step() {
     *t.data_as<float>() = v;
     return BoundTensor{t, -1};
   };
-  std::vector<std::pair<std::string, BoundTensor>> feed = {{"lr", scalar(float(lr_))},
-                                                           {"step", scalar(float(group.step + 1))},
-                                                           {"max_grad_norm", scalar(max_grad_norm_)}};
+  std::vector<std::pair<std::string, BoundTensor>> feed;
+  feed.reserve(3 + hyperparameters_.size() + optimizer_info_.groups.size() * hyperparameters_.size() +
+               trainable.size() * (2 + optimizer_info_.slots.size()));
+  feed.emplace_back("lr", scalar(float(lr_)));
+  feed.emplace_back("step", scalar(float(group.step + 1)));
+  feed.emplace_back("max_grad_norm", scalar(max_grad_norm_));
   for (size_t h = 0; h < hyperparameters_.size(); ++h)
     feed.emplace_back(optimizer_info_.hyperparameters[h].name, scalar(hyperparameters_[h]));
   for (const auto& [name, value] : group_override_inputs(optimizer_info_.groups)) feed.emplace_back(name, scalar(value));

@@ -13,6 +13,7 @@
 // an instruction (this file is built with -fno-math-errno). Chunks are split
 // over the pool.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 
@@ -147,6 +148,14 @@ ONYX_CLONES void sgd_range( const SgdConstants c, const float* p, const float* g
   }
 }
 
+// A fused update's operands, at most AdamW's: 4 tensors (parameter,
+// gradient, 2 slots), 6 scalars, 3 updated tensors. Fixed arrays, not
+// vectors: the kernel runs once per parameter per step, and a step should
+// not allocate.
+using Inputs = std::array<const float*, 4>;
+using Scalars = std::array<float, 6>;
+using Outputs = std::array<float*, 3>;
+
 class FusedUpdateKernel : public sdk::Kernel {
  public:
   FusedUpdateKernel(const sdk::NodeInfo& node, size_t tensors, size_t scalars)
@@ -154,25 +163,25 @@ class FusedUpdateKernel : public sdk::Kernel {
 
   OnyxStatus* compute(sdk::ComputeContext& ctx) override {
     const sdk::Tensor param = ctx.in(0);
-    std::vector<const float*> in;
+    Inputs in{};
     for (size_t i = 0; i < tensors_; ++i) {
       const sdk::Tensor t = ctx.in(i);
       if (!std::ranges::equal(t.dims, param.dims))
         return util::fail(label_, "input %zu has shape %s, the parameter %s", i, util::dims_str(t.dims).c_str(),
                           util::dims_str(param.dims).c_str());
-      in.push_back(t.data<float>());
+      in[i] = t.data<float>();
     }
-    std::vector<float> scalar;
+    Scalars scalar{};
     for (size_t i = 0; i < scalars_; ++i) {
       const sdk::Tensor t = ctx.in(tensors_ + i);
       if (t.size() != 1) return util::fail(label_, "input %zu must be a scalar", tensors_ + i);
-      scalar.push_back(t.data<float>()[0]);
+      scalar[i] = t.data<float>()[0];
     }
-    std::vector<float*> out;
+    Outputs out{};
     for (size_t i = 0; i + 1 < tensors_; ++i) {  // every tensor but the gradient comes back updated
       sdk::Tensor y;
       ONYX_SDK_RETURN_IF_ERROR(ctx.output(i, ONYX_DTYPE_FLOAT32, param.dims, &y));
-      out.push_back(y.data<float>());
+      out[i] = y.data<float>();
     }
     // Whole chunks per task, 8k elements (a few microseconds) at least, so
     // that a layer of 32k parameters is split too: its gradient lies half in
@@ -186,8 +195,7 @@ class FusedUpdateKernel : public sdk::Kernel {
 
  protected:
   // Elements [lo, hi) of the update.
-  virtual void update(const std::vector<const float*>& in, const std::vector<float>& s, const std::vector<float*>& out,
-                      int64_t lo, int64_t hi) const = 0;
+  virtual void update(const Inputs& in, const Scalars& s, const Outputs& out, int64_t lo, int64_t hi) const = 0;
 
  private:
   std::string label_;
@@ -201,8 +209,7 @@ class AdamKernel final : public FusedUpdateKernel {
   explicit AdamKernel(const sdk::NodeInfo& node) : FusedUpdateKernel(node, 4, 6) {}
 
  private:
-  void update(const std::vector<const float*>& in, const std::vector<float>& s, const std::vector<float*>& out,
-              int64_t lo, int64_t hi) const override {
+  void update(const Inputs& in, const Scalars& s, const Outputs& out, int64_t lo, int64_t hi) const override {
     const float lr = s[0], step = s[1], beta1 = s[2], beta2 = s[3], epsilon = s[4], weight_decay = s[5];
     const float bias1 = 1.0f - std::pow(beta1, step), bias2 = 1.0f - std::pow(beta2, step);
     const Moments c{beta1, beta2, 1.0f - beta1, 1.0f - beta2};
@@ -216,8 +223,7 @@ class SgdKernel final : public FusedUpdateKernel {
   explicit SgdKernel(const sdk::NodeInfo& node) : FusedUpdateKernel(node, 3, 5) {}
 
  private:
-  void update(const std::vector<const float*>& in, const std::vector<float>& s, const std::vector<float*>& out,
-              int64_t lo, int64_t hi) const override {
+  void update(const Inputs& in, const Scalars& s, const Outputs& out, int64_t lo, int64_t hi) const override {
     const SgdConstants c{s[0], s[2], s[3], s[4]};
     sgd_range(c, in[0], in[1], in[2], out[0], out[1], lo, hi);
   }
